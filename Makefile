@@ -1,0 +1,33 @@
+# The two commands of the quick start:
+#   make book   set up .venv if needed, execute every notebook, render HTML into _build/html
+#   make test   set up .venv if needed, run unit tests, nbval over every notebook, and the build check
+PYTHON ?= python3.11
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: book test venv clean lab
+
+venv: $(STAMP)
+
+$(STAMP): requirements.txt pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
+	$(BIN)/python -m pip check
+	@touch $(STAMP)
+
+book: $(STAMP)
+	$(BIN)/jupyter-book build . -W -n --keep-going
+	@echo "The book is at: file://$(CURDIR)/_build/html/index.html"
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -n 2 --dist loadfile --nbval --nbval-current-env tests chapters book
+
+lab: $(STAMP)
+	$(BIN)/python -m pip install --quiet jupyterlab==4.6.6
+	$(BIN)/jupyter lab chapters/
+
+clean:
+	rm -rf _build

@@ -1,0 +1,75 @@
+"""Memory: weights and the KV cache, and how many sequences fit in HBM.
+
+Every attention layer stores one key and one value vector per KV head for every token it has seen:
+    KV bytes per token = 2 x L x K x H x bytes_per_element    (Scaling Book ch. 7)
+"""
+
+import math
+from dataclasses import dataclass
+
+from .dtypes import bytes_per_element
+from .hardware import get_chip
+from .models import get_model, param_count
+from .roofline import _positive
+
+
+def kv_bytes_per_token(model, dtype: str = "bf16") -> float:
+    """2 L K H x bytes: keys and values, every layer, every KV head, for one token of one sequence."""
+    m = get_model(model)
+    return 2.0 * m.n_layers * m.n_kv_heads * m.head_dim * bytes_per_element(dtype)
+
+
+def kv_cache_bytes(model, tokens: int, batch: int = 1, dtype: str = "bf16") -> float:
+    """KV cache of `batch` sequences of `tokens` tokens: B x S x 2 L K H x bytes.
+
+    With a sliding window W, each sequence keeps at most W tokens per layer.
+    """
+    m = get_model(model)
+    _positive("tokens", tokens, allow_zero=True)
+    _positive("batch", batch, allow_zero=True)
+    kept = tokens if m.sliding_window is None else min(tokens, m.sliding_window)
+    return batch * kept * kv_bytes_per_token(m, dtype)
+
+
+def param_bytes(model, dtype: str = "bf16") -> float:
+    """Bytes of all weights: param_count x bytes_per_element."""
+    return param_count(get_model(model)) * bytes_per_element(dtype)
+
+
+@dataclass(frozen=True)
+class MemoryFootprint:
+    """HBM needed to serve `batch` sequences of `context_len` tokens (weights + KV cache), bytes."""
+
+    weight_bytes: float
+    kv_bytes: float
+    capacity_bytes: float
+
+    @property
+    def total_bytes(self) -> float:
+        return self.weight_bytes + self.kv_bytes
+
+    @property
+    def fits(self) -> bool:
+        return self.total_bytes <= self.capacity_bytes
+
+
+def memory_footprint(model, chip, n_chips: int, batch: int, context_len: int, weight_dtype: str = "bf16",
+                     kv_dtype: str = "bf16") -> MemoryFootprint:
+    """Weights + B sequences' KV caches, against n_chips x HBM capacity (activations ignored)."""
+    chip = get_chip(chip)
+    _positive("n_chips", n_chips)
+    return MemoryFootprint(weight_bytes=param_bytes(model, weight_dtype),
+                           kv_bytes=kv_cache_bytes(model, context_len, batch, kv_dtype),
+                           capacity_bytes=n_chips * chip.hbm_capacity)
+
+
+def max_batch_size(model, chip, n_chips: int, context_len: int, weight_dtype: str = "bf16",
+                   kv_dtype: str = "bf16") -> int:
+    """floor((n_chips x HBM - weight bytes) / KV bytes per sequence); 0 when the weights alone do not fit."""
+    chip = get_chip(chip)
+    _positive("n_chips", n_chips)
+    _positive("context_len", context_len)
+    free = n_chips * chip.hbm_capacity - param_bytes(model, weight_dtype)
+    if free <= 0:
+        return 0
+    return int(math.floor(free / kv_cache_bytes(model, context_len, 1, kv_dtype)))
