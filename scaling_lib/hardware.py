@@ -123,7 +123,8 @@ _CHIPS = (
         ici_link_bandwidth=1e11,
         ici_links=6,
         ici_hop_latency=1e-6,
-        source="TPU inference chapter (Ironwood): 1.2e12 B/s bidirectional ICI per chip = 2e11 B/s per link",
+        source="TPU inference chapter (Ironwood): 1.2e12 B/s bidirectional ICI per chip over 6 links = 2e11 B/s "
+        "per link in both directions together, so 1e11 B/s each way",
     ),
     Chip(
         name="h100",

@@ -1,0 +1,150 @@
+"""Sharding arithmetic: how far prefill and decode can be split, and what the collectives cost.
+
+Collective costs on one axis of n chips joined in a bidirectional ring (Scaling Book ch. 3), V = bytes of the full
+array (the gathered output of an all-gather, the unreduced input of a reduce-scatter):
+    all-gather, reduce-scatter:  V / W_ici          (W_ici = bidirectional bandwidth of one link)
+    all-reduce:                  2 V / W_ici
+    all-to-all:                  V / (4 W_ici)
+Each is also at least (n / 2) hops x the hop latency: a ring moves chunks of V / n one hop at a time, and a hop
+cannot take less than ~1 us however small its chunk. Below n x W_link x latency bytes a collective is
+latency-bound (the Scaling Book's 360 kB for 8 v5e chips).
+"""
+
+import math
+from dataclasses import dataclass
+
+from .hardware import get_chip
+from .memory import param_bytes as model_param_bytes
+from .roofline import _positive
+
+COLLECTIVES = ("all-gather", "reduce-scatter", "all-reduce", "all-to-all")
+_BANDWIDTH_FACTOR = {"all-gather": 1.0, "reduce-scatter": 1.0, "all-reduce": 2.0, "all-to-all": 0.25}
+
+
+def beta(chip) -> float:
+    """beta = W_hbm / W_ici: HBM bandwidth over the bidirectional bandwidth of one ICI link.
+
+    9.1 on TPU v5e (the Scaling Book rounds it to 8), 36.9 on Ironwood (7.38e12 / 2e11).
+    """
+    chip = get_chip(chip)
+    return chip.hbm_bandwidth / chip.ici_bidirectional
+
+
+def max_decode_model_parallelism(d_ff: int, batch: int, beta_value: float) -> float:
+    """F / (B x beta): model-parallel ways before a decode step's ICI traffic outlasts its weight read.
+
+    Each chip reads 2 D F / n bytes of weights per step but moves ~2 B D bytes of activations per matmul
+    over ICI; equal when n = F / (B beta) (Scaling Book ch. 7: F = 16,384, B = 32, beta = 8 gives 64 ways).
+    """
+    _positive("d_ff", d_ff)
+    _positive("batch", batch)
+    _positive("beta", beta_value)
+    return d_ff / (batch * beta_value)
+
+
+def max_prefill_model_parallelism(chip, d_ff: int, compute_dtype: str = "bf16") -> float:
+    """F x W_ici / C: model-parallel ways per axis before prefill (like training) turns ICI-bound.
+
+    A Megatron-sharded matmul stays compute-bound while F / n > C / W_ici (about 2,200 on TPU v5e).
+    """
+    chip = get_chip(chip)
+    _positive("d_ff", d_ff)
+    return d_ff * chip.ici_bidirectional / chip.peak_flops(compute_dtype)
+
+
+def latency_bound_bytes(chip, n_shards: int) -> float:
+    """n x W_link (one way) x hop latency: below this many bytes a ring collective is latency-bound."""
+    chip = get_chip(chip)
+    _positive("n_shards", n_shards)
+    return n_shards * chip.ici_link_bandwidth * chip.ici_hop_latency
+
+
+@dataclass(frozen=True)
+class CollectiveTime:
+    """A collective's bandwidth term, its latency term and the time it takes (the larger of the two)."""
+
+    op: str
+    bandwidth_s: float
+    latency_s: float
+
+    @property
+    def total_s(self) -> float:
+        return max(self.bandwidth_s, self.latency_s)
+
+    @property
+    def bound(self) -> str:
+        return "latency" if self.latency_s > self.bandwidth_s else "bandwidth"
+
+
+def collective_time(op: str, array_bytes: float, chip, n_shards: int) -> CollectiveTime:
+    """Time of one collective over a bidirectional ring of n_shards chips (see the module docstring).
+
+    array_bytes is the whole array: the output of an all-gather, the input of a reduce-scatter or all-reduce,
+    the array being resharded by an all-to-all.
+    """
+    if op not in _BANDWIDTH_FACTOR:
+        raise ValueError(f"unknown collective {op!r}; use one of {', '.join(COLLECTIVES)}")
+    chip = get_chip(chip)
+    _positive("array_bytes", array_bytes, allow_zero=True)
+    _positive("n_shards", n_shards)
+    if n_shards == 1:
+        return CollectiveTime(op, 0.0, 0.0)
+    hops = math.ceil(n_shards / 2)
+    rounds = 2 if op == "all-reduce" else 1
+    return CollectiveTime(op, bandwidth_s=_BANDWIDTH_FACTOR[op] * array_bytes / chip.ici_bidirectional,
+                          latency_s=rounds * hops * chip.ici_hop_latency)
+
+
+@dataclass(frozen=True)
+class FsdpDecodeCost:
+    """Per decode step: all-gathering FSDP-sharded weights over ICI vs reading a shard from HBM."""
+
+    ici_s: float
+    hbm_s: float
+
+    @property
+    def slowdown(self) -> float:
+        return self.ici_s / self.hbm_s
+
+
+def fsdp_decode_cost(model, chip, n_chips: int, weight_dtype: str = "bf16") -> FsdpDecodeCost:
+    """FSDP in decode: every step all-gathers the weights (P_bytes / W_ici on one ring axis) instead of reading
+    P_bytes / n from each chip's HBM; the ratio is about (n - 1) x beta (Scaling Book ch. 7: "no FSDP in decode")."""
+    chip = get_chip(chip)
+    _positive("n_chips", n_chips)
+    if n_chips < 2:
+        raise ValueError(f"FSDP needs at least 2 chips, got n_chips={n_chips}")
+    weights = model_param_bytes(model, weight_dtype)
+    return FsdpDecodeCost(ici_s=weights * (n_chips - 1) / n_chips / chip.ici_bidirectional,
+                          hbm_s=weights / (n_chips * chip.hbm_bandwidth))
+
+
+@dataclass(frozen=True)
+class KvSharding:
+    """How a KV cache [B, S, K, H] is split over n chips: by KV heads first, then by batch."""
+
+    head_shards: int
+    batch_shards: int
+
+    @property
+    def all_to_alls_per_attention_layer(self) -> int:
+        """Two (queries into batch sharding, outputs back to head sharding) once the batch is split; else none."""
+        return 2 if self.batch_shards > 1 else 0
+
+
+def kv_cache_sharding(n_kv_heads: int, batch: int, n_shards: int) -> KvSharding:
+    """Shard the KV cache by KV heads up to gcd(K, n) ways (free under head-sharded attention), the rest by batch.
+
+    Scaling Book ch. 7: beyond K ways, shard the batch, at the cost of two all-to-alls per attention layer.
+    """
+    for name, value in (("n_kv_heads", n_kv_heads), ("batch", batch), ("n_shards", n_shards)):
+        _positive(name, value)
+    head_shards = math.gcd(n_kv_heads, n_shards)
+    batch_shards = n_shards // head_shards
+    if batch % batch_shards:
+        raise ValueError(
+            f"batch={batch} does not split {batch_shards} ways: {n_shards} shards use {head_shards} for the "
+            f"{n_kv_heads} KV heads and need the batch divisible by the remaining {batch_shards}; "
+            f"use a batch that is a multiple of {batch_shards}"
+        )
+    return KvSharding(head_shards, batch_shards)
