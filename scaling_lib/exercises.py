@@ -66,7 +66,9 @@ def register(exercise: Exercise) -> Exercise:
 
 def exercises() -> dict:
     """All registered exercises, by id."""
-    from . import exercise_bank  # noqa: F401  (registers the book's exercises on first use)
+    from .exercise_sets import load_all  # registers the book's exercises on first use
+
+    load_all()
 
     return dict(_EXERCISES)
 

@@ -147,3 +147,40 @@ def attention_intensity(query_len: int, kv_len: int, group_size: int = 1) -> flo
     _positive("kv_len", kv_len)
     _positive("group_size", group_size)
     return group_size * kv_len * query_len / (group_size * query_len + kv_len)
+
+
+@dataclass(frozen=True)
+class MeasuredRoofline:
+    """A roofline read off measured times t(B) of X[B, D] @ W[D, F]: t(B) ~ max(floor_s, B x per_row_s)."""
+
+    floor_s: float  # the flat part: loading W, bytes / W_hbm
+    per_row_s: float  # the slope: one more row of X costs 2 D F / C
+
+    @property
+    def knee_batch(self) -> float:
+        """Where the two branches meet: floor_s / per_row_s, the measured critical batch size."""
+        return self.floor_s / self.per_row_s
+
+
+def fit_batch_roofline(batches, seconds, n_floor: int = 3) -> MeasuredRoofline:
+    """Fit t(B) = max(t_0, B t_1) to measured matmul times (Scaling Book ch. 1: T = max(FLOPs / C, bytes / W_hbm)).
+
+    t_0 is the median time of the `n_floor` smallest batches (there the weight load dominates), t_1 is
+    time / batch at the largest batch (assumed compute-bound); the knee t_0 / t_1 equals (C / W) x bytes_per_weight / 2
+    when those assumptions hold, i.e. the machine's own critical batch size.
+    """
+    batches, seconds = list(batches), list(seconds)
+    if len(batches) != len(seconds) or len(batches) < 2:
+        raise ValueError(f"need at least two (batch, seconds) pairs of equal length, got {len(batches)} batches "
+                         f"and {len(seconds)} times")
+    for b, t in zip(batches, seconds):
+        _positive("batch", b)
+        _positive("seconds", t)
+    if list(batches) != sorted(batches):
+        raise ValueError(f"batches must be increasing, got {batches!r}")
+    if not 1 <= n_floor < len(batches):
+        raise ValueError(f"n_floor must be between 1 and {len(batches) - 1}, got {n_floor!r}")
+    floor = sorted(seconds[:n_floor])
+    mid = len(floor) // 2
+    floor_s = floor[mid] if len(floor) % 2 else 0.5 * (floor[mid - 1] + floor[mid])
+    return MeasuredRoofline(floor_s=floor_s, per_row_s=seconds[-1] / batches[-1])

@@ -113,3 +113,16 @@ def test_prefill_time_scales_with_tokens_and_inversely_with_chips_and_mfu():
     assert prefill_time("llama3-70b", "tpu-v5e", 32, 8192, mfu=0.4) == pytest.approx(base / 2)
     assert prefill_time("llama3-70b", "tpu-v5e", 16, 8192, mfu=0.8) == pytest.approx(base / 2)
     assert math.isfinite(base) and base > 0
+
+
+def test_fit_batch_roofline_recovers_a_synthetic_knee_and_rejects_bad_input():
+    from scaling_lib.roofline import fit_batch_roofline
+
+    # Synthetic machine: 2 ms to load the weights, 10 us per row -> knee at 200 rows.
+    batches = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
+    seconds = [max(2e-3, b * 1e-5) for b in batches]
+    assert fit_batch_roofline(batches, seconds).knee_batch == pytest.approx(200, rel=1e-9)
+    with pytest.raises(ValueError, match="increasing"):
+        fit_batch_roofline([4, 2, 1], [1.0, 1.0, 1.0], n_floor=1)
+    with pytest.raises(ValueError, match="at least two"):
+        fit_batch_roofline([1], [1.0])

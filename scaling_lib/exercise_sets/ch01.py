@@ -1,7 +1,7 @@
-"""The book's numeric exercises, by chapter. Every expected value is a call into scaling_lib, evaluated at check time."""
+"""Chapter 1 exercises: rooflines and the critical batch size. Expected values are scaling_lib calls."""
 
-from .exercises import Exercise, register
-from .roofline import attention_intensity, critical_batch_size, matmul_time, ridge_point
+from ..exercises import Exercise, register
+from ..roofline import attention_intensity, critical_batch_size, matmul_time, ridge_point
 
 # Chapter 1: rooflines and the critical batch size ------------------------------------------------------------------
 
@@ -17,6 +17,14 @@ register(Exercise(
     question="Critical batch size of an H100 with int8 weights upcast to bf16 for the matmul, in tokens.",
     unit="tokens",
     expected=lambda: critical_batch_size("h100", "int8", "bf16"),
+))
+
+register(Exercise(
+    id="ch1.bcrit-h200",
+    question="Critical batch size of an H200 (same bf16 rate as an H100, more HBM bandwidth), bf16 weights and math, "
+             "in tokens.",
+    unit="tokens",
+    expected=lambda: critical_batch_size("h200", "bf16", "bf16"),
 ))
 
 register(Exercise(
