@@ -138,3 +138,21 @@ def get_model(name) -> Transformer:
         raise ValueError(f"unknown model {name!r}; known models: {', '.join(MODELS)} "
                          "(or build your own with scaling_lib.models.Transformer(...))")
     return MODELS[key]
+
+
+# The model the Scaling Book ch. 7 invents for its worked problems ("based on LLaMA-2 13B"): 64 layers, D = 4,096,
+# F = 4 D, 32 query heads, 8 KV heads of dimension 256, a 32,128-token vocabulary. Its answers count the embedding
+# once (D x V), so it is stored with tied embeddings: 18.4e9 parameters dense, 212e9 as a 16-expert top-2 MoE.
+MODELS["sb7-worked"] = Transformer(n_layers=64, d_model=4096, d_ff=16384, n_heads=32, n_kv_heads=8, head_dim=256,
+                                   vocab_size=32128, tied_embeddings=True, name="sb7-worked",
+                                   source="Scaling Book ch. 7, worked problems (model 'based on LLaMA-2 13B')")
+
+
+# Pope et al. 2022 (sec. 4.2, Table 1) compare PaLM 540B with a multihead variant of about the same size: every one
+# of the 48 query heads keeps its own key/value head, and the head dimension is halved (256 -> 128) so the attention
+# weights stay roughly the same size (5.2e10 vs 5.5e10 parameters). Its KV cache is 48 x 128 / 256 = 24x PaLM's.
+_PALM_540B = MODELS["palm-540b"]
+MODELS["palm-540b-multihead"] = _PALM_540B.with_(
+    n_kv_heads=_PALM_540B.n_heads, head_dim=128, name="palm-540b-multihead",
+    source="Pope et al. 2022, sec. 4.2 / Table 1: PaLM 540B's multihead comparison model, 48 heads x 128 head dim",
+)

@@ -15,7 +15,7 @@ _BASES = {
     "FLOP/s": "flop_rate", "FLOPs/s": "flop_rate", "flop/s": "flop_rate", "FLOPS": "flop_rate", "OP/s": "flop_rate",
     "tokens/s": "token_rate", "tok/s": "token_rate", "token/s": "token_rate",
     "tokens": "count", "token": "count", "tok": "count", "chips": "count", "chip": "count", "x": "count",
-    "ways": "count", "": "count",
+    "ways": "count", "sequences": "count", "sequence": "count", "": "count",
     "FLOPs/B": "intensity", "FLOP/B": "intensity", "FLOPs/byte": "intensity", "FLOP/byte": "intensity",
     "%": "percent",
 }
@@ -32,7 +32,7 @@ def parse_unit(unit: str):
         return (0.01 if unit == "%" else 1.0), _BASES[unit]
     for prefix in sorted(_PREFIXES, key=len, reverse=True):
         if prefix and unit.startswith(prefix) and unit[len(prefix):] in _BASES and unit[len(prefix):] not in (
-                "", "x", "%", "tokens", "token", "tok", "chips", "chip", "ways"):
+                "", "x", "%", "tokens", "token", "tok", "chips", "chip", "ways", "sequences", "sequence"):
             return _PREFIXES[prefix], _BASES[unit[len(prefix):]]
     raise ValueError(f"unknown unit {unit!r}; try one like s, ms, us, B, kB, GB, GiB, FLOP/s, TFLOP/s, tokens, tok/s")
 

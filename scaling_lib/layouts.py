@@ -1,0 +1,444 @@
+"""Partitioning layouts for inference (Pope et al. 2022, "Efficiently Scaling Transformer Inference", sec. 3).
+
+Symbols. The paper writes E for d_model and B x L for the tokens in a batch; the book writes D and T:
+    D = d_model (paper's E), F = d_ff, T = tokens per batch (paper's B L; T = B in a decode step),
+    n chips on a mesh X x Y x Z, a = bytes per activation element, w = bytes per weight element.
+Like the paper's analysis, the feed-forward layer here is two matrices, W_in [D, F] and W_out [F, D]; PaLM's
+SwiGLU adds a third [D, F] matrix, which changes constants, not the scalings or the layout ranking.
+
+Feed-forward layouts (sec. 3.2; per-chip bytes per layer, (K-1)/K factors dropped as in the paper's App. A):
+    "1d-ws"  weights [D, F_xyz]; all-gather the input, reduce-scatter the output over all n   2 a T D
+    "2d-ws"  weights [D_x, F_yz]; D-collectives over YZ, F-collectives over X            2 a T (D/X + F/YZ)
+             optimal X = sqrt(n D / F): 4 a T sqrt(D F / n) = 8 a T D / sqrt(n) when F = 4D
+    "wg-x", "wg-xy", "wg-xyz"  weights stored as in 2d-ws, all-gathered over N = X, XY or XYZ chips before use;
+             the batch is split N ways and the rest of the mesh runs 1d-ws:   2 w D F N / n + 2 a T D / N
+             optimal N = sqrt(T n / F): 4 D sqrt(T F / n) (a = w), which grows only as sqrt(T)
+A collective over a group of one chip moves nothing, so "wg-xyz" has no activation traffic at all.
+
+Two conventions turn bytes into seconds (CONVENTIONS):
+    "pope"          every collective uses the chip's whole interconnect, ici_links x ici_link_bandwidth
+                    (6 x 45 GB/s = 270 GB/s on TPU v4), as in the paper's sec. 2 and App. A;
+    "scaling-book"  a collective over k mesh axes gets k x the bidirectional bandwidth of one link
+                    (Scaling Book ch. 3, used in ch. 7 Question 7).
+They agree for a collective spanning all three axes (3 x 90 GB/s = 270 GB/s) and differ for 2d-ws, whose
+F-collectives run over the X axis alone: the book gives them a third of the paper's bandwidth, which moves the
+1D/2D crossover from n > 4F/D (16 chips for F = 4D) to n > 18F/D (72 chips); see `ws_2d_crossover_chips`.
+"""
+
+import math
+from dataclasses import dataclass
+from itertools import product
+
+from .dtypes import bytes_per_element
+from .hardware import get_chip
+from .inference import StepTime, decode_step_time
+from .memory import kv_bytes_per_token, kv_cache_bytes, param_bytes
+from .models import get_model
+from .roofline import _positive, matmul_flops
+
+LAYOUTS = ("1d-ws", "2d-ws", "wg-x", "wg-xy", "wg-xyz")
+CONVENTIONS = ("pope", "scaling-book")
+PHASES = ("prefill", "decode")
+ATTENTION_SHARDINGS = ("heads", "batch")
+_GATHER_AXES = {"1d-ws": 0, "2d-ws": 0, "wg-x": 1, "wg-xy": 2, "wg-xyz": 3}  # leading mesh axes weights gather over
+
+
+def _choice(kind, value, allowed):
+    if value not in allowed:
+        raise ValueError(f"unknown {kind} {value!r}; use one of {', '.join(allowed)}")
+    return value
+
+
+def _mesh(mesh_shape, n_chips=None) -> tuple:
+    """Validate a mesh shape of 1 to 3 positive ints and pad it to (X, Y, Z)."""
+    shape = tuple(mesh_shape) if isinstance(mesh_shape, (tuple, list)) else None
+    if not shape or len(shape) > 3 or any(isinstance(s, bool) or not isinstance(s, int) or s < 1 for s in shape):
+        raise ValueError(f"mesh_shape must be 1 to 3 positive integers (X, Y, Z), got {mesh_shape!r}")
+    shape = shape + (1,) * (3 - len(shape))
+    if n_chips is not None and math.prod(shape) != n_chips:
+        raise ValueError(f"mesh_shape {shape} holds {math.prod(shape)} chips, not n_chips={n_chips}; "
+                         f"pick axes whose product is {n_chips}")
+    return shape
+
+
+@dataclass(frozen=True)
+class Collective:
+    """One all-gather or reduce-scatter: bytes on each chip (gathered output / unreduced input) and its axes."""
+
+    op: str  # "all-gather" or "reduce-scatter"
+    tensor: str  # "activations" or "weights"
+    bytes_per_chip: float
+    group: tuple  # sizes of the mesh axes it runs over
+
+    def seconds(self, chip, convention: str = "pope") -> float:
+        """bytes / bandwidth, with the bandwidth of the named convention (module docstring)."""
+        chip = get_chip(chip)
+        _choice("convention", convention, CONVENTIONS)
+        if convention == "pope":
+            return self.bytes_per_chip / (chip.ici_links * chip.ici_link_bandwidth)
+        axes = sum(1 for size in self.group if size > 1)
+        return self.bytes_per_chip / (axes * chip.ici_bidirectional)
+
+
+def ffn_collectives(layout: str, model, tokens: float, mesh_shape, weight_dtype: str = "bf16",
+                    activation_dtype: str = "bf16") -> tuple:
+    """The collectives of one feed-forward layer under `layout` (Pope et al. sec. 3.2, Figs. 2 and A.2).
+
+    Collectives over a single chip are left out. Weight-gathered layouts assume the batch splits N ways.
+    """
+    m = get_model(model)
+    _choice("layout", layout, LAYOUTS)
+    _positive("tokens", tokens)
+    x, y, z = _mesh(mesh_shape)
+    n = x * y * z
+    d, f = m.d_model, m.d_ff
+    a, w = bytes_per_element(activation_dtype), bytes_per_element(weight_dtype)
+    steps = []
+    if layout == "1d-ws":
+        steps += [("all-gather", "activations", a * tokens * d, (x, y, z)),
+                  ("reduce-scatter", "activations", a * tokens * d, (x, y, z))]
+    elif layout == "2d-ws":
+        steps += [("all-gather", "activations", a * tokens * d / x, (y, z)),
+                  ("reduce-scatter", "activations", a * tokens * f / (y * z), (x,)),
+                  ("all-gather", "activations", a * tokens * f / (y * z), (x,)),
+                  ("reduce-scatter", "activations", a * tokens * d / x, (y, z))]
+    else:
+        k = _GATHER_AXES[layout]
+        gather, rest = (x, y, z)[:k], (x, y, z)[k:]
+        big_n = math.prod(gather)
+        steps += [("all-gather", "weights", w * d * f * big_n / n, gather)] * 2  # W_in and W_out
+        steps += [("all-gather", "activations", a * tokens * d / big_n, rest),
+                  ("reduce-scatter", "activations", a * tokens * d / big_n, rest)]
+    return tuple(Collective(*step) for step in steps if math.prod(step[3]) > 1)
+
+
+@dataclass(frozen=True)
+class CommVolume:
+    """Bytes each chip sends per feed-forward layer, split into activations and (gathered) weights."""
+
+    activation_bytes: float
+    weight_bytes: float
+
+    @property
+    def total_bytes(self) -> float:
+        return self.activation_bytes + self.weight_bytes
+
+
+def ffn_comm_volume(layout: str, model, tokens: float, mesh_shape, weight_dtype: str = "bf16",
+                    activation_dtype: str = "bf16") -> CommVolume:
+    """Per-chip communication volume of one feed-forward layer (formulas in the module docstring)."""
+    steps = ffn_collectives(layout, model, tokens, mesh_shape, weight_dtype, activation_dtype)
+    return CommVolume(activation_bytes=sum(c.bytes_per_chip for c in steps if c.tensor == "activations"),
+                      weight_bytes=sum(c.bytes_per_chip for c in steps if c.tensor == "weights"))
+
+
+def ffn_comm_time(layout: str, model, chip, tokens: float, mesh_shape, convention: str = "pope",
+                  weight_dtype: str = "bf16", activation_dtype: str = "bf16") -> float:
+    """Seconds of communication per feed-forward layer: the sum of its collectives' bytes / bandwidth."""
+    steps = ffn_collectives(layout, model, tokens, mesh_shape, weight_dtype, activation_dtype)
+    _choice("convention", convention, CONVENTIONS)
+    return sum(c.seconds(chip, convention) for c in steps)
+
+
+@dataclass(frozen=True)
+class LayerTime:
+    """Roofline time of one feed-forward layer under one layout (seconds)."""
+
+    layout: str
+    compute_s: float  # 2 matmuls x 2 T D F FLOPs / (n C)
+    weight_memory_s: float  # the weights each chip multiplies with, read from HBM
+    kv_memory_s: float  # decode only: this layer's KV cache, batch-sharded over the n chips
+    comm_s: float
+
+    @property
+    def memory_s(self) -> float:
+        return self.weight_memory_s + self.kv_memory_s
+
+    @property
+    def total_s(self) -> float:
+        """max(compute, memory) + communication: no overlap of collectives with compute (an upper estimate)."""
+        return max(self.compute_s, self.memory_s) + self.comm_s
+
+    @property
+    def overlapped_s(self) -> float:
+        """max(compute, memory, communication): collectives fully hidden behind matmuls (sec. 3.5's ideal)."""
+        return max(self.compute_s, self.memory_s, self.comm_s)
+
+
+def ffn_layer_time(layout: str, model, chip, mesh_shape, tokens_per_batch: float, phase: str = "prefill", *,
+                   context_len: int = 0, n_chips: int | None = None, convention: str = "pope",
+                   weight_dtype: str = "bf16", activation_dtype: str = "bf16", kv_dtype: str = "bf16",
+                   compute_dtype: str = "bf16") -> LayerTime:
+    """Compute, HBM and communication time of one feed-forward layer (Pope et al. sec. 2 cost model + sec. 3.2).
+
+    compute = 4 T D F / (n C); weight memory = 2 D F w x N / n / W_hbm (N = chips the weights are gathered over,
+    1 for weight-stationary); KV memory (decode with context_len > 0) = T x S x kv_bytes_per_token / L / (n W_hbm),
+    where a decode step's T is the batch. Communication from `ffn_comm_time`.
+    """
+    m, chip = get_model(model), get_chip(chip)
+    _choice("phase", phase, PHASES)
+    _positive("tokens_per_batch", tokens_per_batch)
+    _positive("context_len", context_len, allow_zero=True)
+    x, y, z = _mesh(mesh_shape, n_chips)
+    n = x * y * z
+    gathered = math.prod((x, y, z)[:_GATHER_AXES[_choice("layout", layout, LAYOUTS)]])
+    weight_bytes = 2 * m.d_model * m.d_ff * bytes_per_element(weight_dtype) * gathered / n
+    kv = 0.0
+    if phase == "decode" and context_len:
+        kv = tokens_per_batch * context_len * kv_bytes_per_token(m, kv_dtype) / m.n_layers / n
+    return LayerTime(
+        layout=layout,
+        compute_s=2 * matmul_flops(tokens_per_batch, m.d_model, m.d_ff) / (n * chip.peak_flops(compute_dtype)),
+        weight_memory_s=weight_bytes / chip.hbm_bandwidth,
+        kv_memory_s=kv / chip.hbm_bandwidth,
+        comm_s=ffn_comm_time(layout, m, chip, tokens_per_batch, (x, y, z), convention, weight_dtype,
+                             activation_dtype),
+    )
+
+
+@dataclass(frozen=True)
+class LayoutChoice:
+    """Every layout's `LayerTime` (in LAYOUTS order) and the name of the fastest by `total_s`."""
+
+    best: str
+    times: tuple
+
+    def time(self, layout: str) -> LayerTime:
+        return self.times[LAYOUTS.index(_choice("layout", layout, LAYOUTS))]
+
+
+def best_layout(model, chip, mesh_shape, tokens_per_batch: float, phase: str = "prefill", **options) -> LayoutChoice:
+    """The feed-forward layout with the least estimated time per layer (keyword options as in `ffn_layer_time`)."""
+    times = tuple(ffn_layer_time(layout, model, chip, mesh_shape, tokens_per_batch, phase, **options)
+                  for layout in LAYOUTS)
+    return LayoutChoice(best=min(times, key=lambda t: t.total_s).layout, times=times)
+
+
+# --- Claim P1: communication volume against tokens per batch, and where the cheapest layout switches ----------------
+
+@dataclass(frozen=True)
+class SwitchPoint:
+    """Above `tokens`, `to_layout` is cheaper than `from_layout`."""
+
+    tokens: float
+    from_layout: str
+    to_layout: str
+
+
+def _lower_envelope(lines: dict, t_min: float, t_max: float) -> tuple:
+    """Switch points of min over lines cost(t) = c + s t on [t_min, t_max] (every cost here is affine in T)."""
+    best = min(lines, key=lambda k: (lines[k][0] + lines[k][1] * t_min, lines[k][1]))
+    t, points = t_min, []
+    while True:
+        c_b, s_b = lines[best]
+        crossings = [((c - c_b) / (s_b - s), s, name) for name, (c, s) in lines.items() if s < s_b]
+        crossings = [cr for cr in crossings if cr[0] > t]
+        if not crossings:
+            return tuple(points)
+        t_next, _, nxt = min(crossings)
+        if t_next > t_max:
+            return tuple(points)
+        points.append(SwitchPoint(t_next, best, nxt))
+        best, t = nxt, t_next
+
+
+@dataclass(frozen=True)
+class CommCurves:
+    """Per-chip bytes per feed-forward layer for each layout at each token count (Pope et al. Fig. 3)."""
+
+    tokens: tuple
+    layouts: tuple
+    bytes_per_chip: tuple  # one tuple per layout, aligned with `tokens`
+    switch_points: tuple  # SwitchPoint(s) of the cheapest layout over [min(tokens), max(tokens)]
+
+    def volume(self, layout: str) -> tuple:
+        return self.bytes_per_chip[self.layouts.index(_choice("layout", layout, self.layouts))]
+
+    def best(self) -> tuple:
+        """The cheapest layout at each token count."""
+        return tuple(min(self.layouts, key=lambda name: self.volume(name)[i]) for i in range(len(self.tokens)))
+
+
+def comm_volume_curves(model, mesh_shape, tokens, layouts=LAYOUTS, weight_dtype: str = "bf16",
+                       activation_dtype: str = "bf16") -> CommCurves:
+    """Claim P1: `ffn_comm_volume` over a range of tokens per batch, and the exact switch points between layouts."""
+    tokens = tuple(tokens)
+    if not tokens:
+        raise ValueError("tokens must list at least one token count, e.g. [64, 1024, 16384]")
+    layouts = tuple(_choice("layout", name, LAYOUTS) for name in layouts)
+
+    def volume(name, t):
+        return ffn_comm_volume(name, model, t, mesh_shape, weight_dtype, activation_dtype).total_bytes
+
+    curves = tuple(tuple(volume(name, t) for t in tokens) for name in layouts)
+    lines = {name: (2 * volume(name, 1.0) - volume(name, 2.0), volume(name, 2.0) - volume(name, 1.0))
+             for name in layouts}
+    return CommCurves(tokens, layouts, curves, _lower_envelope(lines, min(tokens), max(tokens)))
+
+
+# --- Claim P5: where 2D beats 1D, and where weight-gathered beats weight-stationary, under both conventions ---------
+
+def ws_2d_optimal_x(n_chips: float, d_model: int, d_ff: int, convention: str = "pope") -> float:
+    """The X (D-way split) minimizing 2D weight-stationary communication, treating X as continuous.
+
+    pope: minimize D/X + F X/n               -> X = sqrt(n D / F)       (Pope et al. App. A.2.1)
+    scaling-book: minimize D/X + 2 F X/n     -> X = sqrt(n D / (2 F))   (Scaling Book ch. 7 Q7: X = sqrt(N/8), F = 4D)
+    """
+    _choice("convention", convention, CONVENTIONS)
+    for name, value in (("n_chips", n_chips), ("d_model", d_model), ("d_ff", d_ff)):
+        _positive(name, value)
+    return math.sqrt(n_chips * d_model / (d_ff if convention == "pope" else 2 * d_ff))
+
+
+def ws_2d_crossover_chips(d_model: int, d_ff: int, convention: str = "pope") -> float:
+    """Chips above which 2D weight-stationary moves fewer seconds of activations than 1D (optimal X).
+
+    pope: 4 a T sqrt(D F / n) < 2 a T D          <=> n > 4 F / D   (16 chips for F = 4D; Pope et al. sec. 3.2.2)
+    scaling-book: 1D spans 3 axes, 4 T D / (3 W) > 2 T sqrt(8 D F / N) / W  <=>  N > 18 F / D  (72 chips for F = 4D).
+    The book's 2D pays more because its X-axis collectives get one axis' links, not the whole chip's. Notes: some
+    versions of the book print 81 for F = 4D, but its own expression 128 x (3/4)^2 equals 72; summaries of the
+    paper state the F = 4D case as sqrt(n) > F / D, which agrees with 4F / D only at F = 4D (both give 16).
+    """
+    _choice("convention", convention, CONVENTIONS)
+    _positive("d_model", d_model)
+    _positive("d_ff", d_ff)
+    return (4.0 if convention == "pope" else 18.0) * d_ff / d_model
+
+
+def optimal_2d_mesh(n_chips: int, model, chip="tpu-v4", convention: str = "pope") -> tuple:
+    """The integer mesh (X, Y, Z), X Y Z = n_chips, with the least 2D weight-stationary communication time."""
+    _positive("n_chips", n_chips)
+    if isinstance(n_chips, bool) or not isinstance(n_chips, int):
+        raise ValueError(f"n_chips must be an integer, got {n_chips!r}")
+    divisors = [k for k in range(1, n_chips + 1) if n_chips % k == 0]
+    meshes = [(x, y, n_chips // (x * y)) for x, y in product(divisors, divisors) if n_chips % (x * y) == 0]
+    # Prefer the most even Y x Z split on ties (fewest degenerate axes).
+    return min(meshes, key=lambda mesh: (ffn_comm_time("2d-ws", model, chip, 1.0, mesh, convention),
+                                         abs(mesh[1] - mesh[2])))
+
+
+def layout_switch_points(model, chip, mesh_shape, convention: str = "pope", layouts=LAYOUTS,
+                         tokens_range=(1.0, 1e8), weight_dtype: str = "bf16",
+                         activation_dtype: str = "bf16") -> tuple:
+    """Token counts where the layout with the least communication *time* changes, under `convention`."""
+    layouts = tuple(_choice("layout", name, LAYOUTS) for name in layouts)
+    _positive("tokens_range start", tokens_range[0])
+
+    def seconds(name, t):
+        return ffn_comm_time(name, model, chip, t, mesh_shape, convention, weight_dtype, activation_dtype)
+
+    lines = {name: (2 * seconds(name, 1.0) - seconds(name, 2.0), seconds(name, 2.0) - seconds(name, 1.0))
+             for name in layouts}
+    return _lower_envelope(lines, tokens_range[0], tokens_range[1])
+
+
+def wg_optimal_gather_size(tokens: float, n_chips: int, d_ff: int) -> float:
+    """N = sqrt(T n / F): chips to all-gather weights over that minimizes 2 D F N / n + 2 T D / N (App. A.2.2)."""
+    for name, value in (("tokens", tokens), ("n_chips", n_chips), ("d_ff", d_ff)):
+        _positive(name, value)
+    return math.sqrt(tokens * n_chips / d_ff)
+
+
+# --- Claims P2, P3: the KV cache and attention sharding for multiquery attention (sec. 3.3, Table 1) ----------------
+
+@dataclass(frozen=True)
+class KvVersusWeights:
+    kv_bytes: float
+    weight_bytes: float
+
+    @property
+    def ratio(self) -> float:
+        return self.kv_bytes / self.weight_bytes
+
+
+def kv_versus_weights(model, batch: int, context_len: int, kv_dtype: str = "bf16",
+                      weight_dtype: str = "bf16") -> KvVersusWeights:
+    """Claim P2: B x S x 2 L K H bytes of KV cache against the weight bytes (Pope et al. sec. 2.1)."""
+    return KvVersusWeights(kv_cache_bytes(model, context_len, batch, kv_dtype), param_bytes(model, weight_dtype))
+
+
+def max_context_length(model, chip, n_chips: int, batch: int, attention_sharding: str, kv_fraction: float = 0.3,
+                       kv_dtype: str = "bf16") -> int:
+    """Longest context whose KV cache fits in kv_fraction of each chip's HBM (Pope et al. sec. 3.3, Table 1).
+
+    S_max = floor(kv_fraction x HBM / (sequences per chip x 2 L x heads per chip x H x bytes)), with
+      "heads": KV heads split over chips, ceil(K / n) per chip (a multiquery head is replicated on every chip;
+               48 multihead heads on 64 chips take one each, as if padded to 64), every chip holds all B sequences;
+      "batch": sequences split over chips, ceil(B / n) per chip, all K heads each.
+    """
+    m, chip = get_model(model), get_chip(chip)
+    _choice("attention_sharding", attention_sharding, ATTENTION_SHARDINGS)
+    for name, value in (("n_chips", n_chips), ("batch", batch)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    if not 0 < kv_fraction <= 1:
+        raise ValueError(f"kv_fraction must be in (0, 1], the share of HBM kept for the KV cache; got {kv_fraction!r}")
+    if attention_sharding == "heads":
+        heads, sequences = math.ceil(m.n_kv_heads / n_chips), batch
+    else:
+        heads, sequences = m.n_kv_heads, math.ceil(batch / n_chips)
+    per_token = kv_bytes_per_token(m, kv_dtype) * heads / m.n_kv_heads
+    return int(kv_fraction * chip.hbm_capacity // (sequences * per_token))
+
+
+@dataclass(frozen=True)
+class ContextLengthRow:
+    variant: str
+    model: str
+    attention_sharding: str
+    head_dim: int
+    batches: tuple
+    context_lengths: tuple
+
+
+def context_length_table(chip="tpu-v4", n_chips: int = 64, batches=(128, 512), kv_fraction: float = 0.3) -> tuple:
+    """Claim P3, Pope et al. Table 1: multihead, multiquery sharded over heads, multiquery sharded over batch."""
+    variants = (("multihead", "palm-540b-multihead", "heads"), ("baseline multiquery", "palm-540b", "heads"),
+                ("optimized multiquery", "palm-540b", "batch"))
+    return tuple(ContextLengthRow(label, name, sharding, get_model(name).head_dim, tuple(batches),
+                                  tuple(max_context_length(name, chip, n_chips, b, sharding, kv_fraction)
+                                        for b in batches))
+                 for label, name, sharding in variants)
+
+
+# --- Claim P4: MFU from published latencies, and the decode roofline against the measured step ----------------------
+
+def mfu(param_count: float, tokens: float, seconds: float, chip, n_chips: int, compute_dtype: str = "bf16") -> float:
+    """Model FLOPs utilization: 2 x params x tokens / (seconds x n x peak)  (Pope et al. sec. 2; attention excluded)."""
+    chip = get_chip(chip)
+    for name, value in (("param_count", param_count), ("tokens", tokens), ("seconds", seconds),
+                        ("n_chips", n_chips)):
+        _positive(name, value)
+    return 2.0 * param_count * tokens / (seconds * n_chips * chip.peak_flops(compute_dtype))
+
+
+@dataclass(frozen=True)
+class DecodeGap:
+    """A decode step's roofline lower bound next to a measured step time."""
+
+    bound: StepTime
+    measured_s: float
+
+    @property
+    def bound_s(self) -> float:
+        return self.bound.total_s
+
+    @property
+    def gap_s(self) -> float:
+        return self.measured_s - self.bound_s
+
+    @property
+    def ratio(self) -> float:
+        """measured / bound: how far the real system sits above the roofline."""
+        return self.measured_s / self.bound_s
+
+
+def decode_latency_gap(model, chip, n_chips: int, batch: int, context_len: int, measured_step_s: float,
+                       weight_dtype: str = "int8", kv_dtype: str = "bf16", compute_dtype: str = "bf16") -> DecodeGap:
+    """`inference.decode_step_time` (weights / (n W_hbm) + KV / (n W_hbm), or FLOPs) beside a measured step.
+
+    The bound leaves out communication, attention FLOPs, layer norms and sampling, so it sits below any real step.
+    """
+    _positive("measured_step_s", measured_step_s)
+    bound = decode_step_time(model, chip, n_chips, batch, context_len, weight_dtype, kv_dtype, compute_dtype)
+    return DecodeGap(bound=bound, measured_s=measured_step_s)
