@@ -1,0 +1,86 @@
+"""Quantization: what fewer bytes per weight and per KV entry do to decode.
+
+Decode is bandwidth-bound, so its step time is mostly bytes / HBM bandwidth (Scaling Book ch. 7):
+    T_step = B x KV_per_seq / W + max(2 B P / C, P x bytes_per_weight / W).
+Halving the bytes per weight halves the weight term; halving the bytes per KV entry halves the KV term and fits
+twice the KV caches. The critical batch B_crit = C(compute dtype) / W x bytes_per_weight / 2 moves too: quantized
+weights with bf16 math lower it, native low-precision math raises it back. Where a chip has no faster
+low-precision rate, quantization still saves bytes and capacity (`roofline.critical_batch_size`).
+
+`quantization_table` evaluates these for one model and server: one frozen row per scheme.
+"""
+
+from dataclasses import dataclass
+
+from .hardware import get_chip
+from .inference import decode_step_time
+from .memory import kv_bytes_per_token, max_batch_size, param_bytes
+from .models import get_model
+from .roofline import _positive, critical_batch_size
+
+# (weight dtype, KV dtype, compute dtype): bf16 baseline, weight-only int8, int8 weights + KV, fp8 weights + KV,
+# int4 weights with int8 KV. Math stays bf16 (weights upcast) unless a row says otherwise.
+DEFAULT_SCHEMES = (
+    ("bf16", "bf16", "bf16"),
+    ("int8", "bf16", "bf16"),
+    ("int8", "int8", "bf16"),
+    ("fp8", "fp8", "bf16"),
+    ("int4", "int8", "bf16"),
+)
+
+
+@dataclass(frozen=True)
+class QuantizationRow:
+    """One scheme on one server: memory, the largest batch that fits, the step time at `batch`, and B_crit."""
+
+    weight_dtype: str
+    kv_dtype: str
+    compute_dtype: str
+    weight_bytes: float  # all weights, whole server
+    kv_bytes_per_token: float  # one token of one sequence
+    max_batch: int  # memory.max_batch_size at the table's context length
+    batch: int  # the batch the step time is priced at
+    step_s: float  # inference.decode_step_time at `batch`
+    critical_batch: float  # roofline.critical_batch_size for these weight and compute dtypes
+
+    @property
+    def fits(self) -> bool:
+        """Whether `batch` sequences of the table's context fit in HBM under this scheme."""
+        return self.batch <= self.max_batch
+
+    @property
+    def tokens_per_s(self) -> float:
+        """Whole-server decode throughput at `batch`: B / T_step."""
+        return self.batch / self.step_s
+
+
+def quantization_table(model, chip, n_chips: int, context_len: int, batch: int,
+                       schemes=DEFAULT_SCHEMES) -> tuple:
+    """One `QuantizationRow` per (weight dtype, KV dtype, compute dtype) scheme, in the order given.
+
+    Every number comes from `memory` (bytes, max batch), `inference.decode_step_time` (step time at `batch` and
+    `context_len`) and `roofline.critical_batch_size`. Rows whose `batch` does not fit still carry the step time
+    (the bound ignores capacity); check `row.fits`.
+    """
+    m = get_model(model)
+    chip = get_chip(chip)
+    _positive("n_chips", n_chips)
+    _positive("context_len", context_len)
+    _positive("batch", batch)
+    schemes = tuple(schemes)
+    if not schemes:
+        raise ValueError("schemes must list at least one (weight_dtype, kv_dtype, compute_dtype) triple")
+    rows = []
+    for scheme in schemes:
+        if len(scheme) != 3:
+            raise ValueError(f"a scheme is (weight_dtype, kv_dtype, compute_dtype), got {scheme!r}")
+        weight, kv, compute = scheme
+        rows.append(QuantizationRow(
+            weight_dtype=weight, kv_dtype=kv, compute_dtype=compute,
+            weight_bytes=param_bytes(m, weight),
+            kv_bytes_per_token=kv_bytes_per_token(m, kv),
+            max_batch=max_batch_size(m, chip, n_chips, context_len, weight, kv),
+            batch=batch,
+            step_s=decode_step_time(m, chip, n_chips, batch, context_len, weight, kv, compute).total_s,
+            critical_batch=critical_batch_size(chip, weight, compute)))
+    return tuple(rows)

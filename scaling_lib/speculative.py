@@ -1,0 +1,116 @@
+"""Speculative decoding: a cheap draft model proposes k tokens, the target model scores them all in one step.
+
+Symbols: k lookahead (drafted tokens per step), a per-token acceptance rate (the chance the target accepts a drafted
+token, assumed independent of position), c draft cost ratio (time of one draft step / one target step), B batch.
+
+With i.i.d. acceptance, a step yields the accepted prefix plus one token from the target (Leviathan et al. 2023,
+eq. 1):
+    E[tokens per step] = (1 - a^(k+1)) / (1 - a)            (k + 1 when a = 1, 1 when a = 0)
+and it costs k draft steps plus one target step that scores k + 1 positions, so the speedup over plain decoding is
+    speedup = E[tokens] / (k c + T_verify / T_step).
+When the target step is bandwidth-bound (B (k+1) well below B_crit) scoring k + 1 positions costs about one step
+(T_verify ~ T_step, Leviathan et al.'s (1 - a^(k+1)) / ((1 - a)(k c + 1))); as B (k+1) approaches B_crit the
+matmul FLOPs take over and the gain shrinks (Scaling Book ch. 7). `roofline_speedup` prices T_verify with the
+general step-time bound.
+"""
+
+from dataclasses import dataclass
+
+from .inference import decode_step_time, step_time_bound
+from .memory import kv_cache_bytes, param_bytes
+from .models import active_param_count, get_model
+from .roofline import _positive
+
+
+def _lookahead(k):
+    if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+        raise ValueError(f"lookahead must be a non-negative integer number of drafted tokens, got {k!r}")
+    return k
+
+
+def _acceptance(a):
+    if isinstance(a, bool) or not isinstance(a, (int, float)) or not 0 <= a <= 1:
+        raise ValueError(f"acceptance must be a probability in [0, 1], got {a!r}")
+    return float(a)
+
+
+def expected_tokens_per_step(lookahead: int, acceptance: float) -> float:
+    """(1 - a^(k+1)) / (1 - a): expected tokens per target step with k drafted tokens (Leviathan et al. 2023).
+
+    The sum 1 + a + ... + a^k: the j-th drafted token survives only if the j - 1 before it did, and the target
+    always contributes one token (the correction, or the bonus token when all k are accepted).
+    """
+    k, a = _lookahead(lookahead), _acceptance(acceptance)
+    if a == 1.0:
+        return float(k + 1)
+    return (1.0 - a ** (k + 1)) / (1.0 - a)
+
+
+def speedup(lookahead: int, acceptance: float, draft_cost_ratio: float) -> float:
+    """E[tokens] / (k c + 1): wall-clock gain when verifying k + 1 positions costs one target step.
+
+    Leviathan et al. 2023, Theorem 3.8 (their "improvement factor"); c is one draft step over one target step.
+    """
+    _positive("draft_cost_ratio", draft_cost_ratio, allow_zero=True)
+    k = _lookahead(lookahead)
+    return expected_tokens_per_step(k, acceptance) / (k * draft_cost_ratio + 1.0)
+
+
+def best_lookahead(acceptance: float, draft_cost_ratio: float, max_lookahead: int = 16) -> int:
+    """The k in 0..max_lookahead that maximises `speedup` (0 means: do not speculate)."""
+    _lookahead(max_lookahead)
+    return max(range(max_lookahead + 1), key=lambda k: (speedup(k, acceptance, draft_cost_ratio), -k))
+
+
+@dataclass(frozen=True)
+class SpeculativeStep:
+    """One speculative step at batch B: k draft steps, one verification over k + 1 positions, and what it yields."""
+
+    plain_step_s: float  # one ordinary decode step of the target at batch B
+    draft_s: float  # k draft steps, k x c x plain_step_s
+    verify_s: float  # the target scoring B (k + 1) positions
+    tokens_per_step: float  # per sequence
+
+    @property
+    def speedup(self) -> float:
+        """Tokens per second per sequence, relative to plain decoding."""
+        return self.tokens_per_step * self.plain_step_s / (self.draft_s + self.verify_s)
+
+
+def roofline_step(model, chip, n_chips: int, batch: int, context_len: int, lookahead: int, acceptance: float,
+                  draft_cost_ratio: float, weight_dtype: str = "bf16", kv_dtype: str = "bf16",
+                  compute_dtype: str = "bf16") -> SpeculativeStep:
+    """Price a speculative step with the general step bound (`inference.step_time_bound`).
+
+    Verification runs the target on B (k + 1) query positions: the matmul FLOPs are those of batch B (k + 1),
+    the weights are read once, and each sequence's KV cache is read once for all k + 1 of its positions (so the
+    KV term stays that of batch B). Drafting costs k x c plain steps.
+    """
+    m = get_model(model)
+    k = _lookahead(lookahead)
+    _positive("batch", batch)
+    _positive("draft_cost_ratio", draft_cost_ratio, allow_zero=True)
+    dtypes = (weight_dtype, kv_dtype, compute_dtype)
+    plain = decode_step_time(m, chip, n_chips, batch, context_len, *dtypes).total_s
+    verify = step_time_bound(batch=batch * (k + 1),
+                             kv_bytes_per_sequence=kv_cache_bytes(m, context_len, 1, kv_dtype) / (k + 1),
+                             param_bytes=param_bytes(m, weight_dtype), param_count=active_param_count(m),
+                             chip=chip, n_chips=n_chips, compute_dtype=compute_dtype).total_s
+    return SpeculativeStep(plain_step_s=plain, draft_s=k * draft_cost_ratio * plain, verify_s=verify,
+                           tokens_per_step=expected_tokens_per_step(k, acceptance))
+
+
+def roofline_speedup(model, chip, n_chips: int, batch: int, context_len: int, lookahead: int, acceptance: float,
+                     draft_cost_ratio: float, **dtypes) -> float:
+    """`roofline_step(...).speedup`: equals `speedup` while B (k + 1) stays below B_crit, falls above it."""
+    return roofline_step(model, chip, n_chips, batch, context_len, lookahead, acceptance, draft_cost_ratio,
+                         **dtypes).speedup
+
+
+def best_roofline_lookahead(model, chip, n_chips: int, batch: int, context_len: int, acceptance: float,
+                            draft_cost_ratio: float, max_lookahead: int = 16, **dtypes) -> int:
+    """The k in 0..max_lookahead that maximises `roofline_speedup` at this batch and context."""
+    _lookahead(max_lookahead)
+    return max(range(max_lookahead + 1),
+               key=lambda k: (roofline_speedup(model, chip, n_chips, batch, context_len, k, acceptance,
+                                               draft_cost_ratio, **dtypes), -k))
