@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: book test venv clean lab
+.PHONY: book test venv clean lab refresh
 
 venv: $(STAMP)
 
@@ -24,6 +24,11 @@ book: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -n 2 --dist loadfile --nbval --nbval-current-env tests chapters book
+
+# Re-execute notebooks in place (all of them, or NB=chapters/01_rooflines.ipynb) to refresh their stored outputs.
+NB ?= chapters/*.ipynb book/*.ipynb
+refresh: $(STAMP)
+	$(BIN)/python tools/refresh_notebooks.py $(NB)
 
 lab: $(STAMP)
 	$(BIN)/python -m pip install --quiet jupyterlab==4.6.6

@@ -12,9 +12,10 @@ over the n chips that hold the model. P is the parameter count used for FLOPs (a
 from dataclasses import dataclass
 
 from .hardware import get_chip
-from .memory import kv_cache_bytes, param_bytes as model_param_bytes
+from .memory import kv_bytes_per_token, kv_cache_bytes, max_batch_size, memory_footprint
+from .memory import param_bytes as model_param_bytes
 from .models import active_param_count, get_model
-from .roofline import _positive
+from .roofline import _positive, critical_batch_size
 
 
 @dataclass(frozen=True)
@@ -88,3 +89,108 @@ def prefill_time(model, chip, n_chips: int, prompt_len: int, mfu: float, batch: 
     if not 0 < mfu <= 1:
         raise ValueError(f"mfu must be in (0, 1], got {mfu!r}: it is the fraction of peak FLOP/s achieved")
     return 2.0 * active_param_count(m) * batch * prompt_len / (n_chips * chip.peak_flops(compute_dtype) * mfu)
+
+
+# Where the KV cache takes over, and a one-call report of a decode configuration (chapter 5) -----------------------
+
+def kv_compute_crossover_context(model, chip, kv_dtype: str = "bf16", compute_dtype: str = "bf16") -> float:
+    """S* = 2 P W / (C x KV bytes per token): above this context the KV read outlasts the MLP FLOPs, at any batch.
+
+    Per sequence, a decode step reads S x KV_per_token bytes of cache (time S KV / W) and does 2 P matmul FLOPs
+    (time 2 P / C); both grow with B, so their ratio, and hence S*, does not depend on the batch or the chip count.
+    Above B_crit the step is KV + FLOPs, and the throughput ceiling n / (S KV / W + 2 P / C) is set by the KV cache
+    once S > S* (Scaling Book ch. 7, general step time, solved for S). P counts active parameters; a sliding window
+    caps the cache, so a windowed model whose window is below S* never crosses (returns inf).
+    """
+    m = get_model(model)
+    chip = get_chip(chip)
+    seconds_per_token_of_kv = kv_bytes_per_token(m, kv_dtype) / chip.hbm_bandwidth
+    flop_seconds_per_sequence = 2.0 * active_param_count(m) / chip.peak_flops(compute_dtype)
+    crossover = flop_seconds_per_sequence / seconds_per_token_of_kv
+    if m.sliding_window is not None and crossover > m.sliding_window:
+        return float("inf")
+    return crossover
+
+
+_TERM_NAMES = {"kv": "reading the KV cache", "weights": "loading the weights", "flops": "the matmul FLOPs"}
+
+
+@dataclass(frozen=True)
+class DecodeReport:
+    """Everything chapter 5's explorer shows about one decode configuration; build it with `explain_decode`."""
+
+    model: str
+    chip: str
+    n_chips: int
+    batch: int
+    context_len: int
+    weight_dtype: str
+    kv_dtype: str
+    compute_dtype: str
+    step: StepTime  # the three terms of the bound, seconds
+    tokens_per_s: float  # B / T_step, whole server
+    weight_bytes: float
+    kv_bytes: float  # all B sequences' caches
+    capacity_bytes: float  # n_chips x HBM
+    max_batch: int  # largest batch whose caches fit next to the weights at this context (0: weights do not fit)
+    critical_batch: float  # B_crit of chapter 1 for these dtypes: where `step.bound` turns to "compute"
+    kv_crossover_context: float  # S* above which the KV read outlasts the FLOPs
+
+    @property
+    def total_bytes(self) -> float:
+        return self.weight_bytes + self.kv_bytes
+
+    @property
+    def fits(self) -> bool:
+        """Weights plus every sequence's KV cache fit in the chips' HBM (activations ignored)."""
+        return self.total_bytes <= self.capacity_bytes
+
+    @property
+    def dominant_term(self) -> str:
+        """'kv', 'weights' or 'flops': the largest of the three terms (the KV term adds to the larger other one)."""
+        terms = {"kv": self.step.kv_s, "weights": self.step.weight_s, "flops": self.step.compute_s}
+        return max(terms, key=terms.get)
+
+    def describe(self) -> str:
+        """A few lines of plain text for a reader: the step, its three terms, throughput, memory, what bounds it."""
+        step = self.step
+        ms = 1e3
+        lines = [
+            f"{self.model} on {self.n_chips} x {self.chip}, batch {self.batch}, context {self.context_len:,} tokens "
+            f"(weights {self.weight_dtype}, KV {self.kv_dtype}, math {self.compute_dtype})",
+            f"step time >= {step.total_s * ms:.2f} ms = KV {step.kv_s * ms:.2f} ms "
+            f"+ max(weights {step.weight_s * ms:.2f} ms, FLOPs {step.compute_s * ms:.2f} ms)",
+            f"throughput <= {self.tokens_per_s:,.0f} tokens/s ({self.tokens_per_s / self.batch:,.1f} per sequence)",
+            f"memory: {self.weight_bytes / 1e9:.1f} GB weights + {self.kv_bytes / 1e9:.1f} GB KV = "
+            f"{self.total_bytes / 1e9:.1f} GB of {self.capacity_bytes / 1e9:.0f} GB HBM: "
+            + ("fits" if self.fits else f"does NOT fit (at most batch {self.max_batch} at this context)"),
+            f"largest term: {_TERM_NAMES[self.dominant_term]}; the matmuls are {step.bound}-bound "
+            f"(B_crit = {self.critical_batch:.0f}); the KV read outlasts the FLOPs above "
+            f"{self.kv_crossover_context:,.0f} tokens of context",
+        ]
+        return "\n".join(lines)
+
+
+def explain_decode(model, chip, n_chips: int, batch: int, context_len: int, weight_dtype: str = "bf16",
+                   kv_dtype: str = "bf16", compute_dtype: str = "bf16") -> DecodeReport:
+    """`decode_step_time`, `decode_throughput`, `memory.memory_footprint`, `memory.max_batch_size`,
+    `roofline.critical_batch_size` and `kv_compute_crossover_context` for one configuration, in one report.
+
+    Raises ValueError for unknown names, non-positive sizes, or a compute dtype the chip has no rate for.
+    """
+    m = get_model(model)
+    chip = get_chip(chip)
+    for name, value in (("n_chips", n_chips), ("batch", batch), ("context_len", context_len)):
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    step = decode_step_time(m, chip, n_chips, batch, context_len, weight_dtype, kv_dtype, compute_dtype)
+    footprint = memory_footprint(m, chip, n_chips, batch, context_len, weight_dtype, kv_dtype)
+    return DecodeReport(
+        model=m.name, chip=chip.name, n_chips=n_chips, batch=batch, context_len=context_len,
+        weight_dtype=weight_dtype, kv_dtype=kv_dtype, compute_dtype=compute_dtype,
+        step=step, tokens_per_s=batch / step.total_s,
+        weight_bytes=footprint.weight_bytes, kv_bytes=footprint.kv_bytes, capacity_bytes=footprint.capacity_bytes,
+        max_batch=max_batch_size(m, chip, n_chips, context_len, weight_dtype, kv_dtype),
+        critical_batch=critical_batch_size(chip, weight_dtype, compute_dtype),
+        kv_crossover_context=kv_compute_crossover_context(m, chip, kv_dtype, compute_dtype),
+    )

@@ -1,0 +1,35 @@
+"""Re-execute notebooks in place so their stored outputs are the ones today's code produces.
+
+    .venv/bin/python tools/refresh_notebooks.py chapters/05_step_time.ipynb [more.ipynb ...]
+
+Runs every cell, including the interactive-explorer cells tagged `skip-execution` (the book build skips those, so
+the HTML page never needs the widget JavaScript from a CDN), then removes the saved widget state and the explorer
+cells' outputs: what remains in the file is deterministic and is what nbval compares.
+"""
+
+import sys
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+
+def refresh(path: Path) -> None:
+    notebook = nbformat.read(path, as_version=4)
+    NotebookClient(notebook, timeout=300, kernel_name="python3", skip_cells_with_tag="never-skip",
+                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    notebook.metadata.pop("widgets", None)
+    for cell in notebook.cells:
+        cell.metadata.pop("execution", None)  # timestamps: noise in every diff
+    for cell in notebook.cells:
+        if cell.cell_type == "code" and "skip-execution" in cell.metadata.get("tags", []):
+            cell.outputs = []
+    nbformat.write(notebook, path)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    for name in sys.argv[1:]:
+        refresh(Path(name))
+        print(f"refreshed {name}")
