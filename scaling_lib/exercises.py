@@ -101,7 +101,8 @@ def grade(exercise_id: str, answer) -> Verdict:
     exercise = get_exercise(exercise_id)
     if answer is None or (isinstance(answer, str) and not answer.strip()):
         return Verdict(exercise_id, False, float("nan"),
-                       f"[{exercise_id}] No answer yet: replace None with your answer in {exercise.unit}.")
+                       f"[{exercise_id}] No answer yet: replace None with your answer"
+                       + (f" in {exercise.unit}." if exercise.unit else " (a plain number)."))
     value, kind = parse_quantity(answer, exercise.unit)
     expected_kind = parse_unit(exercise.unit)[1]
     if kind != expected_kind:

@@ -148,3 +148,73 @@ def kv_cache_sharding(n_kv_heads: int, batch: int, n_shards: int) -> KvSharding:
             f"use a batch that is a multiple of {batch_shards}"
         )
     return KvSharding(head_shards, batch_shards)
+
+
+# Where the time of a model-parallel decode step goes, by chip count (chapter 7's figure) --------------------------
+
+@dataclass(frozen=True)
+class DecodeStepComponents:
+    """One model-parallel decode step, per chip, in seconds: the three terms of `inference.decode_step_time` plus
+    the ICI collectives (two all-reduces of the [B, D] activations per layer, and two all-to-alls per layer when the
+    KV cache is split by batch). `ici_latency_s` is the part of `ici_s` taken by latency-bound collectives (each
+    costing its hops x ~1 us)."""
+
+    weights_s: float
+    kv_s: float
+    flops_s: float
+    ici_s: float
+    ici_latency_s: float
+
+    @property
+    def total_s(self) -> float:
+        """kv + max(weights, flops) + ici: nothing overlaps the collectives (an upper estimate of the bound)."""
+        return self.kv_s + max(self.weights_s, self.flops_s) + self.ici_s
+
+    @property
+    def ici_bound(self) -> bool:
+        """True once the collectives take longer than streaming this chip's share of the weights."""
+        return self.ici_s > self.weights_s
+
+
+def _mesh_collective(op: str, array_bytes: float, chip, mesh_shape: tuple) -> CollectiveTime:
+    """A collective over every chip of a torus `mesh_shape`: the k axes' links share the bandwidth term (V / k),
+    and the axes are reduced one after another, so the hop latencies add."""
+    axes = [a for a in mesh_shape if a > 1]
+    if not axes:
+        return CollectiveTime(op, 0.0, 0.0)
+    bandwidth = collective_time(op, array_bytes, chip, math.prod(axes)).bandwidth_s / len(axes)
+    latency = sum(collective_time(op, array_bytes, chip, a).latency_s for a in axes)
+    return CollectiveTime(op, bandwidth, latency)
+
+
+def decode_step_components(model, chip, n_chips: int, batch: int, context_len: int, weight_dtype: str = "bf16",
+                           kv_dtype: str = "bf16", compute_dtype: str = "bf16", activation_dtype: str = "bf16",
+                           mesh_shape=None) -> DecodeStepComponents:
+    """Per-step time of Megatron decode on n chips, by component (Scaling Book ch. 7, "Sharding generation").
+
+    weights P_bytes / (n W_hbm), KV B KV_seq / (n W_hbm), FLOPs 2 B P / (n C) come from `decode_step_time`; the ICI
+    term is L x [2 all-reduces of B D b_act bytes + (2 all-to-alls of the B N H b_act queries/outputs over the
+    batch shards, when `kv_cache_sharding` splits the batch)], each max(bandwidth, hop latency) by
+    `collective_time`. mesh_shape: the torus the n chips form, e.g. (4, 4) (default a ring of n).
+    """
+    from .dtypes import bytes_per_element
+    from .inference import decode_step_time
+    from .models import get_model
+
+    m = get_model(model)
+    _positive("n_chips", n_chips)
+    mesh_shape = (n_chips,) if mesh_shape is None else tuple(mesh_shape)
+    if math.prod(mesh_shape) != n_chips:
+        raise ValueError(f"mesh_shape {mesh_shape} has {math.prod(mesh_shape)} chips, not n_chips={n_chips}; "
+                         "pass axis sizes that multiply to n_chips")
+    step = decode_step_time(m, chip, n_chips, batch, context_len, weight_dtype, kv_dtype, compute_dtype)
+    b_act = bytes_per_element(activation_dtype)
+    reduce = _mesh_collective("all-reduce", batch * m.d_model * b_act, chip, mesh_shape)
+    ici, latency = 2 * reduce.total_s, 2 * reduce.latency_s if reduce.bound == "latency" else 0.0
+    kv = kv_cache_sharding(m.n_kv_heads, batch, n_chips) if n_chips > 1 else None
+    if kv is not None and kv.batch_shards > 1:
+        swap = collective_time("all-to-all", batch * m.n_heads * m.head_dim * b_act, chip, kv.batch_shards)
+        ici += 2 * swap.total_s
+        latency += 2 * swap.latency_s if swap.bound == "latency" else 0.0
+    return DecodeStepComponents(weights_s=step.weight_s, kv_s=step.kv_s, flops_s=step.compute_s,
+                                ici_s=m.n_layers * ici, ici_latency_s=m.n_layers * latency)
