@@ -177,11 +177,17 @@ def _readonly(values, dtype):
 
 @dataclass(frozen=True)
 class Workload:
-    """Requests: arrival time (s), prompt length and output length (tokens, the first one made by prefill)."""
+    """Requests: arrival time (s), prompt length and output length (tokens, the first one made by prefill).
+
+    cached_len (optional, default 0): the leading prompt tokens whose KV cache is already on the server (prefix
+    caching, e.g. a shared system prompt); prefill computes only the other prompt_len - cached_len tokens, while
+    decode still reads the whole prompt's cache. At least one prompt token must be new: cached_len < prompt_len.
+    """
 
     arrival_s: np.ndarray
     prompt_len: np.ndarray
     output_len: np.ndarray
+    cached_len: np.ndarray | None = None
 
     def __post_init__(self):
         arrival = np.asarray(self.arrival_s, dtype=float)
@@ -201,6 +207,14 @@ class Workload:
         object.__setattr__(self, "arrival_s", _readonly(arrival, float))
         object.__setattr__(self, "prompt_len", _readonly(prompt, np.int64))
         object.__setattr__(self, "output_len", _readonly(output, np.int64))
+        cached = np.zeros(len(prompt), np.int64) if self.cached_len is None else np.asarray(self.cached_len)
+        if cached.shape != prompt.shape:
+            raise ValueError(f"cached_len must have one entry per request, got shape {cached.shape}")
+        if not np.issubdtype(cached.dtype, np.integer) and not np.all(np.mod(cached, 1) == 0):
+            raise ValueError("cached_len must hold whole numbers of tokens")
+        if np.any(cached < 0) or np.any(cached >= prompt):
+            raise ValueError("cached_len must lie in [0, prompt_len - 1]: prefill needs at least one new token")
+        object.__setattr__(self, "cached_len", _readonly(cached, np.int64))
 
     @property
     def n_requests(self) -> int:
@@ -219,18 +233,34 @@ def _lengths(spec, rng, n, name):
     return np.full(n, _positive_int(name, spec))
 
 
-def poisson_workload(rate_per_s: float, n_requests: int, prompt_len=1024, output_len=256, seed: int = 0) -> Workload:
+def poisson_workload(rate_per_s: float, n_requests: int, prompt_len=1024, output_len=256, seed: int = 0,
+                     shared_prefix_len: int = 0, shared_prefix_fraction: float = 0.0) -> Workload:
     """Poisson arrivals at `rate_per_s` (exponential gaps, numpy Generator seeded with `seed`).
 
     prompt_len and output_len: an int, a (low, high) range drawn uniformly, or a function (rng, n) -> lengths.
+    Prefix caching: a random `shared_prefix_fraction` of the requests start with a shared prefix of
+    `shared_prefix_len` tokens already cached (`Workload.cached_len`); a prompt no longer than the prefix reuses all
+    but its last token. With the defaults (no sharing) the random stream, hence the workload, is unchanged.
     """
     if isinstance(rate_per_s, bool) or not isinstance(rate_per_s, (int, float)) or not rate_per_s > 0 \
             or rate_per_s == float("inf"):
         raise ValueError(f"rate_per_s must be a positive, finite number of requests per second, got {rate_per_s!r}")
     n = _positive_int("n_requests", n_requests)
     rng = np.random.default_rng(seed)
+    if isinstance(shared_prefix_fraction, bool) or not isinstance(shared_prefix_fraction, (int, float)) \
+            or not 0 <= shared_prefix_fraction <= 1:
+        raise ValueError(f"shared_prefix_fraction must be a fraction of requests in [0, 1], got "
+                         f"{shared_prefix_fraction!r}")
+    if isinstance(shared_prefix_len, bool) or not isinstance(shared_prefix_len, (int, np.integer)) \
+            or shared_prefix_len < 0:
+        raise ValueError(f"shared_prefix_len must be a non-negative number of tokens, got {shared_prefix_len!r}")
     arrival = np.cumsum(rng.exponential(1.0 / rate_per_s, size=n))
-    return Workload(arrival, _lengths(prompt_len, rng, n, "prompt_len"), _lengths(output_len, rng, n, "output_len"))
+    prompt, output = _lengths(prompt_len, rng, n, "prompt_len"), _lengths(output_len, rng, n, "output_len")
+    cached = None
+    if shared_prefix_fraction > 0 and shared_prefix_len > 0:
+        hit = rng.random(n) < shared_prefix_fraction
+        cached = np.where(hit, np.minimum(shared_prefix_len, np.asarray(prompt) - 1), 0)
+    return Workload(arrival, prompt, output, cached)
 
 
 def trace_workload(trace) -> Workload:
@@ -447,7 +477,7 @@ def _decode_run(costs, batch, t, next_ready, rec):
 # Engines: each simulates one server over the requests it is given (ids in the order they become ready)
 # ---------------------------------------------------------------------------------------------------------------
 
-def _naive_server(costs, ids, ready, prompt, output, rec):
+def _naive_server(costs, ids, ready, prompt, output, rec, cached):
     t, q, n, cap = 0.0, 0, len(ids), costs.cfg.max_batch
     while q < n:
         t = max(t, ready[ids[q]])
@@ -456,7 +486,7 @@ def _naive_server(costs, ids, ready, prompt, output, rec):
             group.append(ids[q])
             q += 1
         rec.start[group] = t
-        t += costs.prefill_s(max(prompt[i] for i in group), len(group))  # padded to the longest prompt
+        t += costs.prefill_s(max(prompt[i] - cached[i] for i in group), len(group))  # padded to the longest prompt
         rec.first[group] = t
         rec.generated[group] += 1
         rec.total += len(group)
@@ -467,7 +497,7 @@ def _naive_server(costs, ids, ready, prompt, output, rec):
             t = _decode_run(costs, batch, t, None, rec)
 
 
-def _continuous_server(costs, ids, ready, prompt, output, rec, prefill=True):
+def _continuous_server(costs, ids, ready, prompt, output, rec, cached, prefill=True):
     """Interleaved engine; with prefill=False, the decode side of a disaggregated pair (KV arrives ready)."""
     t, q, n, cap = 0.0, 0, len(ids), costs.cfg.max_batch
     batch = _Batch()
@@ -477,7 +507,7 @@ def _continuous_server(costs, ids, ready, prompt, output, rec, prefill=True):
             q += 1
             if prefill:  # batch-1 prefill; the whole decode batch waits for it
                 rec.start[i] = t
-                t += costs.prefill_s(prompt[i])
+                t += costs.prefill_s(prompt[i] - cached[i])  # a cached prefix needs no prefill
                 rec.first[i] = t
                 rec.generated[i] += 1
                 rec.total += 1
@@ -489,7 +519,7 @@ def _continuous_server(costs, ids, ready, prompt, output, rec, prefill=True):
             t = ready[ids[q]]
 
 
-def _chunked_server(costs, ids, ready, prompt, output, rec):
+def _chunked_server(costs, ids, ready, prompt, output, rec, cached):
     t, q, n = 0.0, 0, len(ids)
     cap, budget_per_step = costs.cfg.max_batch, costs.cfg.prefill_chunk_tokens
     batch = _Batch()
@@ -497,7 +527,7 @@ def _chunked_server(costs, ids, ready, prompt, output, rec):
     while q < n or len(batch) or filling:
         while q < n and len(batch) + len(filling) < cap and ready[ids[q]] <= t:
             rec.start[ids[q]] = t
-            filling.append([ids[q], 0])
+            filling.append([ids[q], cached[ids[q]]])  # a cached prefix counts as already prefilled
             q += 1
         if filling:
             budget, prefix, pieces = budget_per_step, 0, []
@@ -531,7 +561,7 @@ def _chunked_server(costs, ids, ready, prompt, output, rec):
             t = ready[ids[q]]
 
 
-def _prefill_pool(costs, n_servers, order, arrival, prompt, rec):
+def _prefill_pool(costs, n_servers, order, arrival, prompt, rec, cached):
     """P batch-1 prefill servers fed first come, first served; returns when each prefill finished."""
     free = [(0.0, s) for s in range(n_servers)]
     done = np.empty(len(arrival))
@@ -539,7 +569,7 @@ def _prefill_pool(costs, n_servers, order, arrival, prompt, rec):
         free_at, server = heapq.heappop(free)
         start = max(free_at, arrival[i])
         rec.start[i] = start
-        done[i] = start + costs.prefill_s(prompt[i])
+        done[i] = start + costs.prefill_s(prompt[i] - cached[i])
         rec.first[i] = done[i]
         rec.generated[i] += 1
         rec.total += 1
@@ -557,7 +587,9 @@ def simulate(config: ServingConfig, workload: Workload, engine: str = "interleav
     (`prefill_config`, default `config`) fed first come, first served, and `n_decode_servers` decode servers
     dealt to in turn; each request's KV cache takes `kv_transfer_time` (bandwidth `transfer_bandwidth`, default
     `default_transfer_bandwidth` of the prefill server) to move, and the prefill server does not wait for it.
-    Deterministic: the same inputs give the same result.
+    Prefix caching: a request's `workload.cached_len` prompt tokens skip prefill (their cache is already there); the
+    disaggregated engine still ships the whole prompt's cache to the decode server. Deterministic: the same inputs
+    give the same result.
     """
     if engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r}; use one of {', '.join(ENGINES)}")
@@ -576,6 +608,7 @@ def simulate(config: ServingConfig, workload: Workload, engine: str = "interleav
 
     arrival = workload.arrival_s
     prompt, output = workload.prompt_len.tolist(), workload.output_len.tolist()
+    cached = workload.cached_len.tolist()
     order = np.argsort(arrival, kind="stable").tolist()
     rec = _Record(workload.n_requests)
     costs = _Costs(config)
@@ -589,19 +622,20 @@ def simulate(config: ServingConfig, workload: Workload, engine: str = "interleav
         if transfer_bandwidth is None:
             transfer_bandwidth = default_transfer_bandwidth(pcfg.chip, pcfg.n_chips)
         _positive("transfer_bandwidth", transfer_bandwidth)
-        prefill_done = _prefill_pool(_Costs(pcfg), n_prefill_servers, order, arrival, prompt, rec)
+        prefill_done = _prefill_pool(_Costs(pcfg), n_prefill_servers, order, arrival, prompt, rec, cached)
         lengths, which = np.unique(workload.prompt_len, return_inverse=True)
         kv_bytes = np.array([kv_transfer_bytes(costs.model, int(p), config.kv_dtype) for p in lengths])[which]
         ready = (prefill_done + kv_bytes / transfer_bandwidth).tolist()
         decode_order = np.argsort(ready, kind="stable").tolist()
         for s in range(n_decode_servers):
-            _continuous_server(costs, decode_order[s::n_decode_servers], ready, prompt, output, rec, prefill=False)
+            _continuous_server(costs, decode_order[s::n_decode_servers], ready, prompt, output, rec, cached,
+                               prefill=False)
         n_chips = n_prefill_servers * pcfg.n_chips + n_decode_servers * config.n_chips
     else:
         server = {"naive": _naive_server, "interleaved": _continuous_server, "chunked": _chunked_server}[engine]
         ready = arrival.tolist()
         for s in range(n_servers):
-            server(costs, order[s::n_servers], ready, prompt, output, rec)
+            server(costs, order[s::n_servers], ready, prompt, output, rec, cached)
         n_chips = n_servers * config.n_chips
 
     out = workload.output_len
