@@ -14,6 +14,12 @@ Three ways to run it, which must agree token for token:
   decode_step(params, token, cache)  one new token per sequence, attending to the cache.
 The cache is allocated once at its full length S and written in place (the jitted step donates it), and positions
 are traced values, so `decode_step` compiles once for every position.
+
+Two companions reuse these building blocks (chapter 6, "Shrinking the KV cache"):
+  scaling_lib.paged      a paged KV cache (block pool + block table), with int8/fp8 entries, prefix sharing and a
+                         sliding window that frees blocks;
+  scaling_lib.quantize   int8/fp8 quantize/dequantize and int8 weights (`quantize_params`), which every function
+                         here accepts in place of float `Params`.
 """
 
 import math
@@ -27,6 +33,7 @@ import numpy as np
 from jax.tree_util import register_dataclass
 
 from .models import Transformer
+from .quantize import QuantizedWeight
 
 ROPE_THETA = 10_000.0  # RoPE base frequency (Su et al. 2021; LLaMA-2 uses the same value)
 NORM_EPS = 1e-6  # RMSNorm epsilon
@@ -49,6 +56,7 @@ class Params:
 
     wq [L,D,N,H]  wk, wv [L,D,K,H]  wo [L,N,H,D]  w_gate, w_up [L,D,F]  w_down [L,F,D]  norms [L,D]
     embed [V,D]; unembed [D,V] (None when tied: the output projection is embed^T).
+    `quantize.quantize_params` swaps the seven linear weights for int8 `QuantizedWeight`s of the same layout.
     """
     embed: jax.Array
     attn_norm: jax.Array
@@ -143,18 +151,28 @@ def attention(q, k, v, q_pos, k_pos, window=None):
     return jnp.einsum("bkgts,bskh->btkgh", probs, v).reshape(B, T, N, H)
 
 
+def _project(x, w, spec=None):
+    """x times weight w, contracting x's trailing axes with w's leading ones (einsum `spec`, or x @ w when None).
+
+    A `quantize.QuantizedWeight` (int8 values + per-output-channel scales, from `quantize.quantize_params`) does its
+    own matmul, weight-only or int8 x int8; plain arrays take exactly the float path."""
+    if isinstance(w, QuantizedWeight):
+        return w.apply(x)
+    return x @ w if spec is None else jnp.einsum(spec, x, w)
+
+
 def _qkv(p, x, positions):
     h = rms_norm(x, p["attn_norm"])
-    q = rope(jnp.einsum("btd,dnh->btnh", h, p["wq"]), positions)
-    k = rope(jnp.einsum("btd,dkh->btkh", h, p["wk"]), positions)
-    return q, k, jnp.einsum("btd,dkh->btkh", h, p["wv"])
+    q = rope(_project(h, p["wq"], "btd,dnh->btnh"), positions)
+    k = rope(_project(h, p["wk"], "btd,dkh->btkh"), positions)
+    return q, k, _project(h, p["wv"], "btd,dkh->btkh")
 
 
 def _finish(p, x, attn):
     """Residual add of the attention output, then the gated MLP block: x + W_down(silu(h W_gate) * h W_up)."""
-    x = x + jnp.einsum("btnh,nhd->btd", attn, p["wo"])
+    x = x + _project(attn, p["wo"], "btnh,nhd->btd")
     h = rms_norm(x, p["mlp_norm"])
-    return x + (jax.nn.silu(h @ p["w_gate"]) * (h @ p["w_up"])) @ p["w_down"]
+    return x + _project(jax.nn.silu(_project(h, p["w_gate"])) * _project(h, p["w_up"]), p["w_down"])
 
 
 def _logits(params, x):

@@ -1,0 +1,190 @@
+"""Shrinking the KV cache: what each lever saves, in bytes stored and bytes read per decode step.
+
+Every decode step reads every cached key and value of every sequence (Scaling Book ch. 7), so the KV cache costs
+twice: HBM capacity (how many sequences fit) and HBM bandwidth (the B x KV / W term of the step time). The levers
+the Scaling Book lists {cite}`scalingbook`, each changing one factor of  B x S x 2 L K H x bytes:
+  GQA / MQA             fewer KV heads K (a model choice, `Transformer.n_kv_heads`);
+  local attention       a layer keeps only the last W tokens: S -> min(S, W), often on most but not all layers;
+  cross-layer sharing   s consecutive layers share one K/V: stored L -> ceil(L / s); each layer still attends over
+                        it, so the bytes READ per step need not fall (unless the shared KV stays on chip between layers);
+  quantization          bytes per element: bf16 2 -> int8 / fp8 1 -> int4 0.5;
+  paged attention       a ragged batch stores and reads sum ceil(len_b / block) x block slots instead of B x S_max.
+`kv_footprint` applies any combination; `kv_lever_table` costs them one at a time and together.
+"""
+
+import math
+from dataclasses import dataclass
+
+from .dtypes import bytes_per_element
+from .memory import kv_bytes_per_token
+from .models import get_model
+from .roofline import _positive
+
+
+def _lengths(lengths):
+    lengths = [lengths] if isinstance(lengths, (int, float)) else list(lengths)
+    if not lengths:
+        raise ValueError("lengths must list at least one sequence length")
+    for n in lengths:
+        if isinstance(n, bool) or not float(n).is_integer() or n < 0:
+            raise ValueError(f"sequence lengths must be non-negative integers, got {n!r}")
+    return [int(n) for n in lengths]
+
+
+@dataclass(frozen=True)
+class RaggedReads:
+    """KV slots (tokens x layers x heads omitted: one slot = one token) a decode step touches for a ragged batch."""
+    useful_slots: int  # sum_b len_b: tokens actually cached
+    contiguous_slots: int  # B x max_b len_b: a rectangular cache read whole
+    paged_slots: int  # sum_b ceil(len_b / block) x block: whole blocks
+
+    @property
+    def contiguous_padding(self) -> float:
+        """Fraction of a contiguous read that is padding: 1 - useful / contiguous."""
+        return 1.0 - self.useful_slots / self.contiguous_slots if self.contiguous_slots else 0.0
+
+    @property
+    def paged_padding(self) -> float:
+        """Fraction of a paged read that is padding (the unfilled tail of each last block)."""
+        return 1.0 - self.useful_slots / self.paged_slots if self.paged_slots else 0.0
+
+
+def ragged_kv_reads(lengths, block_size: int) -> RaggedReads:
+    """Slots read by one decode step over sequences of the given lengths: contiguous B x S_max versus paged
+    sum ceil(len / block_size) x block_size (PagedAttention, {cite}`kwon2023paged`; Scaling Book ch. 7)."""
+    lengths = _lengths(lengths)
+    _positive("block_size", block_size)
+    if isinstance(block_size, float) and not block_size.is_integer():
+        raise ValueError(f"block_size must be a whole number of tokens, got {block_size!r}")
+    block_size = int(block_size)
+    return RaggedReads(useful_slots=sum(lengths), contiguous_slots=len(lengths) * max(lengths),
+                       paged_slots=sum(math.ceil(n / block_size) * block_size for n in lengths))
+
+
+@dataclass(frozen=True)
+class KVBytes:
+    """KV cache of a whole batch: bytes held in HBM and bytes one decode step reads."""
+    stored_bytes: float
+    read_bytes: float
+
+
+def kv_footprint(model, lengths, dtype: str = "bf16", window: int | None = None, global_every: int | None = None,
+                 share_every: int = 1, block_size: int | None = None) -> KVBytes:
+    """Bytes stored and read per decode step by the KV cache of sequences of `lengths` tokens, for any mix of levers.
+
+    Per layer and token: 2 K H x bytes(dtype) (K from the model: pass `model.with_(n_kv_heads=...)` for GQA/MQA).
+    Tokens per sequence and layer: len on a global layer, min(len, W) on a local one (W = `window`, or the model's
+    sliding_window); with `global_every = g`, layers g-1, 2g-1, ... stay global and the others are local
+    (None: all local when a window is set). Storage: one cache per group of `share_every` consecutive layers
+    (cross-layer sharing); reads: every layer reads the cache it attends to. Without `block_size`, each sequence
+    is padded to the longest (a rectangular cache); with it, to whole blocks (paged).
+    """
+    m = get_model(model)
+    lengths = _lengths(lengths)
+    window = m.sliding_window if window is None else window
+    if window is not None:
+        _positive("window", window)
+    if global_every is not None:
+        _positive("global_every", global_every)
+    _positive("share_every", share_every)
+    if block_size is not None:
+        _positive("block_size", block_size)
+    per_token_layer = kv_bytes_per_token(m, dtype) / m.n_layers
+
+    def slots(kept):  # tokens held for each sequence on one layer
+        if block_size is None:
+            return len(kept) * max(kept)
+        return sum(math.ceil(n / block_size) * block_size for n in kept)
+
+    layer_bytes = []
+    for layer in range(m.n_layers):
+        is_global = window is None or (global_every is not None and (layer + 1) % global_every == 0)
+        kept = lengths if is_global else [min(n, window) for n in lengths]
+        layer_bytes.append(slots(kept) * per_token_layer)
+    # A sharing group stores one cache, as long as its longest-reaching layer needs (a global layer in the group
+    # keeps every token).
+    stored = sum(max(layer_bytes[i:i + int(share_every)]) for i in range(0, m.n_layers, int(share_every)))
+    return KVBytes(stored_bytes=stored, read_bytes=sum(layer_bytes))
+
+
+def local_global_kv_bytes(model, tokens: int, window: int, global_every: int, batch: int = 1,
+                          dtype: str = "bf16") -> float:
+    """KV bytes of `batch` sequences of `tokens` tokens when every `global_every`-th layer attends globally and the
+    rest only to the last `window` tokens: B x 2 K H bytes x (L_global S + L_local min(S, W))."""
+    _positive("batch", batch)
+    return kv_footprint(model, [tokens] * int(batch), dtype, window, global_every).stored_bytes
+
+
+def cross_layer_kv_bytes(model, tokens: int, share_every: int, batch: int = 1, dtype: str = "bf16") -> KVBytes:
+    """KV stored and read when groups of `share_every` consecutive layers share one K/V: storage falls by about
+    share_every x, reads per decode step do not (each layer still attends over the shared cache)."""
+    _positive("batch", batch)
+    return kv_footprint(model, [tokens] * int(batch), dtype, share_every=share_every)
+
+
+@dataclass(frozen=True)
+class LeverRow:
+    """One lever (or a combination) applied to a baseline: the batch's KV bytes stored and read per step."""
+    lever: str
+    setting: str
+    stored_bytes: float
+    read_bytes: float
+    baseline_stored: float
+    baseline_read: float
+
+    @property
+    def stored_saving(self) -> float:
+        """Baseline over lever bytes stored (2.0 = halves the cache)."""
+        return self.baseline_stored / self.stored_bytes
+
+    @property
+    def read_saving(self) -> float:
+        """Baseline over lever bytes read per decode step."""
+        return self.baseline_read / self.read_bytes
+
+
+def evenly_ragged_lengths(context_len: int, batch: int) -> list:
+    """A ragged batch for costing paging: lengths (b + 1) / B x S for b = 0..B-1, rounded up (mean about S / 2)."""
+    _positive("context_len", context_len)
+    _positive("batch", batch)
+    return [math.ceil((b + 1) * context_len / batch) for b in range(int(batch))]
+
+
+def kv_lever_table(model, context_len: int, batch: int, n_kv_heads: int = 8, window: int = 1024,
+                   global_every: int = 6, share_every: int = 2, kv_dtype: str = "int8",
+                   block_size: int = 16) -> tuple:
+    """Each lever alone on `model` (bf16 KV, a rectangular cache), then all together, as `LeverRow`s.
+
+    The batch is ragged (`evenly_ragged_lengths`: up to `context_len` tokens); the baseline pads every sequence to
+    the longest. Settings are illustrative, not from a source: GQA to `n_kv_heads` (if the model has more) and MQA,
+    local attention of `window` tokens on all but every `global_every`-th layer, cross-layer sharing in groups of
+    `share_every`, `kv_dtype` entries, pages of `block_size` tokens.
+    """
+    m = get_model(model)
+    lengths = evenly_ragged_lengths(context_len, batch)
+    bytes_per_kv = bytes_per_element(kv_dtype)
+    base = kv_footprint(m, lengths)
+    levers = []
+    if n_kv_heads < m.n_kv_heads:
+        levers.append(("GQA", f"K = {m.n_kv_heads} -> {n_kv_heads}", dict(model=m.with_(n_kv_heads=n_kv_heads))))
+    if m.n_kv_heads > 1:
+        levers.append(("MQA", f"K = {m.n_kv_heads} -> 1", dict(model=m.with_(n_kv_heads=1))))
+    levers += [
+        ("local attention", f"W = {window:,}, 1 global layer in {global_every}",
+         dict(window=window, global_every=global_every)),
+        ("cross-layer sharing", f"{share_every} layers per K/V", dict(share_every=share_every)),
+        ("KV quantization", f"bf16 -> {kv_dtype} ({bytes_per_kv:g} B)", dict(dtype=kv_dtype)),
+        ("paged attention", f"blocks of {block_size} tokens, ragged batch", dict(block_size=block_size)),
+    ]
+    rows = []
+    combined = dict(model=m)
+    for lever, setting, kwargs in levers:
+        args = dict(model=m) | kwargs
+        fp = kv_footprint(args.pop("model"), lengths, **args)
+        rows.append(LeverRow(lever, setting, fp.stored_bytes, fp.read_bytes, base.stored_bytes, base.read_bytes))
+        if lever != "MQA":
+            combined |= kwargs
+    fp = kv_footprint(combined.pop("model"), lengths, **combined)
+    rows.append(LeverRow("all of the above", "every lever but MQA", fp.stored_bytes, fp.read_bytes,
+                         base.stored_bytes, base.read_bytes))
+    return tuple(rows)
