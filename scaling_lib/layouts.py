@@ -442,3 +442,69 @@ def decode_latency_gap(model, chip, n_chips: int, batch: int, context_len: int, 
     _positive("measured_step_s", measured_step_s)
     bound = decode_step_time(model, chip, n_chips, batch, context_len, weight_dtype, kv_dtype, compute_dtype)
     return DecodeGap(bound=bound, measured_s=measured_step_s)
+
+
+# --- Per-chip collectives of multiquery attention, and the ring factor (checked against HLO in executed_layouts) ----
+
+def attention_collectives(attention_sharding: str, batch: int, n_heads: int, head_dim: int, mesh_shape,
+                          activation_dtype: str = "bf16") -> tuple:
+    """The collectives of one multiquery attention layer in a decode step (Pope et al. sec. 3.3, Fig. 4).
+
+    The projections leave q [B, N, H] split over heads on all n chips. "heads": the one KV head is replicated on every
+    chip and each chip attends with its N/n heads: no communication. "batch": the KV cache is split over the batch,
+    so q is resharded to [B/n, N, H] by an all-to-all and the output returned to head sharding by a second one; each
+    moves the chip's a B N H / n block (sharding.kv_cache_sharding counts the two all-to-alls).
+    """
+    _choice("attention_sharding", attention_sharding, ATTENTION_SHARDINGS)
+    for name, value in (("batch", batch), ("n_heads", n_heads), ("head_dim", head_dim)):
+        _positive(name, value)
+    group = _mesh(mesh_shape)
+    n = math.prod(group)
+    if attention_sharding == "heads" or n == 1:
+        return ()
+    from .sharding import kv_cache_sharding  # one KV head: every shard beyond it splits the batch
+    count = kv_cache_sharding(1, batch, n).all_to_alls_per_attention_layer
+    block = bytes_per_element(activation_dtype) * batch * n_heads * head_dim / n
+    return tuple(Collective("all-to-all", "activations", block, group) for _ in range(count))
+
+
+def ring_bytes_sent(collective: Collective) -> float:
+    """Bytes one chip sends for `collective` over a ring of K = prod(group) chips: (K-1)/K x bytes_per_chip.
+
+    The cost model (Pope et al. App. A) counts bytes_per_chip -- the gathered output, the unreduced input, the
+    resharded block -- and drops (K-1)/K; a ring all-gather passes K-1 of the K blocks through each chip.
+    """
+    k = math.prod(collective.group)
+    return collective.bytes_per_chip * (k - 1) / k
+
+
+@dataclass(frozen=True)
+class PublishedRun:
+    """A configuration Pope et al. 2022 measured for PaLM 540B on 64 TPU v4 chips (Table 2, sec. 4.4).
+
+    `tokens` is the tokens the run processed: batch x prompt length for prefill, batch x generated steps for decode.
+    """
+
+    phase: str
+    batch: int
+    tokens_per_sequence: int
+    seconds: float
+    weight_dtype: str
+    context_len: int
+    source: str
+
+    @property
+    def tokens(self) -> int:
+        return self.batch * self.tokens_per_sequence
+
+    @property
+    def seconds_per_step(self) -> float:
+        """Decode: seconds per generated token (the whole batch steps together)."""
+        return self.seconds / self.tokens_per_sequence
+
+
+_TABLE2 = "Pope et al. 2022, Table 2 (PaLM 540B, 64 TPU v4, 2048-token context)"
+POPE_HEADLINE_RUNS = {
+    "prefill-high-throughput": PublishedRun("prefill", 512, 2048, 85.2, "bf16", 2048, _TABLE2 + ", MFU 76%"),
+    "decode-low-latency": PublishedRun("decode", 64, 64, 1.82, "int8", 2048, _TABLE2 + ", 29 ms/token, MFU 14%"),
+}

@@ -1,0 +1,158 @@
+"""FLOPs of a transformer pass: a full forward, one cached decode step, and n generated tokens with or without a cache.
+
+Two kinds of work, counted separately because they scale differently (Scaling Book ch. 7, "sampling"):
+  matmul     every token is multiplied by every weight it touches: 2 FLOPs (a multiply and an add) per weight,
+             2 x tokens x P_mm, with P_mm = `matmul_params(model)`;
+  attention  every (query, key) pair of every layer costs 4 N H FLOPs (2 N H for Q K^T and 2 N H for P V):
+             4 B x pairs x N H x L, as in `roofline.attention_flops`.
+Softmax, norms, RoPE, activations and residual adds are left out: they are O(tokens x D) or O(pairs x N), one to two
+orders of magnitude below the two terms above for any real shape (chapter 2 measures what XLA adds for them).
+
+Generating n tokens after a prompt of T_0 (Scaling Book ch. 7):
+  naive    rerun the whole forward pass over T_0 + j tokens to produce token j + 1: the matmuls grow as n^2 and the
+           attention as n^3;
+  cached   one forward pass over the prompt (prefill), then n - 1 decode steps that each push one token through the
+           weights and attend to the cached keys and values: matmuls linear in n, attention quadratic.
+
+`skip_masked` chooses what "attention FLOPs" means. False (the default) counts every (query, key) pair that a
+masked implementation computes and then throws away: a T x T score matrix per forward pass, and every allocated cache
+slot per decode step. That is what the book's tiny JAX model runs and what XLA counts. True counts only the pairs
+the causal (and sliding-window) mask keeps, what a kernel that skips masked blocks does: about half in prefill.
+"""
+
+from dataclasses import dataclass
+
+from .models import get_model, param_breakdown
+from .roofline import _positive, attention_flops, matmul_flops
+
+
+@dataclass(frozen=True)
+class FlopCount:
+    """FLOPs of one program, split into weight matmuls and attention (Q K^T and P V); both in FLOPs."""
+
+    matmul: float
+    attention: float
+
+    @property
+    def total(self) -> float:
+        return self.matmul + self.attention
+
+    def __add__(self, other: "FlopCount") -> "FlopCount":
+        return FlopCount(self.matmul + other.matmul, self.attention + other.attention)
+
+
+def _count(name, value):
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return value
+
+
+def matmul_params(model) -> int:
+    """P_mm = L (D H (2N + 2K) + 3 D F k [+ D E router]) + D V: the weights each token is multiplied by.
+
+    That is `models.active_param_count` without the input embedding table, which is a lookup (a gather, no FLOPs),
+    while the output projection D x V is a matmul (it is the same table when embeddings are tied).
+    """
+    m = get_model(model)
+    blocks = param_breakdown(m, active_only=True)
+    return blocks.attention + blocks.feed_forward + blocks.router + m.d_model * m.vocab_size
+
+
+def attention_pairs(query_len: int, kv_len: int, window=None, skip_masked: bool = False) -> int:
+    """(query, key) pairs scored for `query_len` queries that are the LAST query_len of `kv_len` positions.
+
+    skip_masked=False: query_len x kv_len (the masked ones are computed too). True: only pairs the causal mask keeps
+    (query i sees keys 0..i), and with a sliding window W at most W keys per query:
+    sum over the queries of min(position + 1, W).
+    """
+    _count("query_len", query_len)
+    _count("kv_len", kv_len)
+    if query_len > kv_len:
+        raise ValueError(f"query_len={query_len} exceeds kv_len={kv_len}: the queries are the last positions of the "
+                         "context, so kv_len must count them too")
+    if not skip_masked:
+        return query_len * kv_len
+    width = kv_len if window is None else min(_count("window", window), kv_len)
+
+    def visible_up_to(p):  # sum over positions 0..p-1 of min(position + 1, width)
+        ramp = min(p, width)
+        return ramp * (ramp + 1) // 2 + (p - ramp) * width
+
+    return visible_up_to(kv_len) - visible_up_to(kv_len - query_len)
+
+
+def forward_flops(model, tokens: int, batch: int = 1, skip_masked: bool = False) -> FlopCount:
+    """A full causal pass over `tokens` tokens per sequence (prefill, or one step of naive sampling).
+
+    matmul = 2 B T P_mm; attention = 4 B L N H x pairs, pairs = T^2 (or the causally visible T(T+1)/2 when
+    skip_masked). Scaling Book ch. 7; 2 FLOPs per parameter per token is Kaplan et al. 2020's rule of thumb.
+    """
+    m = get_model(model)
+    _count("tokens", tokens)
+    _count("batch", batch)
+    pairs = attention_pairs(tokens, tokens, m.sliding_window, skip_masked)
+    return FlopCount(matmul=matmul_flops(batch * tokens, matmul_params(m), 1),
+                     attention=m.n_layers * attention_flops(1, pairs, m.n_heads, m.head_dim, batch))
+
+
+def decode_step_flops(model, context_len: int, batch: int = 1, skip_masked: bool = False) -> FlopCount:
+    """One cached decode step: one new token per sequence attending to `context_len` keys (the new one included).
+
+    matmul = 2 B P_mm; attention = 4 B L N H S, with S = context_len: the cache slots the step reads (a fixed-size
+    cache reads all its slots; pass the number of valid tokens for a kernel that reads only those). With skip_masked
+    and a sliding window W, S is capped at W.
+    """
+    m = get_model(model)
+    _count("context_len", context_len)
+    _count("batch", batch)
+    pairs = attention_pairs(1, context_len, m.sliding_window, skip_masked)
+    return FlopCount(matmul=matmul_flops(batch, matmul_params(m), 1),
+                     attention=m.n_layers * attention_flops(1, pairs, m.n_heads, m.head_dim, batch))
+
+
+def generation_flops_curve(model, prompt_len: int, n_tokens: int, batch: int = 1, cached: bool = True,
+                           skip_masked: bool = False, cache_len=None) -> list:
+    """Cumulative FLOPs after 1, 2, ..., n generated tokens: a list of n `FlopCount`s (entry i: i + 1 tokens).
+
+    cached=False, naive sampling: token j + 1 (j = 0..n-1) costs `forward_flops(T_0 + j)`, a full pass over the
+    sequence so far. cached=True: the prefill `forward_flops(T_0)` gives token 1, then decode step j (j = 1..n-1)
+    costs `decode_step_flops(S)` with S = T_0 + j keys, or all `cache_len` slots of a fixed-size cache when given.
+    """
+    _count("prompt_len", prompt_len)
+    _count("n_tokens", n_tokens)
+    if cache_len is not None and not cached:
+        raise ValueError("cache_len applies to cached generation only; drop it or pass cached=True")
+    if cache_len is not None and _count("cache_len", cache_len) < prompt_len + n_tokens - 1:
+        raise ValueError(f"cache_len={cache_len} cannot hold the prompt and the decoded tokens "
+                         f"({prompt_len} + {n_tokens - 1}); pass cache_len >= {prompt_len + n_tokens - 1}")
+    total = forward_flops(model, prompt_len, batch, skip_masked)
+    curve = [total]
+    for j in range(1, n_tokens):
+        if cached:
+            keys = prompt_len + j if cache_len is None else cache_len
+            total = total + decode_step_flops(model, keys, batch, skip_masked)
+        else:
+            total = total + forward_flops(model, prompt_len + j, batch, skip_masked)
+        curve.append(total)
+    return curve
+
+
+def naive_generation_flops(model, prompt_len: int, n_tokens: int, batch: int = 1,
+                           skip_masked: bool = False) -> FlopCount:
+    """Generate n tokens with no cache: token j + 1 (j = 0..n-1) costs a forward pass over T_0 + j tokens.
+
+    Sum over j of `forward_flops(T_0 + j)`: matmuls ~ P_mm n^2 and attention ~ (4/3) L N H n^3 for n >> T_0
+    (Scaling Book ch. 7: naive sampling is quadratic in the FFW and cubic in attention).
+    """
+    return generation_flops_curve(model, prompt_len, n_tokens, batch, cached=False, skip_masked=skip_masked)[-1]
+
+
+def cached_generation_flops(model, prompt_len: int, n_tokens: int, batch: int = 1, skip_masked: bool = False,
+                            cache_len=None) -> FlopCount:
+    """Generate n tokens with a KV cache: prefill the prompt (its logits give token 1), then n - 1 decode steps.
+
+    Step j (j = 1..n-1) attends to T_0 + j keys, or to all `cache_len` slots of a fixed-size cache when cache_len is
+    given (as the tiny JAX model does). Matmuls ~ 2 P_mm n and attention ~ 2 L N H n^2: linear and quadratic.
+    """
+    return generation_flops_curve(model, prompt_len, n_tokens, batch, cached=True, skip_masked=skip_masked,
+                                  cache_len=cache_len)[-1]
