@@ -56,3 +56,23 @@ def new_figure(nrows: int = 1, ncols: int = 1, **kwargs):
     kwargs.setdefault("figsize", (width * max(1, ncols * 0.8), height * max(1, nrows * 0.8)))
     kwargs.setdefault("constrained_layout", True)
     return plt.subplots(nrows, ncols, **kwargs)
+
+
+def plot_roofline(ax, chip, compute_dtype: str = "bf16", intensities=None, label=None, **line_kwargs):
+    """Draw min(C, I x W_hbm) for one chip on log-log axes and mark its ridge point; returns the line."""
+    import numpy as np
+
+    from .hardware import get_chip
+    from .roofline import attainable_flops, ridge_point
+
+    chip = get_chip(chip)
+    if intensities is None:
+        intensities = np.logspace(-1, 4.5, 200)
+    rates = [attainable_flops(float(i), chip, compute_dtype) for i in intensities]
+    line_kwargs.setdefault("color", chip_color(chip.name))
+    (line,) = ax.loglog(intensities, rates, label=label or f"{chip.name} ({compute_dtype})", **line_kwargs)
+    ridge = ridge_point(chip, compute_dtype)
+    ax.plot([ridge], [chip.peak_flops(compute_dtype)], "o", color=line.get_color(), markersize=4)
+    ax.set_xlabel("arithmetic intensity (FLOPs per byte)")
+    ax.set_ylabel("attainable FLOP/s")
+    return line

@@ -184,3 +184,54 @@ def fit_batch_roofline(batches, seconds, n_floor: int = 3) -> MeasuredRoofline:
     mid = len(floor) // 2
     floor_s = floor[mid] if len(floor) % 2 else 0.5 * (floor[mid - 1] + floor[mid])
     return MeasuredRoofline(floor_s=floor_s, per_row_s=seconds[-1] / batches[-1])
+
+
+@dataclass(frozen=True)
+class MatmulReport:
+    """What chapter 1's explorer shows for one [B, D] x [D, F] matmul on one chip; build it with `explain_matmul`."""
+
+    chip: str
+    batch: int
+    d_in: int
+    d_out: int
+    weight_dtype: str
+    compute_dtype: str
+    intensity: float  # FLOPs per byte of this matmul
+    ridge: float  # C / W_hbm of the chip at the compute dtype
+    critical_batch: float  # B_crit for these dtypes
+    time: RooflineTime
+    attainable_flops: float  # min(C, I W_hbm)
+
+    @property
+    def fraction_of_peak(self) -> float:
+        """Attainable over peak FLOP/s: 1 when compute-bound."""
+        return self.attainable_flops / (self.ridge * get_chip(self.chip).hbm_bandwidth)
+
+    def describe(self) -> str:
+        t = self.time
+        return "\n".join([
+            f"[{self.batch}, {self.d_in}] x [{self.d_in}, {self.d_out}] on {self.chip} "
+            f"(weights {self.weight_dtype}, math {self.compute_dtype})",
+            f"intensity {self.intensity:,.1f} FLOPs/B vs ridge {self.ridge:,.0f}: {t.bound}-bound, "
+            f"{self.fraction_of_peak:.0%} of peak",
+            f"time >= {t.total_s * 1e6:,.1f} us (math {t.compute_s * 1e6:,.1f} us, memory {t.memory_s * 1e6:,.1f} us)",
+            f"critical batch size for these dtypes: {self.critical_batch:,.0f} tokens",
+        ])
+
+
+def explain_matmul(chip, batch: int, d_in: int = 8192, d_out: int = 8192, weight_dtype: str = "bf16",
+                   compute_dtype: str = "bf16") -> MatmulReport:
+    """Intensity, ridge point, B_crit and roofline time of one matmul, in one report (chapter 1's explorer).
+
+    Activations are stored in the compute dtype when it is an 8-bit format, else in bf16.
+    """
+    chip = get_chip(chip)
+    activation_dtype = compute_dtype if bytes_per_element(compute_dtype) < 2 else "bf16"
+    intensity = matmul_intensity(batch, d_in, d_out, activation_dtype, weight_dtype)
+    return MatmulReport(
+        chip=chip.name, batch=batch, d_in=d_in, d_out=d_out, weight_dtype=weight_dtype, compute_dtype=compute_dtype,
+        intensity=intensity, ridge=ridge_point(chip, compute_dtype),
+        critical_batch=critical_batch_size(chip, weight_dtype, compute_dtype),
+        time=matmul_time(batch, d_in, d_out, chip, 1, activation_dtype, weight_dtype, compute_dtype),
+        attainable_flops=attainable_flops(intensity, chip, compute_dtype),
+    )

@@ -126,3 +126,22 @@ def test_fit_batch_roofline_recovers_a_synthetic_knee_and_rejects_bad_input():
         fit_batch_roofline([4, 2, 1], [1.0, 1.0, 1.0], n_floor=1)
     with pytest.raises(ValueError, match="at least two"):
         fit_batch_roofline([1], [1.0])
+
+
+def test_explain_matmul_agrees_with_the_roofline_pieces_and_is_fast():
+    import time
+
+    from scaling_lib.roofline import explain_matmul
+
+    start = time.perf_counter()
+    report = explain_matmul("tpu-v5e", 64, 8192, 8192)
+    elapsed = time.perf_counter() - start
+    assert elapsed < 0.1  # the explorer recomputes this on every slider move
+    assert report.time == matmul_time(64, 8192, 8192, "tpu-v5e")
+    assert report.critical_batch == critical_batch_size("tpu-v5e")
+    assert report.time.bound == "memory" and report.fraction_of_peak < 0.3
+    big = explain_matmul("tpu-v5e", 4096, 8192, 8192)
+    assert big.time.bound == "compute" and big.fraction_of_peak == pytest.approx(1.0)
+    int8 = explain_matmul("tpu-v5e", 64, 8192, 8192, "int8", "int8")
+    assert int8.intensity == pytest.approx(2 * report.intensity, rel=0.01)  # every byte halved
+    assert "memory-bound" in report.describe()
