@@ -23,7 +23,7 @@ the causal (and sliding-window) mask keeps, what a kernel that skips masked bloc
 from dataclasses import dataclass
 
 from .models import get_model, param_breakdown
-from .roofline import _positive, attention_flops, matmul_flops
+from .roofline import attention_flops, matmul_flops
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ flops / bytes; it is compute-bound when the intensity exceeds the chip's ridge p
 from dataclasses import dataclass
 
 from .dtypes import bytes_per_element
-from .hardware import Chip, get_chip
+from .hardware import get_chip
 
 
 def _positive(name, value, allow_zero=False):

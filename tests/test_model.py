@@ -6,7 +6,6 @@ parameters are built once per config.
 
 from functools import lru_cache
 
-import jax.numpy as jnp
 import numpy as np
 import pytest
 

@@ -1,0 +1,556 @@
+"""A discrete-event simulator of serving engines, every step priced by `inference` and `memory`.
+
+Prefill is compute-bound, decode is bandwidth-bound (Scaling Book ch. 7), so an engine must decide how to mix the
+two on its chips. Four designs are simulated here, every step priced by `inference` and `memory`:
+
+    naive          batch whatever is queued, prefill it together (padded to the longest prompt), then decode
+                   that batch until its last sequence finishes (Scaling Book ch. 7, "the simplest method")
+    interleaved    continuous batching: a batch-1 prefill whenever a decode slot is free, between decode steps;
+                   every running sequence stalls while it runs (Scaling Book ch. 7, "interleaved")
+    chunked        continuous batching where every step carries the decode batch plus up to
+                   `prefill_chunk_tokens` prompt tokens, so prefill never stalls decode for a whole prompt
+    disaggregated  R_p prefill servers and R_d decode servers; each KV cache crosses the network once
+                   (Scaling Book ch. 7, "disaggregated")
+
+Time is simulated from event to event, not step by step: between two events (an arrival that can be admitted, a
+sequence finishing) the decode batch is fixed and its step time grows linearly with context, so a whole run of
+steps is one vectorised sum. A decode step costs `decode_step_time(B, mean context)`; that bound is linear in the
+total context of the batch, so the simulator reads it from a table of `decode_step_time(b, 0)` for every batch b
+plus `decode_step_time(1, 1).kv_s` per cached token. A prefill of T tokens costs `prefill_latency` (FLOPs at the
+configured MFU, never less than one read of the weights).
+"""
+
+import heapq
+from dataclasses import dataclass
+
+import numpy as np
+
+from .hardware import get_chip
+from .inference import decode_step_time, prefill_time
+from .memory import max_batch_size
+from .models import get_model
+from .roofline import _positive
+from .serving import _positive_int, default_transfer_bandwidth, kv_transfer_bytes, prefill_latency
+
+ENGINES = ("naive", "interleaved", "chunked", "disaggregated")
+
+# ---------------------------------------------------------------------------------------------------------------
+# Inputs of the simulator: a server configuration and a workload
+# ---------------------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ServingConfig:
+    """One server: `n_chips` chips holding one copy of `model`, up to `max_batch` sequences of `max_context_len`.
+
+    Validated on construction: the weights and max_batch KV caches of max_context_len tokens must fit in HBM
+    (`memory.max_batch_size`). `mfu` prices prefill (40% is the Scaling Book's ch. 8 assumption);
+    `prefill_chunk_tokens` is the prompt-token budget per step of the "chunked" engine.
+    """
+
+    model: object
+    chip: object
+    n_chips: int
+    max_batch: int
+    max_context_len: int
+    mfu: float = 0.4
+    weight_dtype: str = "bf16"
+    kv_dtype: str = "bf16"
+    compute_dtype: str = "bf16"
+    prefill_chunk_tokens: int = 512
+
+    def __post_init__(self):
+        model, chip = get_model(self.model), get_chip(self.chip)
+        for name in ("n_chips", "max_batch", "max_context_len", "prefill_chunk_tokens"):
+            _positive_int(name, getattr(self, name))
+        if isinstance(self.mfu, bool) or not isinstance(self.mfu, (int, float)) or not 0 < self.mfu <= 1:
+            raise ValueError(f"mfu must be in (0, 1], got {self.mfu!r}: it is the fraction of peak FLOP/s achieved")
+        chip.peak_flops(self.compute_dtype)  # the chip must have this matrix rate
+        fit = max_batch_size(model, chip, self.n_chips, self.max_context_len, self.weight_dtype, self.kv_dtype)
+        if fit == 0:
+            raise ValueError(f"the {self.weight_dtype} weights of {model.name} do not fit in {self.n_chips} x "
+                             f"{chip.name} HBM; add chips or quantize the weights")
+        if self.max_batch > fit:
+            raise ValueError(
+                f"max_batch={self.max_batch} does not fit in HBM: {self.n_chips} x {chip.name} hold the "
+                f"{self.weight_dtype} weights of {model.name} and at most {fit} KV caches of {self.max_context_len} "
+                f"tokens in {self.kv_dtype} (memory.max_batch_size); lower max_batch or max_context_len, or add chips"
+            )
+
+
+def _readonly(values, dtype):
+    array = np.array(values, dtype=dtype)
+    array.setflags(write=False)
+    return array
+
+
+@dataclass(frozen=True)
+class Workload:
+    """Requests: arrival time (s), prompt length and output length (tokens, the first one made by prefill).
+
+    cached_len (optional, default 0): the leading prompt tokens whose KV cache is already on the server (prefix
+    caching, e.g. a shared system prompt); prefill computes only the other prompt_len - cached_len tokens, while
+    decode still reads the whole prompt's cache. At least one prompt token must be new: cached_len < prompt_len.
+    """
+
+    arrival_s: np.ndarray
+    prompt_len: np.ndarray
+    output_len: np.ndarray
+    cached_len: np.ndarray | None = None
+
+    def __post_init__(self):
+        arrival = np.asarray(self.arrival_s, dtype=float)
+        prompt, output = np.asarray(self.prompt_len), np.asarray(self.output_len)
+        if not (arrival.ndim == prompt.ndim == output.ndim == 1) or not (len(arrival) == len(prompt) == len(output)):
+            raise ValueError(f"arrival_s, prompt_len and output_len must be 1-D of one length, got shapes "
+                             f"{arrival.shape}, {prompt.shape}, {output.shape}")
+        if len(arrival) == 0:
+            raise ValueError("a workload needs at least one request")
+        if not np.all(np.isfinite(arrival)) or np.any(arrival < 0):
+            raise ValueError("arrival_s must be finite and non-negative")
+        for name, lengths in (("prompt_len", prompt), ("output_len", output)):
+            if not np.issubdtype(lengths.dtype, np.integer) and not np.all(np.mod(lengths, 1) == 0):
+                raise ValueError(f"{name} must hold whole numbers of tokens")
+            if np.any(lengths < 1):
+                raise ValueError(f"{name} must be at least 1 token, got min {lengths.min()!r}")
+        object.__setattr__(self, "arrival_s", _readonly(arrival, float))
+        object.__setattr__(self, "prompt_len", _readonly(prompt, np.int64))
+        object.__setattr__(self, "output_len", _readonly(output, np.int64))
+        cached = np.zeros(len(prompt), np.int64) if self.cached_len is None else np.asarray(self.cached_len)
+        if cached.shape != prompt.shape:
+            raise ValueError(f"cached_len must have one entry per request, got shape {cached.shape}")
+        if not np.issubdtype(cached.dtype, np.integer) and not np.all(np.mod(cached, 1) == 0):
+            raise ValueError("cached_len must hold whole numbers of tokens")
+        if np.any(cached < 0) or np.any(cached >= prompt):
+            raise ValueError("cached_len must lie in [0, prompt_len - 1]: prefill needs at least one new token")
+        object.__setattr__(self, "cached_len", _readonly(cached, np.int64))
+
+    @property
+    def n_requests(self) -> int:
+        return len(self.arrival_s)
+
+
+def _lengths(spec, rng, n, name):
+    """An int (every request), a (low, high) pair (uniform integers, both ends included) or f(rng, n) -> lengths."""
+    if callable(spec):
+        return np.asarray(spec(rng, n))
+    if isinstance(spec, tuple) and len(spec) == 2:
+        low, high = (_positive_int(f"{name} bound", v) for v in spec)
+        if low > high:
+            raise ValueError(f"{name}=({low}, {high}): the low bound exceeds the high bound")
+        return rng.integers(low, high + 1, size=n)
+    return np.full(n, _positive_int(name, spec))
+
+
+def poisson_workload(rate_per_s: float, n_requests: int, prompt_len=1024, output_len=256, seed: int = 0,
+                     shared_prefix_len: int = 0, shared_prefix_fraction: float = 0.0) -> Workload:
+    """Poisson arrivals at `rate_per_s` (exponential gaps, numpy Generator seeded with `seed`).
+
+    prompt_len and output_len: an int, a (low, high) range drawn uniformly, or a function (rng, n) -> lengths.
+    Prefix caching: a random `shared_prefix_fraction` of the requests start with a shared prefix of
+    `shared_prefix_len` tokens already cached (`Workload.cached_len`); a prompt no longer than the prefix reuses all
+    but its last token. With the defaults (no sharing) the random stream, hence the workload, is unchanged.
+    """
+    if isinstance(rate_per_s, bool) or not isinstance(rate_per_s, (int, float)) or not rate_per_s > 0 \
+            or rate_per_s == float("inf"):
+        raise ValueError(f"rate_per_s must be a positive, finite number of requests per second, got {rate_per_s!r}")
+    n = _positive_int("n_requests", n_requests)
+    rng = np.random.default_rng(seed)
+    if isinstance(shared_prefix_fraction, bool) or not isinstance(shared_prefix_fraction, (int, float)) \
+            or not 0 <= shared_prefix_fraction <= 1:
+        raise ValueError(f"shared_prefix_fraction must be a fraction of requests in [0, 1], got "
+                         f"{shared_prefix_fraction!r}")
+    if isinstance(shared_prefix_len, bool) or not isinstance(shared_prefix_len, (int, np.integer)) \
+            or shared_prefix_len < 0:
+        raise ValueError(f"shared_prefix_len must be a non-negative number of tokens, got {shared_prefix_len!r}")
+    arrival = np.cumsum(rng.exponential(1.0 / rate_per_s, size=n))
+    prompt, output = _lengths(prompt_len, rng, n, "prompt_len"), _lengths(output_len, rng, n, "output_len")
+    cached = None
+    if shared_prefix_fraction > 0 and shared_prefix_len > 0:
+        hit = rng.random(n) < shared_prefix_fraction
+        cached = np.where(hit, np.minimum(shared_prefix_len, np.asarray(prompt) - 1), 0)
+    return Workload(arrival, prompt, output, cached)
+
+
+def trace_workload(trace) -> Workload:
+    """A workload from a list of (arrival_s, prompt_len, output_len) tuples."""
+    rows = list(trace)
+    if not rows or any(len(row) != 3 for row in rows):
+        raise ValueError("a trace is a non-empty list of (arrival_s, prompt_len, output_len) tuples")
+    arrival, prompt, output = zip(*rows)
+    return Workload(np.array(arrival, float), np.array(prompt), np.array(output))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The result
+# ---------------------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SimulationResult:
+    """Per-request times (s) of one simulation, and summaries.
+
+    ttft_s = first token - arrival (the first token comes out of prefill); tpot_s = (finish - first token) /
+    (output_len - 1), NaN for one-token outputs; start_s = when prefill began (or the request joined a batch).
+    """
+
+    engine: str
+    n_chips: int  # all chips of all servers
+    arrival_s: np.ndarray
+    start_s: np.ndarray
+    first_token_s: np.ndarray
+    finish_s: np.ndarray
+    output_len: np.ndarray
+    generated_tokens: np.ndarray  # counted by the simulator, token by token
+    total_tokens: int  # counted by the simulator, step by step
+    ttft_s: np.ndarray
+    tpot_s: np.ndarray
+
+    @property
+    def makespan_s(self) -> float:
+        """From the first arrival to the last token."""
+        return float(self.finish_s.max() - self.arrival_s.min())
+
+    @property
+    def throughput_per_chip(self) -> float:
+        """Generated tokens per second per chip, over the makespan."""
+        return self.total_tokens / (self.makespan_s * self.n_chips) if self.makespan_s > 0 else float("inf")
+
+    def ttft_percentile(self, q: float) -> float:
+        return float(np.nanpercentile(self.ttft_s, q))
+
+    def tpot_percentile(self, q: float) -> float:
+        return float(np.nanpercentile(self.tpot_s, q)) if np.any(np.isfinite(self.tpot_s)) else float("nan")
+
+    @property
+    def p50_ttft_s(self) -> float:
+        return self.ttft_percentile(50)
+
+    @property
+    def p99_ttft_s(self) -> float:
+        return self.ttft_percentile(99)
+
+    @property
+    def p50_tpot_s(self) -> float:
+        return self.tpot_percentile(50)
+
+    @property
+    def p99_tpot_s(self) -> float:
+        return self.tpot_percentile(99)
+
+    def queue_length(self):
+        """(times, lengths): requests that have arrived but not started, as a step function of time."""
+        times = np.concatenate([self.arrival_s, self.start_s])
+        delta = np.concatenate([np.ones(len(self.arrival_s)), -np.ones(len(self.start_s))])
+        order = np.argsort(times, kind="stable")
+        times, lengths = times[order], np.cumsum(delta[order]).astype(int)
+        last = np.append(times[1:] != times[:-1], True)  # the length once every event at that time has happened
+        return times[last], lengths[last]
+
+    @property
+    def max_queue_length(self) -> int:
+        return int(self.queue_length()[1].max())
+
+    @property
+    def mean_queue_length(self) -> float:
+        """Time-averaged queue length from the first arrival to the last start."""
+        times, lengths = self.queue_length()
+        span = times[-1] - times[0]
+        return float(np.sum(lengths[:-1] * np.diff(times)) / span) if span > 0 else 0.0
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Step costs, from inference.decode_step_time and prefill_latency
+# ---------------------------------------------------------------------------------------------------------------
+
+class _Costs:
+    """Step prices of one server configuration, tabulated once per simulation."""
+
+    def __init__(self, cfg: ServingConfig):
+        self.cfg = cfg
+        self.model, self.chip = get_model(cfg.model), get_chip(cfg.chip)
+        dtypes = (cfg.weight_dtype, cfg.kv_dtype, cfg.compute_dtype)
+        steps = [decode_step_time(self.model, self.chip, cfg.n_chips, b, 0, *dtypes) for b in range(cfg.max_batch + 1)]
+        self.base_s = np.array([s.total_s for s in steps])  # max(weight read, matmul FLOPs) at batch b
+        self.decode_compute_s = np.array([s.compute_s for s in steps])
+        self.weight_s = steps[0].weight_s
+        self.kv_s_per_token = decode_step_time(self.model, self.chip, cfg.n_chips, 1, 1, *dtypes).kv_s
+        self.window = self.model.sliding_window
+        self._prefill, self._prefill_compute = {}, {}
+
+    def prefill_s(self, tokens: int, batch: int = 1) -> float:
+        key = (int(tokens), int(batch))
+        if key not in self._prefill:
+            c = self.cfg
+            self._prefill[key] = prefill_latency(self.model, self.chip, c.n_chips, key[0], c.mfu, key[1],
+                                                 c.weight_dtype, c.compute_dtype)
+        return self._prefill[key]
+
+    def prefill_compute_s(self, tokens: int) -> float:
+        """FLOP time of `tokens` prompt tokens at the configured MFU (the chunked engine adds the weight read)."""
+        key = int(tokens)
+        if key not in self._prefill_compute:
+            c = self.cfg
+            self._prefill_compute[key] = prefill_time(self.model, self.chip, c.n_chips, key, c.mfu, 1,
+                                                      c.compute_dtype)
+        return self._prefill_compute[key]
+
+    def kv_tokens(self, batch) -> float:
+        """Cached tokens one step of the batch reads (a sliding window caps each sequence)."""
+        if self.window is None:
+            return float(batch.context_sum)
+        return float(sum(min(c, self.window) for c in batch.contexts()))
+
+    def decode_cumulative_s(self, batch, n_steps: int) -> np.ndarray:
+        """End times of the next n_steps decode steps of a fixed batch, each context growing by one per step."""
+        b = len(batch)
+        i = np.arange(n_steps, dtype=float)
+        if self.window is None:
+            kv = batch.context_sum + b * i
+        else:  # sum_j min(c_j + i, W): sequence j saturates after W - c_j steps
+            c = np.asarray(batch.contexts(), dtype=float)
+            order = np.argsort(self.window - c)
+            saturate_at = np.maximum(self.window - c[order], 0.0)
+            c_prefix = np.concatenate([[0.0], np.cumsum(c[order])])
+            k = np.searchsorted(saturate_at, i, side="right")  # sequences already at the window
+            kv = self.window * k + (c_prefix[-1] - c_prefix[k]) + i * (b - k)
+        return np.cumsum(self.base_s[b] + self.kv_s_per_token * kv)
+
+
+class _Record:
+    def __init__(self, n):
+        self.start = np.full(n, np.nan)
+        self.first = np.full(n, np.nan)
+        self.finish = np.full(n, np.nan)
+        self.generated = np.zeros(n, dtype=np.int64)
+        self.total = 0
+
+
+class _Batch:
+    """The running decode batch. Each step adds one token to every context, so contexts are stored as
+    (context - clock) with `clock` the batch's step count, and finishing times as clock values in a heap."""
+
+    def __init__(self):
+        self.clock = 0
+        self.finish_heap = []  # (clock at which the sequence has made its last token, id)
+        self.offset = {}  # id -> context - clock
+        self.joined = {}  # id -> clock when it joined
+        self.offset_sum = 0
+
+    def __len__(self):
+        return len(self.offset)
+
+    def join(self, i, prompt_len, output_len, t, rec):
+        if output_len <= 1:  # prefill made the only token
+            rec.finish[i] = t
+            return
+        self.offset[i] = prompt_len + 1 - self.clock  # the first decode step reads the prompt and its own token
+        self.offset_sum += self.offset[i]
+        self.joined[i] = self.clock
+        heapq.heappush(self.finish_heap, (self.clock + output_len - 1, i))
+
+    @property
+    def min_remaining(self) -> int:
+        return self.finish_heap[0][0] - self.clock
+
+    @property
+    def context_sum(self) -> int:
+        return self.offset_sum + len(self.offset) * self.clock
+
+    def contexts(self) -> list:
+        return [o + self.clock for o in self.offset.values()]
+
+    def advance(self, steps, t, rec):
+        """Every sequence makes `steps` tokens; those that are done leave at time t."""
+        rec.total += steps * len(self.offset)
+        self.clock += steps
+        while self.finish_heap and self.finish_heap[0][0] == self.clock:
+            _, i = heapq.heappop(self.finish_heap)
+            rec.finish[i] = t
+            rec.generated[i] += self.clock - self.joined.pop(i)
+            self.offset_sum -= self.offset.pop(i)
+
+
+def _decode_run(costs, batch, t, next_ready, rec):
+    """Decode until a sequence finishes or, when next_ready is given, until the first step ending after it."""
+    n_max = batch.min_remaining
+    cum = costs.decode_cumulative_s(batch, n_max)
+    steps = n_max
+    if next_ready is not None:
+        steps = min(n_max, int(np.searchsorted(cum, next_ready - t, side="left")) + 1)
+    t += float(cum[steps - 1])
+    batch.advance(steps, t, rec)
+    return t
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Engines: each simulates one server over the requests it is given (ids in the order they become ready)
+# ---------------------------------------------------------------------------------------------------------------
+
+def _naive_server(costs, ids, ready, prompt, output, rec, cached):
+    t, q, n, cap = 0.0, 0, len(ids), costs.cfg.max_batch
+    while q < n:
+        t = max(t, ready[ids[q]])
+        group = []
+        while q < n and len(group) < cap and ready[ids[q]] <= t:
+            group.append(ids[q])
+            q += 1
+        rec.start[group] = t
+        t += costs.prefill_s(max(prompt[i] - cached[i] for i in group), len(group))  # padded to the longest prompt
+        rec.first[group] = t
+        rec.generated[group] += 1
+        rec.total += len(group)
+        batch = _Batch()
+        for i in group:
+            batch.join(i, prompt[i], output[i], t, rec)
+        while len(batch):
+            t = _decode_run(costs, batch, t, None, rec)
+
+
+def _continuous_server(costs, ids, ready, prompt, output, rec, cached, prefill=True):
+    """Interleaved engine; with prefill=False, the decode side of a disaggregated pair (KV arrives ready)."""
+    t, q, n, cap = 0.0, 0, len(ids), costs.cfg.max_batch
+    batch = _Batch()
+    while q < n or len(batch):
+        if q < n and len(batch) < cap and ready[ids[q]] <= t:
+            i = ids[q]
+            q += 1
+            if prefill:  # batch-1 prefill; the whole decode batch waits for it
+                rec.start[i] = t
+                t += costs.prefill_s(prompt[i] - cached[i])  # a cached prefix needs no prefill
+                rec.first[i] = t
+                rec.generated[i] += 1
+                rec.total += 1
+            batch.join(i, prompt[i], output[i], t, rec)
+        elif len(batch):
+            next_ready = ready[ids[q]] if q < n and len(batch) < cap else None
+            t = _decode_run(costs, batch, t, next_ready, rec)
+        else:
+            t = ready[ids[q]]
+
+
+def _chunked_server(costs, ids, ready, prompt, output, rec, cached):
+    t, q, n = 0.0, 0, len(ids)
+    cap, budget_per_step = costs.cfg.max_batch, costs.cfg.prefill_chunk_tokens
+    batch = _Batch()
+    filling = []  # [id, prompt tokens already prefilled], first come first served
+    while q < n or len(batch) or filling:
+        while q < n and len(batch) + len(filling) < cap and ready[ids[q]] <= t:
+            rec.start[ids[q]] = t
+            filling.append([ids[q], cached[ids[q]]])  # a cached prefix counts as already prefilled
+            q += 1
+        if filling:
+            budget, prefix, pieces = budget_per_step, 0, []
+            for entry in filling:
+                if budget == 0:
+                    break
+                take = min(budget, prompt[entry[0]] - entry[1])
+                # the chunk attends to the tokens of its sequence already cached (at most a window of them)
+                prefix += entry[1] if costs.window is None else min(entry[1], costs.window)
+                pieces.append((entry, take))
+                budget -= take
+            b = len(batch)
+            kv_s = costs.kv_s_per_token * (costs.kv_tokens(batch) + prefix)
+            flops_s = costs.decode_compute_s[b] + costs.prefill_compute_s(budget_per_step - budget)
+            t += kv_s + max(costs.weight_s, flops_s)
+            if b:
+                batch.advance(1, t, rec)
+            for entry, take in pieces:
+                entry[1] += take
+                if entry[1] == prompt[entry[0]]:
+                    i = entry[0]
+                    rec.first[i] = t
+                    rec.generated[i] += 1
+                    rec.total += 1
+                    batch.join(i, prompt[i], output[i], t, rec)
+            filling = [entry for entry in filling if entry[1] < prompt[entry[0]]]
+        elif len(batch):
+            next_ready = ready[ids[q]] if q < n and len(batch) < cap else None
+            t = _decode_run(costs, batch, t, next_ready, rec)
+        else:
+            t = ready[ids[q]]
+
+
+def _prefill_pool(costs, n_servers, order, arrival, prompt, rec, cached):
+    """P batch-1 prefill servers fed first come, first served; returns when each prefill finished."""
+    free = [(0.0, s) for s in range(n_servers)]
+    done = np.empty(len(arrival))
+    for i in order:
+        free_at, server = heapq.heappop(free)
+        start = max(free_at, arrival[i])
+        rec.start[i] = start
+        done[i] = start + costs.prefill_s(prompt[i] - cached[i])
+        rec.first[i] = done[i]
+        rec.generated[i] += 1
+        rec.total += 1
+        heapq.heappush(free, (done[i], server))
+    return done
+
+
+def simulate(config: ServingConfig, workload: Workload, engine: str = "interleaved", n_servers: int = 1,
+             n_prefill_servers: int = 1, n_decode_servers: int = 1, transfer_bandwidth: float | None = None,
+             prefill_config: ServingConfig | None = None) -> SimulationResult:
+    """Run `workload` through an engine and time every request (see the module docstring for the engines).
+
+    Co-located engines ("naive", "interleaved", "chunked") run `n_servers` copies of `config`; requests are dealt
+    to them in turn (round robin, in arrival order). "disaggregated" runs `n_prefill_servers` prefill servers
+    (`prefill_config`, default `config`) fed first come, first served, and `n_decode_servers` decode servers
+    dealt to in turn; each request's KV cache takes `kv_transfer_time` (bandwidth `transfer_bandwidth`, default
+    `default_transfer_bandwidth` of the prefill server) to move, and the prefill server does not wait for it.
+    Prefix caching: a request's `workload.cached_len` prompt tokens skip prefill (their cache is already there); the
+    disaggregated engine still ships the whole prompt's cache to the decode server. Deterministic: the same inputs
+    give the same result.
+    """
+    if engine not in ENGINES:
+        raise ValueError(f"unknown engine {engine!r}; use one of {', '.join(ENGINES)}")
+    if not isinstance(config, ServingConfig):
+        raise ValueError(f"config must be a ServingConfig, got {type(config).__name__}")
+    if not isinstance(workload, Workload):
+        raise ValueError(f"workload must be a Workload (see poisson_workload, trace_workload), got "
+                         f"{type(workload).__name__}")
+    for name, value in (("n_servers", n_servers), ("n_prefill_servers", n_prefill_servers),
+                        ("n_decode_servers", n_decode_servers)):
+        _positive_int(name, value)
+    longest = int((workload.prompt_len + workload.output_len).max())
+    if longest > config.max_context_len:
+        raise ValueError(f"a request needs {longest} tokens of context but max_context_len="
+                         f"{config.max_context_len}; raise max_context_len (if it still fits) or shorten requests")
+
+    arrival = workload.arrival_s
+    prompt, output = workload.prompt_len.tolist(), workload.output_len.tolist()
+    cached = workload.cached_len.tolist()
+    order = np.argsort(arrival, kind="stable").tolist()
+    rec = _Record(workload.n_requests)
+    costs = _Costs(config)
+
+    if engine == "disaggregated":
+        pcfg = config if prefill_config is None else prefill_config
+        if not isinstance(pcfg, ServingConfig):
+            raise ValueError(f"prefill_config must be a ServingConfig, got {type(pcfg).__name__}")
+        if get_model(pcfg.model) != costs.model:
+            raise ValueError("prefill_config and config must serve the same model")
+        if transfer_bandwidth is None:
+            transfer_bandwidth = default_transfer_bandwidth(pcfg.chip, pcfg.n_chips)
+        _positive("transfer_bandwidth", transfer_bandwidth)
+        prefill_done = _prefill_pool(_Costs(pcfg), n_prefill_servers, order, arrival, prompt, rec, cached)
+        lengths, which = np.unique(workload.prompt_len, return_inverse=True)
+        kv_bytes = np.array([kv_transfer_bytes(costs.model, int(p), config.kv_dtype) for p in lengths])[which]
+        ready = (prefill_done + kv_bytes / transfer_bandwidth).tolist()
+        decode_order = np.argsort(ready, kind="stable").tolist()
+        for s in range(n_decode_servers):
+            _continuous_server(costs, decode_order[s::n_decode_servers], ready, prompt, output, rec, cached,
+                               prefill=False)
+        n_chips = n_prefill_servers * pcfg.n_chips + n_decode_servers * config.n_chips
+    else:
+        server = {"naive": _naive_server, "interleaved": _continuous_server, "chunked": _chunked_server}[engine]
+        ready = arrival.tolist()
+        for s in range(n_servers):
+            server(costs, order[s::n_servers], ready, prompt, output, rec, cached)
+        n_chips = n_servers * config.n_chips
+
+    out = workload.output_len
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tpot = np.where(out > 1, (rec.finish - rec.first) / np.maximum(out - 1, 1), np.nan)
+    return SimulationResult(
+        engine=engine, n_chips=n_chips, arrival_s=_readonly(arrival, float), start_s=_readonly(rec.start, float),
+        first_token_s=_readonly(rec.first, float), finish_s=_readonly(rec.finish, float),
+        output_len=_readonly(out, np.int64), generated_tokens=_readonly(rec.generated, np.int64),
+        total_tokens=int(rec.total), ttft_s=_readonly(rec.first - arrival, float), tpot_s=_readonly(tpot, float))
