@@ -12,7 +12,7 @@ over the n chips that hold the model. P is the parameter count used for FLOPs (a
 from dataclasses import dataclass
 
 from .hardware import get_chip
-from .memory import kv_bytes_per_token, kv_cache_bytes, max_batch_size, memory_footprint
+from .memory import MemoryFootprint, kv_bytes_per_token, kv_cache_bytes, max_batch_size, memory_footprint
 from .memory import param_bytes as model_param_bytes
 from .models import active_param_count, get_model
 from .roofline import _positive, critical_batch_size
@@ -129,21 +129,31 @@ class DecodeReport:
     compute_dtype: str
     step: StepTime  # the three terms of the bound, seconds
     tokens_per_s: float  # B / T_step, whole server
-    weight_bytes: float
-    kv_bytes: float  # all B sequences' caches
-    capacity_bytes: float  # n_chips x HBM
+    footprint: MemoryFootprint  # weights + all B sequences' caches against n_chips x HBM
     max_batch: int  # largest batch whose caches fit next to the weights at this context (0: weights do not fit)
     critical_batch: float  # B_crit of chapter 1 for these dtypes: where `step.bound` turns to "compute"
     kv_crossover_context: float  # S* above which the KV read outlasts the FLOPs
 
     @property
+    def weight_bytes(self) -> float:
+        return self.footprint.weight_bytes
+
+    @property
+    def kv_bytes(self) -> float:
+        return self.footprint.kv_bytes
+
+    @property
+    def capacity_bytes(self) -> float:
+        return self.footprint.capacity_bytes
+
+    @property
     def total_bytes(self) -> float:
-        return self.weight_bytes + self.kv_bytes
+        return self.footprint.total_bytes
 
     @property
     def fits(self) -> bool:
         """Weights plus every sequence's KV cache fit in the chips' HBM (activations ignored)."""
-        return self.total_bytes <= self.capacity_bytes
+        return self.footprint.fits
 
     @property
     def dominant_term(self) -> str:
@@ -189,7 +199,7 @@ def explain_decode(model, chip, n_chips: int, batch: int, context_len: int, weig
         model=m.name, chip=chip.name, n_chips=n_chips, batch=batch, context_len=context_len,
         weight_dtype=weight_dtype, kv_dtype=kv_dtype, compute_dtype=compute_dtype,
         step=step, tokens_per_s=batch / step.total_s,
-        weight_bytes=footprint.weight_bytes, kv_bytes=footprint.kv_bytes, capacity_bytes=footprint.capacity_bytes,
+        footprint=footprint,
         max_batch=max_batch_size(m, chip, n_chips, context_len, weight_dtype, kv_dtype),
         critical_batch=critical_batch_size(chip, weight_dtype, compute_dtype),
         kv_crossover_context=kv_compute_crossover_context(m, chip, kv_dtype, compute_dtype),

@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from jax_helpers import cached_greedy
 from scaling_lib import model, paged
 from scaling_lib import quantize as qz
 from scaling_lib.inference import decode_step_time
@@ -36,17 +37,7 @@ def params_for(n_kv_heads=2, sliding_window=None):
 @lru_cache(maxsize=None)
 def contiguous_greedy(sliding_window=None):
     """Greedy tokens [B, N_NEW] and the logits that chose them, through model.prefill / model.decode_step."""
-    params = params_for(sliding_window=sliding_window)
-    logits, cache = model.prefill(params, PROMPT, list(LENGTHS), cache_len=T + N_NEW)
-    last = np.asarray(logits)[np.arange(B), np.asarray(cache.positions) - 1]
-    tokens, chosen_by = [], []
-    for _ in range(N_NEW):
-        token = last.argmax(-1).astype(np.int32)
-        tokens.append(token)
-        chosen_by.append(last)
-        last, cache = model.decode_step(params, token, cache)
-        last = np.asarray(last)
-    return np.stack(tokens, 1), np.stack(chosen_by, 1)
+    return cached_greedy(params_for(sliding_window=sliding_window), PROMPT, N_NEW, list(LENGTHS))
 
 
 @lru_cache(maxsize=None)

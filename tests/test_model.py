@@ -9,6 +9,7 @@ from functools import lru_cache
 import numpy as np
 import pytest
 
+from jax_helpers import cached_greedy
 from scaling_lib import model
 from scaling_lib.models import Transformer
 
@@ -25,20 +26,6 @@ PROMPT = np.random.default_rng(0).integers(0, 256, size=(B, T), dtype=np.int32)
 @lru_cache(maxsize=None)
 def params_for(name):
     return model.init_params(CONFIGS[name], seed=0)
-
-
-def cached_greedy(params, prompt, n_new, lengths=None):
-    """Prefill, then greedy decode_step: (tokens [B, n_new], the logits that chose them [B, n_new, V])."""
-    logits, cache = model.prefill(params, prompt, lengths, cache_len=prompt.shape[1] + n_new)
-    last = np.asarray(logits)[np.arange(prompt.shape[0]), np.asarray(cache.positions) - 1]
-    tokens, chosen_by = [], []
-    for _ in range(n_new):
-        token = last.argmax(-1).astype(np.int32)
-        tokens.append(token)
-        chosen_by.append(last)
-        last, cache = model.decode_step(params, token, cache)
-        last = np.asarray(last)
-    return np.stack(tokens, 1), np.stack(chosen_by, 1)
 
 
 def reference_logits(params, tokens, window=None):
