@@ -323,6 +323,12 @@ class _Record:
         self.generated = np.zeros(n, dtype=np.int64)
         self.total = 0
 
+    def first_token(self, i, t):
+        """Request i's prefill finished at t: its first token exists (prefill makes it)."""
+        self.first[i] = t
+        self.generated[i] += 1
+        self.total += 1
+
 
 class _Batch:
     """The running decode batch. Each step adds one token to every context, so contexts are stored as
@@ -416,9 +422,7 @@ def _continuous_server(costs, ids, ready, prompt, output, rec, cached, prefill=T
             if prefill:  # batch-1 prefill; the whole decode batch waits for it
                 rec.start[i] = t
                 t += costs.prefill_s(prompt[i] - cached[i])  # a cached prefix needs no prefill
-                rec.first[i] = t
-                rec.generated[i] += 1
-                rec.total += 1
+                rec.first_token(i, t)
             batch.join(i, prompt[i], output[i], t, rec)
         elif len(batch):
             next_ready = ready[ids[q]] if q < n and len(batch) < cap else None
@@ -457,9 +461,7 @@ def _chunked_server(costs, ids, ready, prompt, output, rec, cached):
                 entry[1] += take
                 if entry[1] == prompt[entry[0]]:
                     i = entry[0]
-                    rec.first[i] = t
-                    rec.generated[i] += 1
-                    rec.total += 1
+                    rec.first_token(i, t)
                     batch.join(i, prompt[i], output[i], t, rec)
             filling = [entry for entry in filling if entry[1] < prompt[entry[0]]]
         elif len(batch):
@@ -470,7 +472,7 @@ def _chunked_server(costs, ids, ready, prompt, output, rec, cached):
 
 
 def _prefill_pool(costs, n_servers, order, arrival, prompt, rec, cached):
-    """P batch-1 prefill servers fed first come, first served; returns when each prefill finished."""
+    """R_p batch-1 prefill servers fed first come, first served; returns when each prefill finished."""
     free = [(0.0, s) for s in range(n_servers)]
     done = np.empty(len(arrival))
     for i in order:
@@ -478,9 +480,7 @@ def _prefill_pool(costs, n_servers, order, arrival, prompt, rec, cached):
         start = max(free_at, arrival[i])
         rec.start[i] = start
         done[i] = start + costs.prefill_s(prompt[i] - cached[i])
-        rec.first[i] = done[i]
-        rec.generated[i] += 1
-        rec.total += 1
+        rec.first_token(i, done[i])
         heapq.heappush(free, (done[i], server))
     return done
 
