@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: book test venv clean lab refresh
+.PHONY: book test venv clean lab refresh bench
 
 venv: $(STAMP)
 
@@ -36,3 +36,7 @@ lab: $(STAMP)
 
 clean:
 	rm -rf _build
+
+# Benchmarks: not tests, not part of `make test`.
+bench: $(STAMP)
+	$(BIN)/python bench/bench_serving.py

@@ -1,11 +1,22 @@
-"""scaling_lib: the math (and, in `model` and `mesh`, the tiny JAX programs) behind the book.
+"""scaling_lib: the library behind the executable textbook on transformer inference at scale.
 
-Pure-Python modules, importable without JAX: dtypes, hardware, models, roofline, memory, inference, units, exercises.
+Three layers, and imports flow one way (top-level <- tiny <- book):
+
+- the top level is closed-form math in pure Python (it never imports JAX): inputs (`hardware`, `models`, `dtypes`,
+  `units`), the core models (`roofline`, `flops`, `memory`, `inference`) and what is built on them (`sharding`,
+  `layouts`, `kv_levers`, `quantization`, `moe`, `speculative`, `serving`, `simulator`);
+- `scaling_lib.tiny` is JAX: each of its modules runs on the tiny model what its namesake above predicts
+  (`tiny.sharding` runs `sharding`, `tiny.moe` runs `moe`, ...), plus `tiny.xla` (meshes, compiled costs,
+  collectives) and `tiny.model` (the decoder itself);
+- `scaling_lib.book` is the book's own tooling: exercises and their checker, the claims ledger, plotting, display
+  and notebook set-up.
+
+`from scaling_lib import check, get_chip, get_model` gives the three names readers use most.
 """
 
-from . import dtypes, exercises, hardware, inference, memory, models, roofline, units  # noqa: F401
-from .exercises import check  # noqa: F401
-from .hardware import get_chip  # noqa: F401
-from .models import get_model  # noqa: F401
+from .book.exercises import check
+from .hardware import get_chip
+from .models import get_model
 
-__version__ = "0.1.0"
+__all__ = ["check", "get_chip", "get_model"]
+__version__ = "0.2.0"

@@ -22,6 +22,7 @@ the causal (and sliding-window) mask keeps, what a kernel that skips masked bloc
 
 from dataclasses import dataclass
 
+from ._validate import positive_int
 from .models import get_model, param_breakdown
 from .roofline import attention_flops, matmul_flops
 
@@ -40,11 +41,6 @@ class FlopCount:
     def __add__(self, other: "FlopCount") -> "FlopCount":
         return FlopCount(self.matmul + other.matmul, self.attention + other.attention)
 
-
-def _count(name, value):
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return value
 
 
 def matmul_params(model) -> int:
@@ -65,14 +61,14 @@ def attention_pairs(query_len: int, kv_len: int, window=None, skip_masked: bool 
     (query i sees keys 0..i), and with a sliding window W at most W keys per query:
     sum over the queries of min(position + 1, W).
     """
-    _count("query_len", query_len)
-    _count("kv_len", kv_len)
+    positive_int("query_len", query_len)
+    positive_int("kv_len", kv_len)
     if query_len > kv_len:
         raise ValueError(f"query_len={query_len} exceeds kv_len={kv_len}: the queries are the last positions of the "
                          "context, so kv_len must count them too")
     if not skip_masked:
         return query_len * kv_len
-    width = kv_len if window is None else min(_count("window", window), kv_len)
+    width = kv_len if window is None else min(positive_int("window", window), kv_len)
 
     def visible_up_to(p):  # sum over positions 0..p-1 of min(position + 1, width)
         ramp = min(p, width)
@@ -88,8 +84,8 @@ def forward_flops(model, tokens: int, batch: int = 1, skip_masked: bool = False)
     skip_masked). Scaling Book ch. 7; 2 FLOPs per parameter per token is Kaplan et al. 2020's rule of thumb.
     """
     m = get_model(model)
-    _count("tokens", tokens)
-    _count("batch", batch)
+    positive_int("tokens", tokens)
+    positive_int("batch", batch)
     pairs = attention_pairs(tokens, tokens, m.sliding_window, skip_masked)
     return FlopCount(matmul=matmul_flops(batch * tokens, matmul_params(m), 1),
                      attention=m.n_layers * attention_flops(1, pairs, m.n_heads, m.head_dim, batch))
@@ -103,8 +99,8 @@ def decode_step_flops(model, context_len: int, batch: int = 1, skip_masked: bool
     and a sliding window W, S is capped at W.
     """
     m = get_model(model)
-    _count("context_len", context_len)
-    _count("batch", batch)
+    positive_int("context_len", context_len)
+    positive_int("batch", batch)
     pairs = attention_pairs(1, context_len, m.sliding_window, skip_masked)
     return FlopCount(matmul=matmul_flops(batch, matmul_params(m), 1),
                      attention=m.n_layers * attention_flops(1, pairs, m.n_heads, m.head_dim, batch))
@@ -118,11 +114,11 @@ def generation_flops_curve(model, prompt_len: int, n_tokens: int, batch: int = 1
     sequence so far. cached=True: the prefill `forward_flops(T_0)` gives token 1, then decode step j (j = 1..n-1)
     costs `decode_step_flops(S)` with S = T_0 + j keys, or all `cache_len` slots of a fixed-size cache when given.
     """
-    _count("prompt_len", prompt_len)
-    _count("n_tokens", n_tokens)
+    positive_int("prompt_len", prompt_len)
+    positive_int("n_tokens", n_tokens)
     if cache_len is not None and not cached:
         raise ValueError("cache_len applies to cached generation only; drop it or pass cached=True")
-    if cache_len is not None and _count("cache_len", cache_len) < prompt_len + n_tokens - 1:
+    if cache_len is not None and positive_int("cache_len", cache_len) < prompt_len + n_tokens - 1:
         raise ValueError(f"cache_len={cache_len} cannot hold the prompt and the decoded tokens "
                          f"({prompt_len} + {n_tokens - 1}); pass cache_len >= {prompt_len + n_tokens - 1}")
     total = forward_flops(model, prompt_len, batch, skip_masked)

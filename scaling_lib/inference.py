@@ -11,11 +11,12 @@ over the n chips that hold the model. P is the parameter count used for FLOPs (a
 
 from dataclasses import dataclass
 
+from ._validate import positive
 from .hardware import get_chip
 from .memory import MemoryFootprint, kv_bytes_per_token, kv_cache_bytes, max_batch_size, memory_footprint
 from .memory import param_bytes as model_param_bytes
 from .models import active_param_count, get_model
-from .roofline import _positive, critical_batch_size
+from .roofline import critical_batch_size
 
 
 @dataclass(frozen=True)
@@ -40,11 +41,11 @@ def step_time_bound(*, batch: float, kv_bytes_per_sequence: float, param_bytes: 
                     n_chips: int = 1, compute_dtype: str = "bf16") -> StepTime:
     """B KV / (n W) + max(2 B P / (n C), P_bytes / (n W)): the general decode step lower bound (Scaling Book ch. 7)."""
     chip = get_chip(chip)
-    _positive("batch", batch, allow_zero=True)
-    _positive("kv_bytes_per_sequence", kv_bytes_per_sequence, allow_zero=True)
-    _positive("param_bytes", param_bytes)
-    _positive("param_count", param_count)
-    _positive("n_chips", n_chips)
+    positive("batch", batch, allow_zero=True)
+    positive("kv_bytes_per_sequence", kv_bytes_per_sequence, allow_zero=True)
+    positive("param_bytes", param_bytes)
+    positive("param_count", param_count)
+    positive("n_chips", n_chips)
     hbm = n_chips * chip.hbm_bandwidth
     flops = n_chips * chip.peak_flops(compute_dtype)
     return StepTime(kv_s=batch * kv_bytes_per_sequence / hbm,
@@ -59,11 +60,29 @@ def decode_step_time(model, chip, n_chips: int, batch: int, context_len: int, we
     Memory capacity is not checked here; see `memory.max_batch_size`.
     """
     m = get_model(model)
-    _positive("context_len", context_len, allow_zero=True)
+    positive("context_len", context_len, allow_zero=True)
     return step_time_bound(batch=batch,
                            kv_bytes_per_sequence=kv_cache_bytes(m, context_len, 1, kv_dtype),
                            param_bytes=model_param_bytes(m, weight_dtype),
                            param_count=active_param_count(m),
+                           chip=chip, n_chips=n_chips, compute_dtype=compute_dtype)
+
+
+def decode_step_time_kv_heads(model, n_kv_heads: int, chip, n_chips: int, batch: int, context_len: int,
+                              weight_dtype: str = "bf16", kv_dtype: str = "bf16",
+                              compute_dtype: str = "bf16") -> StepTime:
+    """`step_time_bound` with the KV cache of `model` rebuilt with `n_kv_heads` KV heads but its weights unchanged.
+
+    The Scaling Book's ch. 7 GQA table does exactly this: LLaMA-2-13B with K = 8 instead of 40 ("GQA 1:5") shrinks
+    the KV term 5x and keeps the 26e9 B of multi-head weights (a real GQA model would also have smaller W_K, W_V).
+    Used in chapter 4, *The KV cache dominates memory* (claim M5).
+    """
+    m = get_model(model)
+    positive("context_len", context_len, allow_zero=True)
+    return step_time_bound(batch=batch,
+                           kv_bytes_per_sequence=kv_cache_bytes(m.with_(n_kv_heads=n_kv_heads), context_len, 1,
+                                                                kv_dtype),
+                           param_bytes=model_param_bytes(m, weight_dtype), param_count=active_param_count(m),
                            chip=chip, n_chips=n_chips, compute_dtype=compute_dtype)
 
 
@@ -83,9 +102,9 @@ def prefill_time(model, chip, n_chips: int, prompt_len: int, mfu: float, batch: 
     """
     m = get_model(model)
     chip = get_chip(chip)
-    _positive("n_chips", n_chips)
-    _positive("prompt_len", prompt_len)
-    _positive("batch", batch)
+    positive("n_chips", n_chips)
+    positive("prompt_len", prompt_len)
+    positive("batch", batch)
     if not 0 < mfu <= 1:
         raise ValueError(f"mfu must be in (0, 1], got {mfu!r}: it is the fraction of peak FLOP/s achieved")
     return 2.0 * active_param_count(m) * batch * prompt_len / (n_chips * chip.peak_flops(compute_dtype) * mfu)

@@ -15,10 +15,10 @@ the Scaling Book lists {cite}`scalingbook`, each changing one factor of  B x S x
 import math
 from dataclasses import dataclass
 
+from ._validate import positive
 from .dtypes import bytes_per_element
 from .memory import kv_bytes_per_token
 from .models import get_model
-from .roofline import _positive
 
 
 def _lengths(lengths):
@@ -53,7 +53,7 @@ def ragged_kv_reads(lengths, block_size: int) -> RaggedReads:
     """Slots read by one decode step over sequences of the given lengths: contiguous B x S_max versus paged
     sum ceil(len / block_size) x block_size (PagedAttention, {cite}`kwon2023paged`; Scaling Book ch. 7)."""
     lengths = _lengths(lengths)
-    _positive("block_size", block_size)
+    positive("block_size", block_size)
     if isinstance(block_size, float) and not block_size.is_integer():
         raise ValueError(f"block_size must be a whole number of tokens, got {block_size!r}")
     block_size = int(block_size)
@@ -83,12 +83,12 @@ def kv_footprint(model, lengths, dtype: str = "bf16", window: int | None = None,
     lengths = _lengths(lengths)
     window = m.sliding_window if window is None else window
     if window is not None:
-        _positive("window", window)
+        positive("window", window)
     if global_every is not None:
-        _positive("global_every", global_every)
-    _positive("share_every", share_every)
+        positive("global_every", global_every)
+    positive("share_every", share_every)
     if block_size is not None:
-        _positive("block_size", block_size)
+        positive("block_size", block_size)
     per_token_layer = kv_bytes_per_token(m, dtype) / m.n_layers
 
     def slots(kept):  # tokens held for each sequence on one layer
@@ -111,14 +111,14 @@ def local_global_kv_bytes(model, tokens: int, window: int, global_every: int, ba
                           dtype: str = "bf16") -> float:
     """KV bytes of `batch` sequences of `tokens` tokens when every `global_every`-th layer attends globally and the
     rest only to the last `window` tokens: B x 2 K H bytes x (L_global S + L_local min(S, W))."""
-    _positive("batch", batch)
+    positive("batch", batch)
     return kv_footprint(model, [tokens] * int(batch), dtype, window, global_every).stored_bytes
 
 
 def cross_layer_kv_bytes(model, tokens: int, share_every: int, batch: int = 1, dtype: str = "bf16") -> KVBytes:
     """KV stored and read when groups of `share_every` consecutive layers share one K/V: storage falls by about
     share_every x, reads per decode step do not (each layer still attends over the shared cache)."""
-    _positive("batch", batch)
+    positive("batch", batch)
     return kv_footprint(model, [tokens] * int(batch), dtype, share_every=share_every)
 
 
@@ -145,8 +145,8 @@ class LeverRow:
 
 def evenly_ragged_lengths(context_len: int, batch: int) -> list:
     """A ragged batch for costing paging: lengths (b + 1) / B x S for b = 0..B-1, rounded up (mean about S / 2)."""
-    _positive("context_len", context_len)
-    _positive("batch", batch)
+    positive("context_len", context_len)
+    positive("batch", batch)
     return [math.ceil((b + 1) * context_len / batch) for b in range(int(batch))]
 
 

@@ -29,12 +29,14 @@ import math
 from dataclasses import dataclass
 from itertools import product
 
+from ._validate import choice, positive
 from .dtypes import bytes_per_element
 from .hardware import get_chip
 from .inference import StepTime, decode_step_time
 from .memory import kv_bytes_per_token, kv_cache_bytes, param_bytes
 from .models import get_model
-from .roofline import _positive, matmul_flops
+from .roofline import matmul_flops
+from .sharding import kv_cache_sharding
 
 LAYOUTS = ("1d-ws", "2d-ws", "wg-x", "wg-xy", "wg-xyz")
 CONVENTIONS = ("pope", "scaling-book")
@@ -42,11 +44,6 @@ PHASES = ("prefill", "decode")
 ATTENTION_SHARDINGS = ("heads", "batch")
 _GATHER_AXES = {"1d-ws": 0, "2d-ws": 0, "wg-x": 1, "wg-xy": 2, "wg-xyz": 3}  # leading mesh axes weights gather over
 
-
-def _choice(kind, value, allowed):
-    if value not in allowed:
-        raise ValueError(f"unknown {kind} {value!r}; use one of {', '.join(allowed)}")
-    return value
 
 
 def _mesh(mesh_shape, n_chips=None) -> tuple:
@@ -73,7 +70,7 @@ class Collective:
     def seconds(self, chip, convention: str = "pope") -> float:
         """bytes / bandwidth, with the bandwidth of the named convention (module docstring)."""
         chip = get_chip(chip)
-        _choice("convention", convention, CONVENTIONS)
+        choice("convention", convention, CONVENTIONS)
         if convention == "pope":
             return self.bytes_per_chip / (chip.ici_links * chip.ici_link_bandwidth)
         axes = sum(1 for size in self.group if size > 1)
@@ -87,8 +84,8 @@ def ffn_collectives(layout: str, model, tokens: float, mesh_shape, weight_dtype:
     Collectives over a single chip are left out. Weight-gathered layouts assume the batch splits N ways.
     """
     m = get_model(model)
-    _choice("layout", layout, LAYOUTS)
-    _positive("tokens", tokens)
+    choice("layout", layout, LAYOUTS)
+    positive("tokens", tokens)
     x, y, z = _mesh(mesh_shape)
     n = x * y * z
     d, f = m.d_model, m.d_ff
@@ -136,7 +133,7 @@ def ffn_comm_time(layout: str, model, chip, tokens: float, mesh_shape, conventio
                   weight_dtype: str = "bf16", activation_dtype: str = "bf16") -> float:
     """Seconds of communication per feed-forward layer: the sum of its collectives' bytes / bandwidth."""
     steps = ffn_collectives(layout, model, tokens, mesh_shape, weight_dtype, activation_dtype)
-    _choice("convention", convention, CONVENTIONS)
+    choice("convention", convention, CONVENTIONS)
     return sum(c.seconds(chip, convention) for c in steps)
 
 
@@ -176,12 +173,12 @@ def ffn_layer_time(layout: str, model, chip, mesh_shape, tokens_per_batch: float
     where a decode step's T is the batch. Communication from `ffn_comm_time`.
     """
     m, chip = get_model(model), get_chip(chip)
-    _choice("phase", phase, PHASES)
-    _positive("tokens_per_batch", tokens_per_batch)
-    _positive("context_len", context_len, allow_zero=True)
+    choice("phase", phase, PHASES)
+    positive("tokens_per_batch", tokens_per_batch)
+    positive("context_len", context_len, allow_zero=True)
     x, y, z = _mesh(mesh_shape, n_chips)
     n = x * y * z
-    gathered = math.prod((x, y, z)[:_GATHER_AXES[_choice("layout", layout, LAYOUTS)]])
+    gathered = math.prod((x, y, z)[:_GATHER_AXES[choice("layout", layout, LAYOUTS)]])
     weight_bytes = 2 * m.d_model * m.d_ff * bytes_per_element(weight_dtype) * gathered / n
     kv = 0.0
     if phase == "decode" and context_len:
@@ -204,7 +201,7 @@ class LayoutChoice:
     times: tuple
 
     def time(self, layout: str) -> LayerTime:
-        return self.times[LAYOUTS.index(_choice("layout", layout, LAYOUTS))]
+        return self.times[LAYOUTS.index(choice("layout", layout, LAYOUTS))]
 
 
 def best_layout(model, chip, mesh_shape, tokens_per_batch: float, phase: str = "prefill", **options) -> LayoutChoice:
@@ -252,7 +249,7 @@ class CommCurves:
     switch_points: tuple  # SwitchPoint(s) of the cheapest layout over [min(tokens), max(tokens)]
 
     def volume(self, layout: str) -> tuple:
-        return self.bytes_per_chip[self.layouts.index(_choice("layout", layout, self.layouts))]
+        return self.bytes_per_chip[self.layouts.index(choice("layout", layout, self.layouts))]
 
     def best(self) -> tuple:
         """The cheapest layout at each token count."""
@@ -265,7 +262,7 @@ def comm_volume_curves(model, mesh_shape, tokens, layouts=LAYOUTS, weight_dtype:
     tokens = tuple(tokens)
     if not tokens:
         raise ValueError("tokens must list at least one token count, e.g. [64, 1024, 16384]")
-    layouts = tuple(_choice("layout", name, LAYOUTS) for name in layouts)
+    layouts = tuple(choice("layout", name, LAYOUTS) for name in layouts)
 
     def volume(name, t):
         return ffn_comm_volume(name, model, t, mesh_shape, weight_dtype, activation_dtype).total_bytes
@@ -284,9 +281,9 @@ def ws_2d_optimal_x(n_chips: float, d_model: int, d_ff: int, convention: str = "
     pope: minimize D/X + F X/n               -> X = sqrt(n D / F)       (Pope et al. App. A.2.1)
     scaling-book: minimize D/X + 2 F X/n     -> X = sqrt(n D / (2 F))   (Scaling Book ch. 7 Q7: X = sqrt(N/8), F = 4D)
     """
-    _choice("convention", convention, CONVENTIONS)
+    choice("convention", convention, CONVENTIONS)
     for name, value in (("n_chips", n_chips), ("d_model", d_model), ("d_ff", d_ff)):
-        _positive(name, value)
+        positive(name, value)
     return math.sqrt(n_chips * d_model / (d_ff if convention == "pope" else 2 * d_ff))
 
 
@@ -299,15 +296,15 @@ def ws_2d_crossover_chips(d_model: int, d_ff: int, convention: str = "pope") -> 
     versions of the book print 81 for F = 4D, but its own expression 128 x (3/4)^2 equals 72; summaries of the
     paper state the F = 4D case as sqrt(n) > F / D, which agrees with 4F / D only at F = 4D (both give 16).
     """
-    _choice("convention", convention, CONVENTIONS)
-    _positive("d_model", d_model)
-    _positive("d_ff", d_ff)
+    choice("convention", convention, CONVENTIONS)
+    positive("d_model", d_model)
+    positive("d_ff", d_ff)
     return (4.0 if convention == "pope" else 18.0) * d_ff / d_model
 
 
 def optimal_2d_mesh(n_chips: int, model, chip="tpu-v4", convention: str = "pope") -> tuple:
     """The integer mesh (X, Y, Z), X Y Z = n_chips, with the least 2D weight-stationary communication time."""
-    _positive("n_chips", n_chips)
+    positive("n_chips", n_chips)
     if isinstance(n_chips, bool) or not isinstance(n_chips, int):
         raise ValueError(f"n_chips must be an integer, got {n_chips!r}")
     divisors = [k for k in range(1, n_chips + 1) if n_chips % k == 0]
@@ -321,8 +318,8 @@ def layout_switch_points(model, chip, mesh_shape, convention: str = "pope", layo
                          tokens_range=(1.0, 1e8), weight_dtype: str = "bf16",
                          activation_dtype: str = "bf16") -> tuple:
     """Token counts where the layout with the least communication *time* changes, under `convention`."""
-    layouts = tuple(_choice("layout", name, LAYOUTS) for name in layouts)
-    _positive("tokens_range start", tokens_range[0])
+    layouts = tuple(choice("layout", name, LAYOUTS) for name in layouts)
+    positive("tokens_range start", tokens_range[0])
 
     def seconds(name, t):
         return ffn_comm_time(name, model, chip, t, mesh_shape, convention, weight_dtype, activation_dtype)
@@ -335,7 +332,7 @@ def layout_switch_points(model, chip, mesh_shape, convention: str = "pope", layo
 def wg_optimal_gather_size(tokens: float, n_chips: int, d_ff: int) -> float:
     """N = sqrt(T n / F): chips to all-gather weights over that minimizes 2 D F N / n + 2 T D / N (App. A.2.2)."""
     for name, value in (("tokens", tokens), ("n_chips", n_chips), ("d_ff", d_ff)):
-        _positive(name, value)
+        positive(name, value)
     return math.sqrt(tokens * n_chips / d_ff)
 
 
@@ -367,7 +364,7 @@ def max_context_length(model, chip, n_chips: int, batch: int, attention_sharding
       "batch": sequences split over chips, ceil(B / n) per chip, all K heads each.
     """
     m, chip = get_model(model), get_chip(chip)
-    _choice("attention_sharding", attention_sharding, ATTENTION_SHARDINGS)
+    choice("attention_sharding", attention_sharding, ATTENTION_SHARDINGS)
     for name, value in (("n_chips", n_chips), ("batch", batch)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
@@ -408,7 +405,7 @@ def mfu(param_count: float, tokens: float, seconds: float, chip, n_chips: int, c
     chip = get_chip(chip)
     for name, value in (("param_count", param_count), ("tokens", tokens), ("seconds", seconds),
                         ("n_chips", n_chips)):
-        _positive(name, value)
+        positive(name, value)
     return 2.0 * param_count * tokens / (seconds * n_chips * chip.peak_flops(compute_dtype))
 
 
@@ -439,7 +436,7 @@ def decode_latency_gap(model, chip, n_chips: int, batch: int, context_len: int, 
 
     The bound leaves out communication, attention FLOPs, layer norms and sampling, so it sits below any real step.
     """
-    _positive("measured_step_s", measured_step_s)
+    positive("measured_step_s", measured_step_s)
     bound = decode_step_time(model, chip, n_chips, batch, context_len, weight_dtype, kv_dtype, compute_dtype)
     return DecodeGap(bound=bound, measured_s=measured_step_s)
 
@@ -455,15 +452,14 @@ def attention_collectives(attention_sharding: str, batch: int, n_heads: int, hea
     so q is resharded to [B/n, N, H] by an all-to-all and the output returned to head sharding by a second one; each
     moves the chip's a B N H / n block (sharding.kv_cache_sharding counts the two all-to-alls).
     """
-    _choice("attention_sharding", attention_sharding, ATTENTION_SHARDINGS)
+    choice("attention_sharding", attention_sharding, ATTENTION_SHARDINGS)
     for name, value in (("batch", batch), ("n_heads", n_heads), ("head_dim", head_dim)):
-        _positive(name, value)
+        positive(name, value)
     group = _mesh(mesh_shape)
     n = math.prod(group)
     if attention_sharding == "heads" or n == 1:
         return ()
-    from .sharding import kv_cache_sharding  # one KV head: every shard beyond it splits the batch
-    count = kv_cache_sharding(1, batch, n).all_to_alls_per_attention_layer
+    count = kv_cache_sharding(1, batch, n).all_to_alls_per_attention_layer  # one KV head: the rest splits B
     block = bytes_per_element(activation_dtype) * batch * n_heads * head_dim / n
     return tuple(Collective("all-to-all", "activations", block, group) for _ in range(count))
 

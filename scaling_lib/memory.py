@@ -7,10 +7,10 @@ Every attention layer stores one key and one value vector per KV head for every 
 import math
 from dataclasses import dataclass
 
+from ._validate import positive
 from .dtypes import bytes_per_element
 from .hardware import get_chip
 from .models import get_model, param_count
-from .roofline import _positive
 
 
 def kv_bytes_per_token(model, dtype: str = "bf16") -> float:
@@ -25,8 +25,8 @@ def kv_cache_bytes(model, tokens: int, batch: int = 1, dtype: str = "bf16") -> f
     With a sliding window W, each sequence keeps at most W tokens per layer.
     """
     m = get_model(model)
-    _positive("tokens", tokens, allow_zero=True)
-    _positive("batch", batch, allow_zero=True)
+    positive("tokens", tokens, allow_zero=True)
+    positive("batch", batch, allow_zero=True)
     kept = tokens if m.sliding_window is None else min(tokens, m.sliding_window)
     return batch * kept * kv_bytes_per_token(m, dtype)
 
@@ -57,7 +57,7 @@ def memory_footprint(model, chip, n_chips: int, batch: int, context_len: int, we
                      kv_dtype: str = "bf16") -> MemoryFootprint:
     """Weights + B sequences' KV caches, against n_chips x HBM capacity (activations ignored)."""
     chip = get_chip(chip)
-    _positive("n_chips", n_chips)
+    positive("n_chips", n_chips)
     return MemoryFootprint(weight_bytes=param_bytes(model, weight_dtype),
                            kv_bytes=kv_cache_bytes(model, context_len, batch, kv_dtype),
                            capacity_bytes=n_chips * chip.hbm_capacity)
@@ -67,8 +67,8 @@ def max_batch_size(model, chip, n_chips: int, context_len: int, weight_dtype: st
                    kv_dtype: str = "bf16") -> int:
     """floor((n_chips x HBM - weight bytes) / KV bytes per sequence); 0 when the weights alone do not fit."""
     chip = get_chip(chip)
-    _positive("n_chips", n_chips)
-    _positive("context_len", context_len)
+    positive("n_chips", n_chips)
+    positive("context_len", context_len)
     free = n_chips * chip.hbm_capacity - param_bytes(model, weight_dtype)
     if free <= 0:
         return 0

@@ -3,7 +3,7 @@
 An MoE layer holds E copies of the feed-forward block and sends each token through k of them. Three consequences
 for decode (Scaling Book ch. 7):
 - every expert's matmul sees only k / E of the tokens, so compute-bound decode needs E / k x B_crit tokens
-  (`critical_batch_size`, i.e. `roofline.moe_critical_batch_size`: 1,920 for 16 experts, top-2, bf16 on v5e);
+  (`roofline.moe_critical_batch_size`: 1,920 for 16 experts, top-2, bf16 on v5e);
 - the weight bytes grow with E while the KV cache (attention) does not change, so decode is weight-bandwidth-
   and capacity-bound at almost any batch;
 - routing costs two all-to-alls per layer (dispatch tokens to their experts, return the outputs), which at decode
@@ -13,14 +13,12 @@ Expert FFNs are gated (3 D F parameters each, `models.param_breakdown`); a route
 
 from dataclasses import dataclass
 
+from ._validate import positive
 from .dtypes import bytes_per_element
 from .hardware import get_chip
 from .memory import kv_bytes_per_token
 from .models import active_param_count, get_model, param_breakdown, param_count
-from .roofline import _positive, moe_critical_batch_size
 from .sharding import collective_time, latency_bound_bytes
-
-critical_batch_size = moe_critical_batch_size  # E / k x B_crit, from roofline
 
 
 def as_moe(model, n_experts: int, n_active_experts: int):
@@ -75,9 +73,9 @@ def expected_experts_touched(n_experts: int, n_active_experts: int, tokens: int)
     is large enough (E / k x B_crit) for those reads to be amortised: the reason MoE decode stays
     weight-bandwidth-bound. Uniform, independent routing is an assumption (real routers are skewed).
     """
-    _positive("n_experts", n_experts)
-    _positive("n_active_experts", n_active_experts)
-    _positive("tokens", tokens, allow_zero=True)
+    positive("n_experts", n_experts)
+    positive("n_active_experts", n_active_experts)
+    positive("tokens", tokens, allow_zero=True)
     if n_active_experts > n_experts:
         raise ValueError(f"n_active_experts={n_active_experts} exceeds n_experts={n_experts}")
     return n_experts * (1.0 - (1.0 - n_active_experts / n_experts) ** tokens)
@@ -113,8 +111,8 @@ def expert_sharded_memory(model, chip, expert_shards: int, model_shards: int = 1
     """
     m = get_model(model)
     chip = get_chip(chip)
-    _positive("expert_shards", expert_shards)
-    _positive("model_shards", model_shards)
+    positive("expert_shards", expert_shards)
+    positive("model_shards", model_shards)
     if m.n_experts % expert_shards:
         raise ValueError(f"expert_shards={expert_shards} does not divide n_experts={m.n_experts}; "
                          f"pick a divisor of {m.n_experts}")
@@ -155,8 +153,8 @@ def routing_all_to_all(model, chip, batch: int, expert_shards: int, activation_d
     `sharding.latency_bound_bytes(chip, expert_shards)` (Scaling Book ch. 7, on latency-bound decode collectives).
     """
     m = get_model(model)
-    _positive("batch", batch)
-    _positive("expert_shards", expert_shards)
+    positive("batch", batch)
+    positive("expert_shards", expert_shards)
     if m.n_experts == 1:
         raise ValueError(f"{m.name} is dense (n_experts=1): it routes nothing; use moe.as_moe(model, E, k) first")
     array = batch * m.n_active_experts * m.d_model * bytes_per_element(activation_dtype)

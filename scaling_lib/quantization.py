@@ -12,11 +12,12 @@ low-precision rate, quantization still saves bytes and capacity (`roofline.criti
 
 from dataclasses import dataclass
 
+from ._validate import positive
 from .hardware import get_chip
 from .inference import decode_step_time
 from .memory import kv_bytes_per_token, max_batch_size, param_bytes
 from .models import get_model
-from .roofline import _positive, critical_batch_size
+from .roofline import critical_batch_size
 
 # (weight dtype, KV dtype, compute dtype): bf16 baseline, weight-only int8, int8 weights + KV, fp8 weights + KV,
 # int4 weights with int8 KV. Math stays bf16 (weights upcast) unless a row says otherwise.
@@ -64,9 +65,9 @@ def quantization_table(model, chip, n_chips: int, context_len: int, batch: int,
     """
     m = get_model(model)
     chip = get_chip(chip)
-    _positive("n_chips", n_chips)
-    _positive("context_len", context_len)
-    _positive("batch", batch)
+    positive("n_chips", n_chips)
+    positive("context_len", context_len)
+    positive("batch", batch)
     schemes = tuple(schemes)
     if not schemes:
         raise ValueError("schemes must list at least one (weight_dtype, kv_dtype, compute_dtype) triple")

@@ -8,17 +8,9 @@ flops / bytes; it is compute-bound when the intensity exceeds the chip's ridge p
 
 from dataclasses import dataclass
 
+from ._validate import positive
 from .dtypes import bytes_per_element
 from .hardware import get_chip
-
-
-def _positive(name, value, allow_zero=False):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
-        raise ValueError(f"{name} must be a number, got {value!r}")
-    if value < 0 or (value == 0 and not allow_zero):
-        bound = "non-negative" if allow_zero else "positive"
-        raise ValueError(f"{name} must be {bound}, got {value!r}")
-    return value
 
 
 @dataclass(frozen=True)
@@ -45,8 +37,8 @@ def ridge_point(chip, compute_dtype: str = "bf16") -> float:
 
 def arithmetic_intensity(flops: float, bytes_moved: float) -> float:
     """FLOPs per byte of memory traffic."""
-    _positive("flops", flops, allow_zero=True)
-    _positive("bytes_moved", bytes_moved)
+    positive("flops", flops, allow_zero=True)
+    positive("bytes_moved", bytes_moved)
     return flops / bytes_moved
 
 
@@ -54,9 +46,9 @@ def roofline_time(flops: float, bytes_moved: float, chip, n_chips: int = 1,
                   compute_dtype: str = "bf16") -> RooflineTime:
     """T_compute = flops / (n C), T_memory = bytes / (n W_hbm); `flops` and `bytes_moved` are totals over chips."""
     chip = get_chip(chip)
-    _positive("flops", flops, allow_zero=True)
-    _positive("bytes_moved", bytes_moved, allow_zero=True)
-    _positive("n_chips", n_chips)
+    positive("flops", flops, allow_zero=True)
+    positive("bytes_moved", bytes_moved, allow_zero=True)
+    positive("n_chips", n_chips)
     return RooflineTime(compute_s=flops / (n_chips * chip.peak_flops(compute_dtype)),
                         memory_s=bytes_moved / (n_chips * chip.hbm_bandwidth))
 
@@ -64,14 +56,14 @@ def roofline_time(flops: float, bytes_moved: float, chip, n_chips: int = 1,
 def attainable_flops(intensity: float, chip, compute_dtype: str = "bf16") -> float:
     """The roofline itself: min(C, intensity x W_hbm), in FLOP/s."""
     chip = get_chip(chip)
-    _positive("intensity", intensity, allow_zero=True)
+    positive("intensity", intensity, allow_zero=True)
     return min(chip.peak_flops(compute_dtype), intensity * chip.hbm_bandwidth)
 
 
 def matmul_flops(batch: int, d_in: int, d_out: int) -> float:
     """2 B D F: one multiply and one add per (row, input, output) triple."""
     for name, value in (("batch", batch), ("d_in", d_in), ("d_out", d_out)):
-        _positive(name, value)
+        positive(name, value)
     return 2.0 * batch * d_in * d_out
 
 
@@ -79,7 +71,7 @@ def matmul_bytes(batch: int, d_in: int, d_out: int, activation_dtype: str = "bf1
                  weight_dtype: str = "bf16") -> float:
     """HBM traffic of X[B, D] @ W[D, F]: read X and W, write the [B, F] output (activation dtype)."""
     for name, value in (("batch", batch), ("d_in", d_in), ("d_out", d_out)):
-        _positive(name, value)
+        positive(name, value)
     act = bytes_per_element(activation_dtype)
     return act * batch * d_in + bytes_per_element(weight_dtype) * d_in * d_out + act * batch * d_out
 
@@ -113,8 +105,8 @@ def moe_critical_batch_size(chip, n_experts: int, n_active_experts: int, weight_
                             compute_dtype: str = "bf16") -> float:
     """E / k x B_crit: each expert sees only k / E of the batch's tokens, so the batch must be E / k times larger
     for every expert's matmul to be compute-bound (Scaling Book ch. 7; 16 experts, top-2 on v5e: 1,920 tokens)."""
-    _positive("n_experts", n_experts)
-    _positive("n_active_experts", n_active_experts)
+    positive("n_experts", n_experts)
+    positive("n_active_experts", n_active_experts)
     if n_active_experts > n_experts:
         raise ValueError(f"n_active_experts={n_active_experts} exceeds n_experts={n_experts}")
     return n_experts / n_active_experts * critical_batch_size(chip, weight_dtype, compute_dtype)
@@ -124,7 +116,7 @@ def attention_flops(query_len: int, kv_len: int, n_heads: int, head_dim: int, ba
     """4 B T S N H: Q K^T and P V are each 2 B T S N H (softmax ignored)."""
     for name, value in (("query_len", query_len), ("kv_len", kv_len), ("n_heads", n_heads),
                         ("head_dim", head_dim), ("batch", batch)):
-        _positive(name, value)
+        positive(name, value)
     return 4.0 * batch * query_len * kv_len * n_heads * head_dim
 
 
@@ -132,7 +124,7 @@ def attention_bytes(query_len: int, kv_len: int, n_heads: int, n_kv_heads: int, 
                     dtype: str = "bf16") -> float:
     """Flash-attention traffic: read Q [B,T,N,H], K and V [B,S,K,H], write O [B,T,N,H]."""
     attention_flops(query_len, kv_len, n_heads, head_dim, batch)  # validates
-    _positive("n_kv_heads", n_kv_heads)
+    positive("n_kv_heads", n_kv_heads)
     size = bytes_per_element(dtype)
     return size * batch * head_dim * (2 * query_len * n_heads + 2 * kv_len * n_kv_heads)
 
@@ -143,9 +135,9 @@ def attention_intensity(query_len: int, kv_len: int, group_size: int = 1) -> flo
     T = query_len, S = kv_len, G = query heads per KV head. Prefill (S = T, G = 1) gives T / 2;
     generation (T = 1) gives G S / (G + S), about G for any batch: attention in decode is bandwidth-bound.
     """
-    _positive("query_len", query_len)
-    _positive("kv_len", kv_len)
-    _positive("group_size", group_size)
+    positive("query_len", query_len)
+    positive("kv_len", kv_len)
+    positive("group_size", group_size)
     return group_size * kv_len * query_len / (group_size * query_len + kv_len)
 
 
@@ -174,8 +166,8 @@ def fit_batch_roofline(batches, seconds, n_floor: int = 3) -> MeasuredRoofline:
         raise ValueError(f"need at least two (batch, seconds) pairs of equal length, got {len(batches)} batches "
                          f"and {len(seconds)} times")
     for b, t in zip(batches, seconds):
-        _positive("batch", b)
-        _positive("seconds", t)
+        positive("batch", b)
+        positive("seconds", t)
     if list(batches) != sorted(batches):
         raise ValueError(f"batches must be increasing, got {batches!r}")
     if not 1 <= n_floor < len(batches):

@@ -2,23 +2,16 @@
 
 Prefill is compute-bound, decode is bandwidth-bound (Scaling Book ch. 7), so a serving system sizes and places the
 two phases separately. The functions here price each piece with `inference` and `memory`; `scaling_lib.simulator`
-puts them together in a discrete-event simulation of whole engines (its names are also importable from here).
+puts them together in a discrete-event simulation of whole engines (the simulator imports this module, never the
+reverse).
 """
 
 from dataclasses import dataclass
 
-import numpy as np
-
+from ._validate import positive, positive_int
 from .hardware import get_chip
 from .inference import decode_step_time, prefill_time
 from .memory import kv_cache_bytes, param_bytes
-from .roofline import _positive
-
-def _positive_int(name, value):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
-
 
 # ---------------------------------------------------------------------------------------------------------------
 # Closed forms: prefill latency, the server ratio, KV transfer
@@ -43,10 +36,10 @@ def prefill_to_decode_ratio(prefill_s: float, decode_step_s: float, decode_batch
     batch B for n_steps steps per request finish R_d B / (T_step n_steps). Equal rates give the ratio (Scaling Book
     ch. 8: 0.91 s, 19 ms, B = 32, 512 steps -> R_p ~ 3 R_d; the source writes P and G).
     """
-    _positive("prefill_s", prefill_s)
-    _positive("decode_step_s", decode_step_s)
-    _positive("decode_batch", decode_batch)
-    _positive("decode_steps", decode_steps)
+    positive("prefill_s", prefill_s)
+    positive("decode_step_s", decode_step_s)
+    positive("decode_batch", decode_batch)
+    positive("decode_steps", decode_steps)
     return prefill_s * decode_batch / (decode_step_s * decode_steps)
 
 
@@ -72,8 +65,8 @@ def server_ratio(model, chip, prompt_len: int, output_len: int, decode_batch: in
     The step is taken at the mean context of a generation, prompt_len + output_len / 2: the bound is linear in
     context, so that mean step times output_len equals the sum over the generation.
     """
-    _positive_int("output_len", output_len)
-    _positive_int("decode_batch", decode_batch)
+    positive_int("output_len", output_len)
+    positive_int("decode_batch", decode_batch)
     t_prefill = prefill_latency(model, chip, n_prefill_chips, prompt_len, mfu, 1, weight_dtype, compute_dtype)
     t_step = decode_step_time(model, chip, n_decode_chips, decode_batch, prompt_len + output_len / 2,
                               weight_dtype, kv_dtype, compute_dtype).total_s
@@ -83,7 +76,7 @@ def server_ratio(model, chip, prompt_len: int, output_len: int, decode_batch: in
 
 def kv_transfer_bytes(model, prompt_len: int, kv_dtype: str = "bf16") -> float:
     """The KV cache a prefill server hands to a decode server: `memory.kv_cache_bytes` of the prompt."""
-    _positive("prompt_len", prompt_len)
+    positive("prompt_len", prompt_len)
     return kv_cache_bytes(model, prompt_len, 1, kv_dtype)
 
 
@@ -93,7 +86,7 @@ def default_transfer_bandwidth(chip, n_chips: int) -> float:
     An assumption, not a source's number: pass your own bandwidth (a DCN link, several links) where it differs.
     """
     chip = get_chip(chip)
-    _positive_int("n_chips", n_chips)
+    positive_int("n_chips", n_chips)
     return n_chips * chip.ici_link_bandwidth
 
 
@@ -102,20 +95,5 @@ def kv_transfer_time(model, prompt_len: int, chip, n_chips: int, bandwidth: floa
     """KV bytes / bandwidth (B/s); bandwidth defaults to `default_transfer_bandwidth(chip, n_chips)`."""
     if bandwidth is None:
         bandwidth = default_transfer_bandwidth(chip, n_chips)
-    _positive("bandwidth", bandwidth)
+    positive("bandwidth", bandwidth)
     return kv_transfer_bytes(model, prompt_len, kv_dtype) / bandwidth
-
-
-
-
-# The simulator used to live in this module; its names stay importable from here.
-_SIMULATOR_NAMES = ("ENGINES", "ServingConfig", "Workload", "poisson_workload", "trace_workload", "SimulationResult",
-                    "simulate")
-
-
-def __getattr__(name):
-    if name in _SIMULATOR_NAMES:
-        from . import simulator
-
-        return getattr(simulator, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

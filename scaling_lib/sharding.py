@@ -13,9 +13,12 @@ latency-bound (the Scaling Book's 360 kB for 8 v5e chips).
 import math
 from dataclasses import dataclass
 
+from ._validate import positive
+from .dtypes import bytes_per_element
 from .hardware import get_chip
+from .inference import decode_step_time
 from .memory import param_bytes as model_param_bytes
-from .roofline import _positive
+from .models import get_model
 
 COLLECTIVES = ("all-gather", "reduce-scatter", "all-reduce", "all-to-all")
 _BANDWIDTH_FACTOR = {"all-gather": 1.0, "reduce-scatter": 1.0, "all-reduce": 2.0, "all-to-all": 0.25}
@@ -36,9 +39,9 @@ def max_decode_model_parallelism(d_ff: int, batch: int, beta_value: float) -> fl
     Each chip reads 2 D F / n bytes of weights per step but moves ~2 B D bytes of activations per matmul
     over ICI; equal when n = F / (B beta) (Scaling Book ch. 7: F = 16,384, B = 32, beta = 8 gives 64 ways).
     """
-    _positive("d_ff", d_ff)
-    _positive("batch", batch)
-    _positive("beta", beta_value)
+    positive("d_ff", d_ff)
+    positive("batch", batch)
+    positive("beta", beta_value)
     return d_ff / (batch * beta_value)
 
 
@@ -48,14 +51,14 @@ def max_prefill_model_parallelism(chip, d_ff: int, compute_dtype: str = "bf16") 
     A Megatron-sharded matmul stays compute-bound while F / n > C / W_ici (about 2,200 on TPU v5e).
     """
     chip = get_chip(chip)
-    _positive("d_ff", d_ff)
+    positive("d_ff", d_ff)
     return d_ff * chip.ici_bidirectional / chip.peak_flops(compute_dtype)
 
 
 def latency_bound_bytes(chip, n_shards: int) -> float:
     """n x W_link (one way) x hop latency: below this many bytes a ring collective is latency-bound."""
     chip = get_chip(chip)
-    _positive("n_shards", n_shards)
+    positive("n_shards", n_shards)
     return n_shards * chip.ici_link_bandwidth * chip.ici_hop_latency
 
 
@@ -85,8 +88,8 @@ def collective_time(op: str, array_bytes: float, chip, n_shards: int) -> Collect
     if op not in _BANDWIDTH_FACTOR:
         raise ValueError(f"unknown collective {op!r}; use one of {', '.join(COLLECTIVES)}")
     chip = get_chip(chip)
-    _positive("array_bytes", array_bytes, allow_zero=True)
-    _positive("n_shards", n_shards)
+    positive("array_bytes", array_bytes, allow_zero=True)
+    positive("n_shards", n_shards)
     if n_shards == 1:
         return CollectiveTime(op, 0.0, 0.0)
     hops = math.ceil(n_shards / 2)
@@ -111,7 +114,7 @@ def fsdp_decode_cost(model, chip, n_chips: int, weight_dtype: str = "bf16") -> F
     """FSDP in decode: every step all-gathers the weights (P_bytes / W_ici on one ring axis) instead of reading
     P_bytes / n from each chip's HBM; the ratio is about (n - 1) x beta (Scaling Book ch. 7: "no FSDP in decode")."""
     chip = get_chip(chip)
-    _positive("n_chips", n_chips)
+    positive("n_chips", n_chips)
     if n_chips < 2:
         raise ValueError(f"FSDP needs at least 2 chips, got n_chips={n_chips}")
     weights = model_param_bytes(model, weight_dtype)
@@ -138,7 +141,7 @@ def kv_cache_sharding(n_kv_heads: int, batch: int, n_shards: int) -> KvSharding:
     Scaling Book ch. 7: beyond K ways, shard the batch, at the cost of two all-to-alls per attention layer.
     """
     for name, value in (("n_kv_heads", n_kv_heads), ("batch", batch), ("n_shards", n_shards)):
-        _positive(name, value)
+        positive(name, value)
     head_shards = math.gcd(n_kv_heads, n_shards)
     batch_shards = n_shards // head_shards
     if batch % batch_shards:
@@ -197,12 +200,8 @@ def decode_step_components(model, chip, n_chips: int, batch: int, context_len: i
     batch shards, when `kv_cache_sharding` splits the batch)], each max(bandwidth, hop latency) by
     `collective_time`. mesh_shape: the torus the n chips form, e.g. (4, 4) (default a ring of n).
     """
-    from .dtypes import bytes_per_element
-    from .inference import decode_step_time
-    from .models import get_model
-
     m = get_model(model)
-    _positive("n_chips", n_chips)
+    positive("n_chips", n_chips)
     mesh_shape = (n_chips,) if mesh_shape is None else tuple(mesh_shape)
     if math.prod(mesh_shape) != n_chips:
         raise ValueError(f"mesh_shape {mesh_shape} has {math.prod(mesh_shape)} chips, not n_chips={n_chips}; "

@@ -25,12 +25,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._validate import positive, positive_int
 from .hardware import get_chip
 from .inference import decode_step_time, prefill_time
 from .memory import max_batch_size
 from .models import get_model
-from .roofline import _positive
-from .serving import _positive_int, default_transfer_bandwidth, kv_transfer_bytes, prefill_latency
+from .serving import default_transfer_bandwidth, kv_transfer_bytes, prefill_latency
 
 ENGINES = ("naive", "interleaved", "chunked", "disaggregated")
 
@@ -61,7 +61,7 @@ class ServingConfig:
     def __post_init__(self):
         model, chip = get_model(self.model), get_chip(self.chip)
         for name in ("n_chips", "max_batch", "max_context_len", "prefill_chunk_tokens"):
-            _positive_int(name, getattr(self, name))
+            positive_int(name, getattr(self, name))
         if isinstance(self.mfu, bool) or not isinstance(self.mfu, (int, float)) or not 0 < self.mfu <= 1:
             raise ValueError(f"mfu must be in (0, 1], got {self.mfu!r}: it is the fraction of peak FLOP/s achieved")
         chip.peak_flops(self.compute_dtype)  # the chip must have this matrix rate
@@ -134,11 +134,11 @@ def _lengths(spec, rng, n, name):
     if callable(spec):
         return np.asarray(spec(rng, n))
     if isinstance(spec, tuple) and len(spec) == 2:
-        low, high = (_positive_int(f"{name} bound", v) for v in spec)
+        low, high = (positive_int(f"{name} bound", v) for v in spec)
         if low > high:
             raise ValueError(f"{name}=({low}, {high}): the low bound exceeds the high bound")
         return rng.integers(low, high + 1, size=n)
-    return np.full(n, _positive_int(name, spec))
+    return np.full(n, positive_int(name, spec))
 
 
 def poisson_workload(rate_per_s: float, n_requests: int, prompt_len=1024, output_len=256, seed: int = 0,
@@ -153,7 +153,7 @@ def poisson_workload(rate_per_s: float, n_requests: int, prompt_len=1024, output
     if isinstance(rate_per_s, bool) or not isinstance(rate_per_s, (int, float)) or not rate_per_s > 0 \
             or rate_per_s == float("inf"):
         raise ValueError(f"rate_per_s must be a positive, finite number of requests per second, got {rate_per_s!r}")
-    n = _positive_int("n_requests", n_requests)
+    n = positive_int("n_requests", n_requests)
     rng = np.random.default_rng(seed)
     if isinstance(shared_prefix_fraction, bool) or not isinstance(shared_prefix_fraction, (int, float)) \
             or not 0 <= shared_prefix_fraction <= 1:
@@ -508,7 +508,7 @@ def simulate(config: ServingConfig, workload: Workload, engine: str = "interleav
                          f"{type(workload).__name__}")
     for name, value in (("n_servers", n_servers), ("n_prefill_servers", n_prefill_servers),
                         ("n_decode_servers", n_decode_servers)):
-        _positive_int(name, value)
+        positive_int(name, value)
     longest = int((workload.prompt_len + workload.output_len).max())
     if longest > config.max_context_len:
         raise ValueError(f"a request needs {longest} tokens of context but max_context_len="
@@ -529,7 +529,7 @@ def simulate(config: ServingConfig, workload: Workload, engine: str = "interleav
             raise ValueError("prefill_config and config must serve the same model")
         if transfer_bandwidth is None:
             transfer_bandwidth = default_transfer_bandwidth(pcfg.chip, pcfg.n_chips)
-        _positive("transfer_bandwidth", transfer_bandwidth)
+        positive("transfer_bandwidth", transfer_bandwidth)
         prefill_done = _prefill_pool(_Costs(pcfg), n_prefill_servers, order, arrival, prompt, rec, cached)
         lengths, which = np.unique(workload.prompt_len, return_inverse=True)
         kv_bytes = np.array([kv_transfer_bytes(costs.model, int(p), config.kv_dtype) for p in lengths])[which]

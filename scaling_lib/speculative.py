@@ -16,22 +16,10 @@ general step-time bound.
 
 from dataclasses import dataclass
 
+from ._validate import non_negative_int, positive, probability
 from .inference import decode_step_time, step_time_bound
 from .memory import kv_cache_bytes, param_bytes
 from .models import active_param_count, get_model
-from .roofline import _positive
-
-
-def _lookahead(k):
-    if isinstance(k, bool) or not isinstance(k, int) or k < 0:
-        raise ValueError(f"lookahead must be a non-negative integer number of drafted tokens, got {k!r}")
-    return k
-
-
-def _acceptance(a):
-    if isinstance(a, bool) or not isinstance(a, (int, float)) or not 0 <= a <= 1:
-        raise ValueError(f"acceptance must be a probability in [0, 1], got {a!r}")
-    return float(a)
 
 
 def expected_tokens_per_step(lookahead: int, acceptance: float) -> float:
@@ -40,7 +28,7 @@ def expected_tokens_per_step(lookahead: int, acceptance: float) -> float:
     The sum 1 + a + ... + a^k: the j-th drafted token survives only if the j - 1 before it did, and the target
     always contributes one token (the correction, or the bonus token when all k are accepted).
     """
-    k, a = _lookahead(lookahead), _acceptance(acceptance)
+    k, a = non_negative_int("lookahead", lookahead), probability("acceptance", acceptance)
     if a == 1.0:
         return float(k + 1)
     return (1.0 - a ** (k + 1)) / (1.0 - a)
@@ -51,14 +39,26 @@ def speedup(lookahead: int, acceptance: float, draft_cost_ratio: float) -> float
 
     Leviathan et al. 2023, Theorem 3.8 (their "improvement factor"); c is one draft step over one target step.
     """
-    _positive("draft_cost_ratio", draft_cost_ratio, allow_zero=True)
-    k = _lookahead(lookahead)
+    positive("draft_cost_ratio", draft_cost_ratio, allow_zero=True)
+    k = non_negative_int("lookahead", lookahead)
     return expected_tokens_per_step(k, acceptance) / (k * draft_cost_ratio + 1.0)
+
+
+def draft_cost_ratio(draft_params: float, target_params: float) -> float:
+    """c = P_draft / P_target: one draft step over one target step when both are weight-load bound (small batch).
+
+    At batch 1 a decode step reads its weights once and little else (`inference.step_time_bound`), so on the same
+    chips and dtype the step times scale with the parameter counts: a 4e9-parameter drafter for a 70e9 target costs
+    c = 4/70 of a target step (the Scaling Book's ch. 7 example; used for claim V4 and in chapter 10).
+    """
+    positive("draft_params", draft_params)
+    positive("target_params", target_params)
+    return draft_params / target_params
 
 
 def best_lookahead(acceptance: float, draft_cost_ratio: float, max_lookahead: int = 16) -> int:
     """The k in 0..max_lookahead that maximises `speedup` (0 means: do not speculate)."""
-    _lookahead(max_lookahead)
+    non_negative_int("max_lookahead", max_lookahead)
     return max(range(max_lookahead + 1), key=lambda k: (speedup(k, acceptance, draft_cost_ratio), -k))
 
 
@@ -87,9 +87,9 @@ def roofline_step(model, chip, n_chips: int, batch: int, context_len: int, looka
     KV term stays that of batch B). Drafting costs k x c plain steps.
     """
     m = get_model(model)
-    k = _lookahead(lookahead)
-    _positive("batch", batch)
-    _positive("draft_cost_ratio", draft_cost_ratio, allow_zero=True)
+    k = non_negative_int("lookahead", lookahead)
+    positive("batch", batch)
+    positive("draft_cost_ratio", draft_cost_ratio, allow_zero=True)
     dtypes = (weight_dtype, kv_dtype, compute_dtype)
     plain = decode_step_time(m, chip, n_chips, batch, context_len, *dtypes).total_s
     verify = step_time_bound(batch=batch * (k + 1),
@@ -110,7 +110,7 @@ def roofline_speedup(model, chip, n_chips: int, batch: int, context_len: int, lo
 def best_roofline_lookahead(model, chip, n_chips: int, batch: int, context_len: int, acceptance: float,
                             draft_cost_ratio: float, max_lookahead: int = 16, **dtypes) -> int:
     """The k in 0..max_lookahead that maximises `roofline_speedup` at this batch and context."""
-    _lookahead(max_lookahead)
+    non_negative_int("max_lookahead", max_lookahead)
     return max(range(max_lookahead + 1),
                key=lambda k: (roofline_speedup(model, chip, n_chips, batch, context_len, k, acceptance,
                                                draft_cost_ratio, **dtypes), -k))

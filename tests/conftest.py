@@ -1,9 +1,29 @@
 """Test set-up shared by every test module.
 
-Eight emulated CPU devices must be requested before JAX is first imported, so this runs at collection time.
+Eight emulated CPU devices must be requested before JAX initialises its backend, so this runs at collection time.
+Tests are marked by what they need: everything under tests/tiny/, the book build and browser checks, and nbval's
+notebook cells are `tiny` (they run JAX); `pytest -m "not tiny"` runs the closed-form math and the book's tooling
+in seconds.
 """
 
 import os
+from pathlib import Path
+
+import pytest
 
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+from tests import REPO
+
+_TINY_TESTS = REPO / "tests" / "tiny"
+_BUILD_TESTS = REPO / "tests" / "book" / "test_build.py"
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        path = Path(str(item.fspath)).resolve()
+        if path.suffix == ".ipynb" or path == _BUILD_TESTS or _TINY_TESTS in path.parents:
+            item.add_marker(pytest.mark.tiny)
+        if "browser" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.browser)

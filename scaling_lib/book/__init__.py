@@ -1,0 +1,3 @@
+"""What exists because this is a book: the exercises and their checker (`exercises`), the claims ledger (`claims`),
+one plotting style (`plotting`), Markdown tables and other display helpers (`display`), and the one-line set-up every
+notebook starts with (`notebook`)."""

@@ -1,0 +1,153 @@
+"""Claims M1-M6 of the ledger: The KV cache and memory (LLaMA-2-13B on 8 x TPU v5e).
+
+Each row below is a published number and the scaling_lib call that recomputes it; the helpers sit beside
+the rows that use them.
+"""
+
+import math
+
+from ...hardware import get_chip
+from ...inference import decode_step_time, decode_step_time_kv_heads, decode_throughput
+from ...kv_levers import kv_lever_table
+from ...memory import kv_cache_bytes, memory_footprint, param_bytes
+from ...models import get_model, param_count
+from ...units import format_quantity
+from .framework import SB7, Claim, Finding, holds_that
+
+_CONTEXT = 8192
+
+
+def _m_params():
+    return param_count(get_model("llama2-13b"))
+
+
+def _m_param_bytes():
+    return param_bytes("llama2-13b", "bf16")
+
+
+def _m_kv(batch=1):
+    return kv_cache_bytes("llama2-13b", _CONTEXT, batch=batch, dtype="bf16")
+
+
+def _m3_four_caches():
+    caches = _m_param_bytes() / _m_kv()
+    return Finding(caches, 3 < caches < 4, f"the weights hold {caches:.2f} caches' worth of bytes: 3 fit below "
+                                           f"them, a 4th exceeds them")
+
+
+def _m4_footprint(batch):
+    return memory_footprint("llama2-13b", "tpu-v5e", 8, batch, _CONTEXT)
+
+
+def _m4_step(batch):
+    return decode_step_time("llama2-13b", "tpu-v5e", 8, batch, _CONTEXT)
+
+
+def _m4_throughput(batch):
+    return decode_throughput("llama2-13b", "tpu-v5e", 8, batch, _CONTEXT)
+
+
+def _m4_batch16_does_not_fit():
+    footprint = _m4_footprint(16)
+    capacity = 8 * get_chip("tpu-v5e").hbm_capacity
+    return Finding(footprint.total_bytes, not footprint.fits,
+                   f"{format_quantity(footprint.total_bytes, 'GB', 4)} against "
+                   f"{format_quantity(capacity, 'GB', 4)} of HBM: fits = {footprint.fits}")
+
+
+def _m4_memory_bound_at_240():
+    step = _m4_step(240)
+    return Finding(step.bound, step.bound == "memory",
+                   f"decode_step_time(batch=240).bound = {step.bound!r}: the MLP FLOP term stays below the "
+                   f"weight load, so the general step time equals the pure memory-bound table")
+
+
+GQA_KV_HEADS = 8  # the Scaling Book's GQA 1:5 table: LLaMA-2-13B's 40 KV heads cut to 8
+
+
+def _gqa_1_to_5():
+    return get_model("llama2-13b").with_(n_kv_heads=GQA_KV_HEADS)
+
+
+def _m5_total(batch):
+    return param_bytes("llama2-13b") + kv_cache_bytes(_gqa_1_to_5(), _CONTEXT, batch=batch)
+
+
+def _m5_batch64_fits():
+    capacity = 8 * get_chip("tpu-v5e").hbm_capacity
+    gqa = _m5_total(64)
+    mha = param_bytes("llama2-13b") + kv_cache_bytes("llama2-13b", _CONTEXT, batch=64)
+    return Finding(gqa, gqa <= capacity < mha,
+                   f"GQA {format_quantity(gqa, 'GB', 4)} ≤ {format_quantity(capacity, 'GB', 4)} of HBM < "
+                   f"MHA {format_quantity(mha, 'GB', 4)}")
+
+
+def _m5_throughput(batch):
+    step = decode_step_time_kv_heads("llama2-13b", GQA_KV_HEADS, "tpu-v5e", 8, batch, _CONTEXT)
+    return batch / step.total_s
+
+
+def _m_model():
+    return get_model("llama2-13b")
+
+
+_M6_ORDER = ("GQA", "local attention", "cross-layer sharing", "KV quantization", "paged attention")
+
+
+def _m6_levers():
+    rows = {row.lever: row for row in kv_lever_table("llama2-13b", _CONTEXT, batch=64)}
+    savings = [rows[name].stored_saving for name in _M6_ORDER]
+    ranked = all(a >= b for a, b in zip(savings, savings[1:]))
+    shrink = all(r.stored_bytes < r.baseline_stored and r.read_bytes <= r.baseline_read for r in rows.values())
+    cross = rows["cross-layer sharing"]
+    ok = ranked and shrink and math.isclose(cross.read_saving, 1.0) and rows["MQA"].stored_saving >= savings[0]
+    text = " ≥ ".join(f"{name} {s:.2f}x" for name, s in zip(_M6_ORDER, savings))
+    return Finding(text, ok, f"stored-bytes savings (MQA {rows['MQA'].stored_saving:.0f}x); cross-layer sharing "
+                             f"saves {cross.stored_saving:.1f}x of memory and {cross.read_saving:.1f}x of reads; "
+                             f"all levers together {rows['all of the above'].stored_saving:.0f}x")
+
+
+_GIB = "The source labels the column GiB but computes in 1e9 B; we compare in 1e9 B."
+_GQA = ("The source's GQA 1:5 table shrinks only the KV cache (K = 40 -> 8) and keeps the 26e9 B of multi-head "
+        "weights; so do we.")
+
+CLAIMS = (
+    Claim("M1", "params", "LLaMA-2-13B has about 13e9 parameters", SB7, "13e9", 13e9, "", _m_params),
+    Claim("M1", "bf16 bytes", "LLaMA-2-13B's bf16 weights take 26e9 B", SB7, "26e9 B", 26e9, "GB", _m_param_bytes),
+    Claim("M2", "", "KV cache of one 8,192-token LLaMA-2-13B sequence in bf16", SB7, "6.7 GiB (= 6.71e9 B)", 6.71e9,
+          "GB", _m_kv, note="The source prints 6.7 GiB but computes 6.71e9 B; in GiB it is 6.25 (next row)."),
+    Claim("M2", "in GiB", "the same cache in GiB (2^30 B)", "claims.md note", "6.25 GiB", 6.25 * 2**30, "GiB",
+          _m_kv, note="The unit correction of book/claims.md, not a source number."),
+    Claim("M3", "four caches", "four 8k caches exceed the bf16 weights", SB7, "4 caches > weights", None, "",
+          _m3_four_caches, holds_that("3 < weights / one cache < 4")),
+    Claim("M3", "batch 240", "batch 240 of 8k sequences needs about 1.6e12 B of KV cache", SB7, "1.6e12 B", 1.6e12,
+          "TB", lambda: _m_kv(240)),
+    Claim("M4", "batch 1 total", "weights + KV at batch 1, 8 x v5e", SB7, "32.7 GiB (1e9 B)", 32.7e9, "GB",
+          lambda: _m4_footprint(1).total_bytes, note=_GIB),
+    Claim("M4", "batch 1 step time", "memory-bound step at batch 1", SB7, "4.98 ms", 4.98e-3, "ms",
+          lambda: _m4_step(1).total_s),
+    Claim("M4", "batch 1 throughput", "decode throughput at batch 1", SB7, "200.6 tok/s", 200.6, "tok/s",
+          lambda: _m4_throughput(1)),
+    Claim("M4", "batch 16 total", "weights + KV at batch 16", SB7, "133.2 GiB (1e9 B)", 133.2e9, "GB",
+          lambda: _m4_footprint(16).total_bytes, note=_GIB),
+    Claim("M4", "batch 16 does not fit", "batch 16 does not fit 8 x 16e9 B of HBM", SB7, "does not fit", None, "GB",
+          _m4_batch16_does_not_fit, holds_that("total > 8 x HBM capacity")),
+    Claim("M4", "batch 16 step time", "memory-bound step at batch 16", SB7, "20.30 ms", 20.30e-3, "ms",
+          lambda: _m4_step(16).total_s),
+    Claim("M4", "batch 240 throughput", "decode throughput at batch 240", SB7, "963.5 tok/s", 963.5, "tok/s",
+          lambda: _m4_throughput(240)),
+    Claim("M4", "general = memory-bound", "the general step time gives the memory-bound table's numbers", SB7,
+          "memory-bound at batch 240", None, "", _m4_memory_bound_at_240, holds_that("bound == 'memory'"),
+          "The MLP FLOP term stays just below the weight-load term even at batch 240."),
+    Claim("M5", "batch 16 total", "GQA 1:5 (K = 8): weights + KV at batch 16", SB7, "47.44 GiB (1e9 B)", 47.44e9,
+          "GB", lambda: _m5_total(16), note=_GQA),
+    Claim("M5", "batch 64 fits", "with GQA 1:5 batch 64 fits on 8 v5e (MHA does not)", SB7, "fits", None, "GB",
+          _m5_batch64_fits, holds_that("GQA total ≤ HBM < MHA total"), _GQA),
+    Claim("M5", "batch 240 throughput", "GQA 1:5 throughput at batch 240", SB7, "4,529 tok/s", 4529, "tok/s",
+          lambda: _m5_throughput(240), note=_GQA),
+    Claim("M6", "", "KV-cache levers in the source's order: GQA/MQA, local attention, cross-layer sharing, "
+                    "int8/fp8 KV, paged attention", SB7, "ranked list", None, "", _m6_levers,
+          holds_that("stored savings non-increasing in that order; cross-layer saves memory, not reads"),
+          "Settings are illustrative (kv_levers.kv_lever_table on LLaMA-2-13B, 8k, batch 64); the source ranks "
+          "without numbers."),
+)

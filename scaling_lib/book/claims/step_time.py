@@ -1,0 +1,71 @@
+"""Claims T1-T4 of the ledger: Step time.
+
+Each row below is a published number and the scaling_lib call that recomputes it; the helpers sit beside
+the rows that use them.
+"""
+
+import itertools
+import math
+
+from ...hardware import get_chip
+from ...inference import decode_step_time, step_time_bound
+from ...memory import param_bytes
+from ...models import get_model
+from ...roofline import critical_batch_size
+from .framework import SB7, TPUI, Claim, Finding, holds_that
+
+_T1_INPUTS = dict(kv_bytes_per_sequence=1e9, param_bytes=26e9, param_count=13e9, n_chips=8)
+
+
+def _t1_switch():
+    bcrit = critical_batch_size("tpu-v5e")
+    below = step_time_bound(batch=bcrit * 0.999, chip="tpu-v5e", **_T1_INPUTS).bound
+    above = step_time_bound(batch=bcrit * 1.001, chip="tpu-v5e", **_T1_INPUTS).bound
+    empty = step_time_bound(batch=0, chip="tpu-v5e", **_T1_INPUTS)
+    ok = below == "memory" and above == "compute" and empty.kv_s == 0
+    return Finding(bcrit, ok, f"step_time_bound is {below}-bound just below B_crit = {bcrit:.1f} and {above}-bound "
+                              f"just above it; at batch 0 only the weight load remains")
+
+
+def _t2(batch):
+    return step_time_bound(batch=batch, kv_bytes_per_sequence=8192 * 100e3, param_bytes=30e9 * 1,
+                           param_count=30e9, chip="tpu-v5e", n_chips=16, compute_dtype="bf16").total_s
+
+
+def _t3_floor():
+    worst = math.inf
+    for model, chip, n_chips in (("llama2-13b", "tpu-v5e", 8), ("llama3-70b", "tpu-7x", 8), ("llama3-8b", "h100", 1)):
+        floor = param_bytes(model, "bf16") / (n_chips * get_chip(chip).hbm_bandwidth)
+        for batch, context in itertools.product((0, 1, 32, 1024), (0, 128, 32768)):
+            worst = min(worst, decode_step_time(get_model(model), chip, n_chips, batch, context).total_s / floor)
+    return Finding(worst, worst >= 1.0, f"smallest step / weight-read time over 3 models x 12 (batch, context) "
+                                        f"points: {worst:.6f}")
+
+
+_T4 = dict(model="llama3-70b", chip="ironwood", n_chips=8, batch=64, context_len=32768)
+
+
+def _t4(dtype):
+    if dtype == "bf16":
+        return decode_step_time(**_T4).total_s
+    return decode_step_time(**_T4, weight_dtype=dtype, kv_dtype=dtype, compute_dtype=dtype).total_s
+
+
+_T4_NOTE = ("The source gives no configuration; 8 Ironwood chips, 32,768-token context, batch 64, bf16 -> fp8 "
+            "(weights, KV and math) reproduces it.")
+
+CLAIMS = (
+    Claim("T1", "", "general decode step: B KV / W + max(2 B P / C, P_bytes / W), switching at B_crit", SB7,
+          "switches at B_crit", None, "tokens", _t1_switch,
+          holds_that("memory-bound below B_crit, compute-bound above")),
+    Claim("T2", "batch 4", "pop quiz: 30B, int8 weights, bf16 math, 16 v5e, 8k context, 100 kB/token, batch 4",
+          SB7, "about 2.5 ms (2.54 ms)", 2.54e-3, "ms", lambda: _t2(4)),
+    Claim("T2", "batch 256", "the same at batch 256", SB7, "about 21 ms (20.86 ms)", 20.86e-3, "ms",
+          lambda: _t2(256)),
+    Claim("T3", "", "a decode step is never faster than reading the weights once", SB7, "step ≥ weight read", 1.0,
+          "x", _t3_floor, holds_that("min step / weight-read time ≥ 1")),
+    Claim("T4", "bf16", "LLaMA-3-70B decode step in bf16 at batch 64", TPUI, "14.0 ms", 14.0e-3, "ms",
+          lambda: _t4("bf16"), note=_T4_NOTE),
+    Claim("T4", "fp8", "the same with fp8 weights and KV", TPUI, "7.0 ms", 7.0e-3, "ms", lambda: _t4("fp8"),
+          note=_T4_NOTE),
+)

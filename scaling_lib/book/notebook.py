@@ -1,0 +1,24 @@
+"""The one-line set-up every notebook of the book starts with.
+
+    from scaling_lib.book.notebook import setup; setup()
+
+It gives JAX 8 emulated CPU devices (or, with SCALING_BOOK_DEVICES=accelerator, the real TPUs or GPUs it can see),
+applies the book's plotting style, and makes inline figures PNG (nbval compares no pixels). It prints nothing, so
+every chapter's first output is its own.
+"""
+
+from ..tiny.xla import setup_devices
+from .plotting import apply_style
+
+
+def setup(devices: int = 8) -> str:
+    """Devices, plot style and figure format for a chapter notebook; returns the device mode ("cpu" or
+    "accelerator"). Call it first, before any JAX computation."""
+    mode = setup_devices(devices)
+    apply_style()
+    try:
+        from matplotlib_inline.backend_inline import set_matplotlib_formats  # only inside a Jupyter kernel
+    except ImportError:  # optional: plain Python (tests, scripts) has no inline backend to configure
+        return mode
+    set_matplotlib_formats("png")
+    return mode

@@ -1,0 +1,162 @@
+"""A tiny top-k mixture-of-experts feed-forward layer in JAX: a dense reference and an expert-parallel version.
+
+Symbols: T tokens, D model width, F expert width, E experts, k experts per token, n devices on the expert axis,
+C capacity (slots per expert per sending device).
+
+Router: p = softmax(x W_router) over the E experts; each token keeps its k most probable experts, with weights
+renormalised to sum to 1 over those k (as in Switch / Mixtral-style top-k routing). Each expert is a gated FFN,
+W_down(silu(x W_gate) * x W_up), so a token's output is  sum over its k experts of weight x expert(x).
+
+`moe_dense` runs every expert on every token and masks the combine: simple, E / k times the FLOPs, the reference.
+`moe_expert_parallel` splits the experts E / n per device and the tokens T / n per device (`jax.shard_map`):
+  1. route the local tokens and pack each (token, expert) pair into a dispatch buffer [E, C, D] (slot = the pair's
+     rank among this device's pairs for that expert; pairs past C are dropped);
+  2. all-to-all #1: expert block j of every device's buffer goes to device j, which now holds [n, E/n, C, D];
+  3. each device runs its E/n experts on the n C slots it received;
+  4. all-to-all #2 sends the results back to the devices the tokens came from;
+  5. each token sums its k results with its routing weights.
+Two all-to-alls per MoE layer, each moving the dispatch buffer, E C D elements per device (Scaling Book ch. 7).
+With C = T / n (the default) no token can be dropped: a device never sends one expert more than its T / n tokens.
+"""
+
+import functools
+import math
+from dataclasses import dataclass
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from jax.sharding import PartitionSpec as P
+from jax.tree_util import register_dataclass
+
+from .._validate import positive_int
+from ..dtypes import bytes_per_element
+
+
+@register_dataclass
+@dataclass(frozen=True)
+class MoeParams:
+    """router [D, E]; w_gate, w_up [E, D, F]; w_down [E, F, D]."""
+
+    router: jax.Array
+    w_gate: jax.Array
+    w_up: jax.Array
+    w_down: jax.Array
+
+    @property
+    def n_experts(self) -> int:
+        return self.router.shape[1]
+
+
+
+def init_moe(d_model: int, d_ff: int, n_experts: int, seed: int = 0, dtype=jnp.float32) -> MoeParams:
+    """Random weights, N(0, 1/fan_in), deterministic for a seed (NumPy on the host)."""
+    D, F, E = (positive_int(n, v) for n, v in (("d_model", d_model), ("d_ff", d_ff), ("n_experts", n_experts)))
+    rng = np.random.default_rng(seed)
+
+    def normal(shape, fan_in):
+        return jnp.asarray(rng.standard_normal(shape, np.float32) / np.float32(math.sqrt(fan_in)), dtype)
+
+    return MoeParams(router=normal((D, E), D), w_gate=normal((E, D, F), D), w_up=normal((E, D, F), D),
+                     w_down=normal((E, F, D), F))
+
+
+def _check_k(params, k):
+    k = positive_int("k", k)
+    if k > params.n_experts:
+        raise ValueError(f"k={k} exceeds the number of experts E={params.n_experts}; pick k <= E")
+    return k
+
+
+def _check_x(params, x):
+    if x.ndim != 2 or x.shape[1] != params.router.shape[0]:
+        raise ValueError(f"x must be [T, D={params.router.shape[0]}], got shape {list(x.shape)}")
+    return x
+
+
+def route(router, x, k):
+    """(weights [T, k], experts [T, k]): the top-k of softmax(x W_router), weights renormalised over those k."""
+    probs = jax.nn.softmax((x @ router).astype(jnp.float32), axis=-1)
+    top, experts = lax.top_k(probs, k)
+    return (top / jnp.sum(top, axis=-1, keepdims=True)).astype(x.dtype), experts
+
+
+def _expert_ffn(w_gate, w_up, w_down, x):
+    """One expert's gated FFN on x [..., D] (weights of that expert only)."""
+    return (jax.nn.silu(x @ w_gate) * (x @ w_up)) @ w_down
+
+
+def moe_dense(params: MoeParams, x, k: int):
+    """Reference: every expert on every token ([E, T, D]), combined with the top-k weights (zero elsewhere)."""
+    k = _check_k(params, k)
+    return _moe_dense(params, _check_x(params, jnp.asarray(x)), k)
+
+
+@functools.partial(jax.jit, static_argnums=2)
+def _moe_dense(params, x, k):
+    weights, experts = route(params.router, x, k)
+    combine = jnp.sum(jax.nn.one_hot(experts, params.n_experts, dtype=x.dtype) * weights[..., None], axis=1)  # [T,E]
+    every = jax.vmap(_expert_ffn, in_axes=(0, 0, 0, None))(params.w_gate, params.w_up, params.w_down, x)
+    return jnp.einsum("te,etd->td", combine, every)
+
+
+def _dispatch_mask(experts, n_experts, capacity):
+    """[T, k, E, C] one-hot: pair (t, j) goes to slot c of expert experts[t, j], c its rank among that expert's pairs.
+
+    Pairs are ranked in token order; a pair of rank >= capacity has no slot (dropped).
+    """
+    T, k = experts.shape
+    onehot = jax.nn.one_hot(experts.reshape(T * k), n_experts, dtype=jnp.int32)  # [Tk, E]
+    rank = jnp.cumsum(onehot, axis=0) - 1  # rank of each pair among the pairs sent to its expert
+    slot = jnp.sum(rank * onehot, axis=-1)  # [Tk]
+    mask = onehot[..., None] * jax.nn.one_hot(slot, capacity, dtype=jnp.int32)[:, None, :]  # [Tk, E, C]
+    return mask.reshape(T, k, n_experts, capacity)
+
+
+def moe_expert_parallel(params: MoeParams, x, k: int, mesh, axis: str, capacity: int | None = None):
+    """The MoE layer with experts and tokens split over mesh axis `axis`: two `lax.all_to_all`s (module docstring).
+
+    x [T, D] is split into T / n tokens per device; capacity C defaults to T / n (nothing dropped). Returns [T, D],
+    equal to `moe_dense` when nothing is dropped. Other mesh axes, if any, replicate the computation.
+    """
+    k = _check_k(params, k)
+    x = _check_x(params, jnp.asarray(x))
+    if axis not in mesh.axis_names:
+        raise ValueError(f"axis {axis!r} is not an axis of the mesh {tuple(mesh.axis_names)}")
+    n, E, T = mesh.shape[axis], params.n_experts, x.shape[0]
+    if E % n:
+        raise ValueError(f"n_experts={E} is not divisible by the {n} devices of axis {axis!r}; "
+                         f"use a multiple of {n} experts or a smaller axis")
+    if T % n:
+        raise ValueError(f"T={T} tokens do not split over the {n} devices of axis {axis!r}; pad to a multiple of {n}")
+    capacity = T // n if capacity is None else positive_int("capacity", capacity)
+    return _expert_parallel_fn(mesh, axis, k, E, capacity)(params.router, params.w_gate, params.w_up, params.w_down, x)
+
+
+@functools.lru_cache(maxsize=64)
+def _expert_parallel_fn(mesh, axis, k, E, capacity):
+    """The jitted shard_map program for one mesh, axis, k, E and capacity (built once, compiled once per shape)."""
+    n = mesh.shape[axis]
+
+    def local(router, w_gate, w_up, w_down, x_local):
+        weights, experts = route(router, x_local, k)
+        mask = _dispatch_mask(experts, E, capacity).astype(x_local.dtype)  # [t, k, E, C]
+        dispatch = jnp.einsum("tkec,td->ecd", mask, x_local)  # [E, C, D]
+        dispatch = dispatch.reshape(n, E // n, capacity, -1)
+        received = lax.all_to_all(dispatch, axis, split_axis=0, concat_axis=0, tiled=True)  # [n src, E/n, C, D]
+        out = jax.vmap(_expert_ffn, in_axes=(0, 0, 0, 1), out_axes=1)(w_gate, w_up, w_down, received)
+        returned = lax.all_to_all(out, axis, split_axis=0, concat_axis=0, tiled=True)  # [n owner, E/n, C, D]
+        returned = returned.reshape(E, capacity, -1)
+        return jnp.einsum("tkec,tk,ecd->td", mask, weights, returned)
+
+    return jax.jit(jax.shard_map(local, mesh=mesh, in_specs=(P(), P(axis), P(axis), P(axis), P(axis)),
+                                 out_specs=P(axis)))
+
+
+def dispatch_buffer_bytes(params: MoeParams, n_tokens: int, n_devices: int, capacity: int | None = None,
+                          dtype: str = "fp32") -> float:
+    """E x C x D x bytes per element: what each of the two all-to-alls moves per device (C defaults to T / n)."""
+    capacity = positive_int("n_tokens", n_tokens) // positive_int("n_devices", n_devices) if capacity is None \
+        else positive_int("capacity", capacity)
+    return params.n_experts * capacity * params.router.shape[0] * bytes_per_element(dtype)

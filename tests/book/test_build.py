@@ -1,0 +1,205 @@
+"""The book as a whole, as a reader meets it.
+
+- every notebook is listed in the table of contents, titled, and stored executed;
+- the strict build (warnings are errors, a failing cell fails it) renders every page, with MathJax copied locally;
+- in headless Chromium with the network cut off: every page loads with no console error and no request leaving the
+  machine, math is typeset, every figure loads, exercise solutions are hidden until clicked, search finds a term,
+  and every internal link points at a page (and anchor) that exists.
+
+The browser tests need Debian's Chromium (`apt-get install -y chromium`); `.ci/run` installs it. Without it they are
+skipped with that message.
+"""
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import pytest
+import yaml
+
+from tests import REPO
+
+ROOT = REPO
+NOTEBOOKS = sorted(ROOT.glob("chapters/*.ipynb")) + sorted(ROOT.glob("book/*.ipynb"))
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run", "--disable-quic"]
+
+
+def _toc_files():
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    found = [toc["root"]]
+
+    def walk(node):
+        if isinstance(node, dict):
+            if "file" in node:
+                found.append(node["file"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk(toc)
+    return sorted({str(Path(name).with_suffix("")) for name in found})
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_is_in_toc_titled_and_stored_executed(path):
+    assert str(path.relative_to(ROOT).with_suffix("")) in _toc_files()
+    notebook = json.loads(path.read_text())
+    cells = notebook["cells"]
+    assert cells[0]["cell_type"] == "markdown" and "".join(cells[0]["source"]).startswith("# ")
+    unexecuted = [i for i, cell in enumerate(cells) if cell["cell_type"] == "code" and cell["execution_count"] is None]
+    assert not unexecuted, f"{path.name}: cells {unexecuted} have no stored outputs; re-execute the notebook"
+    errors = [i for i, cell in enumerate(cells) if cell["cell_type"] == "code"
+              for out in cell.get("outputs", []) if out.get("output_type") == "error"]
+    assert not errors, f"{path.name}: cells {errors} stored an error"
+    # Saved widget state would make the HTML page fetch the widget JavaScript from a CDN.
+    assert "widgets" not in notebook.get("metadata", {}), f"{path.name}: strip the saved widget state"
+
+
+@pytest.fixture(scope="module")
+def built_book(tmp_path_factory):
+    """Build the book once per test module, strictly, into a temporary folder; return the HTML folder."""
+    out = tmp_path_factory.mktemp("book")
+    jupyter_book = Path(sys.executable).with_name("jupyter-book")
+    result = subprocess.run([str(jupyter_book), "build", str(ROOT), "--path-output", str(out), "-W", "-n",
+                             "--keep-going"], capture_output=True, text=True, timeout=1200)
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-4000:]
+    return out / "_build" / "html"
+
+
+def test_strict_build_renders_every_page_with_local_mathjax(built_book):
+    """jupyter-book build -W -n --keep-going: a warning or a notebook that fails to execute fails this test."""
+    assert (built_book / "index.html").exists()
+    for name in _toc_files():
+        assert (built_book / f"{name}.html").exists(), f"{name}.html was not rendered"
+    assert (built_book / "_static" / "mathjax" / "tex-chtml.js").exists(), "MathJax was not copied locally"
+    remote = re.compile(r"<script[^>]+src=\"https?://|<link[^>]+href=\"https?://[^\"]+\.(?:css|js)\"")
+    for page in built_book.rglob("*.html"):
+        assert not remote.search(page.read_text(errors="replace")), f"{page.name} loads a script or style remotely"
+
+
+class _LinksAndIds(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.links, self.ids = [], set()
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if attrs.get("id"):
+            self.ids.add(attrs["id"])
+        if tag == "a" and attrs.get("href"):
+            self.links.append(attrs["href"])
+
+
+def _parse(page: Path) -> _LinksAndIds:
+    parser = _LinksAndIds()
+    parser.feed(page.read_text(errors="replace"))
+    return parser
+
+
+def test_internal_links_resolve(built_book):
+    pages = [built_book / f"{name}.html" for name in _toc_files()] + [built_book / "genindex.html"]
+    parsed = {}
+    broken = []
+    for page in pages:
+        for href in _parse(page).links:
+            parts = urlsplit(href)
+            if parts.scheme or href.startswith("//") or href.startswith("mailto:"):
+                continue
+            target = (page.parent / unquote(parts.path)).resolve() if parts.path else page
+            if not target.exists():
+                broken.append(f"{page.relative_to(built_book)} -> {href}")
+                continue
+            if parts.fragment and target.suffix == ".html":
+                ids = parsed.setdefault(target, _parse(target).ids)
+                if unquote(parts.fragment) not in ids:
+                    broken.append(f"{page.relative_to(built_book)} -> {href} (no such anchor)")
+    assert not broken, "broken internal links:\n" + "\n".join(broken)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if CHROMIUM is None:
+        pytest.skip("Chromium is not installed: `apt-get install -y chromium` (.ci/run does this)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+def _open_offline(browser, url):
+    """A fresh page whose every non-file request is blocked and recorded, with console errors recorded."""
+    context = browser.new_context()
+    leaks, errors = [], []
+    context.route(re.compile(r"^(?!file:).*"), lambda route: (leaks.append(route.request.url), route.abort()))
+    page = context.new_page()
+    page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+    page.on("pageerror", lambda exception: errors.append(str(exception)))
+    page.goto(url, wait_until="load")
+    return context, page, leaks, errors
+
+
+def _wait_for_mathjax(page):
+    """Wait until MathJax has typeset the page (Sphinx loads it only on pages that contain math)."""
+    if page.locator("script[src*='mathjax']").count() == 0:
+        return
+    page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=15000)
+    page.evaluate("() => MathJax.startup.promise")
+
+
+def test_every_page_loads_offline_with_math_typeset_and_figures(built_book, browser):
+    for name in _toc_files():
+        context, page, leaks, errors = _open_offline(browser, (built_book / f"{name}.html").as_uri())
+        try:
+            _wait_for_mathjax(page)
+            assert not leaks, f"{name}: requests left the machine: {leaks}"
+            assert not errors, f"{name}: console errors: {errors}"
+            text = page.inner_text("article")
+            assert "$$" not in text and "\\(" not in text and "\\[" not in text, f"{name}: raw TeX left on the page"
+            raw_math = page.locator(".math:not(:has(mjx-container))").count()
+            assert raw_math == 0, f"{name}: {raw_math} math elements were not typeset"
+            images = page.evaluate("() => Array.from(document.images).map(i => [i.src, i.complete && "
+                                   "i.naturalWidth > 0, i.alt])")
+            broken = [src for src, ok, _ in images if not ok]
+            assert not broken, f"{name}: images failed to load: {broken}"
+            if name.startswith("chapters/"):
+                assert page.locator("mjx-container").count() > 0, f"{name}: no typeset math"
+        finally:
+            context.close()
+
+
+def test_exercise_solutions_are_hidden_until_clicked(built_book, browser):
+    chapters = [name for name in _toc_files() if name.startswith("chapters/")]
+    assert chapters
+    for name in chapters:
+        context, page, _, _ = _open_offline(browser, (built_book / f"{name}.html").as_uri())
+        try:
+            solutions = page.locator("div.solution")
+            assert solutions.count() >= 4, f"{name}: expected at least four exercise solutions"
+            first = solutions.first
+            body = first.locator(":scope > :not(.admonition-title)").first
+            assert not body.is_visible(), f"{name}: the first solution is visible before any click"
+            first.locator(":scope > .admonition-title").click()
+            body.wait_for(state="visible", timeout=5000)
+        finally:
+            context.close()
+
+
+def test_search_page_finds_a_term(built_book, browser):
+    context, page, leaks, _ = _open_offline(browser, (built_book / "search.html").as_uri() + "?q=roofline")
+    try:
+        page.wait_for_function("() => /found [1-9]\\d* page/.test(document.body.innerText)", timeout=15000)
+        assert page.locator("#search-results li").count() >= 1
+        assert not leaks
+    finally:
+        context.close()

@@ -1,0 +1,83 @@
+"""The exercises index (scaling_lib.book.exercises.index): every chapter has at least four exercises of all three kinds,
+labels are unique, and every checked exercise is registered with `scaling_lib.book.exercises`."""
+
+import json
+
+import pytest
+
+from scaling_lib.book.exercises import exercises
+from scaling_lib.book.exercises.index import KINDS, kind_counts, scan_chapters, scan_notebook, toc_chapters
+from tests import REPO
+
+CHAPTERS = sorted((REPO / "chapters").glob("*.ipynb"))
+ROWS = scan_chapters(REPO / "chapters")
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_every_chapter_has_four_exercises_of_all_three_kinds(path):
+    rows = scan_notebook(path)
+    assert len(rows) >= 4, f"{path.name}: {len(rows)} exercises"
+    counts = kind_counts(rows)[path.stem]
+    missing = [kind for kind in KINDS if counts[kind] == 0]
+    assert not missing, f"{path.name} has no {', '.join(missing)} exercise ({counts})"
+    assert counts.get("other", 0) == 0, f"{path.name}: exercises of unknown kind {[r.label for r in rows]}"
+    assert all(row.label and row.summary for row in rows)
+
+
+def test_labels_are_unique_across_the_book():
+    labels = [row.label for row in ROWS]
+    assert len(labels) == len(set(labels))
+
+
+def test_checked_exercises_are_registered():
+    registry = exercises()
+    unknown = [(row.label, row.check_id) for row in ROWS if row.check_id and row.check_id not in registry]
+    assert not unknown, f"check ids with no registered Exercise: {unknown}"
+    assert all(row.check_id for row in ROWS if row.kind == "recompute")
+
+
+def _notebook(tmp_path, *cells):
+    path = tmp_path / "99_demo.ipynb"
+    path.write_text(json.dumps({"cells": [{"cell_type": kind, "source": source, "metadata": {}}
+                                          for kind, source in cells], "metadata": {}, "nbformat": 4,
+                                "nbformat_minor": 5}))
+    return path
+
+
+def test_scan_reads_kinds_from_prefix_or_following_check_cell(tmp_path):
+    path = _notebook(
+        tmp_path,
+        ("markdown", "# Demo chapter\n\nText."),
+        ("markdown", "```{exercise}\n:label: d-ex-1\n\nHow big is it, in GB? Use the table.\n```"),
+        ("code", 'check("demo.size", None)  # replace None with your answer'),
+        ("markdown", "```{exercise}\n:label: d-ex-2\n*Explain.* Why so?\n```\n\n```{exercise}\n:label: d-ex-3\n\n"
+                     "*Explore.* Change it. Then plot.\n```\n\n```{solution} d-ex-3\n:class: dropdown\nNo.\n```"),
+        ("code", 'check("demo.other", None)'),  # follows a solution, not an exercise
+        ("markdown", "::::{exercise}\n:label: d-ex-4\nA question with no check.\n::::"),
+    )
+    rows = scan_notebook(path)
+    assert [(r.label, r.kind, r.check_id) for r in rows] == [
+        ("d-ex-1", "recompute", "demo.size"), ("d-ex-2", "explain", None), ("d-ex-3", "explore", None),
+        ("d-ex-4", "other", None)]
+    assert rows[0].summary == "How big is it, in GB?" and rows[2].summary == "Change it."
+    assert {r.chapter_title for r in rows} == {"Demo chapter"}
+
+
+def test_toc_chapters_lists_the_toc_chapters_in_order(tmp_path):
+    stems = toc_chapters(REPO / "_toc.yml")
+    assert stems and stems[0] == "01_rooflines"
+    assert set(stems) <= {path.stem for path in CHAPTERS}
+    toc = tmp_path / "_toc.yml"
+    toc.write_text("root: book/intro\nparts:\n  - chapters:\n      - file: chapters/05_b\n      - file: book/glossary\n"
+                   "      - file: chapters/02_a\n")
+    assert toc_chapters(toc) == ("05_b", "02_a")
+    assert {row.chapter for row in scan_chapters(REPO / "chapters", only=("04_memory",))} == {"04_memory"}
+
+
+def test_scan_bad_input(tmp_path):
+    with pytest.raises(ValueError, match="no chapters folder"):
+        scan_chapters(tmp_path / "missing")
+    with pytest.raises(ValueError, match="no notebook"):
+        scan_notebook(tmp_path / "missing.ipynb")
+    with pytest.raises(ValueError, match="no table of contents"):
+        toc_chapters(tmp_path / "_toc.yml")

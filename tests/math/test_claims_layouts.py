@@ -1,0 +1,185 @@
+"""Claims P1-P5 of book/claims.md: Pope et al. 2022's partitioning layouts, attention sharding and MFU."""
+
+import math
+
+import pytest
+
+from scaling_lib.hardware import get_chip
+from scaling_lib.layouts import (CONVENTIONS, LAYOUTS, best_layout, comm_volume_curves, context_length_table,
+                                 decode_latency_gap, ffn_comm_time, ffn_comm_volume, ffn_layer_time, kv_versus_weights,
+                                 layout_switch_points, max_context_length, mfu, optimal_2d_mesh, ws_2d_crossover_chips,
+                                 ws_2d_optimal_x)
+from scaling_lib.memory import kv_cache_bytes, param_bytes
+from scaling_lib.models import get_model, param_count
+
+REL = 0.02
+PALM = "palm-540b"
+SLICE = (4, 4, 4)  # the 64-chip TPU v4 slice of the paper
+TOKENS = tuple(64 * 2**k for k in range(15))  # 64 .. 1,048,576 tokens per batch
+
+# Published values (Pope et al. 2022): Table 1 (max context, 64 chips, 30% of HBM for the KV cache) and Table 2.
+TABLE1 = {"multihead": (1320, 330), "baseline multiquery": (660, 165), "optimized multiquery": (43000, 10700)}
+PREFILL_BATCH, PREFILL_LEN, PREFILL_S = 512, 2048, 85.2  # high-throughput prefill, bf16, MFU 76%
+DECODE_BATCH, DECODE_STEPS, DECODE_S = 64, 64, 1.82  # low-latency decode, int8 weights, MFU 14%
+
+
+def _volume(layout, tokens, mesh):
+    return ffn_comm_volume(layout, PALM, tokens, mesh).total_bytes
+
+
+def test_p1_palm_540b_4x4x4_best_layout_switches_from_2d_ws_to_weight_gathered():
+    curves = comm_volume_curves(PALM, SLICE, TOKENS)
+    best = curves.best()
+    assert best[0] == "2d-ws" and best[-1] == "wg-xyz"
+    assert "1d-ws" not in best  # on 64 chips 2D always moves fewer bytes than 1D
+    steps = [(p.from_layout, p.to_layout) for p in curves.switch_points]
+    assert steps == [("2d-ws", "wg-x"), ("wg-x", "wg-xy"), ("wg-xy", "wg-xyz")]
+    for point in curves.switch_points:  # at a switch point the two layouts move the same bytes
+        assert _volume(point.from_layout, point.tokens, SLICE) == pytest.approx(
+            _volume(point.to_layout, point.tokens, SLICE), rel=1e-9)
+        assert _volume(point.to_layout, 1.1 * point.tokens, SLICE) < _volume(point.from_layout, 1.1 * point.tokens,
+                                                                            SLICE)
+    # The paper's high-throughput prefill (512 x 2048 tokens) sits in the weight-gathered XYZ region (Table 2).
+    assert curves.switch_points[-1].tokens < PREFILL_BATCH * PREFILL_LEN
+
+
+def test_p1_1d_weight_stationary_is_flat_in_chip_count():
+    volumes = [_volume("1d-ws", 4096, mesh) for mesh in ((2, 2, 2), (2, 2, 4), (4, 4, 4), (4, 8, 8), (8, 8, 16))]
+    assert max(volumes) == pytest.approx(min(volumes), rel=1e-12)
+    assert volumes[0] == pytest.approx(2 * 2 * 4096 * get_model(PALM).d_model, rel=1e-12)  # 2 a T D, bf16
+
+
+def test_p1_2d_weight_stationary_falls_as_inverse_sqrt_chips():
+    d, tokens = get_model(PALM).d_model, 4096
+    for mesh in ((2, 2, 4), (4, 4, 4), (8, 4, 8), (16, 8, 8)):  # X = sqrt(n) / 2, the optimum for F = 4D
+        n = math.prod(mesh)
+        assert ws_2d_optimal_x(n, d, get_model(PALM).d_ff) == mesh[0]
+        assert _volume("2d-ws", tokens, mesh) * math.sqrt(n) == pytest.approx(8 * 2 * tokens * d, rel=1e-12)
+
+
+def test_p1_weight_gathered_grows_as_sqrt_tokens():
+    f = get_model(PALM).d_ff
+    # Tokens where the optimal gather size sqrt(T n / F) is exactly X = 4 and X Y = 16 on the 4x4x4 slice.
+    t_x, t_xy = 4**2 * f / 64, 16**2 * f / 64
+    assert _volume("wg-xy", t_xy, SLICE) / _volume("wg-x", t_x, SLICE) == pytest.approx(math.sqrt(t_xy / t_x),
+                                                                                     rel=1e-12)
+    # Best weight-gathered volume over 16x the tokens grows at most 4x; weight-stationary grows 16x.
+    best_wg = [min(_volume(name, t, SLICE) for name in ("wg-x", "wg-xy", "wg-xyz")) for t in (t_x, 16 * t_x)]
+    assert best_wg[1] / best_wg[0] <= 4 * (1 + 1e-12)
+    assert _volume("2d-ws", 16 * t_x, SLICE) / _volume("2d-ws", t_x, SLICE) == pytest.approx(16, rel=1e-12)
+
+
+def test_p1_best_layout_changes_as_tokens_grow():
+    order = ("2d-ws", "wg-x", "wg-xy", "wg-xyz")
+    choices = [best_layout(PALM, "tpu-v4", SLICE, t).best for t in TOKENS]
+    assert choices[0] == "2d-ws" and choices[-1].startswith("wg-")
+    assert [order.index(c) for c in choices] == sorted(order.index(c) for c in choices)
+    # Decode (one token per sequence, batch 64, int8 weights) stays weight-stationary.
+    decode = best_layout(PALM, "tpu-v4", SLICE, 64, "decode", context_len=2048, weight_dtype="int8")
+    assert decode.best == "2d-ws"
+    assert decode.time("2d-ws").kv_memory_s > 0
+    prefill = best_layout(PALM, "tpu-v4", SLICE, PREFILL_BATCH * PREFILL_LEN, "prefill")
+    assert prefill.time(prefill.best).compute_s >= prefill.time(prefill.best).memory_s  # large prefill: compute-bound
+
+
+def test_p2_multihead_540b_kv_cache_3tb_three_times_the_weights():
+    multihead = get_model("palm-540b-multihead")
+    assert param_count(multihead) == pytest.approx(param_count(get_model(PALM)), rel=0.01)  # same size
+    cache = kv_versus_weights(multihead, batch=512, context_len=2048)
+    assert cache.kv_bytes == pytest.approx(3e12, rel=REL)
+    assert round(cache.ratio) == 3  # 2.8: the paper's "3 times"
+    # Multiquery (one 256-wide KV head instead of 48 x 128) shrinks the cache 24x.
+    assert cache.kv_bytes / kv_cache_bytes(PALM, 2048, 512) == pytest.approx(24, rel=1e-12)
+
+
+def test_p3_multiquery_sharded_over_batch_allows_32x_longer_context():
+    rows = {row.variant: row for row in context_length_table("tpu-v4", 64, (128, 512), 0.3)}
+    for variant, published in TABLE1.items():
+        assert rows[variant].context_lengths == pytest.approx(published, rel=REL)
+    for i in range(2):
+        ratio = rows["optimized multiquery"].context_lengths[i] / rows["multihead"].context_lengths[i]
+        assert ratio == pytest.approx(32, rel=REL)
+        # Sharded over heads, the single KV head is replicated on every chip: worse than multihead.
+        assert rows["baseline multiquery"].context_lengths[i] < rows["multihead"].context_lengths[i]
+
+
+def test_p3_context_length_limits():
+    # One chip: head and batch sharding coincide; more HBM for the cache means proportionally longer contexts.
+    assert max_context_length(PALM, "tpu-v4", 1, 8, "heads") == max_context_length(PALM, "tpu-v4", 1, 8, "batch")
+    half = max_context_length(PALM, "tpu-v4", 64, 128, "batch", kv_fraction=0.15)
+    assert max_context_length(PALM, "tpu-v4", 64, 128, "batch", kv_fraction=0.3) == pytest.approx(2 * half, abs=1)
+
+
+def test_p4_mfu_76_percent_prefill_and_29_ms_decode_on_64_tpu_v4():
+    params = param_count(get_model(PALM))
+    assert mfu(params, PREFILL_BATCH * PREFILL_LEN, PREFILL_S, "tpu-v4", 64) == pytest.approx(0.76, rel=REL)
+    assert mfu(params, DECODE_BATCH * DECODE_STEPS, DECODE_S, "tpu-v4", 64) == pytest.approx(0.14, rel=REL)
+    step = DECODE_S / DECODE_STEPS
+    assert step == pytest.approx(29e-3, rel=REL)
+    gap = decode_latency_gap(PALM, "tpu-v4", 64, DECODE_BATCH, 2048, step, weight_dtype="int8")
+    chip = get_chip("tpu-v4")
+    weights_s = param_bytes(PALM, "int8") / (64 * chip.hbm_bandwidth)
+    kv_s = kv_cache_bytes(PALM, 2048, DECODE_BATCH) / (64 * chip.hbm_bandwidth)
+    assert gap.bound.bound == "memory"
+    assert gap.bound_s == pytest.approx(weights_s + kv_s, rel=1e-12)
+    assert gap.bound_s >= weights_s  # never faster than one read of the weights
+    assert gap.gap_s > 0 and gap.ratio == pytest.approx(step / (weights_s + kv_s), rel=1e-12)
+    assert 3 < gap.ratio < 5  # the measured step is about 4x the roofline bound
+
+
+@pytest.mark.parametrize("convention, crossover, equal_mesh, below_mesh, above_mesh", [
+    ("pope", 16, (2, 2, 4), (2, 2, 2), (4, 4, 4)),
+    ("scaling-book", 72, (3, 4, 6), (4, 4, 4), (4, 4, 8)),
+])
+def test_p5_2d_vs_1d_crossover_under_both_conventions(convention, crossover, equal_mesh, below_mesh, above_mesh):
+    m = get_model(PALM)
+    assert ws_2d_crossover_chips(m.d_model, m.d_ff, convention) == pytest.approx(crossover, rel=1e-12)
+
+    def comm(layout, mesh):
+        return ffn_comm_time(layout, PALM, "tpu-v4", 1024, mesh, convention)
+
+    assert math.prod(equal_mesh) == crossover
+    assert comm("2d-ws", equal_mesh) == pytest.approx(comm("1d-ws", equal_mesh), rel=1e-12)
+    below = optimal_2d_mesh(math.prod(below_mesh), PALM, "tpu-v4", convention)
+    assert comm("2d-ws", below) >= comm("1d-ws", below)
+    assert comm("2d-ws", above_mesh) < comm("1d-ws", above_mesh)
+
+
+def test_p5_both_conventions_switch_to_weight_gathered_as_tokens_grow():
+    for convention in CONVENTIONS:
+        points = layout_switch_points(PALM, "tpu-v4", SLICE, convention, tokens_range=(64, 2**20))
+        assert points[0].from_layout == ("2d-ws" if convention == "pope" else "1d-ws")  # 64 chips < 72
+        assert points[-1].to_layout == "wg-xyz"
+    # The conventions agree on 1D (all three axes: 3 x 90 GB/s = 270 GB/s) and on wg-xyz's weight gather.
+    for layout in ("1d-ws", "wg-xyz"):
+        times = [ffn_comm_time(layout, PALM, "tpu-v4", 4096, SLICE, convention) for convention in CONVENTIONS]
+        assert times[0] == pytest.approx(times[1], rel=1e-12)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: ffn_comm_volume("3d-ws", PALM, 64, SLICE), "unknown layout"),
+    (lambda: ffn_comm_time("2d-ws", PALM, "tpu-v4", 64, SLICE, "megatron"), "unknown convention"),
+    (lambda: ffn_layer_time("2d-ws", PALM, "tpu-v4", SLICE, 64, n_chips=32), "not n_chips=32"),
+    (lambda: best_layout(PALM, "tpu-v4", SLICE, 64, n_chips=128), "not n_chips=128"),
+    (lambda: best_layout(PALM, "tpu-v4", SLICE, 0), "tokens_per_batch must be positive"),
+    (lambda: best_layout(PALM, "tpu-v4", SLICE, -5), "tokens_per_batch must be positive"),
+    (lambda: ffn_comm_volume("1d-ws", PALM, 0, SLICE), "tokens must be positive"),
+    (lambda: best_layout(PALM, "tpu-v4", SLICE, 64, "training"), "unknown phase"),
+    (lambda: best_layout(PALM, "tpu-v4", (4, 4, 0), 64), "mesh_shape"),
+    (lambda: best_layout(PALM, "tpu-v4", (2, 2, 2, 2), 64), "mesh_shape"),
+    (lambda: comm_volume_curves(PALM, SLICE, []), "at least one"),
+    (lambda: max_context_length(PALM, "tpu-v4", 64, 128, "sequence"), "unknown attention_sharding"),
+    (lambda: max_context_length(PALM, "tpu-v4", 64, 0, "batch"), "batch must be a positive integer"),
+    (lambda: max_context_length(PALM, "tpu-v4", 64, 128, "batch", kv_fraction=1.5), "kv_fraction"),
+    (lambda: mfu(5.4e11, 1000, 0, "tpu-v4", 64), "seconds must be positive"),
+    (lambda: ws_2d_crossover_chips(18432, 73728, "paper"), "unknown convention"),
+])
+def test_layouts_bad_input(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+def test_layouts_cover_the_design_names():
+    assert LAYOUTS == ("1d-ws", "2d-ws", "wg-x", "wg-xy", "wg-xyz")
+    # A one-chip "mesh" communicates nothing under any layout.
+    assert all(ffn_comm_volume(name, PALM, 4096, (1,)).total_bytes == 0 for name in LAYOUTS)

@@ -1,0 +1,321 @@
+"""Claims V1-V6 of book/claims.md (serving, speculative decoding, MoE, quantization) and the serving simulator."""
+
+import math
+
+import numpy as np
+import pytest
+
+from scaling_lib.hardware import get_chip
+from scaling_lib.inference import decode_step_time, prefill_time, step_time_bound
+from scaling_lib.memory import kv_bytes_per_token, kv_cache_bytes, max_batch_size, param_bytes
+from scaling_lib.models import active_param_count, get_model, param_count
+from scaling_lib.moe import as_moe, expected_experts_touched, expert_sharded_memory, moe_weights, routing_all_to_all
+from scaling_lib.quantization import quantization_table
+from scaling_lib.roofline import critical_batch_size
+from scaling_lib.roofline import moe_critical_batch_size as moe_critical_batch
+from scaling_lib.serving import (kv_transfer_bytes, kv_transfer_time, prefill_latency, prefill_to_decode_ratio,
+                                 server_ratio)
+from scaling_lib.sharding import latency_bound_bytes
+from scaling_lib.simulator import ENGINES, ServingConfig, poisson_workload, simulate, trace_workload
+from scaling_lib.speculative import (best_lookahead, best_roofline_lookahead, expected_tokens_per_step,
+                                     roofline_speedup, speedup)
+
+REL = 0.02
+
+# One LLaMA-3-70B server of 16 TPU v5e, as in the Scaling Book's ch. 8 example; 32 decode slots of 8,192 tokens.
+CONFIG = ServingConfig("llama3-70b", "tpu-v5e", n_chips=16, max_batch=32, max_context_len=8192)
+MIXED = dict(prompt_len=(512, 4096), output_len=(64, 512))
+
+
+def _run(engine, workload, config=CONFIG, colocated_servers=3, prefill_servers=2, decode_servers=1, **kwargs):
+    if engine == "disaggregated":
+        return simulate(config, workload, engine, n_prefill_servers=prefill_servers,
+                        n_decode_servers=decode_servers, **kwargs)
+    return simulate(config, workload, engine, n_servers=colocated_servers, **kwargs)
+
+
+# --- V1, V2: prefill and the prefill-to-decode server ratio ---------------------------------------------------
+
+def test_v1_prefill_llama3_70b_8k_tokens_v5e_and_ironwood():
+    v5e = prefill_latency("llama3-70b", "tpu-v5e", 16, 8192, mfu=0.4)
+    ironwood = prefill_latency("llama3-70b", "ironwood", 8, 8192, mfu=0.4)
+    assert v5e == pytest.approx(0.91, rel=REL)
+    assert ironwood == pytest.approx(0.157, rel=REL)
+    # At 8k tokens the weight-read floor is far below the FLOP time: this is inference.prefill_time itself.
+    assert v5e == prefill_time("llama3-70b", "tpu-v5e", 16, 8192, 0.4)
+    # A one-token "prefill" is a decode step in disguise: never faster than reading the weights once.
+    floor = param_bytes("llama3-70b") / (16 * get_chip("tpu-v5e").hbm_bandwidth)
+    assert prefill_latency("llama3-70b", "tpu-v5e", 16, 1, mfu=0.4) == pytest.approx(floor)
+
+
+def test_v2_disaggregation_three_prefill_servers_per_decode_server():
+    # The source's inputs: 0.91 s prefill, 19 ms steps at batch 32, 512 generated tokens.
+    assert prefill_to_decode_ratio(0.91, 0.019, 32, 512) == pytest.approx(3.0, rel=REL)
+    # From the model instead of the source's rounded inputs: the roofline step (17.5 ms at the mean context) is a
+    # bit faster than the source's 19 ms, so the ratio comes out a little above 3.
+    ratio = server_ratio("llama3-70b", "tpu-v5e", prompt_len=8192, output_len=512, decode_batch=32,
+                         n_prefill_chips=16, n_decode_chips=16)
+    assert ratio.prefill_s == pytest.approx(0.91, rel=REL)
+    assert 2.5 < ratio.prefill_per_decode < 3.5
+    # Longer generations need fewer prefill servers per decode server.
+    longer = server_ratio("llama3-70b", "tpu-v5e", 8192, 1024, 32, 16, 16)
+    assert longer.prefill_per_decode < ratio.prefill_per_decode
+
+
+def test_v2_ratio_sized_pools_keep_up_where_a_lopsided_split_does_not():
+    # 8k prompts, 512 tokens out, arriving at 80% of what 3 prefill servers can take: P = 3, G = 1 keeps the
+    # decode queue short; P = 1, G = 3 (same chips) lets the prefill queue grow without bound.
+    t_prefill = prefill_latency("llama3-70b", "tpu-v5e", 16, 8000)
+    workload = poisson_workload(0.8 * 3 / t_prefill, 150, prompt_len=8000, output_len=192, seed=3)
+    balanced = _run("disaggregated", workload, prefill_servers=3, decode_servers=1)
+    lopsided = _run("disaggregated", workload, prefill_servers=1, decode_servers=3)
+    assert balanced.p99_ttft_s < 0.2 * lopsided.p99_ttft_s
+    assert balanced.max_queue_length < lopsided.max_queue_length
+
+
+def test_kv_transfer_is_the_prompt_cache_over_the_link():
+    assert kv_transfer_bytes("llama3-70b", 8192) == kv_cache_bytes("llama3-70b", 8192)
+    fast = kv_transfer_time("llama3-70b", 8192, "tpu-v5e", 16)
+    chip = get_chip("tpu-v5e")
+    assert fast == pytest.approx(kv_cache_bytes("llama3-70b", 8192) / (16 * chip.ici_link_bandwidth))
+    assert kv_transfer_time("llama3-70b", 8192, "tpu-v5e", 16, bandwidth=1e9) > 100 * fast
+    # In the simulator a slow link delays decoding, not the first token (prefill makes it).
+    workload = poisson_workload(0.5, 40, **MIXED, seed=4)
+    quick = _run("disaggregated", workload)
+    slow = _run("disaggregated", workload, transfer_bandwidth=1e9)
+    np.testing.assert_allclose(slow.ttft_s, quick.ttft_s)
+    assert np.all(slow.finish_s >= quick.finish_s) and slow.p50_tpot_s > quick.p50_tpot_s
+
+
+# --- V3: the simulator and the engine designs -----------------------------------------------------------------
+
+def test_simulator_is_deterministic_for_a_seed():
+    for engine in ENGINES:
+        a = _run(engine, poisson_workload(2.0, 200, **MIXED, seed=7))
+        b = _run(engine, poisson_workload(2.0, 200, **MIXED, seed=7))
+        for name in ("arrival_s", "start_s", "first_token_s", "finish_s", "ttft_s", "tpot_s"):
+            np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+    other = poisson_workload(2.0, 200, **MIXED, seed=8)
+    assert not np.array_equal(other.arrival_s, poisson_workload(2.0, 200, **MIXED, seed=7).arrival_s)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_simulator_conserves_requests_and_tokens(engine):
+    workload = poisson_workload(3.0, 300, prompt_len=(1, 3000), output_len=(1, 400), seed=11)
+    result = _run(engine, workload)
+    assert np.all(np.isfinite(result.finish_s)) and np.all(np.isfinite(result.first_token_s))
+    np.testing.assert_array_equal(result.generated_tokens, workload.output_len)  # per request
+    assert result.total_tokens == int(workload.output_len.sum())  # counted step by step
+    assert np.all(result.start_s >= result.arrival_s)
+    assert np.all(result.first_token_s > result.start_s)
+    assert np.all(result.finish_s >= result.first_token_s)
+    assert np.all(np.isnan(result.tpot_s) == (workload.output_len == 1))
+    assert result.throughput_per_chip == pytest.approx(
+        result.total_tokens / (result.makespan_s * result.n_chips))
+
+
+def test_simulated_steps_cost_what_inference_says():
+    # One request alone: TTFT is its prefill, then one decode step per further token at a growing context.
+    prompt, out = 1000, 50
+    result = simulate(CONFIG, trace_workload([(0.5, prompt, out)]), "interleaved")
+    assert result.ttft_s[0] == pytest.approx(prefill_latency("llama3-70b", "tpu-v5e", 16, prompt), rel=1e-9)
+    expected = sum(decode_step_time("llama3-70b", "tpu-v5e", 16, 1, prompt + j).total_s for j in range(1, out))
+    assert result.finish_s[0] - result.first_token_s[0] == pytest.approx(expected, rel=1e-9)
+
+
+def test_simulated_steps_respect_a_sliding_window():
+    # Two sequences in one naive batch, one of them crossing a 512-token window mid-generation.
+    model = get_model("llama3-8b").with_(sliding_window=512, name="llama3-8b-local")
+    config = ServingConfig(model, "h100", n_chips=1, max_batch=4, max_context_len=2048)
+    result = simulate(config, trace_workload([(0.0, 100, 600), (0.0, 700, 600)]), "naive")
+    weights, params = param_bytes(model), active_param_count(model)
+    expected = sum(step_time_bound(batch=2, kv_bytes_per_sequence=(kv_cache_bytes(model, 100 + j)
+                                                                   + kv_cache_bytes(model, 700 + j)) / 2,
+                                   param_bytes=weights, param_count=params, chip="h100").total_s
+                   for j in range(1, 600))
+    assert result.finish_s[0] - result.first_token_s[0] == pytest.approx(expected, rel=1e-9)
+    # The naive engine pads the batch's prefill to the longest prompt.
+    assert result.ttft_s[0] == pytest.approx(prefill_latency(model, "h100", 1, 700, batch=2), rel=1e-9)
+
+
+def test_queue_length_counts_requests_waiting_to_start():
+    # Three requests at once on one interleaved server: one starts, two wait; then one, then none.
+    result = simulate(CONFIG, trace_workload([(0.0, 4000, 8)] * 3), "interleaved")
+    times, lengths = result.queue_length()
+    assert lengths.tolist() == [2, 1, 0]
+    assert result.max_queue_length == 2
+    assert 0 < result.mean_queue_length < 2
+
+
+def test_v3_interleaved_beats_naive_ttft_at_low_load():
+    workload = poisson_workload(0.5, 300, **MIXED, seed=5)
+    naive, interleaved = _run("naive", workload), _run("interleaved", workload)
+    assert interleaved.p99_ttft_s < 0.5 * naive.p99_ttft_s
+    assert interleaved.ttft_s.mean() < naive.ttft_s.mean()
+
+
+def test_v3_under_load_prefill_stalls_hurt_interleaved_tpot_and_disaggregation_removes_them():
+    # Same 48 chips: 3 interleaved servers vs 2 prefill + 1 decode server.
+    workload = poisson_workload(3.0, 300, **MIXED, seed=5)
+    naive = _run("naive", workload)
+    interleaved, chunked = _run("interleaved", workload), _run("chunked", workload)
+    disaggregated = _run("disaggregated", workload)
+    assert disaggregated.p99_tpot_s <= interleaved.p99_tpot_s
+    assert chunked.p99_tpot_s <= interleaved.p99_tpot_s  # chunks stall decode for less than a whole prompt
+    # The naive engine never stalls decode either, but it pays in time to first token.
+    assert naive.p99_tpot_s <= interleaved.p99_tpot_s
+    assert naive.p50_ttft_s > 5 * interleaved.p50_ttft_s
+    # Continuous batching keeps up with the load; the naive engine falls behind.
+    assert interleaved.throughput_per_chip > naive.throughput_per_chip
+
+
+# --- V4: speculative decoding ---------------------------------------------------------------------------------
+
+def test_speculative_expected_tokens_limits():
+    for k in (0, 1, 4, 9):
+        assert expected_tokens_per_step(k, 0.0) == 1.0  # nothing accepted: the target's own token
+        assert expected_tokens_per_step(k, 1.0) == k + 1  # everything accepted plus the bonus token
+        assert expected_tokens_per_step(k, 1 - 1e-9) == pytest.approx(k + 1, rel=1e-6)
+        assert expected_tokens_per_step(k, 1e-9) == pytest.approx(1.0, rel=1e-6)
+    values = [expected_tokens_per_step(k, 0.7) for k in range(10)]
+    assert values == sorted(values) and values[-1] < 1 / (1 - 0.7)  # bounded by the geometric series
+
+
+def test_v4_best_lookahead_3_to_4_for_70b_target_4b_drafter():
+    # Assumptions (the source gives none): per-token acceptance 0.6 (natural-language text, the source's XSum
+    # case), and a draft step costing its weight read relative to the target's: batch 1, bandwidth-bound, so
+    # c = 4e9 / 70e9 of one target step (Chinchilla-70B with a 4B drafter).
+    draft = step_time_bound(batch=1, kv_bytes_per_sequence=0, param_bytes=2 * 4e9, param_count=4e9, chip="tpu-v5e")
+    target = step_time_bound(batch=1, kv_bytes_per_sequence=0, param_bytes=2 * 70e9, param_count=70e9,
+                             chip="tpu-v5e")
+    c = draft.total_s / target.total_s
+    assert c == pytest.approx(4 / 70)
+    assert best_lookahead(0.6, c) in (3, 4)
+    assert speedup(best_lookahead(0.6, c), 0.6, c) > 1.5
+    # More predictable text (higher acceptance) wants a longer lookahead; a costlier drafter a shorter one.
+    assert best_lookahead(0.8, c) > best_lookahead(0.6, c) > best_lookahead(0.6, 0.3)
+
+
+def test_v4_scoring_k_tokens_costs_one_step_when_bandwidth_bound_and_gains_shrink_with_batch():
+    args = ("llama3-70b", "tpu-v5e", 16)
+    k, a, c = 4, 0.6, 4 / 70
+    # Batch 1: B (k + 1) = 5 tokens is far below B_crit, verification costs one step, the gain is Leviathan's.
+    assert roofline_speedup(*args, 1, 2048, k, a, c) == pytest.approx(speedup(k, a, c), rel=1e-6)
+    gains = [roofline_speedup(*args, b, 2048, k, a, c) for b in (1, 16, 32, 64, 128, 256)]
+    assert all(x >= y - 1e-12 for x, y in zip(gains, gains[1:]))
+    bcrit = critical_batch_size("tpu-v5e")
+    assert 128 * (k + 1) > bcrit and gains[-1] < 1.0  # far past B_crit speculation costs more than it yields
+    assert best_roofline_lookahead(*args, 256, 2048, a, c) < best_roofline_lookahead(*args, 1, 2048, a, c)
+
+
+# --- V5: mixture of experts -----------------------------------------------------------------------------------
+
+def test_v5_moe_16_experts_top2_has_about_12x_the_weight_bytes():
+    # The Scaling Book's ch. 7 worked-problem model ("based on LLaMA-2 13B"): 18.4e9 params dense; as a
+    # 16-expert top-2 MoE 212e9 total and 31.2e9 active; 11.5x, the source's "about 12x".
+    weights = moe_weights("sb7-worked", 16, 2)
+    assert weights.dense_params == pytest.approx(18.4e9, rel=REL)
+    assert weights.total_params == pytest.approx(212e9, rel=REL)
+    assert weights.active_params == pytest.approx(31.2e9, rel=REL)
+    assert weights.weight_ratio == pytest.approx(212 / 18.4, rel=REL)
+    assert round(weights.weight_ratio) == 12
+    assert weights.weight_bytes == pytest.approx(12 * weights.dense_weight_bytes, rel=0.05)
+    # The KV cache per token does not change: experts replace the feed-forward blocks, not attention.
+    assert weights.kv_bytes_per_token == kv_bytes_per_token("sb7-worked")
+    # LLaMA-2-13B itself, with a smaller feed-forward share, gives about 11x.
+    assert 10.5 < moe_weights("llama2-13b", 16, 2).weight_ratio < 11.5
+
+
+def test_v5_moe_decode_is_weight_bound_critical_batch_and_all_to_alls():
+    assert moe_critical_batch("tpu-v5e", 16, 2) == pytest.approx(1920, rel=REL)  # R5
+    moe = as_moe("sb7-worked", 16, 2)
+    # At batch 32, uniform routing already touches almost all experts: the whole MoE is read every step, and
+    # the step is the weight read, far below the 1,920 tokens that would amortise it.
+    assert expected_experts_touched(16, 2, 32) > 15
+    bcrit = critical_batch_size("tpu-v5e")
+    assert decode_step_time(moe, "tpu-v5e", 128, 32, 0).bound == "memory"
+    # Where a dense model turns compute-bound, the MoE is still reading weights. The whole step turns over a bit
+    # before E / k x B_crit (attention weights serve every token), but the expert matmuls need all 1,920.
+    assert decode_step_time(moe, "tpu-v5e", 128, int(1.5 * bcrit), 0).bound == "memory"
+    assert decode_step_time(moe, "tpu-v5e", 128, 1920, 0).bound == "compute"
+    # Routing: two all-to-alls per layer of B x k x D activations; at decode sizes they are latency-bound.
+    routing = routing_all_to_all(moe, "tpu-v5e", batch=16, expert_shards=8, activation_dtype="int8")
+    assert routing.per_layer == 2
+    assert routing.bytes_each == 16 * 2 * 4096
+    assert routing.bytes_each < latency_bound_bytes("tpu-v5e", 8) and routing.latency_bound
+    assert routing.per_step_s == pytest.approx(2 * 64 * routing.time_each_s)
+    # Expert sharding: 16 experts over 16 chips, model-parallel 8 ways (the source's 8 x 16 v5e slice).
+    memory = expert_sharded_memory(moe, "tpu-v5e", expert_shards=16, model_shards=8, dtype="int8")
+    assert memory.fits
+    assert memory.total_bytes_per_chip * 128 >= param_count(moe)  # non-expert weights are replicated 16 times
+
+
+# --- V6: quantization -----------------------------------------------------------------------------------------
+
+def test_v6_quantization_table_llama3_70b_ironwood_fp8_halves_the_step():
+    # T4's configuration: 8 Ironwood chips, 32,768-token context, batch 64.
+    rows = {(r.weight_dtype, r.kv_dtype): r for r in quantization_table("llama3-70b", "ironwood", 8, 32768, 64)}
+    bf16, fp8 = rows[("bf16", "bf16")], rows[("fp8", "fp8")]
+    assert bf16.step_s * 1e3 == pytest.approx(14.0, rel=REL)
+    assert fp8.step_s * 1e3 == pytest.approx(7.0, rel=REL)
+    assert fp8.weight_bytes == bf16.weight_bytes / 2 and fp8.kv_bytes_per_token == bf16.kv_bytes_per_token / 2
+    assert fp8.max_batch > 2 * bf16.max_batch - 2
+    # At long context the KV term dominates: quantizing only the weights buys far less than quantizing both.
+    weight_only = rows[("int8", "bf16")]
+    assert bf16.step_s - weight_only.step_s < 0.2 * (bf16.step_s - fp8.step_s)
+    # Fewer bytes never hurt: memory down, batch up, step down.
+    ordered = [rows[key] for key in (("bf16", "bf16"), ("int8", "int8"), ("int4", "int8"))]
+    assert [r.weight_bytes for r in ordered] == sorted((r.weight_bytes for r in ordered), reverse=True)
+    assert [r.max_batch for r in ordered] == sorted(r.max_batch for r in ordered)
+    assert [r.step_s for r in ordered] == sorted((r.step_s for r in ordered), reverse=True)
+
+
+def test_v6_quantization_moves_the_critical_batch():
+    rows = quantization_table("llama2-13b", "tpu-v5e", 8, 8192, 16,
+                              schemes=[("bf16", "bf16", "bf16"), ("int8", "bf16", "bf16"), ("int8", "int8", "int8")])
+    assert [round(r.critical_batch) for r in rows] == [240, 120, 240]  # R3
+    assert not rows[0].fits and rows[2].fits  # batch 16 of 8k tokens fits 8 v5e only with int8 KV
+    assert rows[2].tokens_per_s > 1.9 * rows[0].tokens_per_s
+
+
+# --- Bad input ------------------------------------------------------------------------------------------------
+
+def test_serving_bad_input_names_the_problem():
+    workload = poisson_workload(1.0, 10, seed=0)
+    with pytest.raises(ValueError, match="rate_per_s must be a positive"):
+        poisson_workload(-1.0, 10)
+    with pytest.raises(ValueError, match="n_servers must be a positive integer"):
+        simulate(CONFIG, workload, "interleaved", n_servers=0)
+    with pytest.raises(ValueError, match="n_decode_servers must be a positive integer"):
+        simulate(CONFIG, workload, "disaggregated", n_decode_servers=0)
+    fit = max_batch_size("llama3-70b", "tpu-v5e", 16, 8192)
+    with pytest.raises(ValueError, match=rf"max_batch={fit + 1} does not fit in HBM.*at most {fit} KV caches"):
+        ServingConfig("llama3-70b", "tpu-v5e", n_chips=16, max_batch=fit + 1, max_context_len=8192)
+    with pytest.raises(ValueError, match="weights of llama3-70b do not fit"):
+        ServingConfig("llama3-70b", "tpu-v5e", n_chips=4, max_batch=1, max_context_len=8192)
+    with pytest.raises(ValueError, match="unknown engine 'vllm'"):
+        simulate(CONFIG, workload, "vllm")
+    with pytest.raises(ValueError, match="max_context_len=8192"):
+        simulate(CONFIG, trace_workload([(0.0, 8000, 500)]), "naive")
+    with pytest.raises(ValueError, match="prompt_len must be at least 1"):
+        trace_workload([(0.0, 0, 5)])
+    with pytest.raises(ValueError, match="mfu must be in"):
+        ServingConfig("llama3-70b", "tpu-v5e", 16, 8, 8192, mfu=1.5)
+    with pytest.raises(ValueError, match="transfer_bandwidth must be positive"):
+        simulate(CONFIG, workload, "disaggregated", transfer_bandwidth=0.0)
+
+
+def test_speculative_moe_quantization_bad_input():
+    with pytest.raises(ValueError, match="acceptance must be a probability"):
+        expected_tokens_per_step(3, 1.2)
+    with pytest.raises(ValueError, match="lookahead must be a non-negative integer"):
+        speedup(-1, 0.5, 0.1)
+    with pytest.raises(ValueError, match="expert_shards=3 does not divide n_experts=16"):
+        expert_sharded_memory(as_moe("sb7-worked", 16, 2), "tpu-v5e", expert_shards=3)
+    with pytest.raises(ValueError, match="is dense"):
+        routing_all_to_all("llama3-8b", "tpu-v5e", 16, 8)
+    with pytest.raises(ValueError, match="n_active_experts=4 exceeds"):
+        expected_experts_touched(2, 4, 10)
+    with pytest.raises(ValueError, match="unknown dtype"):
+        quantization_table("llama3-8b", "h100", 1, 1024, 8, schemes=[("int3", "bf16", "bf16")])
+    assert math.isfinite(speedup(0, 0.5, 0.1)) and speedup(0, 0.5, 0.1) == 1.0

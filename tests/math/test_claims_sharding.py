@@ -1,0 +1,80 @@
+"""Claims S1-S6 of book/claims.md, the pure-math half (the emulated-mesh half lives with the sharded model)."""
+
+import pytest
+
+from scaling_lib.hardware import get_chip
+from scaling_lib.models import get_model
+from scaling_lib.sharding import (beta, collective_time, fsdp_decode_cost, kv_cache_sharding, latency_bound_bytes,
+                                  max_decode_model_parallelism, max_prefill_model_parallelism)
+
+REL = 0.02
+
+
+def test_s1_decode_model_parallelism_64_ways_on_v5e():
+    assert beta("tpu-v5e") == pytest.approx(9.1, rel=REL)  # the Scaling Book rounds this to 8
+    assert max_decode_model_parallelism(16384, 32, 8) == pytest.approx(64, rel=REL)
+    # With the unrounded beta the bound is a little tighter.
+    assert max_decode_model_parallelism(16384, 32, beta("tpu-v5e")) < 64
+
+
+def test_s2_ironwood_beta_37_and_llama3_70b_24_ways_at_batch_32():
+    assert beta("ironwood") == pytest.approx(36.9, rel=REL)
+    ways = max_decode_model_parallelism(get_model("llama3-70b").d_ff, 32, beta("ironwood"))
+    assert ways == pytest.approx(24, rel=REL)
+
+
+def test_s3_decode_collectives_are_latency_bound():
+    payload = 16 * 8192 * 1  # B = 16 tokens of D = 8192 activations in int8
+    assert payload == pytest.approx(131e3, rel=REL)
+    assert latency_bound_bytes("tpu-v5e", 8) == pytest.approx(360e3, rel=REL)
+    assert latency_bound_bytes("ironwood", 8) == pytest.approx(800e3, rel=REL)
+    assert collective_time("all-gather", payload, "tpu-v5e", 8).bound == "latency"
+    assert collective_time("all-gather", 10 * latency_bound_bytes("tpu-v5e", 8), "tpu-v5e", 8).bound == "bandwidth"
+
+
+def test_s3_threshold_is_where_bandwidth_and_latency_terms_meet():
+    for chip in ("tpu-v5e", "ironwood"):
+        threshold = latency_bound_bytes(chip, 8)
+        at = collective_time("all-gather", threshold, chip, 8)
+        assert at.bandwidth_s == pytest.approx(at.latency_s, rel=1e-9)
+
+
+def test_s4_fsdp_in_decode_is_an_order_of_magnitude_regression():
+    for chip, n_chips in (("tpu-v5e", 8), ("tpu-v5e", 16), ("ironwood", 8)):
+        cost = fsdp_decode_cost("llama3-70b", chip, n_chips)
+        assert cost.slowdown >= 10
+        assert cost.slowdown == pytest.approx((n_chips - 1) * beta(chip), rel=1e-9)
+
+
+def test_s5_kv_cache_sharded_by_heads_up_to_k_then_by_batch():
+    llama3 = get_model("llama3-70b")
+    assert kv_cache_sharding(llama3.n_kv_heads, 32, 8).batch_shards == 1
+    assert kv_cache_sharding(llama3.n_kv_heads, 32, 8).all_to_alls_per_attention_layer == 0
+    sixteen = kv_cache_sharding(llama3.n_kv_heads, 32, 16)
+    assert (sixteen.head_shards, sixteen.batch_shards, sixteen.all_to_alls_per_attention_layer) == (8, 2, 2)
+    mqa = kv_cache_sharding(1, 64, 8)  # multiquery: nothing to split by heads
+    assert (mqa.head_shards, mqa.batch_shards) == (1, 8)
+
+
+def test_s6_prefill_model_parallelism_about_f_over_2200_on_v5e():
+    chip = get_chip("tpu-v5e")
+    assert chip.peak_flops("bf16") / chip.ici_bidirectional == pytest.approx(2200, rel=REL)
+    assert max_prefill_model_parallelism(chip, 28672) == pytest.approx(28672 / 2200, rel=REL)
+
+
+def test_collective_costs_relative_to_each_other():
+    v = 64e6
+    gather = collective_time("all-gather", v, "tpu-v5e", 8).total_s
+    assert collective_time("reduce-scatter", v, "tpu-v5e", 8).total_s == pytest.approx(gather)
+    assert collective_time("all-reduce", v, "tpu-v5e", 8).total_s == pytest.approx(2 * gather)
+    assert collective_time("all-to-all", v, "tpu-v5e", 8).total_s == pytest.approx(gather / 4)
+    assert collective_time("all-gather", v, "tpu-v5e", 1).total_s == 0
+
+
+def test_sharding_bad_input():
+    with pytest.raises(ValueError, match="unknown collective 'broadcast'"):
+        collective_time("broadcast", 1e6, "tpu-v5e", 8)
+    with pytest.raises(ValueError, match=r"batch=7 does not split 2 ways.*multiple of 2"):
+        kv_cache_sharding(8, 7, 16)
+    with pytest.raises(ValueError, match="at least 2 chips"):
+        fsdp_decode_cost("llama3-8b", "tpu-v5e", 1)

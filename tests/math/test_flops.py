@@ -1,0 +1,117 @@
+"""scaling_lib.flops: the FLOPs of a forward pass, a decode step, and naive vs cached generation (pure Python)."""
+
+import pytest
+
+from scaling_lib.flops import (FlopCount, attention_pairs, cached_generation_flops, decode_step_flops, forward_flops,
+                               generation_flops_curve, matmul_params, naive_generation_flops)
+from scaling_lib.models import get_model, param_count
+
+LLAMA = get_model("llama3-8b")
+
+
+def test_matmul_flops_are_two_per_parameter_per_token_minus_the_input_embedding_lookup():
+    # untied: every parameter but the input table multiplies each token once; tied (PaLM): the one table does
+    m = LLAMA
+    assert forward_flops(m, 100).matmul == pytest.approx(2 * 100 * (param_count(m) - m.vocab_size * m.d_model))
+    palm = get_model("palm-8b")
+    assert forward_flops(palm, 7, batch=3).matmul == pytest.approx(2 * 21 * param_count(palm))
+
+
+def test_decode_step_matmuls_equal_one_token_of_a_forward_pass():
+    assert decode_step_flops(LLAMA, 4096, batch=8).matmul == pytest.approx(forward_flops(LLAMA, 1, 8).matmul)
+
+
+def test_attention_flops_match_roofline_counts_for_one_layer_scaled_by_layers():
+    one_layer = LLAMA.with_(n_layers=1)
+    per_layer = forward_flops(one_layer, 512).attention
+    assert forward_flops(LLAMA, 512).attention == pytest.approx(LLAMA.n_layers * per_layer)
+    # doubling the context doubles a decode step's attention and leaves its matmuls alone
+    a, b = decode_step_flops(LLAMA, 1000), decode_step_flops(LLAMA, 2000)
+    assert b.attention == pytest.approx(2 * a.attention) and b.matmul == a.matmul
+
+
+def test_skipping_masked_pairs_about_halves_prefill_attention():
+    dense, causal = forward_flops(LLAMA, 4096), forward_flops(LLAMA, 4096, skip_masked=True)
+    assert causal.attention / dense.attention == pytest.approx(4097 / (2 * 4096), rel=1e-9)
+    assert causal.matmul == dense.matmul
+
+
+def test_attention_pairs_count_causal_and_windowed_visibility():
+    assert attention_pairs(4, 4, skip_masked=True) == 1 + 2 + 3 + 4
+    assert attention_pairs(2, 5, skip_masked=True) == 4 + 5  # the last two of five positions
+    assert attention_pairs(5, 5, window=2, skip_masked=True) == 1 + 2 + 2 + 2 + 2
+    assert attention_pairs(5, 5, window=2) == 25  # a masked implementation computes them all
+
+
+def test_sliding_window_caps_decode_attention_only_when_masked_pairs_are_skipped():
+    windowed = LLAMA.with_(sliding_window=1024)
+    assert decode_step_flops(windowed, 8192, skip_masked=True).attention == pytest.approx(
+        decode_step_flops(LLAMA, 1024).attention)
+    assert decode_step_flops(windowed, 8192).attention == decode_step_flops(LLAMA, 8192).attention
+
+
+def test_sb7_naive_sampling_matmuls_quadratic_attention_cubic():
+    # prompt of 1 token, n >> 1: doubling n multiplies naive matmul FLOPs by ~4 and attention by ~8 (rel 2%)
+    small, big = naive_generation_flops(LLAMA, 1, 2000), naive_generation_flops(LLAMA, 1, 4000)
+    assert big.matmul / small.matmul == pytest.approx(4, rel=0.02)
+    assert big.attention / small.attention == pytest.approx(8, rel=0.02)
+
+
+def test_sb7_kv_cache_makes_matmuls_linear_attention_quadratic():
+    small, big = cached_generation_flops(LLAMA, 1, 2000), cached_generation_flops(LLAMA, 1, 4000)
+    assert big.matmul / small.matmul == pytest.approx(2, rel=0.02)
+    assert big.attention / small.attention == pytest.approx(4, rel=0.02)
+
+
+def test_cache_saves_nothing_for_one_token_and_matmuls_for_more():
+    one_naive, one_cached = naive_generation_flops(LLAMA, 64, 1), cached_generation_flops(LLAMA, 64, 1)
+    assert one_naive == one_cached == forward_flops(LLAMA, 64)
+    naive, cached = naive_generation_flops(LLAMA, 64, 65), cached_generation_flops(LLAMA, 64, 65)
+    assert cached.total < naive.total
+    # tokens pushed through the weights: 65 passes of mean length 96, against a 64-token prefill plus 64 steps
+    assert naive.matmul / cached.matmul == pytest.approx((64 + 128) / 2 * 65 / (64 + 64), rel=1e-9)
+
+
+def test_fixed_size_cache_reads_every_slot_at_every_step():
+    fixed = cached_generation_flops(LLAMA, 16, 10, cache_len=64)
+    assert fixed.attention == pytest.approx(forward_flops(LLAMA, 16).attention
+                                            + 9 * decode_step_flops(LLAMA, 64).attention)
+    assert fixed.attention > cached_generation_flops(LLAMA, 16, 10).attention
+
+
+def test_flop_count_adds_and_totals():
+    total = FlopCount(1.0, 2.0) + FlopCount(3.0, 4.0)
+    assert (total.matmul, total.attention, total.total) == (4.0, 6.0, 10.0)
+
+
+def test_matmul_params_of_a_moe_count_active_experts_and_router():
+    moe = LLAMA.with_(n_experts=8, n_active_experts=2)
+    extra = LLAMA.n_layers * (3 * LLAMA.d_model * LLAMA.d_ff + LLAMA.d_model * 8)
+    assert matmul_params(moe) == matmul_params(LLAMA) + extra
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: forward_flops(LLAMA, 0), "tokens"),
+    (lambda: forward_flops(LLAMA, 8, batch=0), "batch"),
+    (lambda: decode_step_flops(LLAMA, -1), "context_len"),
+    (lambda: attention_pairs(8, 4), "exceeds kv_len"),
+    (lambda: naive_generation_flops(LLAMA, 8, 0), "n_tokens"),
+    (lambda: cached_generation_flops(LLAMA, 8, 10, cache_len=12), "cache_len"),
+    (lambda: forward_flops("no-such-model", 8), "unknown model"),
+])
+def test_bad_inputs_raise_value_error_naming_the_problem(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def test_generation_curve_ends_at_the_totals_and_grows_every_step():
+    naive = generation_flops_curve(LLAMA, 32, 50, cached=False)
+    cached = generation_flops_curve(LLAMA, 32, 50)
+    assert naive[-1] == naive_generation_flops(LLAMA, 32, 50) and cached[-1] == cached_generation_flops(LLAMA, 32, 50)
+    assert all(b.total > a.total for a, b in zip(cached, cached[1:]))
+    assert naive[0] == cached[0]  # the first token costs one pass over the prompt either way
+
+
+def test_cache_len_for_naive_generation_is_rejected():
+    with pytest.raises(ValueError, match="cached=True"):
+        generation_flops_curve(LLAMA, 8, 4, cached=False, cache_len=16)

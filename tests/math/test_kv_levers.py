@@ -1,0 +1,64 @@
+"""KV-cache levers in closed form (chapter 6): what each lever saves in bytes stored and read, claims T4 and M6."""
+
+import pytest
+
+from scaling_lib.inference import decode_step_time
+from scaling_lib.kv_levers import (cross_layer_kv_bytes, evenly_ragged_lengths, kv_footprint, kv_lever_table,
+                                   local_global_kv_bytes, ragged_kv_reads)
+from scaling_lib.memory import kv_cache_bytes
+from scaling_lib.models import get_model
+
+
+# ------------------------------------------------------------------------------------------------- claims
+def test_t4_llama3_70b_8_ironwood_32k_batch64_fp8_weights_and_kv_halve_the_step_14_to_7_ms():
+    config = dict(model="llama3-70b", chip="ironwood", n_chips=8, batch=64, context_len=32768)
+    bf16 = decode_step_time(**config)
+    fp8 = decode_step_time(**config, weight_dtype="fp8", kv_dtype="fp8", compute_dtype="fp8")
+    assert bf16.total_s == pytest.approx(14.0e-3, rel=0.02)
+    assert fp8.total_s == pytest.approx(7.0e-3, rel=0.02)
+    assert bf16.kv_s > 0.8 * bf16.total_s  # long context: the KV read is most of the step, so fp8 KV matters most
+    assert decode_step_time(**config, weight_dtype="fp8").total_s > 0.9 * bf16.total_s  # weights alone barely help
+
+
+
+def test_m6_kv_levers_each_shrink_the_cache_and_together_by_an_order_of_magnitude():
+    rows = {row.lever: row for row in kv_lever_table("llama2-13b", 8192, batch=64)}
+    heads = get_model("llama2-13b").n_kv_heads
+    assert rows["GQA"].stored_saving == pytest.approx(heads / 8)  # K 40 -> 8: 5x
+    assert rows["MQA"].stored_saving == pytest.approx(heads)
+    assert rows["KV quantization"].stored_saving == pytest.approx(2.0)
+    assert rows["cross-layer sharing"].stored_saving == pytest.approx(2.0)
+    assert rows["cross-layer sharing"].read_saving == pytest.approx(1.0)  # memory, not bandwidth
+    assert 1.9 < rows["paged attention"].read_saving <= 2.0  # lengths spread evenly up to S: about half is padding
+    assert rows["local attention"].stored_saving > 3  # 5 of 6 layers keep 1,024 of 8,192 tokens
+    for row in rows.values():
+        assert row.stored_bytes < row.baseline_stored and row.read_bytes <= row.baseline_read
+    assert rows["all of the above"].stored_saving > 10 and rows["all of the above"].read_saving > 10
+
+
+# ------------------------------------------------------------------------------------------------- costing
+def test_local_global_kv_bytes_limits_and_agreement_with_kv_cache_bytes():
+    S, W = 8192, 1024
+    full = kv_cache_bytes("llama3-8b", S, batch=4)
+    assert local_global_kv_bytes("llama3-8b", S, W, global_every=1, batch=4) == pytest.approx(full)
+    assert local_global_kv_bytes("llama3-8b", S, S, global_every=6, batch=4) == pytest.approx(full)  # W covers S
+    all_local = kv_footprint("llama3-8b", [S] * 4, window=W).stored_bytes
+    windowed = get_model("llama3-8b").with_(sliding_window=W)
+    assert all_local == pytest.approx(kv_cache_bytes(windowed, S, batch=4))  # memory.kv_cache_bytes honours W
+    assert all_local < local_global_kv_bytes("llama3-8b", S, W, global_every=6, batch=4) < full
+
+
+
+def test_cross_layer_sharing_saves_memory_not_bandwidth():
+    shared = cross_layer_kv_bytes("llama3-70b", 32768, share_every=4, batch=8)
+    assert shared.stored_bytes == pytest.approx(kv_cache_bytes("llama3-70b", 32768, 8) / 4)
+    assert shared.read_bytes == pytest.approx(kv_cache_bytes("llama3-70b", 32768, 8))
+
+
+
+def test_ragged_kv_reads_contiguous_pads_to_the_longest_paged_to_a_block():
+    reads = ragged_kv_reads([8, 5, 3, 1], block_size=4)
+    assert (reads.useful_slots, reads.contiguous_slots, reads.paged_slots) == (17, 32, 24)
+    assert ragged_kv_reads([8, 5, 3, 1], block_size=1).paged_slots == 17  # block of 1: no padding at all
+    assert ragged_kv_reads([16, 16], block_size=4).contiguous_padding == 0.0  # equal lengths: nothing to save
+    assert evenly_ragged_lengths(8192, 4) == [2048, 4096, 6144, 8192]

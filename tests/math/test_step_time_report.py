@@ -1,0 +1,121 @@
+"""inference.explain_decode (chapter 5's explorer) and kv_compute_crossover_context: consistency, crossovers, errors."""
+
+import itertools
+
+import pytest
+
+from scaling_lib.hardware import get_chip
+from scaling_lib.inference import decode_step_time, decode_throughput, explain_decode, kv_compute_crossover_context
+from scaling_lib.memory import max_batch_size, memory_footprint
+from scaling_lib.models import get_model
+from scaling_lib.roofline import critical_batch_size
+
+CONFIGS = [("llama2-13b", "tpu-v5e", 8), ("llama3-70b", "tpu-7x", 8), ("llama3-70b", "tpu-v5e", 16),
+           ("llama3-8b", "h100", 1)]
+
+
+@pytest.mark.parametrize("model, chip, n_chips", CONFIGS)
+def test_report_agrees_with_step_time_throughput_and_memory(model, chip, n_chips):
+    for batch, context in ((1, 1024), (16, 8192), (256, 32768)):
+        report = explain_decode(model, chip, n_chips, batch, context)
+        assert report.step == decode_step_time(model, chip, n_chips, batch, context)
+        assert report.tokens_per_s == pytest.approx(decode_throughput(model, chip, n_chips, batch, context),
+                                                    rel=1e-12)
+        footprint = memory_footprint(model, chip, n_chips, batch, context)
+        assert report.total_bytes == pytest.approx(footprint.total_bytes, rel=1e-12)
+        assert report.fits is footprint.fits
+        assert report.max_batch == max_batch_size(model, chip, n_chips, context)
+        # fits exactly up to max_batch
+        assert report.fits is (batch <= report.max_batch)
+        assert report.critical_batch == critical_batch_size(chip)
+
+
+def test_m4_report_llama2_13b_batch16_does_not_fit_and_says_so():
+    report = explain_decode("llama2-13b", "tpu-v5e", 8, 16, 8192)
+    assert not report.fits
+    assert memory_footprint("llama2-13b", "tpu-v5e", 8, report.max_batch, 8192).fits
+    assert not memory_footprint("llama2-13b", "tpu-v5e", 8, report.max_batch + 1, 8192).fits
+    text = report.describe()
+    assert "does NOT fit" in text and f"at most batch {report.max_batch}" in text
+    assert f"{report.step.total_s * 1e3:.2f} ms" in text
+    assert report.dominant_term == "kv"
+
+
+def test_dominant_term_moves_from_weights_to_flops_to_kv():
+    # Short context, small batch: loading the weights dominates.
+    assert explain_decode("llama3-70b", "tpu-7x", 8, 1, 128).dominant_term == "weights"
+    # Short context, batch well above B_crit: the matmul FLOPs dominate, and the bound says compute.
+    big = explain_decode("llama3-70b", "tpu-7x", 8, 1024, 128)
+    assert big.dominant_term == "flops" and big.step.bound == "compute"
+    # Long context: the KV read dominates even at batch 1024.
+    assert explain_decode("llama3-70b", "tpu-7x", 8, 1024, 32768).dominant_term == "kv"
+
+
+@pytest.mark.parametrize("model, chip", [("llama3-70b", "tpu-v5e"), ("llama3-70b", "tpu-7x"),
+                                         ("llama2-13b", "tpu-v5e"), ("palm-540b", "tpu-v4")])
+def test_kv_term_equals_flop_term_exactly_at_the_crossover_context_for_any_batch_and_chip_count(model, chip):
+    crossover = kv_compute_crossover_context(model, chip)
+    below, above = int(crossover * 0.98), int(crossover * 1.02) + 1
+    for batch, n_chips in itertools.product((1, 64, 4096), (1, 8, 64)):
+        # decode_step_time takes integer contexts; compare the KV term per token of context instead.
+        at = decode_step_time(model, chip, n_chips, batch, below)
+        assert at.kv_s < at.compute_s
+        at = decode_step_time(model, chip, n_chips, batch, above)
+        assert at.kv_s > at.compute_s
+        one_token = decode_step_time(model, chip, n_chips, batch, 1)
+        assert one_token.kv_s * crossover == pytest.approx(one_token.compute_s, rel=1e-9)
+
+
+def test_kv_overtakes_flops_within_a_few_thousand_tokens_for_llama3_70b_and_130_for_mha_llama2_13b():
+    # GQA with K = 8 keeps LLaMA-3-70B's crossover between ~700 and ~2,700 tokens on every chip in the table
+    # (it scales with W / C, so the v6e, with the highest ridge point, crosses first)...
+    for chip in ("tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e", "tpu-7x", "h100", "h200", "b200"):
+        assert 500 < kv_compute_crossover_context("llama3-70b", chip) < 3000
+    # ...while multi-head LLaMA-2-13B's cache (5x larger per token per parameter) overtakes within ~130 tokens.
+    assert kv_compute_crossover_context("llama2-13b", "tpu-v5e") == pytest.approx(132, rel=0.02)
+
+
+def test_crossover_scales_with_kv_bytes_and_flop_rate():
+    base = kv_compute_crossover_context("llama3-70b", "tpu-7x")
+    # An fp8 cache is half the bytes: the crossover doubles.
+    assert kv_compute_crossover_context("llama3-70b", "tpu-7x", kv_dtype="fp8") == pytest.approx(2 * base, rel=1e-12)
+    # fp8 math is twice the rate as well: the two changes cancel.
+    assert kv_compute_crossover_context("llama3-70b", "tpu-7x", "fp8", "fp8") == pytest.approx(base, rel=1e-12)
+    # A model with fewer KV heads crosses later in proportion.
+    mqa = get_model("llama3-70b").with_(n_kv_heads=1)
+    assert kv_compute_crossover_context(mqa, "tpu-7x") > 7 * base
+
+
+def test_sliding_window_below_the_crossover_never_crosses():
+    windowed = get_model("llama3-8b").with_(sliding_window=128)
+    assert kv_compute_crossover_context(windowed, "tpu-v5e") == float("inf")
+    wide = get_model("llama3-8b").with_(sliding_window=100_000)
+    assert kv_compute_crossover_context(wide, "tpu-v5e") == kv_compute_crossover_context("llama3-8b", "tpu-v5e")
+
+
+def test_throughput_rises_below_bcrit_is_flat_above_and_step_never_beats_the_weight_load():
+    reports = [explain_decode("llama3-70b", "tpu-v5e", 16, batch, 4096, "int8", "int8", "bf16")
+               for batch in (1, 2, 4, 16, 64, 119, 121, 256, 1024)]
+    below = [r.tokens_per_s for r in reports if r.batch < r.critical_batch]
+    above = [r.tokens_per_s for r in reports if r.batch > r.critical_batch]
+    assert len(below) == 6 and all(b > a for a, b in zip(below, below[1:]))
+    # Above B_crit both remaining terms grow in proportion to B: tokens per second saturate.
+    assert above == pytest.approx([above[0]] * len(above), rel=1e-12) and above[0] > below[-1]
+    for report in reports:
+        assert report.step.total_s >= report.weight_bytes / (16 * get_chip("tpu-v5e").hbm_bandwidth)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(batch=0), "batch must be a positive integer"),
+    (dict(context_len=0), "context_len must be a positive integer"),
+    (dict(n_chips=2.5), "n_chips must be a positive integer"),
+    (dict(chip="tpu-v9"), "unknown chip 'tpu-v9'"),
+    (dict(model="gpt-9"), "unknown model 'gpt-9'"),
+    (dict(kv_dtype="int3"), "unknown dtype 'int3'"),
+    (dict(chip="ironwood", compute_dtype="int8"), "no native int8 matrix rate"),
+])
+def test_explain_decode_rejects_bad_input_with_the_fix(kwargs, message):
+    args = dict(model="llama2-13b", chip="tpu-v5e", n_chips=8, batch=8, context_len=8192)
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=message):
+        explain_decode(**args)

@@ -1,0 +1,126 @@
+"""The package's layout is a contract: closed-form math never imports JAX, imports flow one way (top level <- tiny <-
+book) with no cycle, private names stay in their module, imports sit at the top of modules, and every notebook
+starts with the same one-line set-up."""
+
+import ast
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests import REPO
+
+PACKAGE = REPO / "scaling_lib"
+MODULES = sorted(p for p in PACKAGE.rglob("*.py"))
+CLOSED_FORM = sorted(p.stem for p in PACKAGE.glob("*.py") if p.stem != "__init__" and p.stem != "__main__")
+NOTEBOOKS = sorted(REPO.glob("chapters/*.ipynb")) + sorted(REPO.glob("book/*.ipynb"))
+SETUP_LINE = "from scaling_lib.book.notebook import setup; setup()"
+# Function-level imports that are allowed: an optional dependency only present in some environments.
+OPTIONAL_IMPORTS = {("scaling_lib.book.notebook", "matplotlib_inline.backend_inline")}
+
+
+def _module_name(path) -> str:
+    parts = path.relative_to(REPO).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path):
+    """(imported module, names, node, at module level) for every import in a module, relative ones resolved."""
+    name = _module_name(path)
+    package = name if path.stem == "__init__" else name.rsplit(".", 1)[0]
+    tree = ast.parse(path.read_text())
+    top_level = {id(node) for node in tree.body}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, (), node, id(node) in top_level
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[:len(base) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module
+            yield module, tuple(alias.name for alias in node.names), node, id(node) in top_level
+
+
+def _internal_graph():
+    modules = {_module_name(p): p for p in MODULES}
+    graph = {}
+    for name, path in modules.items():
+        deps = set()
+        for module, names, _, _ in _imports(path):
+            submodules = {f"{module}.{imported}" for imported in names} & modules.keys()
+            deps |= submodules  # "from . import model" imports a submodule, not the package's own names
+            if module in modules and (not names or len(submodules) < len(names)):
+                deps.add(module)
+        graph[name] = deps - {name}
+    return graph
+
+
+def test_closed_form_modules_import_with_jax_blocked():
+    """Every top-level module imports in a fresh interpreter where any attempt to import jax raises."""
+    script = (
+        "import sys\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'jax' or name.startswith('jax.') or name.startswith('jaxlib'):\n"
+        "            raise ImportError('closed-form scaling_lib must not import ' + name)\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "import importlib\n"
+        f"for name in {CLOSED_FORM!r}:\n"
+        "    importlib.import_module('scaling_lib.' + name)\n"
+        "import scaling_lib.book.exercises, scaling_lib.book.claims\n"
+        "print('ok', len(sys.modules))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("ok")
+
+
+def test_there_is_no_import_cycle_and_imports_flow_top_level_then_tiny_then_book():
+    graph = _internal_graph()
+    layer = {name: (2 if name.startswith("scaling_lib.book") else 1 if name.startswith("scaling_lib.tiny") else 0)
+             for name in graph}
+    for name, deps in graph.items():
+        upward = [dep for dep in deps if layer[dep] > layer[name] and not name == "scaling_lib"]
+        assert not upward, f"{name} imports {upward}, a layer above it"
+    state = {}
+
+    def visit(node, stack):
+        state[node] = "open"
+        for dep in graph[node]:
+            if state.get(dep) == "open":
+                pytest.fail("import cycle: " + " -> ".join(stack[stack.index(dep):] + [dep]))
+            if dep not in state:
+                visit(dep, stack + [dep])
+        state[node] = "done"
+
+    for node in graph:
+        if node not in state:
+            visit(node, [node])
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_private_name_is_imported_from_another_module(path):
+    leaks = [f"{module}.{name}" for module, names, _, _ in _imports(path) if module and module.startswith("scaling_lib")
+             for name in names if name.startswith("_")]
+    assert not leaks, f"{path.name} imports private names {leaks}; promote them (e.g. to scaling_lib._validate)"
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_imports_sit_at_the_top_of_the_module(path):
+    name = _module_name(path)
+    nested = [module for module, _, _, top in _imports(path) if not top and (name, module) not in OPTIONAL_IMPORTS]
+    assert not nested, f"{path.name} imports {nested} inside a function; import at module level"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_every_notebook_starts_with_the_one_line_setup_in_a_folded_cell(path):
+    cells = json.loads(path.read_text())["cells"]
+    first = next(cell for cell in cells if cell["cell_type"] == "code")
+    assert "".join(first["source"]).splitlines()[0].startswith(SETUP_LINE)
+    assert "hide-input" in first["metadata"].get("tags", [])
+    later = ["".join(cell["source"]) for cell in cells if cell["cell_type"] == "code" and cell is not first]
+    assert not any("XLA_FLAGS" in source or "apply_style()" in source for source in later)

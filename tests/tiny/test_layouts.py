@@ -1,0 +1,149 @@
+"""Pope et al.'s layouts executed in shard_map on a 2x2x2 emulated mesh: equal to the unsharded block, and the
+collective bytes in the compiled HLO equal to the cost model's (scaling_lib.layouts) prediction for that mesh."""
+
+import jax
+import numpy as np
+import pytest
+
+from scaling_lib import layouts
+from scaling_lib.tiny.layouts import (ATTENTION_SPECS, FFN_LAYOUTS, FFN_SPECS, attention_reference, block_model,
+                                      ffn_reference, hlo_model_bytes, hlo_sent_bytes, predicted_attention,
+                                      predicted_ffn, random_attention_inputs, random_ffn_inputs, run_attention, run_ffn)
+from scaling_lib.tiny.xla import device_blocks, emulated_mesh
+
+ATOL = 1e-4
+T, D, F = 16, 32, 64  # tokens, d_model, d_ff: every split on 2x2x2 is even
+B, N, S, H = 8, 8, 32, 16  # batch, query heads, context, head dim (one KV head)
+
+
+@pytest.fixture(scope="module")
+def mesh():
+    return emulated_mesh((2, 2, 2), ("x", "y", "z"))
+
+
+@pytest.fixture(scope="module")
+def ffn_runs(mesh):
+    args = random_ffn_inputs(T, D, F, seed=0)
+    return args, {layout: run_ffn(layout, mesh, *args) for layout in FFN_LAYOUTS}
+
+
+@pytest.fixture(scope="module")
+def attention_runs(mesh):
+    args = random_attention_inputs(B, N, S, H, seed=1)
+    return args, {s: run_attention(s, mesh, *args) for s in ("heads", "batch")}
+
+
+def _signature(ops):
+    """(op, group size, per-chip bytes in the cost model's accounting), sorted."""
+    return sorted(ops)
+
+
+@pytest.mark.parametrize("layout", FFN_LAYOUTS)
+def test_executed_ffn_layout_equals_unsharded_block(ffn_runs, layout):
+    args, runs = ffn_runs
+    np.testing.assert_allclose(np.asarray(runs[layout].output), np.asarray(ffn_reference(*args)), atol=ATOL)
+
+
+@pytest.mark.parametrize("layout", FFN_LAYOUTS)
+def test_executed_ffn_hlo_collective_bytes_equal_cost_model(ffn_runs, mesh, layout):
+    run = ffn_runs[1][layout]
+    predicted = predicted_ffn(layout, mesh, T, D, F)
+    hlo = _signature((c.op, c.group_size, hlo_model_bytes(c)) for c in run.collectives)
+    model = _signature((c.op, int(np.prod(c.group)), c.bytes_per_chip) for c in predicted)
+    assert hlo == model  # exact: same ops, same groups, same bytes
+    assert run.model_bytes == layouts.ffn_comm_volume(layout, block_model(D, F), T, (2, 2, 2), "fp32",
+                                                      "fp32").total_bytes
+    # With the ring factor (K-1)/K put back, the HLO and the model still agree collective by collective.
+    assert run.sent_bytes == pytest.approx(sum(layouts.ring_bytes_sent(c) for c in predicted), rel=1e-12)
+
+
+def test_executed_ffn_weight_gathered_xyz_moves_no_activations(ffn_runs):
+    runs = ffn_runs[1]
+    assert [c.op for c in runs["wg-xyz"].collectives] == ["all-gather", "all-gather"]  # W_in, W_out only
+    # The weight-gathered layouts move more bytes than weight-stationary at 16 tokens (weights >> activations).
+    assert runs["wg-xyz"].model_bytes > runs["wg-xy"].model_bytes > runs["wg-x"].model_bytes
+    assert runs["wg-x"].model_bytes > runs["1d-ws"].model_bytes
+    # F = 2D puts this mesh exactly at Pope's 1D/2D crossover n = 4F/D = 8: the two move the same bytes.
+    assert layouts.ws_2d_crossover_chips(D, F) == 8
+    assert runs["1d-ws"].model_bytes == runs["2d-ws"].model_bytes
+
+
+def test_hlo_reduce_scatter_reports_the_scattered_output(ffn_runs):
+    reduce_scatter = [c for c in ffn_runs[1]["1d-ws"].collectives if c.op == "reduce-scatter"][0]
+    assert reduce_scatter.shape == (T, D // 8)  # result: 1/8 of the [T, D] partial sums
+    assert hlo_model_bytes(reduce_scatter) == 4 * T * D  # the model counts the unreduced input
+    assert hlo_sent_bytes(reduce_scatter) == 4 * T * D * 7 / 8
+
+
+@pytest.mark.parametrize("sharding", ["heads", "batch"])
+def test_executed_multiquery_attention_equals_unsharded(attention_runs, sharding):
+    args, runs = attention_runs
+    np.testing.assert_allclose(np.asarray(runs[sharding].output), np.asarray(attention_reference(*args)),
+                               atol=ATOL)
+
+
+@pytest.mark.parametrize("sharding", ["heads", "batch"])
+def test_executed_multiquery_attention_hlo_bytes_equal_cost_model(attention_runs, mesh, sharding):
+    run = attention_runs[1][sharding]
+    predicted = predicted_attention(sharding, mesh, B, N, H)
+    hlo = _signature((c.op, c.group_size, hlo_model_bytes(c)) for c in run.collectives)
+    assert hlo == _signature((c.op, int(np.prod(c.group)), c.bytes_per_chip) for c in predicted)
+    assert len(hlo) == (2 if sharding == "batch" else 0)
+
+
+def test_executed_multiquery_batch_sharding_stores_one_eighth_of_the_kv_cache(attention_runs, mesh):
+    (q, k, v), _ = attention_runs
+    per_chip = {}
+    for sharding in ("heads", "batch"):
+        spec = ATTENTION_SPECS[sharding][1]
+        placed = jax.device_put(k, jax.NamedSharding(mesh, spec))
+        per_chip[sharding] = placed.addressable_shards[0].data.nbytes
+    assert per_chip["heads"] == k.nbytes  # the one KV head replicated on every chip
+    assert per_chip["heads"] == 8 * per_chip["batch"]
+
+
+def test_layout_blocks_cover_each_tensor_once_per_replica(mesh):
+    for layout, specs in FFN_SPECS.items():
+        for spec, shape in ((specs.x, (T, D)), (specs.w_in, (D, F)), (specs.w_in_used, (D, F))):
+            blocks = device_blocks(spec, shape, mesh=mesh)
+            area = sum((b.rows[1] - b.rows[0]) * (b.cols[1] - b.cols[0]) for b in blocks)
+            assert area == shape[0] * shape[1]  # distinct blocks tile the tensor
+            assert sorted(d for b in blocks for d in b.devices) == list(range(8))  # one block per device
+            assert {len(b.devices) for b in blocks} == {8 // len(blocks)}  # each block replicated evenly
+    assert len(device_blocks(FFN_SPECS["wg-xyz"].w_in_used, (D, F), mesh=mesh)) == 1  # fully gathered
+
+
+def test_attention_collectives_and_ring_factor_model():
+    two = layouts.attention_collectives("batch", 512, 48, 256, (4, 4, 4))
+    assert [c.op for c in two] == ["all-to-all"] * 2
+    assert two[0].bytes_per_chip == 2 * 512 * 48 * 256 / 64
+    assert layouts.attention_collectives("heads", 512, 48, 256, (4, 4, 4)) == ()
+    assert layouts.attention_collectives("batch", 512, 48, 256, (1,)) == ()
+    assert layouts.ring_bytes_sent(two[0]) == pytest.approx(two[0].bytes_per_chip * 63 / 64, rel=1e-12)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda m: run_ffn("2d-ws", emulated_mesh((2, 4), ("x", "y")), *random_ffn_inputs(T, D, F)), "mesh axes"),
+    (lambda m: run_ffn("1d-ws", m, *random_ffn_inputs(T, 36, F)), r"d_model=36.*mesh axes x\+y\+z"),
+    (lambda m: run_ffn("2d-ws", m, *random_ffn_inputs(T, D, 34)), r"d_ff=34.*mesh axes z\+y"),
+    (lambda m: run_ffn("wg-xyz", m, *random_ffn_inputs(12, D, F)), r"tokens=12.*mesh axes x\+y\+z"),
+    (lambda m: run_ffn("wg-xy", m, *random_ffn_inputs(6, D, F)), r"tokens=6.*mesh axes x\+y "),
+    (lambda m: run_ffn("3d-ws", m, *random_ffn_inputs(T, D, F)), "unknown layout"),
+    (lambda m: run_attention("batch", m, *random_attention_inputs(4, N, S, H)), r"batch=4.*mesh axes x\+y\+z"),
+    (lambda m: run_attention("heads", m, *random_attention_inputs(B, 6, S, H)), "n_heads=6"),
+    (lambda m: run_attention("sequence", m, *random_attention_inputs(B, N, S, H)), "unknown attention_sharding"),
+    (lambda m: run_ffn("1d-ws", m, *(a.astype("bfloat16") for a in random_ffn_inputs(T, D, F))), "float32"),
+])
+def test_executed_layouts_bad_input(mesh, call, message):
+    with pytest.raises(ValueError, match=message):
+        call(mesh)
+
+
+def test_p4_published_runs_give_76_percent_prefill_mfu_and_29_ms_decode_step():
+    from scaling_lib.models import get_model, param_count
+    runs = layouts.POPE_HEADLINE_RUNS
+    params = param_count(get_model("palm-540b"))
+    prefill, decode = runs["prefill-high-throughput"], runs["decode-low-latency"]
+    assert layouts.mfu(params, prefill.tokens, prefill.seconds, "tpu-v4", 64) == pytest.approx(0.76, rel=0.02)
+    assert decode.seconds_per_step == pytest.approx(29e-3, rel=0.02)
+    assert decode.tokens == 64 * 64 and prefill.tokens == 512 * 2048

@@ -1,0 +1,214 @@
+"""scaling_lib.tiny.sharding on 8 emulated CPU devices: sharded decode and prefill equal the unsharded model, and the
+collectives in their compiled HLO are the ones the formulas of scaling_lib.sharding count (claims S4, S5, S6).
+
+Compilation dominates the run time, so each layout is compiled once (module-level fixtures) and its HLO is read off
+the same executable that runs. Parameters are float32: XLA's CPU backend would turn bf16 collectives into f32.
+"""
+
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from scaling_lib.hardware import get_chip
+from scaling_lib.inference import decode_step_time
+from scaling_lib.memory import param_bytes
+from scaling_lib.models import get_model
+from scaling_lib.sharding import (beta, decode_step_components, fsdp_decode_cost, kv_cache_sharding,
+                                  max_decode_model_parallelism)
+from scaling_lib.tiny import model
+from scaling_lib.tiny import sharding as sharded
+from scaling_lib.tiny.xla import parse_collectives
+
+ATOL = 1e-4  # f32 logits; sharding only reorders sums
+B, T, N_NEW = 8, 8, 6
+CONFIG = model.tiny_config(n_heads=8, n_kv_heads=2)  # N=8 splits 8 ways; K=2 forces the batch split beyond 2 ways
+PROMPT = np.random.default_rng(0).integers(0, CONFIG.vocab_size, size=(B, T), dtype=np.int32)
+
+
+@pytest.fixture(scope="module")
+def params():
+    return model.init_params(CONFIG, seed=0)
+
+
+@pytest.fixture(scope="module")
+def reference(params):
+    """Unsharded: the prefilled cache, the first decoded token, and the logits of the step that follows it."""
+    logits, cache = model.prefill(params, PROMPT, cache_len=T + N_NEW)
+    token = jnp.argmax(logits[:, -1], axis=-1).astype(jnp.int32)
+    step_logits, _ = model.decode_step(params, token, jax.tree.map(jnp.copy, cache))
+    return cache, token, np.asarray(step_logits)
+
+
+def run_compiled(decode, params, reference):
+    """Place and run once: (logits, collectives of the executable that ran; lowering again hits jit's cache)."""
+    placed = decode.place(params, jax.tree.map(jnp.copy, reference[0]), reference[1])
+    logits, _ = decode.step(placed[0], placed[2], placed[1])
+    hlo = decode.step.lower(placed[0], placed[2], placed[1]).compile().as_text()
+    return np.asarray(logits), parse_collectives(hlo, n_devices=len(jax.devices()))
+
+
+@pytest.fixture(scope="module")
+def megatron8(params, reference):
+    decode = sharded.megatron_decode(CONFIG, B, (8,))
+    return (decode, *run_compiled(decode, params, reference))
+
+
+@pytest.fixture(scope="module")
+def megatron2(params, reference):
+    decode = sharded.megatron_decode(CONFIG, B, (1, 2))  # 2 ways = K: the cache splits by heads only
+    return (decode, *run_compiled(decode, params, reference))
+
+
+@pytest.fixture(scope="module")
+def fsdp8(params, reference):
+    decode = sharded.fsdp_decode(CONFIG, B, (2, 4))
+    return (decode, *run_compiled(decode, params, reference))
+
+
+def count(found, op):
+    return sum(1 for c in found if c.op == op)
+
+
+# ------------------------------------------------------------------------------------------ equal to unsharded
+def test_megatron_decode_on_8_devices_equals_unsharded(megatron8, reference):
+    _, logits, _ = megatron8
+    np.testing.assert_allclose(logits, reference[2], atol=ATOL)
+
+
+def test_megatron_decode_on_1x2_mesh_equals_unsharded(megatron2, reference):
+    _, logits, _ = megatron2
+    np.testing.assert_allclose(logits, reference[2], atol=ATOL)
+
+
+def test_auto_sharded_decode_on_2x4_mesh_equals_unsharded(params, reference):
+    decode = sharded.auto_decode(CONFIG, B, (2, 4))
+    cache, token, expected = reference
+    placed, placed_cache, placed_token = decode.place(params, jax.tree.map(jnp.copy, cache), token)
+    logits, new_cache = decode.step(placed, placed_token, placed_cache)
+    np.testing.assert_allclose(np.asarray(logits), expected, atol=ATOL)
+    assert new_cache.k.sharding.spec == decode.cache_specs.k  # the cache stays sharded by KV heads x batch
+
+
+def test_fsdp_decode_on_2x4_mesh_equals_unsharded(fsdp8, reference):
+    _, logits, _ = fsdp8
+    np.testing.assert_allclose(logits, reference[2], atol=ATOL)
+
+
+def test_sequence_parallel_prefill_and_megatron_decode_generate_the_same_greedy_tokens(params, megatron8):
+    prefill = sharded.sequence_parallel_prefill(CONFIG, (2, 2, 2), T)
+    logits, cache = prefill.prefill(params, PROMPT, cache_len=T + N_NEW)
+    ref_logits, ref_cache = model.prefill(params, PROMPT, cache_len=T + N_NEW)
+    np.testing.assert_allclose(np.asarray(logits), np.asarray(ref_logits), atol=ATOL)
+    np.testing.assert_allclose(np.asarray(cache.k), np.asarray(ref_cache.k), atol=ATOL)
+    tokens = sharded.generate(megatron8[0], params, PROMPT, N_NEW, prefill=prefill)
+    np.testing.assert_array_equal(np.asarray(tokens), np.asarray(model.generate(params, PROMPT, N_NEW)))
+
+
+# ------------------------------------------------------------------------------------------ HLO vs formulas
+def test_s5_batch_sharded_kv_cache_has_exactly_two_all_to_alls_per_attention_layer(megatron8):
+    decode, _, found = megatron8
+    rule = kv_cache_sharding(CONFIG.n_kv_heads, B, 8)
+    assert (decode.kv.head_shards, decode.kv.batch_shards) == (rule.head_shards, rule.batch_shards) == (2, 4)
+    all_to_alls = [c for c in found if c.op == "all-to-all"]
+    assert len(all_to_alls) == rule.all_to_alls_per_attention_layer * CONFIG.n_layers
+    # each moves one device's queries (or outputs): B x N/n heads x H floats, within groups of the batch shards
+    assert {c.bytes for c in all_to_alls} == {B * CONFIG.n_heads // 8 * CONFIG.head_dim * 4}
+    assert {c.group_size for c in all_to_alls} == {rule.batch_shards}
+
+
+def test_s5_kv_cache_split_by_heads_only_needs_no_all_to_all(megatron2):
+    decode, _, found = megatron2
+    assert decode.kv.batch_shards == 1 and count(found, "all-to-all") == 0
+
+
+@pytest.mark.parametrize("layout", ["megatron8", "megatron2"])
+def test_megatron_decode_all_reduces_two_per_layer_of_b_x_d_f32(layout, request):
+    decode, _, found = request.getfixturevalue(layout)
+    reduces = [c for c in found if c.op == "all-reduce"]
+    assert len(reduces) == 2 * CONFIG.n_layers  # after W_o and after W_down
+    assert {c.bytes for c in reduces} == {B * CONFIG.d_model * 4}
+    assert {c.group_size for c in reduces} == {decode.mesh.size}
+    assert count(found, "all-gather") == 0  # weights never move
+
+
+def test_s4_fsdp_decode_all_gathers_every_weight_byte_each_step(fsdp8):
+    _, _, found = fsdp8
+    gathered = sum(c.bytes for c in found if c.op == "all-gather")
+    assert gathered == pytest.approx(param_bytes(CONFIG, "fp32"), rel=0.02)  # norm gains are the only extra
+    assert count(found, "all-reduce") == 0 and count(found, "all-to-all") == 0
+
+
+def test_s4_fsdp_decode_cost_counts_the_bytes_the_hlo_moves_and_is_an_order_of_magnitude_for_llama3_70b(fsdp8):
+    _, _, found = fsdp8
+    n, chip = 8, get_chip("tpu-v5e")
+    received = sum(c.bytes for c in found if c.op == "all-gather") * (n - 1) / n  # each device lacks 7/8 of it
+    tiny_cost = fsdp_decode_cost(CONFIG, chip, n, weight_dtype="fp32")
+    assert tiny_cost.ici_s * chip.ici_bidirectional == pytest.approx(received, rel=0.02)
+    real = fsdp_decode_cost("llama3-70b", chip, n)
+    assert real.slowdown > 10  # all-gathering 141 GB over ICI vs reading 1/8 of it from HBM
+    assert real.hbm_s == pytest.approx(decode_step_time("llama3-70b", chip, n, 1, 0).weight_s, rel=1e-9)
+
+
+def test_s6_sequence_parallel_prefill_all_gathers_k_and_v_once_per_layer(params):
+    prefill = sharded.sequence_parallel_prefill(CONFIG, (8,), T)
+    compiled = prefill.run.lower(params, jnp.asarray(PROMPT)).compile()
+    found = parse_collectives(compiled.as_text(), n_devices=8)
+    assert [c.op for c in found] == ["all-gather"] * 2 * CONFIG.n_layers
+    assert {c.bytes for c in found} == {B * T * CONFIG.n_kv_heads * CONFIG.head_dim * 4}
+
+
+# ------------------------------------------------------------------------------------------ bad layouts
+@pytest.mark.parametrize("make, args, message", [
+    (sharded.megatron_decode, (model.tiny_config(), B, (8,)), r"n_heads=4 does not split over mesh axes \(x=8\)"),
+    (sharded.megatron_decode, (CONFIG.with_(d_ff=130), B, (2, 2)), r"d_ff=130 does not split over mesh axes "
+                                                                   r"\(x=2, y=2\) = 4 devices"),
+    (sharded.megatron_decode, (CONFIG, 6, (2, 4)), r"mesh axes \(x=2, y=4\) = 8 devices: batch=6 does not split 4 "
+                                                   r"ways.*2 for the 2 KV heads"),
+    (sharded.fsdp_decode, (CONFIG, 4, (8,)), r"batch=4 does not split over mesh axes \(x=8\)"),
+    (sharded.megatron_decode, (CONFIG, B, (4, 4)), r"mesh axes \(x=4, y=4\) need 16 devices but only 8"),
+])
+def test_layouts_that_do_not_divide_raise_naming_axis_and_sizes(make, args, message):
+    with pytest.raises(ValueError, match=message):
+        make(*args)
+
+
+def test_sequence_parallel_prefill_rejects_a_prompt_that_does_not_split():
+    with pytest.raises(ValueError, match=r"prompt_len=12 does not split over mesh axes \(x=8\)"):
+        sharded.sequence_parallel_prefill(CONFIG, (8,), 12)
+
+
+# ------------------------------------------------------------------------------------------ step components (math)
+def test_decode_step_components_on_one_chip_is_the_step_time_bound_without_ici():
+    parts = decode_step_components("llama3-70b", "ironwood", 1, 32, 8192)
+    step = decode_step_time("llama3-70b", "ironwood", 1, 32, 8192)
+    assert (parts.weights_s, parts.kv_s, parts.flops_s, parts.ici_s) == (step.weight_s, step.kv_s, step.compute_s, 0)
+    assert parts.total_s == pytest.approx(step.total_s)
+
+
+def test_decode_step_components_hbm_terms_fall_as_1_over_n_while_ici_does_not():
+    parts = {n: decode_step_components("llama3-70b", "tpu-v5e", n, 64, 8192) for n in (2, 4, 8, 16, 32)}
+    for n in (4, 8, 16, 32):
+        assert parts[n].weights_s == pytest.approx(parts[2].weights_s * 2 / n)
+        assert parts[n].ici_s >= parts[n // 2].ici_s  # a ring's all-reduce costs the same bytes and more hops
+
+
+def test_s1_ici_overtakes_the_weight_read_near_f_over_b_beta():
+    # Bandwidth regime (large batch, so no collective is latency-bound): where the ICI term meets the weight read.
+    model_, chip, batch = get_model("llama3-70b"), "ironwood", 256
+    one = decode_step_components(model_, chip, 2, batch, 0)
+    assert one.ici_latency_s == 0
+    crossing = one.weights_s * 2 / one.ici_s  # weights_s falls as 1/n, the bandwidth term is flat in n
+    formula = max_decode_model_parallelism(model_.d_ff, batch, beta(chip))
+    assert 0.5 < crossing / formula < 2  # same order: the formula counts only the FFN and ~one B D per matmul
+
+
+def test_s3_decode_collectives_of_a_small_batch_are_all_latency_bound():
+    parts = decode_step_components("llama3-70b", "tpu-v5e", 8, 16, 8192, activation_dtype="int8")
+    assert parts.ici_latency_s == parts.ici_s > 0
+
+
+def test_decode_step_components_rejects_a_mesh_shape_of_the_wrong_size():
+    with pytest.raises(ValueError, match=r"mesh_shape \(4, 4\) has 16 chips, not n_chips=8"):
+        decode_step_components("llama3-70b", "tpu-v5e", 8, 16, 8192, mesh_shape=(4, 4))
