@@ -63,6 +63,22 @@ def memory_footprint(model, chip, n_chips: int, batch: int, context_len: int, we
                            capacity_bytes=n_chips * chip.hbm_capacity)
 
 
+def memory_footprint_kv_heads(model, n_kv_heads: int, chip, n_chips: int, batch: int, context_len: int,
+                              weight_dtype: str = "bf16", kv_dtype: str = "bf16") -> MemoryFootprint:
+    """`memory_footprint` with the KV cache of `model` rebuilt with `n_kv_heads` KV heads but its weights unchanged.
+
+    The memory half of the Scaling Book's ch. 7 GQA 1:5 table (LLaMA-2-13B with K = 8 instead of 40, multi-head
+    weights kept); `inference.decode_step_time_kv_heads` is its step time. Used in chapter 4, *The KV cache
+    dominates memory* (claim M5).
+    """
+    m = get_model(model)
+    chip = get_chip(chip)
+    positive("n_chips", n_chips)
+    return MemoryFootprint(weight_bytes=param_bytes(m, weight_dtype),
+                           kv_bytes=kv_cache_bytes(m.with_(n_kv_heads=n_kv_heads), context_len, batch, kv_dtype),
+                           capacity_bytes=n_chips * chip.hbm_capacity)
+
+
 def max_batch_size(model, chip, n_chips: int, context_len: int, weight_dtype: str = "bf16",
                    kv_dtype: str = "bf16") -> int:
     """floor((n_chips x HBM - weight bytes) / KV bytes per sequence); 0 when the weights alone do not fit."""

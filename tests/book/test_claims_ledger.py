@@ -95,3 +95,17 @@ def test_tolerance_bad_input():
         ledger.Tolerance("abs")
     with pytest.raises(ValueError, match="needs low, high or both"):
         ledger.Tolerance("range")
+
+
+def test_published_numbers_are_read_by_key_and_missing_ones_say_why():
+    row = ledger.claim("M4 batch 1 step time")
+    assert ledger.published(row.key) == row.published_value and row.unit == "ms"
+    low, high = ledger.published_range("R2 range")
+    assert low < ledger.published("R2 ch. 1 value") <= high
+    assert set(ledger.claim_keys()) == {claim.key for claim in ledger.CLAIMS}
+    with pytest.raises(ValueError, match="states no number"):
+        ledger.published("M3 four caches")
+    with pytest.raises(ValueError, match="states no range"):
+        ledger.published_range("R1")
+    with pytest.raises(ValueError, match="no ledger row 'R9'"):
+        ledger.published("R9")

@@ -2,6 +2,7 @@
 
 import pytest
 
+from scaling_lib.book.claims import published
 from scaling_lib.hardware import chip_names, get_chip
 from scaling_lib.models import get_model, model_names
 
@@ -31,7 +32,7 @@ def test_chip_rates_are_consistent(name):
 def test_ironwood_ici_per_link_and_v4_per_chip_match_the_sources():
     # Ironwood: 1.2e12 B/s bidirectional per chip over 6 links = 2e11 B/s per link, both directions.
     ironwood = get_chip("ironwood")
-    assert ironwood.ici_bidirectional * ironwood.ici_links == pytest.approx(1.2e12)
+    assert ironwood.ici_bidirectional * ironwood.ici_links == pytest.approx(published("S2 Ironwood ICI per chip"))
     # Pope et al.: 270 GB/s of ICI per TPU v4 chip (6 links x 45 GB/s one way).
     v4 = get_chip("tpu-v4")
-    assert v4.ici_link_bandwidth * v4.ici_links == pytest.approx(270e9)
+    assert v4.ici_link_bandwidth * v4.ici_links == pytest.approx(published("P5 v4 ICI per chip"))

@@ -72,6 +72,8 @@ def test_kv_overtakes_flops_within_a_few_thousand_tokens_for_llama3_70b_and_130_
     for chip in ("tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e", "tpu-7x", "h100", "h200", "b200"):
         assert 500 < kv_compute_crossover_context("llama3-70b", chip) < 3000
     # ...while multi-head LLaMA-2-13B's cache (5x larger per token per parameter) overtakes within ~130 tokens.
+    # Hand derivation (not a source's number): S* = 2 P W / (C x KV bytes per token)
+    # = 2 x 13.0e9 x 8.2e11 B/s / (1.97e14 FLOP/s x 819,200 B) = 132 tokens.
     assert kv_compute_crossover_context("llama2-13b", "tpu-v5e") == pytest.approx(132, rel=0.02)
 
 

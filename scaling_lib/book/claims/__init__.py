@@ -5,7 +5,8 @@ where a claim states several numbers ("M4 batch 1 step time"). The framework (`C
 in `framework`; the rows live in one module per family (`roofline`, `memory`, `step_time`, `sharding`, `layouts`,
 `serving`), each with the helpers its rows call beside them.
 
-This is the only place a source's published number is typed: tests read them with `published(key)`.
+This is the only place a source's published number is typed: tests read them with `published(key)` (and
+`published_range(key)` where the source states a range).
 The book's appendix "Claims ledger" is generated from `evaluate_all()`; tests/book/test_claims_ledger.py asserts
 that every row holds.
 """
@@ -50,6 +51,17 @@ def published(key: str) -> float:
     return value
 
 
+def published_range(key: str) -> tuple:
+    """(low, high) of a row whose source states a range or a bound ("about 280-300", "an order of magnitude").
+
+    Either end may be None (a bound); tests compare against it as they compare against `published`.
+    """
+    row = claim(key)
+    if row.tolerance.kind != "range":
+        raise ValueError(f"ledger row {key!r} states no range ({row.published!r}); use published(key)")
+    return row.tolerance.low, row.tolerance.high
+
+
 __all__ = ["CLAIMS", "POPE", "REL", "SB1", "SB7", "SB8", "TPUI", "Claim", "ClaimResult", "Finding", "Tolerance",
            "between", "claim", "claim_ids", "claim_keys", "claims_holding", "evaluate", "evaluate_all", "holds_that",
-           "published", "show", "within"]
+           "published", "published_range", "show", "within"]

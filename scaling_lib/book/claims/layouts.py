@@ -6,6 +6,7 @@ the rows that use them.
 
 import math
 
+from ...hardware import get_chip
 from ...layouts import (CONVENTIONS, POPE_HEADLINE_RUNS, comm_volume_curves, context_length_table, decode_latency_gap,
                         ffn_comm_volume, kv_versus_weights, layout_switch_points, mfu, ws_2d_crossover_chips)
 from ...models import get_model, param_count
@@ -70,6 +71,16 @@ def _p4_mfu():
     return mfu(param_count(get_model(_PALM)), run.tokens, run.seconds, "tpu-v4", 64)
 
 
+def _p4_decode_mfu():
+    run = POPE_HEADLINE_RUNS["decode-low-latency"]
+    return mfu(param_count(get_model(_PALM)), run.tokens, run.seconds, "tpu-v4", 64)
+
+
+def _v4_ici_per_chip():
+    chip = get_chip("tpu-v4")
+    return chip.ici_link_bandwidth * chip.ici_links
+
+
 def _p4_decode_gap():
     run = POPE_HEADLINE_RUNS["decode-low-latency"]
     gap = decode_latency_gap(_PALM, "tpu-v4", 64, run.batch, run.context_len, run.seconds_per_step,
@@ -128,9 +139,14 @@ CLAIMS = (
           "x", _p3_ratio, holds_that("ratio within 2% of 32 at both batches")),
     Claim("P4", "76% MFU", "prefill MFU, PaLM 540B, batch 512 x 2,048 tokens in 85.2 s on 64 TPU v4",
           f"{POPE}, Table 2", "76%", 0.76, "%", _p4_mfu),
+    Claim("P4", "14% MFU decode", "low-latency decode MFU, int8 weights, batch 64 x 64 steps in 1.82 s on 64 TPU v4",
+          f"{POPE}, Table 2", "14%", 0.14, "%", _p4_decode_mfu),
     Claim("P4", "29 ms decode", "low-latency decode step with int8 weights (measured)", f"{POPE}, Table 2",
           "29 ms (measured)", 29e-3, "ms", _p4_decode_gap, holds_that("roofline bound ≤ measured step"),
           "The 29 ms is measured; the roofline gives only a lower bound, shown with the gap."),
+    Claim("P5", "v4 ICI per chip", "TPU v4's ICI bandwidth per chip, one direction, all links (Pope et al.'s "
+                                   "accounting)", POPE, "270 GB/s", 270e9, "GB/s", _v4_ici_per_chip,
+          note="The hardware table stores 45 GB/s per link, one direction, x 6 links."),
     Claim("P5", "Pope 2D crossover", "2D beats 1D weight-stationary above n = 4F / E chips (Pope et al. accounting)",
           POPE, "16 chips", 16, "chips", lambda: _p5_crossover("pope"),
           note="Pope et al. count 2D bandwidth per axis pair; the Scaling Book counts it differently (next row)."),

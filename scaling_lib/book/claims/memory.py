@@ -9,7 +9,7 @@ import math
 from ...hardware import get_chip
 from ...inference import decode_step_time, decode_step_time_kv_heads, decode_throughput
 from ...kv_levers import kv_lever_table
-from ...memory import kv_cache_bytes, memory_footprint, param_bytes
+from ...memory import kv_cache_bytes, memory_footprint, memory_footprint_kv_heads, param_bytes
 from ...models import get_model, param_count
 from ...units import format_quantity
 from .framework import SB7, Claim, Finding, holds_that
@@ -65,30 +65,21 @@ def _m4_memory_bound_at_240():
 GQA_KV_HEADS = 8  # the Scaling Book's GQA 1:5 table: LLaMA-2-13B's 40 KV heads cut to 8
 
 
-def _gqa_1_to_5():
-    return get_model("llama2-13b").with_(n_kv_heads=GQA_KV_HEADS)
-
-
-def _m5_total(batch):
-    return param_bytes("llama2-13b") + kv_cache_bytes(_gqa_1_to_5(), _CONTEXT, batch=batch)
+def _m5_footprint(batch):
+    return memory_footprint_kv_heads("llama2-13b", GQA_KV_HEADS, "tpu-v5e", 8, batch, _CONTEXT)
 
 
 def _m5_batch64_fits():
-    capacity = 8 * get_chip("tpu-v5e").hbm_capacity
-    gqa = _m5_total(64)
-    mha = param_bytes("llama2-13b") + kv_cache_bytes("llama2-13b", _CONTEXT, batch=64)
-    return Finding(gqa, gqa <= capacity < mha,
-                   f"GQA {format_quantity(gqa, 'GB', 4)} ≤ {format_quantity(capacity, 'GB', 4)} of HBM < "
-                   f"MHA {format_quantity(mha, 'GB', 4)}")
+    gqa, mha = _m5_footprint(64), _m4_footprint(64)
+    capacity = format_quantity(gqa.capacity_bytes, 'GB', 4)
+    return Finding(gqa.total_bytes, gqa.fits and not mha.fits,
+                   f"GQA {format_quantity(gqa.total_bytes, 'GB', 4)} ≤ {capacity} of HBM < "
+                   f"MHA {format_quantity(mha.total_bytes, 'GB', 4)}")
 
 
 def _m5_throughput(batch):
     step = decode_step_time_kv_heads("llama2-13b", GQA_KV_HEADS, "tpu-v5e", 8, batch, _CONTEXT)
     return batch / step.total_s
-
-
-def _m_model():
-    return get_model("llama2-13b")
 
 
 _M6_ORDER = ("GQA", "local attention", "cross-layer sharing", "KV quantization", "paged attention")
@@ -140,7 +131,7 @@ CLAIMS = (
           "memory-bound at batch 240", None, "", _m4_memory_bound_at_240, holds_that("bound == 'memory'"),
           "The MLP FLOP term stays just below the weight-load term even at batch 240."),
     Claim("M5", "batch 16 total", "GQA 1:5 (K = 8): weights + KV at batch 16", SB7, "47.44 GiB (1e9 B)", 47.44e9,
-          "GB", lambda: _m5_total(16), note=_GQA),
+          "GB", lambda: _m5_footprint(16).total_bytes, note=_GQA),
     Claim("M5", "batch 64 fits", "with GQA 1:5 batch 64 fits on 8 v5e (MHA does not)", SB7, "fits", None, "GB",
           _m5_batch64_fits, holds_that("GQA total ≤ HBM < MHA total"), _GQA),
     Claim("M5", "batch 240 throughput", "GQA 1:5 throughput at batch 240", SB7, "4,529 tok/s", 4529, "tok/s",

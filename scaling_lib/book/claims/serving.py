@@ -4,6 +4,7 @@ Each row below is a published number and the scaling_lib call that recomputes it
 the rows that use them.
 """
 
+from types import MappingProxyType
 
 from ...inference import decode_step_time
 from ...moe import as_moe, moe_weights, routing_all_to_all
@@ -13,14 +14,19 @@ from ...simulator import ServingConfig, poisson_workload, simulate
 from ...speculative import best_lookahead, draft_cost_ratio, roofline_speedup
 from ...units import format_quantity
 from .framework import SB7, SB8, TPUI, Claim, Finding, between, holds_that
+from .step_time import T4_DEPLOYMENT, T4_NOTE
 
 
 def _prefill(chip, n_chips):
     return prefill_latency("llama3-70b", chip, n_chips, 8192, mfu=0.4)
 
 
+# Claim V2's inputs as the source states them (Scaling Book ch. 8): prefill_to_decode_ratio(**V2_SOURCE_INPUTS).
+V2_SOURCE_INPUTS = MappingProxyType(dict(prefill_s=0.91, decode_step_s=0.019, decode_batch=32, decode_steps=512))
+
+
 def _v2_ratio():
-    return prefill_to_decode_ratio(0.91, 0.019, 32, 512)  # the source's inputs (Scaling Book ch. 8)
+    return prefill_to_decode_ratio(**V2_SOURCE_INPUTS)
 
 
 def _v2_from_model():
@@ -28,18 +34,22 @@ def _v2_from_model():
                         n_prefill_chips=16, n_decode_chips=16).prefill_per_decode
 
 
+# Claim V3's scenario (chapter 9 runs it too): servers of LLaMA-3-70B on 16 TPU v5e with 32 slots of 8,192 tokens
+# (the Scaling Book's ch. 8 server), requests of 512-4,096 prompt and 64-512 output tokens, and every engine on the
+# same 48 chips: simulate(V3_CONFIG, workload, engine, **V3_SERVERS) runs 3 co-located servers, or 2 prefill + 1
+# decode servers for "disaggregated" (simulate uses the counts its engine needs).
+V3_CONFIG = ServingConfig("llama3-70b", "tpu-v5e", n_chips=16, max_batch=32, max_context_len=8192)
+V3_MIX = MappingProxyType(dict(prompt_len=(512, 4096), output_len=(64, 512)))
+V3_SERVERS = MappingProxyType(dict(n_servers=3, n_prefill_servers=2, n_decode_servers=1))
+
+
 def _v3_engines():
-    config = ServingConfig("llama3-70b", "tpu-v5e", n_chips=16, max_batch=32, max_context_len=8192)
-    mixed = dict(prompt_len=(512, 4096), output_len=(64, 512))
-
     def run(engine, workload):
-        if engine == "disaggregated":
-            return simulate(config, workload, engine, n_prefill_servers=2, n_decode_servers=1)
-        return simulate(config, workload, engine, n_servers=3)
+        return simulate(V3_CONFIG, workload, engine, **V3_SERVERS)
 
-    low = poisson_workload(0.5, 300, **mixed, seed=5)
+    low = poisson_workload(0.5, 300, **V3_MIX, seed=5)
     naive_low, inter_low = run("naive", low), run("interleaved", low)
-    high = poisson_workload(3.0, 300, **mixed, seed=5)
+    high = poisson_workload(3.0, 300, **V3_MIX, seed=5)
     naive, inter, disagg = run("naive", high), run("interleaved", high), run("disaggregated", high)
     ok = (inter_low.p99_ttft_s < 0.5 * naive_low.p99_ttft_s and disagg.p99_tpot_s <= inter.p99_tpot_s
           and naive.p99_tpot_s <= inter.p99_tpot_s and naive.p50_ttft_s > 5 * inter.p50_ttft_s)
@@ -50,7 +60,8 @@ def _v3_engines():
                              "interleaving cuts TTFT, disaggregation removes the decode stalls")
 
 
-# Claim V4's scenario (our assumptions; the source gives none): a 4e9-parameter drafter for a 70e9 target, acceptance 0.6.
+# Claim V4's scenario (our assumptions; the source gives none): a 4e9-parameter drafter for a 70e9 target,
+# acceptance 0.6. Chapter 10 and the tests use these.
 V4_DRAFT_PARAMS, V4_TARGET_PARAMS, V4_ACCEPTANCE = 4e9, 70e9, 0.6
 
 
@@ -70,8 +81,8 @@ def _v4_gains_shrink():
                    "roofline speedup, k = 4, acceptance 0.6, batch 1 → 256 (LLaMA-3-70B, 16 v5e, 2,048 tokens)")
 
 
-def _v5_weight_ratio():
-    return moe_weights("sb7-worked", 16, 2).weight_ratio
+def _v5_weights():
+    return moe_weights("sb7-worked", 16, 2)
 
 
 def _v5_weight_bound():
@@ -84,7 +95,7 @@ def _v5_weight_bound():
 
 
 def _v6_rows():
-    return {(r.weight_dtype, r.kv_dtype): r for r in quantization_table("llama3-70b", "ironwood", 8, 32768, 64)}
+    return {(r.weight_dtype, r.kv_dtype): r for r in quantization_table(**T4_DEPLOYMENT)}
 
 
 def _v6_fewer_bytes():
@@ -101,9 +112,6 @@ def _v6_fp8_halves():
     rows = _v6_rows()
     return rows[("fp8", "fp8")].step_s / rows[("bf16", "bf16")].step_s
 
-
-_T4_NOTE = ("The source gives no configuration; 8 Ironwood chips, 32,768-token context, batch 64, bf16 -> fp8 "
-            "(weights, KV and math) reproduces it.")
 
 CLAIMS = (
     Claim("V1", "16 v5e", "8,192-token prefill of LLaMA-3-70B on 16 v5e at 40% MFU", SB8, "about 0.91 s", 0.91, "s",
@@ -124,14 +132,20 @@ CLAIMS = (
           "Greedy output equality is checked on the tiny JAX model in tests/tiny/test_speculative.py."),
     Claim("V4", "gains shrink with batch", "speculation's gain shrinks as the batch grows", SB7, "gains shrink", None,
           "", _v4_gains_shrink, holds_that("speedup non-increasing in batch")),
+    Claim("V5", "dense params", "the ch. 7 worked-problem model (embedding counted once) has 18.4e9 parameters", SB7,
+          "18.4e9", 18.4e9, "", lambda: _v5_weights().dense_params),
+    Claim("V5", "MoE params", "the same model as a 16-expert top-2 MoE has 212e9 parameters", SB7, "212e9", 212e9,
+          "", lambda: _v5_weights().total_params),
+    Claim("V5", "MoE active params", "of which 31.2e9 are active per token", SB7, "31.2e9", 31.2e9, "",
+          lambda: _v5_weights().active_params),
     Claim("V5", "12x weights", "the ch. 7 model as a 16-expert top-2 MoE has about 12x the weight bytes", SB7,
-          "about 12x", None, "x", _v5_weight_ratio, between(11.5, 12.5, "x"),
+          "about 12x", None, "x", lambda: _v5_weights().weight_ratio, between(11.5, 12.5, "x"),
           "11.5x exactly; the source rounds to 12."),
     Claim("V5", "weight-bound, two all-to-alls", "MoE decode is weight-bandwidth-bound with two routing all-to-alls "
                                                  "per layer", SB7, "two AllToAlls per layer", 2, "",
           _v5_weight_bound, holds_that("memory-bound at batch 32; 2 latency-bound all-to-alls")),
     Claim("V6", "fp8 halves the step", "fp8 weights and KV halve LLaMA-3-70B's step (T4's configuration)", TPUI,
-          "halves", 0.5, "x", _v6_fp8_halves, note=_T4_NOTE),
+          "halves", 0.5, "x", _v6_fp8_halves, note=T4_NOTE),
     Claim("V6", "fewer bytes, faster", "fewer bytes per weight and KV entry is the most direct decode lever", TPUI,
           "fewer bytes → faster step", None, "", _v6_fewer_bytes,
           holds_that("step falls and max batch grows with fewer bytes")),

@@ -4,8 +4,8 @@ Each row below is a published number and the scaling_lib call that recomputes it
 the rows that use them.
 """
 
-
 from ...dtypes import bytes_per_element
+from ...hardware import get_chip
 from ...models import get_model
 from ...sharding import (beta, collective_time, fsdp_decode_cost, kv_cache_sharding, latency_bound_bytes,
                          max_decode_model_parallelism, max_prefill_model_parallelism)
@@ -19,6 +19,9 @@ def _beta(chip):
 
 def _max_mp(d_ff, batch, beta_value):
     return max_decode_model_parallelism(d_ff, batch, beta_value)
+
+
+S1_ROUNDED_BETA = 8  # the Scaling Book's beta for v5e in its 64-way example (9.1 rounded)
 
 
 def _s2_ways():
@@ -50,6 +53,16 @@ def _s5_kv_sharding():
                               f"{unsplit.all_to_alls_per_attention_layer})")
 
 
+def _ici_per_chip(chip):
+    chip = get_chip(chip)
+    return chip.ici_bidirectional * chip.ici_links
+
+
+def _s6_flops_per_ici_byte():
+    chip = get_chip("tpu-v5e")
+    return chip.peak_flops("bf16") / chip.ici_bidirectional
+
+
 def _s6():
     return max_prefill_model_parallelism("tpu-v5e", 28672)
 
@@ -58,9 +71,13 @@ CLAIMS = (
     Claim("S1", "beta v5e", "beta = HBM / bidirectional ICI per link on v5e", SB7, "about 8 (9.1 unrounded)", 9.1,
           "", lambda: _beta("tpu-v5e"), note="The source rounds 9.1 to 8 for the 64-way example."),
     Claim("S1", "64 ways", "F = 16,384 at B = 32 can be model-sharded F / (B beta) ways (beta = 8)", SB7, "64 ways",
-          64, "ways", lambda: _max_mp(16384, 32, 8), note="With the source's rounded beta = 8; the unrounded beta allows a little fewer ways."),
+          64, "ways", lambda: _max_mp(16384, 32, S1_ROUNDED_BETA),
+          note="With the source's rounded beta = 8; the unrounded beta allows a little fewer ways."),
     Claim("S2", "beta Ironwood", "beta on Ironwood = 7.38e12 / 2e11", TPUI, "about 37", 36.9, "",
           lambda: _beta("ironwood")),
+    Claim("S2", "Ironwood ICI per chip", "Ironwood's ICI bandwidth per chip, both directions, all links", TPUI,
+          "1.2e12 B/s", 1.2e12, "TB/s", lambda: _ici_per_chip("ironwood"),
+          note="The hardware table stores 2e11 B/s bidirectional per link x 6 links."),
     Claim("S2", "24 ways", "LLaMA-3-70B at batch 32 splits about 24 ways on Ironwood", TPUI, "about 24 ways", 24,
           "ways", _s2_ways),
     Claim("S3", "131 kB latency-bound", "B = 16, D = 8,192 in int8: 131 kB per collective, latency-bound", SB7,
@@ -75,6 +92,8 @@ CLAIMS = (
           "Slowdown = weight all-gather over ICI / weight read from HBM, about (n - 1) beta."),
     Claim("S5", "", "KV cache sharded by KV heads up to K ways, then by batch, with two all-to-alls per layer", SB7,
           "two AllToAlls", 2, "", _s5_kv_sharding, holds_that("8 x 2 split, 2 all-to-alls (0 unsplit)")),
+    Claim("S6", "C / W_ici", "v5e's bf16 FLOP/s over its bidirectional ICI bandwidth per link", SB7, "about 2200",
+          2200, "FLOPs/B", _s6_flops_per_ici_byte),
     Claim("S6", "", "prefill model parallelism up to about F / 2200 per axis on v5e (F = 28,672)", SB7,
           "about F / 2200", 28672 / 2200, "ways", _s6),
 )

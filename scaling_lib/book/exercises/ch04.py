@@ -1,17 +1,15 @@
 """Chapter 4 (the KV cache dominates memory): exercises. Every expected value is a scaling_lib call."""
 
-from ...inference import step_time_bound
-from ...memory import kv_bytes_per_token, kv_cache_bytes, max_batch_size, param_bytes
-from ...models import get_model, param_count
+from ...inference import decode_step_time_kv_heads
+from ...memory import kv_bytes_per_token, kv_cache_bytes, max_batch_size
 from .exercise import Exercise
 
 
 def _gqa_1_to_5_throughput(batch: int, context_len: int = 8192) -> float:
     """The Scaling Book's GQA table: LLaMA-2-13B's KV cache with K = 8, but the MHA model's weights kept."""
-    mha = get_model("llama2-13b")
-    step = step_time_bound(batch=batch, kv_bytes_per_sequence=kv_cache_bytes(mha.with_(n_kv_heads=8), context_len),
-                           param_bytes=param_bytes(mha), param_count=param_count(mha), chip="tpu-v5e", n_chips=8)
+    step = decode_step_time_kv_heads("llama2-13b", 8, "tpu-v5e", 8, batch, context_len)
     return batch / step.total_s
+
 
 EXERCISES = (
     Exercise(
