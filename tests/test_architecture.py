@@ -1,6 +1,6 @@
 """The package's layout is a contract: closed-form math never imports JAX, imports flow one way (top level <- tiny <-
 book) with no cycle, private names stay in their module, imports sit at the top of modules, and every notebook
-starts with the same one-line set-up."""
+starts with the same one-line set-up and builds its tables with `markdown_table`."""
 
 import ast
 import json
@@ -124,3 +124,25 @@ def test_every_notebook_starts_with_the_one_line_setup_in_a_folded_cell(path):
     assert "hide-input" in first["metadata"].get("tags", [])
     later = ["".join(cell["source"]) for cell in cells if cell["cell_type"] == "code" and cell is not first]
     assert not any("XLA_FLAGS" in source or "apply_style()" in source for source in later)
+
+
+def _hand_built_tables(source: str) -> list:
+    """String literals of a code cell that look like a Markdown table row with an alignment rule ("|---|--:|")."""
+    return [node.value for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)
+            and node.value.lstrip().startswith("|") and "---" in node.value]
+
+
+def test_the_hand_built_table_detector_finds_a_header_rule():
+    assert _hand_built_tables('rows = ["| a | b |", "|---|---:|"]\nrows.append(f"| {x} | {y} |")') == ["|---|---:|"]
+    assert _hand_built_tables('rows = ["| a | b |\\n|---|---:|"]') == ["| a | b |\n|---|---:|"]
+    assert not _hand_built_tables('display(markdown_table(["a", "b"], rows, "lr"))\nprint("---")')
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_no_notebook_builds_a_markdown_table_by_hand(path):
+    cells = json.loads(path.read_text())["cells"]
+    found = [(index, text) for index, cell in enumerate(cells) if cell["cell_type"] == "code"
+             for text in _hand_built_tables("".join(cell["source"]))]
+    assert not found, (f"{path.name} builds Markdown tables by hand (cell, literal): {found}; use "
+                       "scaling_lib.book.display.markdown_table(header, rows, align)")
