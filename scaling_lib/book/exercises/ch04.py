@@ -2,12 +2,13 @@
 
 from ...inference import decode_step_time_kv_heads
 from ...memory import kv_bytes_per_token, kv_cache_bytes, max_batch_size
+from ..claims.memory import GQA_KV_HEADS
 from .exercise import Exercise
 
 
 def _gqa_1_to_5_throughput(batch: int, context_len: int = 8192) -> float:
     """The Scaling Book's GQA table: LLaMA-2-13B's KV cache with K = 8, but the MHA model's weights kept."""
-    step = decode_step_time_kv_heads("llama2-13b", 8, "tpu-v5e", 8, batch, context_len)
+    step = decode_step_time_kv_heads("llama2-13b", GQA_KV_HEADS, "tpu-v5e", 8, batch, context_len)
     return batch / step.total_s
 
 

@@ -3,6 +3,7 @@
 from ...hardware import get_chip
 from ...inference import decode_throughput, kv_compute_crossover_context, step_time_bound
 from ...memory import param_bytes
+from ..claims.step_time import T2_INPUTS
 from .exercise import Exercise
 
 EXERCISES = (
@@ -11,8 +12,7 @@ EXERCISES = (
         question="Step-time lower bound of the 30B dense model (int8 weights, bf16 math, 16 TPU v5e, 8,192 tokens of "
                  "context, 100 kB of KV cache per token) at batch 64, in ms.",
         unit="ms",
-        expected=lambda: step_time_bound(batch=64, kv_bytes_per_sequence=8192 * 100e3, param_bytes=30e9 * 1,
-                                         param_count=30e9, chip="tpu-v5e", n_chips=16, compute_dtype="bf16").total_s,
+        expected=lambda: step_time_bound(batch=64, **T2_INPUTS).total_s,  # claim T2's pop quiz
     ),
     Exercise(
         id="ch5.kv-crossover-llama3-70b-v5e",
