@@ -77,6 +77,21 @@ def attention_pairs(query_len: int, kv_len: int, window=None, skip_masked: bool 
     return visible_up_to(kv_len) - visible_up_to(kv_len - query_len)
 
 
+def _attention(m, query_len: int, kv_len: int, batch: int, skip_masked: bool) -> float:
+    """Attention FLOPs summed over the layers: 2 B N (H + H_v) per scored pair (4 B N H when H_v = H), global
+    layers scoring every causal pair, local (sliding-window) layers at most the window's."""
+    n_global = m.n_global_layers
+    per_layer_width = (m.head_dim + m.value_head_dim) / 2  # = H for standard attention
+    total = 0.0
+    if n_global:
+        pairs = attention_pairs(query_len, kv_len, None, skip_masked)
+        total += n_global * attention_flops(1, pairs, m.n_heads, per_layer_width, batch)
+    if m.n_layers - n_global:
+        pairs = attention_pairs(query_len, kv_len, m.sliding_window, skip_masked)
+        total += (m.n_layers - n_global) * attention_flops(1, pairs, m.n_heads, per_layer_width, batch)
+    return total
+
+
 def forward_flops(model, tokens: int, batch: int = 1, skip_masked: bool = False) -> FlopCount:
     """A full causal pass over `tokens` tokens per sequence (prefill, or one step of naive sampling).
 
@@ -86,9 +101,8 @@ def forward_flops(model, tokens: int, batch: int = 1, skip_masked: bool = False)
     m = get_model(model)
     positive_int("tokens", tokens)
     positive_int("batch", batch)
-    pairs = attention_pairs(tokens, tokens, m.sliding_window, skip_masked)
     return FlopCount(matmul=matmul_flops(batch * tokens, matmul_params(m), 1),
-                     attention=m.n_layers * attention_flops(1, pairs, m.n_heads, m.head_dim, batch))
+                     attention=_attention(m, tokens, tokens, batch, skip_masked))
 
 
 def decode_step_flops(model, context_len: int, batch: int = 1, skip_masked: bool = False) -> FlopCount:
@@ -101,9 +115,8 @@ def decode_step_flops(model, context_len: int, batch: int = 1, skip_masked: bool
     m = get_model(model)
     positive_int("context_len", context_len)
     positive_int("batch", batch)
-    pairs = attention_pairs(1, context_len, m.sliding_window, skip_masked)
     return FlopCount(matmul=matmul_flops(batch, matmul_params(m), 1),
-                     attention=m.n_layers * attention_flops(1, pairs, m.n_heads, m.head_dim, batch))
+                     attention=_attention(m, 1, context_len, batch, skip_masked))
 
 
 def generation_flops_curve(model, prompt_len: int, n_tokens: int, batch: int = 1, cached: bool = True,

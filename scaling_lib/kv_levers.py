@@ -8,7 +8,10 @@ the Scaling Book lists {cite}`scalingbook`, each changing one factor of  B x S x
   cross-layer sharing   s consecutive layers share one K/V: stored L -> ceil(L / s); each layer still attends over
                         it, so the bytes READ per step need not fall (unless the shared KV stays on chip between layers);
   quantization          bytes per element: bf16 2 -> int8 / fp8 1 -> int4 0.5;
-  paged attention       a ragged batch stores and reads sum ceil(len_b / block) x block slots instead of B x S_max.
+  paged attention       a ragged batch stores and reads sum ceil(len_b / block) x block slots instead of B x S_max;
+  latent attention      (MLA, DeepSeek-V2/V3) cache one compressed latent per token and layer instead of K heads'
+                        keys and values: 2 K H -> r_kv + H_rope values (`memory.kv_bytes_per_token` handles it), paid
+                        for with more attention FLOPs per cached token (`decode_attention_cost`).
 `kv_footprint` applies any combination; `kv_lever_table` costs them one at a time and together.
 """
 
@@ -81,6 +84,8 @@ def kv_footprint(model, lengths, dtype: str = "bf16", window: int | None = None,
     """
     m = get_model(model)
     lengths = _lengths(lengths)
+    if window is None and global_every is None:
+        global_every = m.global_every  # the model's own local/global pattern (None for most models)
     window = m.sliding_window if window is None else window
     if window is not None:
         positive("window", window)
@@ -188,3 +193,43 @@ def kv_lever_table(model, context_len: int, batch: int, n_kv_heads: int = 8, win
     rows.append(LeverRow("all of the above", "every lever but MQA", fp.stored_bytes, fp.read_bytes,
                          base.stored_bytes, base.read_bytes))
     return tuple(rows)
+
+
+@dataclass(frozen=True)
+class AttentionCost:
+    """One decode token's attention over its cached context, summed over the layers: FLOPs and KV bytes read."""
+
+    flops: float
+    kv_bytes: float
+
+    @property
+    def intensity(self) -> float:
+        """FLOPs per byte of cache read: compare with the chip's ridge point C / W_hbm (chapter 1)."""
+        return self.flops / self.kv_bytes
+
+
+def decode_attention_cost(model, context_len: int, kv_dtype: str = "bf16", absorbed: bool = True) -> AttentionCost:
+    """FLOPs and KV bytes of one decode token's attention to `context_len` cached tokens (all layers).
+
+    Standard (GQA/MQA/MHA) attention: 2 N (H + H_v) FLOPs per cached token and layer (scores and the weighted sum
+    of values; 4 N H when H_v = H) for L K (H + H_v) x bytes read: intensity about G = N / K in bf16 (chapter 3).
+    Multi-head latent attention (MLA, DeepSeek-V2 {cite}`deepseekv2`) caches r_kv latent values and H_rope RoPE-key
+    values per token and layer. With the up-projections absorbed into the query and output (the usual decode
+    kernel), every head scores against the latent and sums latents: 2 N (r_kv + H_rope) + 2 N r_kv FLOPs per cached
+    token and layer, for (r_kv + H_rope) x bytes. Not absorbed, each step first re-expands every cached latent into
+    per-head keys and values: 2 r_kv N (H - H_rope + H_v) more FLOPs per cached token and layer.
+    The fixed per-token projections (W_Q, W_O, the absorbed matrices) are left out: they do not grow with context.
+    Used in chapter 6, *Shrinking the KV cache*.
+    """
+    m = get_model(model)
+    positive("context_len", context_len)
+    n = m.n_heads
+    if m.is_mla:
+        r, rope = m.kv_lora_rank, m.rope_head_dim
+        per_token = 2 * n * (r + rope) + 2 * n * r
+        if not absorbed:
+            per_token = 2 * n * (m.head_dim + m.value_head_dim) + 2 * r * n * (m.head_dim - rope + m.value_head_dim)
+    else:
+        per_token = 2 * n * (m.head_dim + m.value_head_dim)
+    flops = m.n_layers * context_len * per_token
+    return AttentionCost(flops=float(flops), kv_bytes=kv_bytes_per_token(m, kv_dtype) * context_len)

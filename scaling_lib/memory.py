@@ -14,20 +14,30 @@ from .models import get_model, param_count
 
 
 def kv_bytes_per_token(model, dtype: str = "bf16") -> float:
-    """2 L K H x bytes: keys and values, every layer, every KV head, for one token of one sequence."""
+    """2 L K H x bytes: keys and values, every layer, every KV head, for one token of one sequence.
+
+    With a value width H_v != H it is L K (H + H_v) x bytes. Multi-head latent attention (MLA, DeepSeek-V2/V3)
+    caches one latent of r_kv values and one shared RoPE key of H_rope values per layer instead:
+    L (r_kv + H_rope) x bytes (DeepSeek-V3 in bf16: 61 x 576 x 2 B = 70.3 kB; used in chapter 6).
+    """
     m = get_model(model)
-    return 2.0 * m.n_layers * m.n_kv_heads * m.head_dim * bytes_per_element(dtype)
+    if m.is_mla:
+        return m.n_layers * (m.kv_lora_rank + m.rope_head_dim) * bytes_per_element(dtype)
+    return m.n_layers * m.n_kv_heads * (m.head_dim + m.value_head_dim) * bytes_per_element(dtype)
 
 
 def kv_cache_bytes(model, tokens: int, batch: int = 1, dtype: str = "bf16") -> float:
     """KV cache of `batch` sequences of `tokens` tokens: B x S x 2 L K H x bytes.
 
-    With a sliding window W, each sequence keeps at most W tokens per layer.
+    With a sliding window W, each sequence keeps at most W tokens on every local layer (all layers, or all but every
+    global_every-th one when the model mixes local and global layers).
     """
     m = get_model(model)
     positive("tokens", tokens, allow_zero=True)
     positive("batch", batch, allow_zero=True)
-    kept = tokens if m.sliding_window is None else min(tokens, m.sliding_window)
+    n_global = m.n_global_layers
+    local_tokens = tokens if m.sliding_window is None else min(tokens, m.sliding_window)
+    kept = (n_global * tokens + (m.n_layers - n_global) * local_tokens) / m.n_layers
     return batch * kept * kv_bytes_per_token(m, dtype)
 
 

@@ -97,6 +97,12 @@ def init_params(config: Transformer, seed: int = 0, dtype=jnp.float32) -> Params
         raise ValueError(f"config must be a scaling_lib.models.Transformer, got {type(config).__name__}")
     if config.n_experts != 1:
         raise ValueError(f"n_experts={config.n_experts}: this model is dense; use n_experts=1")
+    unsupported = [name for name, value in (("kv_lora_rank", config.kv_lora_rank), ("v_head_dim", config.v_head_dim),
+                                            ("global_every", config.global_every))
+                   if value is not None]
+    if unsupported:
+        raise ValueError(f"the tiny model implements standard GQA attention on every layer; drop {unsupported} "
+                         "from the config (the closed-form library costs those models)")
     if config.head_dim % 2:
         raise ValueError(f"head_dim={config.head_dim} must be even: RoPE rotates pairs of dimensions")
     c = config

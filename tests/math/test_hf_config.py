@@ -1,0 +1,144 @@
+"""Your own model: `models.from_hf_config` reads shipped config.json files into the right shapes, and the parameter
+totals match the model cards; the new structures (MLA, local/global layers, shared experts, leading dense layers)
+are counted the way a hand derivation counts them."""
+
+import json
+
+import pytest
+
+from scaling_lib.flops import decode_step_flops, matmul_params
+from scaling_lib.kv_levers import decode_attention_cost, kv_footprint
+from scaling_lib.memory import kv_bytes_per_token, kv_cache_bytes
+from scaling_lib.models import Transformer, active_param_count, from_hf_config, get_model, param_count
+from tests import REPO
+
+CONFIGS = REPO / "book" / "data" / "hf_configs"
+
+# Parameter totals as the model cards state them (the oracle), with the precision each states: "405B" is good to
+# the last digit shown, so we allow 1% as the issue asks; "37B" active for DeepSeek-V3 is stated to two digits.
+MODEL_CARDS = {
+    "llama-3.1-8b": (8.03e9, None),
+    "llama-3.1-405b": (405e9, None),
+    "mistral-7b-v0.1": (7.24e9, None),
+    "mixtral-8x7b": (46.7e9, 12.9e9),
+    "qwen2.5-7b": (7.61e9, None),
+    "qwen3-8b": (8.2e9, None),
+    "qwen3-235b-a22b": (235e9, 22e9),
+    "gemma-2-9b": (9.24e9, None),
+    "deepseek-v3": (671e9, 37e9),
+}
+
+
+@pytest.mark.parametrize("stem", sorted(MODEL_CARDS))
+def test_every_shipped_config_parses_to_the_model_cards_parameter_totals(stem):
+    model = from_hf_config(CONFIGS / f"{stem}.json")
+    total, active = MODEL_CARDS[stem]
+    assert param_count(model) == pytest.approx(total, rel=0.01)
+    if active is not None and stem != "deepseek-v3":
+        assert active_param_count(model) == pytest.approx(active, rel=0.01)
+
+
+def test_deepseek_v3_active_weights_match_the_cards_37b_to_its_two_digits():
+    """The card's "37B activated" is rounded to two digits (36.5e9 to 37.5e9). The weights one token is multiplied
+    by (P_mm: routed top-8 plus the shared expert, attention, the output projection; the input table is a lookup)
+    fall inside that band; counting the input table too adds 0.93e9 and falls just above it."""
+    model = from_hf_config(CONFIGS / "deepseek-v3.json")
+    assert 36.5e9 <= matmul_params(model) <= 37.5e9
+    assert active_param_count(model) - matmul_params(model) == model.vocab_size * model.d_model
+
+
+def test_shapes_read_from_the_configs():
+    deepseek = from_hf_config(CONFIGS / "deepseek-v3.json")
+    assert (deepseek.n_layers, deepseek.n_dense_layers, deepseek.n_experts, deepseek.n_active_experts,
+            deepseek.n_shared_experts) == (61, 3, 256, 8, 1)
+    assert (deepseek.kv_lora_rank, deepseek.rope_head_dim, deepseek.head_dim, deepseek.value_head_dim) == (512, 64,
+                                                                                                           192, 128)
+    gemma = from_hf_config(CONFIGS / "gemma-2-9b.json")
+    assert (gemma.sliding_window, gemma.global_every, gemma.n_global_layers, gemma.tied_embeddings) == (4096, 2, 21,
+                                                                                                        True)
+    mistral = from_hf_config(CONFIGS / "mistral-7b-v0.1.json")
+    assert mistral.sliding_window == 4096 and mistral.n_global_layers == 0
+    assert from_hf_config(CONFIGS / "qwen2.5-7b.json").sliding_window is None  # use_sliding_window is false
+    # The shipped configs of models in the table give the table's shapes.
+    assert from_hf_config(CONFIGS / "llama-3.1-405b.json").with_(name="", source="") == get_model(
+        "llama3.1-405b").with_(name="", source="")
+    assert from_hf_config(CONFIGS / "deepseek-v3.json").with_(name="", source="") == get_model(
+        "deepseek-v3").with_(name="", source="")
+
+
+def test_mla_kv_bytes_per_token_against_a_hand_derivation():
+    # DeepSeek-V3 caches, per token and layer, a 512-wide latent and one 64-wide RoPE key: 61 x 576 x 2 B in bf16.
+    assert kv_bytes_per_token("deepseek-v3", "bf16") == 61 * (512 + 64) * 2 == 70272
+    # The same model with GQA-8 over 192/128-wide heads would cache 61 x 8 x (192 + 128) x 2 B per token.
+    gqa = get_model("deepseek-v3").with_(kv_lora_rank=None, q_lora_rank=None, rope_head_dim=0, n_kv_heads=8)
+    assert kv_bytes_per_token(gqa, "bf16") == 61 * 8 * (192 + 128) * 2
+    assert kv_cache_bytes("deepseek-v3", 32768, batch=2) == 2 * 32768 * 70272
+
+
+def test_mla_decode_attention_flops_absorbed_against_a_hand_derivation():
+    # Absorbed MLA: per cached token and layer, each of 128 heads scores a 512 + 64 vector and sums a 512 vector.
+    cost = decode_attention_cost("deepseek-v3", 1000)
+    assert cost.flops == 61 * 1000 * (2 * 128 * (512 + 64) + 2 * 128 * 512)
+    assert cost.kv_bytes == 1000 * 70272
+    assert 200 < cost.intensity < 300  # near an H100's ridge point: MLA decode attention is no longer ~G FLOPs/B
+    # Standard GQA: 4 N H per cached token and layer, G = 8 FLOPs per byte of bf16 cache.
+    llama = decode_attention_cost("llama3-70b", 1000)
+    assert llama.flops == 80 * 1000 * 4 * 64 * 128 and llama.intensity == pytest.approx(8)
+    # Not absorbed, the latents are re-expanded every step: far more FLOPs for the same bytes.
+    assert decode_attention_cost("deepseek-v3", 1000, absorbed=False).flops > 50 * cost.flops
+
+
+def test_local_global_layers_keep_the_window_on_local_layers_only():
+    # Gemma 2 9B: 42 layers, 21 global; 8 KV heads of 256: 2 x 8 x 256 x 2 B = 8,192 B per token and layer.
+    gemma = from_hf_config(CONFIGS / "gemma-2-9b.json")
+    assert kv_cache_bytes(gemma, 8192) == 8192 * (21 * 8192 + 21 * 4096)
+    assert kv_cache_bytes(gemma, 8192) == kv_footprint(gemma, [8192]).stored_bytes
+    assert kv_cache_bytes(gemma, 2048) == 42 * 2048 * 8192  # shorter than the window: nothing dropped
+    all_global = gemma.with_(sliding_window=None, global_every=None)
+    assert decode_step_flops(gemma, 8192, skip_masked=True).attention < decode_step_flops(
+        all_global, 8192, skip_masked=True).attention
+
+
+def test_old_models_count_exactly_as_before():
+    # Hand derivation for LLaMA-2-13B: L (D H (2N + 2K) + 3 D F) + 2 V D.
+    assert param_count(get_model("llama2-13b")) == 40 * (5120 * 128 * (80 + 80) + 3 * 5120 * 13824) + 2 * 32000 * 5120
+    assert kv_bytes_per_token("llama3-70b") == 2 * 80 * 8 * 128 * 2
+
+
+@pytest.mark.parametrize("spelling, name", [("llama-2-13b", "llama2-13b"), ("meta-llama/Llama-3.1-8B", "llama3-8b"),
+                                            ("meta-llama/Llama-3.1-8B-Instruct", "llama3-8b"),
+                                            ("Meta-Llama-3-70B-Instruct", "llama3-70b"),
+                                            ("meta-llama/Llama-3.3-70B-Instruct", "llama3-70b"),
+                                            ("mistralai/Mixtral-8x7B-v0.1", "mixtral-8x7b"),
+                                            ("deepseek-ai/DeepSeek-V3", "deepseek-v3"),
+                                            ("Qwen/Qwen3-235B-A22B", "qwen3-235b-a22b"), ("PaLM-540B", "palm-540b")])
+def test_common_spellings_find_the_model(spelling, name):
+    assert get_model(spelling).name == name
+
+
+def test_from_hf_config_bad_input_names_the_field(tmp_path):
+    with pytest.raises(ValueError, match="model_type 'gpt2'"):
+        from_hf_config({"model_type": "gpt2"})
+    config = json.loads((CONFIGS / "llama-3.1-8b.json").read_text())
+    del config["num_hidden_layers"]
+    with pytest.raises(ValueError, match="num_hidden_layers"):
+        from_hf_config(config)
+    moe = json.loads((CONFIGS / "qwen3-235b-a22b.json").read_text())
+    with pytest.raises(ValueError, match="decoder_sparse_step"):
+        from_hf_config({**moe, "decoder_sparse_step": 2})
+    with pytest.raises(ValueError, match="no config file"):
+        from_hf_config(tmp_path / "missing.json")
+    with pytest.raises(ValueError, match="unknown model"):
+        get_model("llama-9-9b")
+
+
+def test_new_structure_fields_validate_themselves():
+    base = dict(n_layers=4, d_model=64, d_ff=128, n_heads=4, n_kv_heads=4, head_dim=16, vocab_size=100)
+    with pytest.raises(ValueError, match="global_every needs a sliding_window"):
+        Transformer(**base, global_every=2)
+    with pytest.raises(ValueError, match="n_shared_experts"):
+        Transformer(**base, n_shared_experts=1)
+    with pytest.raises(ValueError, match="d_ff_dense"):
+        Transformer(**base, n_experts=4, n_active_experts=2, n_dense_layers=1)
+    with pytest.raises(ValueError, match="kv_lora_rank"):
+        Transformer(**base, rope_head_dim=4)
