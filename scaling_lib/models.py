@@ -8,8 +8,12 @@ PaLM (Chowdhery et al. 2022) as used by Pope et al. 2022.
 """
 
 import json
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
+
+
+_ALWAYS_SHOWN = ("n_layers", "d_model", "d_ff", "n_heads", "n_kv_heads", "head_dim", "vocab_size", "n_experts",
+                 "n_active_experts", "tied_embeddings", "sliding_window", "name", "source")
 
 
 @dataclass(frozen=True)
@@ -88,6 +92,15 @@ class Transformer:
         if self.rope_head_dim >= self.head_dim:
             raise ValueError(f"rope_head_dim={self.rope_head_dim} must be smaller than head_dim={self.head_dim}, "
                              "which counts it")
+
+    def __repr__(self) -> str:
+        """The fields every model has, then only the structure fields that differ from a uniform decoder's."""
+        shown = []
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name in _ALWAYS_SHOWN or value != f.default:
+                shown.append(f"{f.name}={value!r}")
+        return f"Transformer({', '.join(shown)})"
 
     @property
     def group_size(self) -> int:
