@@ -1,13 +1,15 @@
 """Sharding arithmetic: how far prefill and decode can be split, and what the collectives cost.
 
 Collective costs on one axis of n chips joined in a bidirectional ring (Scaling Book ch. 3), V = bytes of the full
-array (the gathered output of an all-gather, the unreduced input of a reduce-scatter):
-    all-gather, reduce-scatter:  V / W_ici          (W_ici = bidirectional bandwidth of one link)
-    all-reduce:                  2 V / W_ici
-    all-to-all:                  V / (4 W_ici)
-Each is also at least (n / 2) hops x the hop latency: a ring moves chunks of V / n one hop at a time, and a hop
-cannot take less than ~1 us however small its chunk. Below n x W_link x latency bytes a collective is
-latency-bound (the Scaling Book's 360 kB for 8 v5e chips).
+array (the gathered output of an all-gather, the unreduced input of a reduce-scatter). Two bandwidths, as in the
+book's notation: W_ici is one direction of one link (`chip.ici_link_bandwidth`), W_ici,bidi = 2 W_ici both
+directions (`chip.ici_bidirectional`).
+    all-gather, reduce-scatter:  V / W_ici,bidi
+    all-reduce:                  2 V / W_ici,bidi
+    all-to-all:                  V / (4 W_ici,bidi)
+Each also takes `collective_hops` hops of at least the hop latency (~1 us) each, however small its chunk: chunks
+travel both ways round the ring, so one pass is ceil(n / 2) hops, and an all-reduce is two passes. Below
+n x W_ici x latency bytes a collective is latency-bound (the Scaling Book's 360 kB for 8 v5e chips).
 """
 
 import math
@@ -25,7 +27,7 @@ _BANDWIDTH_FACTOR = {"all-gather": 1.0, "reduce-scatter": 1.0, "all-reduce": 2.0
 
 
 def beta(chip) -> float:
-    """beta = W_hbm / W_ici: HBM bandwidth over the bidirectional bandwidth of one ICI link.
+    """beta = W_hbm / W_ici,bidi: HBM bandwidth over the bidirectional bandwidth of one ICI link.
 
     9.1 on TPU v5e (the Scaling Book rounds it to 8), 36.9 on Ironwood (7.38e12 / 2e11).
     """
@@ -34,10 +36,12 @@ def beta(chip) -> float:
 
 
 def max_decode_model_parallelism(d_ff: int, batch: int, beta_value: float) -> float:
-    """F / (B x beta): model-parallel ways before a decode step's ICI traffic outlasts its weight read.
+    """F / (B x beta): model-parallel ways before a decode step's ICI *bytes* outlast its weight read.
 
-    Each chip reads 2 D F / n bytes of weights per step but moves ~2 B D bytes of activations per matmul
-    over ICI; equal when n = F / (B beta) (Scaling Book ch. 7: F = 16,384, B = 32, beta = 8 gives 64 ways).
+    Per layer each chip reads 2 D F b_w / n bytes of feed-forward weights at W_hbm and moves ~2 B D b_a bytes of
+    activations at W_ici,bidi; with b_w = b_a they take equally long at n = F / (B beta) (Scaling Book ch. 7:
+    F = 16,384, B = 32, beta = 8 gives 64 ways). Bandwidth only: decode's collectives are usually latency-bound,
+    and then `decode_hops_per_layer` sets where ICI overtakes the weights (chapter 7's figure).
     """
     positive("d_ff", d_ff)
     positive("batch", batch)
@@ -46,9 +50,9 @@ def max_decode_model_parallelism(d_ff: int, batch: int, beta_value: float) -> fl
 
 
 def max_prefill_model_parallelism(chip, d_ff: int, compute_dtype: str = "bf16") -> float:
-    """F x W_ici / C: model-parallel ways per axis before prefill (like training) turns ICI-bound.
+    """F x W_ici,bidi / C: model-parallel ways per axis before prefill (like training) turns ICI-bound.
 
-    A Megatron-sharded matmul stays compute-bound while F / n > C / W_ici (about 2,200 on TPU v5e).
+    A Megatron-sharded matmul stays compute-bound while F / n > C / W_ici,bidi (about 2,200 on TPU v5e).
     """
     chip = get_chip(chip)
     positive("d_ff", d_ff)
@@ -56,7 +60,11 @@ def max_prefill_model_parallelism(chip, d_ff: int, compute_dtype: str = "bf16") 
 
 
 def latency_bound_bytes(chip, n_shards: int) -> float:
-    """n x W_link (one way) x hop latency: below this many bytes a ring collective is latency-bound."""
+    """n x W_ici (one way) x hop latency: below this many bytes a ring collective is latency-bound.
+
+    An all-gather's bytes take V / W_ici,bidi = V / (2 W_ici) and its n / 2 hops take (n / 2) t_hop: equal at
+    V = n W_ici t_hop (for an all-reduce both double). Used in chapter 7, *Decode collectives are latency-bound*.
+    """
     chip = get_chip(chip)
     positive("n_shards", n_shards)
     return n_shards * chip.ici_link_bandwidth * chip.ici_hop_latency
@@ -79,6 +87,21 @@ class CollectiveTime:
         return "latency" if self.latency_s > self.bandwidth_s else "bandwidth"
 
 
+def collective_hops(op: str, n_shards: int) -> int:
+    """Hops one collective takes on a bidirectional ring of n chips: ceil(n / 2) per pass, two passes for an all-reduce.
+
+    Chunks travel both ways round the ring at once, so the farthest chip is ceil(n / 2) hops away: an all-gather,
+    reduce-scatter or all-to-all is one pass of ceil(n / 2) hops; an all-reduce is a reduce-scatter followed by an
+    all-gather, 2 ceil(n / 2) hops (8 on a ring of 8). A latency-bound collective takes hops x `ici_hop_latency`.
+    Used in chapter 7, *Decode collectives are latency-bound*.
+    """
+    if op not in _BANDWIDTH_FACTOR:
+        raise ValueError(f"unknown collective {op!r}; use one of {', '.join(COLLECTIVES)}")
+    positive("n_shards", n_shards)
+    passes = 2 if op == "all-reduce" else 1
+    return passes * math.ceil(n_shards / 2) if n_shards > 1 else 0
+
+
 def collective_time(op: str, array_bytes: float, chip, n_shards: int) -> CollectiveTime:
     """Time of one collective over a bidirectional ring of n_shards chips (see the module docstring).
 
@@ -92,10 +115,8 @@ def collective_time(op: str, array_bytes: float, chip, n_shards: int) -> Collect
     positive("n_shards", n_shards)
     if n_shards == 1:
         return CollectiveTime(op, 0.0, 0.0)
-    hops = math.ceil(n_shards / 2)
-    rounds = 2 if op == "all-reduce" else 1
     return CollectiveTime(op, bandwidth_s=_BANDWIDTH_FACTOR[op] * array_bytes / chip.ici_bidirectional,
-                          latency_s=rounds * hops * chip.ici_hop_latency)
+                          latency_s=collective_hops(op, n_shards) * chip.ici_hop_latency)
 
 
 @dataclass(frozen=True)
@@ -111,7 +132,7 @@ class FsdpDecodeCost:
 
 
 def fsdp_decode_cost(model, chip, n_chips: int, weight_dtype: str = "bf16") -> FsdpDecodeCost:
-    """FSDP in decode: every step all-gathers the weights (P_bytes / W_ici on one ring axis) instead of reading
+    """FSDP in decode: every step all-gathers the weights (P_bytes / W_ici,bidi on one ring axis) instead of reading
     P_bytes / n from each chip's HBM; the ratio is about (n - 1) x beta (Scaling Book ch. 7: "no FSDP in decode")."""
     chip = get_chip(chip)
     positive("n_chips", n_chips)
@@ -179,6 +200,11 @@ class DecodeStepComponents:
         return self.ici_s > self.weights_s
 
 
+def _mesh_hops(op: str, mesh_shape: tuple) -> int:
+    """Hops of a collective over every chip of a torus: the axes are reduced one after another, so their hops add."""
+    return sum(collective_hops(op, a) for a in mesh_shape)
+
+
 def _mesh_collective(op: str, array_bytes: float, chip, mesh_shape: tuple) -> CollectiveTime:
     """A collective over every chip of a torus `mesh_shape`: the k axes' links share the bandwidth term (V / k),
     and the axes are reduced one after another, so the hop latencies add."""
@@ -186,8 +212,34 @@ def _mesh_collective(op: str, array_bytes: float, chip, mesh_shape: tuple) -> Co
     if not axes:
         return CollectiveTime(op, 0.0, 0.0)
     bandwidth = collective_time(op, array_bytes, chip, math.prod(axes)).bandwidth_s / len(axes)
-    latency = sum(collective_time(op, array_bytes, chip, a).latency_s for a in axes)
-    return CollectiveTime(op, bandwidth, latency)
+    return CollectiveTime(op, bandwidth, _mesh_hops(op, mesh_shape) * get_chip(chip).ici_hop_latency)
+
+
+def _torus(n_chips: int, mesh_shape) -> tuple:
+    positive("n_chips", n_chips)
+    mesh_shape = (n_chips,) if mesh_shape is None else tuple(mesh_shape)
+    if math.prod(mesh_shape) != n_chips:
+        raise ValueError(f"mesh_shape {mesh_shape} has {math.prod(mesh_shape)} chips, not n_chips={n_chips}; "
+                         "pass axis sizes that multiply to n_chips")
+    return mesh_shape
+
+
+def decode_hops_per_layer(model, n_chips: int, batch: int, mesh_shape=None) -> int:
+    """h(n): hops of the collectives in one layer of a Megatron decode step on n chips.
+
+    h = 2 all-reduces x sum over the torus axes a of 2 ceil(a / 2) + (2 all-to-alls x ceil(n_B / 2) when
+    `kv_cache_sharding` splits the batch n_B ways); e.g. 2 x 2 x (2 + 2) + 2 x 1 = 18 for LLaMA-3-70B at batch 64
+    on a 4 x 4 torus. When every collective is latency-bound the step's ICI time is L h t_hop, which grows with the
+    torus while the weight read P_bytes / (n W_hbm) falls: where they meet, more chips stop paying, whatever the
+    batch (Scaling Book ch. 7, latency-bound collectives). Used in chapter 7, *Where the step time goes*.
+    mesh_shape: the torus the n chips form, e.g. (4, 4) (default a ring of n).
+    """
+    m = get_model(model)
+    mesh_shape = _torus(n_chips, mesh_shape)
+    hops = 2 * _mesh_hops("all-reduce", mesh_shape)
+    if n_chips > 1:
+        hops += 2 * collective_hops("all-to-all", kv_cache_sharding(m.n_kv_heads, batch, n_chips).batch_shards)
+    return hops
 
 
 def decode_step_components(model, chip, n_chips: int, batch: int, context_len: int, weight_dtype: str = "bf16",
@@ -196,16 +248,12 @@ def decode_step_components(model, chip, n_chips: int, batch: int, context_len: i
     """Per-step time of Megatron decode on n chips, by component (Scaling Book ch. 7, "Sharding generation").
 
     weights P_bytes / (n W_hbm), KV B KV_seq / (n W_hbm), FLOPs 2 B P / (n C) come from `decode_step_time`; the ICI
-    term is L x [2 all-reduces of B D b_act bytes + (2 all-to-alls of the B N H b_act queries/outputs over the
+    term is L x [2 all-reduces of B D b_a bytes + (2 all-to-alls of the B N H b_a queries/outputs over the
     batch shards, when `kv_cache_sharding` splits the batch)], each max(bandwidth, hop latency) by
     `collective_time`. mesh_shape: the torus the n chips form, e.g. (4, 4) (default a ring of n).
     """
     m = get_model(model)
-    positive("n_chips", n_chips)
-    mesh_shape = (n_chips,) if mesh_shape is None else tuple(mesh_shape)
-    if math.prod(mesh_shape) != n_chips:
-        raise ValueError(f"mesh_shape {mesh_shape} has {math.prod(mesh_shape)} chips, not n_chips={n_chips}; "
-                         "pass axis sizes that multiply to n_chips")
+    mesh_shape = _torus(n_chips, mesh_shape)
     step = decode_step_time(m, chip, n_chips, batch, context_len, weight_dtype, kv_dtype, compute_dtype)
     b_act = bytes_per_element(activation_dtype)
     reduce = _mesh_collective("all-reduce", batch * m.d_model * b_act, chip, mesh_shape)

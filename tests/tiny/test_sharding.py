@@ -91,6 +91,18 @@ def test_auto_sharded_decode_on_2x4_mesh_equals_unsharded(params, reference):
     assert new_cache.k.sharding.spec == decode.cache_specs.k  # the cache stays sharded by KV heads x batch
 
 
+def test_auto_decode_reduces_the_same_activations_as_megatron_and_gathers_besides(params, reference, megatron8):
+    # Structure, not counts: how many collectives XLA's partitioner emits is its own choice (chapter 7 prints these
+    # booleans rather than the counts).
+    _, found = run_compiled(sharded.auto_decode(CONFIG, B, (2, 4)), params, reference)
+    _, _, mine = megatron8
+    activations = (B, 1, CONFIG.d_model)
+    for program in (found, mine):
+        assert any(c.op == "all-reduce" and c.shape == activations and c.group_size == 8 for c in program)
+    assert {c.op for c in mine} == {"all-reduce", "all-to-all"}
+    assert {c.op for c in mine} < {c.op for c in found} and "all-gather" in {c.op for c in found}
+
+
 def test_fsdp_decode_on_2x4_mesh_equals_unsharded(fsdp8, reference):
     _, logits, _ = fsdp8
     np.testing.assert_allclose(logits, reference[2], atol=ATOL)
