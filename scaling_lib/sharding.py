@@ -15,6 +15,8 @@ n x W_ici x latency bytes a collective is latency-bound (the Scaling Book's 360 
 import math
 from dataclasses import dataclass
 
+from types import MappingProxyType
+
 from ._validate import positive
 from .dtypes import bytes_per_element
 from .hardware import get_chip
@@ -175,6 +177,15 @@ def kv_cache_sharding(n_kv_heads: int, batch: int, n_shards: int) -> KvSharding:
 
 
 # Where the time of a model-parallel decode step goes, by chip count (chapter 7's figure) --------------------------
+
+# The torus n chips form in chapter 7's figure, by chip count: 2D on TPU v5e (4 ICI links per chip), 3D on Ironwood
+# (6 links), as square as the count allows. Chapter 7's table of hops and its tests use the same shapes.
+TORUS_SHAPES = MappingProxyType({
+    "tpu-v5e": MappingProxyType({4: (2, 2), 8: (4, 2), 16: (4, 4), 32: (8, 4), 64: (8, 8), 128: (16, 8),
+                                 256: (16, 16)}),
+    "ironwood": MappingProxyType({4: (2, 2, 1), 8: (2, 2, 2), 16: (4, 2, 2), 32: (4, 4, 2), 64: (4, 4, 4),
+                                  128: (8, 4, 4), 256: (8, 8, 4)}),
+})
 
 @dataclass(frozen=True)
 class DecodeStepComponents:

@@ -11,13 +11,8 @@ import pytest
 from scaling_lib.hardware import get_chip
 from scaling_lib.memory import param_bytes
 from scaling_lib.models import get_model
-from scaling_lib.sharding import (beta, collective_hops, collective_time, decode_hops_per_layer,
+from scaling_lib.sharding import (TORUS_SHAPES, beta, collective_hops, collective_time, decode_hops_per_layer,
                                   decode_step_components, max_decode_model_parallelism)
-
-# The tori of chapter 7's figure (a 2D torus of v5e, a 3D torus of Ironwood), by chip count.
-FIGURE_TORI = {"tpu-v5e": {4: (2, 2), 8: (4, 2), 16: (4, 4), 32: (8, 4), 64: (8, 8), 128: (16, 8), 256: (16, 16)},
-               "ironwood": {4: (2, 2, 1), 8: (2, 2, 2), 16: (4, 2, 2), 32: (4, 4, 2), 64: (4, 4, 4),
-                            128: (8, 4, 4), 256: (8, 8, 4)}}
 
 
 @pytest.mark.parametrize("n, one_pass", [(1, 0), (2, 1), (4, 2), (7, 4), (8, 4), (16, 8)])
@@ -59,15 +54,20 @@ def test_a_latency_bound_decode_step_spends_l_times_h_hops_on_ici():
         assert parts.ici_s == pytest.approx(hop_time, rel=1e-12)
 
 
+def test_chapter_7_tori_hold_their_chip_counts():
+    for tori in TORUS_SHAPES.values():
+        assert all(math.prod(shape) == n for n, shape in tori.items())
+
+
 def _first_ici_bound(chip, batch):
-    tori = FIGURE_TORI[chip]
+    tori = TORUS_SHAPES[chip]
     return next(n for n in sorted(tori)
                 if decode_step_components("llama3-70b", chip, n, batch, 8192, mesh_shape=tori[n]).ici_bound)
 
 
 def _first_past_hop_latency(chip, batch):
     """The first chip count whose L h(n) t_hop exceeds its weight read P_bytes / (n W_hbm)."""
-    c, llama, tori = get_chip(chip), get_model("llama3-70b"), FIGURE_TORI[chip]
+    c, llama, tori = get_chip(chip), get_model("llama3-70b"), TORUS_SHAPES[chip]
     return next(n for n in sorted(tori)
                 if llama.n_layers * decode_hops_per_layer(llama, n, batch, tori[n]) * c.ici_hop_latency
                 > param_bytes(llama, "bf16") / (n * c.hbm_bandwidth))
