@@ -58,8 +58,8 @@ def attention_pairs(query_len: int, kv_len: int, window=None, skip_masked: bool 
     """(query, key) pairs scored for `query_len` queries that are the LAST query_len of `kv_len` positions.
 
     skip_masked=False: query_len x kv_len (the masked ones are computed too). True: only pairs the causal mask keeps
-    (query i sees keys 0..i), and with a sliding window W at most W keys per query:
-    sum over the queries of min(position + 1, W).
+    (query i sees keys 0..i), and with a sliding window w at most w keys per query:
+    sum over the queries of min(position + 1, w).
     """
     positive_int("query_len", query_len)
     positive_int("kv_len", kv_len)
@@ -110,7 +110,7 @@ def decode_step_flops(model, context_len: int, batch: int = 1, skip_masked: bool
 
     matmul = 2 B P_mm; attention = 4 B L N H S, with S = context_len: the cache slots the step reads (a fixed-size
     cache reads all its slots; pass the number of valid tokens for a kernel that reads only those). With skip_masked
-    and a sliding window W, S is capped at W.
+    and a sliding window w, S is capped at w.
     """
     m = get_model(model)
     positive_int("context_len", context_len)

@@ -68,6 +68,18 @@ def decode_step_time(model, chip, n_chips: int, batch: int, context_len: int, we
                            chip=chip, n_chips=n_chips, compute_dtype=compute_dtype)
 
 
+def full_hbm_step_time(chip) -> float:
+    """HBM capacity / HBM bandwidth: the bandwidth-bound decode step of a server whose HBM is full.
+
+    When the weights and the KV caches fill every chip's HBM and the step is bandwidth-bound, each chip streams all of
+    its memory once per step, so the step is the same for any model, dtype and number of chips (Scaling Book ch. 8:
+    about 19 ms on TPU v5e). It is the step at `memory.max_batch_size`, not at a smaller batch. Used in chapter 9,
+    *How many prefill servers per decode server?*
+    """
+    chip = get_chip(chip)
+    return chip.hbm_capacity / chip.hbm_bandwidth
+
+
 def decode_step_time_kv_heads(model, n_kv_heads: int, chip, n_chips: int, batch: int, context_len: int,
                               weight_dtype: str = "bf16", kv_dtype: str = "bf16",
                               compute_dtype: str = "bf16") -> StepTime:

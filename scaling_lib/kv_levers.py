@@ -1,10 +1,10 @@
 """Shrinking the KV cache: what each lever saves, in bytes stored and bytes read per decode step.
 
 Every decode step reads every cached key and value of every sequence (Scaling Book ch. 7), so the KV cache costs
-twice: HBM capacity (how many sequences fit) and HBM bandwidth (the B x KV / W term of the step time). The levers
+twice: HBM capacity (how many sequences fit) and HBM bandwidth (the B x KV / W_hbm term of the step time). The levers
 the Scaling Book lists {cite}`scalingbook`, each changing one factor of  B x S x 2 L K H x bytes:
   GQA / MQA             fewer KV heads K (a model choice, `Transformer.n_kv_heads`);
-  local attention       a layer keeps only the last W tokens: S -> min(S, W), often on most but not all layers;
+  local attention       a layer keeps only the last w tokens: S -> min(S, w), often on most but not all layers;
   cross-layer sharing   s consecutive layers share one K/V: stored L -> ceil(L / s); each layer still attends over
                         it, so the bytes READ per step need not fall (unless the shared KV stays on chip between layers);
   quantization          bytes per element: bf16 2 -> int8 / fp8 1 -> int4 0.5;
@@ -76,7 +76,7 @@ def kv_footprint(model, lengths, dtype: str = "bf16", window: int | None = None,
     """Bytes stored and read per decode step by the KV cache of sequences of `lengths` tokens, for any mix of levers.
 
     Per layer and token: 2 K H x bytes(dtype) (K from the model: pass `model.with_(n_kv_heads=...)` for GQA/MQA).
-    Tokens per sequence and layer: len on a global layer, min(len, W) on a local one (W = `window`, or the model's
+    Tokens per sequence and layer: len on a global layer, min(len, w) on a local one (w = `window`, or the model's
     sliding_window); with `global_every = g`, layers g-1, 2g-1, ... stay global and the others are local
     (None: all local when a window is set). Storage: one cache per group of `share_every` consecutive layers
     (cross-layer sharing); reads: every layer reads the cache it attends to. Without `block_size`, each sequence
@@ -115,7 +115,7 @@ def kv_footprint(model, lengths, dtype: str = "bf16", window: int | None = None,
 def local_global_kv_bytes(model, tokens: int, window: int, global_every: int, batch: int = 1,
                           dtype: str = "bf16") -> float:
     """KV bytes of `batch` sequences of `tokens` tokens when every `global_every`-th layer attends globally and the
-    rest only to the last `window` tokens: B x 2 K H bytes x (L_global S + L_local min(S, W))."""
+    rest only to the last `window` tokens: B x 2 K H bytes x (L_global S + L_local min(S, w))."""
     positive("batch", batch)
     return kv_footprint(model, [tokens] * int(batch), dtype, window, global_every).stored_bytes
 

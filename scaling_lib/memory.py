@@ -29,7 +29,7 @@ def kv_bytes_per_token(model, dtype: str = "bf16") -> float:
 def kv_cache_bytes(model, tokens: int, batch: int = 1, dtype: str = "bf16") -> float:
     """KV cache of `batch` sequences of `tokens` tokens: B x S x 2 L K H x bytes.
 
-    With a sliding window W, each sequence keeps at most W tokens on every local layer (all layers, or all but every
+    With a sliding window w, each sequence keeps at most w tokens on every local layer (all layers, or all but every
     global_every-th one when the model mixes local and global layers).
     """
     m = get_model(model)

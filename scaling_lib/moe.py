@@ -83,10 +83,10 @@ def expected_experts_touched(n_experts: int, n_active_experts: int, tokens: int)
 
 @dataclass(frozen=True)
 class ExpertShardedMemory:
-    """Bytes per chip with experts split over `expert_shards` chips and each expert over `model_shards`."""
+    """Bytes per chip with experts split over `expert_shards` (n_E) chips and each expert over `model_shards` (n_mp)."""
 
-    expert_bytes_per_chip: float  # E / Z experts, each split Y ways
-    other_bytes_per_chip: float  # attention, router and embeddings, split Y ways, replicated Z times
+    expert_bytes_per_chip: float  # E / n_E experts, each split n_mp ways
+    other_bytes_per_chip: float  # attention, router and embeddings, split n_mp ways, replicated n_E times
     capacity_bytes: float  # HBM of one chip
 
     @property
@@ -105,9 +105,12 @@ class ExpertShardedMemory:
 
 def expert_sharded_memory(model, chip, expert_shards: int, model_shards: int = 1,
                           dtype: str = "bf16") -> ExpertShardedMemory:
-    """Weights per chip for W_in[E_Z, D, F_Y] expert sharding (Scaling Book ch. 7, worked problem 6).
+    """Weights per chip when the experts are split n_E ways and each expert n_mp ways (Scaling Book ch. 7, worked
+    problem 6, which writes the expert weights W_in[E_Z, D, F_Y] on a Z x Y mesh).
 
-    Feed-forward bytes / (Z Y) per chip, the rest (attention, router, embeddings) / Y per chip on Z x Y chips.
+    Feed-forward bytes / (n_E n_mp) per chip, the rest (attention, router, embeddings) / n_mp per chip, on n_E x n_mp
+    chips. n_E is `expert_shards`, n_mp is `model_shards` (book/notation.md). Used in chapter 10, *Expert-sharded
+    memory*.
     """
     m = get_model(model)
     chip = get_chip(chip)

@@ -85,3 +85,56 @@ def quantization_table(model, chip, n_chips: int, context_len: int, batch: int,
             step_s=decode_step_time(m, chip, n_chips, batch, context_len, weight, kv, compute).total_s,
             critical_batch=critical_batch_size(chip, weight, compute)))
     return tuple(rows)
+
+
+@dataclass(frozen=True)
+class SchemeRatio:
+    """One (batch, context) point: the decode step under a baseline scheme and under a quantized one."""
+
+    batch: int
+    context_len: int
+    baseline_s: float  # inference.decode_step_time under the baseline scheme
+    scheme_s: float  # the same under the quantized scheme
+    scheme_bound: str  # the quantized step's bound: "memory" or "compute"
+    baseline_fits: bool  # batch <= memory.max_batch_size under each scheme
+    scheme_fits: bool
+
+    @property
+    def ratio(self) -> float:
+        """scheme step / baseline step (0.5: the scheme halves the step)."""
+        return self.scheme_s / self.baseline_s
+
+
+def step_ratio_grid(model, chip, n_chips: int, batches, context_lens, scheme=("fp8", "fp8", "bf16"),
+                    baseline=("bf16", "bf16", "bf16")) -> tuple:
+    """`SchemeRatio` at every (batch, context): how far one quantization's gain holds beyond a single point.
+
+    Each scheme is (weight dtype, KV dtype, compute dtype). With the weight and KV bytes halved and the math rate
+    unchanged (fp8 storage, bf16 math), the step B KV / W + max(2 B P / C, P_bytes / W) halves exactly while it is
+    memory-bound (B below the scheme's B_crit) and the ratio rises toward 1 beyond it, where the matmul FLOPs, which
+    storage does not shorten, take over; with the math rate doubled too (fp8 math) every term halves and the ratio is
+    1/2 everywhere. Capacity is reported, not enforced (`baseline_fits`, `scheme_fits`). Points are ordered by
+    context, then batch. Used in chapter 10, *Quantization*, for claim T4's "14.0 ms to 7.0 ms".
+    """
+    m = get_model(model)
+    chip = get_chip(chip)
+    positive("n_chips", n_chips)
+    batches, context_lens = tuple(batches), tuple(context_lens)
+    if not batches or not context_lens:
+        raise ValueError("batches and context_lens must each list at least one value, e.g. [1, 64] and [8192]")
+    for name, value in (("scheme", scheme), ("baseline", baseline)):
+        if len(tuple(value)) != 3:
+            raise ValueError(f"{name} is (weight_dtype, kv_dtype, compute_dtype), got {value!r}")
+    points = []
+    for context in context_lens:
+        positive("context_len", context)
+        capacity = {key: max_batch_size(m, chip, n_chips, context, key[0], key[1]) for key in (baseline, scheme)}
+        for batch in batches:
+            positive("batch", batch)
+            base = decode_step_time(m, chip, n_chips, batch, context, *baseline)
+            quantized = decode_step_time(m, chip, n_chips, batch, context, *scheme)
+            points.append(SchemeRatio(batch=batch, context_len=context, baseline_s=base.total_s,
+                                      scheme_s=quantized.total_s, scheme_bound=quantized.bound,
+                                      baseline_fits=batch <= capacity[baseline],
+                                      scheme_fits=batch <= capacity[scheme]))
+    return tuple(points)

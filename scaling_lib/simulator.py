@@ -305,7 +305,7 @@ class _Costs:
         i = np.arange(n_steps, dtype=float)
         if self.window is None:
             kv = batch.context_sum + b * i
-        else:  # sum_j min(c_j + i, W): sequence j saturates after W - c_j steps
+        else:  # sum_j min(c_j + i, w): sequence j saturates after w - c_j steps
             c = np.asarray(batch.contexts(), dtype=float)
             order = np.argsort(self.window - c)
             saturate_at = np.maximum(self.window - c[order], 0.0)

@@ -1,17 +1,20 @@
-"""Speculative decoding: a cheap draft model proposes k tokens, the target model scores them all in one step.
+"""Speculative decoding: a cheap draft model proposes γ tokens, the target model scores them all in one step.
 
-Symbols: k lookahead (drafted tokens per step), a per-token acceptance rate (the chance the target accepts a drafted
-token, assumed independent of position), c draft cost ratio (time of one draft step / one target step), B batch.
+Symbols (the book's notation, book/notation.md): γ lookahead (drafted tokens per step; the argument `lookahead`),
+α per-token acceptance rate (the chance the target accepts a drafted token, assumed independent of position; the
+argument `acceptance`), c draft cost ratio (time of one draft step / one target step), B batch. Inside the
+functions the local names k and a hold γ and α.
 
 With i.i.d. acceptance, a step yields the accepted prefix plus one token from the target (Leviathan et al. 2023,
 eq. 1):
-    E[tokens per step] = (1 - a^(k+1)) / (1 - a)            (k + 1 when a = 1, 1 when a = 0)
-and it costs k draft steps plus one target step that scores k + 1 positions, so the speedup over plain decoding is
-    speedup = E[tokens] / (k c + T_verify / T_step).
-When the target step is bandwidth-bound (B (k+1) well below B_crit) scoring k + 1 positions costs about one step
-(T_verify ~ T_step, Leviathan et al.'s (1 - a^(k+1)) / ((1 - a)(k c + 1))); as B (k+1) approaches B_crit the
-matmul FLOPs take over and the gain shrinks (Scaling Book ch. 7). `roofline_speedup` prices T_verify with the
-general step-time bound.
+    E[tokens per step] = (1 - α^(γ+1)) / (1 - α)            (γ + 1 when α = 1, 1 when α = 0)
+and it costs γ draft steps plus one target pass over γ + 1 positions, so the speedup over plain decoding is
+    speedup = E[tokens] / (γ c + T_verify / T_step).
+When the target step is bandwidth-bound (B (γ+1) well below B_crit) scoring γ + 1 positions costs about one step
+(T_verify ~ T_step, Leviathan et al.'s (1 - α^(γ+1)) / ((1 - α)(γ c + 1))); as B (γ+1) passes B_crit the matmul
+FLOPs take over and the gain shrinks (Scaling Book ch. 7), though verification stays below γ + 1 steps while the KV
+read (done once for all γ + 1 positions) is a real part of the step. `roofline_speedup` prices T_verify with the
+general step-time bound. Used in chapter 10, *Speculative decoding*.
 """
 
 from dataclasses import dataclass
@@ -23,10 +26,10 @@ from .models import active_param_count, get_model
 
 
 def expected_tokens_per_step(lookahead: int, acceptance: float) -> float:
-    """(1 - a^(k+1)) / (1 - a): expected tokens per target step with k drafted tokens (Leviathan et al. 2023).
+    """(1 - α^(γ+1)) / (1 - α): expected tokens per target step with γ drafted tokens (Leviathan et al. 2023).
 
-    The sum 1 + a + ... + a^k: the j-th drafted token survives only if the j - 1 before it did, and the target
-    always contributes one token (the correction, or the bonus token when all k are accepted).
+    The sum 1 + α + ... + α^γ: the j-th drafted token survives only if the j - 1 before it did, and the target
+    always contributes one token (the correction, or the bonus token when all γ are accepted).
     """
     k, a = non_negative_int("lookahead", lookahead), probability("acceptance", acceptance)
     if a == 1.0:
@@ -35,7 +38,7 @@ def expected_tokens_per_step(lookahead: int, acceptance: float) -> float:
 
 
 def speedup(lookahead: int, acceptance: float, draft_cost_ratio: float) -> float:
-    """E[tokens] / (k c + 1): wall-clock gain when verifying k + 1 positions costs one target step.
+    """E[tokens] / (γ c + 1): wall-clock gain when verifying γ + 1 positions costs one target step.
 
     Leviathan et al. 2023, Theorem 3.8 (their "improvement factor"); c is one draft step over one target step.
     """
@@ -57,18 +60,18 @@ def draft_cost_ratio(draft_params: float, target_params: float) -> float:
 
 
 def best_lookahead(acceptance: float, draft_cost_ratio: float, max_lookahead: int = 16) -> int:
-    """The k in 0..max_lookahead that maximises `speedup` (0 means: do not speculate)."""
+    """The γ in 0..max_lookahead that maximises `speedup` (0 means: do not speculate)."""
     non_negative_int("max_lookahead", max_lookahead)
     return max(range(max_lookahead + 1), key=lambda k: (speedup(k, acceptance, draft_cost_ratio), -k))
 
 
 @dataclass(frozen=True)
 class SpeculativeStep:
-    """One speculative step at batch B: k draft steps, one verification over k + 1 positions, and what it yields."""
+    """One speculative step at batch B: γ draft steps, one verification over γ + 1 positions, and what it yields."""
 
     plain_step_s: float  # one ordinary decode step of the target at batch B
-    draft_s: float  # k draft steps, k x c x plain_step_s
-    verify_s: float  # the target scoring B (k + 1) positions
+    draft_s: float  # γ draft steps, γ x c x plain_step_s
+    verify_s: float  # the target scoring B (γ + 1) positions
     tokens_per_step: float  # per sequence
 
     @property
@@ -82,9 +85,9 @@ def roofline_step(model, chip, n_chips: int, batch: int, context_len: int, looka
                   compute_dtype: str = "bf16") -> SpeculativeStep:
     """Price a speculative step with the general step bound (`inference.step_time_bound`).
 
-    Verification runs the target on B (k + 1) query positions: the matmul FLOPs are those of batch B (k + 1),
-    the weights are read once, and each sequence's KV cache is read once for all k + 1 of its positions (so the
-    KV term stays that of batch B). Drafting costs k x c plain steps.
+    Verification runs the target on B (γ + 1) query positions: the matmul FLOPs are those of batch B (γ + 1),
+    the weights are read once, and each sequence's KV cache is read once for all γ + 1 of its positions (so the
+    KV term stays that of batch B). Drafting costs γ x c plain steps.
     """
     m = get_model(model)
     k = non_negative_int("lookahead", lookahead)
@@ -102,14 +105,14 @@ def roofline_step(model, chip, n_chips: int, batch: int, context_len: int, looka
 
 def roofline_speedup(model, chip, n_chips: int, batch: int, context_len: int, lookahead: int, acceptance: float,
                      draft_cost_ratio: float, **dtypes) -> float:
-    """`roofline_step(...).speedup`: equals `speedup` while B (k + 1) stays below B_crit, falls above it."""
+    """`roofline_step(...).speedup`: equals `speedup` while B (γ + 1) stays below B_crit, falls above it."""
     return roofline_step(model, chip, n_chips, batch, context_len, lookahead, acceptance, draft_cost_ratio,
                          **dtypes).speedup
 
 
 def best_roofline_lookahead(model, chip, n_chips: int, batch: int, context_len: int, acceptance: float,
                             draft_cost_ratio: float, max_lookahead: int = 16, **dtypes) -> int:
-    """The k in 0..max_lookahead that maximises `roofline_speedup` at this batch and context."""
+    """The γ in 0..max_lookahead that maximises `roofline_speedup` at this batch and context."""
     non_negative_int("max_lookahead", max_lookahead)
     return max(range(max_lookahead + 1),
                key=lambda k: (roofline_speedup(model, chip, n_chips, batch, context_len, k, acceptance,

@@ -83,9 +83,9 @@ class KVCache(NamedTuple):
     """k, v: [L, B, S, K, H], preallocated to S = cache_len; positions: [B] int32, the number of tokens cached for
     each sequence, which is also the position the next token of that sequence is written to.
 
-    Its size is B x S x 2 L K H x bytes, `memory.kv_cache_bytes(config, S, B)`. With a sliding window W this cache
-    still keeps all S slots and masks the old ones; a ring buffer of W slots (what `kv_cache_bytes` assumes) would
-    store only min(S, W)."""
+    Its size is B x S x 2 L K H x bytes, `memory.kv_cache_bytes(config, S, B)`. With a sliding window w this cache
+    still keeps all S slots and masks the old ones; a ring buffer of w slots (what `kv_cache_bytes` assumes) would
+    store only min(S, w)."""
     k: jax.Array
     v: jax.Array
     positions: jax.Array
@@ -141,7 +141,7 @@ def attention(q, k, v, q_pos, k_pos, window=None):
     """softmax(q k^T / sqrt(H) + mask) v, with the N query heads split into K groups of G sharing one KV head.
 
     q [B,T,N,H]; k, v [B,S,K,H]; q_pos [B,T], k_pos [B,S] absolute positions.
-    Query at position p sees key at position s iff s <= p (causal) and p - s < W (sliding window). That is also all
+    Query at position p sees key at position s iff s <= p (causal) and p - s < w (sliding window). That is also all
     the masking padding needs: prompts are right-padded, so a real token never looks at the padding after it, and
     cache slots past a sequence's position (padding, or not yet written) lie in its future.
     """

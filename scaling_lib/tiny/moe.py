@@ -1,7 +1,7 @@
 """A tiny top-k mixture-of-experts feed-forward layer in JAX: a dense reference and an expert-parallel version.
 
-Symbols: T tokens, D model width, F expert width, E experts, k experts per token, n devices on the expert axis,
-C capacity (slots per expert per sending device).
+Symbols (book/notation.md): T tokens, D model width, F expert width, E experts, k experts per token, n devices on
+the expert axis, κ capacity (slots per expert per sending device; the argument `capacity`).
 
 Router: p = softmax(x W_router) over the E experts; each token keeps its k most probable experts, with weights
 renormalised to sum to 1 over those k (as in Switch / Mixtral-style top-k routing). Each expert is a gated FFN,
@@ -9,14 +9,14 @@ W_down(silu(x W_gate) * x W_up), so a token's output is  sum over its k experts 
 
 `moe_dense` runs every expert on every token and masks the combine: simple, E / k times the FLOPs, the reference.
 `moe_expert_parallel` splits the experts E / n per device and the tokens T / n per device (`jax.shard_map`):
-  1. route the local tokens and pack each (token, expert) pair into a dispatch buffer [E, C, D] (slot = the pair's
-     rank among this device's pairs for that expert; pairs past C are dropped);
-  2. all-to-all #1: expert block j of every device's buffer goes to device j, which now holds [n, E/n, C, D];
-  3. each device runs its E/n experts on the n C slots it received;
+  1. route the local tokens and pack each (token, expert) pair into a dispatch buffer [E, κ, D] (slot = the pair's
+     rank among this device's pairs for that expert; pairs past κ are dropped);
+  2. all-to-all #1: expert block j of every device's buffer goes to device j, which now holds [n, E/n, κ, D];
+  3. each device runs its E/n experts on the n κ slots it received;
   4. all-to-all #2 sends the results back to the devices the tokens came from;
   5. each token sums its k results with its routing weights.
-Two all-to-alls per MoE layer, each moving the dispatch buffer, E C D elements per device (Scaling Book ch. 7).
-With C = T / n (the default) no token can be dropped: a device never sends one expert more than its T / n tokens.
+Two all-to-alls per MoE layer, each moving the dispatch buffer, E κ D elements per device (Scaling Book ch. 7).
+With κ = T / n (the default) no token can be dropped: a device never sends one expert more than its T / n tokens.
 """
 
 import functools
@@ -102,7 +102,7 @@ def _moe_dense(params, x, k):
 
 
 def _dispatch_mask(experts, n_experts, capacity):
-    """[T, k, E, C] one-hot: pair (t, j) goes to slot c of expert experts[t, j], c its rank among that expert's pairs.
+    """[T, k, E, κ] one-hot: pair (t, j) goes to slot c of expert experts[t, j], c its rank among that expert's pairs.
 
     Pairs are ranked in token order; a pair of rank >= capacity has no slot (dropped).
     """
@@ -110,14 +110,14 @@ def _dispatch_mask(experts, n_experts, capacity):
     onehot = jax.nn.one_hot(experts.reshape(T * k), n_experts, dtype=jnp.int32)  # [Tk, E]
     rank = jnp.cumsum(onehot, axis=0) - 1  # rank of each pair among the pairs sent to its expert
     slot = jnp.sum(rank * onehot, axis=-1)  # [Tk]
-    mask = onehot[..., None] * jax.nn.one_hot(slot, capacity, dtype=jnp.int32)[:, None, :]  # [Tk, E, C]
+    mask = onehot[..., None] * jax.nn.one_hot(slot, capacity, dtype=jnp.int32)[:, None, :]  # [Tk, E, κ]
     return mask.reshape(T, k, n_experts, capacity)
 
 
 def moe_expert_parallel(params: MoeParams, x, k: int, mesh, axis: str, capacity: int | None = None):
     """The MoE layer with experts and tokens split over mesh axis `axis`: two `lax.all_to_all`s (module docstring).
 
-    x [T, D] is split into T / n tokens per device; capacity C defaults to T / n (nothing dropped). Returns [T, D],
+    x [T, D] is split into T / n tokens per device; capacity κ defaults to T / n (nothing dropped). Returns [T, D],
     equal to `moe_dense` when nothing is dropped. Other mesh axes, if any, replicate the computation.
     """
     k = _check_k(params, k)
@@ -141,12 +141,12 @@ def _expert_parallel_fn(mesh, axis, k, E, capacity):
 
     def local(router, w_gate, w_up, w_down, x_local):
         weights, experts = route(router, x_local, k)
-        mask = _dispatch_mask(experts, E, capacity).astype(x_local.dtype)  # [t, k, E, C]
-        dispatch = jnp.einsum("tkec,td->ecd", mask, x_local)  # [E, C, D]
+        mask = _dispatch_mask(experts, E, capacity).astype(x_local.dtype)  # [t, k, E, κ]
+        dispatch = jnp.einsum("tkec,td->ecd", mask, x_local)  # [E, κ, D]
         dispatch = dispatch.reshape(n, E // n, capacity, -1)
-        received = lax.all_to_all(dispatch, axis, split_axis=0, concat_axis=0, tiled=True)  # [n src, E/n, C, D]
+        received = lax.all_to_all(dispatch, axis, split_axis=0, concat_axis=0, tiled=True)  # [n src, E/n, κ, D]
         out = jax.vmap(_expert_ffn, in_axes=(0, 0, 0, 1), out_axes=1)(w_gate, w_up, w_down, received)
-        returned = lax.all_to_all(out, axis, split_axis=0, concat_axis=0, tiled=True)  # [n owner, E/n, C, D]
+        returned = lax.all_to_all(out, axis, split_axis=0, concat_axis=0, tiled=True)  # [n owner, E/n, κ, D]
         returned = returned.reshape(E, capacity, -1)
         return jnp.einsum("tkec,tk,ecd->td", mask, weights, returned)
 
@@ -156,7 +156,7 @@ def _expert_parallel_fn(mesh, axis, k, E, capacity):
 
 def dispatch_buffer_bytes(params: MoeParams, n_tokens: int, n_devices: int, capacity: int | None = None,
                           dtype: str = "fp32") -> float:
-    """E x C x D x bytes per element: what each of the two all-to-alls moves per device (C defaults to T / n)."""
+    """E x κ x D x bytes per element: what each of the two all-to-alls moves per device (κ defaults to T / n)."""
     capacity = positive_int("n_tokens", n_tokens) // positive_int("n_devices", n_devices) if capacity is None \
         else positive_int("capacity", capacity)
     return params.n_experts * capacity * params.router.shape[0] * bytes_per_element(dtype)

@@ -21,8 +21,8 @@ counts and the table in NumPy, and the device pool in a `KVPool` that the jitted
     and dequantizes on read (`scaling_lib.tiny.quantize`);
   - prefix caching: `share_prefix` points a new sequence at another's full prompt blocks (reference-counted, never
     written again) and copies the partly filled last block (copy-on-write);
-  - a sliding window that caps memory: with `config.sliding_window = W`, blocks whose every token has left the
-    window are returned to the pool, so a sequence holds at most ceil(W / block_size) + 1 blocks.
+  - a sliding window that caps memory: with `config.sliding_window = w`, blocks whose every token has left the
+    window are returned to the pool, so a sequence holds at most ceil(w / block_size) + 1 blocks.
 """
 
 import math

@@ -1,17 +1,21 @@
-"""Greedy speculative decoding on the tiny JAX decoder: a draft proposes k tokens, the target checks them in one pass.
+"""Greedy speculative decoding on the tiny JAX decoder: a draft proposes γ tokens, the target checks them in one pass.
 
-One speculative step on a sequence of n tokens (Leviathan et al. 2023, greedy case):
-  1. the draft model extends the sequence greedily by k tokens d_1 .. d_k (k cheap forward passes);
-  2. the target runs ONE forward pass over the n + k tokens; its logits at positions n-1 .. n+k-1 are its own greedy
-     choices t_1 .. t_{k+1} after each prefix;
-  3. keep d_1 .. d_j for the longest j with d_i = t_i, then append t_{j+1} (the correction, or when j = k the bonus
-     token): every step yields between 1 and k + 1 tokens, and every token kept is one the target would have chosen.
+Symbols as in the book (book/notation.md): γ the lookahead (the argument `lookahead`, the local name k below), α the
+acceptance rate. One speculative step on a sequence of n tokens (Leviathan et al. 2023, greedy case):
+  1. the draft model extends the sequence greedily by γ tokens d_1 .. d_γ (γ cheap forward passes);
+  2. the target scores the γ + 1 positions n-1 .. n+γ-1 in ONE forward pass; its logits there are its own greedy
+     choices t_1 .. t_{γ+1} after each prefix;
+  3. keep d_1 .. d_j for the longest j with d_i = t_i, then append t_{j+1} (the correction, or when j = γ the bonus
+     token): every step yields between 1 and γ + 1 tokens, and every token kept is one the target would have chosen.
 So the output equals the target's own greedy decoding token for token, whatever the draft; a better draft only
-accepts more per step. The acceptance rate is accepted / drafted, the quantity `speculative.expected_tokens_per_step`
+accepts more per step. The acceptance rate α is accepted / drafted, the quantity `speculative.expected_tokens_per_step`
 takes as `acceptance`.
 
-Clarity over speed: both models run `model.forward` (no cache) on a buffer padded to a fixed length, so each model
-compiles once per buffer size (rounded up to a multiple of `BUFFER_QUANTUM` tokens). Padding is harmless because attention is causal: logits at position p depend on tokens 0..p only.
+Clarity over speed: there is no KV cache here, so each target pass recomputes the whole buffer (n + γ tokens) where
+a server would run only the γ + 1 new positions against its cache; the logits are the same. Both models run
+`model.forward` on a buffer padded to a fixed length, so each model compiles once per buffer size (rounded up to a
+multiple of `BUFFER_QUANTUM` tokens). Padding is harmless because attention is causal: logits at position p depend
+on tokens 0..p only.
 """
 
 from dataclasses import dataclass, replace
@@ -57,7 +61,7 @@ class SpeculativeResult:
 
     @property
     def acceptance_rate(self) -> float:
-        """accepted / drafted: the per-token acceptance a of `speculative.expected_tokens_per_step`."""
+        """accepted / drafted: the per-token acceptance α of `speculative.expected_tokens_per_step`."""
         return self.accepted / self.drafted if self.drafted else float("nan")
 
     @property
@@ -72,7 +76,7 @@ def _greedy_at(params, buffer, position):
 
 
 def speculative_generate(target: Params, draft: Params, prompt, n_tokens: int, lookahead: int) -> SpeculativeResult:
-    """Greedy speculative decoding of one prompt (1-D token ids): n_tokens tokens, k = lookahead drafted per step.
+    """Greedy speculative decoding of one prompt (1-D token ids): n_tokens tokens, γ = lookahead drafted per step.
 
     Equal, token for token, to `model.generate(target, prompt[None], n_tokens)` (greedy): see the module docstring.
     """
@@ -90,16 +94,16 @@ def speculative_generate(target: Params, draft: Params, prompt, n_tokens: int, l
     if prompt.ndim != 1 or prompt.size == 0 or not np.issubdtype(prompt.dtype, np.integer):
         raise ValueError(f"prompt must be a non-empty 1-D array of token ids, got {prompt.dtype}{list(prompt.shape)}")
     k, start = int(lookahead), len(prompt)
-    # Room for the prompt, the output, and a last step that drafts k tokens past it.
+    # Room for the prompt, the output, and a last step that drafts γ (k) tokens past it.
     size = -(-(start + n_tokens + k) // BUFFER_QUANTUM) * BUFFER_QUANTUM
     buffer = np.zeros((1, size), np.int32)
     buffer[0, :start] = prompt
     n = start  # tokens in the buffer that are final
     calls = drafted = accepted = 0
     while n < start + n_tokens:
-        for i in range(k):  # 1. draft k tokens greedily
+        for i in range(k):  # 1. draft γ (k) tokens greedily
             buffer[0, n + i] = _greedy_at(draft, buffer, n + i - 1)
-        # 2. one target pass scores all k + 1 positions
+        # 2. one target pass scores all γ + 1 positions (no cache here: it recomputes the whole buffer)
         choices = np.asarray(jnp.argmax(forward(target, buffer)[0, n - 1:n + k], axis=-1))
         calls += 1
         # 3. longest agreeing prefix, then the target's own token

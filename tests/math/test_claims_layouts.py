@@ -8,7 +8,8 @@ import math
 
 import pytest
 
-from scaling_lib.book.claims import REL, published, published_range
+from scaling_lib.book.claims import REL, claim, evaluate, published, published_range
+from scaling_lib.book.claims.layouts import P3_BATCHES, P3_PUBLISHED_KEYS
 from scaling_lib.hardware import get_chip
 from scaling_lib.layouts import (CONVENTIONS, LAYOUTS, POPE_HEADLINE_RUNS, best_layout, comm_volume_curves,
                                  context_length_table, decode_latency_gap, ffn_comm_time, ffn_comm_volume,
@@ -22,8 +23,6 @@ SLICE = (4, 4, 4)  # the 64-chip TPU v4 slice of the paper
 TOKENS = tuple(64 * 2**k for k in range(15))  # 64 .. 1,048,576 tokens per batch
 # Pope et al. 2022, Table 2: high-throughput prefill (bf16) and low-latency decode (int8 weights), as measured.
 PREFILL, DECODE = POPE_HEADLINE_RUNS["prefill-high-throughput"], POPE_HEADLINE_RUNS["decode-low-latency"]
-# Table 1 (max context, 64 chips, 30% of HBM for the KV cache): the ledger's row part for each variant.
-TABLE1 = {"multihead": "multihead", "baseline multiquery": "baseline MQ", "optimized multiquery": "optimized MQ"}
 
 
 def _volume(layout, tokens, mesh):
@@ -76,6 +75,22 @@ def test_p1_weight_gathered_grows_as_sqrt_tokens():
     assert _volume("2d-ws", 16 * t_x, SLICE) / _volume("2d-ws", t_x, SLICE) == pytest.approx(16, rel=1e-12)
 
 
+def test_p1_batch_1_prefill_is_cheapest_in_2d_weight_stationary_as_in_pope_low_latency_prefill():
+    # Only large-batch prefill wants weight-gathered: the first switch (2D WS -> wg-x) on 4x4x4 is at T = D.
+    # Hand derivation (F = 4D, X = Y = Z = 4, n = 64, 2 bytes): M_2D = 2 * 2 T (D/4 + 4D/16) = 2 T D and
+    # M_wg-x = 2 * 2 D (4D) 4 / 64 + 2 * 2 T D / 4 = D^2 + T D, equal at T = D = 18,432 tokens.
+    d = get_model(PALM).d_model
+    first = comm_volume_curves(PALM, SLICE, TOKENS).switch_points[0]
+    assert (first.from_layout, first.to_layout) == ("2d-ws", "wg-x")
+    assert first.tokens == pytest.approx(d, rel=1e-9)
+    # A batch-1 prompt of 2,048 tokens (Table 2's low-latency prefill, run 2D weight-stationary) or of 8,192 tokens
+    # sits left of it: 2D weight-stationary moves the fewest bytes.
+    assert comm_volume_curves(PALM, SLICE, (2048, 8192)).best() == ("2d-ws", "2d-ws")
+    assert _volume("wg-x", 8192, SLICE) > _volume("2d-ws", 8192, SLICE)
+    result = evaluate(claim("P1 batch-1 prefill"))
+    assert result.holds, result.detail
+
+
 def test_p1_best_layout_changes_as_tokens_grow():
     order = ("2d-ws", "wg-x", "wg-xy", "wg-xyz")
     choices = [best_layout(PALM, "tpu-v4", SLICE, t).best for t in TOKENS]
@@ -101,15 +116,28 @@ def test_p2_multihead_540b_kv_cache_3tb_three_times_the_weights():
 
 
 def test_p3_multiquery_sharded_over_batch_allows_32x_longer_context():
-    rows = {row.variant: row for row in context_length_table("tpu-v4", 64, (128, 512), 0.3)}
-    for variant, part in TABLE1.items():
-        paper = [published(f"P3 {part} b{batch}") for batch in (128, 512)]
+    rows = {row.variant: row for row in context_length_table("tpu-v4", 64, P3_BATCHES, 0.3)}
+    for variant, keys in P3_PUBLISHED_KEYS.items():
+        paper = [published(key) for key in keys]
         assert rows[variant].context_lengths == pytest.approx(paper, rel=REL)
     for i in range(2):
         ratio = rows["optimized multiquery"].context_lengths[i] / rows["multihead"].context_lengths[i]
         assert ratio == pytest.approx(published("P3 32x"), rel=REL)
         # Sharded over heads, the single KV head is replicated on every chip: worse than multihead.
         assert rows["baseline multiquery"].context_lengths[i] < rows["multihead"].context_lengths[i]
+
+
+def test_p3_table_1_has_the_paper_s_value_beside_every_cell_of_ours():
+    # Chapter 8 prints the recomputed Table 1 with the paper's numbers beside it: every cell has a ledger key, and
+    # ours is within 1% of it (the paper's values are rounded; ours are the formula's floor).
+    rows = context_length_table("tpu-v4", 64, P3_BATCHES, 0.3)
+    assert [row.variant for row in rows] == list(P3_PUBLISHED_KEYS)
+    assert P3_BATCHES == (128, 512)  # Table 1's two batches
+    for row in rows:
+        keys = P3_PUBLISHED_KEYS[row.variant]
+        assert all(claim(key).source.endswith("Table 1") for key in keys)
+        for ours, key in zip(row.context_lengths, keys):
+            assert ours == pytest.approx(published(key), rel=0.01), key
 
 
 def test_p3_context_length_limits():

@@ -2,7 +2,7 @@
 
 import pytest
 
-from scaling_lib.book.claims import REL, published
+from scaling_lib.book.claims import REL, claim, evaluate, published
 from scaling_lib.book.claims.step_time import T4_DEPLOYMENT
 from scaling_lib.inference import decode_step_time
 from scaling_lib.kv_levers import (cross_layer_kv_bytes, evenly_ragged_lengths, kv_footprint, kv_lever_table,
@@ -37,6 +37,20 @@ def test_m6_kv_levers_each_shrink_the_cache_and_together_by_an_order_of_magnitud
     for row in rows.values():
         assert row.stored_bytes < row.baseline_stored and row.read_bytes <= row.baseline_read
     assert rows["all of the above"].stored_saving > 10 and rows["all of the above"].read_saving > 10
+
+
+def test_m6_claims_no_ranking_because_a_wider_window_reorders_the_levers():
+    # The source lists the levers without ranking them; at the table's settings local attention saves more than
+    # cross-layer sharing, but with a 4,096-token window it saves less (5 of 6 layers keep up to 4,096 of at most
+    # 8,192 tokens), so the ledger must not claim an order.
+    narrow, wide = ({row.lever: row for row in kv_lever_table("llama2-13b", 8192, batch=64, window=w)}
+                    for w in (1024, 4096))
+    assert narrow["local attention"].stored_saving > narrow["cross-layer sharing"].stored_saving
+    assert wide["local attention"].stored_saving < wide["cross-layer sharing"].stored_saving
+    m6 = claim("M6")
+    assert "rank" not in m6.published and "source's order" not in m6.statement
+    result = evaluate(m6)
+    assert result.holds and "4,096" in result.detail
 
 
 # ------------------------------------------------------------------------------------------------- costing

@@ -5,6 +5,7 @@ the rows that use them.
 """
 
 import math
+from types import MappingProxyType
 
 from ...hardware import get_chip
 from ...layouts import (CONVENTIONS, POPE_HEADLINE_RUNS, comm_volume_curves, context_length_table, decode_latency_gap,
@@ -48,12 +49,30 @@ def _p1_switch():
     return Finding(" → ".join(path), ok, f"PaLM 540B on 4x4x4 TPU v4; first switch at {first:,.0f} tokens per batch")
 
 
+def _p1_batch1_prefill():
+    best = comm_volume_curves(_PALM, _SLICE, (2048, 8192)).best()
+    first = comm_volume_curves(_PALM, _SLICE, _TOKENS).switch_points[0]
+    ok = best == ("2d-ws", "2d-ws") and first.from_layout == "2d-ws" and first.tokens > 8192
+    return Finding(best[0], ok, f"cheapest at 2,048 and 8,192 tokens: {' and '.join(best)}; weight-gathered "
+                                f"({first.to_layout}) only above {first.tokens:,.0f} tokens per batch")
+
+
 def _p2():
     return kv_versus_weights(get_model("palm-540b-multihead"), batch=512, context_len=2048)
 
 
 def _p3_table():
-    return {row.variant: row.context_lengths for row in context_length_table("tpu-v4", 64, (128, 512), 0.3)}
+    return {row.variant: row.context_lengths for row in context_length_table("tpu-v4", 64, P3_BATCHES, 0.3)}
+
+
+# Pope et al.'s Table 1, cell by cell: the ledger keys of each variant of layouts.context_length_table at batches 128
+# and 512 (chapter 8 shows published(key) beside our value).
+P3_PUBLISHED_KEYS = MappingProxyType({
+    "multihead": ("P3 multihead b128", "P3 multihead b512"),
+    "baseline multiquery": ("P3 baseline MQ b128", "P3 baseline MQ b512"),
+    "optimized multiquery": ("P3 optimized MQ b128", "P3 optimized MQ b512"),
+})
+P3_BATCHES = (128, 512)
 
 
 def _p3_ratio():
@@ -117,6 +136,10 @@ CLAIMS = (
     Claim("P1", "crossover", "the best layout switches from 2D weight-stationary to weight-gathered as tokens grow "
                              "(PaLM 540B, 4x4x4 TPU v4)", f"{POPE}, Fig. 3", "2D WS → weight-gathered", None, "",
           _p1_switch, holds_that("starts 2d-ws, ends wg-xyz, never 1d-ws")),
+    Claim("P1", "batch-1 prefill", "a batch-1 prefill (2,048 tokens, or an 8,192-token prompt) is cheapest in 2D "
+                                   "weight-stationary: only large-batch prefill wants weight-gathered",
+          f"{POPE}, Table 2", "2D WS (low-latency prefill, batch 1)", None, "", _p1_batch1_prefill,
+          holds_that("2d-ws cheapest at 2,048 and 8,192 tokens; first switch above 8,192")),
     Claim("P2", "3 TB", "multihead KV cache of a 540B model at batch 512, context 2,048", POPE, "about 3 TB", 3e12,
           "TB", lambda: _p2().kv_bytes,
           note="The multihead comparison model keeps PaLM 540B's size with 48 heads x 128."),

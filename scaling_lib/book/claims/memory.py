@@ -82,20 +82,28 @@ def _m5_throughput(batch):
     return batch / step.total_s
 
 
-_M6_ORDER = ("GQA", "local attention", "cross-layer sharing", "KV quantization", "paged attention")
+_M6_WINDOWS = (1024, 4096)  # the lever table's window, and a wider one that reorders the levers
+_M6_LEVERS = ("GQA", "local attention", "cross-layer sharing", "KV quantization", "paged attention")
 
 
 def _m6_levers():
-    rows = {row.lever: row for row in kv_lever_table("llama2-13b", _CONTEXT, batch=64)}
-    savings = [rows[name].stored_saving for name in _M6_ORDER]
-    ranked = all(a >= b for a, b in zip(savings, savings[1:]))
+    """Each lever the source lists shrinks the cache, cross-layer sharing saves memory but not reads, and together
+    they save an order of magnitude. No source ranks them, and their order depends on the settings: the Finding shows
+    it at the table's settings and with a 4,096-token window, where local attention drops below cross-layer sharing."""
+    rows, wide = ({row.lever: row for row in kv_lever_table("llama2-13b", _CONTEXT, batch=64, window=window)}
+                  for window in _M6_WINDOWS)
     shrink = all(r.stored_bytes < r.baseline_stored and r.read_bytes <= r.baseline_read for r in rows.values())
     cross = rows["cross-layer sharing"]
-    ok = ranked and shrink and math.isclose(cross.read_saving, 1.0) and rows["MQA"].stored_saving >= savings[0]
-    text = " ≥ ".join(f"{name} {s:.2f}x" for name, s in zip(_M6_ORDER, savings))
-    return Finding(text, ok, f"stored-bytes savings (MQA {rows['MQA'].stored_saving:.0f}x); cross-layer sharing "
-                             f"saves {cross.stored_saving:.1f}x of memory and {cross.read_saving:.1f}x of reads; "
-                             f"all levers together {rows['all of the above'].stored_saving:.0f}x")
+    together = rows["all of the above"]
+    ok = shrink and math.isclose(cross.read_saving, 1.0) and together.stored_saving >= 10
+
+    def order(table):
+        return " > ".join(sorted(_M6_LEVERS, key=lambda name: -table[name].stored_saving))
+
+    return Finding(f"all together {together.stored_saving:.0f}x", ok,
+                   f"each lever shrinks the cache; cross-layer sharing saves {cross.stored_saving:.1f}x of memory "
+                   f"and {cross.read_saving:.1f}x of reads; order of savings depends on the settings: {order(rows)} "
+                   f"with a {_M6_WINDOWS[0]:,}-token window, {order(wide)} with {_M6_WINDOWS[1]:,}")
 
 
 _GIB = "The source labels the column GiB but computes in 1e9 B; we compare in 1e9 B."
@@ -136,9 +144,10 @@ CLAIMS = (
           _m5_batch64_fits, holds_that("GQA total ≤ HBM < MHA total"), _GQA),
     Claim("M5", "batch 240 throughput", "GQA 1:5 throughput at batch 240", SB7, "4,529 tok/s", 4529, "tok/s",
           lambda: _m5_throughput(240), note=_GQA),
-    Claim("M6", "", "KV-cache levers in the source's order: GQA/MQA, local attention, cross-layer sharing, "
-                    "int8/fp8 KV, paged attention", SB7, "ranked list", None, "", _m6_levers,
-          holds_that("stored savings non-increasing in that order; cross-layer saves memory, not reads"),
-          "Settings are illustrative (kv_levers.kv_lever_table on LLaMA-2-13B, 8k, batch 64); the source ranks "
-          "without numbers."),
+    Claim("M6", "", "KV-cache levers: GQA/MQA, local attention, cross-layer sharing (memory, not necessarily "
+                    "bandwidth), int8/fp8 KV, paged attention; together an order of magnitude", SB7,
+          "five levers, order-of-magnitude together", None, "", _m6_levers,
+          holds_that("each shrinks the cache; cross-layer saves memory, not reads; together ≥ 10x"),
+          "Settings are illustrative (kv_levers.kv_lever_table on LLaMA-2-13B, 8k, batch 64). The source lists the "
+          "levers without ranking them; their order of savings depends on the settings (see the finding)."),
 )
