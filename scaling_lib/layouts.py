@@ -1,25 +1,26 @@
 """Partitioning layouts for inference (Pope et al. 2022, "Efficiently Scaling Transformer Inference", sec. 3).
 
-Symbols. The paper writes E for d_model and B x L for the tokens in a batch; the book writes D and T:
-    D = d_model (paper's E), F = d_ff, T = tokens per batch (paper's B L; T = B in a decode step),
-    n chips on a mesh X x Y x Z, a = bytes per activation element, w = bytes per weight element.
-Like the paper's analysis, the feed-forward layer here is two matrices, W_in [D, F] and W_out [F, D]; PaLM's
-SwiGLU adds a third [D, F] matrix, which changes constants, not the scalings or the layout ranking.
+Symbols (book/notation.md). The paper writes E for d_model and B x L for the tokens in a batch; the book writes D
+and T: D = d_model (paper's E), F = d_ff, T = tokens per batch (paper's B L; T = B in a decode step), n chips on a
+mesh X x Y x Z with axes named x, y, z, b_a = bytes per activation element, b_w = bytes per weight element (the local
+names a and w below), n_wg = chips the weights are gathered over. Like the paper's analysis, the feed-forward layer
+here is two matrices, W_in [D, F] and W_out [F, D]; PaLM's SwiGLU adds a third [D, F] matrix, which changes
+constants, not the scalings or the layout ranking.
 
-Feed-forward layouts (sec. 3.2; per-chip bytes per layer, (K-1)/K factors dropped as in the paper's App. A):
-    "1d-ws"  weights [D, F_xyz]; all-gather the input, reduce-scatter the output over all n   2 a T D
-    "2d-ws"  weights [D_x, F_yz]; D-collectives over YZ, F-collectives over X            2 a T (D/X + F/YZ)
-             optimal X = sqrt(n D / F): 4 a T sqrt(D F / n) = 8 a T D / sqrt(n) when F = 4D
-    "wg-x", "wg-xy", "wg-xyz"  weights stored as in 2d-ws, all-gathered over N = X, XY or XYZ chips before use;
-             the batch is split N ways and the rest of the mesh runs 1d-ws:   2 w D F N / n + 2 a T D / N
-             optimal N = sqrt(T n / F): 4 D sqrt(T F / n) (a = w), which grows only as sqrt(T)
+Feed-forward layouts (sec. 3.2; per-chip bytes per layer, (m-1)/m factors dropped as in the paper's App. A):
+    "1d-ws"  weights [D, F_xyz]; all-gather the input, reduce-scatter the output over all n   2 b_a T D
+    "2d-ws"  weights [D_x, F_yz]; D-collectives over YZ, F-collectives over X            2 b_a T (D/X + F/YZ)
+             optimal X = sqrt(n D / F): 4 b_a T sqrt(D F / n) = 8 b_a T D / sqrt(n) when F = 4D
+    "wg-x", "wg-xy", "wg-xyz"  weights stored as in 2d-ws, all-gathered over n_wg = X, XY or XYZ chips before use;
+             the batch is split n_wg ways and the rest of the mesh runs 1d-ws:   2 b_w D F n_wg / n + 2 b_a T D / n_wg
+             optimal n_wg = sqrt(T n / F): 4 D sqrt(T F / n) (b_a = b_w), which grows only as sqrt(T)
 A collective over a group of one chip moves nothing, so "wg-xyz" has no activation traffic at all.
 
 Two conventions turn bytes into seconds (CONVENTIONS):
-    "pope"          every collective uses the chip's whole interconnect, ici_links x ici_link_bandwidth
-                    (6 x 45 GB/s = 270 GB/s on TPU v4), as in the paper's sec. 2 and App. A;
-    "scaling-book"  a collective over k mesh axes gets k x the bidirectional bandwidth of one link
-                    (Scaling Book ch. 3, used in ch. 7 Question 7).
+    "pope"          every collective uses the chip's whole interconnect, n_links W_link = ici_links x
+                    ici_link_bandwidth (6 x 45 GB/s = 270 GB/s on TPU v4), as in the paper's sec. 2 and App. A;
+    "scaling-book"  a collective over n_axes mesh axes gets n_axes W_ici, n_axes times the bidirectional bandwidth
+                    of one link (Scaling Book ch. 3, used in ch. 7 Question 7).
 They agree for a collective spanning all three axes (3 x 90 GB/s = 270 GB/s) and differ for 2d-ws, whose
 F-collectives run over the X axis alone: the book gives them a third of the paper's bandwidth, which moves the
 1D/2D crossover from n > 4F/D (16 chips for F = 4D) to n > 18F/D (72 chips); see `ws_2d_crossover_chips`.
@@ -81,7 +82,7 @@ def ffn_collectives(layout: str, model, tokens: float, mesh_shape, weight_dtype:
                     activation_dtype: str = "bf16") -> tuple:
     """The collectives of one feed-forward layer under `layout` (Pope et al. sec. 3.2, Figs. 2 and A.2).
 
-    Collectives over a single chip are left out. Weight-gathered layouts assume the batch splits N ways.
+    Collectives over a single chip are left out. Weight-gathered layouts assume the batch splits n_wg ways.
     """
     m = get_model(model)
     choice("layout", layout, LAYOUTS)
@@ -168,9 +169,9 @@ def ffn_layer_time(layout: str, model, chip, mesh_shape, tokens_per_batch: float
                    compute_dtype: str = "bf16") -> LayerTime:
     """Compute, HBM and communication time of one feed-forward layer (Pope et al. sec. 2 cost model + sec. 3.2).
 
-    compute = 4 T D F / (n C); weight memory = 2 D F w x N / n / W_hbm (N = chips the weights are gathered over,
-    1 for weight-stationary); KV memory (decode with context_len > 0) = T x S x kv_bytes_per_token / L / (n W_hbm),
-    where a decode step's T is the batch. Communication from `ffn_comm_time`.
+    compute = 4 T D F / (n C); weight memory = 2 D F b_w x n_wg / n / W_hbm (n_wg = chips the weights are gathered
+    over, 1 for weight-stationary); KV memory (decode with context_len > 0) = T x S x kv_bytes_per_token / L /
+    (n W_hbm), where a decode step's T is the batch. Communication from `ffn_comm_time`.
     """
     m, chip = get_model(model), get_chip(chip)
     choice("phase", phase, PHASES)
@@ -279,7 +280,7 @@ def ws_2d_optimal_x(n_chips: float, d_model: int, d_ff: int, convention: str = "
     """The X (D-way split) minimizing 2D weight-stationary communication, treating X as continuous.
 
     pope: minimize D/X + F X/n               -> X = sqrt(n D / F)       (Pope et al. App. A.2.1)
-    scaling-book: minimize D/X + 2 F X/n     -> X = sqrt(n D / (2 F))   (Scaling Book ch. 7 Q7: X = sqrt(N/8), F = 4D)
+    scaling-book: minimize D/X + 2 F X/n     -> X = sqrt(n D / (2 F))   (Scaling Book ch. 7 Q7: X = sqrt(n/8), F = 4D)
     """
     choice("convention", convention, CONVENTIONS)
     for name, value in (("n_chips", n_chips), ("d_model", d_model), ("d_ff", d_ff)):
@@ -290,8 +291,9 @@ def ws_2d_optimal_x(n_chips: float, d_model: int, d_ff: int, convention: str = "
 def ws_2d_crossover_chips(d_model: int, d_ff: int, convention: str = "pope") -> float:
     """Chips above which 2D weight-stationary moves fewer seconds of activations than 1D (optimal X).
 
-    pope: 4 a T sqrt(D F / n) < 2 a T D          <=> n > 4 F / D   (16 chips for F = 4D; Pope et al. sec. 3.2.2)
-    scaling-book: 1D spans 3 axes, 4 T D / (3 W) > 2 T sqrt(8 D F / N) / W  <=>  N > 18 F / D  (72 chips for F = 4D).
+    pope: 4 b_a T sqrt(D F / n) < 2 b_a T D      <=> n > 4 F / D   (16 chips for F = 4D; Pope et al. sec. 3.2.2)
+    scaling-book: 1D spans 3 axes, 4 T D / (3 W_ici) > 2 T sqrt(8 D F / n) / W_ici  <=>  n > 18 F / D  (72 chips
+    for F = 4D).
     The book's 2D pays more because its X-axis collectives get one axis' links, not the whole chip's. Notes: some
     versions of the book print 81 for F = 4D, but its own expression 128 x (3/4)^2 equals 72; summaries of the
     paper state the F = 4D case as sqrt(n) > F / D, which agrees with 4F / D only at F = 4D (both give 16).
@@ -330,7 +332,7 @@ def layout_switch_points(model, chip, mesh_shape, convention: str = "pope", layo
 
 
 def wg_optimal_gather_size(tokens: float, n_chips: int, d_ff: int) -> float:
-    """N = sqrt(T n / F): chips to all-gather weights over that minimizes 2 D F N / n + 2 T D / N (App. A.2.2)."""
+    """n_wg = sqrt(T n / F): chips to all-gather weights over, minimizing 2 D F n_wg / n + 2 T D / n_wg (App. A.2.2)."""
     for name, value in (("tokens", tokens), ("n_chips", n_chips), ("d_ff", d_ff)):
         positive(name, value)
     return math.sqrt(tokens * n_chips / d_ff)
@@ -450,7 +452,7 @@ def attention_collectives(attention_sharding: str, batch: int, n_heads: int, hea
     The projections leave q [B, N, H] split over heads on all n chips. "heads": the one KV head is replicated on every
     chip and each chip attends with its N/n heads: no communication. "batch": the KV cache is split over the batch,
     so q is resharded to [B/n, N, H] by an all-to-all and the output returned to head sharding by a second one; each
-    moves the chip's a B N H / n block (sharding.kv_cache_sharding counts the two all-to-alls).
+    moves the chip's b_a B N H / n block (sharding.kv_cache_sharding counts the two all-to-alls).
     """
     choice("attention_sharding", attention_sharding, ATTENTION_SHARDINGS)
     for name, value in (("batch", batch), ("n_heads", n_heads), ("head_dim", head_dim)):
@@ -465,10 +467,10 @@ def attention_collectives(attention_sharding: str, batch: int, n_heads: int, hea
 
 
 def ring_bytes_sent(collective: Collective) -> float:
-    """Bytes one chip sends for `collective` over a ring of K = prod(group) chips: (K-1)/K x bytes_per_chip.
+    """Bytes one chip sends for `collective` over a ring of m = prod(group) chips: (m-1)/m x bytes_per_chip.
 
     The cost model (Pope et al. App. A) counts bytes_per_chip -- the gathered output, the unreduced input, the
-    resharded block -- and drops (K-1)/K; a ring all-gather passes K-1 of the K blocks through each chip.
+    resharded block -- and drops (m-1)/m; a ring all-gather passes m-1 of the m blocks through each chip.
     """
     k = math.prod(collective.group)
     return collective.bytes_per_chip * (k - 1) / k
