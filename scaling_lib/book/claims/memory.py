@@ -115,7 +115,7 @@ CLAIMS = (
     Claim("M1", "bf16 bytes", "LLaMA-2-13B's bf16 weights take 26e9 B", SB7, "26e9 B", 26e9, "GB", _m_param_bytes),
     Claim("M2", "", "KV cache of one 8,192-token LLaMA-2-13B sequence in bf16", SB7, "6.7 GiB (= 6.71e9 B)", 6.71e9,
           "GB", _m_kv, note="The source prints 6.7 GiB but computes 6.71e9 B; in GiB it is 6.25 (next row)."),
-    Claim("M2", "in GiB", "the same cache in GiB (2^30 B)", "claims.md note", "6.25 GiB", 6.25 * 2**30, "GiB",
+    Claim("M2", "in GiB", "the same cache in GiB (2^30 B)", "book/claims.md note", "6.25 GiB", 6.25 * 2**30, "GiB",
           _m_kv, note="The unit correction of book/claims.md, not a source number."),
     Claim("M3", "four caches", "four 8k caches exceed the bf16 weights", SB7, "4 caches > weights", None, "",
           _m3_four_caches, holds_that("3 < weights / one cache < 4")),

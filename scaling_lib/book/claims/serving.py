@@ -135,11 +135,11 @@ CLAIMS = (
     Claim("V2", "19 ms is a full-HBM step", "the source's 19 ms step is that of its int8 4x2 v5e server filled to "
                                             "the largest batch that fits at 8k tokens, not of batch 32", SB8, "19 ms",
           V2_SOURCE_INPUTS["decode_step_s"], "ms", _v2_full_step,
-          note="Each chip then streams nearly all its HBM (16 GB / 820 GB/s = 19.5 ms, inference.full_hbm_step_time);"
-               " at batch 32 the same server steps in about 17 ms (chapter 9)."),
+          note="Each chip then streams nearly all of its HBM (inference.full_hbm_step_time); at batch 32 the same "
+               "server's step is shorter, and the ratio a little above 3 (chapter 9)."),
     Claim("V2", "from the model", "the same ratio with the prefill and step times from scaling_lib", SB8, "about 3",
           None, "x", _v2_from_model, between(2.5, 3.5, "x"),
-          "Our roofline step at batch 32 (about 17.5 ms at the mean context) is faster than the source's 19 ms, "
+          "Our roofline step at batch 32 (at the mean context of a generation) is faster than the source's 19 ms, "
           "which is the full-HBM step (previous row)."),
     Claim("V3", "", "engines on a Pareto: interleaving beats naive TTFT; disaggregation removes decode stalls", SB7,
           "naive / interleaved / disaggregated trade-offs", None, "", _v3_engines,
