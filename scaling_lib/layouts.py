@@ -17,9 +17,9 @@ Feed-forward layouts (sec. 3.2; per-chip bytes per layer, (m-1)/m factors droppe
 A collective over a group of one chip moves nothing, so "wg-xyz" has no activation traffic at all.
 
 Two conventions turn bytes into seconds (CONVENTIONS):
-    "pope"          every collective uses the chip's whole interconnect, n_links W_link = ici_links x
+    "pope"          every collective uses the chip's whole interconnect, n_links W_ici = ici_links x
                     ici_link_bandwidth (6 x 45 GB/s = 270 GB/s on TPU v4), as in the paper's sec. 2 and App. A;
-    "scaling-book"  a collective over n_axes mesh axes gets n_axes W_ici, n_axes times the bidirectional bandwidth
+    "scaling-book"  a collective over n_axes mesh axes gets n_axes W_ici,bidi, n_axes times the bidirectional bandwidth
                     of one link (Scaling Book ch. 3, used in ch. 7 Question 7).
 They agree for a collective spanning all three axes (3 x 90 GB/s = 270 GB/s) and differ for 2d-ws, whose
 F-collectives run over the X axis alone: the book gives them a third of the paper's bandwidth, which moves the
@@ -292,8 +292,8 @@ def ws_2d_crossover_chips(d_model: int, d_ff: int, convention: str = "pope") -> 
     """Chips above which 2D weight-stationary moves fewer seconds of activations than 1D (optimal X).
 
     pope: 4 b_a T sqrt(D F / n) < 2 b_a T D      <=> n > 4 F / D   (16 chips for F = 4D; Pope et al. sec. 3.2.2)
-    scaling-book: 1D spans 3 axes, 4 T D / (3 W_ici) > 2 T sqrt(8 D F / n) / W_ici  <=>  n > 18 F / D  (72 chips
-    for F = 4D).
+    scaling-book: 1D spans 3 axes, 4 T D / (3 W_ici,bidi) > 2 T sqrt(8 D F / n) / W_ici,bidi  <=>  n > 18 F / D
+    (72 chips for F = 4D).
     The book's 2D pays more because its X-axis collectives get one axis' links, not the whole chip's. Notes: some
     versions of the book print 81 for F = 4D, but its own expression 128 x (3/4)^2 equals 72; summaries of the
     paper state the F = 4D case as sqrt(n) > F / D, which agrees with 4F / D only at F = 4D (both give 16).
