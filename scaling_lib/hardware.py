@@ -3,16 +3,32 @@
 Every number the book computes about a chip starts here. Each row names its source; a notebook never types a
 spec. Units are SI: FLOP/s (or OP/s for integer math) per chip, bytes, bytes per second, seconds.
 
+Two kinds of chip-to-chip network (`Torus`, `SwitchDomain`): a TPU slice joins its chips in a 2D or 3D torus of
+point-to-point ICI links, two per axis (one to each neighbour), and talks to other slices over the data-centre
+network (DCN); an HGX GPU node joins its 8 GPUs through NVSwitches, so every GPU reaches every other at its full
+NVLink injection bandwidth, and talks to other nodes over a scale-out network (InfiniBand, one NIC per GPU).
+`collectives` prices all-gathers, reduce-scatters, all-reduces and all-to-alls on both.
+
 Sources (full references in book/references.bib):
 - [SB2]  Austin et al., "How to Scale Your Model", ch. 2 "How to Think About TPUs", spec table (TPU v4, v5e, v5p,
          v6e; ICI one-way bandwidth per link and ~1 us per hop).
 - [SB7]  the same book, ch. 7 "All About Transformer Inference" (v5e 1.97e14 bf16 / 3.94e14 int8, 8.2e11 B/s,
          16 GB; H100 9.89e14 / 3.35e12 B/s).
-- [TPU7] the TPU inference chapter used as a seed (Ironwood / TPU7x: 2.307e15 bf16, 4.614e15 fp8, 7.38e12 B/s HBM,
-         192 GB, 1.2e12 B/s bidirectional ICI per chip = 2e11 B/s per axis, bidirectional).
+- [TPU7] the TPU inference chapter used as a seed (Ironwood / TPU7x: 7,380 GB/s of HBM "against 200 GB/s per
+         axis"), and Google Cloud's TPU7x page (2,307 / 4,614 TFLOP/s bf16 / fp8, 192 GiB, 7,380 GB/s HBM, 1,200 GB/s
+         bidirectional ICI per chip, 100 Gb/s DCN per chip, a 3D torus like v5p).
+- [GC]   Google Cloud TPU system-architecture pages (v5e: 8 chips per host with 2 x 100 Gb/s NICs, i.e. 25 Gb/s
+         of DCN per chip; v5p: 50 Gb/s DCN per chip; v6e and TPU7x: 100 Gb/s DCN per chip).
 - [PJ22] Pope et al. 2022, "Efficiently Scaling Transformer Inference" (TPU v4: 270 GB/s ICI per chip, 32 GiB).
 - [NV]   NVIDIA data sheets (H100 SXM, H200 SXM, B200): dense (non-sparse) tensor-core rates, HBM bandwidth and
-         capacity, NVLink 4/5 with 18 links per GPU.
+         capacity; NVLink 4 (H100, H200): 18 links, 900 GB/s per GPU counting both directions, so 450 GB/s each way;
+         NVLink 5 (B200): 18 links, 1.8 TB/s both directions (MLPerf Inference system descriptions for DGX H200 and
+         B200 nodes list the same links and 8 GPUs per node). The NCCL maintainers confirm that 900 GB/s is the sum
+         of both directions at wire speed (github.com/NVIDIA/nccl issue 1442).
+- [NIC]  MLPerf Inference system descriptions (DGX H200: 400 Gb/s InfiniBand NICs, one per GPU for GPU traffic;
+         a B200 node: 8 x ConnectX-7 400 Gb/s), i.e. 50 GB/s of scale-out bandwidth per GPU.
+- [NCCL] a small NCCL all-reduce between H100s over NVLink takes about 6 us with CUDA graphs
+         (github.com/NVIDIA/nccl issue 1259): the fixed cost of one collective in a switched domain.
 """
 
 from dataclasses import dataclass
@@ -21,6 +37,66 @@ from .dtypes import bytes_per_element
 
 GB = 1e9
 GIB = 2**30
+GBIT = 1e9 / 8  # bytes per second in one Gb/s
+
+
+def _missing(chip_name: str, field: str, fix: str):
+    raise ValueError(f"{chip_name}: {field} is not in the hardware table (no source gives it); {fix}")
+
+
+@dataclass(frozen=True)
+class Torus:
+    """A TPU slice's ICI: chips on a 2D or 3D torus, two links per axis (one to each neighbour).
+
+    `link_bandwidth` is one direction of one link (B/s); a chip pushes 2 x link_bandwidth out along one axis (its
+    two links on that axis), the bidirectional bandwidth of one link, which is the W_ici of the Scaling Book's
+    collective costs. `wraparound`: whether each axis closes into a ring (the book's collective costs assume it,
+    as the sources do). `dcn_bandwidth` is the data-centre network bandwidth per chip (B/s, one way) between
+    slices; None where no source gives it.
+    """
+
+    axes: int
+    link_bandwidth: float  # B/s per link, one direction
+    hop_latency: float  # seconds per hop
+    dcn_bandwidth: float | None  # B/s per chip between slices
+    wraparound: bool = True
+    links_per_axis: int = 2
+    kind: str = "torus"
+    network: str = "ICI"
+
+    @property
+    def links(self) -> int:
+        """ICI links per chip: two per axis."""
+        return self.axes * self.links_per_axis
+
+    @property
+    def axis_bandwidth(self) -> float:
+        """B/s a chip sends along one axis (both its links on that axis, one way each) = one link's two directions."""
+        return self.links_per_axis * self.link_bandwidth
+
+
+@dataclass(frozen=True)
+class SwitchDomain:
+    """A GPU node's NVLink: every GPU reaches every other through NVSwitches at its full injection bandwidth.
+
+    `injection_bandwidth`: B/s one GPU sends into the switches (equally, receives), one direction, all its links
+    together. `domain_size`: GPUs under one set of switches (8 in an HGX/DGX node). `collective_latency`: the fixed
+    cost of one collective however small (a switch has no hops to count). `scale_out_bandwidth`: B/s per GPU, one
+    way, between nodes. `link_bandwidth` x `links` = injection bandwidth.
+    """
+
+    links: int
+    link_bandwidth: float  # B/s per NVLink link, one direction
+    domain_size: int
+    collective_latency: float  # seconds per collective
+    scale_out_bandwidth: float | None  # B/s per GPU between nodes
+    kind: str = "switch"
+    network: str = "NVLink"
+
+    @property
+    def injection_bandwidth(self) -> float:
+        """B/s one GPU sends into the switch fabric, one direction: links x per-link bandwidth."""
+        return self.links * self.link_bandwidth
 
 
 @dataclass(frozen=True)
@@ -28,33 +104,72 @@ class Chip:
     """One accelerator chip.
 
     `peak_flops_table` maps a compute dtype to the dense peak rate of one chip (FLOP/s, or OP/s for int8);
-    a dtype the chip has no native matrix unit for is absent and `peak_flops` refuses it.
-    `ici_link_bandwidth` is one direction of one interconnect link (B/s); `ici_bidirectional` is both directions.
+    a dtype the chip has no native matrix unit for is absent and `peak_flops` refuses it. `topology` is its
+    chip-to-chip network (`Torus` or `SwitchDomain`). `ici_link_bandwidth` is one direction of one link (B/s);
+    `ici_bidirectional` is both directions of one link; `ici_hop_latency` exists only on a torus.
     """
 
     name: str
     peak_flops_table: tuple  # ((dtype, FLOP/s), ...)
     hbm_bandwidth: float  # B/s per chip
     hbm_capacity: float  # bytes per chip
-    ici_link_bandwidth: float  # B/s per link, one direction
-    ici_links: int  # links per chip
-    ici_hop_latency: float  # seconds per hop
+    topology: Torus | SwitchDomain
     source: str
-    interconnect: str = "ICI"
 
     def __post_init__(self):
-        for field_name in ("hbm_bandwidth", "hbm_capacity", "ici_link_bandwidth", "ici_hop_latency"):
+        for field_name in ("hbm_bandwidth", "hbm_capacity"):
             if not getattr(self, field_name) > 0:
                 raise ValueError(f"{self.name}: {field_name} must be positive, got {getattr(self, field_name)!r}")
+        if not isinstance(self.topology, (Torus, SwitchDomain)):
+            raise ValueError(f"{self.name}: topology must be a Torus or a SwitchDomain, got {self.topology!r}")
+        for field_name in ("link_bandwidth", "hop_latency", "collective_latency", "dcn_bandwidth",
+                           "scale_out_bandwidth"):
+            value = getattr(self.topology, field_name, None)
+            if value is not None and not value > 0:
+                raise ValueError(f"{self.name}: topology {field_name} must be positive or None, got {value!r}")
         for dtype, rate in self.peak_flops_table:
             bytes_per_element(dtype)  # validates the dtype name
             if not rate > 0:
                 raise ValueError(f"{self.name}: peak FLOP/s for {dtype} must be positive, got {rate!r}")
 
     @property
+    def interconnect(self) -> str:
+        """'ICI' (a TPU torus) or 'NVLink' (a GPU switch domain)."""
+        return self.topology.network
+
+    @property
+    def ici_link_bandwidth(self) -> float:
+        """One direction of one chip-to-chip link, B/s."""
+        return self.topology.link_bandwidth
+
+    @property
+    def ici_links(self) -> int:
+        """Chip-to-chip links per chip."""
+        return self.topology.links
+
+    @property
     def ici_bidirectional(self) -> float:
         """Both directions of one link, B/s."""
         return 2.0 * self.ici_link_bandwidth
+
+    @property
+    def ici_hop_latency(self) -> float:
+        """Seconds per torus hop; a switched GPU domain has none (its collectives have a fixed latency instead)."""
+        if not isinstance(self.topology, Torus):
+            _missing(self.name, "ici_hop_latency", "an NVLink switch domain has no hops; use "
+                     "chip.topology.collective_latency, the fixed cost of one collective")
+        return self.topology.hop_latency
+
+    @property
+    def dcn_bandwidth(self) -> float:
+        """B/s per chip, one way, to chips outside its slice or node: the DCN on a TPU, the scale-out NIC on a GPU."""
+        if isinstance(self.topology, Torus):
+            value, field = self.topology.dcn_bandwidth, "dcn_bandwidth"
+        else:
+            value, field = self.topology.scale_out_bandwidth, "scale_out_bandwidth"
+        if value is None:
+            _missing(self.name, field, "pass the bandwidth yourself (e.g. bandwidth=... in serving.kv_transfer_time)")
+        return value
 
     @property
     def compute_dtypes(self) -> tuple:
@@ -74,91 +189,85 @@ class Chip:
 
 
 _SB2 = "Scaling Book ch. 2 spec table"
+_HOP = 1e-6  # ~1 us per ICI hop [SB2, SB7]
+_NVLINK4 = dict(links=18, link_bandwidth=25 * GB, domain_size=8, collective_latency=6e-6,
+                scale_out_bandwidth=400 * GBIT)
+_NVLINK5 = dict(_NVLINK4, link_bandwidth=50 * GB)
+_NV_NET = ("NVLink: 18 links per GPU, 8 GPUs per HGX node behind NVSwitches; 400 Gb/s InfiniBand per GPU between "
+           "nodes [NIC]; a collective costs at least ~6 us [NCCL]")
 _CHIPS = (
     Chip(
         name="tpu-v4",
         peak_flops_table=(("bf16", 2.75e14), ("int8", 2.75e14)),
         hbm_bandwidth=1.2e12,
         hbm_capacity=32 * GIB,
-        ici_link_bandwidth=4.5e10,
-        ici_links=6,
-        ici_hop_latency=1e-6,
-        source=f"{_SB2}; Pope et al. 2022 (32 GiB HBM, 6 links x 45 GB/s = 270 GB/s ICI per chip)",
+        topology=Torus(axes=3, link_bandwidth=4.5e10, hop_latency=_HOP, dcn_bandwidth=None),
+        source=f"{_SB2}; Pope et al. 2022 (32 GiB HBM, 6 links x 45 GB/s = 270 GB/s ICI per chip); 3D torus; "
+        "no DCN figure in the sources",
     ),
     Chip(
         name="tpu-v5e",
         peak_flops_table=(("bf16", 1.97e14), ("int8", 3.94e14)),
         hbm_bandwidth=8.2e11,
         hbm_capacity=16 * GB,
-        ici_link_bandwidth=4.5e10,
-        ici_links=4,
-        ici_hop_latency=1e-6,
-        source=f"{_SB2}; Scaling Book ch. 7 (1.97e14 bf16, 3.94e14 int8, 8.2e11 B/s, 16 GB, ~1 us per hop)",
+        topology=Torus(axes=2, link_bandwidth=4.5e10, hop_latency=_HOP, dcn_bandwidth=25 * GBIT),
+        source=f"{_SB2}; Scaling Book ch. 7 (1.97e14 bf16, 3.94e14 int8, 8.2e11 B/s, 16 GB, ~1 us per hop); "
+        "2D torus; Google Cloud v5e page (2 x 100 Gb/s NICs per 8-chip host: 25 Gb/s DCN per chip)",
     ),
     Chip(
         name="tpu-v5p",
         peak_flops_table=(("bf16", 4.59e14), ("int8", 9.18e14)),
         hbm_bandwidth=2.8e12,
         hbm_capacity=96 * GB,
-        ici_link_bandwidth=9e10,
-        ici_links=6,
-        ici_hop_latency=1e-6,
-        source=_SB2,
+        topology=Torus(axes=3, link_bandwidth=9e10, hop_latency=_HOP, dcn_bandwidth=50 * GBIT),
+        source=f"{_SB2}; 3D torus; Google Cloud v5p page (50 Gb/s DCN per chip)",
     ),
     Chip(
         name="tpu-v6e",
         peak_flops_table=(("bf16", 9.2e14), ("int8", 1.84e15)),
         hbm_bandwidth=1.6e12,
         hbm_capacity=32 * GB,
-        ici_link_bandwidth=9e10,
-        ici_links=4,
-        ici_hop_latency=1e-6,
-        source=_SB2,
+        topology=Torus(axes=2, link_bandwidth=9e10, hop_latency=_HOP, dcn_bandwidth=100 * GBIT),
+        source=f"{_SB2}; 2D torus; Google Cloud TPU7x page's comparison table (100 Gb/s DCN per v6e chip)",
     ),
     Chip(
         name="tpu-7x",
         peak_flops_table=(("bf16", 2.307e15), ("fp8", 4.614e15)),
         hbm_bandwidth=7.38e12,
         hbm_capacity=192 * GB,
-        ici_link_bandwidth=1e11,
-        ici_links=6,
-        ici_hop_latency=1e-6,
-        source="TPU inference chapter (Ironwood): 1.2e12 B/s bidirectional ICI per chip over 6 links = 2e11 B/s "
-        "per link in both directions together, so 1e11 B/s each way",
+        topology=Torus(axes=3, link_bandwidth=1e11, hop_latency=_HOP, dcn_bandwidth=100 * GBIT),
+        source="TPU inference chapter (Ironwood: 7,380 GB/s of HBM against 200 GB/s per axis, i.e. beta = 36.9); "
+        "Google Cloud TPU7x page (7,380 GB/s HBM; 1,200 GB/s bidirectional ICI per chip; 100 Gb/s DCN per chip; "
+        "3D torus). One chip has 6 links, two per axis: 1,200 / 6 = 200 GB/s per link counting both directions, "
+        "100 GB/s each way, so a chip sends 2 x 100 = 200 GB/s along one axis: the chapter's 'per axis' and one "
+        "link's two directions are the same 200 GB/s",
     ),
     Chip(
         name="h100",
         peak_flops_table=(("bf16", 9.89e14), ("fp8", 1.979e15), ("int8", 1.979e15)),
         hbm_bandwidth=3.35e12,
         hbm_capacity=80 * GB,
-        ici_link_bandwidth=2.5e10,
-        ici_links=18,
-        ici_hop_latency=1e-6,
-        source="NVIDIA H100 SXM data sheet (dense); Scaling Book ch. 7 (9.89e14 / 3.35e12); NVLink 4: 18 x 50 GB/s "
-        "bidirectional; hop latency assumed ~1 us (not in the sources)",
-        interconnect="NVLink",
+        topology=SwitchDomain(**_NVLINK4),
+        source="NVIDIA H100 SXM data sheet (dense rates; NVLink 900 GB/s both directions = 450 GB/s each way); "
+        f"Scaling Book ch. 7 (9.89e14 / 3.35e12); {_NV_NET}",
     ),
     Chip(
         name="h200",
         peak_flops_table=(("bf16", 9.89e14), ("fp8", 1.979e15), ("int8", 1.979e15)),
         hbm_bandwidth=4.8e12,
         hbm_capacity=141 * GB,
-        ici_link_bandwidth=2.5e10,
-        ici_links=18,
-        ici_hop_latency=1e-6,
-        source="NVIDIA H200 SXM data sheet (dense); NVLink 4; hop latency assumed ~1 us (not in the sources)",
-        interconnect="NVLink",
+        topology=SwitchDomain(**_NVLINK4),
+        source="NVIDIA H200 SXM data sheet (dense rates; NVLink 900 GB/s both directions); MLPerf DGX H200 system "
+        f"description (18 x NVLink 4, 900 GB/s; 8 GPUs; 400 Gb/s InfiniBand); {_NV_NET}",
     ),
     Chip(
         name="b200",
         peak_flops_table=(("bf16", 2.25e15), ("fp8", 4.5e15), ("int8", 4.5e15)),
         hbm_bandwidth=8e12,
         hbm_capacity=192 * GB,
-        ici_link_bandwidth=5e10,
-        ici_links=18,
-        ici_hop_latency=1e-6,
-        source="NVIDIA B200 data sheet (dense); NVLink 5: 18 x 100 GB/s bidirectional; hop latency assumed ~1 us",
-        interconnect="NVLink",
+        topology=SwitchDomain(**_NVLINK5),
+        source="NVIDIA B200 data sheet (dense rates; NVLink 5: 18 links, 1.8 TB/s both directions = 900 GB/s each "
+        f"way); MLPerf B200 node description (8 GPUs, 8 x 400 Gb/s ConnectX-7); {_NV_NET}",
     ),
 )
 

@@ -34,6 +34,7 @@ from ._validate import choice, positive
 from .dtypes import bytes_per_element
 from .hardware import get_chip
 from .inference import StepTime, decode_step_time
+from .measurements import pope_row
 from .memory import kv_bytes_per_token, kv_cache_bytes, param_bytes
 from .models import get_model
 from .roofline import matmul_flops
@@ -501,8 +502,14 @@ class PublishedRun:
         return self.seconds / self.tokens_per_sequence
 
 
-_TABLE2 = "Pope et al. 2022, Table 2 (PaLM 540B, 64 TPU v4, 2048-token context)"
+def _published_run(row) -> PublishedRun:
+    per_sequence = row.decode_steps if row.phase == "decode" else row.context_len
+    return PublishedRun(row.phase, row.batch, per_sequence, row.latency_s, row.weight_dtype, row.context_len,
+                        f"{row.source}, MFU {row.mfu:.0%}")
+
+
+# The two runs the abstract quotes, read from the published tables (scaling_lib/data/pope2022_tables.csv).
 POPE_HEADLINE_RUNS = {
-    "prefill-high-throughput": PublishedRun("prefill", 512, 2048, 85.2, "bf16", 2048, _TABLE2 + ", MFU 76%"),
-    "decode-low-latency": PublishedRun("decode", 64, 64, 1.82, "int8", 2048, _TABLE2 + ", 29 ms/token, MFU 14%"),
+    "prefill-high-throughput": _published_run(pope_row("palm-540b", "high throughput", "prefill")),
+    "decode-low-latency": _published_run(pope_row("palm-540b", "low latency", "decode")),
 }

@@ -2,12 +2,18 @@
 
 Every attention layer stores one key and one value vector per KV head for every token it has seen:
     KV bytes per token = 2 x L x K x H x bytes_per_element    (Scaling Book ch. 7)
+
+Split over n chips, the cache is divided by KV heads up to K ways. Beyond K, where each chip's query heads share
+fewer than one KV head, it is either split by batch ("batch-split", the Scaling Book's rule, at two all-to-alls per
+attention layer: chapter 7) or each chip keeps a whole copy of its group's KV head ("replicated", what GPU
+tensor-parallel engines do): `kv_replication` says how many copies that makes. Every capacity function here takes
+the placement as `kv_placement` (default "batch-split", the sources' convention) rather than assuming it.
 """
 
 import math
 from dataclasses import dataclass
 
-from ._validate import positive
+from ._validate import choice, positive
 from .dtypes import bytes_per_element
 from .hardware import get_chip
 from .models import get_model, param_count
@@ -46,6 +52,23 @@ def param_bytes(model, dtype: str = "bf16") -> float:
     return param_count(get_model(model)) * bytes_per_element(dtype)
 
 
+KV_PLACEMENTS = ("batch-split", "replicated")
+
+
+def kv_replication(model, n_chips: int, kv_placement: str = "batch-split") -> float:
+    """Copies of the KV cache that n chips hold in total (1.0 means no duplication).
+
+    "batch-split": 1 (heads split up to K ways, then the batch). "replicated": n x ceil(K / n) / K, i.e. n / K once
+    n exceeds K (every chip holds one whole KV head, shared by its n / K peers), and 1 when n divides K.
+    """
+    m = get_model(model)
+    positive("n_chips", n_chips)
+    choice("kv_placement", kv_placement, KV_PLACEMENTS)
+    if kv_placement == "batch-split":
+        return 1.0
+    return n_chips * math.ceil(m.n_kv_heads / n_chips) / m.n_kv_heads
+
+
 @dataclass(frozen=True)
 class MemoryFootprint:
     """HBM needed to serve `batch` sequences of `context_len` tokens (weights + KV cache), bytes."""
@@ -64,12 +87,14 @@ class MemoryFootprint:
 
 
 def memory_footprint(model, chip, n_chips: int, batch: int, context_len: int, weight_dtype: str = "bf16",
-                     kv_dtype: str = "bf16") -> MemoryFootprint:
-    """Weights + B sequences' KV caches, against n_chips x HBM capacity (activations ignored)."""
+                     kv_dtype: str = "bf16", kv_placement: str = "batch-split") -> MemoryFootprint:
+    """Weights + B sequences' KV caches (times `kv_replication`), against n_chips x HBM capacity (activations
+    ignored)."""
     chip = get_chip(chip)
     positive("n_chips", n_chips)
+    copies = kv_replication(model, n_chips, kv_placement)
     return MemoryFootprint(weight_bytes=param_bytes(model, weight_dtype),
-                           kv_bytes=kv_cache_bytes(model, context_len, batch, kv_dtype),
+                           kv_bytes=copies * kv_cache_bytes(model, context_len, batch, kv_dtype),
                            capacity_bytes=n_chips * chip.hbm_capacity)
 
 
@@ -90,12 +115,17 @@ def memory_footprint_kv_heads(model, n_kv_heads: int, chip, n_chips: int, batch:
 
 
 def max_batch_size(model, chip, n_chips: int, context_len: int, weight_dtype: str = "bf16",
-                   kv_dtype: str = "bf16") -> int:
-    """floor((n_chips x HBM - weight bytes) / KV bytes per sequence); 0 when the weights alone do not fit."""
+                   kv_dtype: str = "bf16", kv_placement: str = "batch-split") -> int:
+    """floor((n_chips x HBM - weight bytes) / (KV bytes per sequence x copies)); 0 when the weights alone do not fit.
+
+    `kv_placement` says how the cache is laid out once n_chips exceeds the K KV heads: "batch-split" (the default,
+    the Scaling Book's rule: no copies) or "replicated" (n / K copies; see `kv_replication`).
+    """
     chip = get_chip(chip)
     positive("n_chips", n_chips)
     positive("context_len", context_len)
     free = n_chips * chip.hbm_capacity - param_bytes(model, weight_dtype)
     if free <= 0:
         return 0
-    return int(math.floor(free / kv_cache_bytes(model, context_len, 1, kv_dtype)))
+    per_sequence = kv_cache_bytes(model, context_len, 1, kv_dtype) * kv_replication(model, n_chips, kv_placement)
+    return int(math.floor(free / per_sequence))

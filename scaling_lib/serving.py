@@ -9,6 +9,7 @@ reverse).
 from dataclasses import dataclass
 
 from ._validate import positive, positive_int
+from .collectives import transfer_bandwidth
 from .hardware import get_chip
 from .inference import decode_step_time, prefill_time
 from .memory import kv_cache_bytes, param_bytes
@@ -80,20 +81,22 @@ def kv_transfer_bytes(model, prompt_len: int, kv_dtype: str = "bf16") -> float:
     return kv_cache_bytes(model, prompt_len, 1, kv_dtype)
 
 
-def default_transfer_bandwidth(chip, n_chips: int) -> float:
-    """n x one-way ICI link bandwidth: every chip of the prefill server sends its shard of the cache over one link.
+def default_transfer_bandwidth(chip, n_chips: int, network: str = "dcn") -> float:
+    """Bandwidth of the KV-cache hand-off from a prefill server of n chips to a decode server, B/s.
 
-    An assumption, not a source's number: pass your own bandwidth (a DCN link, several links) where it differs.
+    Separate serving slices (or GPU nodes) are joined by the data-centre network, not by ICI or NVLink: "dcn" (the
+    default) is n x the per-chip DCN bandwidth of a TPU (25 Gb/s on v5e, 100 Gb/s on Ironwood, Google Cloud's TPU
+    pages) or n x the scale-out NIC of a GPU (400 Gb/s InfiniBand). "ici" applies only when prefill and decode chips
+    sit in one slice (or one NVLink node): n x one ICI link one way, or n x the NVLink injection bandwidth
+    (`collectives.transfer_bandwidth`). Used in chapter 9, *Serving*.
     """
-    chip = get_chip(chip)
-    positive_int("n_chips", n_chips)
-    return n_chips * chip.ici_link_bandwidth
+    return transfer_bandwidth(chip, n_chips, network)
 
 
 def kv_transfer_time(model, prompt_len: int, chip, n_chips: int, bandwidth: float | None = None,
-                     kv_dtype: str = "bf16") -> float:
-    """KV bytes / bandwidth (B/s); bandwidth defaults to `default_transfer_bandwidth(chip, n_chips)`."""
+                     kv_dtype: str = "bf16", network: str = "dcn") -> float:
+    """KV bytes / bandwidth (B/s); bandwidth defaults to `default_transfer_bandwidth(chip, n_chips, network)`."""
     if bandwidth is None:
-        bandwidth = default_transfer_bandwidth(chip, n_chips)
+        bandwidth = default_transfer_bandwidth(chip, n_chips, network)
     positive("bandwidth", bandwidth)
     return kv_transfer_bytes(model, prompt_len, kv_dtype) / bandwidth

@@ -1,15 +1,14 @@
 """Sharding arithmetic: how far prefill and decode can be split, and what the collectives cost.
 
-Collective costs on one axis of n chips joined in a bidirectional ring (Scaling Book ch. 3), V = bytes of the full
-array (the gathered output of an all-gather, the unreduced input of a reduce-scatter). Two bandwidths, as in the
-book's notation: W_ici is one direction of one link (`chip.ici_link_bandwidth`), W_ici,bidi = 2 W_ici both
-directions (`chip.ici_bidirectional`).
-    all-gather, reduce-scatter:  V / W_ici,bidi
-    all-reduce:                  2 V / W_ici,bidi
-    all-to-all:                  V / (4 W_ici,bidi)
-Each also takes `collective_hops` hops of at least the hop latency (~1 us) each, however small its chunk: chunks
-travel both ways round the ring, so one pass is ceil(n / 2) hops, and an all-reduce is two passes. Below
-n x W_ici x latency bytes a collective is latency-bound (the Scaling Book's 360 kB for 8 v5e chips).
+The collective costs themselves are in `collectives` (a TPU torus ring, a GPU NVLink switch); this module re-exports
+`collective_time`, `collective_hops`, `CollectiveTime`, `latency_bound_bytes` and `COLLECTIVES` from there and
+builds on them. In the book's notation W_ici is one direction of one ICI link (`chip.ici_link_bandwidth`) and
+W_ici,bidi = 2 W_ici both directions (`chip.ici_bidirectional`); on a torus ring of n chips, V = bytes of the full
+array,
+    all-gather, reduce-scatter:  V / W_ici,bidi      all-reduce:  2 V / W_ici,bidi      all-to-all:  V / (4 W_ici,bidi)
+and each takes `collective_hops` hops of ~1 us: ceil(n / 2) per pass, two passes for an all-reduce. On a GPU the
+collective bandwidth W is the NVLink injection bandwidth instead (`collectives.collective_bandwidth`), and beta,
+the model-parallelism limits and FSDP's cost below use it.
 """
 
 import math
@@ -18,23 +17,29 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from ._validate import positive
+from .collectives import (COLLECTIVES, CollectiveTime, collective_bandwidth, collective_hops, collective_time,
+                          latency_bound_bytes, mesh_collective)
 from .dtypes import bytes_per_element
 from .hardware import get_chip
 from .inference import decode_step_time
 from .memory import param_bytes as model_param_bytes
 from .models import get_model
 
-COLLECTIVES = ("all-gather", "reduce-scatter", "all-reduce", "all-to-all")
-_BANDWIDTH_FACTOR = {"all-gather": 1.0, "reduce-scatter": 1.0, "all-reduce": 2.0, "all-to-all": 0.25}
+__all__ = ["COLLECTIVES", "TORUS_SHAPES", "CollectiveTime", "DecodeStepComponents", "FsdpDecodeCost", "KvSharding",
+           "beta", "collective_hops", "collective_time", "decode_hops_per_layer", "decode_step_components",
+           "fsdp_decode_cost", "kv_cache_sharding", "latency_bound_bytes", "max_decode_model_parallelism",
+           "max_prefill_model_parallelism"]
 
 
 def beta(chip) -> float:
-    """beta = W_hbm / W_ici,bidi: HBM bandwidth over the bidirectional bandwidth of one ICI link.
+    """beta = W_hbm / W: HBM bandwidth over the collective bandwidth W of `collectives.collective_bandwidth`.
 
-    9.1 on TPU v5e (the Scaling Book rounds it to 8), 36.9 on Ironwood (7.38e12 / 2e11).
+    On a TPU W = W_ici,bidi, one ICI link's two directions: 9.1 on TPU v5e (the Scaling Book rounds it to 8), 36.9 on
+    Ironwood (7.38e12 / 2e11). On a GPU W is the NVLink injection bandwidth of its switched node: 3.35e12 / 4.5e11 =
+    7.4 on H100. Used in chapter 7, *Sharding prefill and generation*.
     """
     chip = get_chip(chip)
-    return chip.hbm_bandwidth / chip.ici_bidirectional
+    return chip.hbm_bandwidth / collective_bandwidth(chip)
 
 
 def max_decode_model_parallelism(d_ff: int, batch: int, beta_value: float) -> float:
@@ -52,73 +57,15 @@ def max_decode_model_parallelism(d_ff: int, batch: int, beta_value: float) -> fl
 
 
 def max_prefill_model_parallelism(chip, d_ff: int, compute_dtype: str = "bf16") -> float:
-    """F x W_ici,bidi / C: model-parallel ways per axis before prefill (like training) turns ICI-bound.
+    """F x W / C: model-parallel ways per axis (or within one GPU node) before prefill turns collective-bound, with
+    W = `collectives.collective_bandwidth(chip)` (W_ici,bidi on a TPU, the NVLink injection bandwidth on a GPU).
 
-    A Megatron-sharded matmul stays compute-bound while F / n > C / W_ici,bidi (about 2,200 on TPU v5e).
+    A Megatron-sharded matmul stays compute-bound while F / n > C / W (about 2,200 on TPU v5e, and on H100 with its
+    450 GB/s NVLink injection: F = 28,672 splits 13 ways, more than the 8 GPUs of an HGX node).
     """
     chip = get_chip(chip)
     positive("d_ff", d_ff)
-    return d_ff * chip.ici_bidirectional / chip.peak_flops(compute_dtype)
-
-
-def latency_bound_bytes(chip, n_shards: int) -> float:
-    """n x W_ici (one way) x hop latency: below this many bytes a ring collective is latency-bound.
-
-    An all-gather's bytes take V / W_ici,bidi = V / (2 W_ici) and its n / 2 hops take (n / 2) t_hop: equal at
-    V = n W_ici t_hop (for an all-reduce both double). Used in chapter 7, *Decode collectives are latency-bound*.
-    """
-    chip = get_chip(chip)
-    positive("n_shards", n_shards)
-    return n_shards * chip.ici_link_bandwidth * chip.ici_hop_latency
-
-
-@dataclass(frozen=True)
-class CollectiveTime:
-    """A collective's bandwidth term, its latency term and the time it takes (the larger of the two)."""
-
-    op: str
-    bandwidth_s: float
-    latency_s: float
-
-    @property
-    def total_s(self) -> float:
-        return max(self.bandwidth_s, self.latency_s)
-
-    @property
-    def bound(self) -> str:
-        return "latency" if self.latency_s > self.bandwidth_s else "bandwidth"
-
-
-def collective_hops(op: str, n_shards: int) -> int:
-    """Hops one collective takes on a bidirectional ring of n chips: ceil(n / 2) per pass, two passes for an all-reduce.
-
-    Chunks travel both ways round the ring at once, so the farthest chip is ceil(n / 2) hops away: an all-gather,
-    reduce-scatter or all-to-all is one pass of ceil(n / 2) hops; an all-reduce is a reduce-scatter followed by an
-    all-gather, 2 ceil(n / 2) hops (8 on a ring of 8). A latency-bound collective takes hops x `ici_hop_latency`.
-    Used in chapter 7, *Decode collectives are latency-bound*.
-    """
-    if op not in _BANDWIDTH_FACTOR:
-        raise ValueError(f"unknown collective {op!r}; use one of {', '.join(COLLECTIVES)}")
-    positive("n_shards", n_shards)
-    passes = 2 if op == "all-reduce" else 1
-    return passes * math.ceil(n_shards / 2) if n_shards > 1 else 0
-
-
-def collective_time(op: str, array_bytes: float, chip, n_shards: int) -> CollectiveTime:
-    """Time of one collective over a bidirectional ring of n_shards chips (see the module docstring).
-
-    array_bytes is the whole array: the output of an all-gather, the input of a reduce-scatter or all-reduce,
-    the array being resharded by an all-to-all.
-    """
-    if op not in _BANDWIDTH_FACTOR:
-        raise ValueError(f"unknown collective {op!r}; use one of {', '.join(COLLECTIVES)}")
-    chip = get_chip(chip)
-    positive("array_bytes", array_bytes, allow_zero=True)
-    positive("n_shards", n_shards)
-    if n_shards == 1:
-        return CollectiveTime(op, 0.0, 0.0)
-    return CollectiveTime(op, bandwidth_s=_BANDWIDTH_FACTOR[op] * array_bytes / chip.ici_bidirectional,
-                          latency_s=collective_hops(op, n_shards) * chip.ici_hop_latency)
+    return d_ff * collective_bandwidth(chip) / chip.peak_flops(compute_dtype)
 
 
 @dataclass(frozen=True)
@@ -134,14 +81,15 @@ class FsdpDecodeCost:
 
 
 def fsdp_decode_cost(model, chip, n_chips: int, weight_dtype: str = "bf16") -> FsdpDecodeCost:
-    """FSDP in decode: every step all-gathers the weights (P_bytes / W_ici,bidi on one ring axis) instead of reading
-    P_bytes / n from each chip's HBM; the ratio is about (n - 1) x beta (Scaling Book ch. 7: "no FSDP in decode")."""
+    """FSDP in decode: every step all-gathers the weights (P_bytes (n-1)/n / W, W = `collective_bandwidth`: W_ici,bidi
+    on one ring axis, the injection bandwidth in a GPU node) instead of reading P_bytes / n from each chip's HBM; the
+    ratio is (n - 1) x beta (Scaling Book ch. 7: "no FSDP in decode")."""
     chip = get_chip(chip)
     positive("n_chips", n_chips)
     if n_chips < 2:
         raise ValueError(f"FSDP needs at least 2 chips, got n_chips={n_chips}")
     weights = model_param_bytes(model, weight_dtype)
-    return FsdpDecodeCost(ici_s=weights * (n_chips - 1) / n_chips / chip.ici_bidirectional,
+    return FsdpDecodeCost(ici_s=weights * (n_chips - 1) / n_chips / collective_bandwidth(chip),
                           hbm_s=weights / (n_chips * chip.hbm_bandwidth))
 
 
@@ -216,16 +164,6 @@ def _mesh_hops(op: str, mesh_shape: tuple) -> int:
     return sum(collective_hops(op, a) for a in mesh_shape)
 
 
-def _mesh_collective(op: str, array_bytes: float, chip, mesh_shape: tuple) -> CollectiveTime:
-    """A collective over every chip of a torus `mesh_shape`: the k axes' links share the bandwidth term (V / k),
-    and the axes are reduced one after another, so the hop latencies add."""
-    axes = [a for a in mesh_shape if a > 1]
-    if not axes:
-        return CollectiveTime(op, 0.0, 0.0)
-    bandwidth = collective_time(op, array_bytes, chip, math.prod(axes)).bandwidth_s / len(axes)
-    return CollectiveTime(op, bandwidth, _mesh_hops(op, mesh_shape) * get_chip(chip).ici_hop_latency)
-
-
 def _torus(n_chips: int, mesh_shape) -> tuple:
     positive("n_chips", n_chips)
     mesh_shape = (n_chips,) if mesh_shape is None else tuple(mesh_shape)
@@ -267,7 +205,7 @@ def decode_step_components(model, chip, n_chips: int, batch: int, context_len: i
     mesh_shape = _torus(n_chips, mesh_shape)
     step = decode_step_time(m, chip, n_chips, batch, context_len, weight_dtype, kv_dtype, compute_dtype)
     b_act = bytes_per_element(activation_dtype)
-    reduce = _mesh_collective("all-reduce", batch * m.d_model * b_act, chip, mesh_shape)
+    reduce = mesh_collective("all-reduce", batch * m.d_model * b_act, chip, mesh_shape)
     ici, latency = 2 * reduce.total_s, 2 * reduce.latency_s if reduce.bound == "latency" else 0.0
     kv = kv_cache_sharding(m.n_kv_heads, batch, n_chips) if n_chips > 1 else None
     if kv is not None and kv.batch_shards > 1:

@@ -53,9 +53,8 @@ def _s5_kv_sharding():
                               f"{unsplit.all_to_alls_per_attention_layer})")
 
 
-def _ici_per_chip(chip):
-    chip = get_chip(chip)
-    return chip.ici_bidirectional * chip.ici_links
+def _axis_bandwidth(chip):
+    return get_chip(chip).topology.axis_bandwidth
 
 
 def _s6_flops_per_ici_byte():
@@ -75,9 +74,10 @@ CLAIMS = (
           note="With the source's rounded beta = 8; the unrounded beta allows a little fewer ways."),
     Claim("S2", "beta Ironwood", "beta on Ironwood = 7.38e12 / 2e11", TPUI, "about 37", 36.9, "",
           lambda: _beta("ironwood")),
-    Claim("S2", "Ironwood ICI per chip", "Ironwood's ICI bandwidth per chip, both directions, all links", TPUI,
-          "1.2e12 B/s", 1.2e12, "TB/s", lambda: _ici_per_chip("ironwood"),
-          note="The hardware table stores 2e11 B/s bidirectional per link x 6 links."),
+    Claim("S2", "Ironwood ICI per axis", "Ironwood's ICI bandwidth along one torus axis (its two links on the axis, "
+          "one way each)", TPUI, "200 GB/s per axis", 2e11, "GB/s", lambda: _axis_bandwidth("ironwood"),
+          note="The same 200 GB/s is one link's two directions: Google Cloud's TPU7x page gives 1,200 GB/s "
+               "bidirectional per chip over 6 links, two per axis."),
     Claim("S2", "24 ways", "LLaMA-3-70B at batch 32 splits about 24 ways on Ironwood", TPUI, "about 24 ways", 24,
           "ways", _s2_ways),
     Claim("S3", "131 kB latency-bound", "B = 16, D = 8,192 in int8: 131 kB per collective, latency-bound", SB7,

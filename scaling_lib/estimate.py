@@ -1,0 +1,431 @@
+"""The full estimate of a deployment: what the sources' bounds leave out, and how efficient real systems are.
+
+Two levels of model. `inference.decode_step_time` and `inference.prefill_time` are the sources' bounds: weights,
+KV cache and matmul FLOPs, split perfectly over the chips, nothing else. This module adds, per chip of one
+tensor-parallel group (a "replica"):
+
+- communication, priced by the chip's topology (`collectives`: a TPU torus or a GPU NVLink switch), with Megatron's
+  two all-reduces per layer ("1d-ws") or one of Pope et al.'s layouts on a torus (`layouts.ffn_collectives`), plus
+  the two all-to-alls per layer of a batch-split KV cache;
+- attention FLOPs, causal in prefill (`flops.attention_pairs` with the mask), over the cache in decode;
+- the weights actually read: the matmul weights (the input embedding table is a lookup, not read whole) and, for a
+  mixture of experts, only the experts a batch touches (`moe.expected_experts_touched`, uniform routing);
+- KV placement beyond K-way tensor parallelism, stated ("batch-split" or "replicated": `memory.kv_replication`);
+- memory capacity: a batch that does not fit raises ValueError naming the bytes needed and available;
+- an `Efficiency` per resource: `BOUND` (all 1.0) reproduces a bound; `TYPICAL` is calibrated on published
+  measurements (chapter 11; `calibration.fit_typical`).
+
+One step (decode, prefill, or a continuous-batching iteration mixing both) is
+
+    T = max(T_kv, T_attention) + max(T_weights, T_matmul) + T_comm
+
+Attention streams the KV cache (memory-bound in decode) or computes (compute-bound in a long prefill), and the
+weight matmuls stream the weights or compute; attention and matmuls run one after the other, and so do the
+collectives (no overlap). With `BOUND` each term is a lower bound on its own time, so T bounds a real step
+from below as long as the engine does not overlap those phases (the book's chapter 5 composition).
+
+`offline_throughput` turns it into the number an offline benchmark (identical requests, infinite arrival rate)
+measures: output tokens/s of the whole deployment, in the steady state of continuous batching at the largest batch
+that fits. Used in chapter 11, *How close do real systems come?*.
+"""
+
+import itertools
+import math
+from dataclasses import dataclass
+
+from ._validate import choice, positive, positive_int
+from .collectives import CollectiveTime, collective_time, mesh_collective
+from .dtypes import bytes_per_element
+from .flops import matmul_params
+from .hardware import Torus, get_chip
+from .layouts import LAYOUTS, attention_collectives, ffn_collectives, optimal_2d_mesh
+from .memory import KV_PLACEMENTS, kv_bytes_per_token, kv_replication
+from .memory import param_bytes as model_param_bytes
+from .models import Transformer, get_model, param_breakdown
+from .moe import expected_experts_touched
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    """Fractions of peak a real system achieves: matmul and attention FLOP/s (`mfu`), HBM bandwidth (`hbm`),
+    collective bandwidth (`network`). Each in (0, 1]; 1.0 everywhere is the bound."""
+
+    mfu: float = 1.0
+    hbm: float = 1.0
+    network: float = 1.0
+
+    def __post_init__(self):
+        for name in ("mfu", "hbm", "network"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
+                raise ValueError(f"Efficiency.{name} must be a fraction of peak in (0, 1], got {value!r}")
+
+
+BOUND = Efficiency()
+# Fitted by `calibration.fit_typical()` on the calibration rows (TensorRT-LLM on H100, fp8 KV cache; chapter 11);
+# tests/math/test_estimate.py re-runs the fit and checks these three numbers are its result.
+TYPICAL = Efficiency(mfu=0.76, hbm=0.57, network=0.16)
+
+
+def resolve_efficiency(efficiency) -> Efficiency:
+    """None -> BOUND, "bound" -> BOUND, "typical" -> TYPICAL, an Efficiency passes through."""
+    if efficiency is None or efficiency == "bound":
+        return BOUND
+    if efficiency == "typical":
+        return TYPICAL
+    if isinstance(efficiency, Efficiency):
+        return efficiency
+    raise ValueError(f"efficiency must be None (the bound), 'typical' or an Efficiency(mfu, hbm, network), "
+                     f"got {efficiency!r}")
+
+
+def _torus_mesh(n: int, axes: int) -> tuple:
+    """The most even factorisation of n into `axes` factors, largest first (2 x 2 x 2 for 8 on a 3D torus)."""
+    divisors = [d for d in range(1, n + 1) if n % d == 0]
+    shapes = [s for s in itertools.product(divisors, repeat=axes) if math.prod(s) == n]
+    return tuple(sorted(min(shapes, key=lambda s: (max(s), -min(s))), reverse=True))
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """A model served on n chips: `tensor_parallel` chips per replica (default all n), n / tensor_parallel replicas.
+
+    `kv_placement` says what happens to the KV cache when tensor_parallel exceeds the K KV heads: "batch-split"
+    (the Scaling Book's rule: split the batch, two all-to-alls per layer) or "replicated" (each chip keeps its
+    group's whole KV head). `ffn_layout` is Megatron's "1d-ws" (any chip) or one of Pope et al.'s torus layouts
+    ("2d-ws", "wg-x", "wg-xy", "wg-xyz"), laid on `mesh_shape` (default: the best 2D weight-stationary mesh for
+    Pope's layouts, the most even torus for "1d-ws").
+    """
+
+    model: object
+    chip: object
+    n_chips: int
+    weight_dtype: str = "bf16"
+    kv_dtype: str = "bf16"
+    compute_dtype: str = "bf16"
+    activation_dtype: str = "bf16"
+    tensor_parallel: int | None = None
+    kv_placement: str = "batch-split"
+    ffn_layout: str = "1d-ws"
+    mesh_shape: tuple | None = None
+
+    def __post_init__(self):
+        model, chip = get_model(self.model), get_chip(self.chip)
+        n = positive_int("n_chips", self.n_chips)
+        tp = n if self.tensor_parallel is None else positive_int("tensor_parallel", self.tensor_parallel)
+        for name in ("weight_dtype", "kv_dtype", "activation_dtype"):
+            bytes_per_element(getattr(self, name))
+        chip.peak_flops(self.compute_dtype)  # refuses a compute dtype the chip has no rate for
+        choice("kv_placement", self.kv_placement, KV_PLACEMENTS)
+        choice("ffn_layout", self.ffn_layout, LAYOUTS)
+        if n % tp:
+            raise ValueError(f"tensor_parallel={tp} does not divide n_chips={n}: the chips form n / tensor_parallel "
+                             f"identical replicas; pick a divisor of {n}")
+        if self.ffn_layout == "1d-ws" and model.n_heads % tp:
+            divisors = [d for d in range(1, model.n_heads + 1) if model.n_heads % d == 0]
+            raise ValueError(f"tensor_parallel={tp} does not divide n_heads={model.n_heads} of {model.name}: "
+                             f"Megatron tensor parallelism gives each chip whole query heads; use one of {divisors} "
+                             "(or a Pope et al. layout such as ffn_layout='2d-ws' on a TPU torus)")
+        if self.ffn_layout != "1d-ws" and not isinstance(chip.topology, Torus):
+            raise ValueError(f"ffn_layout={self.ffn_layout!r} is one of Pope et al.'s torus layouts; {chip.name} "
+                             "has a switched NVLink domain: use ffn_layout='1d-ws' (Megatron tensor parallelism)")
+        if self.mesh_shape is None:
+            if not isinstance(chip.topology, Torus):
+                mesh = (tp,)
+            elif self.ffn_layout == "1d-ws":
+                mesh = _torus_mesh(tp, chip.topology.axes)
+            else:
+                mesh = optimal_2d_mesh(tp, model, chip)
+        else:
+            mesh = tuple(positive_int("mesh axis", a) for a in self.mesh_shape)
+        if math.prod(mesh) != tp:
+            raise ValueError(f"mesh_shape {mesh} holds {math.prod(mesh)} chips, not tensor_parallel={tp}; "
+                             f"pick axes whose product is {tp}")
+        object.__setattr__(self, "model", model)
+        object.__setattr__(self, "chip", chip)
+        object.__setattr__(self, "tensor_parallel", tp)
+        object.__setattr__(self, "mesh_shape", mesh)
+
+    @property
+    def replicas(self) -> int:
+        return self.n_chips // self.tensor_parallel
+
+    @property
+    def kv_copies(self) -> float:
+        """Copies of the KV cache one replica holds (`memory.kv_replication`)."""
+        return kv_replication(self.model, self.tensor_parallel, self.kv_placement)
+
+    @property
+    def weight_bytes_per_chip(self) -> float:
+        """Every weight stored (all experts, both embedding tables), split tensor_parallel ways."""
+        return model_param_bytes(self.model, self.weight_dtype) / self.tensor_parallel
+
+    def kv_bytes_per_chip(self, sequences: float, tokens_each: float) -> float:
+        """HBM one chip holds for `sequences` caches of `tokens_each` tokens (a sliding window caps the tokens)."""
+        window = self.model.sliding_window
+        kept = tokens_each if window is None else min(tokens_each, window)
+        return sequences * kept * kv_bytes_per_token(self.model, self.kv_dtype) * self.kv_copies / self.tensor_parallel
+
+    def weights_read_per_chip(self, tokens: float) -> float:
+        """Weight bytes one step reads on one chip: the matmul weights (not the input embedding table) and, for an
+        MoE, the expected number of distinct experts `tokens` routed tokens touch in each layer."""
+        m = self.model
+        parts = param_breakdown(m)
+        experts = m.n_experts if m.n_experts == 1 else expected_experts_touched(m.n_experts, m.n_active_experts,
+                                                                                tokens)
+        per_expert = parts.feed_forward / m.n_experts
+        matmul = parts.attention + parts.router + experts * per_expert + m.d_model * m.vocab_size
+        return matmul * bytes_per_element(self.weight_dtype) / self.tensor_parallel
+
+    def describe(self) -> str:
+        m = self.model
+        kv = (f"KV heads split {min(self.tensor_parallel, m.n_kv_heads)} ways"
+              + ("" if self.tensor_parallel <= m.n_kv_heads else f", then {self.kv_placement}"))
+        return (f"{m.name} on {self.n_chips} x {self.chip.name} ({self.replicas} replica(s) of "
+                f"{self.tensor_parallel}-way {self.ffn_layout} on {self.mesh_shape}); weights {self.weight_dtype}, "
+                f"KV {self.kv_dtype}, math {self.compute_dtype}; {kv}")
+
+
+@dataclass(frozen=True)
+class StepEstimate:
+    """One step of one replica, per chip, in seconds, by component, and what it holds in HBM.
+
+    total_s = max(kv_s, attention_s) + max(weights_s, matmul_s) + comm_s (module docstring).
+    """
+
+    weights_s: float  # reading the weights
+    kv_s: float  # reading (decode) or writing (prefill) the KV cache
+    matmul_s: float  # weight-matmul FLOPs
+    attention_s: float  # attention FLOPs (Q K^T and P V)
+    comm_s: float  # collectives
+    comm_latency_s: float  # the part of comm_s spent in latency-bound collectives
+    batch: float  # sequences in the step (per replica)
+    tokens: float  # tokens pushed through the weights (per replica)
+    kv_placement: str
+    hbm_bytes_per_chip: float  # weights + KV caches held
+    hbm_capacity: float
+
+    @property
+    def flops_s(self) -> float:
+        """matmul + attention FLOPs at the achieved rate."""
+        return self.matmul_s + self.attention_s
+
+    @property
+    def total_s(self) -> float:
+        return max(self.kv_s, self.attention_s) + max(self.weights_s, self.matmul_s) + self.comm_s
+
+    @property
+    def bound(self) -> str:
+        """The largest component: 'weights', 'kv', 'flops' or 'communication'."""
+        parts = {"weights": self.weights_s, "kv": self.kv_s, "flops": self.flops_s, "communication": self.comm_s}
+        return max(parts, key=parts.get)
+
+
+def _fits_or_raise(deployment: Deployment, needed: float, what: str, fix: str):
+    """ValueError naming the bytes `what` needs per chip and the bytes a chip has, when it does not fit."""
+    capacity, weights = deployment.chip.hbm_capacity, deployment.weight_bytes_per_chip
+    if needed <= capacity:
+        return
+    if weights > capacity:
+        fix = (f"the weights alone ({weights / 1e9:.1f} GB per chip) exceed it: quantize them or raise "
+               "tensor_parallel")
+    raise ValueError(f"{what} does not fit: it needs {needed / 1e9:.1f} GB per chip ({weights / 1e9:.1f} GB of "
+                     f"weights + {(needed - weights) / 1e9:.1f} GB of KV cache) but one {deployment.chip.name} has "
+                     f"{capacity / 1e9:.1f} GB; {fix}")
+
+
+def _layout_step(collective, chip) -> CollectiveTime:
+    """A `layouts.Collective` as a CollectiveTime: Pope et al.'s bandwidth (all of a chip's links), torus latency."""
+    return CollectiveTime(collective.op, collective.seconds(chip, "pope"),
+                          mesh_collective(collective.op, 0.0, chip, collective.group).latency_s)
+
+
+def _comm(deployment: Deployment, tokens: float, decode_batch: float, eff: Efficiency) -> tuple:
+    """(seconds, latency-bound seconds) of one step's collectives on one chip, all layers.
+
+    "1d-ws": two all-reduces of the step's [tokens, D] activations per layer. Pope et al.'s layouts: the
+    feed-forward collectives of `layouts.ffn_collectives` (PaLM's parallel block shares them with attention). A
+    batch-split KV cache adds two all-to-alls of the decode queries / outputs per layer.
+    """
+    d = deployment
+    m, chip, tp = d.model, d.chip, d.tensor_parallel
+    if tp == 1:
+        return 0.0, 0.0
+    act = bytes_per_element(d.activation_dtype)
+    if d.ffn_layout == "1d-ws":
+        reduce = mesh_collective("all-reduce", tokens * m.d_model * act, chip, d.mesh_shape)
+        steps = [reduce, reduce]  # after attention's output projection, after the FFN's down projection
+    else:
+        steps = [_layout_step(c, chip) for c in ffn_collectives(d.ffn_layout, m, tokens, d.mesh_shape,
+                                                                d.weight_dtype, d.activation_dtype)]
+    if decode_batch and tp > m.n_kv_heads and d.kv_placement == "batch-split":
+        if d.ffn_layout != "1d-ws" and m.n_kv_heads == 1 and decode_batch % tp == 0:
+            steps += [_layout_step(c, chip) for c in attention_collectives(
+                "batch", int(decode_batch), m.n_heads, m.head_dim, d.mesh_shape, d.activation_dtype)]
+        else:
+            shards = tp // math.gcd(m.n_kv_heads, tp)
+            swap = collective_time("all-to-all", decode_batch * m.n_heads * m.head_dim * act, chip, shards)
+            steps += [swap, swap]
+    seconds = sum(max(s.bandwidth_s / eff.network, s.latency_s) for s in steps)
+    latency_bound = sum(s.latency_s for s in steps if s.latency_s >= s.bandwidth_s / eff.network)
+    return m.n_layers * seconds, m.n_layers * latency_bound
+
+
+def _attention_flops(model: Transformer, queries_pairs: float) -> float:
+    """4 L N H per (query, key) pair: Q K^T and P V in every layer."""
+    return 4.0 * model.n_layers * model.n_heads * model.head_dim * queries_pairs
+
+
+def _causal_pairs(model: Transformer, prompt_len: int) -> float:
+    """(query, key) pairs a causal prefill of T tokens keeps: T (T + 1) / 2, or fewer under a sliding window."""
+    window = model.sliding_window
+    if window is None or window >= prompt_len:
+        return prompt_len * (prompt_len + 1) / 2
+    return window * (window + 1) / 2 + (prompt_len - window) * window
+
+
+def step_estimate(deployment: Deployment, *, decode_batch: float = 0.0, decode_context: float = 0.0,
+                  prefill_tokens: float = 0.0, prefill_len: int = 1, held_sequences: float = 0.0,
+                  held_tokens_each: float = 0.0, efficiency=None) -> StepEstimate:
+    """One step of one replica mixing `decode_batch` sequences at mean context `decode_context` and
+    `prefill_tokens` prompt tokens from prompts of `prefill_len` tokens; HBM holds `held_sequences` caches of
+    `held_tokens_each` tokens. `decode_step`, `prefill` and `offline_throughput` call it; see the module docstring.
+    """
+    d, eff = deployment, resolve_efficiency(efficiency)
+    m, chip, tp = d.model, d.chip, d.tensor_parallel
+    hbm = chip.hbm_bandwidth * eff.hbm
+    rate = chip.peak_flops(d.compute_dtype) * eff.mfu
+    tokens = decode_batch + prefill_tokens
+    window = m.sliding_window
+    seen = decode_context if window is None else min(decode_context, window)
+    kv_tok = kv_bytes_per_token(m, d.kv_dtype) * d.kv_copies / tp  # per chip, per token of one sequence
+    kv_moved = decode_batch * seen * kv_tok + prefill_tokens * kv_tok  # decode reads its caches, prefill writes
+    pairs = decode_batch * seen + prefill_tokens * _causal_pairs(m, prefill_len) / prefill_len
+    matmul = 2.0 * tokens * matmul_params(m) / tp  # 2 FLOPs per weight per token, k experts per token
+    comm, comm_latency = _comm(d, tokens, decode_batch, eff)
+    return StepEstimate(weights_s=d.weights_read_per_chip(tokens) / hbm if tokens else 0.0,
+                        kv_s=kv_moved / hbm, matmul_s=matmul / rate,
+                        attention_s=_attention_flops(m, pairs) / tp / rate, comm_s=comm,
+                        comm_latency_s=comm_latency, batch=decode_batch, tokens=tokens,
+                        kv_placement=d.kv_placement,
+                        hbm_bytes_per_chip=d.weight_bytes_per_chip + d.kv_bytes_per_chip(held_sequences,
+                                                                                          held_tokens_each),
+                        hbm_capacity=chip.hbm_capacity)
+
+
+def _per_replica(deployment: Deployment, batch: int) -> int:
+    """The sequences each replica runs: batch / replicas, which must be whole."""
+    batch = positive_int("batch", batch)
+    if batch % deployment.replicas:
+        raise ValueError(f"batch={batch} does not split over {deployment.replicas} replicas; use a multiple of "
+                         f"{deployment.replicas}")
+    return batch // deployment.replicas
+
+
+def decode_step(deployment: Deployment, batch: int, context_len: int, efficiency=None) -> StepEstimate:
+    """One decode step of `batch` sequences (the whole deployment's; split evenly over its replicas) that each
+    attend to `context_len` cached tokens. Raises ValueError when the weights and caches do not fit."""
+    d = deployment
+    per_replica, context_len = _per_replica(d, batch), positive_int("context_len", context_len)
+    needed = d.weight_bytes_per_chip + d.kv_bytes_per_chip(per_replica, context_len)
+    _fits_or_raise(d, needed, f"batch {batch} at {context_len:,} tokens of context on {d.describe()}",
+                   f"the largest batch that fits is {max_batch(d, context_len)}; shorten the context, quantize the "
+                   "KV cache or the weights, or add chips")
+    return step_estimate(d, decode_batch=per_replica, decode_context=context_len, held_sequences=per_replica,
+                         held_tokens_each=context_len, efficiency=efficiency)
+
+
+def prefill(deployment: Deployment, prompt_len: int, batch: int = 1, efficiency=None) -> StepEstimate:
+    """One prefill pass over `batch` prompts of `prompt_len` tokens (split evenly over the replicas): matmul FLOPs,
+    causal attention FLOPs, writing the KV cache, reading the weights once, the collectives. Raises ValueError when
+    the weights and the new caches do not fit."""
+    d = deployment
+    per_replica, prompt_len = _per_replica(d, batch), positive_int("prompt_len", prompt_len)
+    needed = d.weight_bytes_per_chip + d.kv_bytes_per_chip(per_replica, prompt_len)
+    _fits_or_raise(d, needed, f"a prefill of {batch} x {prompt_len:,} tokens on {d.describe()}",
+                   "use fewer or shorter prompts per pass, quantize, or add chips")
+    return step_estimate(d, prefill_tokens=per_replica * prompt_len, prefill_len=prompt_len,
+                         held_sequences=per_replica, held_tokens_each=prompt_len, efficiency=efficiency)
+
+
+def decode_time(deployment: Deployment, batch: int, context_len: int, steps: int, efficiency=None) -> float:
+    """Seconds for `steps` decode steps of `batch` sequences starting from `context_len` cached tokens: steps x the
+    step at the mean context, context_len + (steps + 1) / 2. Every term of a step is affine in the context, so this
+    is their sum (where the KV read and the attention FLOPs trade places it is slightly below the sum: still a
+    bound). The memory check uses the last step's context."""
+    steps = positive_int("steps", steps)
+    decode_step(deployment, batch, context_len + steps, efficiency)  # raises if the last step does not fit
+    per_replica = batch // deployment.replicas
+    mean = step_estimate(deployment, decode_batch=per_replica, decode_context=context_len + (steps + 1) / 2,
+                         held_sequences=per_replica, held_tokens_each=context_len + steps, efficiency=efficiency)
+    return steps * mean.total_s
+
+
+def max_batch(deployment: Deployment, context_len: float) -> int:
+    """Sequences of `context_len` tokens whose caches fit next to the weights, over the whole deployment."""
+    d = deployment
+    free = d.chip.hbm_capacity - d.weight_bytes_per_chip
+    per_sequence = d.kv_bytes_per_chip(1, context_len)
+    return 0 if free <= 0 else d.replicas * int(math.floor(free / per_sequence))
+
+
+@dataclass(frozen=True)
+class OfflineEstimate:
+    """The steady state of continuous batching with identical requests (I prompt tokens, O output tokens).
+
+    Each replica keeps `batch` sequences decoding, at contexts spread evenly from I + 1 to I + O - 1 (mean
+    I + O / 2, which sets the KV memory and reads); every iteration also prefills batch x I / (O - 1) prompt tokens
+    to replace the batch / (O - 1) requests that finish, each of which has produced O tokens (its first from the
+    prefill). Output tokens/s = replicas x batch x O / (O - 1) / T_iteration.
+    """
+
+    deployment: Deployment
+    input_len: int
+    output_len: int
+    efficiency: Efficiency
+    batch: int  # per replica
+    step: StepEstimate  # one iteration of one replica
+
+    @property
+    def output_tokens_per_s(self) -> float:
+        o = self.output_len
+        return self.deployment.replicas * self.batch * o / (o - 1) / self.step.total_s
+
+    @property
+    def mean_context(self) -> float:
+        return self.input_len + self.output_len / 2
+
+
+def offline_estimate(deployment: Deployment, input_len: int, output_len: int, efficiency=None) -> OfflineEstimate:
+    """`offline_throughput` for a `Deployment`, with the iteration's components (`OfflineEstimate`)."""
+    d = deployment
+    i, o = positive_int("input_len", input_len), positive_int("output_len", output_len)
+    if o < 2:
+        raise ValueError(f"output_len={o}: an offline decode benchmark needs at least 2 output tokens; "
+                         "use estimate.prefill for prompt-only work")
+    eff = resolve_efficiency(efficiency)
+    mean_context = i + o / 2
+    batch = max_batch(d, mean_context) // d.replicas
+    if batch < 1:
+        _fits_or_raise(d, d.weight_bytes_per_chip + d.kv_bytes_per_chip(1, mean_context),
+                       f"one request of {i:,} + {o:,} tokens on {d.describe()}",
+                       "quantize the weights or the KV cache, or add chips")
+    step = step_estimate(d, decode_batch=batch, decode_context=mean_context, prefill_tokens=batch * i / (o - 1),
+                         prefill_len=i, held_sequences=batch, held_tokens_each=mean_context, efficiency=eff)
+    return OfflineEstimate(deployment=d, input_len=i, output_len=o, efficiency=eff, batch=batch, step=step)
+
+
+def offline_throughput(model, chip, n_chips: int, input_len: int, output_len: int, *, weight_dtype: str = "bf16",
+                       kv_dtype: str = "bf16", compute_dtype: str = "bf16", efficiency=None,
+                       tensor_parallel: int | None = None, kv_placement: str = "batch-split") -> float:
+    """Output tokens/s of the whole deployment for identical requests (input_len prompt tokens, output_len output
+    tokens) arriving at an infinite rate, served with continuous batching at the largest batch that fits, prefill
+    included: what an engine's offline throughput benchmark measures (`OfflineEstimate` has the formula).
+
+    `model`: a name or a `Transformer` (dense or MoE). `efficiency`: None (the bound: never beaten by a measured
+    system that runs attention, matmuls and collectives one after another), "typical" (calibrated on published
+    measurements, chapter 11), or an `Efficiency`.
+    """
+    deployment = Deployment(model, chip, n_chips, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
+                            compute_dtype=compute_dtype, tensor_parallel=tensor_parallel, kv_placement=kv_placement)
+    return offline_estimate(deployment, input_len, output_len, efficiency).output_tokens_per_s
