@@ -101,37 +101,42 @@ def comparisons(efficiency=None, split: str | None = None, kv_dtype: str = "fp8"
     return tuple(compare(row, efficiency, kv_dtype) for row in all_rows() if split in (None, split_of(row)))
 
 
-def _loss(efficiency: Efficiency, rows) -> float:
-    return sum(math.log(compare(row, efficiency).ratio) ** 2 for row in rows)
+def fit_efficiency(ratio_of, fields=("mfu", "hbm", "network"), rounds: int = 3, low: float = 0.02) -> Efficiency:
+    """The Efficiency minimising sum(log(ratio)^2), where `ratio_of(efficiency)` returns the predicted / measured
+    ratios of the rows being fitted; fields not in `fields` stay 1.0. Rounded to 0.01.
 
-
-def fit_typical(rounds: int = 3, low: float = 0.05) -> Efficiency:
-    """The Efficiency minimising sum(log(predicted / measured)^2) over the calibration rows, rounded to 0.01.
-
-    Coordinate descent: a golden-section search on each of mfu, hbm, network in [low, 1] in turn, `rounds` times,
-    from (0.5, 0.5, 0.5). Deterministic; `estimate.TYPICAL` stores its result.
+    Coordinate descent: a golden-section search on each field in [low, 1] in turn, `rounds` times, from 0.5.
+    Deterministic.
     """
-    rows = [row for row in all_rows() if split_of(row) == "calibration"]
-    values = {"mfu": 0.5, "hbm": 0.5, "network": 0.5}
+    values = {name: 0.5 for name in fields}
     golden = (math.sqrt(5) - 1) / 2
+
+    def loss(candidate):
+        return sum(math.log(r) ** 2 for r in ratio_of(Efficiency(**candidate)))
+
     for _ in range(rounds):
-        for name in values:
-            def loss_at(x):
-                return _loss(Efficiency(**{**values, name: x}), rows)
+        for name in fields:
             a, b = low, 1.0
             c, d = b - golden * (b - a), a + golden * (b - a)
-            fc, fd = loss_at(c), loss_at(d)
+            fc, fd = loss({**values, name: c}), loss({**values, name: d})
             for _ in range(18):
                 if fc < fd:
                     b, d, fd = d, c, fc
                     c = b - golden * (b - a)
-                    fc = loss_at(c)
+                    fc = loss({**values, name: c})
                 else:
                     a, c, fc = c, d, fd
                     d = a + golden * (b - a)
-                    fd = loss_at(d)
+                    fd = loss({**values, name: d})
             values[name] = (a + b) / 2
     return Efficiency(**{name: round(value, 2) for name, value in values.items()})
+
+
+def fit_typical() -> Efficiency:
+    """`fit_efficiency` of mfu, hbm and network over the calibration rows (`split_of`); `estimate.TYPICAL` stores
+    its result."""
+    rows = [row for row in all_rows() if split_of(row) == "calibration"]
+    return fit_efficiency(lambda efficiency: [compare(row, efficiency).ratio for row in rows], low=0.05)
 
 
 @dataclass(frozen=True)

@@ -65,7 +65,7 @@ def collective_bandwidth(chip) -> float:
     The bandwidth at which an all-gather's output grows on a large group: V / W. 9e10 B/s on TPU v5e, 2e11 on
     Ironwood, 4.5e11 on H100 (18 NVLink links x 25 GB/s, one way).
     """
-    topology = get_chip(chip).topology
+    topology = get_chip(chip).network
     return topology.axis_bandwidth if isinstance(topology, Torus) else topology.injection_bandwidth
 
 
@@ -125,7 +125,7 @@ def collective_time(op: str, array_bytes: float, chip, n_shards: int, wraparound
     n = positive_int("n_shards", n_shards)
     if n == 1:
         return CollectiveTime(op, 0.0, 0.0)
-    topology = chip.topology
+    topology = chip.network
     if isinstance(topology, Torus):
         return _torus_time(op, array_bytes, topology, n, topology.wraparound if wraparound is None else wraparound)
     return _switch_time(op, array_bytes, chip, topology, n)

@@ -106,22 +106,24 @@ class Chip:
     `peak_flops_table` maps a compute dtype to the dense peak rate of one chip (FLOP/s, or OP/s for int8);
     a dtype the chip has no native matrix unit for is absent and `peak_flops` refuses it. `topology` is its
     chip-to-chip network (`Torus` or `SwitchDomain`). `ici_link_bandwidth` is one direction of one link (B/s);
-    `ici_bidirectional` is both directions of one link; `ici_hop_latency` exists only on a torus.
+    `ici_bidirectional` is both directions of one link; `ici_hop_latency` exists only on a torus. A lone device
+    (the reader's CPU, chapter 11) has `topology=None`: asking for its network is a ValueError.
     """
 
     name: str
     peak_flops_table: tuple  # ((dtype, FLOP/s), ...)
     hbm_bandwidth: float  # B/s per chip
     hbm_capacity: float  # bytes per chip
-    topology: Torus | SwitchDomain
+    topology: Torus | SwitchDomain | None
     source: str
 
     def __post_init__(self):
         for field_name in ("hbm_bandwidth", "hbm_capacity"):
             if not getattr(self, field_name) > 0:
                 raise ValueError(f"{self.name}: {field_name} must be positive, got {getattr(self, field_name)!r}")
-        if not isinstance(self.topology, (Torus, SwitchDomain)):
-            raise ValueError(f"{self.name}: topology must be a Torus or a SwitchDomain, got {self.topology!r}")
+        if not isinstance(self.topology, (Torus, SwitchDomain, type(None))):
+            raise ValueError(f"{self.name}: topology must be a Torus, a SwitchDomain or None (a lone device), "
+                             f"got {self.topology!r}")
         for field_name in ("link_bandwidth", "hop_latency", "collective_latency", "dcn_bandwidth",
                            "scale_out_bandwidth"):
             value = getattr(self.topology, field_name, None)
@@ -133,19 +135,26 @@ class Chip:
                 raise ValueError(f"{self.name}: peak FLOP/s for {dtype} must be positive, got {rate!r}")
 
     @property
+    def network(self) -> Torus | SwitchDomain:
+        """The chip's topology; a ValueError for a lone device, which has none."""
+        if self.topology is None:
+            _missing(self.name, "topology", "a lone device has no chip-to-chip network; use n_chips=1")
+        return self.topology
+
+    @property
     def interconnect(self) -> str:
-        """'ICI' (a TPU torus) or 'NVLink' (a GPU switch domain)."""
-        return self.topology.network
+        """'ICI' (a TPU torus), 'NVLink' (a GPU switch domain) or 'none' (a lone device)."""
+        return "none" if self.topology is None else self.topology.network
 
     @property
     def ici_link_bandwidth(self) -> float:
         """One direction of one chip-to-chip link, B/s."""
-        return self.topology.link_bandwidth
+        return self.network.link_bandwidth
 
     @property
     def ici_links(self) -> int:
         """Chip-to-chip links per chip."""
-        return self.topology.links
+        return self.network.links
 
     @property
     def ici_bidirectional(self) -> float:
@@ -155,7 +164,7 @@ class Chip:
     @property
     def ici_hop_latency(self) -> float:
         """Seconds per torus hop; a switched GPU domain has none (its collectives have a fixed latency instead)."""
-        if not isinstance(self.topology, Torus):
+        if not isinstance(self.network, Torus):
             _missing(self.name, "ici_hop_latency", "an NVLink switch domain has no hops; use "
                      "chip.topology.collective_latency, the fixed cost of one collective")
         return self.topology.hop_latency
@@ -163,7 +172,7 @@ class Chip:
     @property
     def dcn_bandwidth(self) -> float:
         """B/s per chip, one way, to chips outside its slice or node: the DCN on a TPU, the scale-out NIC on a GPU."""
-        if isinstance(self.topology, Torus):
+        if isinstance(self.network, Torus):
             value, field = self.topology.dcn_bandwidth, "dcn_bandwidth"
         else:
             value, field = self.topology.scale_out_bandwidth, "scale_out_bandwidth"

@@ -19,8 +19,8 @@ EXERCISES = (
     ),
     Exercise(
         id="ch9.kv-transfer-llama3-70b-8k-v5e16",
-        question="Time to move an 8,192-token bf16 LLaMA-3-70B KV cache from a 16-chip TPU v5e prefill server, one ICI "
-                 "link per chip, in ms.",
+        question="Time to move an 8,192-token bf16 LLaMA-3-70B KV cache from a 16-chip TPU v5e prefill slice to a "
+                 "separate decode slice over the data-centre network (25 Gb/s per chip), in ms.",
         unit="ms",
         expected=lambda: kv_transfer_time("llama3-70b", 8192, "tpu-v5e", 16),
     ),

@@ -10,10 +10,10 @@ import math
 from dataclasses import dataclass
 
 from ...units import format_quantity, parse_quantity, parse_unit
-from . import ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08, ch09, ch10
+from . import ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08, ch09, ch10, ch11
 from .exercise import Exercise
 
-CHAPTER_SETS = (ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08, ch09, ch10)
+CHAPTER_SETS = (ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08, ch09, ch10, ch11)
 
 
 @dataclass(frozen=True)
