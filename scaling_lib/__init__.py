@@ -3,8 +3,9 @@
 Three layers, and imports flow one way (top-level <- tiny <- book):
 
 - the top level is closed-form math in pure Python (it never imports JAX): inputs (`hardware`, `models`, `dtypes`,
-  `units`), the core models (`roofline`, `flops`, `memory`, `inference`) and what is built on them (`sharding`,
-  `layouts`, `kv_levers`, `quantization`, `moe`, `speculative`, `serving`, `simulator`);
+  `units`, `measurements`), the core models (`roofline`, `flops`, `memory`, `inference`, `collectives`) and what is
+  built on them (`sharding`, `layouts`, `kv_levers`, `quantization`, `moe`, `speculative`, `serving`, `simulator`,
+  `estimate`, `calibration`);
 - `scaling_lib.tiny` is JAX: each of its modules runs on the tiny model what its namesake above predicts
   (`tiny.sharding` runs `sharding`, `tiny.moe` runs `moe`, ...), plus `tiny.xla` (meshes, compiled costs,
   collectives) and `tiny.model` (the decoder itself);
