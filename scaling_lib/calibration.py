@@ -16,6 +16,7 @@ TensorRT-LLM on H200 (same engine, held-out chip) and PaLM 62B (same system, hel
 Used in chapter 11, *How close do real systems come?*.
 """
 
+import functools
 import math
 import statistics
 from dataclasses import dataclass
@@ -54,12 +55,14 @@ def split_of(row) -> str:
     return "calibration" if row.model == "palm-540b" else "validation"
 
 
+@functools.lru_cache(maxsize=None)
 def trtllm_deployment(row: ThroughputRow, kv_dtype: str = "fp8") -> Deployment:
     """The deployment of a TensorRT-LLM row: fp8 weights and math (ModelOpt FP8 checkpoints), `kv_dtype` cache."""
     return Deployment(row.model, row.gpu, row.n_gpus, weight_dtype=row.weight_dtype, kv_dtype=kv_dtype,
                       compute_dtype="fp8", tensor_parallel=row.tensor_parallel)
 
 
+@functools.lru_cache(maxsize=None)
 def pope_deployment(row: PopeRow) -> Deployment:
     """The deployment of a Pope et al. row: their layout, their attention sharding (over batch: a batch-split KV
     cache; over heads: the one multiquery KV head replicated on every chip), bf16 math."""

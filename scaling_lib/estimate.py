@@ -33,10 +33,10 @@ import itertools
 import math
 from dataclasses import dataclass
 
-from ._validate import choice, positive, positive_int
+from ._validate import choice, positive_int
 from .collectives import CollectiveTime, collective_time, mesh_collective
 from .dtypes import bytes_per_element
-from .flops import matmul_params
+from .flops import attention_pairs, matmul_params
 from .hardware import Torus, get_chip
 from .layouts import LAYOUTS, attention_collectives, ffn_collectives, optimal_2d_mesh
 from .memory import KV_PLACEMENTS, kv_bytes_per_token, kv_replication
@@ -62,7 +62,8 @@ class Efficiency:
 
 
 BOUND = Efficiency()
-# Fitted by `calibration.fit_typical()` on the calibration rows (TensorRT-LLM on H100, fp8 KV cache; chapter 11);
+# Fitted by `calibration.fit_typical()` on the calibration rows (TensorRT-LLM on H100 with an fp8 KV cache, and Pope
+# et al.'s PaLM 540B rows; chapter 11);
 # tests/math/test_estimate.py re-runs the fit and checks these three numbers are its result.
 TYPICAL = Efficiency(mfu=0.76, hbm=0.57, network=0.16)
 
@@ -127,8 +128,9 @@ class Deployment:
                              f"Megatron tensor parallelism gives each chip whole query heads; use one of {divisors} "
                              "(or a Pope et al. layout such as ffn_layout='2d-ws' on a TPU torus)")
         if self.ffn_layout != "1d-ws" and not isinstance(chip.topology, Torus):
-            raise ValueError(f"ffn_layout={self.ffn_layout!r} is one of Pope et al.'s torus layouts; {chip.name} "
-                             "has a switched NVLink domain: use ffn_layout='1d-ws' (Megatron tensor parallelism)")
+            raise ValueError(f"ffn_layout={self.ffn_layout!r} is one of Pope et al.'s torus layouts and {chip.name} "
+                             f"is not a TPU torus ({chip.interconnect}): use ffn_layout='1d-ws' (Megatron tensor "
+                             "parallelism)")
         if self.mesh_shape is None:
             if not isinstance(chip.topology, Torus):
                 mesh = (tp,)
@@ -276,14 +278,6 @@ def _attention_flops(model: Transformer, queries_pairs: float) -> float:
     return 4.0 * model.n_layers * model.n_heads * model.head_dim * queries_pairs
 
 
-def _causal_pairs(model: Transformer, prompt_len: int) -> float:
-    """(query, key) pairs a causal prefill of T tokens keeps: T (T + 1) / 2, or fewer under a sliding window."""
-    window = model.sliding_window
-    if window is None or window >= prompt_len:
-        return prompt_len * (prompt_len + 1) / 2
-    return window * (window + 1) / 2 + (prompt_len - window) * window
-
-
 def step_estimate(deployment: Deployment, *, decode_batch: float = 0.0, decode_context: float = 0.0,
                   prefill_tokens: float = 0.0, prefill_len: int = 1, held_sequences: float = 0.0,
                   held_tokens_each: float = 0.0, efficiency=None) -> StepEstimate:
@@ -300,7 +294,8 @@ def step_estimate(deployment: Deployment, *, decode_batch: float = 0.0, decode_c
     seen = decode_context if window is None else min(decode_context, window)
     kv_tok = kv_bytes_per_token(m, d.kv_dtype) * d.kv_copies / tp  # per chip, per token of one sequence
     kv_moved = decode_batch * seen * kv_tok + prefill_tokens * kv_tok  # decode reads its caches, prefill writes
-    pairs = decode_batch * seen + prefill_tokens * _causal_pairs(m, prefill_len) / prefill_len
+    causal = attention_pairs(prefill_len, prefill_len, window, skip_masked=True)  # T (T + 1) / 2 unwindowed
+    pairs = decode_batch * seen + prefill_tokens * causal / prefill_len
     matmul = 2.0 * tokens * matmul_params(m) / tp  # 2 FLOPs per weight per token, k experts per token
     comm, comm_latency = _comm(d, tokens, decode_batch, eff)
     return StepEstimate(weights_s=d.weights_read_per_chip(tokens) / hbm if tokens else 0.0,
