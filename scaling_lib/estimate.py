@@ -7,7 +7,8 @@ tensor-parallel group (a "replica"):
 - communication, priced by the chip's topology (`collectives`: a TPU torus or a GPU NVLink switch), with Megatron's
   two all-reduces per layer ("1d-ws") or one of Pope et al.'s layouts on a torus (`layouts.ffn_collectives`), plus
   the two all-to-alls per layer of a batch-split KV cache;
-- attention FLOPs, causal in prefill (`flops.attention_pairs` with the mask), over the cache in decode;
+- attention FLOPs (`flops.forward_flops`, `flops.decode_step_flops` with the mask skipped): causal in prefill,
+  over the cache in decode, local layers at most their window;
 - the weights actually read: the matmul weights (the input embedding table is a lookup, not read whole) and, for a
   mixture of experts, only the experts a batch touches (`moe.expected_experts_touched`, uniform routing);
 - KV placement beyond K-way tensor parallelism, stated ("batch-split" or "replicated": `memory.kv_replication`);
@@ -36,12 +37,12 @@ from dataclasses import dataclass
 from ._validate import choice, positive_int
 from .collectives import CollectiveTime, collective_time, mesh_collective
 from .dtypes import bytes_per_element
-from .flops import attention_pairs, matmul_params
+from .flops import decode_step_flops, forward_flops, matmul_params
 from .hardware import Torus, get_chip
 from .layouts import LAYOUTS, attention_collectives, ffn_collectives, optimal_2d_mesh
-from .memory import KV_PLACEMENTS, kv_bytes_per_token, kv_replication
+from .memory import KV_PLACEMENTS, kv_bytes_per_token, kv_cache_bytes, kv_head_groups, kv_replication
 from .memory import param_bytes as model_param_bytes
-from .models import Transformer, get_model, param_breakdown
+from .models import get_model
 from .moe import expected_experts_touched
 
 
@@ -163,26 +164,27 @@ class Deployment:
         return model_param_bytes(self.model, self.weight_dtype) / self.tensor_parallel
 
     def kv_bytes_per_chip(self, sequences: float, tokens_each: float) -> float:
-        """HBM one chip holds for `sequences` caches of `tokens_each` tokens (a sliding window caps the tokens)."""
-        window = self.model.sliding_window
-        kept = tokens_each if window is None else min(tokens_each, window)
-        return sequences * kept * kv_bytes_per_token(self.model, self.kv_dtype) * self.kv_copies / self.tensor_parallel
+        """HBM one chip holds for `sequences` caches of `tokens_each` tokens (`memory.kv_cache_bytes`: sliding
+        windows, local and global layers and latent attention included), times the copies, over the chips."""
+        total = kv_cache_bytes(self.model, tokens_each, sequences, self.kv_dtype)
+        return total * self.kv_copies / self.tensor_parallel
 
     def weights_read_per_chip(self, tokens: float) -> float:
-        """Weight bytes one step reads on one chip: the matmul weights (not the input embedding table) and, for an
-        MoE, the expected number of distinct experts `tokens` routed tokens touch in each layer."""
+        """Weight bytes one step reads on one chip: the matmul weights (not the input embedding table) and, on each
+        MoE layer, the shared experts plus the expected number of distinct routed experts that `tokens` tokens
+        touch (`moe.expected_experts_touched`, uniform routing) instead of the k each token uses."""
         m = self.model
-        parts = param_breakdown(m)
-        experts = m.n_experts if m.n_experts == 1 else expected_experts_touched(m.n_experts, m.n_active_experts,
-                                                                                tokens)
-        per_expert = parts.feed_forward / m.n_experts
-        matmul = parts.attention + parts.router + experts * per_expert + m.d_model * m.vocab_size
-        return matmul * bytes_per_element(self.weight_dtype) / self.tensor_parallel
+        weights = matmul_params(m)
+        if m.n_experts > 1:
+            touched = expected_experts_touched(m.n_experts, m.n_active_experts, tokens)
+            weights += m.n_moe_layers * (touched - m.n_active_experts) * 3 * m.d_model * m.d_ff
+        return weights * bytes_per_element(self.weight_dtype) / self.tensor_parallel
 
     def describe(self) -> str:
         m = self.model
-        kv = (f"KV heads split {min(self.tensor_parallel, m.n_kv_heads)} ways"
-              + ("" if self.tensor_parallel <= m.n_kv_heads else f", then {self.kv_placement}"))
+        groups = kv_head_groups(m)
+        kv = (f"KV heads split {min(self.tensor_parallel, groups)} ways"
+              + ("" if self.tensor_parallel <= groups else f", then {self.kv_placement}"))
         return (f"{m.name} on {self.n_chips} x {self.chip.name} ({self.replicas} replica(s) of "
                 f"{self.tensor_parallel}-way {self.ffn_layout} on {self.mesh_shape}); weights {self.weight_dtype}, "
                 f"KV {self.kv_dtype}, math {self.compute_dtype}; {kv}")
@@ -260,22 +262,18 @@ def _comm(deployment: Deployment, tokens: float, decode_batch: float, eff: Effic
     else:
         steps = [_layout_step(c, chip) for c in ffn_collectives(d.ffn_layout, m, tokens, d.mesh_shape,
                                                                 d.weight_dtype, d.activation_dtype)]
-    if decode_batch and tp > m.n_kv_heads and d.kv_placement == "batch-split":
-        if d.ffn_layout != "1d-ws" and m.n_kv_heads == 1 and decode_batch % tp == 0:
+    groups = kv_head_groups(m)
+    if decode_batch and tp > groups and d.kv_placement == "batch-split":
+        if d.ffn_layout != "1d-ws" and groups == 1 and decode_batch % tp == 0:
             steps += [_layout_step(c, chip) for c in attention_collectives(
                 "batch", int(decode_batch), m.n_heads, m.head_dim, d.mesh_shape, d.activation_dtype)]
         else:
-            shards = tp // math.gcd(m.n_kv_heads, tp)
+            shards = tp // math.gcd(groups, tp)
             swap = collective_time("all-to-all", decode_batch * m.n_heads * m.head_dim * act, chip, shards)
             steps += [swap, swap]
     seconds = sum(max(s.bandwidth_s / eff.network, s.latency_s) for s in steps)
     latency_bound = sum(s.latency_s for s in steps if s.latency_s >= s.bandwidth_s / eff.network)
     return m.n_layers * seconds, m.n_layers * latency_bound
-
-
-def _attention_flops(model: Transformer, queries_pairs: float) -> float:
-    """4 L N H per (query, key) pair: Q K^T and P V in every layer."""
-    return 4.0 * model.n_layers * model.n_heads * model.head_dim * queries_pairs
 
 
 def step_estimate(deployment: Deployment, *, decode_batch: float = 0.0, decode_context: float = 0.0,
@@ -290,17 +288,20 @@ def step_estimate(deployment: Deployment, *, decode_batch: float = 0.0, decode_c
     hbm = chip.hbm_bandwidth * eff.hbm
     rate = chip.peak_flops(d.compute_dtype) * eff.mfu
     tokens = decode_batch + prefill_tokens
-    window = m.sliding_window
-    seen = decode_context if window is None else min(decode_context, window)
-    kv_tok = kv_bytes_per_token(m, d.kv_dtype) * d.kv_copies / tp  # per chip, per token of one sequence
-    kv_moved = decode_batch * seen * kv_tok + prefill_tokens * kv_tok  # decode reads its caches, prefill writes
-    causal = attention_pairs(prefill_len, prefill_len, window, skip_masked=True)  # T (T + 1) / 2 unwindowed
-    pairs = decode_batch * seen + prefill_tokens * causal / prefill_len
+    # decode reads its caches; prefill writes the new tokens' entries (every layer keeps the newest token)
+    kv_moved = (d.kv_bytes_per_chip(decode_batch, decode_context) if decode_batch else 0.0) + \
+        (prefill_tokens * kv_bytes_per_token(m, d.kv_dtype) * d.kv_copies / tp)
+    attention = 0.0  # FLOPs summed over the layers (local layers score at most their window)
+    if decode_batch:
+        context = max(1, round(decode_context))
+        attention += decode_batch * decode_step_flops(m, context, 1, skip_masked=True).attention
+    if prefill_tokens:
+        attention += prefill_tokens / prefill_len * forward_flops(m, prefill_len, 1, skip_masked=True).attention
     matmul = 2.0 * tokens * matmul_params(m) / tp  # 2 FLOPs per weight per token, k experts per token
     comm, comm_latency = _comm(d, tokens, decode_batch, eff)
     return StepEstimate(weights_s=d.weights_read_per_chip(tokens) / hbm if tokens else 0.0,
                         kv_s=kv_moved / hbm, matmul_s=matmul / rate,
-                        attention_s=_attention_flops(m, pairs) / tp / rate, comm_s=comm,
+                        attention_s=attention / tp / rate, comm_s=comm,
                         comm_latency_s=comm_latency, batch=decode_batch, tokens=tokens,
                         kv_placement=d.kv_placement,
                         hbm_bytes_per_chip=d.weight_bytes_per_chip + d.kv_bytes_per_chip(held_sequences,

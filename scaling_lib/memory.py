@@ -55,18 +55,26 @@ def param_bytes(model, dtype: str = "bf16") -> float:
 KV_PLACEMENTS = ("batch-split", "replicated")
 
 
+def kv_head_groups(model) -> int:
+    """How many ways the cache of one token splits by head: K, or 1 for multi-head latent attention, whose one
+    latent per token and layer serves every head."""
+    m = get_model(model)
+    return 1 if m.is_mla else m.n_kv_heads
+
+
 def kv_replication(model, n_chips: int, kv_placement: str = "batch-split") -> float:
     """Copies of the KV cache that n chips hold in total (1.0 means no duplication).
 
     "batch-split": 1 (heads split up to K ways, then the batch). "replicated": n x ceil(K / n) / K, i.e. n / K once
-    n exceeds K (every chip holds one whole KV head, shared by its n / K peers), and 1 when n divides K.
+    n exceeds K (every chip holds one whole KV head, shared by its n / K peers), and 1 when n divides K. K is
+    `kv_head_groups` (1 for MLA).
     """
-    m = get_model(model)
+    groups = kv_head_groups(model)
     positive("n_chips", n_chips)
     choice("kv_placement", kv_placement, KV_PLACEMENTS)
     if kv_placement == "batch-split":
         return 1.0
-    return n_chips * math.ceil(m.n_kv_heads / n_chips) / m.n_kv_heads
+    return n_chips * math.ceil(groups / n_chips) / groups
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from scaling_lib.flops import forward_flops, matmul_params
 from scaling_lib.hardware import get_chip
 from scaling_lib.inference import decode_step_time, prefill_time
 from scaling_lib.measurements import pope_rows, trtllm_rows
-from scaling_lib.memory import max_batch_size
+from scaling_lib.memory import kv_cache_bytes, kv_head_groups, max_batch_size
 from scaling_lib.models import active_param_count, get_model, param_count
 from scaling_lib.moe import as_moe
 
@@ -173,3 +173,28 @@ def test_typical_sits_between_the_bound_and_the_measurement_on_average():
     typical = summarize(compare(row, TYPICAL) for row in trtllm_rows() + pope_rows())
     assert bound.median > 1.5 and abs(math.log(typical.median)) < abs(math.log(bound.median))
     assert offline_estimate(Deployment("llama3-8b", "h100", 1), 128, 2048, "typical").efficiency == TYPICAL
+
+
+# --- the structure of real models: windows, shared experts, dense layers, latent attention -----------------------
+
+def test_kv_held_and_read_follow_memory_for_local_global_and_latent_attention():
+    windowed = get_model("llama3-8b").with_(sliding_window=1024, global_every=4)
+    d = Deployment(windowed, "h100", 2)
+    assert d.kv_bytes_per_chip(3, 8192) == pytest.approx(kv_cache_bytes(windowed, 8192, 3) / 2)
+    assert decode_step(d, 4, 8192).kv_s == pytest.approx(kv_cache_bytes(windowed, 8192, 4) / 2 / H100.hbm_bandwidth)
+    mla = get_model("deepseek-v3")
+    assert kv_head_groups(mla) == 1
+    copied = Deployment(mla, "h200", 8, weight_dtype="fp8", kv_dtype="fp8", compute_dtype="fp8",
+                        kv_placement="replicated")
+    assert copied.kv_copies == 8  # one latent per token serves every head: each chip keeps all of it
+
+
+def test_moe_reads_shared_experts_and_dense_layers_always_and_routed_experts_as_touched():
+    v3 = get_model("deepseek-v3")
+    d = Deployment(v3, "h200", 8, weight_dtype="fp8", kv_dtype="fp8", compute_dtype="fp8")
+    expert = 3 * v3.d_model * v3.d_ff  # parameters of one routed expert in one layer
+    assert d.weights_read_per_chip(1) == pytest.approx(matmul_params(v3) / 8)  # one token: exactly its k experts
+    every = matmul_params(v3) + v3.n_moe_layers * (v3.n_experts - v3.n_active_experts) * expert
+    assert d.weights_read_per_chip(1e6) == pytest.approx(every / 8)
+    assert offline_throughput("mixtral-8x7b", "h100", 2, 1000, 1000, weight_dtype="fp8", kv_dtype="fp8",
+                              compute_dtype="fp8") > 0
