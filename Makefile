@@ -40,3 +40,4 @@ clean:
 # Benchmarks: not tests, not part of `make test`.
 bench: $(STAMP)
 	$(BIN)/python bench/bench_serving.py
+	$(BIN)/python bench/bench_report.py

@@ -34,7 +34,7 @@ import itertools
 import math
 from dataclasses import dataclass
 
-from ._validate import choice, positive_int
+from ._validate import choice, positive, positive_int
 from .collectives import CollectiveTime, collective_time, mesh_collective
 from .dtypes import bytes_per_element
 from .flops import decode_step_flops, forward_flops, matmul_params
@@ -425,3 +425,117 @@ def offline_throughput(model, chip, n_chips: int, input_len: int, output_len: in
     deployment = Deployment(model, chip, n_chips, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
                             compute_dtype=compute_dtype, tensor_parallel=tensor_parallel, kv_placement=kv_placement)
     return offline_estimate(deployment, input_len, output_len, efficiency).output_tokens_per_s
+
+
+# ------------------------------------------------------------------------------------- one call for a reader's model
+@dataclass(frozen=True)
+class Report:
+    """What serving `model` on n chips costs, in one place (`report` builds it; `describe` prints it).
+
+    Times are seconds, sizes bytes, rates tokens/s; `_bound` is the estimate at 100% efficiency (a lower bound on
+    the time), `_typical` at the calibrated `TYPICAL` efficiencies (chapter 11). Costs are None without a price.
+    """
+
+    deployment: Deployment
+    batch: int
+    context_len: int
+    prompt_len: int
+    weight_bytes: float  # every weight, all chips together
+    kv_bytes_per_token: float  # one token of one sequence
+    max_batch: int  # sequences of context_len tokens that fit
+    decode_step_bound_s: float
+    decode_step_typical_s: float
+    prefill_bound_s: float  # one prompt of prompt_len tokens
+    prefill_typical_s: float
+    price_per_chip_hour: float | None
+
+    @property
+    def tokens_per_s_bound(self) -> float:
+        """Output tokens/s of the whole deployment at this batch (no faster than this)."""
+        return self.batch / self.decode_step_bound_s
+
+    @property
+    def tokens_per_s_typical(self) -> float:
+        return self.batch / self.decode_step_typical_s
+
+    def _dollars_per_million(self, tokens_per_s: float):
+        if self.price_per_chip_hour is None:
+            return None
+        return self.price_per_chip_hour * self.deployment.n_chips / 3600.0 / tokens_per_s * 1e6
+
+    @property
+    def dollars_per_million_tokens_bound(self):
+        """$ per million output tokens at the bound's throughput: price x chips / 3600 / tokens/s x 1e6."""
+        return self._dollars_per_million(self.tokens_per_s_bound)
+
+    @property
+    def dollars_per_million_tokens_typical(self):
+        return self._dollars_per_million(self.tokens_per_s_typical)
+
+    def as_dict(self) -> dict:
+        """Every number of the report, in SI units, for scripts (`python -m scaling_lib estimate --json`)."""
+        d = self.deployment
+        return {"model": d.model.name, "chip": d.chip.name, "n_chips": d.n_chips, "tensor_parallel": d.tensor_parallel,
+                "weight_dtype": d.weight_dtype, "kv_dtype": d.kv_dtype, "compute_dtype": d.compute_dtype,
+                "batch": self.batch, "context_len": self.context_len, "prompt_len": self.prompt_len,
+                "weight_bytes": self.weight_bytes, "kv_bytes_per_token": self.kv_bytes_per_token,
+                "max_batch": self.max_batch, "decode_step_bound_s": self.decode_step_bound_s,
+                "decode_step_typical_s": self.decode_step_typical_s, "prefill_bound_s": self.prefill_bound_s,
+                "prefill_typical_s": self.prefill_typical_s, "tokens_per_s_bound": self.tokens_per_s_bound,
+                "tokens_per_s_typical": self.tokens_per_s_typical, "price_per_chip_hour": self.price_per_chip_hour,
+                "dollars_per_million_tokens_bound": self.dollars_per_million_tokens_bound,
+                "dollars_per_million_tokens_typical": self.dollars_per_million_tokens_typical}
+
+    def describe(self) -> str:
+        """A small table for a terminal or a notebook."""
+        rows = [("deployment", self.deployment.describe()),
+                ("weights", f"{self.weight_bytes / 1e9:,.1f} GB ({self.weight_bytes / self.deployment.n_chips / 1e9:,.1f}"
+                            " GB per chip)"),
+                ("KV cache per token", f"{self.kv_bytes_per_token / 1e3:,.1f} kB"),
+                ("largest batch that fits", f"{self.max_batch:,} sequences of {self.context_len:,} tokens"),
+                ("batch", f"{self.batch:,}"),
+                ("decode step", f"{self.decode_step_bound_s * 1e3:,.2f} ms bound, "
+                                f"{self.decode_step_typical_s * 1e3:,.2f} ms typical"),
+                ("prefill", f"{self.prefill_bound_s * 1e3:,.1f} ms bound, {self.prefill_typical_s * 1e3:,.1f} ms "
+                            f"typical ({self.prompt_len:,}-token prompt)"),
+                ("output tokens/s", f"{self.tokens_per_s_bound:,.0f} bound, {self.tokens_per_s_typical:,.0f} typical")]
+        if self.price_per_chip_hour is not None:
+            rows.append(("$ per million output tokens", f"{self.dollars_per_million_tokens_bound:,.3f} at the bound, "
+                                                        f"{self.dollars_per_million_tokens_typical:,.3f} typical "
+                                                        f"(at ${self.price_per_chip_hour:g} per chip-hour)"))
+        width = max(len(name) for name, _ in rows)
+        return "\n".join(f"{name:<{width}}  {value}" for name, value in rows)
+
+
+def report(model, chip, n_chips: int, *, batch: int | None = None, context_len: int = 8192,
+           prompt_len: int | None = None, weight_dtype: str = "bf16", kv_dtype: str | None = None,
+           compute_dtype: str = "bf16", price_per_chip_hour: float | None = None) -> Report:
+    """Weights, KV per token, the largest batch that fits, the decode step (bound and typical), the prefill time,
+    tokens/s and $ per million output tokens, for one deployment, in one call.
+
+    batch None: the largest batch that fits at `context_len`. kv_dtype None: the weight dtype. prompt_len None:
+    context_len. The price is the user's (no price is built in): dollars per chip per hour. Each number is the
+    corresponding function of this module (`max_batch`, `decode_step`, `prefill`) or of `memory`. Used in the
+    appendix *Apply the book to your model* and by `python -m scaling_lib estimate`.
+    """
+    deployment = Deployment(model, chip, n_chips, weight_dtype=weight_dtype,
+                            kv_dtype=weight_dtype if kv_dtype is None else kv_dtype, compute_dtype=compute_dtype)
+    context_len = positive_int("context_len", context_len)
+    prompt_len = context_len if prompt_len is None else positive_int("prompt_len", prompt_len)
+    if price_per_chip_hour is not None:
+        positive("price_per_chip_hour", price_per_chip_hour)
+    fits = max_batch(deployment, context_len)
+    if batch is None:
+        if fits < 1:
+            decode_step(deployment, deployment.replicas, context_len)  # raises, naming the bytes needed
+        batch = fits
+    step_bound = decode_step(deployment, batch, context_len, BOUND)
+    step_typical = decode_step(deployment, batch, context_len, TYPICAL)
+    first = prefill(deployment, prompt_len, deployment.replicas, BOUND)
+    first_typical = prefill(deployment, prompt_len, deployment.replicas, TYPICAL)
+    return Report(deployment=deployment, batch=batch, context_len=context_len, prompt_len=prompt_len,
+                  weight_bytes=model_param_bytes(deployment.model, weight_dtype),
+                  kv_bytes_per_token=kv_bytes_per_token(deployment.model, deployment.kv_dtype), max_batch=fits,
+                  decode_step_bound_s=step_bound.total_s, decode_step_typical_s=step_typical.total_s,
+                  prefill_bound_s=first.total_s, prefill_typical_s=first_typical.total_s,
+                  price_per_chip_hour=price_per_chip_hour)
