@@ -12,12 +12,12 @@ Three layers, and imports flow one way (top-level <- tiny <- book):
 - `scaling_lib.book` is the book's own tooling: exercises and their checker, the claims ledger, plotting, display
   and notebook set-up.
 
-`from scaling_lib import check, get_chip, get_model` gives the three names readers use most.
+`from scaling_lib import check, solution, get_chip, get_model` gives the names readers use most.
 """
 
-from .book.exercises import check
+from .book.exercises import check, solution
 from .hardware import get_chip
 from .models import get_model
 
-__all__ = ["check", "get_chip", "get_model"]
+__all__ = ["check", "get_chip", "get_model", "solution"]
 __version__ = "0.2.0"

@@ -339,6 +339,25 @@ def wg_optimal_gather_size(tokens: float, n_chips: int, d_ff: int) -> float:
     return math.sqrt(tokens * n_chips / d_ff)
 
 
+def wg_switch_tokens(model, gather_from: int, gather_to: int, n_chips: int, weight_dtype: str = "bf16",
+                     activation_dtype: str = "bf16") -> float:
+    """T above which gathering weights over N2 = `gather_to` chips moves fewer bytes than over N1 = `gather_from`,
+    by the closed form M_WG(N) = 2 w D F N / n + 2 a T D / N:   T = (w / a) F N1 N2 / n   (Pope et al. App. A.2.2).
+
+    The closed form keeps the activation term 2 a T D / N even at N = n, where no activation collective runs (a
+    collective over one chip moves nothing). `comm_volume_curves` sums the collectives that really run, so its last
+    switch (to N = n) sits lower, at (w / a) F N1 (n - N1) / n: 12 F instead of 16 F from XY to XYZ on 4x4x4.
+    Used in chapter 8, *Partitioning layouts* (the exercise on the switch to wg-xyz).
+    """
+    m = get_model(model)
+    for name, value in (("gather_from", gather_from), ("gather_to", gather_to), ("n_chips", n_chips)):
+        positive(name, value)
+    if not gather_from < gather_to <= n_chips:
+        raise ValueError(f"need gather_from < gather_to <= n_chips, got {gather_from}, {gather_to}, {n_chips}")
+    ratio = bytes_per_element(weight_dtype) / bytes_per_element(activation_dtype)
+    return ratio * m.d_ff * gather_from * gather_to / n_chips
+
+
 # --- Claims P2, P3: the KV cache and attention sharding for multiquery attention (sec. 3.3, Table 1) ----------------
 
 @dataclass(frozen=True)

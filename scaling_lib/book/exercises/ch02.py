@@ -1,39 +1,84 @@
-"""Chapter 2 exercises: sampling and the KV cache. Expected values are scaling_lib calls."""
+"""Chapter 2 exercises: sampling and the KV cache. Every value, right or slipped, is a scaling_lib call."""
 
 from ...flops import cached_generation_flops, decode_step_flops, forward_flops, naive_generation_flops
 from ...memory import kv_bytes_per_token
-from .exercise import Exercise
+from ...models import get_model
+from .exercise import Choice, Exercise, Number, Slip
 
 
-def _attention_share_32k():
-    prefill = forward_flops("llama3-8b", 32768, skip_masked=True)
+def _naive_over_cached(skip_masked: bool = True) -> float:
+    naive = naive_generation_flops("llama3-8b", 512, 2048, skip_masked=skip_masked)
+    cached = cached_generation_flops("llama3-8b", 512, 2048, skip_masked=skip_masked)
+    return naive.total / cached.total
+
+
+def _attention_share(skip_masked: bool = True) -> float:
+    prefill = forward_flops("llama3-70b", 32768, skip_masked=skip_masked)
     return prefill.attention / prefill.total
+
 
 EXERCISES = (
     Exercise(
         id="ch2.decode-step-flops-llama3-70b",
-        question="FLOPs of one LLaMA-3-70B decode step at batch 32 with 8,192 cached keys per sequence, in TFLOP.",
-        unit="TFLOP",
-        expected=lambda: decode_step_flops("llama3-70b", 8192, batch=32).total,
+        question="How many FLOPs does one decode step of LLaMA-3-70B take at batch 32, with 8,192 keys in every "
+                 "sequence's cache? Count the weight matmuls ($2P_\\text{mm}$ per token) and attention (every cached "
+                 "key is visible to the new token). Answer in TFLOP.",
+        answer=Number("TFLOP", lambda: decode_step_flops("llama3-70b", 8192, batch=32).total, slips=(
+            Slip("the matmuls without attention", lambda: decode_step_flops("llama3-70b", 8192, batch=32).matmul,
+                 "attention adds 4 B L N H S FLOPs: Q K^T and P V over every cached key."),
+            Slip("2 FLOPs per (query, key) pair and head dimension",
+                 lambda: (decode_step_flops("llama3-70b", 8192, batch=32).matmul
+                          + decode_step_flops("llama3-70b", 8192, batch=32).attention / 2),
+                 "Q K^T and P V are two matmuls, each 2 FLOPs per multiply-add: 4 N H per pair and layer."),
+            Slip("one sequence", lambda: decode_step_flops("llama3-70b", 8192, batch=1).total,
+                 "the step serves 32 sequences: every term scales with the batch."),
+        )),
     ),
     Exercise(
         id="ch2.naive-over-cached-llama3-8b",
-        question="How many times more FLOPs naive sampling spends than the KV cache: LLaMA-3-8B, 512-token prompt, "
-                 "2,048 generated tokens, causal pairs only.",
-        unit="x",
-        expected=lambda: (naive_generation_flops("llama3-8b", 512, 2048, skip_masked=True).total
-                          / cached_generation_flops("llama3-8b", 512, 2048, skip_masked=True).total),
+        question="LLaMA-3-8B generates 2,048 tokens after a 512-token prompt. How many times more FLOPs does naive "
+                 "sampling spend than the KV cache (causal pairs only, batch 1)? Answer as a plain ratio.",
+        answer=Number("x", _naive_over_cached, slips=(
+            Slip("the ratio upside down", lambda: 1.0 / _naive_over_cached(),
+                 "naive over cached: naive sampling is the expensive one."),
+        )),
     ),
     Exercise(
-        id="ch2.kv-bytes-per-token-llama3-70b",
-        question="bf16 KV cache bytes per token of LLaMA-3-70B, in kB.",
-        unit="kB",
-        expected=lambda: kv_bytes_per_token("llama3-70b", "bf16"),
+        id="ch2.kv-bytes-per-token-palm-62b",
+        question="PaLM 62B uses multiquery attention: $L = 64$ layers share a single key/value head ($K = 1$) of "
+                 "dimension $H = 256$. How many bytes of bf16 KV cache does one token occupy? Answer in kB "
+                 "($10^3$ bytes).",
+        answer=Number("kB", lambda: kv_bytes_per_token("palm-62b", "bf16"), rel_tol=0.01, slips=(
+            Slip("half the factors", lambda: kv_bytes_per_token("palm-62b", "bf16") / 2,
+                 "count both a key and a value, and 2 bytes per bf16 element: 2 L K H x 2."),
+            Slip("one KV head per query head", lambda: kv_bytes_per_token(get_model("palm-62b").with_(n_kv_heads=32),
+                                                                          "bf16"),
+                 "multiquery attention keeps K = 1 KV head, whatever the number of query heads."),
+        )),
     ),
     Exercise(
-        id="ch2.prefill-attention-share-llama3-8b-32k",
-        question="Share of a 32,768-token LLaMA-3-8B prefill's FLOPs spent in attention (causal pairs only), in %.",
-        unit="%",
-        expected=_attention_share_32k,
+        id="ch2.prefill-attention-share-llama3-70b-32k",
+        question="What percentage of the FLOPs of a 32,768-token LLaMA-3-70B prefill is attention, counting causal "
+                 "pairs only?",
+        answer=Number("%", _attention_share, slips=(
+            Slip("every pair scored", lambda: _attention_share(skip_masked=False),
+                 "count causal pairs only, T(T+1)/2 of them."),
+            Slip("attention over the matmuls",
+                 lambda: (forward_flops("llama3-70b", 32768, skip_masked=True).attention
+                          / forward_flops("llama3-70b", 32768, skip_masked=True).matmul),
+                 "a share divides by the total, attention plus matmuls."),
+        )),
+    ),
+    Exercise(
+        id="ch2.explain-equal",
+        question="Check your reasoning: why are the cached and naive loops guaranteed the same tokens in exact "
+                 "arithmetic?",
+        answer=Choice({"a": "the cache stores each step's logits",
+                       "b": "a token's keys and values depend only on the tokens up to it",
+                       "c": "greedy decoding gives the same tokens whatever the model computes",
+                       "d": "XLA compiles both loops into the same program"}, "b", why={
+            "a": "the cache stores keys and values, not logits.",
+            "c": "greedy decoding is deterministic, but only for the same logits.",
+            "d": "the two programs have different shapes ([1, D] rows against [T, D] blocks)."}),
     ),
 )

@@ -1,35 +1,91 @@
-"""Chapter 3 exercises: prefill and generation are different workloads. Expected values are scaling_lib calls."""
+"""Chapter 3 exercises: prefill and generation are different workloads. Every value, right or slipped, is a
+scaling_lib call."""
 
+from ...dtypes import bytes_per_element
+from ...flops import forward_flops
+from ...hardware import get_chip
 from ...inference import decode_step_time, prefill_time
 from ...models import get_model
 from ...roofline import attention_intensity, matmul_intensity
-from .exercise import Exercise
+from .exercise import Choice, Exercise, Number, Slip
+
+
+def _ttft_pmm(mfu_divisor: float = 0.4) -> float:
+    """2 T P_mm / (C x MFU): LLaMA-3-8B, 4,096 tokens, one H100 (pass 1.0 to forget the MFU)."""
+    return forward_flops("llama3-8b", 4096).matmul / (get_chip("h100").peak_flops("bf16") * mfu_divisor)
+
+
+def _tpot(chip="h200"):
+    return decode_step_time("llama3-8b", chip, 1, 32, 4096)
+
 
 EXERCISES = (
     Exercise(
         id="ch3.prefill-mlp-intensity-llama3-8b-512",
-        question="bf16 arithmetic intensity of LLaMA-3-8B's MLP up-projection (4096 -> 14336) in the prefill of one "
-                 "512-token prompt, in FLOPs per byte.",
-        unit="FLOPs/B",
-        expected=lambda: matmul_intensity(512, get_model("llama3-8b").d_model, get_model("llama3-8b").d_ff),
+        question="What is the bf16 arithmetic intensity of LLaMA-3-8B's MLP up-projection ($D = 4096 \\to F = 14336$) "
+                 "during the prefill of one 512-token prompt, counting the bytes of the input, the weight and the "
+                 "output, in FLOPs per byte? Is it compute-bound on a TPU v5e?",
+        answer=(
+            Number("FLOPs/B", lambda: matmul_intensity(512, get_model("llama3-8b").d_model,
+                                                       get_model("llama3-8b").d_ff), name="intensity", slips=(
+                Slip("the approximation I = T", lambda: 512 * 2 / bytes_per_element("bf16"),
+                     "I = T holds only while T is much smaller than D and F; at 512 rows the activation bytes count."),
+            )),
+            Choice({"a": "compute-bound", "b": "memory-bound"}, "a", name="bound", why={
+                "b": "compare the intensity with the v5e's ridge point C / W_hbm."}),
+        ),
     ),
     Exercise(
         id="ch3.decode-attention-intensity-palm-62b",
-        question="bf16 decode attention intensity of PaLM 62B (multiquery, N = 32) with 2,048 cached tokens, in FLOPs/B.",
-        unit="FLOPs/B",
-        expected=lambda: attention_intensity(1, 2048, get_model("palm-62b").group_size),
+        question="PaLM 62B uses multiquery attention with $N = 32$ query heads ($K = 1$). What is its bf16 decode "
+                 "attention intensity with 2,048 cached tokens, in FLOPs per byte?",
+        answer=Number("FLOPs/B", lambda: attention_intensity(1, 2048, get_model("palm-62b").group_size), slips=(
+            Slip("multi-head attention (G = 1)", lambda: attention_intensity(1, 2048, 1),
+                 "with K = 1 all N query heads share one KV head: G = N."),
+            Slip("the prefill formula", lambda: attention_intensity(2048, 2048, 1),
+                 "decode scores T = 1 query token per sequence, not T = S."),
+        )),
     ),
     Exercise(
         id="ch3.ttft-llama3-8b-h100-4k",
-        question="Time to first token of a 4,096-token prompt, LLaMA-3-8B on one H100 at 40% MFU, in ms.",
-        unit="ms",
-        expected=lambda: prefill_time("llama3-8b", "h100", 1, 4096, mfu=0.4),
+        question="Estimate the time to first token for a 4,096-token prompt to LLaMA-3-8B on one H100 at 40% MFU, "
+                 "counting the weight matmuls only: $2P_\\text{mm}$ FLOPs per token, where $P_\\text{mm}$ leaves out "
+                 "the input embedding (a lookup, chapter 2). Answer in ms.",
+        answer=Number("ms", _ttft_pmm, slips=(
+            Slip("P instead of P_mm", lambda: prefill_time("llama3-8b", "h100", 1, 4096, mfu=0.4),
+                 "you counted all P parameters, as `prefill_time` does; the question counts 2 P_mm: the input "
+                 "embedding is a lookup, not a matmul."),
+            Slip("the peak rate (no MFU)", lambda: _ttft_pmm(1.0),
+                 "at 40% MFU the chip achieves 0.4 C: divide by the achieved rate."),
+            Slip("multiplying by the MFU", lambda: _ttft_pmm(1.0) * 0.4,
+                 "a lower MFU makes the prefill slower: divide by 0.4 C."),
+            Slip("6 FLOPs per parameter", lambda: 3 * _ttft_pmm(),
+                 "6P per token counts the backward pass of training; inference runs the forward pass, 2 per weight."),
+        )),
     ),
     Exercise(
-        id="ch3.tpot-llama3-8b-h100-b32",
-        question="Lower bound on the time per output token of LLaMA-3-8B on one H100, batch 32, 4,096-token context, "
-                 "bf16, in ms.",
-        unit="ms",
-        expected=lambda: decode_step_time("llama3-8b", "h100", 1, 32, 4096).total_s,
+        id="ch3.tpot-llama3-8b-h200-b32",
+        question="Give the lower bound on the time per output token of LLaMA-3-8B on one H200 at batch 32 with 4,096 "
+                 "tokens of context per sequence (bf16 weights and cache), in ms.",
+        answer=Number("ms", lambda: _tpot().total_s, slips=(
+            Slip("the weights without the KV cache", lambda: _tpot().weight_s,
+                 "every sequence also reads its whole KV cache at every step."),
+            Slip("all three terms added", lambda: _tpot().kv_s + _tpot().weight_s + _tpot().compute_s,
+                 "the weight read and the matmul FLOPs overlap: add the KV term to the larger of the two."),
+            Slip("the H100's bandwidth", lambda: _tpot("h100").total_s,
+                 "the H200 has the H100's FLOP rate but more HBM bandwidth."),
+        )),
+    ),
+    Exercise(
+        id="ch3.explain-speculative",
+        question="Check your reasoning: at batch 8, LLaMA-3-70B scores $\\gamma = 4$ drafted tokens against its "
+                 "cache in one step. About how long does that step take, compared with an ordinary decode step?",
+        answer=Choice({"a": "about as long", "b": "about 4 times as long", "c": "about 5 times as long",
+                       "d": "about a quarter as long"}, "a", why={
+            "b": "both steps read the same weights and cache once; only the FLOPs grow, and they are far from "
+                 "the roof at this batch.",
+            "c": "both steps read the same weights and cache once; only the FLOPs grow, and they are far from "
+                 "the roof at this batch.",
+            "d": "the bytes read, which set a memory-bound step's time, do not shrink."}),
     ),
 )

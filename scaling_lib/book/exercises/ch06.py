@@ -1,4 +1,4 @@
-"""Chapter 6 exercises: shrinking the KV cache. Expected values are scaling_lib calls."""
+"""Chapter 6 exercises: shrinking the KV cache. Every value, right or slipped, is a scaling_lib call."""
 
 from ...inference import decode_step_time
 from ...kv_levers import cross_layer_kv_bytes, local_global_kv_bytes, ragged_kv_reads
@@ -6,48 +6,140 @@ from ...memory import kv_cache_bytes
 from ...models import get_model
 from ...roofline import critical_batch_size
 from ..claims.step_time import T4_DEPLOYMENT
-from .exercise import Exercise
+from .exercise import Choice, Exercise, Number, Slip
+
+_LENGTHS = (100, 900, 2000, 4000)
+
+
+def _int8_kv_step(weight_dtype: str = "bf16", kv_dtype: str = "int8"):
+    """Claim T4's configuration (LLaMA-3-70B, 8 Ironwood, batch 64, 32,768 tokens) with the given dtypes."""
+    return decode_step_time(**T4_DEPLOYMENT, weight_dtype=weight_dtype, kv_dtype=kv_dtype)
+
+
+def _cla(batch: int = 32):
+    return cross_layer_kv_bytes("llama3-8b", 16384, share_every=2, batch=batch)
+
+
+def _lever5_step(weight_dtype: str = "int4", kv_dtype: str = "bf16") -> float:
+    return decode_step_time("llama3-70b", "tpu-v5e", 16, 16, 2048, weight_dtype=weight_dtype, kv_dtype=kv_dtype).total_s
+
 
 EXERCISES = (
     Exercise(
         id="ch6.mqa-kv-llama3-70b",
-        question="KV cache of one 32,768-token sequence of LLaMA-3-70B in bf16 if it used multiquery attention (K = 1) "
-                 "instead of its 8 KV heads, in GB.",
-        unit="GB",
-        expected=lambda: kv_cache_bytes(get_model("llama3-70b").with_(n_kv_heads=1), 32768),
+        question="LLaMA-3-70B has $K = 8$ KV heads. How large would the bf16 KV cache of one 32,768-token sequence "
+                 "be with multiquery attention ($K = 1$), in GB?",
+        answer=Number("GB", lambda: kv_cache_bytes(get_model("llama3-70b").with_(n_kv_heads=1), 32768), slips=(
+            Slip("the GQA cache (K = 8)", lambda: kv_cache_bytes("llama3-70b", 32768),
+                 "multiquery attention keeps a single KV head per layer."),
+            Slip("keys only, or 1 byte per element",
+                 lambda: kv_cache_bytes(get_model("llama3-70b").with_(n_kv_heads=1), 32768) / 2,
+                 "the cache holds a key and a value, 2 bytes each in bf16."),
+            Slip("one layer", lambda: kv_cache_bytes(get_model("llama3-70b").with_(n_kv_heads=1), 32768) / 80,
+                 "each of the 80 layers keeps its own single KV head."),
+        )),
     ),
     Exercise(
         id="ch6.local-global-llama3-8b",
-        question="KV cache of one 32,768-token sequence of LLaMA-3-8B (bf16) if 3 of every 4 layers attended only to "
-                 "the last 4,096 tokens (every 4th layer global), in GB.",
-        unit="GB",
-        expected=lambda: local_global_kv_bytes("llama3-8b", 32768, window=4096, global_every=4),
+        question="LLaMA-3-8B serves one 32,768-token sequence in bf16. If 3 of every 4 layers attended only to the "
+                 "last 4,096 tokens and every 4th layer stayed global, how large would its KV cache be, in GB?",
+        answer=Number("GB", lambda: local_global_kv_bytes("llama3-8b", 32768, window=4096, global_every=4), slips=(
+            Slip("every layer global", lambda: kv_cache_bytes("llama3-8b", 32768),
+                 "the local layers keep only the last 4,096 tokens."),
+            Slip("every layer local", lambda: kv_cache_bytes("llama3-8b", 4096),
+                 "every 4th layer still keeps all 32,768 tokens."),
+            Slip("3 of 4 layers global",
+                 lambda: 0.75 * kv_cache_bytes("llama3-8b", 32768) + 0.25 * kv_cache_bytes("llama3-8b", 4096),
+                 "it is the other way round: 1 layer in 4 is global, 3 in 4 are local."),
+        )),
     ),
     Exercise(
         id="ch6.paged-slots",
-        question="A decode batch holds sequences of 100, 900, 2,000 and 4,000 tokens. How many KV slots (tokens) does "
-                 "a paged cache with 16-token blocks read per layer and head?",
-        unit="tokens",
-        expected=lambda: ragged_kv_reads([100, 900, 2000, 4000], 16).paged_slots,
+        question="A decode batch holds sequences of 100, 900, 2,000 and 4,000 tokens. How many KV slots (tokens) per "
+                 "layer and KV head does a paged cache with 16-token blocks hold? How many would a rectangular "
+                 "cache, padded to the longest sequence, hold? Both are whole numbers: a block is allocated whole.",
+        answer=(
+            Number("tokens", lambda: ragged_kv_reads(_LENGTHS, 16).paged_slots, integer=True, name="paged", slips=(
+                Slip("the tokens themselves", lambda: ragged_kv_reads(_LENGTHS, 16).useful_slots,
+                     "a sequence holds whole blocks: round each length up to a multiple of 16."),
+                Slip("rounding down to whole blocks", lambda: sum(n // 16 * 16 for n in _LENGTHS),
+                     "a partly filled block is still allocated: round up."),
+            )),
+            Number("tokens", lambda: ragged_kv_reads(_LENGTHS, 16).contiguous_slots, integer=True,
+                   name="rectangular", slips=(
+                Slip("the tokens themselves", lambda: ragged_kv_reads(_LENGTHS, 16).useful_slots,
+                     "a rectangular cache pads every sequence to the longest one."),
+                Slip("one sequence", lambda: max(_LENGTHS),
+                     "each of the 4 sequences gets a row as long as the longest."),
+            )),
+        ),
     ),
     Exercise(
         id="ch6.t4-int8-kv-only",
-        question="LLaMA-3-70B on 8 Ironwood chips, batch 64, 32,768-token context: decode step lower bound with bf16 "
-                 "weights and math but int8 KV entries, in ms.",
-        unit="ms",
-        expected=lambda: decode_step_time(**T4_DEPLOYMENT, kv_dtype="int8").total_s,  # claim T4's configuration
+        question="In the T4 configuration (LLaMA-3-70B, 8 Ironwood chips, batch 64, 32,768 tokens), keep bf16 weights "
+                 "and math but store the KV cache in int8. First predict which term of the step-time bound halves; "
+                 "then compute the decode step lower bound, in ms.",
+        answer=(
+            Choice({"a": "the KV term only", "b": "the weight term only", "c": "both", "d": "neither"}, "a",
+                   name="halves", why={
+                       "b": "the weights stay bf16: their bytes do not change.",
+                       "c": "only the cache changes precision; the weights stay bf16.",
+                       "d": "int8 entries take 1 byte instead of 2, and the KV term is bytes read."}),
+            Number("ms", lambda: _int8_kv_step().total_s, name="step", slips=(
+                Slip("a bf16 cache", lambda: _int8_kv_step(kv_dtype="bf16").total_s,
+                     "int8 KV entries take 1 byte, half of bf16."),
+                Slip("int8 weights as well", lambda: _int8_kv_step(weight_dtype="int8").total_s,
+                     "only the cache is int8; the weights stay bf16."),
+                Slip("the KV term alone", lambda: _int8_kv_step().kv_s,
+                     "the step also reads the weights once (or does their FLOPs, whichever is longer)."),
+            )),
+        ),
     ),
     Exercise(
-        id="ch6.cla-read-bytes",
-        question="LLaMA-3-70B, batch 8 at 32,768 tokens, bf16, with pairs of layers sharing one K/V: how many bytes "
-                 "of KV cache does one decode step read, in GB?",
-        unit="GB",
-        expected=lambda: cross_layer_kv_bytes("llama3-70b", 32768, share_every=2, batch=8).read_bytes,
+        id="ch6.cla-llama3-8b-b32",
+        question="LLaMA-3-8B decodes a batch of 32 sequences of 16,384 tokens in bf16 with cross-layer sharing: each "
+                 "pair of adjacent layers shares one K/V. How many GB of KV cache are stored, and how many GB does "
+                 "one decode step read?",
+        answer=(
+            Number("GB", lambda: _cla().stored_bytes, name="stored", slips=(
+                Slip("no sharing", lambda: _cla().read_bytes,
+                     "pairs of layers store one cache between them: half the layers' worth."),
+            )),
+            Number("GB", lambda: _cla().read_bytes, name="read", slips=(
+                Slip("reads halved too", lambda: _cla().stored_bytes,
+                     "sharing saves capacity, not bandwidth: each layer still reads the shared cache."),
+            )),
+        ),
     ),
     Exercise(
-        id="ch6.bcrit-v6e-int8-weights",
-        question="Critical batch size of a TPU v6e with int8 weights upcast to bf16 for the matmul, in tokens.",
-        unit="tokens",
-        expected=lambda: critical_batch_size("tpu-v6e", "int8", "bf16"),
+        id="ch6.int4-weights-llama3-70b-v5e16",
+        question="Take the weight-quantization example (LLaMA-3-70B on 16 TPU v5e, batch 16, 2,048 tokens, bf16 KV "
+                 "cache) with int4 weights (half a byte each) converted to bf16 for the math. What is the step-time "
+                 "lower bound, in ms, and the critical batch size, in tokens?",
+        answer=(
+            Number("ms", _lever5_step, name="step", slips=(
+                Slip("int8 weights", lambda: _lever5_step("int8"), "int4 weights take half a byte, not one."),
+                Slip("an int4 cache too", lambda: _lever5_step(kv_dtype="int4"),
+                     "only the weights are int4; the cache stays bf16."),
+            )),
+            Number("tokens", lambda: critical_batch_size("tpu-v5e", "int4", "bf16"), name="bcrit", slips=(
+                Slip("int8 weights", lambda: critical_batch_size("tpu-v5e", "int8", "bf16"),
+                     "b_w = 1/2 byte for int4: B_crit = (C / W_hbm) x b_w / 2."),
+                Slip("bf16 weights", lambda: critical_batch_size("tpu-v5e", "bf16", "bf16"),
+                     "fewer bytes per weight make the weight load shorter, so fewer rows hide it."),
+            )),
+        ),
+    ),
+    Exercise(
+        id="ch6.explain-paging",
+        question="Check your reasoning: what must a paged-attention kernel know at run time to read only the blocks "
+                 "a sequence uses?",
+        answer=Choice({"a": "the block table and each sequence's length",
+                       "b": "only the longest sequence's length",
+                       "c": "nothing: XLA infers it from the mask",
+                       "d": "the model's weights"}, "a", why={
+            "b": "that gives a rectangular read, padding included.",
+            "c": "a jitted program has static shapes; the mask only zeroes what was read.",
+            "d": "the weights do not say where a sequence's keys and values live."}),
     ),
 )

@@ -1,35 +1,88 @@
-"""Chapter 7 (sharding prefill and generation): exercises. Every expected value is a scaling_lib call."""
+"""Chapter 7 (sharding prefill and generation): exercises. Every value, right or slipped, is a scaling_lib call."""
 
+import math
+
+from ...hardware import get_chip
 from ...models import get_model
 from ...sharding import beta, fsdp_decode_cost, kv_cache_sharding, latency_bound_bytes, max_decode_model_parallelism
-from .exercise import Exercise
+from .exercise import Choice, Exercise, Number, Slip
+
+
+def _ways(beta_value: float, batch: int = 64) -> int:
+    return math.floor(max_decode_model_parallelism(get_model("llama3-8b").d_ff, batch, beta_value))
+
+
+def _kv_13b():
+    return kv_cache_sharding(get_model("llama2-13b").n_kv_heads, 64, 32)
+
 
 EXERCISES = (
     Exercise(
         id="ch7.max-mp-llama3-8b-ironwood-b64",
-        question="How many ways can LLaMA-3-8B be model-sharded for decode at batch 64 on Ironwood before the ICI "
-                 "collectives outlast the weight read (F / (B beta), unrounded beta)?",
-        unit="ways",
-        expected=lambda: max_decode_model_parallelism(get_model("llama3-8b").d_ff, 64, beta("ironwood")),
+        question="How many ways can LLaMA-3-8B ($F = 14{,}336$) be model-sharded for decode at batch 64 on Ironwood "
+                 "before the ICI collectives outlast the weight read? Use the unrounded $\\beta$ and give the largest "
+                 "whole number of ways $n \\le F/(B\\beta)$.",
+        answer=Number("ways", lambda: _ways(beta("ironwood")), integer=True, slips=(
+            Slip("one-way link bandwidth", lambda: _ways(2 * beta("ironwood")),
+                 "beta divides the HBM bandwidth by the bidirectional bandwidth of a link."),
+            Slip("the TPU v5e's beta", lambda: _ways(beta("tpu-v5e")),
+                 "Ironwood's HBM is much faster for its links: use its own beta."),
+            Slip("no batch", lambda: _ways(beta("ironwood"), batch=1),
+                 "the activations crossing ICI grow with the batch: n = F / (B beta)."),
+        )),
     ),
     Exercise(
         id="ch7.latency-bound-v5e-16",
-        question="Below how many bytes is a 16-way collective on TPU v5e latency-bound (about 1 us per hop)? Answer in kB.",
-        unit="kB",
-        expected=lambda: latency_bound_bytes("tpu-v5e", 16),
+        question="Below how many kB is a 16-way ring collective on TPU v5e latency-bound (about 1 µs per hop, one-way "
+                 "link bandwidth)?",
+        answer=Number("kB", lambda: latency_bound_bytes("tpu-v5e", 16), slips=(
+            Slip("bidirectional link bandwidth", lambda: 16 * get_chip("tpu-v5e").ici_bidirectional
+                 * get_chip("tpu-v5e").ici_hop_latency,
+                 "the threshold uses one direction of one link: n x W_link x t_hop."),
+            Slip("8 chips", lambda: latency_bound_bytes("tpu-v5e", 8), "the collective spans 16 chips."),
+        )),
     ),
     Exercise(
-        id="ch7.fsdp-slowdown-llama3-70b-v5e16",
-        question="FSDP decode of LLaMA-3-70B (bf16) on 16 TPU v5e: how many times longer does all-gathering the weights "
-                 "over ICI take than reading each chip's shard from HBM?",
-        unit="x",
-        expected=lambda: fsdp_decode_cost("llama3-70b", "tpu-v5e", 16).slowdown,
+        id="ch7.fsdp-slowdown-llama3-70b-ironwood4",
+        question="Serving LLaMA-3-70B (bf16) with FSDP on 4 Ironwood chips: how many times longer does all-gathering "
+                 "the weights over ICI take, at every decode step, than reading each chip's shard from HBM?",
+        answer=Number("x", lambda: fsdp_decode_cost("llama3-70b", "ironwood", 4).slowdown, slips=(
+            Slip("one-way link bandwidth", lambda: 2 * fsdp_decode_cost("llama3-70b", "ironwood", 4).slowdown,
+                 "the gather uses both directions of the link: beta is over the bidirectional bandwidth."),
+            Slip("n beta instead of (n - 1) beta",
+                 lambda: fsdp_decode_cost("llama3-70b", "ironwood", 4).slowdown * 4 / 3,
+                 "each chip already holds its own shard: it receives (n - 1)/n of the weights."),
+        )),
     ),
     Exercise(
-        id="ch7.kv-batch-shards-llama3-70b-32",
-        question="LLaMA-3-70B decodes at batch 64 on 32 chips with its KV cache split by KV heads first, then by batch: "
-                 "how many ways is the batch split?",
-        unit="ways",
-        expected=lambda: kv_cache_sharding(get_model("llama3-70b").n_kv_heads, 64, 32).batch_shards,
+        id="ch7.kv-batch-shards-llama2-13b-32",
+        question="LLaMA-2-13B ($K = 40$ KV heads, $L = 40$ layers) decodes at batch 64 on 32 chips, its KV cache "
+                 "split by KV heads first (as evenly as the numbers allow) and then by batch. How many ways is the "
+                 "batch split? How many all-to-alls does one decode step run, over all layers?",
+        answer=(
+            Number("ways", lambda: _kv_13b().batch_shards, integer=True, name="batch_ways", slips=(
+                Slip("the head split", lambda: _kv_13b().head_shards,
+                     "that is how many ways the KV heads split; the batch takes the rest of the 32 chips."),
+                Slip("40 heads over 32 chips", lambda: 1,
+                     "40 heads do not split evenly 32 ways: the head split must divide both K and n."),
+            )),
+            Number("", lambda: _kv_13b().all_to_alls_per_attention_layer * get_model("llama2-13b").n_layers,
+                   integer=True, name="all_to_alls", slips=(
+                Slip("one layer", lambda: _kv_13b().all_to_alls_per_attention_layer,
+                     "every attention layer runs its own pair of all-to-alls."),
+                Slip("one all-to-all per layer", lambda: get_model("llama2-13b").n_layers,
+                     "each attention layer needs two: queries into the batch split, outputs back."),
+            )),
+        ),
+    ),
+    Exercise(
+        id="ch7.explain-dp",
+        question="Check your reasoning: a decode server splits its batch over two replicas of the model, each on its "
+                 "own chips. Far below the critical batch, what happens to the step time?",
+        answer=Choice({"a": "it halves", "b": "it stays about the same",
+                       "c": "it doubles", "d": "it falls by the square root of 2"}, "b", why={
+            "a": "each replica still reads all the weights every step, and that read dominates.",
+            "c": "nothing is added to a replica's step; the chips work independently.",
+            "d": "no part of the step shrinks by a square root; the weight read stays."}),
     ),
 )

@@ -1,37 +1,97 @@
-"""Chapter 8 (partitioning layouts, Pope et al. 2022): exercises. Every expected value is a scaling_lib call."""
+"""Chapter 8 (partitioning layouts, Pope et al. 2022): exercises. Every value, right or slipped, is a scaling_lib
+call."""
 
-from ...layouts import POPE_HEADLINE_RUNS, comm_volume_curves, ffn_comm_volume, max_context_length, mfu
+import dataclasses
+
+from ...hardware import get_chip
+from ...layouts import (POPE_HEADLINE_RUNS, comm_volume_curves, decode_latency_gap, ffn_comm_volume,
+                        max_context_length, mfu, wg_switch_tokens)
 from ...models import get_model, param_count
-from .exercise import Exercise
+from .exercise import Choice, Convention, Exercise, Number, Slip
+
+_SLICE = (4, 4, 4)
+
+
+def _bound_mfu(n_chips_counted: int = 64, at_bound: bool = True) -> float:
+    """MFU of Pope et al.'s low-latency decode run (PaLM 540B, 64 TPU v4) if each step took the roofline bound."""
+    run = POPE_HEADLINE_RUNS["decode-low-latency"]
+    gap = decode_latency_gap("palm-540b", "tpu-v4", 64, run.batch, run.context_len, run.seconds_per_step,
+                             weight_dtype=run.weight_dtype)
+    seconds = gap.bound_s * run.tokens_per_sequence if at_bound else run.seconds
+    return mfu(param_count(get_model("palm-540b")), run.tokens, seconds, "tpu-v4", n_chips_counted)
+
+
+def _context(sharding: str = "batch", kv_fraction: float = 0.3, chip="tpu-v4") -> int:
+    return max_context_length("palm-540b", chip, 64, 256, sharding, kv_fraction)
+
 
 EXERCISES = (
     Exercise(
-        id="ch8.2d-ws-bytes-palm-540b",
-        question="Per-chip bytes one feed-forward layer of PaLM 540B sends under 2D weight-stationary on a 4x4x4 TPU v4 "
-                 "slice, for 2,048 tokens per batch in bf16 (Pope et al.'s accounting), in MB.",
-        unit="MB",
-        expected=lambda: ffn_comm_volume("2d-ws", "palm-540b", 2048, (4, 4, 4)).total_bytes,
+        id="ch8.2d-ws-bytes-palm-540b-512",
+        question="How many bytes does each chip send per feed-forward layer of PaLM 540B under 2D weight-stationary "
+                 "on the 4x4x4 slice ($X = 4$ splits $D$, $YZ = 16$ split $F$), for a batch of 512 tokens in bf16 "
+                 "(Pope et al.'s accounting)? Answer in MB.",
+        answer=Number("MB", lambda: ffn_comm_volume("2d-ws", "palm-540b", 512, _SLICE).total_bytes, slips=(
+            Slip("1D weight-stationary", lambda: ffn_comm_volume("1d-ws", "palm-540b", 512, _SLICE).total_bytes,
+                 "2D gathers and scatters D over YZ and F over X, each a slice of the activations."),
+            Slip("half the collectives, or 1-byte activations",
+                 lambda: ffn_comm_volume("2d-ws", "palm-540b", 512, _SLICE, activation_dtype="int8").total_bytes,
+                 "each split pays an all-gather and a reduce-scatter, 2 bytes per bf16 activation."),
+            Slip("D and F splits swapped", lambda: ffn_comm_volume("2d-ws", "palm-540b", 512, (16, 2, 2)).total_bytes,
+                 "D is split X = 4 ways and F YZ = 16 ways: D / X + F / (YZ)."),
+        )),
     ),
     Exercise(
-        id="ch8.wg-xyz-switch-tokens",
-        question="Tokens per batch above which weight-gathered over XYZ moves the fewest bytes per chip for PaLM 540B "
-                 "on a 4x4x4 slice (bf16), in tokens.",
-        unit="tokens",
-        expected=lambda: comm_volume_curves("palm-540b", (4, 4, 4), (64, 2**20)).switch_points[-1].tokens,
+        id="ch8.wg-xyz-switch-palm-62b",
+        question="Above how many tokens per batch does weight-gathered over $XYZ$ move fewer bytes per chip than "
+                 "weight-gathered over $XY$, for PaLM 62B ($F = 32{,}768$) on a 4x4x4 slice in bf16? Use the "
+                 "chapter's formula $M_\\text{WG}(n_\\text{wg})$ for both; the count of the collectives that really "
+                 "run (`comm_volume_curves`) is accepted too.",
+        answer=Number("tokens", lambda: wg_switch_tokens("palm-62b", 16, 64, 64), rel_tol=0.01, also=(
+            Convention("the collectives that run: wg-xyz has no activation traffic",
+                       lambda: comm_volume_curves("palm-62b", _SLICE, (64, 2**22)).switch_points[-1].tokens),
+        ), slips=(
+            Slip("the optimal gather size reaching n", lambda: 64 * get_model("palm-62b").d_ff,
+                 "sqrt(T n / F) = n is where the ideal n_wg reaches the whole slice; the two discrete layouts "
+                 "cross earlier: set M_WG(16) = M_WG(64)."),
+            Slip("the X to XY switch", lambda: comm_volume_curves("palm-62b", _SLICE, (64, 2**22)).switch_points[-2]
+                 .tokens, "that is the switch from wg-x to wg-xy; the question asks about XY to XYZ."),
+        )),
     ),
     Exercise(
-        id="ch8.mfu-low-latency-decode",
-        question="MFU of Pope et al.'s low-latency decode run (batch 64, 64 generated tokens in 1.82 s, PaLM 540B, "
-                 "64 TPU v4 chips, bf16 peak), in %.",
-        unit="%",
-        expected=lambda: mfu(param_count(get_model("palm-540b")), POPE_HEADLINE_RUNS["decode-low-latency"].tokens,
-                                   POPE_HEADLINE_RUNS["decode-low-latency"].seconds, "tpu-v4", 64),
+        id="ch8.mfu-at-bound-low-latency-decode",
+        question="Pope et al.'s low-latency decode run (PaLM 540B, 64 TPU v4, batch 64, 64 generated tokens) measured "
+                 "steps several times slower than the chapter's roofline bound. What MFU would the run reach if every "
+                 "step took exactly the bound (bf16 peak, $2P$ FLOPs per token)? Answer in %.",
+        answer=Number("%", _bound_mfu, slips=(
+            Slip("the measured time", lambda: _bound_mfu(at_bound=False),
+                 "that is the MFU of the measured run; take 64 steps of the bound instead."),
+            Slip("one chip's peak", lambda: _bound_mfu(n_chips_counted=1),
+                 "the run's FLOPs are shared by 64 chips: divide by 64 C."),
+        )),
     ),
     Exercise(
         id="ch8.context-batch-sharded-b256",
-        question="Longest context PaLM 540B's multiquery KV cache allows at batch 256 on 64 TPU v4 chips when attention "
-                 "is sharded over batch and 30% of HBM holds the cache, in tokens.",
-        unit="tokens",
-        expected=lambda: max_context_length("palm-540b", "tpu-v4", 64, 256, "batch", 0.3),
+        question="With attention sharded over the batch and 30% of each TPU v4's 32 GiB of HBM for the cache, what "
+                 "is the longest context PaLM 540B's multiquery KV cache allows at batch 256 on 64 chips? Round down "
+                 "to a whole token.",
+        answer=Number("tokens", _context, integer=True, slips=(
+            Slip("sharding over heads", lambda: _context("heads"),
+                 "with one KV head, head sharding replicates the whole cache on every chip; over the batch each "
+                 "chip keeps 256 / 64 sequences."),
+            Slip("all of HBM", lambda: _context(kv_fraction=1.0), "only 30% of HBM holds the cache."),
+            Slip("32 GB instead of 32 GiB",
+                 lambda: _context(chip=dataclasses.replace(get_chip("tpu-v4"), hbm_capacity=32e9)),
+                 "a TPU v4 has 32 GiB = 32 x 2^30 bytes of HBM."),
+        )),
+    ),
+    Exercise(
+        id="ch8.explain-sqrt",
+        question="Check your reasoning: when the tokens per batch grow 4 times, by about how much does the best "
+                 "weight-gathered layout's communication grow (ignoring the torus' discrete choices)?",
+        answer=Choice({"a": "4 times", "b": "2 times", "c": "16 times", "d": "not at all"}, "b", why={
+            "a": "that is a weight-stationary layout: activations only, proportional to T.",
+            "c": "no term grows faster than T.",
+            "d": "only once every chip gathers all the weights does the volume stop growing."}),
     ),
 )

@@ -1,27 +1,84 @@
-"""Chapter 9 (serving engines): exercises. Every expected value is a scaling_lib call."""
+"""Chapter 9 (serving engines): exercises. Every value, right or slipped, is a scaling_lib call."""
 
-from ...serving import kv_transfer_time, prefill_latency, server_ratio
-from .exercise import Exercise
+from ...hardware import get_chip
+from ...inference import decode_step_time
+from ...serving import kv_transfer_bytes, kv_transfer_time, prefill_latency, prefill_to_decode_ratio, server_ratio
+from .exercise import Choice, Exercise, Number, Slip
+
+_PROMPT, _OUTPUT, _BATCH = 4096, 2048, 48
+_DCN_GBIT = get_chip("tpu-v5e").dcn_bandwidth * 8 / 1e9  # the v5e's DCN per chip, in gigabits per second
+
+
+def _ratio_with_step_at(context_len: float) -> float:
+    """R_p / R_d with the decode step taken at `context_len` (a slip unless it is the mean context)."""
+    prefill = prefill_latency("llama3-70b", "tpu-v5e", 16, _PROMPT, mfu=0.4)
+    step = decode_step_time("llama3-70b", "tpu-v5e", 16, _BATCH, context_len).total_s
+    return prefill_to_decode_ratio(prefill, step, _BATCH, _OUTPUT)
+
+
+def _ratio() -> float:
+    return server_ratio("llama3-70b", "tpu-v5e", _PROMPT, _OUTPUT, _BATCH, 16, 16).prefill_per_decode
+
 
 EXERCISES = (
     Exercise(
         id="ch9.prefill-llama3-70b-8k-v6e8",
-        question="Time to prefill 8,192 tokens of LLaMA-3-70B on 8 TPU v6e chips at 40% MFU, in s.",
-        unit="s",
-        expected=lambda: prefill_latency("llama3-70b", "tpu-v6e", 8, 8192, mfu=0.4),
+        question="How long does an 8,192-token prefill of LLaMA-3-70B take on 8 TPU v6e chips at 40% MFU ($2P$ FLOPs "
+                 "per token), in seconds?",
+        answer=Number("s", lambda: prefill_latency("llama3-70b", "tpu-v6e", 8, 8192, mfu=0.4), slips=(
+            Slip("the peak rate (no MFU)", lambda: prefill_latency("llama3-70b", "tpu-v6e", 8, 8192, mfu=1.0),
+                 "at 40% MFU the chips achieve 0.4 of their peak: divide by the achieved rate."),
+            Slip("one chip", lambda: prefill_latency("llama3-70b", "tpu-v6e", 1, 8192, mfu=0.4),
+                 "the 8 chips share the prefill's FLOPs."),
+            Slip("6 FLOPs per parameter", lambda: 3 * prefill_latency("llama3-70b", "tpu-v6e", 8, 8192, mfu=0.4),
+                 "6P per token counts training's backward pass; a prefill is a forward pass, 2P per token."),
+        )),
     ),
     Exercise(
-        id="ch9.prefill-per-decode-4k-in-1k-out",
-        question="Prefill servers per decode server for LLaMA-3-70B on 16-chip TPU v5e servers, 4,096-token prompts, "
-                 "1,024 generated tokens, decode batch 32 (40% MFU prefill).",
-        unit="x",
-        expected=lambda: server_ratio("llama3-70b", "tpu-v5e", 4096, 1024, 32, 16, 16).prefill_per_decode,
+        id="ch9.prefill-per-decode-llama3-70b-b48",
+        question="LLaMA-3-70B is served disaggregated on 16-chip TPU v5e servers (bf16, prefill at 40% MFU): prompts "
+                 "of 4,096 tokens, 2,048 tokens generated per request, decode batch 48. How many prefill servers "
+                 "does each decode server need? Take the decode step at the mean context of a generation, the prompt "
+                 "plus half the generated tokens: the step time grows linearly with the context, so that step times "
+                 "the generated tokens is the whole decode.",
+        answer=Number("x", _ratio, slips=(
+            Slip("the step at the prompt length", lambda: _ratio_with_step_at(_PROMPT),
+                 "the context grows during the generation: take the step at the prompt plus half the output."),
+            Slip("the step at the final context", lambda: _ratio_with_step_at(_PROMPT + _OUTPUT),
+                 "the last step is the longest; the average step sits at the prompt plus half the output."),
+            Slip("decode servers per prefill server", lambda: 1.0 / _ratio(),
+                 "the question asks for prefill servers per decode server: R_p / R_d."),
+            Slip("a decode batch of 1", lambda: _ratio() / _BATCH,
+                 "a decode server finishes B requests every T_gen steps: R_p / R_d = T_pre B / (T_step T_gen)."),
+        )),
     ),
     Exercise(
-        id="ch9.kv-transfer-llama3-70b-8k-v5e16",
-        question="Time to move an 8,192-token bf16 LLaMA-3-70B KV cache from a 16-chip TPU v5e prefill slice to a "
-                 "separate decode slice over the data-centre network (25 Gb/s per chip), in ms.",
-        unit="ms",
-        expected=lambda: kv_transfer_time("llama3-70b", 8192, "tpu-v5e", 16),
+        id="ch9.kv-transfer-llama3-70b-32k-v5e16-dcn",
+        question="A prefill slice of 16 TPU v5e hands a 32,768-token LLaMA-3-70B KV cache (bf16) to a separate decode "
+                 "slice over the data-centre network, every chip sending its share at "
+                 f"{_DCN_GBIT:.0f} Gb/s (gigabits per second, the hardware table's DCN bandwidth per chip). How long "
+                 "does the transfer take, in ms?",
+        answer=Number("ms", lambda: kv_transfer_time("llama3-70b", 32768, "tpu-v5e", 16, network="dcn"), slips=(
+            Slip("gigabits read as gigabytes", lambda: kv_transfer_bytes("llama3-70b", 32768)
+                 / (16 * 8 * get_chip("tpu-v5e").dcn_bandwidth),
+                 "network speeds are quoted in bits per second: 8 bits to a byte."),
+            Slip("one chip's link", lambda: kv_transfer_time("llama3-70b", 32768, "tpu-v5e", 1, network="dcn"),
+                 "each of the 16 chips sends its share at the same time."),
+            Slip("ICI instead of the DCN", lambda: kv_transfer_time("llama3-70b", 32768, "tpu-v5e", 16,
+                                                                    network="ici"),
+                 "separate slices are joined by the data-centre network; ICI links stay inside a slice."),
+        )),
+    ),
+    Exercise(
+        id="ch9.explain-chunked",
+        question="Check your reasoning: at the same load, what does chunked prefill improve most over interleaved "
+                 "prefill?",
+        answer=Choice({"a": "the time to first token",
+                       "b": "the time per output token, especially its tail (p99)",
+                       "c": "the total prefill work", "d": "the memory the KV caches take"}, "b", why={
+            "a": "both engines do the same prefill work on the same chips, so first tokens arrive at about the same "
+                 "times.",
+            "c": "chunking cuts the same work into pieces; it does not remove any.",
+            "d": "the caches hold the same tokens either way."}),
     ),
 )

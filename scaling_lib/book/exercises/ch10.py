@@ -1,37 +1,70 @@
-"""Chapter 10 (speculative decoding, mixture of experts, quantization): exercises. Every expected value is a
+"""Chapter 10 (speculative decoding, mixture of experts, quantization): exercises. Every value, right or slipped, is a
 scaling_lib call."""
 
 from ...quantization import quantization_table
-from ...roofline import moe_critical_batch_size
+from ...roofline import critical_batch_size, moe_critical_batch_size
 from ...speculative import best_lookahead, expected_tokens_per_step
-from .exercise import Exercise
+from .exercise import Choice, Exercise, Number, Slip
+
+
+def _step(weights: str = "int4", kv: str = "fp8", math: str = "bf16") -> float:
+    row, = quantization_table("llama3-70b", "ironwood", 8, 8192, 32, schemes=[(weights, kv, math)])
+    return row.step_s
+
 
 EXERCISES = (
     Exercise(
         id="ch10.expected-tokens-k4-a08",
-        question="Expected tokens per target step of speculative decoding with lookahead 4 and per-token acceptance 0.8.",
-        unit="tokens",
-        expected=lambda: expected_tokens_per_step(4, 0.8),
+        question="A drafter's tokens are accepted with probability 0.8 each. With a lookahead of 4, how many tokens "
+                 "does one target step produce on average (the target's own correction or bonus token included)?",
+        answer=Number("tokens", lambda: expected_tokens_per_step(4, 0.8), rel_tol=0.01, slips=(
+            Slip("no bonus token", lambda: expected_tokens_per_step(3, 0.8),
+                 "the target always adds one token of its own: the sum runs 1 + a + ... + a^4."),
+            Slip("every drafted token judged on its own", lambda: 1 + 4 * 0.8,
+                 "a drafted token counts only if every token before it was accepted: a^j, not a."),
+        )),
     ),
     Exercise(
         id="ch10.best-lookahead-a07-c01",
-        question="The lookahead that maximises the speedup at acceptance 0.7 with a drafter costing 10% of a target step "
-                 "(verification costs one step).",
-        unit="tokens",
-        expected=lambda: best_lookahead(0.7, 0.1),
+        question="Acceptance 0.7, a drafter costing 10% of a target step, verification as long as one target step "
+                 "(small batch): what whole lookahead maximises the speedup?",
+        answer=Number("tokens", lambda: best_lookahead(0.7, 0.1), integer=True, slips=(
+            Slip("free drafts", lambda: best_lookahead(0.7, 0.0),
+                 "each drafted token costs 10% of a step: the speedup divides by gamma c + 1."),
+            Slip("the chapter's 4B drafter", lambda: best_lookahead(0.7, 4 / 70),
+                 "this drafter costs c = 0.1 of a target step."),
+        )),
     ),
     Exercise(
         id="ch10.moe-bcrit-8e-top1-v6e",
-        question="Tokens per step an 8-expert, top-1 MoE needs for compute-bound expert matmuls on TPU v6e (bf16).",
-        unit="tokens",
-        expected=lambda: moe_critical_batch_size("tpu-v6e", 8, 1),
+        question="An MoE with 8 experts and top-1 routing runs with bf16 weights and bf16 math on TPU v6e. How many "
+                 "tokens per step does it need for its expert matmuls to be compute-bound?",
+        answer=Number("tokens", lambda: moe_critical_batch_size("tpu-v6e", 8, 1), slips=(
+            Slip("k / E instead of E / k", lambda: critical_batch_size("tpu-v6e") / 8,
+                 "each expert sees only k / E of the tokens, so the batch must be E / k times larger."),
+            Slip("the dense critical batch", lambda: critical_batch_size("tpu-v6e"),
+                 "each expert's matmul sees only its share of the batch."),
+        )),
     ),
     Exercise(
-        id="ch10.fp8-step-llama3-70b-ironwood",
-        question="Decode step-time bound of LLaMA-3-70B, fp8 weights and KV, bf16 math, 8 Ironwood chips, batch 64, "
-                 "32,768 tokens of context, in ms.",
-        unit="ms",
-        expected=lambda: quantization_table("llama3-70b", "ironwood", 8, 32768, 64,
-                                            schemes=[("fp8", "fp8", "bf16")])[0].step_s,
+        id="ch10.int4-fp8-step-llama3-70b-ironwood-b32",
+        question="What is the decode step-time bound of LLaMA-3-70B with int4 weights, an fp8 KV cache and bf16 math "
+                 "on 8 Ironwood chips, at batch 32 and 8,192 tokens of context, in ms?",
+        answer=Number("ms", _step, slips=(
+            Slip("a bf16 cache", lambda: _step(kv="bf16"), "fp8 cache entries take 1 byte, half of bf16."),
+            Slip("int8 weights", lambda: _step(weights="int8"), "int4 weights take half a byte."),
+        )),
+    ),
+    Exercise(
+        id="ch10.explain-greedy",
+        question="Check your reasoning: a drafter whose every guess is wrong runs greedy speculative decoding. What "
+                 "does the target return?",
+        answer=Choice({"a": "different tokens from plain greedy decoding",
+                       "b": "the same tokens as plain greedy decoding, about one per target pass",
+                       "c": "nothing: every step is rejected",
+                       "d": "the drafter's tokens, corrected at the end"}, "b", why={
+            "a": "every kept token is the target's own argmax given the tokens before it.",
+            "c": "a rejected step still keeps the target's correction: one token per pass.",
+            "d": "corrections happen at the first disagreement of every step, not at the end."}),
     ),
 )

@@ -1,32 +1,87 @@
-"""Chapter 11 (how close do real systems come?): exercises. Every expected value is a scaling_lib call."""
+"""Chapter 11 (how close do real systems come?): exercises. Every value, right or slipped, is a scaling_lib call."""
+
+import math
 
 from ...estimate import offline_throughput
+from ...hardware import get_chip
 from ...models import get_model
 from ...sharding import beta, max_decode_model_parallelism
-from .exercise import Exercise
+from .exercise import Choice, Exercise, Number, Slip
 
 _FP8 = dict(weight_dtype="fp8", kv_dtype="fp8", compute_dtype="fp8")
+_BF16 = dict(weight_dtype="bf16", kv_dtype="bf16", compute_dtype="bf16")
+
+
+def _bound_8b(dtypes=None, efficiency=None) -> float:
+    return offline_throughput("llama3-8b", "h200", 1, 1000, 1000, efficiency=efficiency, **(dtypes or _FP8))
+
+
+def _typical_70b(dtypes=None, efficiency="typical") -> float:
+    return offline_throughput("llama3-70b", "h200", 1, 2048, 2048, efficiency=efficiency, **(dtypes or _FP8))
+
+
+def _one_link_beta() -> float:
+    """W_hbm over one NVLink link (one direction) of a B200: the slip of taking a link for the injection bandwidth."""
+    chip = get_chip("b200")
+    return chip.hbm_bandwidth / chip.topology.link_bandwidth
+
+
+def _ways(beta_value: float) -> int:
+    return math.floor(max_decode_model_parallelism(get_model("llama3-70b").d_ff, 32, beta_value))
+
 
 EXERCISES = (
     Exercise(
         id="ch11.offline-bound-llama3-8b-h200-1000-1000",
-        question="Offline-throughput bound of LLaMA-3-8B on one H200 (fp8 weights, KV cache and math), requests of "
-                 "1,000 input and 1,000 output tokens, in tokens/s.",
-        unit="tokens/s",
-        expected=lambda: offline_throughput("llama3-8b", "h200", 1, 1000, 1000, **_FP8),
+        question="What is the offline-throughput bound of LLaMA-3-8B on one H200 with fp8 weights, KV cache and math, "
+                 "for requests of 1,000 input and 1,000 output tokens, in output tokens/s?",
+        answer=Number("tokens/s", _bound_8b, slips=(
+            Slip("bf16 instead of fp8", lambda: _bound_8b(_BF16),
+                 "weights, cache and math are all fp8: 1 byte per element and the fp8 rate."),
+            Slip("the calibrated estimate", lambda: _bound_8b(efficiency="typical"),
+                 "the question asks for the bound (efficiency=None), not the typical estimate."),
+            Slip("input and output tokens counted", lambda: 2 * _bound_8b(),
+                 "offline throughput counts generated (output) tokens per second."),
+        )),
     ),
     Exercise(
         id="ch11.typical-llama3-70b-h200-2048-2048",
-        question="Typical (calibrated) offline throughput of LLaMA-3-70B on one H200 (fp8 weights, KV cache and math), "
-                 "requests of 2,048 input and 2,048 output tokens, in tokens/s.",
-        unit="tokens/s",
-        expected=lambda: offline_throughput("llama3-70b", "h200", 1, 2048, 2048, efficiency="typical", **_FP8),
+        question="With the calibrated `\"typical\"` efficiency, what output throughput do you expect from LLaMA-3-70B "
+                 "(fp8 weights, cache and math) on one H200 for 2,048-token prompts and 2,048-token answers, in "
+                 "tokens/s?",
+        answer=Number("tokens/s", _typical_70b, slips=(
+            Slip("the bound", lambda: _typical_70b(efficiency=None),
+                 "that is the bound; the question asks for the calibrated typical estimate."),
+            Slip("a bf16 KV cache", lambda: _typical_70b(dict(_FP8, kv_dtype="bf16")),
+                 "the cache is fp8 too: 1 byte per element, half the bytes every step reads."),
+        )),
     ),
     Exercise(
         id="ch11.max-mp-llama3-70b-b32-b200",
-        question="Ways LLaMA-3-70B can be tensor-parallel for decode at batch 32 on B200s in an NVLink switch domain "
-                 "before the collectives outlast the weight read, F / (B beta).",
-        unit="ways",
-        expected=lambda: max_decode_model_parallelism(get_model("llama3-70b").d_ff, 32, beta("b200")),
+        question="What is $\\beta = W_\\text{hbm}/W$ of a B200 in an NVLink switch domain? Up to how many ways can a "
+                 "decode step of LLaMA-3-70B at batch 32 be tensor-parallel before its collectives outlast its weight "
+                 "read: the largest whole number $n \\le F/(B\\beta)$?",
+        answer=(
+            Number("x", lambda: beta("b200"), name="beta", slips=(
+                Slip("one NVLink link", _one_link_beta,
+                     "W is the injection bandwidth, all of a GPU's NVLink links together, not one link."),
+            )),
+            Number("ways", lambda: _ways(beta("b200")), integer=True, name="ways", slips=(
+                Slip("one NVLink link", lambda: _ways(_one_link_beta()),
+                     "W is the injection bandwidth, all of a GPU's NVLink links together, not one link."),
+                Slip("the node size", lambda: get_chip("b200").topology.domain_size,
+                     "the bandwidth limit F / (B beta) is the question; the node size is a separate limit."),
+            )),
+        ),
+    ),
+    Exercise(
+        id="ch11.explain-short",
+        question="Check your reasoning: which gap sets the pace when every request lives for only 128 decode steps?",
+        answer=Choice({"a": "HBM bandwidth", "b": "the matmul FLOPs",
+                       "c": "scheduling: admitting, prefilling and retiring requests every step",
+                       "d": "the KV-cache capacity"}, "c", why={
+            "a": "a faster-memory GPU would then be faster, and the H200 is not.",
+            "b": "both GPUs have the same FLOP rate, but the short-request runs sit below both bounds.",
+            "d": "capacity limits the batch; here thousands of sequences fit on both GPUs."}),
     ),
 )

@@ -1,29 +1,59 @@
-"""The exercise checker: `check("ch1.bcrit-v6e", 575)` or `check("ch1.matmul-time", "0.58 ms")`.
+"""The exercise checker: `check("ch1.matmul-time-v5e", {"time": "0.58 ms", "bound": "b"})`.
 
-Each exercise's expected answer is computed by scaling_lib when you check, never stored. An answer may be a number
-(read in the exercise's unit) or a string with a unit ("4.98 ms", "6.7 GB", "1,920 tokens"). A wrong answer gets how
-far off it is and, for the classic slips, a hint: a factor of 2 (bytes per element, or the 2 in 2BDF), a power of
-1000 (ms vs s, MB vs GB), 2^30 / 1e9 (GiB vs GB).
+Each exercise's answer is computed by scaling_lib when you check, never stored. A verdict says right or wrong, the
+direction ("too high", "too low") and, when the answer matches a slip the exercise lists (one-way for bidirectional
+bandwidth, P for P_mm, T for T/2, stored for read bytes, ...), which slip and what to re-check. It never prints the
+expected value or how far off you are: ask for that explicitly with `check(id, answer, reveal=True)` or
+`solution(id)`.
+
+Answers: a number (read in the exercise's unit), a string with a unit ("4.98 ms", "6.7 GB", "4.6k tokens", "1,234"),
+a letter for a multiple-choice part, and a tuple or dict for an exercise with several parts. Anything else gets a
+message saying what to write, never a traceback.
 """
 
+import difflib
 import math
+import re
 from dataclasses import dataclass
 
-from ...units import format_quantity, parse_quantity, parse_unit
+from ...units import parse_unit
 from . import ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08, ch09, ch10, ch11
-from .exercise import Exercise
+from .exercise import Choice, Exercise, Number, is_whole
 
 CHAPTER_SETS = (ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08, ch09, ch10, ch11)
 
 
 @dataclass(frozen=True)
+class PartVerdict:
+    """The verdict on one part: right or wrong, the direction of a wrong number ("high", "low"), the slip it matched
+    (its name), and the line shown to the reader."""
+
+    name: str
+    correct: bool
+    message: str
+    direction: str | None = None
+    slip: str | None = None
+    answered: bool = True
+
+
+@dataclass(frozen=True)
 class Verdict:
-    """The result of `check`: whether the answer is right, the ratio answer / expected, and the message shown."""
+    """The result of `check`: whether every part is right, the message shown, and the verdict on each part."""
 
     exercise_id: str
     correct: bool
-    ratio: float
     message: str
+    parts: tuple = ()
+
+    @property
+    def slip(self):
+        """The name of the first slip recognised in the answer, or None."""
+        return next((part.slip for part in self.parts if part.slip), None)
+
+    @property
+    def direction(self):
+        """'high' or 'low' for the first wrong numeric part, or None."""
+        return next((part.direction for part in self.parts if part.direction), None)
 
     def __repr__(self):
         return self.message
@@ -32,14 +62,23 @@ class Verdict:
         pass
 
 
-_EXERCISES: dict = {}
+@dataclass(frozen=True)
+class Solution:
+    """What `solution` shows: the question and the answer to each part (SI values in `answers`, a letter for a
+    choice)."""
 
-_GENERIC_SLIPS = (
-    (2.0, "a factor of 2: bytes per element (bf16 is 2 B, int8 1 B), or the 2 in 2·B·D·F?"),
-    (2.0**30 / 1e9, "GiB vs GB: 1 GiB = 2^30 B = 1.074e9 B."),
-    (2.0**20 / 1e6, "MiB vs MB: 1 MiB = 2^20 B."),
-    (2.0**40 / 1e12, "TiB vs TB: 1 TiB = 2^40 B."),
-)
+    exercise_id: str
+    answers: dict
+    message: str
+
+    def __repr__(self):
+        return self.message
+
+    def _ipython_display_(self):
+        pass
+
+
+_EXERCISES: dict = {}
 
 
 def register(exercise: Exercise) -> Exercise:
@@ -63,59 +102,337 @@ def exercises() -> dict:
 
 
 def get_exercise(exercise_id: str) -> Exercise:
+    """The registered exercise with this id; ValueError naming the closest ids otherwise."""
     registry = exercises()
     if exercise_id not in registry:
-        raise ValueError(f"unknown exercise {exercise_id!r}; known ids: {', '.join(sorted(registry))}")
+        raise ValueError(_unknown(exercise_id))
     return registry[exercise_id]
 
 
-def _close(ratio: float, factor: float, rel_tol: float) -> bool:
-    return abs(ratio / factor - 1.0) <= rel_tol or abs(ratio * factor - 1.0) <= rel_tol
+def _unknown(exercise_id) -> str:
+    close = difflib.get_close_matches(str(exercise_id), list(_EXERCISES), n=3, cutoff=0.5)
+    hint = f"did you mean {', '.join(repr(c) for c in close)}?" if close else "the ids are listed in the Exercises index"
+    return f"unknown exercise {exercise_id!r}; {hint} (ids look like 'ch4.kv-per-token-llama3-70b')"
 
 
-def _hint(ratio: float, exercise: Exercise) -> str:
-    if ratio <= 0:
-        return "the sign is wrong: every quantity here is positive."
-    for factor, text in tuple(exercise.hints) + _GENERIC_SLIPS:
-        if _close(ratio, factor, exercise.rel_tol):
+# --- Reading an answer ---------------------------------------------------------------------------------------------
+
+class _Unreadable(Exception):
+    """An answer that cannot be read; its message says what to write instead."""
+
+
+_SYNONYMS = {"times": "x", "×": "x", "percent": "%", "pct": "%", "tok": "tokens"}
+_COUNT_KINDS = ("count", "token_rate")
+_MULTIPLIERS = {"k": 1e3, "K": 1e3, "M": 1e6}
+_LEADING_NUMBER = re.compile(r"^([-+]?(?:\d[\d,_]*)?(?:\.\d*)?(?:[eE][-+]?\d+)?)(.*)$")
+_THOUSANDS = re.compile(r"^\d{1,3}(,\d{3})+$")
+
+
+def _read_unit(text: str, default_unit: str):
+    """(factor, kind) of a unit a reader typed: exact spelling first, then 'k'/'M' on counts, then any letter case
+    when that leaves one meaning ('gb' is GB, 'Tokens' is tokens; 'MS' could be ms or Ms and is refused)."""
+    text = _SYNONYMS.get(text.strip(), text.strip())
+    if not text:
+        return parse_unit(default_unit)
+    try:
+        return parse_unit(text)
+    except ValueError:
+        pass
+    if text[0] in _MULTIPLIERS:
+        rest = _SYNONYMS.get(text[1:].strip(), text[1:].strip())
+        try:
+            factor, kind = _read_unit(rest, default_unit) if rest else parse_unit(default_unit)
+        except _Unreadable:
+            factor, kind = None, None
+        if kind in _COUNT_KINDS:
+            return _MULTIPLIERS[text[0]] * factor, kind
+    letters = [i for i, char in enumerate(text) if char.isalpha()]
+    meanings = {}
+    if 0 < len(letters) <= 12:
+        for mask in range(2 ** len(letters)):
+            chars = list(text)
+            for bit, i in enumerate(letters):
+                chars[i] = chars[i].upper() if mask >> bit & 1 else chars[i].lower()
+            spelling = "".join(chars)
+            try:
+                factor, kind = parse_unit(spelling)
+            except ValueError:
+                continue
+            if factor >= 1 or kind == "time":  # milli-bytes and micro-tokens are nobody's meaning
+                meanings.setdefault((factor, kind), spelling)
+    if len(meanings) == 1:
+        return next(iter(meanings))
+    if len(meanings) > 1:
+        raise _Unreadable(f"the unit {text!r} is ambiguous ({' or '.join(sorted(meanings.values()))}); "
+                          "write it in its usual case, e.g. ms for milliseconds, MB for megabytes")
+    raise _Unreadable(f"could not read the unit {text!r}; write one like {default_unit or 'x'}, ms, GB, GiB, "
+                      "tokens, tok/s, FLOPs/B or %")
+
+
+def _read_number(answer, unit: str) -> float:
+    """The SI value of one numeric answer, or _Unreadable with a message saying what to write."""
+    if isinstance(answer, bool):
+        raise _Unreadable(f"{answer} is a yes/no value, not a number; write the number, e.g. 240 or '240 {unit}'")
+    if isinstance(answer, (list, tuple, set, dict)):
+        raise _Unreadable(f"this asks for one number, got a {type(answer).__name__} of {len(answer)} values")
+    if hasattr(answer, "shape") and hasattr(answer, "size"):  # NumPy / JAX arrays
+        if answer.size != 1:
+            raise _Unreadable(f"this asks for one number, got an array of {answer.size} values")
+        answer = answer.item() if hasattr(answer, "item") else float(answer)
+    if isinstance(answer, complex):
+        raise _Unreadable(f"{answer!r} is a complex number; every answer here is a real number")
+    if not isinstance(answer, str):
+        try:
+            value = float(answer)
+        except (TypeError, ValueError):
+            raise _Unreadable(f"expected a number or a string such as '4.98 {unit}', got {type(answer).__name__}")\
+                from None
+        if not math.isfinite(value):
+            raise _Unreadable(f"{value} is not a finite number; check the arithmetic that produced it")
+        factor, _ = parse_unit(unit)
+        return value * factor, parse_unit(unit)[1]
+    text = " ".join(answer.replace("\u2212", "-").replace("\u00a0", " ").replace("\u202f", " ").split())
+    match = _LEADING_NUMBER.match(text)
+    number, rest = match.group(1), match.group(2)
+    mantissa = re.split(r"[eE]", number)[0].lstrip("+-")
+    if not re.search(r"\d", mantissa):
+        raise _Unreadable(f"could not read a number from {answer!r}; write it like '4.98 ms' or '240'")
+    whole = mantissa.split(".")[0]
+    if "," in whole or rest.startswith(","):
+        if _THOUSANDS.match(whole) and not rest.startswith(","):
+            number = number.replace(",", "")
+        else:
+            raise _Unreadable(f"{answer!r} is ambiguous: a comma there could be a decimal comma or a thousands "
+                              "separator; write decimals with a point (1.5) and commas only between groups of "
+                              "three digits (1,234)")
+    value = float(number.replace("_", ""))
+    if not math.isfinite(value):
+        raise _Unreadable(f"{answer!r} is not a finite number")
+    factor, kind = _read_unit(rest, unit)
+    return value * factor, kind
+
+
+def _read_choice(answer, part: Choice) -> str:
+    letters = ", ".join(part.options)
+    if not isinstance(answer, str):
+        raise _Unreadable(f"answer this part with one of the letters {letters}, as a string such as 'b'")
+    text = " ".join(answer.lower().split())
+    for key, option in part.options.items():
+        if text == " ".join(option.lower().split()):
+            return key
+    text = text.strip("().:[] ")
+    if text in part.options:
+        return text
+    raise _Unreadable(f"{answer!r} is not one of the options; answer with one of the letters {letters}")
+
+
+# --- Judging -------------------------------------------------------------------------------------------------------
+
+_BINARY = {"bytes": ((2.0**10 / 1e3, "KiB vs kB: 1 KiB = 1,024 B, 1 kB = 1,000 B."),
+                     (2.0**20 / 1e6, "MiB vs MB: 1 MiB = 2^20 B, 1 MB = 10^6 B."),
+                     (2.0**30 / 1e9, "GiB vs GB: 1 GiB = 2^30 B = 1.074 x 10^9 B; the book's GB are 10^9 B."),
+                     (2.0**40 / 1e12, "TiB vs TB: 1 TiB = 2^40 B, 1 TB = 10^12 B."),
+                     (8.0, "bits vs bytes: 1 byte is 8 bits.")),
+           "bandwidth": ((2.0**30 / 1e9, "GiB/s vs GB/s: the book's GB are 10^9 B."),
+                         (2.0**40 / 1e12, "TiB/s vs TB/s: 1 TiB = 2^40 B, 1 TB = 10^12 B."),
+                         (8.0, "bits vs bytes: link speeds are often quoted in bits per second."))}
+_PREFIXES = {"time": "s, ms = 10^-3 s, us = 10^-6 s", "bytes": "kB, MB, GB, TB",
+             "bandwidth": "GB/s vs TB/s", "flops": "GFLOP, TFLOP, PFLOP", "flop_rate": "TFLOP/s vs PFLOP/s",
+             "token_rate": "tokens/s vs thousands of tokens/s", "count": "units vs thousands",
+             "intensity": "FLOPs per byte", "percent": "%"}
+
+
+def _close(a: float, b: float, tol: float) -> bool:
+    return b != 0 and abs(a / b - 1.0) <= tol
+
+
+def _generic_hint(ratio: float, kind: str) -> str:
+    """A hint for a slip no exercise lists: binary prefixes only for byte quantities, fraction vs percent only for
+    percentages, a power of 1,000 by the unit's kind, else a stray factor of 2."""
+    for factor, text in _BINARY.get(kind, ()):
+        if _close(ratio, factor, 0.006) or _close(ratio, 1.0 / factor, 0.006):
             return text
+    if kind == "percent" and (_close(ratio, 0.01, 0.03) or _close(ratio, 100.0, 0.03)):
+        return "fraction vs percent: the question asks for a percentage (0.25 is 25%)."
     power = math.log10(ratio) / 3.0
-    if abs(power - round(power)) < 0.02 and round(power) != 0:
-        return f"off by 10^{3 * round(power)}: check your units (s vs ms vs us, kB vs MB vs GB)."
+    if round(power) != 0 and abs(power - round(power)) < 0.01:
+        return f"off by a power of 1,000: check the unit prefix ({_PREFIXES.get(kind, 'k, M, G')})."
+    if _close(ratio, 2.0, 0.02) or _close(ratio, 0.5, 0.02):
+        return "off by a factor of 2 somewhere: recount each factor of 2 in your formula."
     return ""
 
 
-def grade(exercise_id: str, answer) -> Verdict:
-    """Compare `answer` with the exercise's computed value, within its relative tolerance. Prints nothing."""
-    exercise = get_exercise(exercise_id)
-    if answer is None or (isinstance(answer, str) and not answer.strip()):
-        return Verdict(exercise_id, False, float("nan"),
-                       f"[{exercise_id}] No answer yet: replace None with your answer"
-                       + (f" in {exercise.unit}." if exercise.unit else " (a plain number)."))
-    value, kind = parse_quantity(answer, exercise.unit)
-    expected_kind = parse_unit(exercise.unit)[1]
+def _answer_in(part: Number, value: float) -> str:
+    """A value in the part's unit, readably: '7,024 tokens', '0.5786 ms', '524,288 tokens'."""
+    scaled = value / parse_unit(part.unit)[0]
+    if abs(scaled) >= 1e4 or part.integer and is_whole(scaled):
+        text = f"{scaled:,.0f}"
+    else:
+        text = f"{scaled:.4g}"
+    return f"{text} {part.unit}".strip()
+
+
+def _judge_number(part: Number, answer) -> PartVerdict:
+    name = part.name
+    try:
+        value, kind = _read_number(answer, part.unit)
+    except _Unreadable as problem:
+        return PartVerdict(name, False, f"Cannot read that: {problem}.")
+    expected_kind = parse_unit(part.unit)[1]
     if kind != expected_kind:
-        return Verdict(exercise_id, False, float("nan"),
-                       f"[{exercise_id}] That answer is a {kind} quantity; this exercise asks for {exercise.unit} "
-                       f"({expected_kind}).")
-    expected = exercise.expected()
-    ratio = value / expected
-    shown = format_quantity(value, exercise.unit, 4)
-    tolerance = f"{exercise.rel_tol:.0%}"
-    if abs(ratio - 1.0) <= exercise.rel_tol:
-        return Verdict(exercise_id, True, ratio,
-                       f"[{exercise_id}] Correct: {shown} (within {tolerance} of "
-                       f"{format_quantity(expected, exercise.unit, 4)}).")
-    hint = _hint(ratio, exercise)
-    off = f"{ratio:.3g}x the expected value" if ratio > 0 else "of the wrong sign"
-    message = f"[{exercise_id}] Not yet: {shown} is {off} (tolerance {tolerance})."
-    if hint:
-        message += f" Hint: {hint}"
-    return Verdict(exercise_id, False, ratio, message)
+        return PartVerdict(name, False, f"That answer is a {kind} quantity; this asks for {part.unit} "
+                                        f"({expected_kind}).")
+    scale = parse_unit(part.unit)[0]
+    shown = _answer_in(part, value)
+    if part.integer and not is_whole(value / scale):
+        return PartVerdict(name, False, f"Not yet: {shown} is not a whole number; the answer is a count, rounded as "
+                                        "the question says.")
+    expected = part.expected()
+    accepted = [("", expected)] + [(other.name, other.value()) for other in part.also]
+    for label, target in accepted:
+        if part.integer and round(value / scale) == round(target / scale) or \
+                not part.integer and abs(value - target) <= part.rel_tol * abs(target):
+            under = f" (under {label})" if label else ""
+            return PartVerdict(name, True, f"Correct{under}: {shown}" + ("." if part.integer else
+                                                                          f" (accepted {part.band})."))
+    direction = "high" if value > expected else "low"
+    if value <= 0:
+        return PartVerdict(name, False, f"Not yet: {shown} is too low: every answer here is positive.", "low")
+    slips = sorted(((abs(math.log(value / slip.value())), slip) for slip in part.slips if slip.value() > 0),
+                   key=lambda pair: pair[0])
+    for distance, slip in slips:
+        target = slip.value()
+        matched = round(value / scale) == round(target / scale) if part.integer and is_whole(target / scale) \
+            else abs(value / target - 1.0) <= max(part.rel_tol, 0.01)
+        if matched:
+            return PartVerdict(name, False, f"Not yet: {shown} is too {direction}. It looks like {slip.name}: "
+                                            f"{slip.hint}", direction, slip.name)
+    hint = _generic_hint(value / expected, kind)
+    far = " by more than a factor of 10" if abs(math.log10(value / expected)) > 1 else ""
+    message = f"Not yet: {shown} is too {direction}{far}."
+    return PartVerdict(name, False, message + (f" Hint: {hint}" if hint else ""), direction)
 
 
-def check(exercise_id: str, answer) -> Verdict:
-    """Grade an answer and print the verdict (how far off, and a hint for common slips)."""
-    verdict = grade(exercise_id, answer)
+def _judge_choice(part: Choice, answer) -> PartVerdict:
+    try:
+        key = _read_choice(answer, part)
+    except _Unreadable as problem:
+        return PartVerdict(part.name, False, f"Cannot read that: {problem}.")
+    if key == part.correct:
+        return PartVerdict(part.name, True, f"Correct: ({key}).")
+    why = part.why.get(key, "")
+    return PartVerdict(part.name, False, f"Not yet: ({key}) is not it." + (f" Hint: {why}" if why else ""),
+                       slip=f"option ({key})" if why else None)
+
+
+def _judge(part, answer) -> PartVerdict:
+    if answer is None or isinstance(answer, str) and not answer.strip():
+        return PartVerdict(part.name, False, "No answer yet.", answered=False)
+    return _judge_number(part, answer) if isinstance(part, Number) else _judge_choice(part, answer)
+
+
+def _format(part) -> str:
+    """How to answer one part: its unit and band, or its letters."""
+    if isinstance(part, Choice):
+        return f"one of the letters {', '.join(part.options)}"
+    return f"in {part.unit}, {part.band}" if part.unit else f"a plain number, {part.band}"
+
+
+def _how_to_answer(exercise: Exercise) -> str:
+    parts = exercise.parts
+    if len(parts) == 1:
+        return f"replace None with your answer ({_format(parts[0])})"
+    names = ", ".join(f"{part.name} ({_format(part)})" for part in parts)
+    example = "{" + ", ".join(f"'{part.name}': ..." for part in parts) + "}"
+    return f"this exercise has {len(parts)} parts: {names}; answer with a dict {example} or a tuple in that order"
+
+
+def _split(exercise: Exercise, answer):
+    """The answer to each part, in order (None where missing), or _Unreadable."""
+    parts = exercise.parts
+    if len(parts) == 1:
+        return [answer]
+    names = [part.name for part in parts]
+    if isinstance(answer, dict):
+        lowered = {str(key).strip().lower(): value for key, value in answer.items()}
+        unknown = sorted(set(lowered) - set(names))
+        if unknown:
+            raise _Unreadable(f"unknown part {', '.join(map(repr, unknown))}; the parts are {', '.join(names)}")
+        return [lowered.get(name) for name in names]
+    if isinstance(answer, (list, tuple)):
+        if len(answer) > len(parts):
+            raise _Unreadable(f"got {len(answer)} answers for {len(parts)} parts ({', '.join(names)})")
+        return list(answer) + [None] * (len(parts) - len(answer))
+    return [answer] + [None] * (len(parts) - 1)
+
+
+def _reveal(exercise: Exercise) -> tuple:
+    """(answers by part name, the lines that state them)."""
+    answers, lines = {}, []
+    for part in exercise.parts:
+        label = f"{part.name}: " if part.name else ""
+        if isinstance(part, Choice):
+            answers[part.name] = part.correct
+            lines.append(f"{label}({part.correct}) {part.options[part.correct]}")
+            continue
+        value = part.expected()
+        answers[part.name] = value
+        text = _answer_in(part, value) + ("" if part.integer else f" (accepted {part.band})")
+        for other in part.also:
+            text += f"; also accepted: {_answer_in(part, other.value())} ({other.name})"
+        lines.append(label + text)
+    return answers, lines
+
+
+def grade(exercise_id: str, answer=None, reveal: bool = False) -> Verdict:
+    """Judge `answer` part by part. Prints nothing; never raises for a reader's input."""
+    if exercise_id not in _EXERCISES:
+        return Verdict(str(exercise_id), False, f"[{exercise_id}] {_unknown(exercise_id)}.")
+    exercise = _EXERCISES[exercise_id]
+    prefix = f"[{exercise_id}]"
+    try:
+        answers = _split(exercise, answer)
+    except _Unreadable as problem:
+        return Verdict(exercise_id, False, f"{prefix} Cannot read that: {problem}.")
+    verdicts = tuple(_judge(part, given) for part, given in zip(exercise.parts, answers))
+    correct = all(v.correct for v in verdicts)
+    if not any(v.answered for v in verdicts):
+        message = f"{prefix} No answer yet: {_how_to_answer(exercise)}."
+    elif len(verdicts) == 1:
+        message = f"{prefix} {verdicts[0].message}"
+    else:
+        right = sum(v.correct for v in verdicts)
+        message = "\n".join([f"{prefix} {right} of {len(verdicts)} parts right."]
+                            + [f"  {v.name}: {v.message}" for v in verdicts])
+    if reveal:
+        message += "\n" + "\n".join(["  The answer, as you asked:"] + [f"    {line}" for line in _reveal(exercise)[1]])
+    return Verdict(exercise_id, correct, message, verdicts)
+
+
+def check(exercise_id: str, answer=None, reveal: bool = False) -> Verdict:
+    """Judge an answer and print the verdict: right or wrong, too high or too low, and the slip it looks like.
+
+    `reveal=True` also prints the expected answer; `solution(exercise_id)` prints it without an answer.
+    """
+    verdict = grade(exercise_id, answer, reveal)
     print(verdict.message)
     return verdict
+
+
+def solution(exercise_id: str) -> Solution:
+    """Print an exercise's question and answer (every part, its accepted band, other accepted conventions), and the
+    slips it watches for. The worked derivation is the folded solution under the exercise in its chapter."""
+    if exercise_id not in _EXERCISES:
+        message = f"[{exercise_id}] {_unknown(exercise_id)}."
+        print(message)
+        return Solution(str(exercise_id), {}, message)
+    exercise = _EXERCISES[exercise_id]
+    answers, lines = _reveal(exercise)
+    slips = list(dict.fromkeys(slip.name for part in exercise.parts if isinstance(part, Number)
+                               for slip in part.slips))
+    text = [f"[{exercise_id}] {' '.join(exercise.markdown().split())}", "Answer:"] + [f"  {line}" for line in lines]
+    if slips:
+        text.append("Slips the checker recognises: " + "; ".join(slips) + ".")
+    message = "\n".join(text)
+    print(message)
+    return Solution(exercise_id, answers, message)
