@@ -21,7 +21,7 @@ def test_every_chapter_has_four_exercises_of_all_three_kinds(path):
     missing = [kind for kind in KINDS if counts[kind] == 0]
     assert not missing, f"{path.name} has no {', '.join(missing)} exercise ({counts})"
     assert counts.get("other", 0) == 0, f"{path.name}: exercises of unknown kind {[r.label for r in rows]}"
-    assert all(row.label and row.summary for row in rows)
+    assert all(row.label and row.question for row in rows)
 
 
 def test_labels_are_unique_across_the_book():
@@ -59,7 +59,7 @@ def test_scan_reads_kinds_from_prefix_or_following_check_cell(tmp_path):
     assert [(r.label, r.kind, r.check_id) for r in rows] == [
         ("d-ex-1", "recompute", "demo.size"), ("d-ex-2", "explain", None), ("d-ex-3", "explore", None),
         ("d-ex-4", "other", None)]
-    assert rows[0].summary == "How big is it, in GB?" and rows[2].summary == "Change it."
+    assert rows[0].question == "How big is it, in GB? Use the table." and rows[2].question == "Change it. Then plot."
     assert {r.chapter_title for r in rows} == {"Demo chapter"}
 
 

@@ -14,7 +14,7 @@ from scaling_lib.hardware import get_chip
 from scaling_lib.layouts import (CONVENTIONS, LAYOUTS, POPE_HEADLINE_RUNS, best_layout, comm_volume_curves,
                                  context_length_table, decode_latency_gap, ffn_comm_time, ffn_comm_volume,
                                  ffn_layer_time, kv_versus_weights, layout_switch_points, max_context_length, mfu,
-                                 optimal_2d_mesh, ws_2d_crossover_chips, ws_2d_optimal_x)
+                                 optimal_2d_mesh, wg_switch_tokens, ws_2d_crossover_chips, ws_2d_optimal_x)
 from scaling_lib.memory import kv_cache_bytes, param_bytes
 from scaling_lib.models import get_model, param_count
 
@@ -89,6 +89,26 @@ def test_p1_batch_1_prefill_is_cheapest_in_2d_weight_stationary_as_in_pope_low_l
     assert _volume("wg-x", 8192, SLICE) > _volume("2d-ws", 8192, SLICE)
     result = evaluate(claim("P1 batch-1 prefill"))
     assert result.holds, result.detail
+
+
+def test_wg_switch_closed_form_is_16f_and_the_collectives_that_run_switch_at_12f():
+    """The closed form M_WG(n_wg) = 2 b_w D F n_wg / n + 2 b_a T D / n_wg keeps an activation term at n_wg = n that no
+    collective pays; at its switch point the executed wg-xy volume equals wg-xyz plus exactly that term."""
+    for model in (PALM, "palm-62b"):
+        m = get_model(model)
+        formula = wg_switch_tokens(model, 16, 64, 64)
+        assert formula == 16 * m.d_ff
+        kept_term = 2 * 2 * formula * m.d_model / 64
+        volume = {name: ffn_comm_volume(name, model, formula, SLICE).total_bytes for name in ("wg-xy", "wg-xyz")}
+        assert volume["wg-xy"] == pytest.approx(volume["wg-xyz"] + kept_term, rel=1e-12)
+        switch = comm_volume_curves(model, SLICE, (64, 2**22)).switch_points[-1]
+        assert (switch.from_layout, switch.to_layout) == ("wg-xy", "wg-xyz")
+        assert switch.tokens == pytest.approx(12 * m.d_ff, rel=1e-12)
+        assert wg_switch_tokens(model, 4, 16, 64) == pytest.approx(comm_volume_curves(model, SLICE, (64, 2**22))
+                                                                   .switch_points[-2].tokens, rel=1e-12)
+    assert wg_switch_tokens(PALM, 16, 64, 64, weight_dtype="int8") == 8 * get_model(PALM).d_ff
+    with pytest.raises(ValueError, match="gather_from < gather_to <= n_chips"):
+        wg_switch_tokens(PALM, 64, 16, 64)
 
 
 def test_p1_best_layout_changes_as_tokens_grow():

@@ -143,7 +143,7 @@ class Exercise:
         lines = [self.question.strip()]
         for part in self.parts:
             if isinstance(part, Choice):
-                label = f"*{part.name}*: " if part.name else ""
+                label = f"`{part.name}`, one of: " if part.name else ""
                 lines.append(f"{label}{part.inline()}.")
         return "\n\n".join(lines)
 

@@ -8,9 +8,10 @@ Each chapter writes its exercises as sphinx-exercise directives in markdown cell
     *Recompute.* LLaMA-3-70B has ...
     ```
 
-followed, for a numeric exercise, by a code cell `check("ch4.kv-per-token-llama3-70b", None)`. The kind of an
+followed, for a checked exercise, by a code cell `check("ch4.kv-per-token-llama3-70b", None)`. The kind of an
 exercise is its italic prefix (*Recompute.*, *Explain.*, *Explore.*) when it has one, else "recompute" when a
-`check("...")` cell follows it directly, else "other".
+`check("...")` cell follows it directly, else "other". Labels follow one scheme, `chN-ex-<slug>`, and a checked
+exercise's label is its check id with "-ex-" for the first dot (`label_for`).
 """
 
 import json
@@ -25,7 +26,6 @@ KINDS = ("recompute", "explain", "explore")
 _OPEN = re.compile(r"^(?P<fence>`{3,}|:{3,})\{(?P<name>exercise|exercise-start)\}[^\n]*$")
 _PREFIX = re.compile(r"^\s*(\*{1,2}|_)(?P<kind>Recompute|Explain|Explore)\.?(\*{1,2}|_)\.?\s*", re.IGNORECASE)
 _CHECK = re.compile(r"""\bcheck\(\s*["'](?P<id>[^"']+)["']""")
-_SENTENCE_END = re.compile(r"(?<=[.?!])\s+(?=[A-Z$({*`])")
 
 
 @dataclass(frozen=True)
@@ -36,8 +36,13 @@ class ExerciseRow:
     chapter_title: str  # the notebook's first "# " heading
     label: str  # the directive's :label:, the target of {ref}
     kind: str  # "recompute", "explain", "explore" or "other"
-    summary: str  # the first sentence of the exercise, prefix removed
+    question: str  # the whole exercise text, prefix removed, on one line
     check_id: str | None = None  # the exercises.check id of the cell after it, if any
+
+
+def label_for(check_id: str) -> str:
+    """The label of the exercise a check id belongs to: 'ch4.kv-per-token' -> 'ch4-ex-kv-per-token'."""
+    return check_id.replace(".", "-ex-", 1)
 
 
 def _source(cell) -> str:
@@ -45,12 +50,8 @@ def _source(cell) -> str:
     return "".join(source) if isinstance(source, list) else source
 
 
-def _first_sentence(text: str, limit: int = 200) -> str:
-    text = " ".join(text.split())
-    sentence = _SENTENCE_END.split(text, maxsplit=1)[0]
-    if len(sentence) > limit:
-        sentence = sentence[:limit].rsplit(" ", 1)[0] + " …"
-    return sentence
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
 
 
 def _blocks(markdown: str):
@@ -114,7 +115,7 @@ def scan_notebook(path) -> tuple:
                 body = body[prefix.end():]
             else:
                 kind = "recompute" if check_id else "other"
-            rows.append(ExerciseRow(path.stem, title, label, kind, _first_sentence(body), check_id))
+            rows.append(ExerciseRow(path.stem, title, label, kind, _one_line(body), check_id))
     return tuple(rows)
 
 

@@ -1,0 +1,175 @@
+"""The chapters' exercises as a reader meets them: every registered exercise is asked once, in its own chapter, with
+the registry's question and a label derived from its id; no answer is printed earlier in its chapter; and a notebook
+opened in JupyterLab shows no solution or quiz answer until the reader unfolds it (cell metadata)."""
+
+import json
+import math
+import re
+
+import pytest
+
+from scaling_lib.book.exercises import Choice, Number, exercises
+from scaling_lib.book.exercises.index import label_for, scan_chapters
+from scaling_lib.units import parse_unit
+from tests import REPO
+
+CHAPTERS = sorted((REPO / "chapters").glob("*.ipynb"))
+ROWS = scan_chapters(REPO / "chapters")
+REGISTRY = exercises()
+BOOK_IDS = sorted(eid for eid in REGISTRY if re.match(r"^ch\d+\.", eid))
+
+
+def _source(cell) -> str:
+    source = cell.get("source", "")
+    return "".join(source) if isinstance(source, list) else source
+
+
+def _cells(path):
+    return json.loads(path.read_text(encoding="utf-8"))["cells"]
+
+
+def _chapter_number(stem: str) -> int:
+    return int(stem.split("_")[0])
+
+
+def _output_text(cell) -> str:
+    """Every text an output of a code cell shows or glues into the prose (images left out)."""
+    texts = []
+    for output in cell.get("outputs", []):
+        if "text" in output:
+            texts.append("".join(output["text"]) if isinstance(output["text"], list) else output["text"])
+        for mime, data in output.get("data", {}).items():
+            if mime.startswith("image/"):
+                continue
+            texts.append("".join(data) if isinstance(data, list) else str(data))
+    return "\n".join(texts)
+
+
+# --- one id scheme, one label scheme, every exercise asked once --------------------------------------------------------
+
+def test_every_registered_exercise_is_asked_once_in_its_own_chapter():
+    asked = [row.check_id for row in ROWS if row.check_id]
+    assert sorted(asked) == BOOK_IDS, (set(BOOK_IDS) ^ set(asked))
+    for row in ROWS:
+        if row.check_id:
+            assert _chapter_number(row.chapter) == int(re.match(r"^ch(\d+)\.", row.check_id).group(1)), row
+
+
+def test_ids_and_labels_follow_one_scheme():
+    for eid in BOOK_IDS:
+        assert re.fullmatch(r"ch([1-9]\d*)\.[a-z0-9]+(-[a-z0-9]+)*", eid), eid
+    for row in ROWS:
+        number = _chapter_number(row.chapter)
+        assert re.fullmatch(rf"ch{number}-ex-[a-z0-9]+(-[a-z0-9]+)*", row.label), row.label
+        if row.check_id:
+            assert row.label == label_for(row.check_id), (row.label, row.check_id)
+
+
+def test_the_notebook_asks_the_registry_s_question():
+    for row in ROWS:
+        if row.check_id:
+            question = " ".join(REGISTRY[row.check_id].markdown().split())
+            assert question in row.question, (row.label, question)
+
+
+def test_explain_exercises_have_a_checked_sub_question():
+    explains = [row for row in ROWS if row.kind == "explain"]
+    assert explains and all(row.check_id for row in explains)
+    assert all(isinstance(REGISTRY[row.check_id].answer, Choice) for row in explains)
+
+
+def test_no_question_is_asked_twice_in_the_book():
+    questions = [" ".join(ex.question.split()).lower() for ex in REGISTRY.values()]
+    assert len(questions) == len(set(questions))
+    answers = []
+    for eid in BOOK_IDS:
+        for part in REGISTRY[eid].parts:
+            if isinstance(part, Number):
+                answers.append((parse_unit(part.unit)[1], part.expected(), eid))
+    for i, (kind, value, eid) in enumerate(answers):
+        for other_kind, other, other_id in answers[i + 1:]:
+            if kind == other_kind and eid != other_id and not (value == other and float(value).is_integer()
+                                                                and value < 1000):
+                assert not math.isclose(value, other, rel_tol=1e-3), (eid, other_id, value)
+
+
+# --- compute, do not copy ------------------------------------------------------------------------------------------
+
+def _forms(value: float) -> set:
+    """The answer as a chapter could print it: in its unit to three or more significant figures, or in the unit a
+    thousand times larger or smaller to four or more (fewer figures there match unrelated numbers by chance)."""
+    forms = set()
+    for scaled, figures in ((value, 3), (value * 1e3, 4), (value / 1e3, 4)):
+        for spec in (".3g", ".4g", ",.0f", ".0f", ".1f", ",.1f", ".2f", ".3f", ".4f"):
+            text = format(scaled, spec)
+            if "e" not in text and len(re.sub(r"\D", "", text).lstrip("0")) >= figures:
+                forms.add(text)
+    return forms
+
+
+def _leaks(cells) -> list:
+    """(id, part, text) for every answer printed in an output before the exercise's check cell."""
+    leaks = []
+    for index, cell in enumerate(cells):
+        match = re.match(r'\s*check\("([^"]+)",\s*(None|\{)', _source(cell)) if cell["cell_type"] == "code" else None
+        if not match:
+            continue
+        before = "\n".join(_output_text(c) for c in cells[:index] if c["cell_type"] == "code")
+        for part in REGISTRY[match.group(1)].parts:
+            if not isinstance(part, Number):
+                continue
+            for value in [part.expected()] + [other.value() for other in part.also]:
+                for form in _forms(value / parse_unit(part.unit)[0]):
+                    if re.search(rf"(?<![\d.,]){re.escape(form)}(?![\d])", before):
+                        leaks.append((match.group(1), part.name, form))
+    return leaks
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_no_answer_appears_in_an_earlier_output_of_its_chapter(path):
+    assert not _leaks(_cells(path))
+
+
+def test_the_leak_scan_finds_an_answer_printed_before_its_exercise():
+    kv = REGISTRY["ch4.kv-32k-llama3-8b"].answer.expected()
+    for printed in (f"cache {kv / 1e9:.2f} GB", f"{kv / 1e6:,.1f} MB", f"{kv / 1e9:.3g}"):
+        cells = [{"cell_type": "code", "source": "x", "outputs": [{"output_type": "stream", "text": printed}]},
+                 {"cell_type": "code", "source": 'check("ch4.kv-32k-llama3-8b", None)', "outputs": []}]
+        assert _leaks(cells), printed
+        assert not _leaks(cells[::-1]), "an answer printed after its exercise (the solution) is fine"
+
+
+# --- solutions folded in JupyterLab ---------------------------------------------------------------------------------
+
+_ANSWER = re.compile(r"^(`{3,}|:{3,})\{admonition\}\s*Answer\s*$", re.MULTILINE)
+
+
+def _hidden(cell, outputs: bool) -> bool:
+    jupyter = cell.get("metadata", {}).get("jupyter", {})
+    return jupyter.get("source_hidden") is True and (not outputs or jupyter.get("outputs_hidden") is True)
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_jupyterlab_shows_no_solution_or_quiz_answer_until_unfolded(path):
+    cells = _cells(path)
+    in_solution, solutions, answers = False, 0, 0
+    for index, cell in enumerate(cells):
+        text = _source(cell)
+        if cell["cell_type"] == "markdown":
+            starts = "{solution-start}" in text
+            has_solution = starts or "{solution}" in text or "{solution-end}" in text
+            if "{exercise}" in text:
+                assert not has_solution and not _ANSWER.search(text), f"cell {index} shows an exercise with its answer"
+            if has_solution or in_solution or _ANSWER.search(text):
+                assert _hidden(cell, outputs=False), f"{path.name} cell {index} shows a solution: {text[:80]!r}"
+                solutions += has_solution
+                answers += bool(_ANSWER.search(text))
+            if _ANSWER.search(text):
+                assert text.lstrip().startswith(tuple("`:")) and len(_ANSWER.findall(text)) == 1, \
+                    f"cell {index}: a quiz answer shares its cell with other text"
+            in_solution = (in_solution or starts) and "{solution-end}" not in text
+        elif in_solution:
+            assert _hidden(cell, outputs=True), f"{path.name} cell {index}: solution code or output is visible"
+        elif index and _ANSWER.search(_source(cells[index - 1])) and "hide-cell" in cell["metadata"].get("tags", []):
+            assert _hidden(cell, outputs=True), f"{path.name} cell {index}: a quiz's answer cell is visible"
+    assert solutions >= 4 and not in_solution
