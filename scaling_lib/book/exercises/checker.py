@@ -169,8 +169,8 @@ def _read_unit(text: str, default_unit: str):
                       "tokens, tok/s, FLOPs/B or %")
 
 
-def _read_number(answer, unit: str) -> float:
-    """The SI value of one numeric answer, or _Unreadable with a message saying what to write."""
+def _read_number(answer, unit: str) -> tuple:
+    """(SI value, kind) of one numeric answer, or _Unreadable with a message saying what to write."""
     if isinstance(answer, bool):
         raise _Unreadable(f"{answer} is a yes/no value, not a number; write the number, e.g. 240 or '240 {unit}'")
     if isinstance(answer, (list, tuple, set, dict)):
@@ -189,8 +189,8 @@ def _read_number(answer, unit: str) -> float:
                 from None
         if not math.isfinite(value):
             raise _Unreadable(f"{value} is not a finite number; check the arithmetic that produced it")
-        factor, _ = parse_unit(unit)
-        return value * factor, parse_unit(unit)[1]
+        factor, kind = parse_unit(unit)
+        return value * factor, kind
     text = " ".join(answer.replace("\u2212", "-").replace("\u00a0", " ").replace("\u202f", " ").split())
     match = _LEADING_NUMBER.match(text)
     number, rest = match.group(1), match.group(2)
