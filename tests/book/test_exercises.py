@@ -207,9 +207,9 @@ def test_unit_hints_only_for_quantities_of_that_unit():
     assert "KiB vs kB" in grade("ch2.kv-bytes-per-token-palm-62b", 64).message
     tokens = get_exercise("ch10.moe-bcrit-8e-top1-v6e").answer.expected()
     assert "GiB" not in grade("ch10.moe-bcrit-8e-top1-v6e", tokens * 1e9 / 2**30).message
-    step = get_exercise("ch10.int4-fp8-step-llama3-70b-ironwood-b32").answer.expected()
-    assert "GiB" not in grade("ch10.int4-fp8-step-llama3-70b-ironwood-b32", step * 1e3 * 1e9 / 2**30).message
-    assert "power of 1,000" in grade("ch10.int4-fp8-step-llama3-70b-ironwood-b32", step).message  # seconds as ms
+    step = get_exercise("ch10.int4-fp8-step-llama3-70b-ironwood-16k").answer.expected()
+    assert "GiB" not in grade("ch10.int4-fp8-step-llama3-70b-ironwood-16k", step * 1e3 * 1e9 / 2**30).message
+    assert "power of 1,000" in grade("ch10.int4-fp8-step-llama3-70b-ironwood-16k", step).message  # seconds as ms
     mfu = get_exercise("ch8.mfu-at-bound-low-latency-decode").answer.expected()
     assert "fraction vs percent" in grade("ch8.mfu-at-bound-low-latency-decode", mfu).message
 

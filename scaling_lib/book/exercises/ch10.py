@@ -8,7 +8,7 @@ from .exercise import Choice, Exercise, Number, Slip
 
 
 def _step(weights: str = "int4", kv: str = "fp8", math: str = "bf16") -> float:
-    row, = quantization_table("llama3-70b", "ironwood", 8, 8192, 32, schemes=[(weights, kv, math)])
+    row, = quantization_table("llama3-70b", "ironwood", 8, 16384, 32, schemes=[(weights, kv, math)])
     return row.step_s
 
 
@@ -47,9 +47,9 @@ EXERCISES = (
         )),
     ),
     Exercise(
-        id="ch10.int4-fp8-step-llama3-70b-ironwood-b32",
+        id="ch10.int4-fp8-step-llama3-70b-ironwood-16k",
         question="What is the decode step-time bound of LLaMA-3-70B with int4 weights, an fp8 KV cache and bf16 math "
-                 "on 8 Ironwood chips, at batch 32 and 8,192 tokens of context, in ms?",
+                 "on 8 Ironwood chips, at batch 32 and 16,384 tokens of context, in ms?",
         answer=Number("ms", _step, slips=(
             Slip("a bf16 cache", lambda: _step(kv="bf16"), "fp8 cache entries take 1 byte, half of bf16."),
             Slip("int8 weights", lambda: _step(weights="int8"), "int4 weights take half a byte."),
