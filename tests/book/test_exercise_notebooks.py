@@ -95,12 +95,14 @@ def test_no_question_is_asked_twice_in_the_book():
 
 # --- compute, do not copy ------------------------------------------------------------------------------------------
 
-def _forms(value: float) -> set:
+def _forms(value: float, integer: bool = False) -> set:
     """The answer as a chapter could print it: in its unit to three or more significant figures, or in the unit a
-    thousand times larger or smaller to four or more (fewer figures there match unrelated numbers by chance)."""
+    thousand times larger or smaller to four or more (fewer figures there match unrelated numbers by chance). A count
+    is printed as a whole number."""
     forms = set()
+    specs = (",.0f", ".0f") if integer else (".3g", ".4g", ",.0f", ".0f", ".1f", ",.1f", ".2f", ".3f", ".4f")
     for scaled, figures in ((value, 3), (value * 1e3, 4), (value / 1e3, 4)):
-        for spec in (".3g", ".4g", ",.0f", ".0f", ".1f", ",.1f", ".2f", ".3f", ".4f"):
+        for spec in specs:
             text = format(scaled, spec)
             if "e" not in text and len(re.sub(r"\D", "", text).lstrip("0")) >= figures:
                 forms.add(text)
@@ -119,7 +121,7 @@ def _leaks(cells) -> list:
             if not isinstance(part, Number):
                 continue
             for value in [part.expected()] + [other.value() for other in part.also]:
-                for form in _forms(value / parse_unit(part.unit)[0]):
+                for form in _forms(value / parse_unit(part.unit)[0], part.integer):
                     if re.search(rf"(?<![\d.,]){re.escape(form)}(?![\d])", before):
                         leaks.append((match.group(1), part.name, form))
     return leaks

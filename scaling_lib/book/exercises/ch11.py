@@ -8,16 +8,17 @@ from ...models import get_model
 from ...sharding import beta, max_decode_model_parallelism
 from .exercise import Choice, Exercise, Number, Slip
 
+_IN, _OUT = 500, 1500  # the bound exercise's request: tokens in, tokens out
 _FP8 = dict(weight_dtype="fp8", kv_dtype="fp8", compute_dtype="fp8")
 _BF16 = dict(weight_dtype="bf16", kv_dtype="bf16", compute_dtype="bf16")
 
 
 def _bound_8b(dtypes=None, efficiency=None) -> float:
-    return offline_throughput("llama3-8b", "h200", 1, 1000, 1000, efficiency=efficiency, **(dtypes or _FP8))
+    return offline_throughput("llama3-8b", "h200", 1, _IN, _OUT, efficiency=efficiency, **(dtypes or _FP8))
 
 
 def _typical_70b(dtypes=None, efficiency="typical") -> float:
-    return offline_throughput("llama3-70b", "h200", 1, 2048, 2048, efficiency=efficiency, **(dtypes or _FP8))
+    return offline_throughput("llama3-70b", "h200", 1, 1000, 3000, efficiency=efficiency, **(dtypes or _FP8))
 
 
 def _one_link_beta() -> float:
@@ -27,27 +28,27 @@ def _one_link_beta() -> float:
 
 
 def _ways(beta_value: float) -> int:
-    return math.floor(max_decode_model_parallelism(get_model("llama3-70b").d_ff, 32, beta_value))
+    return math.floor(max_decode_model_parallelism(get_model("llama3-70b").d_ff, 48, beta_value))
 
 
 EXERCISES = (
     Exercise(
-        id="ch11.offline-bound-llama3-8b-h200-1000-1000",
+        id="ch11.offline-bound-llama3-8b-h200-500-1500",
         question="What is the offline-throughput bound of LLaMA-3-8B on one H200 with fp8 weights, KV cache and math, "
-                 "for requests of 1,000 input and 1,000 output tokens, in output tokens/s?",
+                 "for requests of 500 input and 1,500 output tokens, in output tokens/s?",
         answer=Number("tokens/s", _bound_8b, slips=(
             Slip("bf16 instead of fp8", lambda: _bound_8b(_BF16),
                  "weights, cache and math are all fp8: 1 byte per element and the fp8 rate."),
             Slip("the calibrated estimate", lambda: _bound_8b(efficiency="typical"),
                  "the question asks for the bound (efficiency=None), not the typical estimate."),
-            Slip("input and output tokens counted", lambda: 2 * _bound_8b(),
+            Slip("input and output tokens counted", lambda: _bound_8b() * (_IN + _OUT) / _OUT,
                  "offline throughput counts generated (output) tokens per second."),
         )),
     ),
     Exercise(
-        id="ch11.typical-llama3-70b-h200-2048-2048",
+        id="ch11.typical-llama3-70b-h200-1000-3000",
         question="With the calibrated `\"typical\"` efficiency, what output throughput do you expect from LLaMA-3-70B "
-                 "(fp8 weights, cache and math) on one H200 for 2,048-token prompts and 2,048-token answers, in "
+                 "(fp8 weights, cache and math) on one H200 for 1,000-token prompts and 3,000-token answers, in "
                  "tokens/s?",
         answer=Number("tokens/s", _typical_70b, slips=(
             Slip("the bound", lambda: _typical_70b(efficiency=None),
@@ -57,9 +58,9 @@ EXERCISES = (
         )),
     ),
     Exercise(
-        id="ch11.max-mp-llama3-70b-b32-b200",
+        id="ch11.max-mp-llama3-70b-b48-b200",
         question="What is $\\beta = W_\\text{hbm}/W$ of a B200 in an NVLink switch domain? Up to how many ways can a "
-                 "decode step of LLaMA-3-70B at batch 32 be tensor-parallel before its collectives outlast its weight "
+                 "decode step of LLaMA-3-70B at batch 48 be tensor-parallel before its collectives outlast its weight "
                  "read: the largest whole number $n \\le F/(B\\beta)$?",
         answer=(
             Number("x", lambda: beta("b200"), name="beta", slips=(
