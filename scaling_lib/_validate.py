@@ -3,44 +3,135 @@
 Every public function of `scaling_lib` (closed-form and `tiny`) checks its arguments with these helpers. Each returns
 the value it accepted (an `int` for the integer checks), so a caller can write `n = positive_int("n_chips", n)`.
 Messages name the argument, the offending value and what would be accepted.
+
+The rules, the same for every argument:
+- a number is an `int`, a `float` or a NumPy scalar of either kind; booleans, strings, None and containers are not;
+- a real number must be finite: NaN and +-inf are refused (an infinite batch or bandwidth is never meant);
+- an integer argument takes Python or NumPy integers, and floats with no fractional part (1e6 tokens); 2.5 chips,
+  True and 2**63 (no integer-valued float that large is exact) are refused;
+- a string that looks like a number ("0.4") is refused with a hint to drop the quotes, rather than failing later
+  with a TypeError deep inside a formula.
 """
 
+import math
 import numbers
+
+from numpy import bool_ as np_bool
+
+# Integers above this are refused: every count in the book (tokens, chips, bytes of one array) is far below it, and
+# beyond 2**53 a float no longer holds every integer exactly, so arithmetic on such a count would silently round.
+MAX_INT = 2**53
+
+
+def _string_hint(name: str, value: str) -> str:
+    """The message for a string where a number was expected: drop the quotes if it is one, else say what it is."""
+    try:
+        as_number = float(value.replace("_", ""))
+    except ValueError:
+        return (f"{name} must be a number, got the string {value!r}; for a quantity with a unit such as '4.98 ms' "
+                "use scaling_lib.units.parse_quantity first")
+    return f"{name} must be a number, got the string {value!r}; pass {as_number!r} without quotes"
+
+
+def real(name: str, value) -> float:
+    """A finite real number (int, float or NumPy scalar), returned unchanged. Booleans, strings, NaN, inf refused."""
+    if isinstance(value, str):
+        raise ValueError(_string_hint(name, value))
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"{name} must be a number, got {value!r}")
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    return value
 
 
 def positive(name: str, value, allow_zero: bool = False):
-    """A real number > 0 (>= 0 with allow_zero). Booleans and NaN are refused; the value is returned unchanged."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
-        raise ValueError(f"{name} must be a number, got {value!r}")
+    """A finite real number > 0 (>= 0 with allow_zero), returned unchanged (see `real` for what is a number)."""
+    real(name, value)
     if value < 0 or (value == 0 and not allow_zero):
         bound = "non-negative" if allow_zero else "positive"
         raise ValueError(f"{name} must be {bound}, got {value!r}")
     return value
 
 
+def _integer(name: str, value, what: str) -> int:
+    if isinstance(value, str):
+        raise ValueError(_string_hint(name, value))
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"{name} must be {what}, got {value!r}")
+    if not isinstance(value, numbers.Integral):
+        if not math.isfinite(value) or value != math.floor(value):
+            raise ValueError(f"{name} must be {what}, got {value!r}: a fractional count would be silently floored")
+        value = int(value)
+    value = int(value)
+    if abs(value) > MAX_INT:
+        raise ValueError(f"{name}={value} is too large to be a real count (the limit is 2**53)")
+    return value
+
+
 def positive_int(name: str, value) -> int:
-    """An integer >= 1 (Python or NumPy integer; booleans refused), returned as a Python `int`."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+    """An integer >= 1 (Python or NumPy integer, or a whole float; booleans refused), returned as a Python `int`."""
+    value = _integer(name, value, "a positive integer")
+    if value < 1:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
+    return value
 
 
 def non_negative_int(name: str, value) -> int:
-    """An integer >= 0 (Python or NumPy integer; booleans refused), returned as a Python `int`."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+    """An integer >= 0 (Python or NumPy integer, or a whole float; booleans refused), returned as a Python `int`."""
+    value = _integer(name, value, "a non-negative integer")
+    if value < 0:
         raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
-    return int(value)
+    return value
 
 
 def probability(name: str, value) -> float:
     """A real number in [0, 1], returned as a float."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+    real(name, value)
+    if not 0 <= value <= 1:
         raise ValueError(f"{name} must be a probability in [0, 1], got {value!r}")
+    return float(value)
+
+
+def fraction(name: str, value, meaning: str = "") -> float:
+    """A real number in (0, 1] (a share that cannot be zero, such as an MFU), returned as a float."""
+    real(name, value)
+    if not 0 < value <= 1:
+        raise ValueError(f"{name} must be in (0, 1], got {value!r}" + (f": it is {meaning}" if meaning else ""))
     return float(value)
 
 
 def choice(kind: str, value, allowed):
     """`value` if it is one of `allowed`, else a ValueError listing them."""
-    if value not in allowed:
+    try:
+        known = value in allowed
+    except TypeError:  # an unhashable value looked up in a dict or set
+        known = False
+    if not known:
         raise ValueError(f"unknown {kind} {value!r}; use one of {', '.join(map(str, allowed))}")
     return value
+
+
+def divides(divisor_name: str, divisor: int, name: str, value: int) -> int:
+    """`divisor` if it divides `value` exactly, else a ValueError naming both and the divisors that would."""
+    divisor = positive_int(divisor_name, divisor)
+    value = positive_int(name, value)
+    if value % divisor:
+        options = [d for d in range(1, value + 1) if value % d == 0] if value <= 4096 else None
+        hint = f"pick one of {options}" if options is not None and len(options) <= 24 else f"pick a divisor of {value}"
+        raise ValueError(f"{divisor_name}={divisor} does not divide {name}={value}; {hint}")
+    return divisor
+
+
+def axes(name: str, value, max_axes: int | None = None) -> tuple:
+    """A mesh shape: a non-empty tuple or list of positive integers (at most `max_axes`), returned as a tuple."""
+    if not isinstance(value, (tuple, list)) or not value or (max_axes is not None and len(value) > max_axes):
+        count = "1 or more" if max_axes is None else f"1 to {max_axes}"
+        raise ValueError(f"{name} must be {count} positive integer axis sizes, e.g. (4, 4), got {value!r}")
+    return tuple(positive_int(f"{name} axis {i}", size) for i, size in enumerate(value))
+
+
+def flag(name: str, value) -> bool:
+    """True or False (a NumPy bool too), returned as a Python bool; 0, 1, "yes" and None are refused."""
+    if not isinstance(value, (bool, np_bool)):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+    return bool(value)

@@ -22,7 +22,7 @@ the causal (and sliding-window) mask keeps, what a kernel that skips masked bloc
 
 from dataclasses import dataclass
 
-from ._validate import positive_int
+from ._validate import flag, positive_int
 from .models import get_model, param_breakdown
 from .roofline import attention_flops, matmul_flops
 
@@ -61,12 +61,11 @@ def attention_pairs(query_len: int, kv_len: int, window=None, skip_masked: bool 
     (query i sees keys 0..i), and with a sliding window w at most w keys per query:
     sum over the queries of min(position + 1, w).
     """
-    positive_int("query_len", query_len)
-    positive_int("kv_len", kv_len)
+    query_len, kv_len = positive_int("query_len", query_len), positive_int("kv_len", kv_len)
     if query_len > kv_len:
         raise ValueError(f"query_len={query_len} exceeds kv_len={kv_len}: the queries are the last positions of the "
                          "context, so kv_len must count them too")
-    if not skip_masked:
+    if not flag("skip_masked", skip_masked):
         return query_len * kv_len
     width = kv_len if window is None else min(positive_int("window", window), kv_len)
 
@@ -99,8 +98,7 @@ def forward_flops(model, tokens: int, batch: int = 1, skip_masked: bool = False)
     skip_masked). Scaling Book ch. 7; 2 FLOPs per parameter per token is Kaplan et al. 2020's rule of thumb.
     """
     m = get_model(model)
-    positive_int("tokens", tokens)
-    positive_int("batch", batch)
+    tokens, batch = positive_int("tokens", tokens), positive_int("batch", batch)
     return FlopCount(matmul=matmul_flops(batch * tokens, matmul_params(m), 1),
                      attention=_attention(m, tokens, tokens, batch, skip_masked))
 
@@ -113,8 +111,7 @@ def decode_step_flops(model, context_len: int, batch: int = 1, skip_masked: bool
     and a sliding window w, S is capped at w.
     """
     m = get_model(model)
-    positive_int("context_len", context_len)
-    positive_int("batch", batch)
+    context_len, batch = positive_int("context_len", context_len), positive_int("batch", batch)
     return FlopCount(matmul=matmul_flops(batch, matmul_params(m), 1),
                      attention=_attention(m, 1, context_len, batch, skip_masked))
 
@@ -127,8 +124,8 @@ def generation_flops_curve(model, prompt_len: int, n_tokens: int, batch: int = 1
     sequence so far. cached=True: the prefill `forward_flops(T_0)` gives token 1, then decode step j (j = 1..n-1)
     costs `decode_step_flops(S)` with S = T_0 + j keys, or all `cache_len` slots of a fixed-size cache when given.
     """
-    positive_int("prompt_len", prompt_len)
-    positive_int("n_tokens", n_tokens)
+    prompt_len, n_tokens = positive_int("prompt_len", prompt_len), positive_int("n_tokens", n_tokens)
+    cached = flag("cached", cached)
     if cache_len is not None and not cached:
         raise ValueError("cache_len applies to cached generation only; drop it or pass cached=True")
     if cache_len is not None and positive_int("cache_len", cache_len) < prompt_len + n_tokens - 1:

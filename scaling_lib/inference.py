@@ -11,7 +11,7 @@ over the n chips that hold the model. P is the parameter count used for FLOPs (a
 
 from dataclasses import dataclass
 
-from ._validate import positive
+from ._validate import fraction, non_negative_int, positive, positive_int
 from .hardware import get_chip
 from .memory import MemoryFootprint, kv_bytes_per_token, kv_cache_bytes, max_batch_size, memory_footprint
 from .memory import param_bytes as model_param_bytes
@@ -45,7 +45,7 @@ def step_time_bound(*, batch: float, kv_bytes_per_sequence: float, param_bytes: 
     positive("kv_bytes_per_sequence", kv_bytes_per_sequence, allow_zero=True)
     positive("param_bytes", param_bytes)
     positive("param_count", param_count)
-    positive("n_chips", n_chips)
+    positive_int("n_chips", n_chips)
     hbm = n_chips * chip.hbm_bandwidth
     flops = n_chips * chip.peak_flops(compute_dtype)
     return StepTime(kv_s=batch * kv_bytes_per_sequence / hbm,
@@ -61,7 +61,7 @@ def decode_step_time(model, chip, n_chips: int, batch: int, context_len: int, we
     """
     m = get_model(model)
     positive("context_len", context_len, allow_zero=True)
-    return step_time_bound(batch=batch,
+    return step_time_bound(batch=non_negative_int("batch", batch),
                            kv_bytes_per_sequence=kv_cache_bytes(m, context_len, 1, kv_dtype),
                            param_bytes=model_param_bytes(m, weight_dtype),
                            param_count=active_param_count(m),
@@ -91,7 +91,7 @@ def decode_step_time_kv_heads(model, n_kv_heads: int, chip, n_chips: int, batch:
     """
     m = get_model(model)
     positive("context_len", context_len, allow_zero=True)
-    return step_time_bound(batch=batch,
+    return step_time_bound(batch=non_negative_int("batch", batch),
                            kv_bytes_per_sequence=kv_cache_bytes(m.with_(n_kv_heads=n_kv_heads), context_len, 1,
                                                                 kv_dtype),
                            param_bytes=model_param_bytes(m, weight_dtype), param_count=active_param_count(m),
@@ -101,6 +101,7 @@ def decode_step_time_kv_heads(model, n_kv_heads: int, chip, n_chips: int, batch:
 def decode_throughput(model, chip, n_chips: int, batch: int, context_len: int, weight_dtype: str = "bf16",
                       kv_dtype: str = "bf16", compute_dtype: str = "bf16") -> float:
     """Generated tokens per second for the whole server: B / T_step."""
+    positive_int("batch", batch)  # a throughput of zero sequences is not a rate
     step = decode_step_time(model, chip, n_chips, batch, context_len, weight_dtype, kv_dtype, compute_dtype)
     return batch / step.total_s
 
@@ -114,11 +115,10 @@ def prefill_time(model, chip, n_chips: int, prompt_len: int, mfu: float, batch: 
     """
     m = get_model(model)
     chip = get_chip(chip)
-    positive("n_chips", n_chips)
+    positive_int("n_chips", n_chips)
     positive("prompt_len", prompt_len)
-    positive("batch", batch)
-    if not 0 < mfu <= 1:
-        raise ValueError(f"mfu must be in (0, 1], got {mfu!r}: it is the fraction of peak FLOP/s achieved")
+    positive_int("batch", batch)
+    fraction("mfu", mfu, "the fraction of peak FLOP/s achieved")
     return 2.0 * active_param_count(m) * batch * prompt_len / (n_chips * chip.peak_flops(compute_dtype) * mfu)
 
 
@@ -221,9 +221,8 @@ def explain_decode(model, chip, n_chips: int, batch: int, context_len: int, weig
     """
     m = get_model(model)
     chip = get_chip(chip)
-    for name, value in (("n_chips", n_chips), ("batch", batch), ("context_len", context_len)):
-        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    n_chips, batch = positive_int("n_chips", n_chips), positive_int("batch", batch)
+    context_len = positive_int("context_len", context_len)
     step = decode_step_time(m, chip, n_chips, batch, context_len, weight_dtype, kv_dtype, compute_dtype)
     footprint = memory_footprint(m, chip, n_chips, batch, context_len, weight_dtype, kv_dtype)
     return DecodeReport(

@@ -18,20 +18,19 @@ the Scaling Book lists {cite}`scalingbook`, each changing one factor of  B x S x
 import math
 from dataclasses import dataclass
 
-from ._validate import positive
+from ._validate import non_negative_int, positive_int
 from .dtypes import bytes_per_element
 from .memory import kv_bytes_per_token
 from .models import get_model
 
 
 def _lengths(lengths):
-    lengths = [lengths] if isinstance(lengths, (int, float)) else list(lengths)
+    if isinstance(lengths, (str, bytes)) or not hasattr(lengths, "__iter__"):
+        lengths = [lengths]
+    lengths = [non_negative_int("sequence length", n) for n in lengths]
     if not lengths:
         raise ValueError("lengths must list at least one sequence length")
-    for n in lengths:
-        if isinstance(n, bool) or not float(n).is_integer() or n < 0:
-            raise ValueError(f"sequence lengths must be non-negative integers, got {n!r}")
-    return [int(n) for n in lengths]
+    return lengths
 
 
 @dataclass(frozen=True)
@@ -56,10 +55,7 @@ def ragged_kv_reads(lengths, block_size: int) -> RaggedReads:
     """Slots read by one decode step over sequences of the given lengths: contiguous B x S_max versus paged
     sum ceil(len / block_size) x block_size (PagedAttention, {cite}`kwon2023paged`; Scaling Book ch. 7)."""
     lengths = _lengths(lengths)
-    positive("block_size", block_size)
-    if isinstance(block_size, float) and not block_size.is_integer():
-        raise ValueError(f"block_size must be a whole number of tokens, got {block_size!r}")
-    block_size = int(block_size)
+    block_size = positive_int("block_size", block_size)
     return RaggedReads(useful_slots=sum(lengths), contiguous_slots=len(lengths) * max(lengths),
                        paged_slots=sum(math.ceil(n / block_size) * block_size for n in lengths))
 
@@ -86,14 +82,12 @@ def kv_footprint(model, lengths, dtype: str = "bf16", window: int | None = None,
     lengths = _lengths(lengths)
     if window is None and global_every is None:
         global_every = m.global_every  # the model's own local/global pattern (None for most models)
-    window = m.sliding_window if window is None else window
-    if window is not None:
-        positive("window", window)
+    window = m.sliding_window if window is None else positive_int("window", window)
     if global_every is not None:
-        positive("global_every", global_every)
-    positive("share_every", share_every)
+        global_every = positive_int("global_every", global_every)
+    share_every = positive_int("share_every", share_every)
     if block_size is not None:
-        positive("block_size", block_size)
+        block_size = positive_int("block_size", block_size)
     per_token_layer = kv_bytes_per_token(m, dtype) / m.n_layers
 
     def slots(kept):  # tokens held for each sequence on one layer
@@ -108,7 +102,7 @@ def kv_footprint(model, lengths, dtype: str = "bf16", window: int | None = None,
         layer_bytes.append(slots(kept) * per_token_layer)
     # A sharing group stores one cache, as long as its longest-reaching layer needs (a global layer in the group
     # keeps every token).
-    stored = sum(max(layer_bytes[i:i + int(share_every)]) for i in range(0, m.n_layers, int(share_every)))
+    stored = sum(max(layer_bytes[i:i + share_every]) for i in range(0, m.n_layers, share_every))
     return KVBytes(stored_bytes=stored, read_bytes=sum(layer_bytes))
 
 
@@ -116,15 +110,15 @@ def local_global_kv_bytes(model, tokens: int, window: int, global_every: int, ba
                           dtype: str = "bf16") -> float:
     """KV bytes of `batch` sequences of `tokens` tokens when every `global_every`-th layer attends globally and the
     rest only to the last `window` tokens: B x 2 K H bytes x (L_global S + L_local min(S, w))."""
-    positive("batch", batch)
-    return kv_footprint(model, [tokens] * int(batch), dtype, window, global_every).stored_bytes
+    return kv_footprint(model, [non_negative_int("tokens", tokens)] * positive_int("batch", batch), dtype, window,
+                        positive_int("global_every", global_every)).stored_bytes
 
 
 def cross_layer_kv_bytes(model, tokens: int, share_every: int, batch: int = 1, dtype: str = "bf16") -> KVBytes:
     """KV stored and read when groups of `share_every` consecutive layers share one K/V: storage falls by about
     share_every x, reads per decode step do not (each layer still attends over the shared cache)."""
-    positive("batch", batch)
-    return kv_footprint(model, [tokens] * int(batch), dtype, share_every=share_every)
+    return kv_footprint(model, [non_negative_int("tokens", tokens)] * positive_int("batch", batch), dtype,
+                        share_every=positive_int("share_every", share_every))
 
 
 @dataclass(frozen=True)
@@ -150,9 +144,8 @@ class LeverRow:
 
 def evenly_ragged_lengths(context_len: int, batch: int) -> list:
     """A ragged batch for costing paging: lengths (b + 1) / B x S for b = 0..B-1, rounded up (mean about S / 2)."""
-    positive("context_len", context_len)
-    positive("batch", batch)
-    return [math.ceil((b + 1) * context_len / batch) for b in range(int(batch))]
+    context_len, batch = positive_int("context_len", context_len), positive_int("batch", batch)
+    return [-(-(b + 1) * context_len // batch) for b in range(batch)]
 
 
 def kv_lever_table(model, context_len: int, batch: int, n_kv_heads: int = 8, window: int = 1024,
@@ -168,6 +161,9 @@ def kv_lever_table(model, context_len: int, batch: int, n_kv_heads: int = 8, win
     m = get_model(model)
     lengths = evenly_ragged_lengths(context_len, batch)
     bytes_per_kv = bytes_per_element(kv_dtype)
+    n_kv_heads, window = positive_int("n_kv_heads", n_kv_heads), positive_int("window", window)
+    global_every, share_every = positive_int("global_every", global_every), positive_int("share_every", share_every)
+    block_size = positive_int("block_size", block_size)
     base = kv_footprint(m, lengths)
     levers = []
     if n_kv_heads < m.n_kv_heads:

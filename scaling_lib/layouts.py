@@ -30,7 +30,7 @@ import math
 from dataclasses import dataclass
 from itertools import product
 
-from ._validate import choice, positive
+from ._validate import axes, choice, fraction, positive, positive_int
 from .dtypes import bytes_per_element
 from .hardware import get_chip
 from .inference import StepTime, decode_step_time
@@ -50,9 +50,7 @@ _GATHER_AXES = {"1d-ws": 0, "2d-ws": 0, "wg-x": 1, "wg-xy": 2, "wg-xyz": 3}  # l
 
 def _mesh(mesh_shape, n_chips=None) -> tuple:
     """Validate a mesh shape of 1 to 3 positive ints and pad it to (X, Y, Z)."""
-    shape = tuple(mesh_shape) if isinstance(mesh_shape, (tuple, list)) else None
-    if not shape or len(shape) > 3 or any(isinstance(s, bool) or not isinstance(s, int) or s < 1 for s in shape):
-        raise ValueError(f"mesh_shape must be 1 to 3 positive integers (X, Y, Z), got {mesh_shape!r}")
+    shape = axes("mesh_shape", mesh_shape, max_axes=3)
     shape = shape + (1,) * (3 - len(shape))
     if n_chips is not None and math.prod(shape) != n_chips:
         raise ValueError(f"mesh_shape {shape} holds {math.prod(shape)} chips, not n_chips={n_chips}; "
@@ -178,7 +176,7 @@ def ffn_layer_time(layout: str, model, chip, mesh_shape, tokens_per_batch: float
     choice("phase", phase, PHASES)
     positive("tokens_per_batch", tokens_per_batch)
     positive("context_len", context_len, allow_zero=True)
-    x, y, z = _mesh(mesh_shape, n_chips)
+    x, y, z = _mesh(mesh_shape, None if n_chips is None else positive_int("n_chips", n_chips))
     n = x * y * z
     gathered = math.prod((x, y, z)[:_GATHER_AXES[choice("layout", layout, LAYOUTS)]])
     weight_bytes = 2 * m.d_model * m.d_ff * bytes_per_element(weight_dtype) * gathered / n
@@ -261,7 +259,9 @@ class CommCurves:
 def comm_volume_curves(model, mesh_shape, tokens, layouts=LAYOUTS, weight_dtype: str = "bf16",
                        activation_dtype: str = "bf16") -> CommCurves:
     """Claim P1: `ffn_comm_volume` over a range of tokens per batch, and the exact switch points between layouts."""
-    tokens = tuple(tokens)
+    if isinstance(tokens, (str, bytes)) or not hasattr(tokens, "__iter__"):
+        raise ValueError(f"tokens must list token counts, e.g. [64, 1024, 16384], got {tokens!r}")
+    tokens = tuple(positive("tokens", t) for t in tokens)
     if not tokens:
         raise ValueError("tokens must list at least one token count, e.g. [64, 1024, 16384]")
     layouts = tuple(choice("layout", name, LAYOUTS) for name in layouts)
@@ -307,9 +307,7 @@ def ws_2d_crossover_chips(d_model: int, d_ff: int, convention: str = "pope") -> 
 
 def optimal_2d_mesh(n_chips: int, model, chip="tpu-v4", convention: str = "pope") -> tuple:
     """The integer mesh (X, Y, Z), X Y Z = n_chips, with the least 2D weight-stationary communication time."""
-    positive("n_chips", n_chips)
-    if isinstance(n_chips, bool) or not isinstance(n_chips, int):
-        raise ValueError(f"n_chips must be an integer, got {n_chips!r}")
+    n_chips = positive_int("n_chips", n_chips)
     divisors = [k for k in range(1, n_chips + 1) if n_chips % k == 0]
     meshes = [(x, y, n_chips // (x * y)) for x, y in product(divisors, divisors) if n_chips % (x * y) == 0]
     # Prefer the most even Y x Z split on ties (fewest degenerate axes).
@@ -322,7 +320,12 @@ def layout_switch_points(model, chip, mesh_shape, convention: str = "pope", layo
                          activation_dtype: str = "bf16") -> tuple:
     """Token counts where the layout with the least communication *time* changes, under `convention`."""
     layouts = tuple(choice("layout", name, LAYOUTS) for name in layouts)
+    if not isinstance(tokens_range, (tuple, list)) or len(tokens_range) != 2:
+        raise ValueError(f"tokens_range must be a (start, stop) pair of token counts, got {tokens_range!r}")
     positive("tokens_range start", tokens_range[0])
+    if not positive("tokens_range stop", tokens_range[1]) > tokens_range[0]:
+        raise ValueError(f"tokens_range must be increasing, got {tokens_range!r}")
+    choice("convention", convention, CONVENTIONS)
 
     def seconds(name, t):
         return ffn_comm_time(name, model, chip, t, mesh_shape, convention, weight_dtype, activation_dtype)
@@ -387,11 +390,8 @@ def max_context_length(model, chip, n_chips: int, batch: int, attention_sharding
     """
     m, chip = get_model(model), get_chip(chip)
     choice("attention_sharding", attention_sharding, ATTENTION_SHARDINGS)
-    for name, value in (("n_chips", n_chips), ("batch", batch)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    if not 0 < kv_fraction <= 1:
-        raise ValueError(f"kv_fraction must be in (0, 1], the share of HBM kept for the KV cache; got {kv_fraction!r}")
+    n_chips, batch = positive_int("n_chips", n_chips), positive_int("batch", batch)
+    fraction("kv_fraction", kv_fraction, "the share of HBM kept for the KV cache")
     if attention_sharding == "heads":
         heads, sequences = math.ceil(m.n_kv_heads / n_chips), batch
     else:
@@ -412,6 +412,9 @@ class ContextLengthRow:
 
 def context_length_table(chip="tpu-v4", n_chips: int = 64, batches=(128, 512), kv_fraction: float = 0.3) -> tuple:
     """Claim P3, Pope et al. Table 1: multihead, multiquery sharded over heads, multiquery sharded over batch."""
+    if isinstance(batches, (str, bytes)) or not hasattr(batches, "__iter__") or not list(batches):
+        raise ValueError(f"batches must list at least one batch size, e.g. (128, 512), got {batches!r}")
+    batches = tuple(positive_int("batch", b) for b in batches)
     variants = (("multihead", "palm-540b-multihead", "heads"), ("baseline multiquery", "palm-540b", "heads"),
                 ("optimized multiquery", "palm-540b", "batch"))
     return tuple(ContextLengthRow(label, name, sharding, get_model(name).head_dim, tuple(batches),
@@ -425,9 +428,9 @@ def context_length_table(chip="tpu-v4", n_chips: int = 64, batches=(128, 512), k
 def mfu(param_count: float, tokens: float, seconds: float, chip, n_chips: int, compute_dtype: str = "bf16") -> float:
     """Model FLOPs utilization: 2 x params x tokens / (seconds x n x peak)  (Pope et al. sec. 2; attention excluded)."""
     chip = get_chip(chip)
-    for name, value in (("param_count", param_count), ("tokens", tokens), ("seconds", seconds),
-                        ("n_chips", n_chips)):
+    for name, value in (("param_count", param_count), ("tokens", tokens), ("seconds", seconds)):
         positive(name, value)
+    positive_int("n_chips", n_chips)
     return 2.0 * param_count * tokens / (seconds * n_chips * chip.peak_flops(compute_dtype))
 
 
@@ -476,7 +479,7 @@ def attention_collectives(attention_sharding: str, batch: int, n_heads: int, hea
     """
     choice("attention_sharding", attention_sharding, ATTENTION_SHARDINGS)
     for name, value in (("batch", batch), ("n_heads", n_heads), ("head_dim", head_dim)):
-        positive(name, value)
+        positive_int(name, value)
     group = _mesh(mesh_shape)
     n = math.prod(group)
     if attention_sharding == "heads" or n == 1:
@@ -492,6 +495,8 @@ def ring_bytes_sent(collective: Collective) -> float:
     The cost model (Pope et al. App. A) counts bytes_per_chip -- the gathered output, the unreduced input, the
     resharded block -- and drops (m-1)/m; a ring all-gather passes m-1 of the m blocks through each chip.
     """
+    if not isinstance(collective, Collective):
+        raise ValueError(f"collective must be a layouts.Collective, got {type(collective).__name__}")
     k = math.prod(collective.group)
     return collective.bytes_per_chip * (k - 1) / k
 

@@ -13,7 +13,7 @@ the placement as `kv_placement` (default "batch-split", the sources' convention)
 import math
 from dataclasses import dataclass
 
-from ._validate import choice, positive
+from ._validate import choice, non_negative_int, positive, positive_int
 from .dtypes import bytes_per_element
 from .hardware import get_chip
 from .models import get_model, param_count
@@ -40,7 +40,7 @@ def kv_cache_bytes(model, tokens: int, batch: int = 1, dtype: str = "bf16") -> f
     """
     m = get_model(model)
     positive("tokens", tokens, allow_zero=True)
-    positive("batch", batch, allow_zero=True)
+    non_negative_int("batch", batch)
     n_global = m.n_global_layers
     local_tokens = tokens if m.sliding_window is None else min(tokens, m.sliding_window)
     kept = (n_global * tokens + (m.n_layers - n_global) * local_tokens) / m.n_layers
@@ -99,7 +99,7 @@ def memory_footprint(model, chip, n_chips: int, batch: int, context_len: int, we
     """Weights + B sequences' KV caches (times `kv_replication`), against n_chips x HBM capacity (activations
     ignored)."""
     chip = get_chip(chip)
-    positive("n_chips", n_chips)
+    positive_int("n_chips", n_chips)
     copies = kv_replication(model, n_chips, kv_placement)
     return MemoryFootprint(weight_bytes=param_bytes(model, weight_dtype),
                            kv_bytes=copies * kv_cache_bytes(model, context_len, batch, kv_dtype),
@@ -130,7 +130,7 @@ def max_batch_size(model, chip, n_chips: int, context_len: int, weight_dtype: st
     the Scaling Book's rule: no copies) or "replicated" (n / K copies; see `kv_replication`).
     """
     chip = get_chip(chip)
-    positive("n_chips", n_chips)
+    positive_int("n_chips", n_chips)
     positive("context_len", context_len)
     free = n_chips * chip.hbm_capacity - param_bytes(model, weight_dtype)
     if free <= 0:

@@ -11,9 +11,11 @@ import json
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
+from ._validate import flag, non_negative_int, positive_int
 
 _ALWAYS_SHOWN = ("n_layers", "d_model", "d_ff", "n_heads", "n_kv_heads", "head_dim", "vocab_size", "n_experts",
                  "n_active_experts", "tied_embeddings", "sliding_window", "name", "source")
+
 
 
 @dataclass(frozen=True)
@@ -56,9 +58,8 @@ class Transformer:
     def __post_init__(self):
         for field_name in ("n_layers", "d_model", "d_ff", "n_heads", "n_kv_heads", "head_dim", "vocab_size",
                            "n_experts", "n_active_experts"):
-            value = getattr(self, field_name)
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise ValueError(f"{field_name} must be a positive integer, got {value!r}")
+            # NumPy integers are accepted and stored as Python ints, so the model stays hashable and prints cleanly.
+            object.__setattr__(self, field_name, positive_int(field_name, getattr(self, field_name)))
         if self.n_heads % self.n_kv_heads:
             raise ValueError(
                 f"n_kv_heads={self.n_kv_heads} does not divide n_heads={self.n_heads}; grouped-query attention "
@@ -72,12 +73,17 @@ class Transformer:
         for field_name in ("sliding_window", "global_every", "d_ff_dense", "kv_lora_rank", "q_lora_rank",
                            "v_head_dim"):
             value = getattr(self, field_name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
-                raise ValueError(f"{field_name} must be a positive integer or None, got {value!r}")
+            if value is not None:
+                try:
+                    object.__setattr__(self, field_name, positive_int(field_name, value))
+                except ValueError as err:
+                    raise ValueError(f"{err} (a positive integer, or None)") from None
         for field_name in ("n_shared_experts", "n_dense_layers", "rope_head_dim"):
-            value = getattr(self, field_name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(f"{field_name} must be a non-negative integer, got {value!r}")
+            object.__setattr__(self, field_name, non_negative_int(field_name, getattr(self, field_name)))
+        object.__setattr__(self, "tied_embeddings", flag("tied_embeddings", self.tied_embeddings))
+        for field_name in ("name", "source"):
+            if not isinstance(getattr(self, field_name), str):
+                raise ValueError(f"{field_name} must be a string, got {getattr(self, field_name)!r}")
         if self.global_every is not None and self.sliding_window is None:
             raise ValueError("global_every needs a sliding_window: it says which layers escape the window")
         if self.n_shared_experts and self.n_experts == 1:
@@ -160,7 +166,8 @@ def param_breakdown(model: Transformer, active_only: bool = False) -> ParamCount
     embeddings: V*D for the input table, plus V*D for the output projection when untied.
     Norm gains and biases (O(L*D), under 0.01% of any model here) are not counted.
     """
-    m = model
+    m = get_model(model)
+    flag("active_only", active_only)
     d, n, h, hv = m.d_model, m.n_heads, m.head_dim, m.value_head_dim
     if m.is_mla:
         w_q = d * n * h if m.q_lora_rank is None else d * m.q_lora_rank + m.q_lora_rank * n * h

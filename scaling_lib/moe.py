@@ -13,7 +13,7 @@ Expert FFNs are gated (3 D F parameters each, `models.param_breakdown`); a route
 
 from dataclasses import dataclass
 
-from ._validate import positive
+from ._validate import divides, non_negative_int, positive_int
 from .dtypes import bytes_per_element
 from .hardware import get_chip
 from .memory import kv_bytes_per_token
@@ -23,6 +23,7 @@ from .sharding import collective_time, latency_bound_bytes
 
 def as_moe(model, n_experts: int, n_active_experts: int):
     """The same model with every feed-forward block replaced by n_experts experts, n_active_experts per token."""
+    n_experts, n_active_experts = positive_int("n_experts", n_experts), positive_int("n_active_experts", n_active_experts)
     return get_model(model).with_(n_experts=n_experts, n_active_experts=n_active_experts)
 
 
@@ -73,9 +74,9 @@ def expected_experts_touched(n_experts: int, n_active_experts: int, tokens: int)
     is large enough (E / k x B_crit) for those reads to be amortised: the reason MoE decode stays
     weight-bandwidth-bound. Uniform, independent routing is an assumption (real routers are skewed).
     """
-    positive("n_experts", n_experts)
-    positive("n_active_experts", n_active_experts)
-    positive("tokens", tokens, allow_zero=True)
+    positive_int("n_experts", n_experts)
+    positive_int("n_active_experts", n_active_experts)
+    non_negative_int("tokens", tokens)
     if n_active_experts > n_experts:
         raise ValueError(f"n_active_experts={n_active_experts} exceeds n_experts={n_experts}")
     return n_experts * (1.0 - (1.0 - n_active_experts / n_experts) ** tokens)
@@ -114,11 +115,8 @@ def expert_sharded_memory(model, chip, expert_shards: int, model_shards: int = 1
     """
     m = get_model(model)
     chip = get_chip(chip)
-    positive("expert_shards", expert_shards)
-    positive("model_shards", model_shards)
-    if m.n_experts % expert_shards:
-        raise ValueError(f"expert_shards={expert_shards} does not divide n_experts={m.n_experts}; "
-                         f"pick a divisor of {m.n_experts}")
+    divides("expert_shards", expert_shards, "n_experts", m.n_experts)
+    positive_int("model_shards", model_shards)
     parts = param_breakdown(m)
     size = bytes_per_element(dtype)
     return ExpertShardedMemory(
@@ -156,10 +154,11 @@ def routing_all_to_all(model, chip, batch: int, expert_shards: int, activation_d
     `sharding.latency_bound_bytes(chip, expert_shards)` (Scaling Book ch. 7, on latency-bound decode collectives).
     """
     m = get_model(model)
-    positive("batch", batch)
-    positive("expert_shards", expert_shards)
+    positive_int("batch", batch)
+    positive_int("expert_shards", expert_shards)
     if m.n_experts == 1:
         raise ValueError(f"{m.name} is dense (n_experts=1): it routes nothing; use moe.as_moe(model, E, k) first")
+    divides("expert_shards", expert_shards, "n_experts", m.n_experts)
     array = batch * m.n_active_experts * m.d_model * bytes_per_element(activation_dtype)
     return RoutingAllToAll(bytes_each=array, latency_bound_bytes=latency_bound_bytes(chip, expert_shards),
                            time_each_s=collective_time("all-to-all", array, chip, expert_shards).total_s,

@@ -12,7 +12,7 @@ low-precision rate, quantization still saves bytes and capacity (`roofline.criti
 
 from dataclasses import dataclass
 
-from ._validate import positive
+from ._validate import positive, positive_int
 from .hardware import get_chip
 from .inference import decode_step_time
 from .memory import kv_bytes_per_token, max_batch_size, param_bytes
@@ -65,15 +65,17 @@ def quantization_table(model, chip, n_chips: int, context_len: int, batch: int,
     """
     m = get_model(model)
     chip = get_chip(chip)
-    positive("n_chips", n_chips)
+    positive_int("n_chips", n_chips)
     positive("context_len", context_len)
-    positive("batch", batch)
+    positive_int("batch", batch)
+    if isinstance(schemes, (str, bytes)) or not hasattr(schemes, "__iter__"):
+        raise ValueError(f"schemes must list (weight_dtype, kv_dtype, compute_dtype) triples, got {schemes!r}")
     schemes = tuple(schemes)
     if not schemes:
         raise ValueError("schemes must list at least one (weight_dtype, kv_dtype, compute_dtype) triple")
     rows = []
     for scheme in schemes:
-        if len(scheme) != 3:
+        if isinstance(scheme, str) or not isinstance(scheme, (tuple, list)) or len(scheme) != 3:
             raise ValueError(f"a scheme is (weight_dtype, kv_dtype, compute_dtype), got {scheme!r}")
         weight, kv, compute = scheme
         rows.append(QuantizationRow(

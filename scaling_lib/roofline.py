@@ -8,7 +8,7 @@ flops / bytes; it is compute-bound when the intensity exceeds the chip's ridge p
 
 from dataclasses import dataclass
 
-from ._validate import positive
+from ._validate import divides, positive, positive_int
 from .dtypes import bytes_per_element
 from .hardware import get_chip
 
@@ -48,7 +48,7 @@ def roofline_time(flops: float, bytes_moved: float, chip, n_chips: int = 1,
     chip = get_chip(chip)
     positive("flops", flops, allow_zero=True)
     positive("bytes_moved", bytes_moved, allow_zero=True)
-    positive("n_chips", n_chips)
+    positive_int("n_chips", n_chips)
     return RooflineTime(compute_s=flops / (n_chips * chip.peak_flops(compute_dtype)),
                         memory_s=bytes_moved / (n_chips * chip.hbm_bandwidth))
 
@@ -105,8 +105,8 @@ def moe_critical_batch_size(chip, n_experts: int, n_active_experts: int, weight_
                             compute_dtype: str = "bf16") -> float:
     """E / k x B_crit: each expert sees only k / E of the batch's tokens, so the batch must be E / k times larger
     for every expert's matmul to be compute-bound (Scaling Book ch. 7; 16 experts, top-2 on v5e: 1,920 tokens)."""
-    positive("n_experts", n_experts)
-    positive("n_active_experts", n_active_experts)
+    positive_int("n_experts", n_experts)
+    positive_int("n_active_experts", n_active_experts)
     if n_active_experts > n_experts:
         raise ValueError(f"n_active_experts={n_active_experts} exceeds n_experts={n_experts}")
     return n_experts / n_active_experts * critical_batch_size(chip, weight_dtype, compute_dtype)
@@ -124,7 +124,7 @@ def attention_bytes(query_len: int, kv_len: int, n_heads: int, n_kv_heads: int, 
                     dtype: str = "bf16") -> float:
     """Flash-attention traffic: read Q [B,T,N,H], K and V [B,S,K,H], write O [B,T,N,H]."""
     attention_flops(query_len, kv_len, n_heads, head_dim, batch)  # validates
-    positive("n_kv_heads", n_kv_heads)
+    divides("n_kv_heads", n_kv_heads, "n_heads", n_heads)
     size = bytes_per_element(dtype)
     return size * batch * head_dim * (2 * query_len * n_heads + 2 * kv_len * n_kv_heads)
 
@@ -154,6 +154,12 @@ class MeasuredRoofline:
         return self.floor_s / self.per_row_s
 
 
+def _sequence(name, values) -> list:
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise ValueError(f"{name} must be a sequence of numbers, got {values!r}")
+    return list(values)
+
+
 def fit_batch_roofline(batches, seconds, n_floor: int = 3) -> MeasuredRoofline:
     """Fit t(B) = max(t_0, B t_1) to measured matmul times (Scaling Book ch. 1: T = max(FLOPs / C, bytes / W_hbm)).
 
@@ -161,7 +167,7 @@ def fit_batch_roofline(batches, seconds, n_floor: int = 3) -> MeasuredRoofline:
     time / batch at the largest batch (assumed compute-bound); the knee t_0 / t_1 equals (C / W) x bytes_per_weight / 2
     when those assumptions hold, i.e. the machine's own critical batch size.
     """
-    batches, seconds = list(batches), list(seconds)
+    batches, seconds = _sequence("batches", batches), _sequence("seconds", seconds)
     if len(batches) != len(seconds) or len(batches) < 2:
         raise ValueError(f"need at least two (batch, seconds) pairs of equal length, got {len(batches)} batches "
                          f"and {len(seconds)} times")
@@ -170,7 +176,7 @@ def fit_batch_roofline(batches, seconds, n_floor: int = 3) -> MeasuredRoofline:
         positive("seconds", t)
     if list(batches) != sorted(batches):
         raise ValueError(f"batches must be increasing, got {batches!r}")
-    if not 1 <= n_floor < len(batches):
+    if not 1 <= positive_int("n_floor", n_floor) < len(batches):
         raise ValueError(f"n_floor must be between 1 and {len(batches) - 1}, got {n_floor!r}")
     floor = sorted(seconds[:n_floor])
     mid = len(floor) // 2
@@ -218,6 +224,7 @@ def explain_matmul(chip, batch: int, d_in: int = 8192, d_out: int = 8192, weight
     Activations are stored in the compute dtype when it is an 8-bit format, else in bf16.
     """
     chip = get_chip(chip)
+    chip.peak_flops(compute_dtype)  # validates the dtype and that the chip has a rate for it
     activation_dtype = compute_dtype if bytes_per_element(compute_dtype) < 2 else "bf16"
     intensity = matmul_intensity(batch, d_in, d_out, activation_dtype, weight_dtype)
     return MatmulReport(

@@ -26,7 +26,7 @@ def prefill_latency(model, chip, n_chips: int, prompt_len: int, mfu: float = 0.4
     The floor only matters for prompts of a few tokens, where prefill is a decode step in disguise.
     """
     chip = get_chip(chip)
-    compute = prefill_time(model, chip, n_chips, prompt_len, mfu, batch, compute_dtype)
+    compute = prefill_time(model, chip, n_chips, prompt_len, mfu, batch, compute_dtype)  # validates the arguments
     return max(compute, param_bytes(model, weight_dtype) / (n_chips * chip.hbm_bandwidth))
 
 
@@ -39,8 +39,8 @@ def prefill_to_decode_ratio(prefill_s: float, decode_step_s: float, decode_batch
     """
     positive("prefill_s", prefill_s)
     positive("decode_step_s", decode_step_s)
-    positive("decode_batch", decode_batch)
-    positive("decode_steps", decode_steps)
+    positive_int("decode_batch", decode_batch)
+    positive_int("decode_steps", decode_steps)
     return prefill_s * decode_batch / (decode_step_s * decode_steps)
 
 
@@ -96,7 +96,6 @@ def default_transfer_bandwidth(chip, n_chips: int, network: str = "dcn") -> floa
 def kv_transfer_time(model, prompt_len: int, chip, n_chips: int, bandwidth: float | None = None,
                      kv_dtype: str = "bf16", network: str = "dcn") -> float:
     """KV bytes / bandwidth (B/s); bandwidth defaults to `default_transfer_bandwidth(chip, n_chips, network)`."""
-    if bandwidth is None:
-        bandwidth = default_transfer_bandwidth(chip, n_chips, network)
-    positive("bandwidth", bandwidth)
+    default = default_transfer_bandwidth(chip, n_chips, network)  # validates chip, n_chips, network
+    bandwidth = default if bandwidth is None else positive("bandwidth", bandwidth)
     return kv_transfer_bytes(model, prompt_len, kv_dtype) / bandwidth

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from types import MappingProxyType
 
-from ._validate import positive
+from ._validate import axes, positive, positive_int
 from .collectives import (COLLECTIVES, CollectiveTime, collective_bandwidth, collective_hops, collective_time,
                           latency_bound_bytes, mesh_collective)
 from .dtypes import bytes_per_element
@@ -85,7 +85,7 @@ def fsdp_decode_cost(model, chip, n_chips: int, weight_dtype: str = "bf16") -> F
     on one ring axis, the injection bandwidth in a GPU node) instead of reading P_bytes / n from each chip's HBM; the
     ratio is (n - 1) x beta (Scaling Book ch. 7: "no FSDP in decode")."""
     chip = get_chip(chip)
-    positive("n_chips", n_chips)
+    positive_int("n_chips", n_chips)
     if n_chips < 2:
         raise ValueError(f"FSDP needs at least 2 chips, got n_chips={n_chips}")
     weights = model_param_bytes(model, weight_dtype)
@@ -111,8 +111,8 @@ def kv_cache_sharding(n_kv_heads: int, batch: int, n_shards: int) -> KvSharding:
 
     Scaling Book ch. 7: beyond K ways, shard the batch, at the cost of two all-to-alls per attention layer.
     """
-    for name, value in (("n_kv_heads", n_kv_heads), ("batch", batch), ("n_shards", n_shards)):
-        positive(name, value)
+    n_kv_heads, batch = positive_int("n_kv_heads", n_kv_heads), positive_int("batch", batch)
+    n_shards = positive_int("n_shards", n_shards)
     head_shards = math.gcd(n_kv_heads, n_shards)
     batch_shards = n_shards // head_shards
     if batch % batch_shards:
@@ -165,8 +165,8 @@ def _mesh_hops(op: str, mesh_shape: tuple) -> int:
 
 
 def _torus(n_chips: int, mesh_shape) -> tuple:
-    positive("n_chips", n_chips)
-    mesh_shape = (n_chips,) if mesh_shape is None else tuple(mesh_shape)
+    n_chips = positive_int("n_chips", n_chips)
+    mesh_shape = (n_chips,) if mesh_shape is None else axes("mesh_shape", mesh_shape)
     if math.prod(mesh_shape) != n_chips:
         raise ValueError(f"mesh_shape {mesh_shape} has {math.prod(mesh_shape)} chips, not n_chips={n_chips}; "
                          "pass axis sizes that multiply to n_chips")
@@ -202,6 +202,7 @@ def decode_step_components(model, chip, n_chips: int, batch: int, context_len: i
     `collective_time`. mesh_shape: the torus the n chips form, e.g. (4, 4) (default a ring of n).
     """
     m = get_model(model)
+    positive_int("n_chips", n_chips)
     mesh_shape = _torus(n_chips, mesh_shape)
     step = decode_step_time(m, chip, n_chips, batch, context_len, weight_dtype, kv_dtype, compute_dtype)
     b_act = bytes_per_element(activation_dtype)

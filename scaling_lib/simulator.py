@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validate import positive, positive_int
+from ._validate import choice, fraction, non_negative_int, positive, positive_int, probability
 from .hardware import get_chip
 from .inference import decode_step_time, prefill_time
 from .memory import max_batch_size
@@ -33,6 +33,9 @@ from .models import get_model
 from .serving import default_transfer_bandwidth, kv_transfer_bytes, prefill_latency
 
 ENGINES = ("naive", "interleaved", "chunked", "disaggregated")
+# Longest prompt or output a workload may hold: far beyond any context window, and small enough that no sum of
+# lengths in the simulator can overflow int64.
+MAX_REQUEST_TOKENS = 2**31 - 1
 
 # ---------------------------------------------------------------------------------------------------------------
 # Inputs of the simulator: a server configuration and a workload
@@ -62,8 +65,7 @@ class ServingConfig:
         model, chip = get_model(self.model), get_chip(self.chip)
         for name in ("n_chips", "max_batch", "max_context_len", "prefill_chunk_tokens"):
             positive_int(name, getattr(self, name))
-        if isinstance(self.mfu, bool) or not isinstance(self.mfu, (int, float)) or not 0 < self.mfu <= 1:
-            raise ValueError(f"mfu must be in (0, 1], got {self.mfu!r}: it is the fraction of peak FLOP/s achieved")
+        fraction("mfu", self.mfu, "the fraction of peak FLOP/s achieved")
         chip.peak_flops(self.compute_dtype)  # the chip must have this matrix rate
         fit = max_batch_size(model, chip, self.n_chips, self.max_context_len, self.weight_dtype, self.kv_dtype)
         if fit == 0:
@@ -108,17 +110,24 @@ class Workload:
         if not np.all(np.isfinite(arrival)) or np.any(arrival < 0):
             raise ValueError("arrival_s must be finite and non-negative")
         for name, lengths in (("prompt_len", prompt), ("output_len", output)):
-            if not np.issubdtype(lengths.dtype, np.integer) and not np.all(np.mod(lengths, 1) == 0):
-                raise ValueError(f"{name} must hold whole numbers of tokens")
+            if not (np.issubdtype(lengths.dtype, np.integer) or np.issubdtype(lengths.dtype, np.floating)) or \
+                    not np.all(np.isfinite(lengths)) or not np.all(np.mod(lengths, 1) == 0):
+                raise ValueError(f"{name} must hold whole numbers of tokens, got dtype {lengths.dtype}")
             if np.any(lengths < 1):
                 raise ValueError(f"{name} must be at least 1 token, got min {lengths.min()!r}")
+            if np.any(lengths > MAX_REQUEST_TOKENS):
+                raise ValueError(f"{name} holds {lengths.max()!r} tokens, more than any context window; every "
+                                 f"length must be at most {MAX_REQUEST_TOKENS} (2**31 - 1)")
+        if np.any(prompt.astype(object) + output.astype(object) > MAX_REQUEST_TOKENS):
+            raise ValueError(f"prompt_len + output_len must be at most {MAX_REQUEST_TOKENS} tokens per request")
         object.__setattr__(self, "arrival_s", _readonly(arrival, float))
         object.__setattr__(self, "prompt_len", _readonly(prompt, np.int64))
         object.__setattr__(self, "output_len", _readonly(output, np.int64))
         cached = np.zeros(len(prompt), np.int64) if self.cached_len is None else np.asarray(self.cached_len)
         if cached.shape != prompt.shape:
             raise ValueError(f"cached_len must have one entry per request, got shape {cached.shape}")
-        if not np.issubdtype(cached.dtype, np.integer) and not np.all(np.mod(cached, 1) == 0):
+        if not (np.issubdtype(cached.dtype, np.integer) or np.issubdtype(cached.dtype, np.floating)) or \
+                not np.all(np.isfinite(cached)) or not np.all(np.mod(cached, 1) == 0):
             raise ValueError("cached_len must hold whole numbers of tokens")
         if np.any(cached < 0) or np.any(cached >= prompt):
             raise ValueError("cached_len must lie in [0, prompt_len - 1]: prefill needs at least one new token")
@@ -132,7 +141,10 @@ class Workload:
 def _lengths(spec, rng, n, name):
     """An int (every request), a (low, high) pair (uniform integers, both ends included) or f(rng, n) -> lengths."""
     if callable(spec):
-        return np.asarray(spec(rng, n))
+        lengths = np.asarray(spec(rng, n))
+        if lengths.shape != (n,):
+            raise ValueError(f"{name}: the function gave shape {lengths.shape}, not one length per request ({n},)")
+        return lengths
     if isinstance(spec, tuple) and len(spec) == 2:
         low, high = (positive_int(f"{name} bound", v) for v in spec)
         if low > high:
@@ -150,18 +162,17 @@ def poisson_workload(rate_per_s: float, n_requests: int, prompt_len=1024, output
     `shared_prefix_len` tokens already cached (`Workload.cached_len`); a prompt no longer than the prefix reuses all
     but its last token. With the defaults (no sharing) the random stream, hence the workload, is unchanged.
     """
-    if isinstance(rate_per_s, bool) or not isinstance(rate_per_s, (int, float)) or not rate_per_s > 0 \
-            or rate_per_s == float("inf"):
-        raise ValueError(f"rate_per_s must be a positive, finite number of requests per second, got {rate_per_s!r}")
+    try:
+        positive("rate_per_s", rate_per_s)
+    except ValueError as err:
+        raise ValueError(f"rate_per_s must be a positive, finite number of requests per second ({err})") from None
     n = positive_int("n_requests", n_requests)
-    rng = np.random.default_rng(seed)
-    if isinstance(shared_prefix_fraction, bool) or not isinstance(shared_prefix_fraction, (int, float)) \
-            or not 0 <= shared_prefix_fraction <= 1:
-        raise ValueError(f"shared_prefix_fraction must be a fraction of requests in [0, 1], got "
-                         f"{shared_prefix_fraction!r}")
-    if isinstance(shared_prefix_len, bool) or not isinstance(shared_prefix_len, (int, np.integer)) \
-            or shared_prefix_len < 0:
-        raise ValueError(f"shared_prefix_len must be a non-negative number of tokens, got {shared_prefix_len!r}")
+    rng = np.random.default_rng(non_negative_int("seed", seed))
+    try:
+        probability("shared_prefix_fraction", shared_prefix_fraction)
+    except ValueError as err:
+        raise ValueError(f"shared_prefix_fraction must be a fraction of requests in [0, 1] ({err})") from None
+    shared_prefix_len = non_negative_int("shared_prefix_len", shared_prefix_len)
     arrival = np.cumsum(rng.exponential(1.0 / rate_per_s, size=n))
     prompt, output = _lengths(prompt_len, rng, n, "prompt_len"), _lengths(output_len, rng, n, "output_len")
     cached = None
@@ -173,8 +184,8 @@ def poisson_workload(rate_per_s: float, n_requests: int, prompt_len=1024, output
 
 def trace_workload(trace) -> Workload:
     """A workload from a list of (arrival_s, prompt_len, output_len) tuples."""
-    rows = list(trace)
-    if not rows or any(len(row) != 3 for row in rows):
+    rows = list(trace) if hasattr(trace, "__iter__") and not isinstance(trace, (str, bytes)) else []
+    if not rows or any(not isinstance(row, (tuple, list)) or len(row) != 3 for row in rows):
         raise ValueError("a trace is a non-empty list of (arrival_s, prompt_len, output_len) tuples")
     arrival, prompt, output = zip(*rows)
     return Workload(np.array(arrival, float), np.array(prompt), np.array(output))
@@ -485,9 +496,9 @@ def _prefill_pool(costs, n_servers, order, arrival, prompt, rec, cached):
     return done
 
 
-def simulate(config: ServingConfig, workload: Workload, engine: str = "interleaved", n_servers: int = 1,
-             n_prefill_servers: int = 1, n_decode_servers: int = 1, transfer_bandwidth: float | None = None,
-             prefill_config: ServingConfig | None = None) -> SimulationResult:
+def simulate(config: ServingConfig, workload: Workload, engine: str = "interleaved", n_servers: int | None = None,
+             n_prefill_servers: int | None = None, n_decode_servers: int | None = None,
+             transfer_bandwidth: float | None = None, prefill_config: ServingConfig | None = None) -> SimulationResult:
     """Run `workload` through an engine and time every request (see the module docstring for the engines).
 
     Co-located engines ("naive", "interleaved", "chunked") run `n_servers` copies of `config`; requests are dealt
@@ -499,16 +510,28 @@ def simulate(config: ServingConfig, workload: Workload, engine: str = "interleav
     disaggregated engine still ships the whole prompt's cache to the decode server. Deterministic: the same inputs
     give the same result.
     """
-    if engine not in ENGINES:
-        raise ValueError(f"unknown engine {engine!r}; use one of {', '.join(ENGINES)}")
+    choice("engine", engine, ENGINES)
+    # An argument the chosen engine would ignore is a mistake (a sweep that changes nothing): refuse it.
+    split = dict(n_prefill_servers=n_prefill_servers, n_decode_servers=n_decode_servers,
+                 transfer_bandwidth=transfer_bandwidth, prefill_config=prefill_config)
+    for name, value in split.items():
+        if engine != "disaggregated" and value is not None:
+            raise ValueError(f"{name} applies to the 'disaggregated' engine only, not to {engine!r}; drop it, or use "
+                             "n_servers for the number of co-located servers")
+    if engine == "disaggregated" and n_servers is not None:
+        raise ValueError("n_servers applies to the co-located engines (naive, interleaved, chunked); the "
+                         "'disaggregated' engine takes n_prefill_servers and n_decode_servers")
+    n_servers = 1 if n_servers is None else n_servers
+    n_prefill_servers = 1 if n_prefill_servers is None else n_prefill_servers
+    n_decode_servers = 1 if n_decode_servers is None else n_decode_servers
     if not isinstance(config, ServingConfig):
         raise ValueError(f"config must be a ServingConfig, got {type(config).__name__}")
     if not isinstance(workload, Workload):
         raise ValueError(f"workload must be a Workload (see poisson_workload, trace_workload), got "
                          f"{type(workload).__name__}")
-    for name, value in (("n_servers", n_servers), ("n_prefill_servers", n_prefill_servers),
-                        ("n_decode_servers", n_decode_servers)):
-        positive_int(name, value)
+    n_servers = positive_int("n_servers", n_servers)
+    n_prefill_servers = positive_int("n_prefill_servers", n_prefill_servers)
+    n_decode_servers = positive_int("n_decode_servers", n_decode_servers)
     longest = int((workload.prompt_len + workload.output_len).max())
     if longest > config.max_context_len:
         raise ValueError(f"a request needs {longest} tokens of context but max_context_len="

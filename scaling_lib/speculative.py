@@ -19,7 +19,7 @@ general step-time bound. Used in chapter 10, *Speculative decoding*.
 
 from dataclasses import dataclass
 
-from ._validate import non_negative_int, positive, probability
+from ._validate import non_negative_int, positive, positive_int, probability
 from .inference import decode_step_time, step_time_bound
 from .memory import kv_cache_bytes, param_bytes
 from .models import active_param_count, get_model
@@ -61,7 +61,9 @@ def draft_cost_ratio(draft_params: float, target_params: float) -> float:
 
 def best_lookahead(acceptance: float, draft_cost_ratio: float, max_lookahead: int = 16) -> int:
     """The γ in 0..max_lookahead that maximises `speedup` (0 means: do not speculate)."""
-    non_negative_int("max_lookahead", max_lookahead)
+    max_lookahead = non_negative_int("max_lookahead", max_lookahead)
+    probability("acceptance", acceptance)
+    positive("draft_cost_ratio", draft_cost_ratio, allow_zero=True)
     return max(range(max_lookahead + 1), key=lambda k: (speedup(k, acceptance, draft_cost_ratio), -k))
 
 
@@ -91,7 +93,8 @@ def roofline_step(model, chip, n_chips: int, batch: int, context_len: int, looka
     """
     m = get_model(model)
     k = non_negative_int("lookahead", lookahead)
-    positive("batch", batch)
+    batch = positive_int("batch", batch)
+    probability("acceptance", acceptance)
     positive("draft_cost_ratio", draft_cost_ratio, allow_zero=True)
     dtypes = (weight_dtype, kv_dtype, compute_dtype)
     plain = decode_step_time(m, chip, n_chips, batch, context_len, *dtypes).total_s
@@ -113,7 +116,7 @@ def roofline_speedup(model, chip, n_chips: int, batch: int, context_len: int, lo
 def best_roofline_lookahead(model, chip, n_chips: int, batch: int, context_len: int, acceptance: float,
                             draft_cost_ratio: float, max_lookahead: int = 16, **dtypes) -> int:
     """The γ in 0..max_lookahead that maximises `roofline_speedup` at this batch and context."""
-    non_negative_int("max_lookahead", max_lookahead)
+    max_lookahead = non_negative_int("max_lookahead", max_lookahead)
     return max(range(max_lookahead + 1),
                key=lambda k: (roofline_speedup(model, chip, n_chips, batch, context_len, k, acceptance,
                                                draft_cost_ratio, **dtypes), -k))
