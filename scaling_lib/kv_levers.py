@@ -27,7 +27,7 @@ from .models import get_model
 def _lengths(lengths):
     if isinstance(lengths, (str, bytes)) or not hasattr(lengths, "__iter__"):
         lengths = [lengths]
-    lengths = [non_negative_int("sequence length", n) for n in lengths]
+    lengths = [non_negative_int(f"lengths[{i}]", n) for i, n in enumerate(lengths)]
     if not lengths:
         raise ValueError("lengths must list at least one sequence length")
     return lengths
@@ -110,8 +110,8 @@ def local_global_kv_bytes(model, tokens: int, window: int, global_every: int, ba
                           dtype: str = "bf16") -> float:
     """KV bytes of `batch` sequences of `tokens` tokens when every `global_every`-th layer attends globally and the
     rest only to the last `window` tokens: B x 2 K H bytes x (L_global S + L_local min(S, w))."""
-    return kv_footprint(model, [non_negative_int("tokens", tokens)] * positive_int("batch", batch), dtype, window,
-                        positive_int("global_every", global_every)).stored_bytes
+    return kv_footprint(model, [non_negative_int("tokens", tokens)] * positive_int("batch", batch), dtype,
+                        positive_int("window", window), positive_int("global_every", global_every)).stored_bytes
 
 
 def cross_layer_kv_bytes(model, tokens: int, share_every: int, batch: int = 1, dtype: str = "bf16") -> KVBytes:

@@ -115,6 +115,9 @@ def expert_sharded_memory(model, chip, expert_shards: int, model_shards: int = 1
     """
     m = get_model(model)
     chip = get_chip(chip)
+    if m.n_experts == 1:
+        raise ValueError(f"{m.name} is dense (n_experts=1): it has no experts to shard; use moe.as_moe(model, E, k) "
+                         "first")
     divides("expert_shards", expert_shards, "n_experts", m.n_experts)
     positive_int("model_shards", model_shards)
     parts = param_breakdown(m)

@@ -46,6 +46,7 @@ def parse_unit(unit: str):
 
 def parse_quantity(text, default_unit: str = ""):
     """'4.98 ms' -> (0.00498, 'time'). A bare number is read in `default_unit`. Returns (SI value, kind)."""
+    parse_unit(default_unit)  # a bad default unit is an error even when `text` names its own unit
     if isinstance(text, bool):
         raise ValueError(f"expected a number, got {text!r}")
     if isinstance(text, (int, float)) or hasattr(text, "__float__") and not isinstance(text, str):

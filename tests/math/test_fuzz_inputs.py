@@ -1,0 +1,431 @@
+"""Property-based tests (Hypothesis) of every public function of the closed-form modules: bad input gets a
+ValueError naming the argument; edge input gets a ValueError or a finite, non-negative result. Never a TypeError from
+deep inside, never NaN, inf or a negative byte count.
+
+Each function has a spec: a known-good call (its base arguments, which must succeed with a sane result) and the kind
+of each argument. The kind gives the values Hypothesis draws: good edge values (0 where allowed, 1, large, NumPy
+scalars, whole floats) and bad ones (negative, fractional where an integer is needed, NaN, inf, bools, strings that
+look like numbers, None, unknown names). `test_every_public_function_has_a_spec` enumerates the modules, so a new
+public function without a spec fails.
+
+Examples are derandomized (the same on every run) and few per function, so the whole file runs in a few seconds.
+"""
+
+import dataclasses
+import importlib
+import inspect
+import math
+import pkgutil
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import scaling_lib
+from scaling_lib.models import get_model
+from scaling_lib.simulator import ServingConfig, trace_workload
+
+MODULES = sorted(m.name for m in pkgutil.iter_modules(scaling_lib.__path__) if not m.ispkg and not m.name.startswith("_"))
+SETTINGS = settings(max_examples=25, deadline=None, derandomize=True, database=None,
+                    suppress_health_check=list(HealthCheck))
+
+NAN, INF = float("nan"), float("inf")
+TINY = get_model("llama3-8b").with_(n_layers=2, d_model=64, d_ff=128, n_heads=4, n_kv_heads=2, head_dim=16,
+                                     vocab_size=256, name="tiny")
+MODELS = ("llama3-8b", "llama2-13b", "llama3-70b", "palm-8b", "sb7-worked", TINY, TINY.with_(sliding_window=8))
+MOE = get_model("sb7-worked").with_(n_experts=16, n_active_experts=2)
+CONFIG = ServingConfig("llama3-8b", "h100", n_chips=1, max_batch=4, max_context_len=4096)
+WORKLOAD = trace_workload([(0.0, 100, 5), (0.01, 300, 3), (0.02, 50, 1)])
+
+
+def _ints(low, high):
+    return st.one_of(st.sampled_from(sorted({low, low + 1, high})), st.integers(low, high),
+                     st.integers(low, high).map(np.int64), st.integers(low, high).map(float))
+
+
+def _reals(low, high):
+    return st.one_of(st.sampled_from([low, high]), st.floats(low, high), st.floats(low, high).map(np.float64),
+                     st.integers(int(math.ceil(low)), int(high)))
+
+
+# kind -> (good values, bad values). Kinds ending in "?" also accept None.
+GOOD = {
+    "count": _ints(1, 1 << 20), "small": _ints(1, 48), "count0": _ints(0, 1 << 20), "small0": _ints(0, 16),
+    "real": _reals(1e-3, 1e15), "signed": _reals(-1e15, 1e15), "real0": _reals(0.0, 1e15), "prob": _reals(0.0, 1.0), "frac": _reals(1e-3, 1.0),
+    "model": st.sampled_from(MODELS), "moe": st.sampled_from([MOE, MOE.with_(n_experts=8, n_active_experts=1)]),
+    "chip": st.sampled_from(scaling_lib.hardware.chip_names() + ("ironwood", "V5E")),
+    "dtype": st.sampled_from(["bf16", "fp8", "int8", "int4", "fp32", "fp16"]),
+    "flag": st.booleans(), "mesh": st.lists(st.sampled_from([1, 2, 4]), min_size=1, max_size=3).map(tuple),
+    "lengths": st.lists(st.integers(0, 4096), min_size=1, max_size=8),
+    "layout": st.sampled_from(scaling_lib.layouts.LAYOUTS), "convention": st.sampled_from(scaling_lib.layouts.CONVENTIONS),
+    "phase": st.sampled_from(scaling_lib.layouts.PHASES),
+    "sharding": st.sampled_from(scaling_lib.layouts.ATTENTION_SHARDINGS),
+    "op": st.sampled_from(scaling_lib.sharding.COLLECTIVES), "engine": st.sampled_from(scaling_lib.simulator.ENGINES),
+    "unit": st.sampled_from(["s", "ms", "GB", "GiB", "tokens", "TFLOP/s", "%", ""]),
+    "text": st.sampled_from(["4.98 ms", "1,920 tokens", "6.25 GiB", "240", ".5 s", "-3 us", "1e3 B"]),
+}
+_NUMBERISH = ["8", "0.4", True, None, [1], NAN]
+BAD = {
+    "count": [0, -1, 2.5, 1e-9, INF, 2**63, *_NUMBERISH], "count0": [-1, 0.5, -INF, 2**63, *_NUMBERISH],
+    "real": [0, -1.0, -1e-300, INF, -INF, *_NUMBERISH], "real0": [-1.0, -1e-300, INF, *_NUMBERISH],
+    "signed": [INF, -INF, *_NUMBERISH], "prob": [1.5, -0.1, INF, *_NUMBERISH], "frac": [0, 1.5, -0.2, INF, *_NUMBERISH],
+    "model": ["gpt-9", 3, None, ["llama3-8b"]], "chip": ["tpu-v9", 3, None, ["h100"]],
+    "dtype": ["fp7", 8, None, ["bf16"]], "flag": [1, 0, "yes", None, NAN],
+    "mesh": [(0,), (-2, -4), (2.5, 1), (2, 2, 2, 2), (), 8, "2x2", [None]],
+    "lengths": [[-1], [1.5], [], "abc", [True], [NAN], None],
+    "choice": ["nope", 3, None, ["x"]], "unit": ["furlongs", 3, None], "text": ["abc", "1,5 ms", "nan s", None, []],
+}
+BAD.update(small=BAD["count"], small0=BAD["count0"], moe=BAD["model"] + ["llama3-8b"])
+for _choice in ("layout", "convention", "phase", "sharding", "op", "engine"):
+    BAD[_choice] = BAD["choice"]
+
+
+def spec(base, **kinds):
+    return base, kinds
+
+
+M = "llama3-70b"
+SPECS = {
+    "dtypes.bytes_per_element": spec(dict(dtype="bf16"), dtype="dtype"),
+    "flops.attention_pairs": spec(dict(query_len=4, kv_len=8, window=None, skip_masked=True),
+                                  query_len="small", kv_len="count", window="count?", skip_masked="flag"),
+    "flops.cached_generation_flops": spec(dict(model=M, prompt_len=16, n_tokens=8, batch=2, skip_masked=False,
+                                               cache_len=None), model="model", prompt_len="count", n_tokens="small",
+                                          batch="count", skip_masked="flag", cache_len="count?"),
+    "flops.decode_step_flops": spec(dict(model=M, context_len=100, batch=2, skip_masked=False), model="model",
+                                    context_len="count", batch="count", skip_masked="flag"),
+    "flops.forward_flops": spec(dict(model=M, tokens=100, batch=2, skip_masked=False), model="model",
+                                tokens="count", batch="count", skip_masked="flag"),
+    "flops.generation_flops_curve": spec(dict(model=M, prompt_len=16, n_tokens=8, batch=1, cached=True,
+                                              skip_masked=False, cache_len=None), model="model", prompt_len="count",
+                                         n_tokens="small", batch="count", cached="flag", skip_masked="flag",
+                                         cache_len="count?"),
+    "flops.matmul_params": spec(dict(model=M), model="model"),
+    "flops.naive_generation_flops": spec(dict(model=M, prompt_len=16, n_tokens=8, batch=1, skip_masked=False),
+                                         model="model", prompt_len="count", n_tokens="small", batch="count",
+                                         skip_masked="flag"),
+    "hardware.chip_names": spec({}),
+    "hardware.get_chip": spec(dict(name="tpu-v5e"), name="chip"),
+    "inference.decode_step_time": spec(dict(model=M, chip="tpu-v5e", n_chips=16, batch=32, context_len=8192),
+                                       model="model", chip="chip", n_chips="count", batch="count0",
+                                       context_len="real0", weight_dtype="dtype", kv_dtype="dtype",
+                                       compute_dtype="dtype"),
+    "inference.decode_step_time_kv_heads": spec(dict(model="llama2-13b", n_kv_heads=8, chip="tpu-v5e", n_chips=8,
+                                                     batch=16, context_len=8192), model="model", n_kv_heads="small",
+                                                chip="chip", n_chips="count", batch="count0", context_len="real0",
+                                                weight_dtype="dtype", kv_dtype="dtype"),
+    "inference.decode_throughput": spec(dict(model=M, chip="tpu-v5e", n_chips=16, batch=32, context_len=8192),
+                                        model="model", chip="chip", n_chips="count", batch="count",
+                                        context_len="real0", kv_dtype="dtype"),
+    "inference.explain_decode": spec(dict(model=M, chip="tpu-v5e", n_chips=16, batch=32, context_len=8192),
+                                     model="model", chip="chip", n_chips="count", batch="count", context_len="count",
+                                     weight_dtype="dtype", kv_dtype="dtype", compute_dtype="dtype"),
+    "inference.kv_compute_crossover_context": spec(dict(model=M, chip="tpu-v5e"), model="model", chip="chip",
+                                                   kv_dtype="dtype", compute_dtype="dtype"),
+    "inference.prefill_time": spec(dict(model=M, chip="tpu-v5e", n_chips=16, prompt_len=8192, mfu=0.4),
+                                   model="model", chip="chip", n_chips="count", prompt_len="real", mfu="frac",
+                                   batch="count", compute_dtype="dtype"),
+    "inference.step_time_bound": spec(dict(batch=8, kv_bytes_per_sequence=1e9, param_bytes=26e9, param_count=13e9,
+                                           chip="tpu-v5e", n_chips=8), batch="real0", kv_bytes_per_sequence="real0",
+                                      param_bytes="real", param_count="real", chip="chip", n_chips="count",
+                                      compute_dtype="dtype"),
+    "kv_levers.cross_layer_kv_bytes": spec(dict(model=M, tokens=4096, share_every=2, batch=4), model="model",
+                                           tokens="count0", share_every="small", batch="small", dtype="dtype"),
+    "kv_levers.evenly_ragged_lengths": spec(dict(context_len=8192, batch=4), context_len="count", batch="small"),
+    "kv_levers.kv_footprint": spec(dict(model=M, lengths=[100, 2000]), model="model", lengths="lengths",
+                                   dtype="dtype", window="count?", global_every="small?", share_every="small",
+                                   block_size="count?"),
+    "kv_levers.kv_lever_table": spec(dict(model="llama2-13b", context_len=8192, batch=8), model="model",
+                                     context_len="count", batch="small", window="count", global_every="small",
+                                     share_every="small", kv_dtype="dtype", block_size="count"),
+    "kv_levers.local_global_kv_bytes": spec(dict(model=M, tokens=8192, window=1024, global_every=6, batch=2),
+                                            model="model", tokens="count0", window="count", global_every="small",
+                                            batch="small", dtype="dtype"),
+    "kv_levers.ragged_kv_reads": spec(dict(lengths=[8, 5, 3], block_size=4), lengths="lengths", block_size="count"),
+    "layouts.attention_collectives": spec(dict(attention_sharding="batch", batch=512, n_heads=48, head_dim=256,
+                                               mesh_shape=(4, 4, 4)), attention_sharding="sharding", batch="count",
+                                          n_heads="count", head_dim="count", mesh_shape="mesh",
+                                          activation_dtype="dtype"),
+    "layouts.best_layout": spec(dict(model="palm-540b", chip="tpu-v4", mesh_shape=(4, 4, 4), tokens_per_batch=4096),
+                                model="model", chip="chip", mesh_shape="mesh", tokens_per_batch="real",
+                                phase="phase"),
+    "layouts.comm_volume_curves": spec(dict(model="palm-540b", mesh_shape=(4, 4, 4), tokens=[64, 4096, 2**20]),
+                                       model="model", mesh_shape="mesh", weight_dtype="dtype",
+                                       activation_dtype="dtype"),
+    "layouts.context_length_table": spec(dict(chip="tpu-v4", n_chips=64, batches=(128, 512), kv_fraction=0.3),
+                                         chip="chip", n_chips="count", kv_fraction="frac"),
+    "layouts.decode_latency_gap": spec(dict(model="palm-540b", chip="tpu-v4", n_chips=64, batch=64, context_len=2048,
+                                            measured_step_s=0.029), model="model", chip="chip", n_chips="count",
+                                       batch="count0", context_len="real0", measured_step_s="real",
+                                       weight_dtype="dtype", kv_dtype="dtype"),
+    "layouts.ffn_collectives": spec(dict(layout="2d-ws", model="palm-540b", tokens=4096, mesh_shape=(4, 4, 4)),
+                                    layout="layout", model="model", tokens="real", mesh_shape="mesh",
+                                    weight_dtype="dtype", activation_dtype="dtype"),
+    "layouts.ffn_comm_time": spec(dict(layout="2d-ws", model="palm-540b", chip="tpu-v4", tokens=4096,
+                                       mesh_shape=(4, 4, 4)), layout="layout", model="model", chip="chip",
+                                  tokens="real", mesh_shape="mesh", convention="convention", weight_dtype="dtype"),
+    "layouts.ffn_comm_volume": spec(dict(layout="wg-x", model="palm-540b", tokens=4096, mesh_shape=(4, 4, 4)),
+                                    layout="layout", model="model", tokens="real", mesh_shape="mesh",
+                                    weight_dtype="dtype", activation_dtype="dtype"),
+    "layouts.ffn_layer_time": spec(dict(layout="2d-ws", model="palm-540b", chip="tpu-v4", mesh_shape=(4, 4, 4),
+                                        tokens_per_batch=64, phase="decode", context_len=2048),
+                                   layout="layout", model="model", chip="chip", mesh_shape="mesh",
+                                   tokens_per_batch="real", phase="phase", context_len="real0", n_chips="count?",
+                                   convention="convention", weight_dtype="dtype", kv_dtype="dtype",
+                                   compute_dtype="dtype"),
+    "layouts.kv_versus_weights": spec(dict(model="palm-540b-multihead", batch=512, context_len=2048),
+                                      model="model", batch="count0", context_len="real0", kv_dtype="dtype",
+                                      weight_dtype="dtype"),
+    "layouts.layout_switch_points": spec(dict(model="palm-540b", chip="tpu-v4", mesh_shape=(4, 4, 4)),
+                                         model="model", chip="chip", mesh_shape="mesh", convention="convention",
+                                         weight_dtype="dtype"),
+    "layouts.max_context_length": spec(dict(model="palm-540b", chip="tpu-v4", n_chips=64, batch=128,
+                                            attention_sharding="batch"), model="model", chip="chip", n_chips="count",
+                                       batch="count", attention_sharding="sharding", kv_fraction="frac",
+                                       kv_dtype="dtype"),
+    "layouts.mfu": spec(dict(param_count=5.4e11, tokens=2**20, seconds=85.2, chip="tpu-v4", n_chips=64),
+                        param_count="real", tokens="real", seconds="real", chip="chip", n_chips="count",
+                        compute_dtype="dtype"),
+    "layouts.optimal_2d_mesh": spec(dict(n_chips=64, model="palm-540b"), n_chips="small", model="model", chip="chip",
+                                    convention="convention"),
+    "layouts.ring_bytes_sent": spec(dict(collective=scaling_lib.layouts.Collective("all-gather", "weights", 1e6,
+                                                                                   (4, 4)))),
+    "layouts.wg_optimal_gather_size": spec(dict(tokens=4096, n_chips=64, d_ff=73728), tokens="real",
+                                           n_chips="real", d_ff="real"),
+    "layouts.ws_2d_crossover_chips": spec(dict(d_model=18432, d_ff=73728), d_model="real", d_ff="real",
+                                          convention="convention"),
+    "layouts.ws_2d_optimal_x": spec(dict(n_chips=64, d_model=18432, d_ff=73728), n_chips="real", d_model="real",
+                                    d_ff="real", convention="convention"),
+    "memory.kv_bytes_per_token": spec(dict(model=M), model="model", dtype="dtype"),
+    "memory.kv_cache_bytes": spec(dict(model=M, tokens=8192, batch=4), model="model", tokens="real0",
+                                  batch="count0", dtype="dtype"),
+    "memory.max_batch_size": spec(dict(model=M, chip="tpu-v5e", n_chips=16, context_len=8192), model="model",
+                                  chip="chip", n_chips="count", context_len="real", weight_dtype="dtype",
+                                  kv_dtype="dtype"),
+    "memory.memory_footprint": spec(dict(model=M, chip="tpu-v5e", n_chips=16, batch=8, context_len=8192),
+                                    model="model", chip="chip", n_chips="count", batch="count0",
+                                    context_len="real0", weight_dtype="dtype", kv_dtype="dtype"),
+    "memory.param_bytes": spec(dict(model=M), model="model", dtype="dtype"),
+    "models.active_param_count": spec(dict(model=MOE), model="model"),
+    "models.get_model": spec(dict(name=M), name="model"),
+    "models.model_names": spec({}),
+    "models.param_breakdown": spec(dict(model=MOE, active_only=True), model="model", active_only="flag"),
+    "models.param_count": spec(dict(model=M), model="model"),
+    "moe.as_moe": spec(dict(model=M, n_experts=16, n_active_experts=2), model="model", n_experts="small",
+                       n_active_experts="small"),
+    "moe.expected_experts_touched": spec(dict(n_experts=16, n_active_experts=2, tokens=32), n_experts="count",
+                                         n_active_experts="small", tokens="count0"),
+    "moe.expert_sharded_memory": spec(dict(model=MOE, chip="tpu-v5e", expert_shards=16, model_shards=8),
+                                      model="moe", chip="chip", expert_shards="small", model_shards="count",
+                                      dtype="dtype"),
+    "moe.moe_weights": spec(dict(model="sb7-worked", n_experts=16, n_active_experts=2), model="model",
+                            n_experts="small", n_active_experts="small", dtype="dtype"),
+    "moe.routing_all_to_all": spec(dict(model=MOE, chip="tpu-v5e", batch=16, expert_shards=8), model="moe",
+                                   chip="chip", batch="count", expert_shards="small", activation_dtype="dtype"),
+    "quantization.quantization_table": spec(dict(model=M, chip="ironwood", n_chips=8, context_len=32768, batch=64),
+                                            model="model", chip="chip", n_chips="count", context_len="real",
+                                            batch="count"),
+    "roofline.arithmetic_intensity": spec(dict(flops=1e12, bytes_moved=1e9), flops="real0", bytes_moved="real"),
+    "roofline.attainable_flops": spec(dict(intensity=100, chip="tpu-v5e"), intensity="real0", chip="chip",
+                                      compute_dtype="dtype"),
+    "roofline.attention_bytes": spec(dict(query_len=1, kv_len=8192, n_heads=64, n_kv_heads=8, head_dim=128, batch=8),
+                                     query_len="real", kv_len="real", n_heads="small", n_kv_heads="small",
+                                     head_dim="real", batch="real", dtype="dtype"),
+    "roofline.attention_flops": spec(dict(query_len=1, kv_len=8192, n_heads=64, head_dim=128, batch=8),
+                                     query_len="real", kv_len="real", n_heads="real", head_dim="real", batch="real"),
+    "roofline.attention_intensity": spec(dict(query_len=1, kv_len=8192, group_size=8), query_len="real",
+                                         kv_len="real", group_size="real"),
+    "roofline.critical_batch_size": spec(dict(chip="tpu-v5e"), chip="chip", weight_dtype="dtype",
+                                         compute_dtype="dtype"),
+    "roofline.explain_matmul": spec(dict(chip="tpu-v5e", batch=64), chip="chip", batch="real", d_in="real",
+                                    d_out="real", weight_dtype="dtype", compute_dtype="dtype"),
+    "roofline.fit_batch_roofline": spec(dict(batches=[1, 2, 4, 8, 64], seconds=[2e-3, 2e-3, 2e-3, 2e-3, 6.4e-3],
+                                             n_floor=3), n_floor="small"),
+    "roofline.matmul_bytes": spec(dict(batch=64, d_in=8192, d_out=8192), batch="real", d_in="real", d_out="real",
+                                  activation_dtype="dtype", weight_dtype="dtype"),
+    "roofline.matmul_flops": spec(dict(batch=64, d_in=8192, d_out=8192), batch="real", d_in="real", d_out="real"),
+    "roofline.matmul_intensity": spec(dict(batch=64, d_in=8192, d_out=8192), batch="real", d_in="real",
+                                      d_out="real", activation_dtype="dtype", weight_dtype="dtype"),
+    "roofline.matmul_time": spec(dict(batch=64, d_in=8192, d_out=8192, chip="tpu-v5e"), batch="real", d_in="real",
+                                 d_out="real", chip="chip", n_chips="count", activation_dtype="dtype",
+                                 weight_dtype="dtype", compute_dtype="dtype"),
+    "roofline.moe_critical_batch_size": spec(dict(chip="tpu-v5e", n_experts=16, n_active_experts=2), chip="chip",
+                                             n_experts="count", n_active_experts="small", weight_dtype="dtype"),
+    "roofline.ridge_point": spec(dict(chip="tpu-v5e"), chip="chip", compute_dtype="dtype"),
+    "roofline.roofline_time": spec(dict(flops=1e12, bytes_moved=1e9, chip="tpu-v5e", n_chips=1), flops="real0",
+                                   bytes_moved="real0", chip="chip", n_chips="count", compute_dtype="dtype"),
+    "serving.default_transfer_bandwidth": spec(dict(chip="tpu-v5e", n_chips=16), chip="chip", n_chips="count"),
+    "serving.kv_transfer_bytes": spec(dict(model=M, prompt_len=8192), model="model", prompt_len="real",
+                                      kv_dtype="dtype"),
+    "serving.kv_transfer_time": spec(dict(model=M, prompt_len=8192, chip="tpu-v5e", n_chips=16), model="model",
+                                     prompt_len="real", chip="chip", n_chips="count", bandwidth="real?",
+                                     kv_dtype="dtype"),
+    "serving.prefill_latency": spec(dict(model=M, chip="tpu-v5e", n_chips=16, prompt_len=8192), model="model",
+                                    chip="chip", n_chips="count", prompt_len="real", mfu="frac", batch="count",
+                                    weight_dtype="dtype", compute_dtype="dtype"),
+    "serving.prefill_to_decode_ratio": spec(dict(prefill_s=0.91, decode_step_s=0.019, decode_batch=32,
+                                                 decode_steps=512), prefill_s="real", decode_step_s="real",
+                                            decode_batch="count", decode_steps="count"),
+    "serving.server_ratio": spec(dict(model=M, chip="tpu-v5e", prompt_len=8192, output_len=512, decode_batch=32,
+                                      n_prefill_chips=16, n_decode_chips=16), model="model", chip="chip",
+                                 prompt_len="real", output_len="count", decode_batch="count",
+                                 n_prefill_chips="count", n_decode_chips="count", mfu="frac", kv_dtype="dtype"),
+    "sharding.beta": spec(dict(chip="tpu-v5e"), chip="chip"),
+    "sharding.collective_time": spec(dict(op="all-reduce", array_bytes=1e6, chip="tpu-v5e", n_shards=8), op="op",
+                                     array_bytes="real0", chip="chip", n_shards="count"),
+    "sharding.decode_step_components": spec(dict(model=M, chip="tpu-v5e", n_chips=16, batch=32, context_len=8192),
+                                            model="model", chip="chip", n_chips="small", batch="small",
+                                            context_len="real0", activation_dtype="dtype", kv_dtype="dtype"),
+    "sharding.fsdp_decode_cost": spec(dict(model=M, chip="tpu-v5e", n_chips=8), model="model", chip="chip",
+                                      n_chips="count", weight_dtype="dtype"),
+    "sharding.kv_cache_sharding": spec(dict(n_kv_heads=8, batch=32, n_shards=16), n_kv_heads="count",
+                                       batch="count", n_shards="count"),
+    "sharding.latency_bound_bytes": spec(dict(chip="tpu-v5e", n_shards=8), chip="chip", n_shards="count"),
+    "sharding.max_decode_model_parallelism": spec(dict(d_ff=16384, batch=32, beta_value=8), d_ff="real",
+                                                  batch="real", beta_value="real"),
+    "sharding.max_prefill_model_parallelism": spec(dict(chip="tpu-v5e", d_ff=28672), chip="chip", d_ff="real",
+                                                   compute_dtype="dtype"),
+    "simulator.poisson_workload": spec(dict(rate_per_s=2.0, n_requests=5, prompt_len=100, output_len=8),
+                                       rate_per_s="real", n_requests="small", prompt_len="count",
+                                       output_len="count", seed="count0", shared_prefix_len="count0",
+                                       shared_prefix_fraction="prob"),
+    "simulator.simulate": spec(dict(config=CONFIG, workload=WORKLOAD, engine="chunked"), engine="engine",
+                               n_servers="small?"),
+    "simulator.trace_workload": spec(dict(trace=[(0.0, 100, 5), (0.5, 20, 1)])),
+    "speculative.best_lookahead": spec(dict(acceptance=0.6, draft_cost_ratio=0.05), acceptance="prob",
+                                       draft_cost_ratio="real0", max_lookahead="small0"),
+    "speculative.best_roofline_lookahead": spec(dict(model=M, chip="tpu-v5e", n_chips=16, batch=1, context_len=2048,
+                                                     acceptance=0.6, draft_cost_ratio=0.05, max_lookahead=6),
+                                                model="model", chip="chip", n_chips="count", batch="count",
+                                                context_len="real0", acceptance="prob", draft_cost_ratio="real0",
+                                                max_lookahead="small0"),
+    "speculative.draft_cost_ratio": spec(dict(draft_params=4e9, target_params=70e9), draft_params="real",
+                                         target_params="real"),
+    "speculative.expected_tokens_per_step": spec(dict(lookahead=4, acceptance=0.6), lookahead="count0",
+                                                 acceptance="prob"),
+    "speculative.roofline_speedup": spec(dict(model=M, chip="tpu-v5e", n_chips=16, batch=1, context_len=2048,
+                                              lookahead=4, acceptance=0.6, draft_cost_ratio=0.05), model="model",
+                                         chip="chip", n_chips="count", batch="count", context_len="real0",
+                                         lookahead="small0", acceptance="prob", draft_cost_ratio="real0"),
+    "speculative.roofline_step": spec(dict(model=M, chip="tpu-v5e", n_chips=16, batch=1, context_len=2048,
+                                           lookahead=4, acceptance=0.6, draft_cost_ratio=0.05), model="model",
+                                      chip="chip", n_chips="count", batch="count", context_len="real0",
+                                      lookahead="small0", acceptance="prob", draft_cost_ratio="real0",
+                                      weight_dtype="dtype", kv_dtype="dtype", compute_dtype="dtype"),
+    "speculative.speedup": spec(dict(lookahead=4, acceptance=0.6, draft_cost_ratio=0.05), lookahead="count0",
+                                acceptance="prob", draft_cost_ratio="real0"),
+    "units.format_quantity": spec(dict(value=4.98e-3, unit="ms"), value="signed", unit="unit", digits="small"),
+    "units.parse_quantity": spec(dict(text="4.98 ms"), text="text", default_unit="unit"),
+    "units.parse_unit": spec(dict(unit="ms"), unit="unit"),
+}
+
+# Results that may legitimately be signed or infinite (field or function name -> why).
+SIGNED = {"free_bytes_per_chip": "negative when the weights do not fit", "gap_s": "negative if measured < bound",
+          "format_quantity": "a string", "parse_quantity": "a signed value (the reader typed '-3 us')"}
+INFINITE = {"kv_compute_crossover_context": "inf when a sliding window stops the cache from ever crossing",
+            "tpot_s": "NaN for one-token outputs (no time per output token)"}
+
+
+def _public_functions():
+    found = {}
+    for name in MODULES:
+        module = importlib.import_module(f"scaling_lib.{name}")
+        for attr, value in inspect.getmembers(module, inspect.isfunction):
+            if value.__module__ == module.__name__ and not attr.startswith("_"):
+                found[f"{name}.{attr}"] = value
+    return found
+
+
+FUNCTIONS = _public_functions()
+
+
+def _check_sane(value, where, signed=False, infinite=False):
+    """Every number in `value` (recursively through dataclasses, tuples, lists, dicts, arrays) is finite and >= 0."""
+    if isinstance(value, (str, bool)) or value is None:
+        return
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for f in dataclasses.fields(value):
+            _check_sane(getattr(value, f.name), f"{where}.{f.name}", signed or f.name in SIGNED,
+                        infinite or f.name in INFINITE)
+        return
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _check_sane(item, f"{where}[{key!r}]", signed, infinite)
+        return
+    if isinstance(value, (tuple, list)):
+        for i, item in enumerate(value):
+            _check_sane(item, f"{where}[{i}]", signed, infinite)
+        return
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind in "fiu":
+            finite = np.isfinite(value) | (infinite & np.isnan(value))
+            assert finite.all(), f"{where} has non-finite entries"
+            assert signed or (value[np.isfinite(value)] >= 0).all(), f"{where} has negative entries"
+        return
+    if isinstance(value, (int, float, np.number)):
+        assert math.isfinite(value) or (infinite and not math.isnan(value)) or (infinite and "tpot" in where), \
+            f"{where} = {value!r} is not finite"
+        assert signed or not value < 0, f"{where} = {value!r} is negative"
+        return
+    if hasattr(value, "shape"):  # any other array-like result
+        return
+    raise AssertionError(f"{where}: unexpected result type {type(value).__name__}")
+
+
+def _call(name, kwargs):
+    short = name.split(".")[1]
+    result = FUNCTIONS[name](**kwargs)
+    _check_sane(result, short, signed=short in SIGNED, infinite=short in INFINITE)
+    return result
+
+
+def test_every_public_function_has_a_spec():
+    missing = sorted(set(FUNCTIONS) - set(SPECS))
+    stale = sorted(set(SPECS) - set(FUNCTIONS))
+    assert not missing, f"public functions without a property-test spec in {__file__}: {missing}"
+    assert not stale, f"specs for functions that no longer exist: {stale}"
+    for name, (_, kinds) in SPECS.items():
+        unknown = set(kinds) - set(inspect.signature(FUNCTIONS[name]).parameters)
+        assert not unknown, f"{name}: spec names parameters the function lacks: {unknown}"
+
+
+@pytest.mark.parametrize("name", sorted(SPECS))
+def test_base_call_gives_a_sane_result(name):
+    _call(name, SPECS[name][0])
+
+
+BAD_CASES = [(name, param) for name, (_, kinds) in sorted(SPECS.items()) for param in kinds]
+
+
+@pytest.mark.parametrize("name, param", BAD_CASES, ids=[f"{n}-{p}" for n, p in BAD_CASES])
+def test_every_bad_value_of_every_argument_raises_value_error_naming_it(name, param):
+    base, kinds = SPECS[name]
+    kind = kinds[param]
+    optional = kind.endswith("?")
+    for bad in BAD[kind.rstrip("?")]:
+        if bad is None and optional:
+            continue
+        with pytest.raises(ValueError) as err:
+            _call(name, {**base, param: bad})
+        message = str(err.value)
+        # The message names the argument (or, for a name lookup, the unknown name and the known ones).
+        assert param in message or "unknown" in message or repr(bad) in message or "mesh_shape" in message, \
+            f"{name}({param}={bad!r}): message does not say what is wrong: {message!r}"
+
+
+@pytest.mark.parametrize("name", sorted(n for n, (_, kinds) in SPECS.items() if kinds))
+def test_edge_values_give_a_value_error_or_a_sane_result(name):
+    base, kinds = SPECS[name]
+    strategies = {param: GOOD[kind.rstrip("?")] if not kind.endswith("?") else
+                  st.one_of(st.none(), GOOD[kind.rstrip("?")]) for param, kind in kinds.items()}
+
+    @SETTINGS
+    @given(st.fixed_dictionaries({}, optional=strategies))
+    def check(changes):
+        try:
+            _call(name, {**base, **changes})
+        except ValueError as err:
+            assert str(err), f"{name}: a ValueError without a message"
+
+    check()
