@@ -270,9 +270,7 @@ def decode_step(params: Params, token, cache: KVCache):
 
     The cache passed in is donated: its buffers are reused for the result, so do not use it afterwards.
     """
-    token = check_tokens(params, jnp.asarray(token)[:, None])[:, 0]
-    if not isinstance(cache.positions, jax.core.Tracer) and int(np.max(cache.positions)) >= cache.k.shape[2]:
-        raise ValueError(f"the cache is full (S={cache.k.shape[2]} slots); call prefill with a larger cache_len")
+    token = check_step(params, token, cache)
     return _decode_step_jit(params, token, cache)
 
 
@@ -339,6 +337,53 @@ def check_tokens(params, tokens):
         if lo < 0 or hi >= V:
             raise ValueError(f"token ids must lie in [0, {V}) (vocab_size={V}), got min {lo}, max {hi}")
     return tokens.astype(jnp.int32)
+
+
+def check_cache(params, cache, batch: int):
+    """A `KVCache` that fits these params and a step of `batch` tokens: ValueError naming the mismatch otherwise.
+
+    Checked on the host before every step (JAX would not complain): the cache's layers, KV heads and head dimension
+    against `params.config`, its dtype against the params' activations, its batch against the tokens, and that
+    every sequence has a free slot (a write past the last slot is silently dropped by XLA)."""
+    if not isinstance(cache, KVCache):
+        raise ValueError(f"cache must be a model.KVCache (from prefill), got {type(cache).__name__}")
+    c = params.config
+    L, B, S, K, H = cache.k.shape if cache.k.ndim == 5 else (None,) * 5
+    if cache.k.ndim != 5 or cache.v.shape != cache.k.shape:
+        raise ValueError(f"cache k and v must both be [L, B, S, K, H], got {list(cache.k.shape)} and "
+                         f"{list(cache.v.shape)}")
+    for what, have, want, field in (("layers", L, c.n_layers, "n_layers"), ("KV heads", K, c.n_kv_heads, "n_kv_heads"),
+                                    ("head_dim", H, c.head_dim, "head_dim")):
+        if have != want:
+            amount = f"{what} {have}" if what == "head_dim" else f"{have} {what}"
+            raise ValueError(f"the cache has {amount} but the params have {want} ({field}); the cache was built "
+                             "for another config: prefill it with these params")
+    activations = params.embed.dtype
+    if cache.k.dtype != activations:
+        raise ValueError(f"the cache holds {cache.k.dtype} but the params compute in {activations}; prefill the "
+                         "cache with these params")
+    if tuple(cache.positions.shape) != (B,):
+        raise ValueError(f"cache.positions must hold one position per sequence ({B}), got shape "
+                         f"{list(cache.positions.shape)}")
+    if batch != B:
+        raise ValueError(f"token has {batch} rows but the cache holds {B} sequence{'s' if B != 1 else ''}; pass one "
+                         "token per cached sequence")
+    if not isinstance(cache.positions, jax.core.Tracer):
+        positions = np.asarray(cache.positions)
+        if positions.min() < 0 or positions.max() >= S:
+            raise ValueError(f"the cache is full (S={S} slots): a sequence would write at position "
+                             f"{int(positions.max())}; call prefill with a larger cache_len")
+
+
+def check_step(params, token, cache):
+    """The host-side checks of one decode step: `token` [B] ids in the vocabulary and a cache that fits
+    (`check_cache`). Returns the tokens as int32. Every decode step, sharded ones included, calls this."""
+    token = jnp.asarray(token)
+    if token.ndim != 1:
+        raise ValueError(f"token must be one id per sequence, shape [B], got shape {list(token.shape)}")
+    token = check_tokens(params, token[:, None])[:, 0]
+    check_cache(params, cache, token.shape[0])
+    return token
 
 
 def check_lengths(lengths, B, T):

@@ -128,6 +128,17 @@ class PagedKVCache:
             elif self.refcount[self.block_table[b, j]] > 1 and new_len > self.lengths[b]:
                 raise ValueError(f"sequence {b} would write into block {self.block_table[b, j]}, which is shared")
 
+    def _reserve_all(self, new_lengths):
+        """`_reserve` for every sequence, all or nothing: if any allocation fails (out of blocks, table too short,
+        a shared block) the table, reference counts and free list are put back as they were, then the error raised."""
+        saved = (self.block_table.copy(), self.refcount.copy(), list(self._free))
+        try:
+            for b, new_len in enumerate(new_lengths):
+                self._reserve(b, new_len)
+        except ValueError:
+            self.block_table, self.refcount, self._free = saved
+            raise
+
     def release(self, b: int):
         """Sequence b is finished: return its blocks (shared ones when their last user lets go)."""
         for block in self.block_table[b]:
@@ -225,10 +236,13 @@ def paged_extend(params: Params, tokens, cache: PagedKVCache, n_new=None):
     n_new = np.full(B, T, np.int32) if n_new is None else np.asarray(n_new)
     if n_new.shape != (B,) or not np.issubdtype(n_new.dtype, np.integer) or n_new.min() < 0 or n_new.max() > T:
         raise ValueError(f"n_new must be {B} integers in [0, T={T}], got {n_new.tolist()}")
-    if params.config.n_kv_heads != cache.config.n_kv_heads or params.config.head_dim != cache.config.head_dim:
-        raise ValueError("the cache was built for a different config; build it from params.config")
-    for b in range(B):
-        cache._reserve(b, int(cache.lengths[b] + n_new[b]))
+    for what, field in (("layers", "n_layers"), ("KV heads", "n_kv_heads"), ("head_dim", "head_dim")):
+        have, want = getattr(cache.config, field), getattr(params.config, field)
+        if have != want:
+            amount = f"{what} {have}" if what == "head_dim" else f"{have} {what}"
+            raise ValueError(f"the cache has {amount} but the params have {want} ({field}); build the cache from "
+                             "params.config")
+    cache._reserve_all([int(cache.lengths[b] + n_new[b]) for b in range(B)])
     logits, cache.pool = _extend_jit(params, tokens, cache.pool, jnp.asarray(cache.block_table),
                                      jnp.asarray(cache.lengths), jnp.asarray(n_new, jnp.int32))
     cache.lengths = cache.lengths + n_new.astype(np.int32)

@@ -49,16 +49,30 @@ def quantize(x, dtype: str, axis):
     """Symmetric absmax quantization of x over `axis` (an int or tuple): returns (values, scale float32, keepdims).
 
     scale = max|x| / q_max over `axis` (1 where a slice is all zero); values = round(x / scale) in int8, or
-    x / scale cast to float8_e4m3fn."""
+    x / scale cast to float8_e4m3fn. inf and NaN are refused (ValueError), not quantized: one inf would make its
+    slice's scale inf and store every other value of the slice as 0. The check runs on concrete arrays; under `jit`
+    the values cannot be inspected."""
     if dtype not in QUANTIZED:
         raise ValueError(f"quantize takes 'int8' or 'fp8', got {dtype!r}; float formats need no scale")
-    x32 = x.astype(jnp.float32)
+    x32 = jnp.asarray(x).astype(jnp.float32)
+    if not isinstance(x32, jax.core.Tracer):
+        _check_finite("quantize: x", np.asarray(x32))
     amax = jnp.max(jnp.abs(x32), axis=axis, keepdims=True)
     scale = jnp.where(amax > 0, amax / Q_MAX[dtype], 1.0)
     scaled = x32 / scale
     if dtype == "int8":
         return jnp.clip(jnp.round(scaled), -127, 127).astype(jnp.int8), scale
     return scaled.astype(jnp.float8_e4m3fn), scale
+
+
+def _check_finite(what, array):
+    """inf or NaN cannot be quantized: one inf makes its slice's scale inf, so every other value of the slice
+    rounds to 0 (or NaN), and a NaN is stored as 0. Refuse instead (a value the host can see; under `jit` the
+    values are tracers and cannot be looked at, so there the caller is responsible)."""
+    bad = np.size(array) - np.count_nonzero(np.isfinite(array))
+    if bad:
+        raise ValueError(f"{what} has {bad} non-finite value{'s' if bad != 1 else ''} (inf or NaN); quantization "
+                         "would turn its whole slice into zeros or NaN: find where it comes from, or clip it first")
 
 
 def dequantize(values, scale, dtype=jnp.float32):
@@ -118,6 +132,7 @@ def quantize_weight(w, n_in: int, n_out: int, mode: str = "weight-only") -> Quan
     contracted = tuple(range(w.ndim - n_out - n_in, w.ndim - n_out))
     # On the host in NumPy: the same arithmetic as `quantize`, without compiling a kernel per weight shape.
     w32 = np.asarray(w, np.float32)
+    _check_finite("quantize_weight: w", w32)
     amax = np.max(np.abs(w32), axis=contracted, keepdims=True)
     scale = np.where(amax > 0, amax / np.float32(Q_MAX["int8"]), np.float32(1.0)).astype(np.float32)
     values = np.clip(np.round(w32 / scale), -127, 127).astype(np.int8)

@@ -86,6 +86,23 @@ def _param_tree(config, **specs) -> tiny.Params:
 
 
 # ---------------------------------------------------------------------------------------------- a sharded decode step
+class CheckedStep:
+    """A jitted decode step that first checks its arguments on the host with `model.check_step`: token ids in the
+    vocabulary, a cache that fits the params and the batch, and a free slot for every sequence (a write past the
+    last slot would be dropped silently inside the sharded program). `lower` is the jitted function's, so
+    `xla.collectives(step, ...)` and `step.lower(...).compile()` read the same program that runs."""
+
+    def __init__(self, jitted: Callable):
+        self.jitted = jitted
+
+    def __call__(self, params, token, cache):
+        tiny.check_step(params, token, cache)
+        return self.jitted(params, token, cache)
+
+    def lower(self, *args, **kwargs):
+        return self.jitted.lower(*args, **kwargs)
+
+
 @dataclass(frozen=True)
 class ShardedDecode:
     """A decode step laid out over a mesh.
@@ -173,7 +190,7 @@ def megatron_decode(config, batch: int, mesh) -> ShardedDecode:
     group, kv, param_specs, cache_specs = _megatron_layout(config, batch, mesh)
     body = jax.shard_map(lambda params, token, cache: _megatron_body(params, token, cache, kv=kv), mesh=group,
                          in_specs=(param_specs, P(), cache_specs), out_specs=(P(), cache_specs), check_vma=True)
-    return ShardedDecode("megatron", group, kv, param_specs, cache_specs, P(), jax.jit(body))
+    return ShardedDecode("megatron", group, kv, param_specs, cache_specs, P(), CheckedStep(jax.jit(body)))
 
 
 def auto_decode(config, batch: int, mesh) -> ShardedDecode:
@@ -184,7 +201,7 @@ def auto_decode(config, batch: int, mesh) -> ShardedDecode:
     shard = lambda specs: jax.tree.map(lambda s: NamedSharding(group, s), specs, is_leaf=lambda x: isinstance(x, P))
     step = jax.jit(tiny.decode_step, in_shardings=(shard(param_specs), replicated, shard(cache_specs)),
                    out_shardings=(replicated, shard(cache_specs)))
-    return ShardedDecode("auto", group, kv, param_specs, cache_specs, P(), step)
+    return ShardedDecode("auto", group, kv, param_specs, cache_specs, P(), CheckedStep(step))
 
 
 # ---------------------------------------------------------------------------------------------- FSDP, for contrast
@@ -253,7 +270,7 @@ def fsdp_decode(config, batch: int, mesh) -> ShardedDecode:
     body = jax.shard_map(lambda params, token, cache: _fsdp_body(params, token, cache, dims=dims), mesh=flat,
                          in_specs=(param_specs, P(_ALL), cache_specs), out_specs=(P(_ALL), cache_specs),
                          check_vma=True)
-    step = jax.jit(body)
+    step = CheckedStep(jax.jit(body))
     kv = KvSharding(head_shards=1, batch_shards=mesh.size)
     return ShardedDecode("fsdp", flat, kv, param_specs, cache_specs, P(_ALL), step)
 
@@ -272,10 +289,10 @@ class ShardedPrefill:
 
     def prefill(self, params, tokens, cache_len=None):
         """Like `model.prefill` (full-length prompts): (logits [B, T, V], a KVCache of cache_len slots)."""
-        tokens = jnp.asarray(tokens, jnp.int32)
+        tokens = tiny.check_tokens(params, tokens)  # ids outside the vocabulary would be clamped by the gather
         B, T = tokens.shape
         cache_len = T if cache_len is None else cache_len
-        if cache_len < T:
+        if isinstance(cache_len, bool) or not isinstance(cache_len, (int, np.integer)) or cache_len < T:
             raise ValueError(f"cache_len={cache_len} is shorter than the prompt (T={T}); pass cache_len >= T")
         logits, ks, vs = self.run(params, tokens)
         pad = ((0, 0), (0, 0), (0, cache_len - T), (0, 0), (0, 0))
@@ -325,7 +342,7 @@ def generate(decode: ShardedDecode, params, prompt, n_tokens: int, prefill: Shar
     then n_tokens - 1 sharded steps. Returns tokens [B, n_tokens], to compare with `model.generate`."""
     if isinstance(n_tokens, bool) or not isinstance(n_tokens, (int, np.integer)) or n_tokens < 1:
         raise ValueError(f"n_tokens must be a positive integer, got {n_tokens!r}")
-    prompt = jnp.asarray(prompt, jnp.int32)
+    prompt = tiny.check_tokens(params, prompt)
     cache_len = prompt.shape[1] + n_tokens
     if prefill is None:
         logits, cache = tiny.prefill(params, prompt, cache_len=cache_len)

@@ -195,7 +195,11 @@ def parse_collectives(hlo_text: str, n_devices: int = 1) -> list:
             arrays = arrays[1:2]  # async start returns (operand, result, context scalars)
         elif m["start"] and m["op"] == "all-gather" and len(arrays) > 1:
             arrays = arrays[len(arrays) // 2:]  # async start returns (operands, results)
-        nbytes = sum(_HLO_BYTES.get(dtype, 0) * math.prod(dims) for dtype, dims in arrays)
+        unknown = sorted({dtype for dtype, _ in arrays if dtype not in _HLO_BYTES})
+        if unknown:
+            raise ValueError(f"unknown HLO element type {unknown[0]!r} in {line.strip()[:120]!r}; add its bytes per "
+                             "element to scaling_lib.tiny.xla._HLO_BYTES rather than counting it as 0 bytes")
+        nbytes = sum(_HLO_BYTES[dtype] * math.prod(dims) for dtype, dims in arrays)
         is_tuple = m["type"].lstrip().startswith("(")
         shape = tuple(dims for _, dims in arrays) if is_tuple else arrays[0][1]
         dtype = tuple(dtype for dtype, _ in arrays) if is_tuple else arrays[0][0]
