@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: book test venv clean lab refresh bench
+.PHONY: book test venv clean lab refresh bench mutation
 
 venv: $(STAMP)
 
@@ -41,3 +41,13 @@ clean:
 bench: $(STAMP)
 	$(BIN)/python bench/bench_serving.py
 	$(BIN)/python bench/bench_report.py
+
+# Mutation testing of the closed-form modules (not part of `make test`: it takes about an hour on 2 cores). Installs
+# the dev extra (mutmut, hypothesis) into .venv, mutates scaling_lib's top-level modules, runs the `-m "not tiny"`
+# tests against each mutant, and prints the counts; `.venv/bin/mutmut results` lists the survivors.
+mutation: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e ".[dev]" --no-build-isolation
+	$(BIN)/python -m pip check
+	rm -rf mutants
+	$(BIN)/mutmut run --max-children 2 || true
+	$(BIN)/python tools/mutation_score.py

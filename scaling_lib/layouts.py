@@ -376,6 +376,7 @@ class KvVersusWeights:
 def kv_versus_weights(model, batch: int, context_len: int, kv_dtype: str = "bf16",
                       weight_dtype: str = "bf16") -> KvVersusWeights:
     """Claim P2: B x S x 2 L K H bytes of KV cache against the weight bytes (Pope et al. sec. 2.1)."""
+    positive("context_len", context_len, allow_zero=True)
     return KvVersusWeights(kv_cache_bytes(model, context_len, batch, kv_dtype), param_bytes(model, weight_dtype))
 
 

@@ -100,6 +100,8 @@ def memory_footprint(model, chip, n_chips: int, batch: int, context_len: int, we
     ignored)."""
     chip = get_chip(chip)
     positive_int("n_chips", n_chips)
+    non_negative_int("batch", batch)
+    positive("context_len", context_len, allow_zero=True)
     copies = kv_replication(model, n_chips, kv_placement)
     return MemoryFootprint(weight_bytes=param_bytes(model, weight_dtype),
                            kv_bytes=copies * kv_cache_bytes(model, context_len, batch, kv_dtype),

@@ -68,6 +68,8 @@ def server_ratio(model, chip, prompt_len: int, output_len: int, decode_batch: in
     """
     positive_int("output_len", output_len)
     positive_int("decode_batch", decode_batch)
+    positive_int("n_prefill_chips", n_prefill_chips)
+    positive_int("n_decode_chips", n_decode_chips)
     t_prefill = prefill_latency(model, chip, n_prefill_chips, prompt_len, mfu, 1, weight_dtype, compute_dtype)
     t_step = decode_step_time(model, chip, n_decode_chips, decode_batch, prompt_len + output_len / 2,
                               weight_dtype, kv_dtype, compute_dtype).total_s

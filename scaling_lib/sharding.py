@@ -52,7 +52,7 @@ def max_decode_model_parallelism(d_ff: int, batch: int, beta_value: float) -> fl
     """
     positive("d_ff", d_ff)
     positive("batch", batch)
-    positive("beta", beta_value)
+    positive("beta_value", beta_value)
     return d_ff / (batch * beta_value)
 
 

@@ -7,7 +7,7 @@ import pytest
 from scaling_lib.hardware import get_chip
 from scaling_lib.inference import decode_step_time, decode_throughput, explain_decode, kv_compute_crossover_context
 from scaling_lib.memory import max_batch_size, memory_footprint
-from scaling_lib.models import get_model
+from scaling_lib.models import get_model, param_count
 from scaling_lib.roofline import critical_batch_size
 
 CONFIGS = [("llama2-13b", "tpu-v5e", 8), ("llama3-70b", "tpu-7x", 8), ("llama3-70b", "tpu-v5e", 16),
@@ -66,15 +66,21 @@ def test_kv_term_equals_flop_term_exactly_at_the_crossover_context_for_any_batch
         assert one_token.kv_s * crossover == pytest.approx(one_token.compute_s, rel=1e-9)
 
 
-def test_kv_overtakes_flops_within_a_few_thousand_tokens_for_llama3_70b_and_130_for_mha_llama2_13b():
-    # GQA with K = 8 keeps LLaMA-3-70B's crossover between ~700 and ~2,700 tokens on every chip in the table
-    # (it scales with W / C, so the v6e, with the highest ridge point, crosses first)...
-    for chip in ("tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e", "tpu-7x", "h100", "h200", "b200"):
-        assert 500 < kv_compute_crossover_context("llama3-70b", chip) < 3000
-    # ...while multi-head LLaMA-2-13B's cache (5x larger per token per parameter) overtakes within ~130 tokens.
-    # Hand derivation (not a source's number): S* = 2 P W / (C x KV bytes per token)
-    # = 2 x 13.0e9 x 8.2e11 B/s / (1.97e14 FLOP/s x 819,200 B) = 132 tokens.
-    assert kv_compute_crossover_context("llama2-13b", "tpu-v5e") == pytest.approx(132, rel=0.02)
+def test_kv_overtakes_flops_at_1792_tokens_for_llama3_70b_and_132_for_mha_llama2_13b_on_v5e():
+    # By hand, S* = 2 P W / (C x KV bytes per token) on v5e (W = 8.2e11 B/s, C = 1.97e14 FLOP/s):
+    # LLaMA-3-70B, P = 80 x (8,192 x 128 x 144 + 3 x 8,192 x 28,672) + 2 x 128,256 x 8,192 = 70,552,387,584 and
+    # 2 x 80 x 8 x 128 x 2 = 327,680 B per token: S* = 1,792.4 tokens.
+    assert kv_compute_crossover_context("llama3-70b", "tpu-v5e") == pytest.approx(
+        2 * 70_552_387_584 * 8.2e11 / (1.97e14 * 327_680), rel=1e-12)
+    assert kv_compute_crossover_context("llama3-70b", "tpu-v5e") == pytest.approx(1792.4, rel=1e-4)
+    # Multi-head LLaMA-2-13B, P = 40 x (5,120 x 128 x 160 + 3 x 5,120 x 13,824) + 2 x 32,000 x 5,120 =
+    # 13,015,449,600 and 2 x 40 x 40 x 128 x 2 = 819,200 B per token: S* = 132.27 tokens.
+    assert kv_compute_crossover_context("llama2-13b", "tpu-v5e") == pytest.approx(132.27, rel=1e-4)
+    # S* is proportional to W / C: the chip with the highest ridge point (C / W) crosses first.
+    base = get_chip("tpu-v5e").hbm_bandwidth / get_chip("tpu-v5e").peak_flops("bf16")
+    for chip in ("tpu-v4", "tpu-v5p", "tpu-v6e", "tpu-7x", "h100", "h200", "b200"):
+        ratio = get_chip(chip).hbm_bandwidth / get_chip(chip).peak_flops("bf16") / base
+        assert kv_compute_crossover_context("llama3-70b", chip) == pytest.approx(1792.4184 * ratio, rel=1e-6)
 
 
 def test_crossover_scales_with_kv_bytes_and_flop_rate():
@@ -85,7 +91,10 @@ def test_crossover_scales_with_kv_bytes_and_flop_rate():
     assert kv_compute_crossover_context("llama3-70b", "tpu-7x", "fp8", "fp8") == pytest.approx(base, rel=1e-12)
     # A model with fewer KV heads crosses later in proportion.
     mqa = get_model("llama3-70b").with_(n_kv_heads=1)
-    assert kv_compute_crossover_context(mqa, "tpu-7x") > 7 * base
+    # K = 8 -> 1 divides the KV bytes by 8, and the smaller W_K, W_V shave P (S* is proportional to P / KV bytes).
+    shrink = param_count(mqa) / param_count("llama3-70b")
+    assert 0.98 < shrink < 1
+    assert kv_compute_crossover_context(mqa, "tpu-7x") == pytest.approx(8 * shrink * base, rel=1e-12)
 
 
 def test_sliding_window_below_the_crossover_never_crosses():
