@@ -13,6 +13,8 @@ import pytest
 
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
+# Every figure a notebook shows must have a data check (scaling_lib.book.figure_checks); nbval's kernels inherit this.
+os.environ.setdefault("SCALING_BOOK_FIGURES", "strict")
 
 from tests import REPO
 

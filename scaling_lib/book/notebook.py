@@ -8,6 +8,7 @@ every chapter's first output is its own.
 """
 
 from ..tiny.xla import setup_devices
+from .figure_checks import install as check_figures_when_shown
 from .plotting import apply_style
 
 
@@ -16,6 +17,7 @@ def setup(devices: int = 8) -> str:
     "accelerator"). Call it first, before any JAX computation."""
     mode = setup_devices(devices)
     apply_style()
+    check_figures_when_shown()  # every figure's data is compared with the library before it is drawn
     try:
         from matplotlib_inline.backend_inline import set_matplotlib_formats  # only inside a Jupyter kernel
     except ImportError:  # optional: plain Python (tests, scripts) has no inline backend to configure

@@ -1,0 +1,100 @@
+"""The figure checks themselves: a figure drawn from the library passes, a planted plotting bug or a figure nobody
+checks raises (nbval then runs every check on every figure of every notebook, inside the notebooks' own run)."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from scaling_lib.book import figure_checks  # noqa: E402
+from scaling_lib.book.figure_checks import FigureDataError, check_figure  # noqa: E402
+from scaling_lib.inference import decode_step_time, kv_compute_crossover_context  # noqa: E402
+from scaling_lib.kv_levers import kv_lever_table  # noqa: E402
+from scaling_lib.roofline import attention_intensity, ridge_point  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def no_open_figures():
+    plt.close("all")
+    yield
+    plt.close("all")
+
+
+def kv_share_figure(share):
+    """Chapter 5's 'when the cache takes over' figure, with `share(step)` as the plotted quantity."""
+    contexts = np.unique(np.geomspace(64, 131072, 30).astype(int))
+    fig, ax = plt.subplots()
+    for batch in (1, 64):
+        steps = [decode_step_time("llama3-70b", "tpu-7x", 8, batch, int(s)) for s in contexts]
+        ax.semilogx(contexts, [share(s) for s in steps], label=f"B = {batch}")
+    ax.axvline(kv_compute_crossover_context("llama3-70b", "tpu-7x"), label="$S^*$ = 2,000 tokens")
+    ax.set_title("llama3-70b on 8 x tpu-7x (bf16): when the cache takes over")
+    return fig
+
+
+def test_a_figure_drawn_from_the_library_passes():
+    fig = kv_share_figure(lambda s: s.kv_s / s.total_s)
+    assert check_figure(fig, strict=True) == 1
+    plt.close(fig)
+
+
+@pytest.mark.parametrize("bug", [lambda s: s.kv_s / (s.kv_s + s.compute_s),  # dropped the weight read
+                                 lambda s: s.kv_s / s.total_s * 100])  # percent on an axis of fractions
+def test_a_plotting_bug_is_caught(bug):
+    fig = kv_share_figure(bug)
+    with pytest.raises(FigureDataError, match=r"KV share at B = \d+: plotted"):
+        check_figure(fig, strict=True)
+    plt.close(fig)
+
+
+def test_a_figure_with_the_wrong_series_or_a_missing_point_is_caught():
+    tokens = np.unique(np.logspace(0, 4, 50).astype(int))
+    fig, ax = plt.subplots()
+    ax.loglog(tokens, [attention_intensity(int(t), int(t)) for t in tokens], label="prefill, MHA")
+    ax.loglog(tokens, [attention_intensity(1, int(s), 8) for s in tokens], label="decode, MHA")  # the GQA curve
+    ax.loglog(tokens, [attention_intensity(1, int(s), 8) for s in tokens], label="decode, GQA $G = 8$")
+    ax.axhline(ridge_point("tpu-v5e"), label="ridge point, tpu-v5e")
+    ax.set_title("Attention intensity: prefill grows with the prompt, decode stays near G")
+    with pytest.raises(FigureDataError, match="decode attention intensity"):
+        check_figure(fig, strict=True)
+    plt.close(fig)
+    fig, ax = plt.subplots()
+    rows = kv_lever_table("llama2-13b", 8192, batch=64)
+    y = np.arange(len(rows))
+    ax.barh(y - 0.2, [r.stored_saving for r in rows], height=0.4, label="capacity (bytes stored)")
+    ax.barh(y + 0.2, [r.read_saving for r in rows][:-1] + [1.0], height=0.4, label="bandwidth (bytes read per step)")
+    ax.set_yticks(y, [r.lever for r in rows])
+    ax.set_title("LLaMA-2-13B, batch 64 up to 8,192 tokens: KV-cache levers")
+    with pytest.raises(FigureDataError, match="read savings"):
+        check_figure(fig, strict=True)
+    plt.close(fig)
+
+
+def test_an_unchecked_figure_raises_only_in_strict_mode():
+    fig, ax = plt.subplots()
+    ax.plot([1, 2], [3, 4])
+    ax.set_title("a reader's own figure")
+    assert check_figure(fig, strict=False) == 0
+    with pytest.raises(FigureDataError, match=r"a reader's own figure.*has no data check"):
+        check_figure(fig, strict=True)
+    plt.close(fig)
+
+
+def test_install_wraps_show_once_and_checks_every_open_figure(monkeypatch):
+    shown = []
+    monkeypatch.setattr(figure_checks, "_ORIGINAL_SHOW", None)
+    monkeypatch.setattr(plt, "show", lambda *a, **k: shown.append(True))
+    figure_checks.install()
+    figure_checks.install()  # idempotent
+    fig = kv_share_figure(lambda s: s.kv_s / s.total_s * 2)
+    with pytest.raises(FigureDataError):
+        plt.show()
+    assert not shown  # the broken figure never reached the screen
+    plt.close(fig)
+    fig = kv_share_figure(lambda s: s.kv_s / s.total_s)
+    plt.show()
+    assert shown == [True]
+    plt.close(fig)

@@ -1,0 +1,99 @@
+"""Mutation score of the closed-form modules, measured with mutmut (run by `make mutation`).
+
+mutmut generates every mutant of scaling_lib's top-level modules (configured in pyproject.toml, [tool.mutmut]). On 2
+shared cores all ~5,600 of them take about two hours, so by default this script tests a uniform random sample
+(seeded, so the same sample every time) and reports the killed fraction with its 95% confidence interval:
+
+    python tools/mutation_score.py [--sample N] [--seed S] [--all]
+
+Mutants listed in tools/mutation_equivalent.txt ("name  reason", one per line) are equivalent to the original
+(no test could tell them apart, e.g. `np.argsort(kind="STABLE")`, which numpy reads as "stable"); they are excluded
+from the score and the reasons printed. Timeouts count as killed (the mutant made a test hang).
+"""
+
+import argparse
+import math
+import random
+import re
+import subprocess
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+MUTMUT = [str(REPO / ".venv" / "bin" / "mutmut")]
+EQUIVALENT = REPO / "tools" / "mutation_equivalent.txt"
+KILLED = {"killed", "timeout", "segfault"}
+LINE = re.compile(r"^\s*(?P<name>scaling_lib\.[^:\s]+): (?P<status>.+?)\s*$")
+
+
+def results() -> dict:
+    """{mutant name: status} for every generated mutant, from `mutmut results --all true`."""
+    out = subprocess.run(MUTMUT + ["results", "--all", "true"], cwd=REPO, capture_output=True, text=True).stdout
+    return {m["name"]: m["status"] for m in map(LINE.match, out.splitlines()) if m}
+
+
+def equivalent() -> dict:
+    if not EQUIVALENT.exists():
+        return {}
+    rows = [line.split(None, 1) for line in EQUIVALENT.read_text().splitlines() if line.strip()
+            and not line.startswith("#")]
+    return {name: reason.strip() for name, reason in rows}
+
+
+def module_of(name: str) -> str:
+    return name.split(".")[1]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sample", type=int, default=600, help="mutants to test (default 600)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--all", action="store_true", help="test every mutant (about two hours on 2 cores)")
+    parser.add_argument("--report-only", action="store_true", help="do not run mutmut, only read its results")
+    args = parser.parse_args()
+
+    if not args.report_only:
+        # Generating the mutants and collecting which tests cover which function happens on any run; a run of the
+        # one-function dtypes module does that and little else.
+        subprocess.run(MUTMUT + ["run", "--max-children", "2", "scaling_lib.dtypes*"], cwd=REPO,
+                       stdout=subprocess.DEVNULL)
+    every = results()
+    if not every:
+        sys.exit("no mutants found: run `make mutation` (it installs mutmut and generates them)")
+    names = sorted(every)
+    chosen = names if args.all else sorted(random.Random(args.seed).sample(names, min(args.sample, len(names))))
+    if not args.report_only:
+        pending = [n for n in chosen if every[n] in ("not checked",)]
+        for start in range(0, len(pending), 200):  # keep each command line short
+            subprocess.run(MUTMUT + ["run", "--max-children", "2", *pending[start:start + 200]], cwd=REPO,
+                           stdout=subprocess.DEVNULL)
+        every = results()
+
+    skip = equivalent()
+    status = {n: every[n] for n in chosen if n not in skip}
+    counts = Counter("killed" if s in KILLED else s for s in status.values())
+    tested = counts["killed"] + counts["survived"]
+    score = counts["killed"] / tested if tested else float("nan")
+    half = 1.96 * math.sqrt(score * (1 - score) / tested) if tested else float("nan")
+    by_module = defaultdict(Counter)
+    for n, s in status.items():
+        by_module[module_of(n)]["killed" if s in KILLED else s] += 1
+
+    print(f"mutants generated: {len(every)} in {len({module_of(n) for n in every})} modules; "
+          f"{'all' if args.all else f'a random sample of {len(chosen)} (seed {args.seed})'} tested")
+    print(f"excluded as equivalent: {sum(1 for n in chosen if n in skip)}")
+    print(f"killed {counts['killed']}, survived {counts['survived']}, other {dict(counts - Counter(killed=0, survived=0))}")
+    print(f"MUTATION SCORE: {score:.1%} killed (95% CI +-{half:.1%}) of {tested} tested mutants")
+    for module, c in sorted(by_module.items()):
+        n = c["killed"] + c["survived"]
+        print(f"  {module:<14} {c['killed']:>4} / {n:<4} killed" + (f" ({c['killed'] / n:.0%})" if n else ""))
+    survivors = sorted(n for n, s in status.items() if s == "survived")
+    if survivors:
+        print("survivors (inspect with `.venv/bin/mutmut show NAME`):")
+        for n in survivors:
+            print("  " + n)
+
+
+if __name__ == "__main__":
+    main()
