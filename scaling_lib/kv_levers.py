@@ -18,7 +18,7 @@ the Scaling Book lists {cite}`scalingbook`, each changing one factor of  B x S x
 import math
 from dataclasses import dataclass
 
-from ._validate import non_negative_int, positive_int
+from ._validate import flag, non_negative_int, positive, positive_int
 from .dtypes import bytes_per_element
 from .memory import kv_bytes_per_token
 from .models import get_model
@@ -219,6 +219,7 @@ def decode_attention_cost(model, context_len: int, kv_dtype: str = "bf16", absor
     """
     m = get_model(model)
     positive("context_len", context_len)
+    absorbed = flag("absorbed", absorbed)
     n = m.n_heads
     if m.is_mla:
         r, rope = m.kv_lora_rank, m.rope_head_dim

@@ -118,7 +118,10 @@ def memory_footprint_kv_heads(model, n_kv_heads: int, chip, n_chips: int, batch:
     """
     m = get_model(model)
     chip = get_chip(chip)
-    positive("n_chips", n_chips)
+    positive_int("n_chips", n_chips)
+    n_kv_heads = positive_int("n_kv_heads", n_kv_heads)
+    non_negative_int("batch", batch)
+    positive("context_len", context_len, allow_zero=True)
     return MemoryFootprint(weight_bytes=param_bytes(m, weight_dtype),
                            kv_bytes=kv_cache_bytes(m.with_(n_kv_heads=n_kv_heads), context_len, batch, kv_dtype),
                            capacity_bytes=n_chips * chip.hbm_capacity)

@@ -9,7 +9,7 @@ PaLM (Chowdhery et al. 2022) as used by Pope et al. 2022.
 
 import json
 from dataclasses import dataclass, fields, replace
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from ._validate import flag, non_negative_int, positive_int
 
@@ -338,6 +338,9 @@ def from_hf_config(path_or_dict) -> Transformer:
     """
     if isinstance(path_or_dict, dict):
         config, origin = dict(path_or_dict), "config"
+    elif not isinstance(path_or_dict, (str, PurePath)):
+        raise ValueError(f"path_or_dict must be the path of a Hugging Face config.json or its parsed dict, got "
+                         f"{path_or_dict!r}")
     else:
         path = Path(path_or_dict)
         if not path.is_file():

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from scaling_lib.book.claims import REL, claim, evaluate, published, published_range
-from scaling_lib.book.claims.serving import (V2_SOURCE_INPUTS, V2_SOURCE_SERVER, V3_CONFIG, V3_MIX, V3_SERVERS,
+from scaling_lib.book.claims.serving import (V2_SOURCE_INPUTS, V2_SOURCE_SERVER, V3_CONFIG, V3_MIX, v3_servers,
                                              V4_ACCEPTANCE, V4_DRAFT_PARAMS, V4_TARGET_PARAMS)
 from scaling_lib.book.claims.step_time import T4_DEPLOYMENT
 from scaling_lib.hardware import get_chip
@@ -34,7 +34,7 @@ CONFIG, MIXED = V3_CONFIG, V3_MIX
 
 def _run(engine, workload, **overrides):
     """Claim V3's scenario: every engine on the same 48 chips (3 servers, or 2 prefill + 1 decode), or `overrides`."""
-    return simulate(CONFIG, workload, engine, **{**V3_SERVERS, **overrides})
+    return simulate(CONFIG, workload, engine, **{**v3_servers(engine), **overrides})
 
 
 # --- V1, V2: prefill and the prefill-to-decode server ratio ---------------------------------------------------

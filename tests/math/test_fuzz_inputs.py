@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import scaling_lib
+from tests import REPO
 from scaling_lib.models import get_model
 from scaling_lib.simulator import ServingConfig, trace_workload
 
@@ -64,6 +65,7 @@ GOOD = {
     "op": st.sampled_from(scaling_lib.sharding.COLLECTIVES), "engine": st.sampled_from(scaling_lib.simulator.ENGINES),
     "unit": st.sampled_from(["s", "ms", "GB", "GiB", "tokens", "TFLOP/s", "%", ""]),
     "text": st.sampled_from(["4.98 ms", "1,920 tokens", "6.25 GiB", "240", ".5 s", "-3 us", "1e3 B"]),
+    "hf": st.sampled_from(sorted(str(p) for p in (REPO / "book" / "data" / "hf_configs").glob("*.json"))),
 }
 _NUMBERISH = ["8", "0.4", True, None, [1], NAN]
 BAD = {
@@ -75,13 +77,14 @@ BAD = {
     "mesh": [(0,), (-2, -4), (2.5, 1), (2, 2, 2, 2), (), 8, "2x2", [None]],
     "lengths": [[-1], [1.5], [], "abc", [True], [NAN], None],
     "choice": ["nope", 3, None, ["x"]], "unit": ["furlongs", 3, None], "text": ["abc", "1,5 ms", "nan s", None, []],
+    "hf": [None, 3, "no/such/config.json", {}, {"model_type": "gpt2"}, {"model_type": "llama"}],
 }
 BAD.update(small=BAD["count"], small0=BAD["count0"], moe=BAD["model"] + ["llama3-8b"])
 for _choice in ("layout", "convention", "phase", "sharding", "op", "engine"):
     BAD[_choice] = BAD["choice"]
 
 
-NAME_LOOKUPS = ("model", "moe", "chip", "dtype", "unit", "text", "op")
+NAME_LOOKUPS = ("model", "moe", "chip", "dtype", "unit", "text", "op", "hf")
 
 
 def spec(base, **kinds):
@@ -135,6 +138,8 @@ SPECS = {
                                       compute_dtype="dtype"),
     "kv_levers.cross_layer_kv_bytes": spec(dict(model=M, tokens=4096, share_every=2, batch=4), model="model",
                                            tokens="count0", share_every="small", batch="small", dtype="dtype"),
+    "kv_levers.decode_attention_cost": spec(dict(model=M, context_len=8192), model="model", context_len="real",
+                                            kv_dtype="dtype", absorbed="flag"),
     "kv_levers.evenly_ragged_lengths": spec(dict(context_len=8192, batch=4), context_len="count", batch="small"),
     "kv_levers.kv_footprint": spec(dict(model=M, lengths=[100, 2000]), model="model", lengths="lengths",
                                    dtype="dtype", window="count?", global_every="small?", share_every="small",
@@ -209,8 +214,14 @@ SPECS = {
     "memory.memory_footprint": spec(dict(model=M, chip="tpu-v5e", n_chips=16, batch=8, context_len=8192),
                                     model="model", chip="chip", n_chips="count", batch="count0",
                                     context_len="real0", weight_dtype="dtype", kv_dtype="dtype"),
+    "memory.memory_footprint_kv_heads": spec(dict(model="llama2-13b", n_kv_heads=8, chip="tpu-v5e", n_chips=8,
+                                                  batch=16, context_len=8192), model="model", n_kv_heads="small",
+                                             chip="chip", n_chips="count", batch="count0", context_len="real0",
+                                             weight_dtype="dtype", kv_dtype="dtype"),
     "memory.param_bytes": spec(dict(model=M), model="model", dtype="dtype"),
     "models.active_param_count": spec(dict(model=MOE), model="model"),
+    "models.from_hf_config": spec(dict(path_or_dict=str(REPO / "book/data/hf_configs/llama-3.1-8b.json")),
+                                  path_or_dict="hf"),
     "models.get_model": spec(dict(name=M), name="model"),
     "models.model_names": spec({}),
     "models.param_breakdown": spec(dict(model=MOE, active_only=True), model="model", active_only="flag"),
@@ -415,7 +426,8 @@ def test_every_bad_value_of_every_argument_raises_value_error_naming_it(name, pa
         message = str(err.value)
         # The message names the argument; a failed name lookup (model, chip, dtype, unit) says "unknown <what>".
         named = param in message or (kind.rstrip("?") in NAME_LOOKUPS and any(
-            phrase in message for phrase in ("unknown", "is dense", "could not read", "a unit is", "expected a number")))
+            phrase in message for phrase in ("unknown", "is dense", "could not read", "a unit is", "expected a number",
+                                             "config", "model_type")))
         assert named, f"{name}({param}={bad!r}): the message does not name {param!r}: {message!r}"
 
 

@@ -48,16 +48,24 @@ def _v2_from_model():
 
 # Claim V3's scenario (chapter 9 runs it too): servers of LLaMA-3-70B on 16 TPU v5e with 32 slots of 8,192 tokens
 # (the Scaling Book's ch. 8 server), requests of 512-4,096 prompt and 64-512 output tokens, and every engine on the
-# same 48 chips: simulate(V3_CONFIG, workload, engine, **V3_SERVERS) runs 3 co-located servers, or 2 prefill + 1
-# decode servers for "disaggregated" (simulate uses the counts its engine needs).
+# same 48 chips: simulate(V3_CONFIG, workload, engine, **v3_servers(engine)) runs 3 co-located servers, or 2
+# prefill + 1 decode servers for "disaggregated" (simulate refuses counts its engine would not use).
 V3_CONFIG = ServingConfig("llama3-70b", "tpu-v5e", n_chips=16, max_batch=32, max_context_len=8192)
 V3_MIX = MappingProxyType(dict(prompt_len=(512, 4096), output_len=(64, 512)))
 V3_SERVERS = MappingProxyType(dict(n_servers=3, n_prefill_servers=2, n_decode_servers=1))
 
 
+def v3_servers(engine: str) -> dict:
+    """The counts of V3_SERVERS that `engine` uses (simulate refuses the others): n_servers for the co-located
+    engines, n_prefill_servers and n_decode_servers for "disaggregated"."""
+    if engine == "disaggregated":
+        return {name: V3_SERVERS[name] for name in ("n_prefill_servers", "n_decode_servers")}
+    return {"n_servers": V3_SERVERS["n_servers"]}
+
+
 def _v3_engines():
     def run(engine, workload):
-        return simulate(V3_CONFIG, workload, engine, **V3_SERVERS)
+        return simulate(V3_CONFIG, workload, engine, **v3_servers(engine))
 
     low = poisson_workload(0.5, 300, **V3_MIX, seed=5)
     naive_low, inter_low = run("naive", low), run("interleaved", low)
