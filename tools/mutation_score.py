@@ -71,7 +71,7 @@ def main():
         every = results()
 
     skip = equivalent()
-    status = {n: every[n] for n in chosen if n not in skip}
+    status = {n: every.get(n, "not generated") for n in chosen if n not in skip}
     counts = Counter("killed" if s in KILLED else s for s in status.values())
     tested = counts["killed"] + counts["survived"]
     score = counts["killed"] / tested if tested else float("nan")

@@ -16,6 +16,7 @@ import importlib
 import inspect
 import math
 import pkgutil
+import re
 
 import numpy as np
 import pytest
@@ -425,7 +426,8 @@ def test_every_bad_value_of_every_argument_raises_value_error_naming_it(name, pa
             _call(name, {**base, param: bad})
         message = str(err.value)
         # The message names the argument; a failed name lookup (model, chip, dtype, unit) says "unknown <what>".
-        named = param in message or (kind.rstrip("?") in NAME_LOOKUPS and any(
+        named = re.search(rf"(?<![A-Za-z0-9_]){param}(?![A-Za-z0-9_])", message) or (
+            kind.rstrip("?") in NAME_LOOKUPS and any(
             phrase in message for phrase in ("unknown", "is dense", "could not read", "a unit is", "expected a number",
                                              "config", "model_type")))
         assert named, f"{name}({param}={bad!r}): the message does not name {param!r}: {message!r}"
