@@ -230,3 +230,115 @@ def test_workload_and_simulate_messages():
         Workload([0.0], [10], [5], cached_len=[10])
     with pytest.raises(ValueError, match="^workload must be a Workload"):
         simulate(CONFIG, [(0.0, 10, 5)], "naive")
+
+
+# --- second round: survivors of the measured sample -------------------------------------------------------------
+def test_layouts_edges_by_hand():
+    from scaling_lib.layouts import (attention_collectives, best_layout, comm_volume_curves, context_length_table,
+                                     layout_switch_points, wg_optimal_gather_size)
+
+    # Batch-sharded multiquery attention, 512 x 48 heads x 256 bf16 over 64 chips: 196,608 B per all-to-all.
+    assert attention_collectives("batch", 512, 48, 256, (4, 4, 4))[0].bytes_per_chip == 2 * 512 * 48 * 256 / 64
+    # N = sqrt(T n / F) = sqrt(4,096 x 64 / 73,728) = 1.8856
+    assert wg_optimal_gather_size(4096, 64, 73728) == pytest.approx(math.sqrt(4096 * 64 / 73728), rel=1e-12)
+    assert [c.op for c in ffn_collectives("wg-x", "palm-540b", 4096, (4, 4, 4))] == [
+        "all-gather", "all-gather", "all-gather", "reduce-scatter"]
+    rows = context_length_table("tpu-v4", 64, (128,))
+    assert [(r.model, r.head_dim) for r in rows] == [("palm-540b-multihead", 128), ("palm-540b", 256),
+                                                      ("palm-540b", 256)]
+    with pytest.raises(ValueError, match="^batch must be a positive integer"):
+        context_length_table("tpu-v4", 64, (0,))
+    with pytest.raises(ValueError, match="^tokens must be positive"):
+        comm_volume_curves("palm-540b", (4, 4, 4), [64, -1])
+    with pytest.raises(ValueError, match="^unknown layout '3d-ws'"):
+        best_layout("palm-540b", "tpu-v4", (4, 4, 4), 64).time("3d-ws")
+    for tokens_range, message in (((-1, 10), "^tokens_range start must be positive"),
+                                  ((10, -5), "^tokens_range stop must be positive"),
+                                  ((10, 10), r"^tokens_range must be increasing, got \(10, 10\)")):
+        with pytest.raises(ValueError, match=message):
+            layout_switch_points("palm-540b", "tpu-v4", (4, 4, 4), tokens_range=tokens_range)
+    with pytest.raises(ValueError, match=r"kv_fraction must be in \(0, 1\], got 0: it is the share of HBM kept"):
+        max_context_length("palm-540b", "tpu-v4", 64, 128, "batch", kv_fraction=0)
+
+
+def test_roofline_edges():
+    from scaling_lib.roofline import critical_batch_size, moe_critical_batch_size, roofline_time
+
+    report = explain_matmul("tpu-v5e", 64, weight_dtype="int8")
+    assert report.weight_dtype == "int8" and report.critical_batch == critical_batch_size("tpu-v5e", "int8", "bf16")
+    assert moe_critical_batch_size("tpu-v5e", 4, 4) == critical_batch_size("tpu-v5e")  # k = E: every expert busy
+    assert roofline_time(0, 1e9, "tpu-v5e").compute_s == 0.0
+    assert fit_batch_roofline([1, 2, 4], [1.0, 2.0, 4.0], n_floor=1).floor_s == 1.0
+    with pytest.raises(ValueError, match="^batches must be a sequence of numbers"):
+        fit_batch_roofline("abc", [1.0, 2.0, 3.0])
+
+
+def test_serving_and_sharding_use_the_compute_dtype():
+    from scaling_lib.serving import server_ratio
+    from scaling_lib.sharding import decode_step_components
+
+    ratio = server_ratio("llama3-70b", "tpu-7x", 8192, 512, 256, 8, 8, compute_dtype="fp8")
+    assert ratio.decode_step_s == decode_step_time("llama3-70b", "tpu-7x", 8, 256, 8192 + 256, compute_dtype="fp8").total_s
+    parts = decode_step_components("llama3-70b", "tpu-7x", 8, 256, 8192, compute_dtype="fp8")
+    assert parts.flops_s == decode_step_time("llama3-70b", "tpu-7x", 8, 256, 8192, compute_dtype="fp8").compute_s
+    one = decode_step_components("llama3-70b", "tpu-7x", 1, 256, 8192)
+    assert (one.ici_s, one.ici_latency_s) == (0.0, 0.0)  # one chip: no collectives
+    with pytest.raises(ValueError, match="pass axis sizes that multiply to n_chips$"):
+        decode_step_components("llama3-70b", "tpu-7x", 8, 256, 8192, mesh_shape=(2, 2))
+
+
+def test_hf_config_edges():
+    from scaling_lib.models import from_hf_config
+
+    base = dict(model_type="gemma3_text", num_hidden_layers=12, hidden_size=64, num_attention_heads=4,
+                num_key_value_heads=2, head_dim=16, vocab_size=256, intermediate_size=128, sliding_window=32)
+    every_sixth = ["sliding_attention"] * 5 + ["full_attention"]
+    assert from_hf_config({**base, "layer_types": every_sixth * 2}).global_every == 6
+    for broken in (["sliding_attention"] * 12, (["full_attention"] + ["sliding_attention"] * 5) * 2,
+                   every_sixth + ["sliding_attention"] * 3 + ["full_attention"] + ["sliding_attention"] * 2):
+        with pytest.raises(ValueError, match="is not a periodic local/global pattern"):
+            from_hf_config({**base, "layer_types": broken})
+    with pytest.raises(ValueError, match=r"no usable 'sliding_window_pattern' \(model_type 'gemma3_text'\)"):
+        from_hf_config(base)
+    llama = dict(base, model_type="llama", _name_or_path="org/My-Model")
+    del llama["num_key_value_heads"], llama["sliding_window"]
+    model = from_hf_config(llama)
+    assert (model.n_kv_heads, model.name) == (4, "my-model")  # K defaults to N (multi-head)
+    with pytest.raises(ValueError, match="use_sliding_window=true"):
+        from_hf_config(dict(llama, model_type="qwen2", use_sliding_window=True))
+    with pytest.raises(ValueError, match="shared experts belong to an MoE layer"):
+        get_model("llama3-8b").with_(n_shared_experts=1)
+
+
+def test_simulator_result_and_workload_fields():
+    result = simulate(CONFIG, trace_workload([(0.0, 100, 2)]), "chunked")
+    assert result.engine == "chunked" and result.output_len.tolist() == [2]
+    assert result.tpot_s[0] == pytest.approx(decode_step_time("llama3-70b", "tpu-v5e", 16, 1, 101).total_s, rel=1e-9)
+    assert result.queue_length()[1].dtype.kind == "i"
+    workload = Workload([0.0], [10.0], [5])  # whole floats are token counts too
+    assert workload.prompt_len.dtype == np.int64 and not workload.output_len.flags.writeable
+    assert Workload([0.0], [10], [5], cached_len=[1]).cached_len.tolist() == [1]
+    with pytest.raises(ValueError, match="^cached_len must hold whole numbers of tokens$"):
+        Workload([0.0], [10], [5], cached_len=[0.5])
+    with pytest.raises(ValueError, match="^n_servers applies to the co-located engines .* the 'disaggregated' engine "
+                                         "takes n_prefill_servers and n_decode_servers$"):
+        simulate(CONFIG, trace_workload([(0.0, 10, 2)]), "disaggregated", n_servers=2)
+
+
+def test_chunked_prefill_uses_the_configured_compute_dtype():
+    # One 512-token chunk in fp8 on 8 Ironwood chips: max(weight read, 2 P x 512 / (8 x 4.614e15 x 0.4)).
+    config = ServingConfig("llama3-70b", "tpu-7x", n_chips=8, max_batch=4, max_context_len=4096, compute_dtype="fp8")
+    result = simulate(config, trace_workload([(0.0, 512, 1)]), "chunked")
+    weights = decode_step_time("llama3-70b", "tpu-7x", 8, 0, 0).weight_s
+    assert result.ttft_s[0] == pytest.approx(max(weights, prefill_time("llama3-70b", "tpu-7x", 8, 512, 0.4,
+                                                                      compute_dtype="fp8")), rel=1e-12)
+
+
+def test_parse_quantity_takes_numpy_floats_and_names_a_bad_answer():
+    from scaling_lib.units import parse_quantity
+
+    assert parse_quantity(np.float32(2.5), "ms") == (pytest.approx(2.5e-3), "time")
+    with pytest.raises(ValueError, match="^the answer must be a finite number"):
+        parse_quantity(float("nan"))
+    with pytest.raises(ValueError, match="unknown unit"):
+        parse_unit("kx")
