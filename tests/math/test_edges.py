@@ -277,8 +277,10 @@ def test_serving_and_sharding_use_the_compute_dtype():
     from scaling_lib.serving import server_ratio
     from scaling_lib.sharding import decode_step_components
 
-    ratio = server_ratio("llama3-70b", "tpu-7x", 8192, 512, 256, 8, 8, compute_dtype="fp8")
-    assert ratio.decode_step_s == decode_step_time("llama3-70b", "tpu-7x", 8, 256, 8192 + 256, compute_dtype="fp8").total_s
+    # batch 1,024: the matmul FLOPs (not the weight read) set the step, so the compute dtype shows
+    ratio = server_ratio("llama3-70b", "tpu-7x", 8192, 512, 1024, 8, 8, compute_dtype="fp8")
+    step = decode_step_time("llama3-70b", "tpu-7x", 8, 1024, 8192 + 256, compute_dtype="fp8")
+    assert step.bound == "compute" and ratio.decode_step_s == step.total_s
     parts = decode_step_components("llama3-70b", "tpu-7x", 8, 256, 8192, compute_dtype="fp8")
     assert parts.flops_s == decode_step_time("llama3-70b", "tpu-7x", 8, 256, 8192, compute_dtype="fp8").compute_s
     one = decode_step_components("llama3-70b", "tpu-7x", 1, 256, 8192)
@@ -296,7 +298,8 @@ def test_hf_config_edges():
     assert from_hf_config({**base, "layer_types": every_sixth * 2}).global_every == 6
     for broken in (["sliding_attention"] * 12, (["full_attention"] + ["sliding_attention"] * 5) * 2,
                    every_sixth + ["sliding_attention"] * 3 + ["full_attention"] + ["sliding_attention"] * 2):
-        with pytest.raises(ValueError, match="is not a periodic local/global pattern"):
+        with pytest.raises(ValueError, match="is not a periodic local/global pattern with the global layer last in "
+                                             "each period; this book's models cannot represent it"):
             from_hf_config({**base, "layer_types": broken})
     with pytest.raises(ValueError, match=r"no usable 'sliding_window_pattern' \(model_type 'gemma3_text'\)"):
         from_hf_config(base)
