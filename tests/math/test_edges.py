@@ -345,3 +345,110 @@ def test_parse_quantity_takes_numpy_floats_and_names_a_bad_answer():
         parse_quantity(float("nan"))
     with pytest.raises(ValueError, match="unknown unit"):
         parse_unit("kx")
+
+
+# --- third round: survivors of an independent sample ----------------------------------------------------------------
+def test_mla_attention_flops_by_hand():
+    from scaling_lib.flops import forward_flops
+    from scaling_lib.kv_levers import decode_attention_cost
+
+    # DeepSeek-V3: 61 layers, 128 heads, H = 128 + 64 (RoPE) = 192, H_v = 128, latent r = 512. Not absorbed, each
+    # cached token costs 2 x 128 x (192 + 128) + 2 x 512 x 128 x (192 - 64 + 128) = 33,636,352 FLOPs per layer.
+    cost = decode_attention_cost("deepseek-v3", 1000, absorbed=False)
+    assert cost.flops == 61 * 1000 * 33_636_352
+    # A forward pass over 16 tokens scores 16 x 16 pairs per layer at 2 N (H + H_v) = 2 x 128 x 320 FLOPs each.
+    assert forward_flops("deepseek-v3", 16).attention == pytest.approx(61 * 16 * 16 * 2 * 128 * 320, rel=1e-12)
+
+
+def test_small_closed_forms_by_hand():
+    from scaling_lib.layouts import attention_collectives
+    from scaling_lib.roofline import matmul_bytes, roofline_time
+
+    assert matmul_bytes(3, 5, 7) == 2 * 3 * 5 + 2 * 5 * 7 + 2 * 3 * 7  # X, W, output in bf16
+    assert roofline_time(1e9, 0, "tpu-v5e").memory_s == 0.0
+    # bf16 this time, so bytes per element (2) multiplies: 206,158,430,208 x 2 / 16 shards.
+    memory = expert_sharded_memory(as_moe("sb7-worked", 16, 2), "tpu-v5e", expert_shards=16)
+    assert memory.expert_bytes_per_chip == 64 * 3 * 4096 * 16384 * 16 * 2 / 16
+    # Multiquery: with the KV head unsplittable, 2 chips split the batch and need both all-to-alls.
+    two = attention_collectives("batch", 8, 4, 16, (2,))
+    assert [(c.op, c.tensor) for c in two] == [("all-to-all", "activations")] * 2
+    gather = Collective("all-gather", "weights", 270e9, (4, 4, 4))
+    assert gather.seconds("tpu-v4") == gather.seconds("tpu-v4", "pope") == pytest.approx(1.0, rel=1e-12)
+    with pytest.raises(ValueError, match="^unknown convention 'x'"):
+        gather.seconds("tpu-v4", "x")
+    assert fit_batch_roofline([1, 2, 4, 8, 16], [4.0, 1.0, 2.0, 3.0, 16.0]).floor_s == 2.0  # default: 3 smallest
+    from scaling_lib.layouts import kv_versus_weights
+    from scaling_lib.memory import memory_footprint_kv_heads
+
+    assert kv_versus_weights("palm-540b", 8, 0).kv_bytes == 0.0
+    assert memory_footprint_kv_heads("llama2-13b", 8, "tpu-v5e", 8, 16, 0).kv_bytes == 0.0
+
+
+def test_model_field_edges():
+    from scaling_lib.models import from_hf_config
+
+    base = dict(n_layers=2, d_model=64, d_ff=128, n_heads=4, n_kv_heads=4, head_dim=16, vocab_size=256)
+    with pytest.raises(ValueError, match="rope_head_dim=16 must be smaller than head_dim=16"):
+        Transformer(**base, kv_lora_rank=8, rope_head_dim=16)
+    with pytest.raises(ValueError, match="^n_dense_layers must be a non-negative integer"):
+        Transformer(**base, n_dense_layers=-1)
+    cfg = dict(model_type="llama", num_hidden_layers=2, hidden_size=64, num_attention_heads=4, vocab_size=256,
+               intermediate_size=128)
+    assert from_hf_config({**cfg, "tie_word_embeddings": True}).tied_embeddings is True
+    with pytest.raises(ValueError, match="use_sliding_window=true"):
+        from_hf_config({**cfg, "model_type": "qwen3", "use_sliding_window": True})
+    with pytest.raises(ValueError, match=r"add it, or build the model with scaling_lib\.models\.Transformer"):
+        from_hf_config({"model_type": "llama"})
+    with pytest.raises(ValueError, match=r"'llama-2-13b' or 'meta-llama/Llama-3\.1-8B' work too"):
+        get_model("gpt-9")
+
+
+def test_validation_edges():
+    with pytest.raises(ValueError, match="^x must be non-negative, got -1$"):
+        _validate.positive("x", -1, allow_zero=True)
+    with pytest.raises(ValueError, match=r"^k=3 does not divide n=1000000000001; pick a divisor of 1000000000001$"):
+        _validate.divides("k", 3, "n", 10**12 + 1)  # no list of divisors of a large number (it would take forever)
+    from scaling_lib.flops import attention_pairs
+    from scaling_lib.inference import prefill_time as prefill
+
+    with pytest.raises(ValueError, match="context, so kv_len must count them too$"):
+        attention_pairs(8, 4)
+    with pytest.raises(ValueError, match=r"it is the fraction of peak FLOP/s achieved$"):
+        prefill("llama3-70b", "tpu-v5e", 16, 8192, mfu=0)
+    with pytest.raises(ValueError, match=r"mfu must be in \(0, 1\], got 2: it is the fraction of peak FLOP/s achieved$"):
+        ServingConfig("llama3-70b", "tpu-v5e", 16, 8, 8192, mfu=2)
+    with pytest.raises(ValueError, match="^config must be a ServingConfig, got dict$"):
+        simulate({}, trace_workload([(0.0, 10, 2)]))
+
+
+def test_units_edges():
+    from scaling_lib.units import parse_quantity
+
+    assert parse_quantity("1_000 tokens") == (1000.0, "count")
+    assert parse_quantity("50 %") == (0.5, "percent")
+    with pytest.raises(ValueError, match=r"e\.g\. '1\.5 ms'"):
+        parse_quantity("1,5 ms")
+
+
+def test_serving_config_checks_the_kv_dtype_and_chunks_track_each_prompt():
+    # 16 v5e hold LLaMA-3-70B and 20 caches of 8,192 bf16 tokens, about twice as many in int8.
+    fit_bf16 = max_batch_size_of(16, "bf16")
+    ServingConfig("llama3-70b", "tpu-v5e", 16, fit_bf16 + 1, 8192, kv_dtype="int8")  # fits in int8
+    with pytest.raises(ValueError, match="does not fit in HBM"):
+        ServingConfig("llama3-70b", "tpu-v5e", 16, fit_bf16 + 1, 8192)
+    # Three 600-token prompts at once, chunks of 512: step 2 carries 88 tokens of A (reading A's 512 cached) and 424
+    # of B (nothing cached yet); step 3 carries 176 of B (reading its 424) and 336 of C: every chunk reads the prefix
+    # of its own sequence, and the reads add up over the sequences in the step.
+    config = ServingConfig("llama3-70b", "tpu-v5e", n_chips=16, max_batch=4, max_context_len=4096)
+    result = simulate(config, trace_workload([(0.0, 600, 1)] * 3), "chunked")
+    per_token = 327_680 / (16 * V5E_W)
+    assert result.first_token_s[1] == pytest.approx(3 * _chunk(512) + (512 + 424) * per_token, rel=1e-9)
+    # Admission stops at max_batch: five requests on four slots, the fifth starts only when one finishes.
+    five = simulate(config, trace_workload([(0.0, 100, 3)] * 5), "chunked")
+    assert np.sum(five.start_s == 0.0) == 4
+
+
+def max_batch_size_of(n_chips, kv_dtype):
+    from scaling_lib.memory import max_batch_size
+
+    return max_batch_size("llama3-70b", "tpu-v5e", n_chips, 8192, "bf16", kv_dtype)

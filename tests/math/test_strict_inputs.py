@@ -109,7 +109,7 @@ def test_simulate_refuses_arguments_that_do_not_apply_to_the_engine(engine, kwar
 
 
 def test_parse_quantity_refuses_a_decimal_comma_with_a_hint():
-    with pytest.raises(ValueError, match=r"'1,5 ms'.*thousands separator.*decimal point as '.', e.g. '1.5 ms'"):
+    with pytest.raises(ValueError, match=r"'1,5 ms'.*thousands separator.*decimal point as '\.', e\.g\. '1\.5 ms'"):
         parse_quantity("1,5 ms")
     # Thousands separators in groups of three are unambiguous and still read.
     assert parse_quantity("1,536 tokens") == (1536.0, "count")
