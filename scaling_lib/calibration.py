@@ -21,7 +21,8 @@ import math
 import statistics
 from dataclasses import dataclass
 
-from ._validate import choice
+from ._validate import choice, fraction, positive_int
+from .dtypes import bytes_per_element
 from .estimate import (Deployment, Efficiency, decode_step, decode_time, offline_estimate, prefill,
                        resolve_efficiency)
 from .measurements import PopeRow, ThroughputRow, pope_rows, trtllm_rows
@@ -81,6 +82,7 @@ def predicted_latency(row: PopeRow, efficiency=None) -> float:
 
 def compare(row, efficiency=None, kv_dtype: str = "fp8") -> Comparison:
     """A `Comparison` for one row of `measurements.trtllm_rows()` or `measurements.pope_rows()`."""
+    bytes_per_element(kv_dtype)
     if isinstance(row, ThroughputRow):
         estimate = offline_estimate(trtllm_deployment(row, kv_dtype), row.input_len, row.output_len, efficiency)
         return Comparison(row.label, "TensorRT-LLM", f"{row.input_len}/{row.output_len}", split_of(row),
@@ -99,6 +101,7 @@ def all_rows() -> tuple:
 
 def comparisons(efficiency=None, split: str | None = None, kv_dtype: str = "fp8") -> tuple:
     """`compare` for every row (or only those of `split`)."""
+    bytes_per_element(kv_dtype)
     if split is not None:
         choice("split", split, SPLITS)
     return tuple(compare(row, efficiency, kv_dtype) for row in all_rows() if split in (None, split_of(row)))
@@ -111,6 +114,8 @@ def fit_efficiency(ratio_of, fields=("mfu", "hbm", "network"), rounds: int = 3, 
     Coordinate descent: a golden-section search on each field in [low, 1] in turn, `rounds` times, from 0.5.
     Deterministic.
     """
+    rounds = positive_int("rounds", rounds)
+    fraction("low", low, "the smallest efficiency searched")
     values = {name: 0.5 for name in fields}
     golden = (math.sqrt(5) - 1) / 2
 

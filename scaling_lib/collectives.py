@@ -34,7 +34,8 @@ Used in chapter 7, *Sharding prefill and generation*, and chapter 11, *How close
 import math
 from dataclasses import dataclass
 
-from ._validate import choice, positive, positive_int
+from ._validate import axes as check_axes
+from ._validate import choice, flag, positive, positive_int
 from .hardware import SwitchDomain, Torus, get_chip
 
 COLLECTIVES = ("all-gather", "reduce-scatter", "all-reduce", "all-to-all")
@@ -85,6 +86,7 @@ def collective_hops(op: str, n_shards: int, wraparound: bool = True) -> int:
     """
     choice("collective", op, COLLECTIVES)
     n = positive_int("n_shards", n_shards)
+    wraparound = flag("wraparound", wraparound)
     if n == 1:
         return 0
     passes = 2 if op == "all-reduce" else 1
@@ -135,7 +137,7 @@ def mesh_collective(op: str, array_bytes: float, chip, mesh_shape) -> Collective
     """A collective over every chip of `mesh_shape`. On a torus the k axes' links share the bandwidth term (V / k)
     and the axes are reduced one after another, so the hop latencies add; a switch sees one group of prod(shape)."""
     chip = get_chip(chip)
-    axes = [positive_int("mesh axis", a) for a in mesh_shape if a != 1]
+    axes = [a for a in check_axes("mesh_shape", mesh_shape) if a != 1]
     if not axes:
         return CollectiveTime(op, 0.0, 0.0)
     if not isinstance(chip.topology, Torus):

@@ -284,6 +284,11 @@ def step_estimate(deployment: Deployment, *, decode_batch: float = 0.0, decode_c
     `held_tokens_each` tokens. `decode_step`, `prefill` and `offline_throughput` call it; see the module docstring.
     """
     d, eff = deployment, resolve_efficiency(efficiency)
+    for name, value in (("decode_batch", decode_batch), ("decode_context", decode_context),
+                        ("prefill_tokens", prefill_tokens), ("held_sequences", held_sequences),
+                        ("held_tokens_each", held_tokens_each)):
+        positive(name, value, allow_zero=True)
+    positive_int("prefill_len", prefill_len)
     m, chip, tp = d.model, d.chip, d.tensor_parallel
     hbm = chip.hbm_bandwidth * eff.hbm
     rate = chip.peak_flops(d.compute_dtype) * eff.mfu
@@ -350,6 +355,7 @@ def decode_time(deployment: Deployment, batch: int, context_len: int, steps: int
     is their sum (where the KV read and the attention FLOPs trade places it is slightly below the sum: still a
     bound). The memory check uses the last step's context."""
     steps = positive_int("steps", steps)
+    positive("context_len", context_len, allow_zero=True)
     decode_step(deployment, batch, context_len + steps, efficiency)  # raises if the last step does not fit
     per_replica = batch // deployment.replicas
     mean = step_estimate(deployment, decode_batch=per_replica, decode_context=context_len + (steps + 1) / 2,
@@ -359,6 +365,7 @@ def decode_time(deployment: Deployment, batch: int, context_len: int, steps: int
 
 def max_batch(deployment: Deployment, context_len: float) -> int:
     """Sequences of `context_len` tokens whose caches fit next to the weights, over the whole deployment."""
+    positive("context_len", context_len)
     d = deployment
     free = d.chip.hbm_capacity - d.weight_bytes_per_chip
     per_sequence = d.kv_bytes_per_chip(1, context_len)

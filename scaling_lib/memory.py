@@ -70,7 +70,7 @@ def kv_replication(model, n_chips: int, kv_placement: str = "batch-split") -> fl
     `kv_head_groups` (1 for MLA).
     """
     groups = kv_head_groups(model)
-    positive("n_chips", n_chips)
+    positive_int("n_chips", n_chips)
     choice("kv_placement", kv_placement, KV_PLACEMENTS)
     if kv_placement == "batch-split":
         return 1.0

@@ -13,7 +13,7 @@ Expert FFNs are gated (3 D F parameters each, `models.param_breakdown`); a route
 
 from dataclasses import dataclass
 
-from ._validate import divides, non_negative_int, positive_int
+from ._validate import divides, positive, positive_int
 from .dtypes import bytes_per_element
 from .hardware import get_chip
 from .memory import kv_bytes_per_token
@@ -76,7 +76,7 @@ def expected_experts_touched(n_experts: int, n_active_experts: int, tokens: int)
     """
     positive_int("n_experts", n_experts)
     positive_int("n_active_experts", n_active_experts)
-    non_negative_int("tokens", tokens)
+    positive("tokens", tokens, allow_zero=True)  # an expected token count (a mean over requests) need not be whole
     if n_active_experts > n_experts:
         raise ValueError(f"n_active_experts={n_active_experts} exceeds n_experts={n_experts}")
     return n_experts * (1.0 - (1.0 - n_active_experts / n_experts) ** tokens)

@@ -25,6 +25,9 @@ from hypothesis import strategies as st
 
 import scaling_lib
 from tests import REPO
+from scaling_lib.calibration import comparisons
+from scaling_lib.estimate import Deployment
+from scaling_lib.measurements import pope_rows
 from scaling_lib.models import get_model
 from scaling_lib.simulator import ServingConfig, trace_workload
 
@@ -39,6 +42,8 @@ MODELS = ("llama3-8b", "llama2-13b", "llama3-70b", "palm-8b", "sb7-worked", TINY
 MOE = get_model("sb7-worked").with_(n_experts=16, n_active_experts=2)
 CONFIG = ServingConfig("llama3-8b", "h100", n_chips=1, max_batch=4, max_context_len=4096)
 WORKLOAD = trace_workload([(0.0, 100, 5), (0.01, 300, 3), (0.02, 50, 1)])
+DEPLOYMENT = Deployment("llama3-70b", "tpu-v5e", 16)
+POPE = pope_rows()[0]
 
 
 def _ints(low, high):
@@ -64,6 +69,7 @@ GOOD = {
     "phase": st.sampled_from(scaling_lib.layouts.PHASES),
     "sharding": st.sampled_from(scaling_lib.layouts.ATTENTION_SHARDINGS),
     "op": st.sampled_from(scaling_lib.sharding.COLLECTIVES), "engine": st.sampled_from(scaling_lib.simulator.ENGINES),
+    "network": st.sampled_from(["dcn", "ici"]), "placement": st.sampled_from(["batch-split", "replicated"]),
     "unit": st.sampled_from(["s", "ms", "GB", "GiB", "tokens", "TFLOP/s", "%", ""]),
     "text": st.sampled_from(["4.98 ms", "1,920 tokens", "6.25 GiB", "240", ".5 s", "-3 us", "1e3 B"]),
     "hf": st.sampled_from(sorted(str(p) for p in (REPO / "book" / "data" / "hf_configs").glob("*.json"))),
@@ -80,8 +86,10 @@ BAD = {
     "choice": ["nope", 3, None, ["x"]], "unit": ["furlongs", 3, None], "text": ["abc", "1,5 ms", "nan s", None, []],
     "hf": [None, 3, "no/such/config.json", {}, {"model_type": "gpt2"}, {"model_type": "llama"}],
 }
-BAD.update(small=BAD["count"], small0=BAD["count0"], moe=BAD["model"] + ["llama3-8b"])
-for _choice in ("layout", "convention", "phase", "sharding", "op", "engine"):
+BAD.update(small=BAD["count"], small0=BAD["count0"], moe=BAD["model"] + ["llama3-8b"],
+           axes=[m for m in BAD["mesh"] if m != (2, 2, 2, 2)])  # any number of axes (a layout takes 1 to 3)
+GOOD["axes"] = GOOD["mesh"]
+for _choice in ("layout", "convention", "phase", "sharding", "op", "engine", "network", "placement"):
     BAD[_choice] = BAD["choice"]
 
 
@@ -94,6 +102,57 @@ def spec(base, **kinds):
 
 M = "llama3-70b"
 SPECS = {
+    "calibration.all_rows": spec({}),
+    "calibration.compare": spec(dict(row=POPE), kv_dtype="dtype"),
+    "calibration.comparisons": spec({}, kv_dtype="dtype"),
+    "calibration.fit_efficiency": spec(dict(ratio_of=lambda efficiency: [efficiency.mfu / 0.4, efficiency.hbm / 0.8],
+                                            fields=("mfu", "hbm"), rounds=2), rounds="small", low="frac"),
+    "calibration.fit_typical": spec({}),
+    "calibration.predicted_latency": spec(dict(row=POPE)),
+    "calibration.split_of": spec(dict(row=POPE)),
+    "calibration.summarize": spec(dict(items=comparisons(split="validation")[:3])),
+    "calibration.validation_summary": spec({}),
+    "collectives.bus_bandwidth": spec(dict(op="all-reduce", array_bytes=1e6, seconds=1e-3, n_shards=8), op="op",
+                                      array_bytes="real0", seconds="real", n_shards="count"),
+    "collectives.collective_bandwidth": spec(dict(chip="tpu-v5e"), chip="chip"),
+    "collectives.collective_hops": spec(dict(op="all-reduce", n_shards=8), op="op", n_shards="count",
+                                        wraparound="flag"),
+    "collectives.collective_time": spec(dict(op="all-reduce", array_bytes=1e6, chip="tpu-v5e", n_shards=8), op="op",
+                                        array_bytes="real0", chip="chip", n_shards="count"),
+    "collectives.latency_bound_bytes": spec(dict(chip="tpu-v5e", n_shards=8), chip="chip", n_shards="count"),
+    "collectives.mesh_collective": spec(dict(op="all-reduce", array_bytes=1e6, chip="tpu-v5e", mesh_shape=(4, 4)),
+                                        op="op", array_bytes="real0", chip="chip", mesh_shape="axes"),
+    "collectives.transfer_bandwidth": spec(dict(chip="tpu-v5e", n_chips=16), chip="chip", n_chips="count",
+                                           network="network"),
+    "estimate.decode_step": spec(dict(deployment=DEPLOYMENT, batch=32, context_len=8192), batch="count",
+                                 context_len="real0"),
+    "estimate.decode_time": spec(dict(deployment=DEPLOYMENT, batch=32, context_len=8192, steps=16), batch="count",
+                                 context_len="real0", steps="small"),
+    "estimate.max_batch": spec(dict(deployment=DEPLOYMENT, context_len=8192), context_len="real"),
+    "estimate.offline_estimate": spec(dict(deployment=DEPLOYMENT, input_len=2048, output_len=256),
+                                      input_len="count", output_len="count"),
+    "estimate.offline_throughput": spec(dict(model=M, chip="tpu-v5e", n_chips=16, input_len=2048, output_len=256),
+                                        model="model", chip="chip", n_chips="count", input_len="count",
+                                        output_len="count"),
+    "estimate.prefill": spec(dict(deployment=DEPLOYMENT, prompt_len=2048), prompt_len="count", batch="count"),
+    "estimate.report": spec(dict(model=M, chip="tpu-v5e", n_chips=16), model="model", chip="chip", n_chips="count",
+                            context_len="count"),
+    "estimate.resolve_efficiency": spec(dict(efficiency=None)),
+    "estimate.step_estimate": spec(dict(deployment=DEPLOYMENT, decode_batch=32, decode_context=8192),
+                                   decode_batch="real0", decode_context="real0"),
+    "inference.full_hbm_step_time": spec(dict(chip="tpu-v5e"), chip="chip"),
+    "measurements.nccl_rows": spec({}),
+    "measurements.pope_row": spec(dict(model="palm-540b", scenario="low latency", phase="decode")),
+    "measurements.pope_rows": spec({}),
+    "measurements.trtllm_rows": spec({}),
+    "memory.kv_head_groups": spec(dict(model=M), model="model"),
+    "memory.kv_replication": spec(dict(model=M, n_chips=16), model="model", n_chips="count",
+                                  kv_placement="placement"),
+    "quantization.step_ratio_grid": spec(dict(model=M, chip="ironwood", n_chips=8, batches=(1, 64),
+                                              context_lens=(1024, 32768)), model="model", chip="chip",
+                                         n_chips="count"),
+    "sharding.decode_hops_per_layer": spec(dict(model=M, n_chips=16, batch=32), model="model", n_chips="small",
+                                           batch="small"),
     "dtypes.bytes_per_element": spec(dict(dtype="bf16"), dtype="dtype"),
     "flops.attention_pairs": spec(dict(query_len=4, kv_len=8, window=None, skip_masked=True),
                                   query_len="small", kv_len="count", window="count?", skip_masked="flag"),
@@ -230,7 +289,7 @@ SPECS = {
     "moe.as_moe": spec(dict(model=M, n_experts=16, n_active_experts=2), model="model", n_experts="small",
                        n_active_experts="small"),
     "moe.expected_experts_touched": spec(dict(n_experts=16, n_active_experts=2, tokens=32), n_experts="count",
-                                         n_active_experts="small", tokens="count0"),
+                                         n_active_experts="small", tokens="real0"),
     "moe.expert_sharded_memory": spec(dict(model=MOE, chip="tpu-v5e", expert_shards=16, model_shards=8),
                                       model="moe", chip="chip", expert_shards="small", model_shards="count",
                                       dtype="dtype"),
@@ -287,8 +346,6 @@ SPECS = {
                                  prompt_len="real", output_len="count", decode_batch="count",
                                  n_prefill_chips="count", n_decode_chips="count", mfu="frac", kv_dtype="dtype"),
     "sharding.beta": spec(dict(chip="tpu-v5e"), chip="chip"),
-    "sharding.collective_time": spec(dict(op="all-reduce", array_bytes=1e6, chip="tpu-v5e", n_shards=8), op="op",
-                                     array_bytes="real0", chip="chip", n_shards="count"),
     "sharding.decode_step_components": spec(dict(model=M, chip="tpu-v5e", n_chips=16, batch=32, context_len=8192),
                                             model="model", chip="chip", n_chips="small", batch="small",
                                             context_len="real0", activation_dtype="dtype", kv_dtype="dtype"),
@@ -296,7 +353,6 @@ SPECS = {
                                       n_chips="count", weight_dtype="dtype"),
     "sharding.kv_cache_sharding": spec(dict(n_kv_heads=8, batch=32, n_shards=16), n_kv_heads="count",
                                        batch="count", n_shards="count"),
-    "sharding.latency_bound_bytes": spec(dict(chip="tpu-v5e", n_shards=8), chip="chip", n_shards="count"),
     "sharding.max_decode_model_parallelism": spec(dict(d_ff=16384, batch=32, beta_value=8), d_ff="real",
                                                   batch="real", beta_value="real"),
     "sharding.max_prefill_model_parallelism": spec(dict(chip="tpu-v5e", d_ff=28672), chip="chip", d_ff="real",
