@@ -20,11 +20,14 @@ from dataclasses import dataclass, field
 import matplotlib.pyplot as plt
 import numpy as np
 
+from ..calibration import compare
+from ..estimate import BOUND, TYPICAL
 from ..flops import generation_flops_curve
 from ..hardware import get_chip
 from ..inference import decode_step_time, explain_decode, kv_compute_crossover_context
 from ..kv_levers import kv_lever_table, local_global_kv_bytes
 from ..layouts import comm_volume_curves, ffn_comm_time, ffn_comm_volume
+from ..measurements import pope_rows, trtllm_rows
 from ..memory import kv_cache_bytes, max_batch_size, memory_footprint, param_bytes
 from ..models import get_model
 from ..moe import routing_all_to_all
@@ -60,6 +63,7 @@ class Axes:
     blocks: list  # rectangles drawn as patches outside bar containers: (x, y, width, height, text inside)
     xticklabels: list
     yticklabels: list
+    points: dict = field(default_factory=dict)  # scatter label -> [N, 2] offsets
     raw: object = field(repr=False, default=None)
 
     def line(self, pattern: str) -> Line:
@@ -92,8 +96,10 @@ def capture(fig) -> tuple:
             x, y, w, h = patch.get_x(), patch.get_y(), patch.get_width(), patch.get_height()
             inside = [s for (tx, ty), s in texts if x <= tx <= x + w and y <= ty <= y + h]
             blocks.append((x, y, w, h, inside[0] if inside else ""))
+        points = {c.get_label(): np.asarray(c.get_offsets(), float) for c in ax.collections
+                  if hasattr(c, "get_offsets") and not c.get_label().startswith("_")}
         out.append(Axes(ax.get_title(), lines, bars, blocks, [t.get_text() for t in ax.get_xticklabels()],
-                        [t.get_text() for t in ax.get_yticklabels()], ax))
+                        [t.get_text() for t in ax.get_yticklabels()], points, ax))
     return suptitle, out
 
 
@@ -560,3 +566,42 @@ def _ch10_routing(suptitle, axes, ns):
                          for b in line.x], "all-to-all bytes")
     close(_hline(ax.line(r"^latency-bound below")), latency_bound_bytes(chip, 8) / 1e3, "latency-bound threshold")
 
+
+
+# ---------------------------------------------------------------------------------------------- chapter 11, appendix
+@figure_check(r"^TensorRT-LLM offline throughput, fp8")
+def _ch11_fractions(suptitle, axes, ns):
+    left, right = axes
+    bound = {c.row: c for c in (compare(row, BOUND) for row in trtllm_rows())}
+    for name, rects in left.bars.items():
+        rows = [c for c in ns.get("trt_bound", ()) if c.label.rsplit(" ", 1)[0] == name]
+        close([h for *_, h in rects], [1 / bound[c.row].ratio for c in rows], f"achieved fraction, {name}")
+    pope = [compare(row, BOUND) for row in pope_rows()]
+    close([h for rects in right.bars.values() for *_, h in rects], [1 / c.ratio for c in pope],
+          "Pope et al.: achieved fraction")
+
+
+@figure_check(r"^TensorRT-LLM, whole deployment$")
+def _ch11_measured_vs_predicted(suptitle, axes, ns):
+    for ax, rows in zip(axes, (trtllm_rows(), pope_rows())):
+        for name, efficiency in (("bound", BOUND), ("typical", TYPICAL)):
+            for split in ("calibration", "validation"):
+                found = [c for c in (compare(row, efficiency) for row in rows) if c.split == split]
+                close(ax.points[f"{name} ({split})"], [(c.measured, c.predicted) for c in found],
+                      f"{ax.title}: {name} ({split})")
+        diagonal = ax.line(r"^y = x$")
+        close(diagonal.y, diagonal.x, f"{ax.title}: y = x")
+
+
+@figure_check(r" on one H100, [\d,]+ tokens of context \(bf16\)$")
+def _appendix_your_model(suptitle, axes, ns):
+    ax = axes[0]
+    context = int(_number(re.search(r"one H100, ([\d,]+) tokens", ax.title).group(1)))
+    model = ns.get("model")
+    if model is None or model.name not in ax.title:
+        raise FigureDataError(f"{ax.title}: the figure reads the notebook's `model`")
+    for term, label in (("kv_s", "reading the KV cache"), ("weight_s", "loading the weights"),
+                        ("compute_s", "the matmul FLOPs"), ("total_s", "the step (bound)")):
+        line = ax.line(f"^{re.escape(label)}$")
+        close(line.y, [getattr(decode_step_time(model, "h100", 1, int(b), context), term) * 1e3 for b in line.x],
+              f"{ax.title}: {label}")
