@@ -353,8 +353,8 @@ def wg_switch_tokens(model, gather_from: int, gather_to: int, n_chips: int, weig
     Used in chapter 8, *Partitioning layouts* (the exercise on the switch to wg-xyz).
     """
     m = get_model(model)
-    for name, value in (("gather_from", gather_from), ("gather_to", gather_to), ("n_chips", n_chips)):
-        positive(name, value)
+    gather_from, gather_to = positive_int("gather_from", gather_from), positive_int("gather_to", gather_to)
+    n_chips = positive_int("n_chips", n_chips)
     if not gather_from < gather_to <= n_chips:
         raise ValueError(f"need gather_from < gather_to <= n_chips, got {gather_from}, {gather_to}, {n_chips}")
     ratio = bytes_per_element(weight_dtype) / bytes_per_element(activation_dtype)
