@@ -58,6 +58,9 @@ class Explorer:
     def _repr_html_(self) -> str:
         return self.html()
 
+    def __repr__(self) -> str:  # the text a notebook stores beside the HTML: short, not the whole figure
+        return f"Explorer({self.name!r}, {self.data_bytes / 1e3:.1f} kB of precomputed states)"
+
 
 def _figure_dict(fig: go.Figure) -> dict:
     """Plotly's own validated JSON form of a figure, with floats rounded to 4 significant digits (page size)."""

@@ -203,3 +203,45 @@ def test_search_page_finds_a_term(built_book, browser):
         assert not leaks
     finally:
         context.close()
+
+
+EXPLORER_PAGES = {"chapters/01_rooflines": "roofline-explorer", "chapters/05_step_time": "step-time-explorer",
+                  "chapters/09_serving": "serving-explorer"}
+
+
+def _traces(page, div_id):
+    return page.evaluate(f"() => document.getElementById('{div_id}').data.map(t => [t.x, t.y, t.visible])")
+
+
+def test_live_explorers_respond_to_their_controls_offline(built_book, browser):
+    """Each explorer draws with the book's own plotly.js, and moving its slider or choosing from its dropdown changes
+    the plotted data, with no request leaving the page."""
+    assert (built_book / "_static" / "explorers" / "plotly.min.js").is_file()
+    for name, div_id in EXPLORER_PAGES.items():
+        context, page, leaks, errors = _open_offline(browser, (built_book / f"{name}.html").as_uri())
+        try:
+            page.wait_for_function(f"() => document.getElementById('{div_id}') && "
+                                   f"document.getElementById('{div_id}').data", timeout=20000)
+            assert page.locator(f"script[src*='explorers/plotly.min.js']").count() == 1
+            before = _traces(page, div_id)
+            rail = page.locator(f"#{div_id} .slider-rail-touch-rect").first
+            box = rail.bounding_box()
+            rail.click(position={"x": 0.03 * box["width"], "y": box["height"] / 2})  # the slider's first step
+            page.wait_for_timeout(300)
+            after_slider = _traces(page, div_id)
+            assert after_slider != before, f"{name}: moving the slider did not change the plot"
+            page.locator(f"#{div_id} .updatemenu-header-group").first.click()
+            page.locator(f"#{div_id} .updatemenu-dropdown-button").last.click()  # never the active entry
+            page.wait_for_timeout(300)
+            after_dropdown = _traces(page, div_id)
+            assert [t[2] for t in after_dropdown] != [t[2] for t in after_slider], \
+                f"{name}: the dropdown did not change which traces are shown"
+            assert not leaks, f"{name}: requests left the machine: {leaks}"
+            assert not errors, f"{name}: console errors: {errors}"
+        finally:
+            context.close()
+
+
+def test_pages_without_an_explorer_do_not_load_plotly(built_book):
+    page = (built_book / "chapters" / "04_memory.html").read_text(encoding="utf-8")
+    assert "plotly.min.js" not in page
