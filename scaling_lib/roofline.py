@@ -98,7 +98,19 @@ def critical_batch_size(chip, weight_dtype: str = "bf16", compute_dtype: str = "
     doubles it back.
     """
     chip = get_chip(chip)
-    return chip.peak_flops(compute_dtype) / chip.hbm_bandwidth * bytes_per_element(weight_dtype) / 2.0
+    return critical_batch_from_rates(chip.peak_flops(compute_dtype), chip.hbm_bandwidth, weight_dtype)
+
+
+def critical_batch_from_rates(flops_per_s: float, bytes_per_s: float, weight_dtype: str = "bf16") -> float:
+    """B_crit = C / W x bytes_per_weight / 2 for any machine given its two rates (Scaling Book ch. 7).
+
+    `critical_batch_size` for a machine outside the hardware table, e.g. a CPU whose matmul rate C and memory
+    bandwidth W were measured (chapter 1's experiment predicts its knee with float32 weights, b_w = 4).
+    Used in chapter 1, *Rooflines and the critical batch size*.
+    """
+    positive("flops_per_s", flops_per_s)
+    positive("bytes_per_s", bytes_per_s)
+    return flops_per_s / bytes_per_s * bytes_per_element(weight_dtype) / 2.0
 
 
 def moe_critical_batch_size(chip, n_experts: int, n_active_experts: int, weight_dtype: str = "bf16",

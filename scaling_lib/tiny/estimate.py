@@ -10,6 +10,10 @@ Three measurements, each the best of a few repeats (other work on the machine on
   (`machine_chip`). The model is bigger than `tiny_config` (`bench_config`, about 45 MB of float32 weights) so that
   its weights do not sit in the CPU's caches, as a real model's do not sit in a GPU's.
 
+Chapter 1 uses the first two for its roofline experiment: `time_batched_matmul` times `x @ w` over a growing batch,
+and the knee of that curve (`roofline.fit_batch_roofline`) is set against `roofline.critical_batch_from_rates(C, W,
+"fp32")` from the two rates measured apart, within KNEE_FACTOR.
+
 `fit_machine_efficiency` then does on this machine what `calibration.fit_typical` does with published GPU rows:
 fit an `estimate.Efficiency` (mfu, hbm) on the shortest-cache steps and predict the longer ones, whose larger KV
 read the fit never saw. Timings vary from run to run and machine to machine: chapter 11 prints them in cells nbval
@@ -24,6 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._validate import positive_int
 from ..calibration import fit_efficiency
 from ..estimate import Deployment, Efficiency, StepEstimate, decode_step as estimate_decode_step
 from ..hardware import Chip
@@ -56,6 +61,30 @@ def measure_matmul_flops(n: int = 1024, repeats: int = 5) -> float:
     b = jnp.asarray(rng.standard_normal((n, n), np.float32))
     product = jax.jit(jnp.matmul)
     return 2.0 * n**3 / _best_seconds(lambda: product(a, b), repeats)
+
+
+# How closely the knee of a timed CPU matmul is expected to match (C / W) x b_w / 2 from rates measured apart: within
+# this factor either way. Wide, because a CPU is a rough roofline (caches, prefetchers, threads, other processes);
+# chapter 1 states it and tests/tiny/test_estimate.py checks it.
+KNEE_FACTOR = 4.0
+
+
+def time_batched_matmul(w, batches, repeats: int = 5) -> tuple:
+    """Best seconds of a jitted `x @ w` for x of shape [B, D] (ones, w's dtype) at each B in `batches`: the curve
+    whose knee is this machine's critical batch size. Used in chapter 1, *Experiment: find the knee on your own CPU*.
+    """
+    if getattr(w, "ndim", None) != 2:
+        raise ValueError(f"w must be a 2-D weight [D, F], got shape {getattr(w, 'shape', None)!r}")
+    batches = [positive_int("batch", b) for b in batches]
+    if not batches:
+        raise ValueError("batches is empty: give the batch sizes to time, e.g. [1, 2, 4, ..., 512]")
+    repeats = positive_int("repeats", repeats)
+    matmul = jax.jit(lambda x, weight: x @ weight)
+    seconds = []
+    for batch in batches:
+        x = jnp.ones((batch, w.shape[0]), w.dtype)
+        seconds.append(_best_seconds(lambda: matmul(x, w), repeats))
+    return tuple(seconds)
 
 
 def machine_chip(memory_bandwidth: float, matmul_flops: float) -> Chip:

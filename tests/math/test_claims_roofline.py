@@ -7,8 +7,9 @@ hand derivations (T / 2 for S = T), each an independent oracle.
 import pytest
 
 from scaling_lib.book.claims import REL, published, published_range
-from scaling_lib.roofline import (attention_bytes, attention_flops, attention_intensity, critical_batch_size,
-                                  moe_critical_batch_size, ridge_point)
+from scaling_lib.hardware import chip_names, get_chip
+from scaling_lib.roofline import (attention_bytes, attention_flops, attention_intensity, critical_batch_from_rates,
+                                  critical_batch_size, moe_critical_batch_size, ridge_point)
 
 
 def test_r1_critical_batch_v5e_bf16_is_240_tokens():
@@ -52,3 +53,13 @@ def test_r4_attention_intensity_prefill_half_T_decode_about_one_gqa_about_G():
 def test_r5_moe_16_experts_top2_needs_1920_tokens_on_v5e():
     assert moe_critical_batch_size("tpu-v5e", n_experts=16, n_active_experts=2) == pytest.approx(published("R5"),
                                                                                                  rel=REL)
+
+
+def test_critical_batch_from_measured_rates_is_the_chip_formula_for_any_machine():
+    for name in chip_names():
+        chip = get_chip(name)
+        assert critical_batch_from_rates(chip.peak_flops("bf16"), chip.hbm_bandwidth) == critical_batch_size(name)
+    # Hand derivation for chapter 1's CPU: float32 weights (4 B), 2e11 FLOP/s, 2e10 B/s: 10 x 4 / 2 = 20 rows.
+    assert critical_batch_from_rates(2e11, 2e10, "fp32") == pytest.approx(20.0)
+    with pytest.raises(ValueError, match="bytes_per_s"):
+        critical_batch_from_rates(2e11, 0.0, "fp32")

@@ -13,6 +13,7 @@ from scaling_lib.book.claims import REL, claim, evaluate, published, published_r
 from scaling_lib.book.claims.serving import (V2_SOURCE_INPUTS, V2_SOURCE_SERVER, V3_CONFIG, V3_MIX, v3_servers,
                                              V4_ACCEPTANCE, V4_DRAFT_PARAMS, V4_TARGET_PARAMS)
 from scaling_lib.book.claims.step_time import T4_DEPLOYMENT
+from scaling_lib.flops import forward_flops, matmul_params
 from scaling_lib.hardware import get_chip
 from scaling_lib.inference import decode_step_time, full_hbm_step_time, prefill_time, step_time_bound
 from scaling_lib.memory import kv_bytes_per_token, kv_cache_bytes, max_batch_size, param_bytes
@@ -49,6 +50,26 @@ def test_v1_prefill_llama3_70b_8k_tokens_v5e_and_ironwood():
     # A one-token "prefill" is a decode step in disguise: never faster than reading the weights once.
     floor = param_bytes("llama3-70b") / (16 * get_chip("tpu-v5e").hbm_bandwidth)
     assert prefill_latency("llama3-70b", "tpu-v5e", 16, 1, mfu=0.4) == pytest.approx(floor)
+
+
+def test_prefill_time_counts_all_parameters_by_default_and_p_mm_on_request():
+    # The book's count (chapter 2) is P_mm: the input embedding is a lookup. The oracle is flops.forward_flops.
+    chip = get_chip("h100")
+    for model in ("llama3-8b", "llama3-70b"):
+        matmul = forward_flops(model, 2048).matmul / (0.4 * chip.peak_flops("bf16"))
+        assert prefill_time(model, chip, 1, 2048, 0.4, params="matmul") == pytest.approx(matmul, rel=1e-12)
+    # P / P_mm = 1 + V D / P_mm: 7% for LLaMA-3-8B (hand derivation from its shapes), 1.5% for LLaMA-3-70B.
+    llama = get_model("llama3-8b")
+    ratio = prefill_time(llama, chip, 1, 2048, 0.4) / prefill_time(llama, chip, 1, 2048, 0.4, params="matmul")
+    assert ratio == pytest.approx(1 + llama.vocab_size * llama.d_model / matmul_params(llama), rel=1e-12)
+    assert 1.06 < ratio < 1.08
+    # Claim V1 holds under either count; the sources' 2 P T is the default because it is what they compute.
+    for chip_name, n_chips, key in (("tpu-v5e", 16, "V1 16 v5e"), ("ironwood", 8, "V1 8 Ironwood")):
+        for params in ("all", "matmul"):
+            assert prefill_time("llama3-70b", chip_name, n_chips, 8192, 0.4, params=params) == pytest.approx(
+                published(key), rel=REL)
+    with pytest.raises(ValueError, match="params"):
+        prefill_time(llama, chip, 1, 2048, 0.4, params="embedding")
 
 
 def test_v2_disaggregation_three_prefill_servers_per_decode_server():

@@ -1,8 +1,11 @@
 """This machine as a measured system (scaling_lib.tiny.estimate): conclusions that hold on any CPU, with wide
 tolerances, since timings vary from run to run."""
 
+import jax
+import jax.numpy as jnp
 import pytest
 
+from scaling_lib.roofline import critical_batch_from_rates, fit_batch_roofline, matmul_flops
 from scaling_lib.tiny import estimate as bench
 
 
@@ -59,3 +62,39 @@ def test_a_lone_device_has_no_network():
         chip.ici_link_bandwidth
     with pytest.raises(ValueError, match="no timings to fit"):
         bench.fit_machine_efficiency(())
+
+
+# Chapter 1's experiment: the knee of a timed matmul against the knee predicted from W and C measured apart. Timings
+# on a shared CPU are noisy, so the tolerance is wide (KNEE_FACTOR) and the check gets a few attempts: a real
+# disagreement (a wrong byte count, a weight that sits in a cache, a C that is not the matmul's) persists across
+# attempts, a busy neighbour does not.
+KNEE_D = KNEE_F = 4096  # a 64 MiB float32 weight: larger than the CPU's last-level cache, so its floor is a memory read
+KNEE_BATCHES = [2**k for k in range(10)]  # 1 .. 512
+KNEE_ATTEMPTS = 3
+
+
+def test_cpu_matmul_knee_agrees_with_the_knee_predicted_from_measured_bandwidth_and_flop_rate():
+    factor = bench.KNEE_FACTOR
+    w = jax.random.normal(jax.random.key(0), (KNEE_D, KNEE_F), jnp.float32)
+    ratios = []
+    for _ in range(KNEE_ATTEMPTS):
+        bandwidth, flops = bench.measure_memory_bandwidth(repeats=10), bench.measure_matmul_flops()
+        fit = fit_batch_roofline(KNEE_BATCHES, bench.time_batched_matmul(w, KNEE_BATCHES))
+        # Neither branch of the fit beats the rates measured apart by more than the tolerance.
+        assert 4 * KNEE_D * KNEE_F / fit.floor_s < factor * bandwidth
+        assert matmul_flops(1, KNEE_D, KNEE_F) / fit.per_row_s < factor * flops
+        ratios.append(fit.knee_batch / critical_batch_from_rates(flops, bandwidth, "fp32"))
+        if 1 / factor <= ratios[-1] <= factor:
+            return
+    pytest.fail(f"measured knee / predicted knee = {ratios} in {KNEE_ATTEMPTS} attempts, outside 1/{factor:g} to "
+                f"{factor:g}")
+
+
+def test_time_batched_matmul_refuses_bad_input():
+    with pytest.raises(ValueError, match="2-D"):
+        bench.time_batched_matmul(jnp.ones(4), [1])
+    with pytest.raises(ValueError, match="batch"):
+        bench.time_batched_matmul(jnp.ones((4, 4)), [0])
+    with pytest.raises(ValueError, match="empty"):
+        bench.time_batched_matmul(jnp.ones((4, 4)), [])
+    assert all(t > 0 for t in bench.time_batched_matmul(jnp.ones((8, 8)), [1, 2], repeats=1))
