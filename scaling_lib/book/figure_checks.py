@@ -31,8 +31,8 @@ from ..measurements import pope_rows, trtllm_rows
 from ..memory import kv_cache_bytes, max_batch_size, memory_footprint, param_bytes
 from ..models import get_model
 from ..moe import routing_all_to_all
-from ..roofline import (attainable_flops, attention_intensity, critical_batch_size, explain_matmul, fit_batch_roofline,
-                        matmul_intensity, ridge_point)
+from ..roofline import (attainable_flops, attention_intensity, critical_batch_from_rates, critical_batch_size,
+                        explain_matmul, fit_batch_roofline, matmul_flops, matmul_intensity, ridge_point)
 from ..sharding import beta, decode_step_components, latency_bound_bytes, max_decode_model_parallelism
 from ..speculative import best_lookahead, expected_tokens_per_step, roofline_speedup, speedup
 from ..tiny.layouts import FFN_SPECS
@@ -227,12 +227,17 @@ def _ch1_attention_intensity(suptitle, axes, ns):
 
 @figure_check(r"^float32 \[B, \d+\] x \[\d+, \d+\] on this CPU$")
 def _ch1_measured_knee(suptitle, axes, ns):
+    """The predicted lines come from W and C measured apart from the curve (read from the notebook), the measured knee
+    from fitting the plotted points."""
     ax = axes[0]
     measured = ax.line(r"^measured")
+    bandwidth, flops = ns["cpu_bandwidth"], ns["cpu_flops"]
+    weight_bytes, row_flops = ns["w_cpu"].nbytes, matmul_flops(1, ns["D_CPU"], ns["F_CPU"])
+    close(ax.line(r"^predicted floor").y, np.full(len(measured.x), weight_bytes / bandwidth * 1e3), "the floor")
+    close(ax.line(r"^predicted slope").y, measured.x * row_flops / flops * 1e3, "the slope")
+    close(_vline(ax.line(r"^predicted knee")), critical_batch_from_rates(flops, bandwidth, "fp32"), "the knee")
     fit = fit_batch_roofline([int(b) for b in measured.x], list(measured.y / 1e3))
-    close(ax.line(r"^floor").y, np.full(len(measured.x), fit.floor_s * 1e3), "the fitted floor")
-    close(ax.line(r"^slope").y, measured.x * fit.per_row_s * 1e3, "the fitted slope")
-    close(_vline(ax.line(r"^knee")), fit.knee_batch, "the knee")
+    close(_vline(ax.line(r"^knee of the measured")), fit.knee_batch, "the measured knee")
 
 
 @figure_check(r"^Doubling HBM bandwidth moves the ramp")
