@@ -22,13 +22,14 @@ import numpy as np
 
 from ..calibration import compare
 from ..estimate import BOUND, TYPICAL
-from ..flops import generation_flops_curve
+from ..flops import forward_flops, generation_flops_curve
 from ..hardware import get_chip
-from ..inference import decode_step_time, explain_decode, kv_compute_crossover_context
+from ..inference import (decode_step_time, decode_step_time_kv_heads, explain_decode, kv_compute_crossover_context,
+                         prefill_time)
 from ..kv_levers import kv_lever_table, local_global_kv_bytes
 from ..layouts import comm_volume_curves, ffn_comm_time, ffn_comm_volume
 from ..measurements import pope_rows, trtllm_rows
-from ..memory import kv_cache_bytes, max_batch_size, memory_footprint, param_bytes
+from ..memory import kv_bytes_per_token, kv_cache_bytes, max_batch_size, memory_footprint, param_bytes
 from ..models import get_model
 from ..moe import routing_all_to_all
 from ..roofline import (attainable_flops, attention_intensity, critical_batch_from_rates, critical_batch_size,
@@ -277,6 +278,21 @@ def _ch2_generation_flops(suptitle, axes, ns):
     close(left.line(r"^KV cache: XLA").y, fixed.y, "XLA's cached FLOPs against the formula", rtol=0.02)
 
 
+@figure_check(r"^One sequence's KV cache against the model's weights$")
+def _ch2_kv_against_weights(suptitle, axes, ns):
+    """Each model's one-sequence bf16 KV cache by context, its weights as a level, and where the two cross."""
+    ax = axes[0]
+    for name, (label, _kind, _color) in ns["kv_models"].items():
+        model = get_model(name)
+        cache = ax.line(r"^" + re.escape(label) + r" KV cache")
+        close(cache.y * 1e9, [kv_cache_bytes(model, int(s), 1, "bf16") for s in cache.x], f"{label} KV cache")
+        weights = param_bytes(model, "bf16")
+        close(_hline(ax.line(r"^" + re.escape(label) + r" weights$")) * 1e9, weights, f"{label} weights")
+        crossings = [line for line in ax.lines if not line.label and len(line.x) == 1
+                     and np.isclose(line.y[0] * 1e9, weights, rtol=RTOL)]
+        close([line.x[0] for line in crossings], [weights / kv_bytes_per_token(model, "bf16")], f"{label} crossing")
+
+
 # ---------------------------------------------------------------------------------------------- chapter 3
 @figure_check(r"^Prefill climbs onto the roof")
 def _ch3_prefill_decode_roofline(suptitle, axes, ns):
@@ -301,6 +317,27 @@ def _ch3_prefill_decode_roofline(suptitle, axes, ns):
                     close(line.x, xs, f"{ax.title}: {line.label}")
 
 
+@figure_check(r"^The two latencies of LLaMA-3-8B on one H100 \(bf16\)$")
+def _ch3_two_latencies(suptitle, axes, ns):
+    """TTFT in both FLOP counts (and with causal attention), the batch-1 TPOT, the FLOP term of the step, and the
+    largest batch that fits."""
+    left, right = axes
+    model, mfu = get_model("llama3-8b"), ns["MFU"]
+    book = left.line(r"the book's count")
+    prompts = [int(t) for t in book.x]
+    expected_book = np.array([prefill_time(model, "h100", 1, t, mfu, params="matmul") for t in prompts])
+    close(book.y / 1e3, expected_book, "TTFT, 2 P_mm T")
+    close(left.line(r"the sources' count").y / 1e3, [prefill_time(model, "h100", 1, t, mfu) for t in prompts],
+          "TTFT, 2 P T")
+    attention = [forward_flops(model, t, skip_masked=True).total / forward_flops(model, t).matmul for t in prompts]
+    close(left.line(r"causal attention$").y / 1e3, expected_book * attention, "TTFT with causal attention")
+    close(_hline(left.line(r"TPOT")) / 1e3, decode_step_time(model, "h100", 1, 1, 2048).total_s, "TPOT at B = 1")
+    flops = right.line(r"^matmul FLOPs alone")
+    close(flops.y / 1e3, [decode_step_time(model, "h100", 1, int(b), 2048).compute_s for b in flops.x],
+          "the FLOP term")
+    close(_vline(right.line(r"^HBM full")), max_batch_size(model, "h100", 1, 2048), "the largest batch")
+
+
 # ---------------------------------------------------------------------------------------------- chapter 4
 @figure_check(r"^LLaMA-2-13B on 8 x TPU v5e: memory vs batch$")
 def _ch4_memory_vs_batch(suptitle, axes, ns):
@@ -319,6 +356,23 @@ def _ch4_memory_vs_batch(suptitle, axes, ns):
     capacity = 8 * chip.hbm_capacity
     gqa_fit = max(b for b in range(1, 1024) if param_bytes(model) + kv_cache_bytes(gqa, 8192, b) <= capacity)
     close(largest.x, [max_batch_size(model, chip, 8, 8192), gqa_fit], "largest batches")
+    close(_vline(ax.line(r"B_\\mathrm\{crit\}")), critical_batch_size(chip), "B_crit")
+
+
+@figure_check(r"^LLaMA-2-13B on 8 x TPU v5e: throughput vs batch$")
+def _ch4_throughput_vs_batch(suptitle, axes, ns):
+    """B / step time for MHA and the source's GQA 1:5 (split where HBM fills) and each ceiling n W_hbm / KV_seq."""
+    ax, model, chip = axes[0], get_model("llama2-13b"), get_chip("tpu-v5e")
+    for label, kv_heads in (("MHA", model.n_kv_heads), ("GQA 1:5", 8)):
+        cache_model = model.with_(n_kv_heads=kv_heads)
+        for part in ("fits in HBM", "does not fit"):
+            line = ax.line(r"^" + re.escape(label) + r".*: " + part)
+            expected = [b / decode_step_time_kv_heads(model, kv_heads, chip, 8, int(b), 8192).total_s for b in line.x]
+            close(line.y, expected, f"{label} throughput ({part})")
+        close(_hline(ax.line(r"^" + re.escape(label) + r".*: ceiling")),
+              8 * chip.hbm_bandwidth / kv_cache_bytes(cache_model, 8192), f"{label} ceiling")
+    fits = ax.line(r"^MHA.*: fits in HBM")
+    close(fits.x[-1], max_batch_size(model, chip, 8, 8192), "the last MHA batch that fits")
     close(_vline(ax.line(r"B_\\mathrm\{crit\}")), critical_batch_size(chip), "B_crit")
 
 

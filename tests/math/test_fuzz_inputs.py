@@ -313,6 +313,8 @@ SPECS = {
                                      query_len="real", kv_len="real", n_heads="real", head_dim="real", batch="real"),
     "roofline.attention_intensity": spec(dict(query_len=1, kv_len=8192, group_size=8), query_len="real",
                                          kv_len="real", group_size="real"),
+    "roofline.critical_batch_from_rates": spec(dict(flops_per_s=2e11, bytes_per_s=2e10), flops_per_s="real",
+                                               bytes_per_s="real", weight_dtype="dtype"),
     "roofline.critical_batch_size": spec(dict(chip="tpu-v5e"), chip="chip", weight_dtype="dtype",
                                          compute_dtype="dtype"),
     "roofline.explain_matmul": spec(dict(chip="tpu-v5e", batch=64), chip="chip", batch="real", d_in="real",
