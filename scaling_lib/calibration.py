@@ -81,7 +81,10 @@ def predicted_latency(row: PopeRow, efficiency=None) -> float:
 
 
 def compare(row, efficiency=None, kv_dtype: str = "fp8") -> Comparison:
-    """A `Comparison` for one row of `measurements.trtllm_rows()` or `measurements.pope_rows()`."""
+    """A `Comparison` for one row of `measurements.trtllm_rows()` or `measurements.pope_rows()`.
+
+    Used in chapter 11, *How close do real systems come?*.
+    """
     bytes_per_element(kv_dtype)
     if isinstance(row, ThroughputRow):
         estimate = offline_estimate(trtllm_deployment(row, kv_dtype), row.input_len, row.output_len, efficiency)
@@ -100,7 +103,10 @@ def all_rows() -> tuple:
 
 
 def comparisons(efficiency=None, split: str | None = None, kv_dtype: str = "fp8") -> tuple:
-    """`compare` for every row (or only those of `split`)."""
+    """`compare` for every row (or only those of `split`).
+
+    Used in chapter 11, *How close do real systems come?*.
+    """
     bytes_per_element(kv_dtype)
     if split is not None:
         choice("split", split, SPLITS)
@@ -113,6 +119,8 @@ def fit_efficiency(ratio_of, fields=("mfu", "hbm", "network"), rounds: int = 3, 
 
     Coordinate descent: a golden-section search on each field in [low, 1] in turn, `rounds` times, from 0.5.
     Deterministic.
+
+    Used in chapter 11, *How close do real systems come?*.
     """
     rounds = positive_int("rounds", rounds)
     fraction("low", low, "the smallest efficiency searched")
@@ -142,7 +150,10 @@ def fit_efficiency(ratio_of, fields=("mfu", "hbm", "network"), rounds: int = 3, 
 
 def fit_typical() -> Efficiency:
     """`fit_efficiency` of mfu, hbm and network over the calibration rows (`split_of`); `estimate.TYPICAL` stores
-    its result."""
+    its result.
+
+    Used in chapter 11, *How close do real systems come?*.
+    """
     rows = [row for row in all_rows() if split_of(row) == "calibration"]
     return fit_efficiency(lambda efficiency: [compare(row, efficiency).ratio for row in rows], low=0.05)
 
@@ -163,6 +174,10 @@ class RatioSummary:
 
 
 def summarize(items) -> RatioSummary:
+    """The median and the worst (farthest from 1 in log) measured / predicted ratio of some comparisons.
+
+    Used in chapter 11, *How close do real systems come?*.
+    """
     items = tuple(items)
     if not items:
         raise ValueError("no comparisons to summarize; pass at least one")
@@ -171,5 +186,8 @@ def summarize(items) -> RatioSummary:
 
 
 def validation_summary(efficiency="typical") -> RatioSummary:
-    """Median and worst ratio of the `efficiency` estimate on the validation rows (chapter 11's headline)."""
+    """Median and worst ratio of the `efficiency` estimate on the validation rows (chapter 11's headline).
+
+    Used in chapter 11, *How close do real systems come?*.
+    """
     return summarize(comparisons(resolve_efficiency(efficiency), "validation"))

@@ -65,6 +65,8 @@ def collective_bandwidth(chip) -> float:
 
     The bandwidth at which an all-gather's output grows on a large group: V / W. 9e10 B/s on TPU v5e, 2e11 on
     Ironwood, 4.5e11 on H100 (18 NVLink links x 25 GB/s, one way).
+
+    Used in chapter 7, *Sharding prefill and generation*.
     """
     topology = get_chip(chip).network
     return topology.axis_bandwidth if isinstance(topology, Torus) else topology.injection_bandwidth
@@ -82,7 +84,9 @@ def collective_hops(op: str, n_shards: int, wraparound: bool = True) -> int:
     Chunks travel both ways round the ring at once, so the farthest chip is ceil(n / 2) hops away: an all-gather,
     reduce-scatter or all-to-all is one pass of ceil(n / 2) hops; an all-reduce is a reduce-scatter followed by an
     all-gather, 2 ceil(n / 2) hops (8 on a ring of 8). Without wraparound a pass is n - 1 hops. A latency-bound
-    collective takes hops x the hop latency. Used in chapter 7, *Decode collectives are latency-bound*.
+    collective takes hops x the hop latency. Chapter 7's section *Decode collectives are latency-bound*.
+
+    Used in chapter 7, *Sharding prefill and generation*.
     """
     choice("collective", op, COLLECTIVES)
     n = positive_int("n_shards", n_shards)
@@ -120,7 +124,10 @@ def _switch_time(op, array_bytes, chip, topology: SwitchDomain, n) -> Collective
 def collective_time(op: str, array_bytes: float, chip, n_shards: int, wraparound: bool | None = None
                     ) -> CollectiveTime:
     """Time of one collective over n_shards chips: one torus axis (a ring) or one switched domain (see the module
-    docstring for the formulas). `wraparound` overrides the torus's (ignored on a switch)."""
+    docstring for the formulas). `wraparound` overrides the torus's (ignored on a switch).
+
+    Used in chapter 7, *Sharding prefill and generation* and chapter 11, *How close do real systems come?*.
+    """
     choice("collective", op, COLLECTIVES)
     chip = get_chip(chip)
     positive("array_bytes", array_bytes, allow_zero=True)
@@ -150,7 +157,11 @@ def mesh_collective(op: str, array_bytes: float, chip, mesh_shape) -> Collective
 def latency_bound_bytes(chip, n_shards: int) -> float:
     """Below this many bytes an all-gather over n_shards chips is latency-bound: where `collective_time`'s two
     terms meet. On a torus ring n W_link t_hop (the Scaling Book's 360 kB for 8 v5e chips, 800 kB on 8 Ironwood
-    chips); on a switch latency x W_inj x n / (n - 1) (about 3 MB on 8 H100)."""
+    chips); on a switch latency x W_inj x n / (n - 1) (about 3 MB on 8 H100).
+
+    Used in chapter 7, *Sharding prefill and generation*; chapter 10, *Speculative decoding, mixture of experts and
+    quantization*; and chapter 11, *How close do real systems come?*.
+    """
     chip = get_chip(chip)
     n = positive_int("n_shards", n_shards)
     if n == 1:
@@ -162,7 +173,10 @@ def latency_bound_bytes(chip, n_shards: int) -> float:
 def bus_bandwidth(op: str, array_bytes: float, seconds: float, n_shards: int) -> float:
     """NCCL's "bus bandwidth" of a collective: the algorithm bandwidth V / t times 2(n-1)/n (all-reduce) or
     (n-1)/n (all-gather, reduce-scatter, all-to-all), so that it can be compared with a link's line rate
-    (nccl-tests, doc/PERFORMANCE.md). For the switch model above it equals the injection bandwidth."""
+    (nccl-tests, doc/PERFORMANCE.md). For the switch model above it equals the injection bandwidth.
+
+    Used in chapter 11, *How close do real systems come?*.
+    """
     choice("collective", op, COLLECTIVES)
     positive("array_bytes", array_bytes)
     positive("seconds", seconds)

@@ -97,6 +97,8 @@ class Deployment:
     group's whole KV head). `ffn_layout` is Megatron's "1d-ws" (any chip) or one of Pope et al.'s torus layouts
     ("2d-ws", "wg-x", "wg-xy", "wg-xyz"), laid on `mesh_shape` (default: the best 2D weight-stationary mesh for
     Pope's layouts, the most even torus for "1d-ws").
+
+    Used in chapter 5, *A model of the decode step* and chapter 11, *How close do real systems come?*.
     """
 
     model: object
@@ -325,7 +327,10 @@ def _per_replica(deployment: Deployment, batch: int) -> int:
 
 def decode_step(deployment: Deployment, batch: int, context_len: int, efficiency=None) -> StepEstimate:
     """One decode step of `batch` sequences (the whole deployment's; split evenly over its replicas) that each
-    attend to `context_len` cached tokens. Raises ValueError when the weights and caches do not fit."""
+    attend to `context_len` cached tokens. Raises ValueError when the weights and caches do not fit.
+
+    Used in chapter 5, *A model of the decode step* and chapter 11, *How close do real systems come?*.
+    """
     d = deployment
     per_replica, context_len = _per_replica(d, batch), positive_int("context_len", context_len)
     needed = d.weight_bytes_per_chip + d.kv_bytes_per_chip(per_replica, context_len)
@@ -339,7 +344,10 @@ def decode_step(deployment: Deployment, batch: int, context_len: int, efficiency
 def prefill(deployment: Deployment, prompt_len: int, batch: int = 1, efficiency=None) -> StepEstimate:
     """One prefill pass over `batch` prompts of `prompt_len` tokens (split evenly over the replicas): matmul FLOPs,
     causal attention FLOPs, writing the KV cache, reading the weights once, the collectives. Raises ValueError when
-    the weights and the new caches do not fit."""
+    the weights and the new caches do not fit.
+
+    Used in chapter 11, *How close do real systems come?*.
+    """
     d = deployment
     per_replica, prompt_len = _per_replica(d, batch), positive_int("prompt_len", prompt_len)
     needed = d.weight_bytes_per_chip + d.kv_bytes_per_chip(per_replica, prompt_len)
@@ -400,7 +408,10 @@ class OfflineEstimate:
 
 
 def offline_estimate(deployment: Deployment, input_len: int, output_len: int, efficiency=None) -> OfflineEstimate:
-    """`offline_throughput` for a `Deployment`, with the iteration's components (`OfflineEstimate`)."""
+    """`offline_throughput` for a `Deployment`, with the iteration's components (`OfflineEstimate`).
+
+    Used in chapter 11, *How close do real systems come?*.
+    """
     d = deployment
     i, o = positive_int("input_len", input_len), positive_int("output_len", output_len)
     if o < 2:
@@ -428,6 +439,8 @@ def offline_throughput(model, chip, n_chips: int, input_len: int, output_len: in
     `model`: a name or a `Transformer` (dense or MoE). `efficiency`: None (the bound: never beaten by a measured
     system that runs attention, matmuls and collectives one after another), "typical" (calibrated on published
     measurements, chapter 11), or an `Efficiency`.
+
+    Used in chapter 11, *How close do real systems come?*.
     """
     deployment = Deployment(model, chip, n_chips, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
                             compute_dtype=compute_dtype, tensor_parallel=tensor_parallel, kv_placement=kv_placement)
@@ -522,8 +535,10 @@ def report(model, chip, n_chips: int, *, batch: int | None = None, context_len: 
 
     batch None: the largest batch that fits at `context_len`. kv_dtype None: the weight dtype. prompt_len None:
     context_len. The price is the user's (no price is built in): dollars per chip per hour. Each number is the
-    corresponding function of this module (`max_batch`, `decode_step`, `prefill`) or of `memory`. Used in the
-    appendix *Apply the book to your model* and by `python -m scaling_lib estimate`.
+    corresponding function of this module (`max_batch`, `decode_step`, `prefill`) or of `memory`. Also behind
+    `python -m scaling_lib estimate`.
+
+    Used in the appendix *Apply the book to your model*.
     """
     deployment = Deployment(model, chip, n_chips, weight_dtype=weight_dtype,
                             kv_dtype=weight_dtype if kv_dtype is None else kv_dtype, compute_dtype=compute_dtype)

@@ -48,6 +48,9 @@ def matmul_params(model) -> int:
 
     That is `models.active_param_count` without the input embedding table, which is a lookup (a gather, no FLOPs),
     while the output projection D x V is a matmul (it is the same table when embeddings are tied).
+
+    Used in chapter 2, *Sampling and the KV cache*; chapter 3, *Prefill and generation are different workloads*; and the
+    appendix *Apply the book to your model*.
     """
     m = get_model(model)
     blocks = param_breakdown(m, active_only=True)
@@ -96,6 +99,9 @@ def forward_flops(model, tokens: int, batch: int = 1, skip_masked: bool = False)
 
     matmul = 2 B T P_mm; attention = 4 B L N H x pairs, pairs = T^2 (or the causally visible T(T+1)/2 when
     skip_masked). Scaling Book ch. 7; 2 FLOPs per parameter per token is Kaplan et al. 2020's rule of thumb.
+
+    Used in chapter 2, *Sampling and the KV cache*; chapter 3, *Prefill and generation are different workloads*; and the
+    appendix *Apply the book to your model*.
     """
     m = get_model(model)
     tokens, batch = positive_int("tokens", tokens), positive_int("batch", batch)
@@ -109,6 +115,8 @@ def decode_step_flops(model, context_len: int, batch: int = 1, skip_masked: bool
     matmul = 2 B P_mm; attention = 4 B L N H S, with S = context_len: the cache slots the step reads (a fixed-size
     cache reads all its slots; pass the number of valid tokens for a kernel that reads only those). With skip_masked
     and a sliding window w, S is capped at w.
+
+    Used in chapter 2, *Sampling and the KV cache*.
     """
     m = get_model(model)
     context_len, batch = positive_int("context_len", context_len), positive_int("batch", batch)
@@ -123,6 +131,8 @@ def generation_flops_curve(model, prompt_len: int, n_tokens: int, batch: int = 1
     cached=False, naive sampling: token j + 1 (j = 0..n-1) costs `forward_flops(T_0 + j)`, a full pass over the
     sequence so far. cached=True: the prefill `forward_flops(T_0)` gives token 1, then decode step j (j = 1..n-1)
     costs `decode_step_flops(S)` with S = T_0 + j keys, or all `cache_len` slots of a fixed-size cache when given.
+
+    Used in chapter 2, *Sampling and the KV cache*.
     """
     prompt_len, n_tokens = positive_int("prompt_len", prompt_len), positive_int("n_tokens", n_tokens)
     cached = flag("cached", cached)
@@ -149,6 +159,8 @@ def naive_generation_flops(model, prompt_len: int, n_tokens: int, batch: int = 1
 
     Sum over j of `forward_flops(T_0 + j)`: matmuls ~ P_mm n^2 and attention ~ (4/3) L N H n^3 for n >> T_0
     (Scaling Book ch. 7: naive sampling is quadratic in the FFW and cubic in attention).
+
+    Used in chapter 2, *Sampling and the KV cache*.
     """
     return generation_flops_curve(model, prompt_len, n_tokens, batch, cached=False, skip_masked=skip_masked)[-1]
 
@@ -159,6 +171,8 @@ def cached_generation_flops(model, prompt_len: int, n_tokens: int, batch: int = 
 
     Step j (j = 1..n-1) attends to T_0 + j keys, or to all `cache_len` slots of a fixed-size cache when cache_len is
     given (as the tiny JAX model does). Matmuls ~ 2 P_mm n and attention ~ 2 L N H n^2: linear and quadratic.
+
+    Used in chapter 2, *Sampling and the KV cache*.
     """
     return generation_flops_curve(model, prompt_len, n_tokens, batch, cached=True, skip_masked=skip_masked,
                                   cache_len=cache_len)[-1]

@@ -286,12 +286,22 @@ ALIASES = {"ironwood": "tpu-7x", "tpu7x": "tpu-7x", "v5e": "tpu-v5e", "v5p": "tp
 
 
 def chip_names() -> tuple:
-    """Canonical names of every chip in the table."""
+    """Canonical names of every chip in the table.
+
+    Used in chapter 1, *Rooflines and the critical batch size*; chapter 5, *A model of the decode step*; and the
+    appendix *Hardware specification table*.
+    """
     return tuple(CHIPS)
 
 
 def get_chip(name) -> Chip:
-    """Look a chip up by name (case-insensitive; "ironwood" is an alias of "tpu-7x"). A `Chip` passes through."""
+    """Look a chip up by name (case-insensitive; "ironwood" is an alias of "tpu-7x"). A `Chip` passes through.
+
+    Used in chapter 1, *Rooflines and the critical batch size*; chapter 3, *Prefill and generation are different
+    workloads*; chapter 4, *The KV cache dominates memory*; chapter 5, *A model of the decode step*; chapter 7,
+    *Sharding prefill and generation*; chapter 8, *Partitioning layouts*; chapter 9, *Serving engines*; chapter 11, *How
+    close do real systems come?*; and the appendix *Hardware specification table*.
+    """
     if isinstance(name, Chip):
         return name
     if not isinstance(name, str):

@@ -40,7 +40,11 @@ class StepTime:
 
 def step_time_bound(*, batch: float, kv_bytes_per_sequence: float, param_bytes: float, param_count: float, chip,
                     n_chips: int = 1, compute_dtype: str = "bf16") -> StepTime:
-    """B KV / (n W) + max(2 B P / (n C), P_bytes / (n W)): the general decode step lower bound (Scaling Book ch. 7)."""
+    """B KV / (n W) + max(2 B P / (n C), P_bytes / (n W)): the general decode step lower bound (Scaling Book ch. 7).
+
+    Used in chapter 5, *A model of the decode step* and chapter 10, *Speculative decoding, mixture of experts and
+    quantization*.
+    """
     chip = get_chip(chip)
     positive("batch", batch, allow_zero=True)
     positive("kv_bytes_per_sequence", kv_bytes_per_sequence, allow_zero=True)
@@ -59,6 +63,10 @@ def decode_step_time(model, chip, n_chips: int, batch: int, context_len: int, we
     """`step_time_bound` for a named model: KV per sequence at `context_len`, all weights read, active params' FLOPs.
 
     Memory capacity is not checked here; see `memory.max_batch_size`.
+
+    Used in chapter 3, *Prefill and generation are different workloads*; chapter 4, *The KV cache dominates memory*;
+    chapter 5, *A model of the decode step*; chapter 6, *Shrinking the KV cache*; chapter 9, *Serving engines*; chapter
+    11, *How close do real systems come?*; and the appendix *Apply the book to your model*.
     """
     m = get_model(model)
     positive("context_len", context_len, allow_zero=True)
@@ -74,8 +82,10 @@ def full_hbm_step_time(chip) -> float:
 
     When the weights and the KV caches fill every chip's HBM and the step is bandwidth-bound, each chip streams all of
     its memory once per step, so the step is the same for any model, dtype and number of chips (Scaling Book ch. 8:
-    about 19 ms on TPU v5e). It is the step at `memory.max_batch_size`, not at a smaller batch. Used in chapter 9,
+    about 19 ms on TPU v5e). It is the step at `memory.max_batch_size`, not at a smaller batch. Chapter 9's section
     *How many prefill servers per decode server?*
+
+    Used in chapter 9, *Serving engines*.
     """
     chip = get_chip(chip)
     return chip.hbm_capacity / chip.hbm_bandwidth
@@ -88,7 +98,9 @@ def decode_step_time_kv_heads(model, n_kv_heads: int, chip, n_chips: int, batch:
 
     The Scaling Book's ch. 7 GQA table does exactly this: LLaMA-2-13B with K = 8 instead of 40 ("GQA 1:5") shrinks
     the KV term 5x and keeps the 26e9 B of multi-head weights (a real GQA model would also have smaller W_K, W_V).
-    Used in chapter 4, *The KV cache dominates memory* (claim M5).
+    Claim M5.
+
+    Used in chapter 4, *The KV cache dominates memory*.
     """
     m = get_model(model)
     positive("context_len", context_len, allow_zero=True)
@@ -101,7 +113,10 @@ def decode_step_time_kv_heads(model, n_kv_heads: int, chip, n_chips: int, batch:
 
 def decode_throughput(model, chip, n_chips: int, batch: int, context_len: int, weight_dtype: str = "bf16",
                       kv_dtype: str = "bf16", compute_dtype: str = "bf16") -> float:
-    """Generated tokens per second for the whole server: B / T_step."""
+    """Generated tokens per second for the whole server: B / T_step.
+
+    Used in chapter 4, *The KV cache dominates memory* and chapter 5, *A model of the decode step*.
+    """
     positive_int("batch", batch)  # a throughput of zero sequences is not a rate
     step = decode_step_time(model, chip, n_chips, batch, context_len, weight_dtype, kv_dtype, compute_dtype)
     return batch / step.total_s
@@ -117,7 +132,9 @@ def prefill_time(model, chip, n_chips: int, prompt_len: int, mfu: float, batch: 
     - "matmul": P_mm = `flops.matmul_params`, the book's count from chapter 2: the input embedding is a lookup and
       costs no FLOPs. For LLaMA-3-8B P / P_mm = 1.07 (its 128,256 x 4,096 table is 7% of P_mm); for LLaMA-3-70B 1.5%.
     Attention's quadratic term is left out either way, as the sources do (chapter 3 measures how much it adds).
-    Used in chapter 3, *The two latencies a user feels*.
+
+    Used in chapter 3, *Prefill and generation are different workloads*; chapter 11, *How close do real systems come?*;
+    and the appendix *Apply the book to your model*.
     """
     m = get_model(model)
     chip = get_chip(chip)
@@ -140,6 +157,8 @@ def kv_compute_crossover_context(model, chip, kv_dtype: str = "bf16", compute_dt
     Above B_crit the step is KV + FLOPs, and the throughput ceiling n / (S KV / W + 2 P / C) is set by the KV cache
     once S > S* (Scaling Book ch. 7, general step time, solved for S). P counts active parameters; a sliding window
     caps the cache, so a windowed model whose window is below S* never crosses (returns inf).
+
+    Used in chapter 5, *A model of the decode step*.
     """
     m = get_model(model)
     chip = get_chip(chip)
@@ -226,6 +245,8 @@ def explain_decode(model, chip, n_chips: int, batch: int, context_len: int, weig
     `roofline.critical_batch_size` and `kv_compute_crossover_context` for one configuration, in one report.
 
     Raises ValueError for unknown names, non-positive sizes, or a compute dtype the chip has no rate for.
+
+    Used in chapter 5, *A model of the decode step*.
     """
     m = get_model(model)
     chip = get_chip(chip)

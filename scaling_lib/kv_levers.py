@@ -53,7 +53,10 @@ class RaggedReads:
 
 def ragged_kv_reads(lengths, block_size: int) -> RaggedReads:
     """Slots read by one decode step over sequences of the given lengths: contiguous B x S_max versus paged
-    sum ceil(len / block_size) x block_size (PagedAttention, {cite}`kwon2023paged`; Scaling Book ch. 7)."""
+    sum ceil(len / block_size) x block_size (PagedAttention, {cite}`kwon2023paged`; Scaling Book ch. 7).
+
+    Used in chapter 6, *Shrinking the KV cache*.
+    """
     lengths = _lengths(lengths)
     block_size = positive_int("block_size", block_size)
     return RaggedReads(useful_slots=sum(lengths), contiguous_slots=len(lengths) * max(lengths),
@@ -109,14 +112,20 @@ def kv_footprint(model, lengths, dtype: str = "bf16", window: int | None = None,
 def local_global_kv_bytes(model, tokens: int, window: int, global_every: int, batch: int = 1,
                           dtype: str = "bf16") -> float:
     """KV bytes of `batch` sequences of `tokens` tokens when every `global_every`-th layer attends globally and the
-    rest only to the last `window` tokens: B x 2 K H bytes x (L_global S + L_local min(S, w))."""
+    rest only to the last `window` tokens: B x 2 K H bytes x (L_global S + L_local min(S, w)).
+
+    Used in chapter 6, *Shrinking the KV cache*.
+    """
     return kv_footprint(model, [non_negative_int("tokens", tokens)] * positive_int("batch", batch), dtype,
                         positive_int("window", window), positive_int("global_every", global_every)).stored_bytes
 
 
 def cross_layer_kv_bytes(model, tokens: int, share_every: int, batch: int = 1, dtype: str = "bf16") -> KVBytes:
     """KV stored and read when groups of `share_every` consecutive layers share one K/V: storage falls by about
-    share_every x, reads per decode step do not (each layer still attends over the shared cache)."""
+    share_every x, reads per decode step do not (each layer still attends over the shared cache).
+
+    Used in chapter 6, *Shrinking the KV cache*.
+    """
     return kv_footprint(model, [non_negative_int("tokens", tokens)] * positive_int("batch", batch), dtype,
                         share_every=positive_int("share_every", share_every))
 
@@ -157,6 +166,8 @@ def kv_lever_table(model, context_len: int, batch: int, n_kv_heads: int = 8, win
     the longest. Settings are illustrative, not from a source: GQA to `n_kv_heads` (if the model has more) and MQA,
     local attention of `window` tokens on all but every `global_every`-th layer, cross-layer sharing in groups of
     `share_every`, `kv_dtype` entries, pages of `block_size` tokens.
+
+    Used in chapter 6, *Shrinking the KV cache* and the appendix *Apply the book to your model*.
     """
     m = get_model(model)
     lengths = evenly_ragged_lengths(context_len, batch)
@@ -215,6 +226,7 @@ def decode_attention_cost(model, context_len: int, kv_dtype: str = "bf16", absor
     token and layer, for (r_kv + H_rope) x bytes. Not absorbed, each step first re-expands every cached latent into
     per-head keys and values: 2 r_kv N (H - H_rope + H_v) more FLOPs per cached token and layer.
     The fixed per-token projections (W_Q, W_O, the absorbed matrices) are left out: they do not grow with context.
+
     Used in chapter 6, *Shrinking the KV cache*.
     """
     m = get_model(model)

@@ -123,7 +123,10 @@ class CommVolume:
 
 def ffn_comm_volume(layout: str, model, tokens: float, mesh_shape, weight_dtype: str = "bf16",
                     activation_dtype: str = "bf16") -> CommVolume:
-    """Per-chip communication volume of one feed-forward layer (formulas in the module docstring)."""
+    """Per-chip communication volume of one feed-forward layer (formulas in the module docstring).
+
+    Used in chapter 8, *Partitioning layouts*.
+    """
     steps = ffn_collectives(layout, model, tokens, mesh_shape, weight_dtype, activation_dtype)
     return CommVolume(activation_bytes=sum(c.bytes_per_chip for c in steps if c.tensor == "activations"),
                       weight_bytes=sum(c.bytes_per_chip for c in steps if c.tensor == "weights"))
@@ -131,7 +134,10 @@ def ffn_comm_volume(layout: str, model, tokens: float, mesh_shape, weight_dtype:
 
 def ffn_comm_time(layout: str, model, chip, tokens: float, mesh_shape, convention: str = "pope",
                   weight_dtype: str = "bf16", activation_dtype: str = "bf16") -> float:
-    """Seconds of communication per feed-forward layer: the sum of its collectives' bytes / bandwidth."""
+    """Seconds of communication per feed-forward layer: the sum of its collectives' bytes / bandwidth.
+
+    Used in chapter 8, *Partitioning layouts*.
+    """
     steps = ffn_collectives(layout, model, tokens, mesh_shape, weight_dtype, activation_dtype)
     choice("convention", convention, CONVENTIONS)
     return sum(c.seconds(chip, convention) for c in steps)
@@ -258,7 +264,10 @@ class CommCurves:
 
 def comm_volume_curves(model, mesh_shape, tokens, layouts=LAYOUTS, weight_dtype: str = "bf16",
                        activation_dtype: str = "bf16") -> CommCurves:
-    """Claim P1: `ffn_comm_volume` over a range of tokens per batch, and the exact switch points between layouts."""
+    """Claim P1: `ffn_comm_volume` over a range of tokens per batch, and the exact switch points between layouts.
+
+    Used in chapter 8, *Partitioning layouts*.
+    """
     if isinstance(tokens, (str, bytes)) or not hasattr(tokens, "__iter__"):
         raise ValueError(f"tokens must list token counts, e.g. [64, 1024, 16384], got {tokens!r}")
     tokens = tuple(positive("tokens", t) for t in tokens)
@@ -282,6 +291,8 @@ def ws_2d_optimal_x(n_chips: float, d_model: int, d_ff: int, convention: str = "
 
     pope: minimize D/X + F X/n               -> X = sqrt(n D / F)       (Pope et al. App. A.2.1)
     scaling-book: minimize D/X + 2 F X/n     -> X = sqrt(n D / (2 F))   (Scaling Book ch. 7 Q7: X = sqrt(n/8), F = 4D)
+
+    Used in chapter 8, *Partitioning layouts*.
     """
     choice("convention", convention, CONVENTIONS)
     for name, value in (("n_chips", n_chips), ("d_model", d_model), ("d_ff", d_ff)):
@@ -298,6 +309,8 @@ def ws_2d_crossover_chips(d_model: int, d_ff: int, convention: str = "pope") -> 
     The book's 2D pays more because its X-axis collectives get one axis' links, not the whole chip's. Notes: some
     versions of the book print 81 for F = 4D, but its own expression 128 x (3/4)^2 equals 72; summaries of the
     paper state the F = 4D case as sqrt(n) > F / D, which agrees with 4F / D only at F = 4D (both give 16).
+
+    Used in chapter 8, *Partitioning layouts*.
     """
     choice("convention", convention, CONVENTIONS)
     positive("d_model", d_model)
@@ -318,7 +331,10 @@ def optimal_2d_mesh(n_chips: int, model, chip="tpu-v4", convention: str = "pope"
 def layout_switch_points(model, chip, mesh_shape, convention: str = "pope", layouts=LAYOUTS,
                          tokens_range=(1.0, 1e8), weight_dtype: str = "bf16",
                          activation_dtype: str = "bf16") -> tuple:
-    """Token counts where the layout with the least communication *time* changes, under `convention`."""
+    """Token counts where the layout with the least communication *time* changes, under `convention`.
+
+    Used in chapter 8, *Partitioning layouts*.
+    """
     layouts = tuple(choice("layout", name, LAYOUTS) for name in layouts)
     if not isinstance(tokens_range, (tuple, list)) or len(tokens_range) != 2:
         raise ValueError(f"tokens_range must be a (start, stop) pair of token counts, got {tokens_range!r}")
@@ -336,7 +352,10 @@ def layout_switch_points(model, chip, mesh_shape, convention: str = "pope", layo
 
 
 def wg_optimal_gather_size(tokens: float, n_chips: int, d_ff: int) -> float:
-    """n_wg = sqrt(T n / F): chips to all-gather weights over, minimizing 2 D F n_wg / n + 2 T D / n_wg (App. A.2.2)."""
+    """n_wg = sqrt(T n / F): chips to all-gather weights over, minimizing 2 D F n_wg / n + 2 T D / n_wg (App. A.2.2).
+
+    Used in chapter 8, *Partitioning layouts*.
+    """
     for name, value in (("tokens", tokens), ("n_chips", n_chips), ("d_ff", d_ff)):
         positive(name, value)
     return math.sqrt(tokens * n_chips / d_ff)
@@ -350,7 +369,9 @@ def wg_switch_tokens(model, gather_from: int, gather_to: int, n_chips: int, weig
     The closed form keeps the activation term 2 a T D / N even at N = n, where no activation collective runs (a
     collective over one chip moves nothing). `comm_volume_curves` sums the collectives that really run, so its last
     switch (to N = n) sits lower, at (w / a) F N1 (n - N1) / n: 12 F instead of 16 F from XY to XYZ on 4x4x4.
-    Used in chapter 8, *Partitioning layouts* (the exercise on the switch to wg-xyz).
+    Chapter 8's exercise on the switch to wg-xyz uses it.
+
+    Used in chapter 8, *Partitioning layouts*.
     """
     m = get_model(model)
     gather_from, gather_to = positive_int("gather_from", gather_from), positive_int("gather_to", gather_to)
@@ -375,7 +396,10 @@ class KvVersusWeights:
 
 def kv_versus_weights(model, batch: int, context_len: int, kv_dtype: str = "bf16",
                       weight_dtype: str = "bf16") -> KvVersusWeights:
-    """Claim P2: B x S x 2 L K H bytes of KV cache against the weight bytes (Pope et al. sec. 2.1)."""
+    """Claim P2: B x S x 2 L K H bytes of KV cache against the weight bytes (Pope et al. sec. 2.1).
+
+    Used in chapter 8, *Partitioning layouts*.
+    """
     positive("context_len", context_len, allow_zero=True)
     return KvVersusWeights(kv_cache_bytes(model, context_len, batch, kv_dtype), param_bytes(model, weight_dtype))
 
@@ -388,6 +412,8 @@ def max_context_length(model, chip, n_chips: int, batch: int, attention_sharding
       "heads": KV heads split over chips, ceil(K / n) per chip (a multiquery head is replicated on every chip;
                48 multihead heads on 64 chips take one each, as if padded to 64), every chip holds all B sequences;
       "batch": sequences split over chips, ceil(B / n) per chip, all K heads each.
+
+    Used in chapter 8, *Partitioning layouts*.
     """
     m, chip = get_model(model), get_chip(chip)
     choice("attention_sharding", attention_sharding, ATTENTION_SHARDINGS)
@@ -412,7 +438,10 @@ class ContextLengthRow:
 
 
 def context_length_table(chip="tpu-v4", n_chips: int = 64, batches=(128, 512), kv_fraction: float = 0.3) -> tuple:
-    """Claim P3, Pope et al. Table 1: multihead, multiquery sharded over heads, multiquery sharded over batch."""
+    """Claim P3, Pope et al. Table 1: multihead, multiquery sharded over heads, multiquery sharded over batch.
+
+    Used in chapter 8, *Partitioning layouts*.
+    """
     if isinstance(batches, (str, bytes)) or not hasattr(batches, "__iter__") or not list(batches):
         raise ValueError(f"batches must list at least one batch size, e.g. (128, 512), got {batches!r}")
     batches = tuple(positive_int("batch", b) for b in batches)
@@ -427,7 +456,10 @@ def context_length_table(chip="tpu-v4", n_chips: int = 64, batches=(128, 512), k
 # --- Claim P4: MFU from published latencies, and the decode roofline against the measured step ----------------------
 
 def mfu(param_count: float, tokens: float, seconds: float, chip, n_chips: int, compute_dtype: str = "bf16") -> float:
-    """Model FLOPs utilization: 2 x params x tokens / (seconds x n x peak)  (Pope et al. sec. 2; attention excluded)."""
+    """Model FLOPs utilization: 2 x params x tokens / (seconds x n x peak)  (Pope et al. sec. 2; attention excluded).
+
+    Used in chapter 8, *Partitioning layouts*.
+    """
     chip = get_chip(chip)
     for name, value in (("param_count", param_count), ("tokens", tokens), ("seconds", seconds)):
         positive(name, value)
@@ -461,6 +493,8 @@ def decode_latency_gap(model, chip, n_chips: int, batch: int, context_len: int, 
     """`inference.decode_step_time` (weights / (n W_hbm) + KV / (n W_hbm), or FLOPs) beside a measured step.
 
     The bound leaves out communication, attention FLOPs, layer norms and sampling, so it sits below any real step.
+
+    Used in chapter 8, *Partitioning layouts*.
     """
     positive("measured_step_s", measured_step_s)
     bound = decode_step_time(model, chip, n_chips, batch, context_len, weight_dtype, kv_dtype, compute_dtype)
@@ -495,6 +529,8 @@ def ring_bytes_sent(collective: Collective) -> float:
 
     The cost model (Pope et al. App. A) counts bytes_per_chip -- the gathered output, the unreduced input, the
     resharded block -- and drops (m-1)/m; a ring all-gather passes m-1 of the m blocks through each chip.
+
+    Used in chapter 8, *Partitioning layouts*.
     """
     if not isinstance(collective, Collective):
         raise ValueError(f"collective must be a layouts.Collective, got {type(collective).__name__}")

@@ -89,7 +89,10 @@ def _read(name: str) -> list:
 
 
 def trtllm_rows() -> tuple:
-    """The 40 TensorRT-LLM offline-throughput rows, in the page's order (70B H200, 70B H100, 8B H200, 8B H100)."""
+    """The 40 TensorRT-LLM offline-throughput rows, in the page's order (70B H200, 70B H100, 8B H200, 8B H100).
+
+    Used in chapter 11, *How close do real systems come?*.
+    """
     return tuple(ThroughputRow(model=r["model"], checkpoint=r["checkpoint"], gpu=r["gpu"], n_gpus=int(r["n_gpus"]),
                                tensor_parallel=int(r["tensor_parallel"]), input_len=int(r["input_len"]),
                                output_len=int(r["output_len"]), weight_dtype=r["weight_dtype"],
@@ -98,7 +101,10 @@ def trtllm_rows() -> tuple:
 
 
 def pope_rows() -> tuple:
-    """The 8 rows of Pope et al. 2022, Tables 2 and 3."""
+    """The 8 rows of Pope et al. 2022, Tables 2 and 3.
+
+    Used in chapter 11, *How close do real systems come?*.
+    """
     return tuple(PopeRow(model=r["model"], scenario=r["scenario"], phase=r["phase"], chip=r["chip"],
                          chips=int(r["chips"]), batch=int(r["batch"]), context_len=int(r["context_len"]),
                          decode_steps=int(r["decode_steps"]), ffn_layout=r["ffn_layout"],
@@ -117,7 +123,10 @@ def pope_row(model: str, scenario: str, phase: str) -> PopeRow:
 
 
 def nccl_rows() -> tuple:
-    """Published NCCL all-reduce bus bandwidths (B/s) on 8 H100s: the ring algorithm and NVLink SHARP."""
+    """Published NCCL all-reduce bus bandwidths (B/s) on 8 H100s: the ring algorithm and NVLink SHARP.
+
+    Used in chapter 11, *How close do real systems come?*.
+    """
     return tuple(BusBandwidthRow(gpu=r["gpu"], n_gpus=int(r["n_gpus"]), collective=r["collective"],
                                  algorithm=r["algorithm"], array_bytes_min=float(r["array_bytes_min"]),
                                  bus_bandwidth=float(r["bus_bandwidth_GBps"]) * 1e9, source=r["source"])

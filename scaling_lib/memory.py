@@ -24,7 +24,10 @@ def kv_bytes_per_token(model, dtype: str = "bf16") -> float:
 
     With a value width H_v != H it is L K (H + H_v) x bytes. Multi-head latent attention (MLA, DeepSeek-V2/V3)
     caches one latent of r_kv values and one shared RoPE key of H_rope values per layer instead:
-    L (r_kv + H_rope) x bytes (DeepSeek-V3 in bf16: 61 x 576 x 2 B = 70.3 kB; used in chapter 6).
+    L (r_kv + H_rope) x bytes (DeepSeek-V3 in bf16: 61 x 576 x 2 B = 70.3 kB).
+
+    Used in chapter 2, *Sampling and the KV cache*; chapter 4, *The KV cache dominates memory*; chapter 5, *A model of
+    the decode step*; chapter 6, *Shrinking the KV cache*; and the appendix *Apply the book to your model*.
     """
     m = get_model(model)
     if m.is_mla:
@@ -37,6 +40,9 @@ def kv_cache_bytes(model, tokens: int, batch: int = 1, dtype: str = "bf16") -> f
 
     With a sliding window w, each sequence keeps at most w tokens on every local layer (all layers, or all but every
     global_every-th one when the model mixes local and global layers).
+
+    Used in chapter 2, *Sampling and the KV cache*; chapter 4, *The KV cache dominates memory*; chapter 6, *Shrinking
+    the KV cache*; and the appendix *Apply the book to your model*.
     """
     m = get_model(model)
     positive("tokens", tokens, allow_zero=True)
@@ -48,7 +54,12 @@ def kv_cache_bytes(model, tokens: int, batch: int = 1, dtype: str = "bf16") -> f
 
 
 def param_bytes(model, dtype: str = "bf16") -> float:
-    """Bytes of all weights: param_count x bytes_per_element."""
+    """Bytes of all weights: param_count x bytes_per_element.
+
+    Used in chapter 2, *Sampling and the KV cache*; chapter 4, *The KV cache dominates memory*; chapter 5, *A model of
+    the decode step*; chapter 6, *Shrinking the KV cache*; chapter 7, *Sharding prefill and generation*; chapter 11,
+    *How close do real systems come?*; and the appendix *Apply the book to your model*.
+    """
     return param_count(get_model(model)) * bytes_per_element(dtype)
 
 
@@ -97,7 +108,10 @@ class MemoryFootprint:
 def memory_footprint(model, chip, n_chips: int, batch: int, context_len: int, weight_dtype: str = "bf16",
                      kv_dtype: str = "bf16", kv_placement: str = "batch-split") -> MemoryFootprint:
     """Weights + B sequences' KV caches (times `kv_replication`), against n_chips x HBM capacity (activations
-    ignored)."""
+    ignored).
+
+    Used in chapter 4, *The KV cache dominates memory*.
+    """
     chip = get_chip(chip)
     positive_int("n_chips", n_chips)
     non_negative_int("batch", batch)
@@ -113,8 +127,9 @@ def memory_footprint_kv_heads(model, n_kv_heads: int, chip, n_chips: int, batch:
     """`memory_footprint` with the KV cache of `model` rebuilt with `n_kv_heads` KV heads but its weights unchanged.
 
     The memory half of the Scaling Book's ch. 7 GQA 1:5 table (LLaMA-2-13B with K = 8 instead of 40, multi-head
-    weights kept); `inference.decode_step_time_kv_heads` is its step time. Used in chapter 4, *The KV cache
-    dominates memory* (claim M5).
+    weights kept); `inference.decode_step_time_kv_heads` is its step time. Claim M5.
+
+    Used in chapter 4, *The KV cache dominates memory*.
     """
     m = get_model(model)
     chip = get_chip(chip)
@@ -133,6 +148,10 @@ def max_batch_size(model, chip, n_chips: int, context_len: int, weight_dtype: st
 
     `kv_placement` says how the cache is laid out once n_chips exceeds the K KV heads: "batch-split" (the default,
     the Scaling Book's rule: no copies) or "replicated" (n / K copies; see `kv_replication`).
+
+    Used in chapter 3, *Prefill and generation are different workloads*; chapter 4, *The KV cache dominates memory*;
+    chapter 5, *A model of the decode step*; chapter 9, *Serving engines*; and the appendix *Apply the book to your
+    model*.
     """
     chip = get_chip(chip)
     positive_int("n_chips", n_chips)

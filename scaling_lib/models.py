@@ -165,6 +165,8 @@ def param_breakdown(model: Transformer, active_only: bool = False) -> ParamCount
     router per MoE layer: D*E when E > 1
     embeddings: V*D for the input table, plus V*D for the output projection when untied.
     Norm gains and biases (O(L*D), under 0.01% of any model here) are not counted.
+
+    Used in chapter 4, *The KV cache dominates memory* and the appendix *Apply the book to your model*.
     """
     m = get_model(model)
     flag("active_only", active_only)
@@ -186,12 +188,19 @@ def param_breakdown(model: Transformer, active_only: bool = False) -> ParamCount
 
 
 def param_count(model: Transformer) -> int:
-    """Total parameters, counting every expert and both embedding tables (one if tied); see `param_breakdown`."""
+    """Total parameters, counting every expert and both embedding tables (one if tied); see `param_breakdown`.
+
+    Used in chapter 2, *Sampling and the KV cache*; chapter 4, *The KV cache dominates memory*; chapter 5, *A model of
+    the decode step*; chapter 8, *Partitioning layouts*; and the appendix *Apply the book to your model*.
+    """
     return param_breakdown(model).total
 
 
 def active_param_count(model: Transformer) -> int:
-    """Parameters one token touches: like `param_count` but with k of the E experts. Equal for dense models."""
+    """Parameters one token touches: like `param_count` but with k of the E experts. Equal for dense models.
+
+    Used in chapter 3, *Prefill and generation are different workloads*.
+    """
     return param_breakdown(model, active_only=True).total
 
 
@@ -214,7 +223,10 @@ MODELS = {
 
 
 def model_names() -> tuple:
-    """Canonical names of every model in the table."""
+    """Canonical names of every model in the table.
+
+    Used in chapter 5, *A model of the decode step*.
+    """
     return tuple(MODELS)
 
 
@@ -245,7 +257,13 @@ def _canonical(name: str) -> str:
 
 def get_model(name) -> Transformer:
     """Look a model up by name: case, separators, an organisation prefix and suffixes such as "-Instruct" do not
-    matter ("llama-2-13b", "meta-llama/Llama-3.1-8B" work). A `Transformer` passes through unchanged."""
+    matter ("llama-2-13b", "meta-llama/Llama-3.1-8B" work). A `Transformer` passes through unchanged.
+
+    Used in chapter 2, *Sampling and the KV cache*; chapter 3, *Prefill and generation are different workloads*; chapter
+    4, *The KV cache dominates memory*; chapter 5, *A model of the decode step*; chapter 6, *Shrinking the KV cache*;
+    chapter 7, *Sharding prefill and generation*; chapter 8, *Partitioning layouts*; and chapter 11, *How close do real
+    systems come?*.
+    """
     if isinstance(name, Transformer):
         return name
     if not isinstance(name, str):
@@ -334,6 +352,7 @@ def from_hf_config(path_or_dict) -> Transformer:
     Understood model types: LLaMA, Mistral, Mixtral, Qwen2, Qwen3 (dense and MoE), Gemma 1-3 (local/global layers)
     and DeepSeek-V3 (multi-head latent attention, shared experts, leading dense layers). A field this book cannot
     represent (a sparse-step MoE, a shared expert of another width, ...) or a missing one raises ValueError naming it.
+
     Used in the appendix *Apply the book to your model*.
     """
     if isinstance(path_or_dict, dict):

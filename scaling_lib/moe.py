@@ -22,7 +22,10 @@ from .sharding import collective_time, latency_bound_bytes
 
 
 def as_moe(model, n_experts: int, n_active_experts: int):
-    """The same model with every feed-forward block replaced by n_experts experts, n_active_experts per token."""
+    """The same model with every feed-forward block replaced by n_experts experts, n_active_experts per token.
+
+    Used in chapter 10, *Speculative decoding, mixture of experts and quantization*.
+    """
     n_experts, n_active_experts = positive_int("n_experts", n_experts), positive_int("n_active_experts", n_active_experts)
     return get_model(model).with_(n_experts=n_experts, n_active_experts=n_active_experts)
 
@@ -59,6 +62,8 @@ def moe_weights(model, n_experts: int, n_active_experts: int, dtype: str = "bf16
     K = 8, H = 256, V = 32,128, embedding counted once) has 18.4e9 parameters; with E = 16, k = 2 it has 212e9
     (31.2e9 active), 11.5x the weight bytes: the "about 12x" of the source. LLaMA-2-13B itself (untied
     embeddings, F = 2.7 D) gives 10.8x.
+
+    Used in chapter 10, *Speculative decoding, mixture of experts and quantization*.
     """
     dense = get_model(model).with_(n_experts=1, n_active_experts=1)
     moe = as_moe(dense, n_experts, n_active_experts)
@@ -73,6 +78,8 @@ def expected_experts_touched(n_experts: int, n_active_experts: int, tokens: int)
     The experts a decode step must read from HBM. It reaches E within a few E / k tokens, long before the batch
     is large enough (E / k x B_crit) for those reads to be amortised: the reason MoE decode stays
     weight-bandwidth-bound. Uniform, independent routing is an assumption (real routers are skewed).
+
+    Used in chapter 10, *Speculative decoding, mixture of experts and quantization*.
     """
     positive_int("n_experts", n_experts)
     positive_int("n_active_experts", n_active_experts)
@@ -110,8 +117,10 @@ def expert_sharded_memory(model, chip, expert_shards: int, model_shards: int = 1
     problem 6, which writes the expert weights W_in[E_Z, D, F_Y] on a Z x Y mesh).
 
     Feed-forward bytes / (n_E n_mp) per chip, the rest (attention, router, embeddings) / n_mp per chip, on n_E x n_mp
-    chips. n_E is `expert_shards`, n_mp is `model_shards` (book/notation.md). Used in chapter 10, *Expert-sharded
+    chips. n_E is `expert_shards`, n_mp is `model_shards` (book/notation.md). Chapter 10's section *Expert-sharded
     memory*.
+
+    Used in chapter 10, *Speculative decoding, mixture of experts and quantization*.
     """
     m = get_model(model)
     chip = get_chip(chip)
@@ -155,6 +164,8 @@ def routing_all_to_all(model, chip, batch: int, expert_shards: int, activation_d
     Each of the B tokens sends its D-wide activation to each of its k experts (and gets k results back), so the
     array resharded is B k D elements. Decode batches make it small: compare with
     `sharding.latency_bound_bytes(chip, expert_shards)` (Scaling Book ch. 7, on latency-bound decode collectives).
+
+    Used in chapter 10, *Speculative decoding, mixture of experts and quantization*.
     """
     m = get_model(model)
     positive_int("batch", batch)

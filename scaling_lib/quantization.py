@@ -62,6 +62,9 @@ def quantization_table(model, chip, n_chips: int, context_len: int, batch: int,
     Every number comes from `memory` (bytes, max batch), `inference.decode_step_time` (step time at `batch` and
     `context_len`) and `roofline.critical_batch_size`. Rows whose `batch` does not fit still carry the step time
     (the bound ignores capacity); check `row.fits`.
+
+    Used in chapter 10, *Speculative decoding, mixture of experts and quantization* and the appendix *Apply the book to
+    your model*.
     """
     m = get_model(model)
     chip = get_chip(chip)
@@ -116,7 +119,9 @@ def step_ratio_grid(model, chip, n_chips: int, batches, context_lens, scheme=("f
     memory-bound (B below the scheme's B_crit) and the ratio rises toward 1 beyond it, where the matmul FLOPs, which
     storage does not shorten, take over; with the math rate doubled too (fp8 math) every term halves and the ratio is
     1/2 everywhere. Capacity is reported, not enforced (`baseline_fits`, `scheme_fits`). Points are ordered by
-    context, then batch. Used in chapter 10, *Quantization*, for claim T4's "14.0 ms to 7.0 ms".
+    context, then batch. Chapter 10's claim T4's "14.0 ms to 7.0 ms".
+
+    Used in chapter 10, *Speculative decoding, mixture of experts and quantization*.
     """
     m = get_model(model)
     chip = get_chip(chip)

@@ -24,6 +24,8 @@ def prefill_latency(model, chip, n_chips: int, prompt_len: int, mfu: float = 0.4
 
     The default MFU of 40% is the Scaling Book's assumption in ch. 8 (LLaMA-3-70B, 8,192 tokens, 16 v5e: 0.91 s).
     The floor only matters for prompts of a few tokens, where prefill is a decode step in disguise.
+
+    Used in chapter 9, *Serving engines*.
     """
     chip = get_chip(chip)
     compute = prefill_time(model, chip, n_chips, prompt_len, mfu, batch, compute_dtype)  # validates the arguments
@@ -36,6 +38,8 @@ def prefill_to_decode_ratio(prefill_s: float, decode_step_s: float, decode_batch
     R_p prefill servers (batch-1 prefill) finish R_p / T_prefill requests per second; R_d decode servers running
     batch B for n_steps steps per request finish R_d B / (T_step n_steps). Equal rates give the ratio (Scaling Book
     ch. 8: 0.91 s, 19 ms, B = 32, 512 steps -> R_p ~ 3 R_d; the source writes P and G).
+
+    Used in chapter 9, *Serving engines*.
     """
     positive("prefill_s", prefill_s)
     positive("decode_step_s", decode_step_s)
@@ -65,6 +69,8 @@ def server_ratio(model, chip, prompt_len: int, output_len: int, decode_batch: in
 
     The step is taken at the mean context of a generation, prompt_len + output_len / 2: the bound is linear in
     context, so that mean step times output_len equals the sum over the generation.
+
+    Used in chapter 9, *Serving engines* and the appendix *Apply the book to your model*.
     """
     positive_int("output_len", output_len)
     positive_int("decode_batch", decode_batch)
@@ -78,7 +84,10 @@ def server_ratio(model, chip, prompt_len: int, output_len: int, decode_batch: in
 
 
 def kv_transfer_bytes(model, prompt_len: int, kv_dtype: str = "bf16") -> float:
-    """The KV cache a prefill server hands to a decode server: `memory.kv_cache_bytes` of the prompt."""
+    """The KV cache a prefill server hands to a decode server: `memory.kv_cache_bytes` of the prompt.
+
+    Used in chapter 9, *Serving engines*.
+    """
     positive("prompt_len", prompt_len)
     return kv_cache_bytes(model, prompt_len, 1, kv_dtype)
 
@@ -90,14 +99,17 @@ def default_transfer_bandwidth(chip, n_chips: int, network: str = "dcn") -> floa
     default) is n x the per-chip DCN bandwidth of a TPU (25 Gb/s on v5e, 100 Gb/s on Ironwood, Google Cloud's TPU
     pages) or n x the scale-out NIC of a GPU (400 Gb/s InfiniBand). "ici" applies only when prefill and decode chips
     sit in one slice (or one NVLink node): n x one ICI link one way, or n x the NVLink injection bandwidth
-    (`collectives.transfer_bandwidth`). Used in chapter 9, *Serving*.
+    (`collectives.transfer_bandwidth`).
     """
     return transfer_bandwidth(chip, n_chips, network)
 
 
 def kv_transfer_time(model, prompt_len: int, chip, n_chips: int, bandwidth: float | None = None,
                      kv_dtype: str = "bf16", network: str = "dcn") -> float:
-    """KV bytes / bandwidth (B/s); bandwidth defaults to `default_transfer_bandwidth(chip, n_chips, network)`."""
+    """KV bytes / bandwidth (B/s); bandwidth defaults to `default_transfer_bandwidth(chip, n_chips, network)`.
+
+    Used in chapter 9, *Serving engines*.
+    """
     default = default_transfer_bandwidth(chip, n_chips, network)  # validates chip, n_chips, network
     bandwidth = default if bandwidth is None else positive("bandwidth", bandwidth)
     return kv_transfer_bytes(model, prompt_len, kv_dtype) / bandwidth

@@ -36,7 +36,10 @@ def beta(chip) -> float:
 
     On a TPU W = W_ici,bidi, one ICI link's two directions: 9.1 on TPU v5e (the Scaling Book rounds it to 8), 36.9 on
     Ironwood (7.38e12 / 2e11). On a GPU W is the NVLink injection bandwidth of its switched node: 3.35e12 / 4.5e11 =
-    7.4 on H100. Used in chapter 7, *Sharding prefill and generation*.
+    7.4 on H100.
+
+    Used in chapter 7, *Sharding prefill and generation*; chapter 11, *How close do real systems come?*; and the
+    appendix *Apply the book to your model*.
     """
     chip = get_chip(chip)
     return chip.hbm_bandwidth / collective_bandwidth(chip)
@@ -49,6 +52,8 @@ def max_decode_model_parallelism(d_ff: int, batch: int, beta_value: float) -> fl
     activations at W_ici,bidi; with b_w = b_a they take equally long at n = F / (B beta) (Scaling Book ch. 7:
     F = 16,384, B = 32, beta = 8 gives 64 ways). Bandwidth only: decode's collectives are usually latency-bound,
     and then `decode_hops_per_layer` sets where ICI overtakes the weights (chapter 7's figure).
+
+    Used in chapter 7, *Sharding prefill and generation* and the appendix *Apply the book to your model*.
     """
     positive("d_ff", d_ff)
     positive("batch", batch)
@@ -62,6 +67,8 @@ def max_prefill_model_parallelism(chip, d_ff: int, compute_dtype: str = "bf16") 
 
     A Megatron-sharded matmul stays compute-bound while F / n > C / W (about 2,200 on TPU v5e, and on H100 with its
     450 GB/s NVLink injection: F = 28,672 splits 13 ways, more than the 8 GPUs of an HGX node).
+
+    Used in chapter 7, *Sharding prefill and generation* and chapter 11, *How close do real systems come?*.
     """
     chip = get_chip(chip)
     positive("d_ff", d_ff)
@@ -83,7 +90,10 @@ class FsdpDecodeCost:
 def fsdp_decode_cost(model, chip, n_chips: int, weight_dtype: str = "bf16") -> FsdpDecodeCost:
     """FSDP in decode: every step all-gathers the weights (P_bytes (n-1)/n / W, W = `collective_bandwidth`: W_ici,bidi
     on one ring axis, the injection bandwidth in a GPU node) instead of reading P_bytes / n from each chip's HBM; the
-    ratio is (n - 1) x beta (Scaling Book ch. 7: "no FSDP in decode")."""
+    ratio is (n - 1) x beta (Scaling Book ch. 7: "no FSDP in decode").
+
+    Used in chapter 7, *Sharding prefill and generation*.
+    """
     chip = get_chip(chip)
     positive_int("n_chips", n_chips)
     if n_chips < 2:
@@ -110,6 +120,8 @@ def kv_cache_sharding(n_kv_heads: int, batch: int, n_shards: int) -> KvSharding:
     """Shard the KV cache by KV heads up to gcd(K, n) ways (free under head-sharded attention), the rest by batch.
 
     Scaling Book ch. 7: beyond K ways, shard the batch, at the cost of two all-to-alls per attention layer.
+
+    Used in chapter 7, *Sharding prefill and generation* and the appendix *Apply the book to your model*.
     """
     n_kv_heads, batch = positive_int("n_kv_heads", n_kv_heads), positive_int("batch", batch)
     n_shards = positive_int("n_shards", n_shards)
@@ -180,8 +192,10 @@ def decode_hops_per_layer(model, n_chips: int, batch: int, mesh_shape=None) -> i
     `kv_cache_sharding` splits the batch n_B ways); e.g. 2 x 2 x (2 + 2) + 2 x 1 = 18 for LLaMA-3-70B at batch 64
     on a 4 x 4 torus. When every collective is latency-bound the step's ICI time is L h t_hop, which grows with the
     torus while the weight read P_bytes / (n W_hbm) falls: where they meet, more chips stop paying, whatever the
-    batch (Scaling Book ch. 7, latency-bound collectives). Used in chapter 7, *Where the step time goes*.
+    batch (Scaling Book ch. 7, latency-bound collectives). Chapter 7's section *Where the step time goes*.
     mesh_shape: the torus the n chips form, e.g. (4, 4) (default a ring of n).
+
+    Used in chapter 7, *Sharding prefill and generation*.
     """
     m = get_model(model)
     mesh_shape = _torus(n_chips, mesh_shape)
@@ -200,6 +214,8 @@ def decode_step_components(model, chip, n_chips: int, batch: int, context_len: i
     term is L x [2 all-reduces of B D b_a bytes + (2 all-to-alls of the B N H b_a queries/outputs over the
     batch shards, when `kv_cache_sharding` splits the batch)], each max(bandwidth, hop latency) by
     `collective_time`. mesh_shape: the torus the n chips form, e.g. (4, 4) (default a ring of n).
+
+    Used in chapter 7, *Sharding prefill and generation*.
     """
     m = get_model(model)
     positive_int("n_chips", n_chips)

@@ -48,6 +48,8 @@ class ServingConfig:
     Validated on construction: the weights and max_batch KV caches of max_context_len tokens must fit in HBM
     (`memory.max_batch_size`). `mfu` prices prefill (40% is the Scaling Book's ch. 8 assumption);
     `prefill_chunk_tokens` is the prompt-token budget per step of the "chunked" engine.
+
+    Used in chapter 9, *Serving engines*.
     """
 
     model: object
@@ -161,6 +163,8 @@ def poisson_workload(rate_per_s: float, n_requests: int, prompt_len=1024, output
     Prefix caching: a random `shared_prefix_fraction` of the requests start with a shared prefix of
     `shared_prefix_len` tokens already cached (`Workload.cached_len`); a prompt no longer than the prefix reuses all
     but its last token. With the defaults (no sharing) the random stream, hence the workload, is unchanged.
+
+    Used in chapter 9, *Serving engines*.
     """
     try:
         positive("rate_per_s", rate_per_s)
@@ -509,6 +513,8 @@ def simulate(config: ServingConfig, workload: Workload, engine: str = "interleav
     Prefix caching: a request's `workload.cached_len` prompt tokens skip prefill (their cache is already there); the
     disaggregated engine still ships the whole prompt's cache to the decode server. Deterministic: the same inputs
     give the same result.
+
+    Used in chapter 9, *Serving engines*.
     """
     choice("engine", engine, ENGINES)
     # An argument the chosen engine would ignore is a mistake (a sweep that changes nothing): refuse it.

@@ -14,7 +14,7 @@ When the target step is bandwidth-bound (B (γ+1) well below B_crit) scoring γ 
 (T_verify ~ T_step, Leviathan et al.'s (1 - α^(γ+1)) / ((1 - α)(γ c + 1))); as B (γ+1) passes B_crit the matmul
 FLOPs take over and the gain shrinks (Scaling Book ch. 7), though verification stays below γ + 1 steps while the KV
 read (done once for all γ + 1 positions) is a real part of the step. `roofline_speedup` prices T_verify with the
-general step-time bound. Used in chapter 10, *Speculative decoding*.
+general step-time bound. Used in chapter 10, *Speculative decoding, mixture of experts and quantization*.
 """
 
 from dataclasses import dataclass
@@ -30,6 +30,8 @@ def expected_tokens_per_step(lookahead: int, acceptance: float) -> float:
 
     The sum 1 + α + ... + α^γ: the j-th drafted token survives only if the j - 1 before it did, and the target
     always contributes one token (the correction, or the bonus token when all γ are accepted).
+
+    Used in chapter 10, *Speculative decoding, mixture of experts and quantization*.
     """
     k, a = non_negative_int("lookahead", lookahead), probability("acceptance", acceptance)
     if a == 1.0:
@@ -41,6 +43,8 @@ def speedup(lookahead: int, acceptance: float, draft_cost_ratio: float) -> float
     """E[tokens] / (γ c + 1): wall-clock gain when verifying γ + 1 positions costs one target step.
 
     Leviathan et al. 2023, Theorem 3.8 (their "improvement factor"); c is one draft step over one target step.
+
+    Used in chapter 10, *Speculative decoding, mixture of experts and quantization*.
     """
     positive("draft_cost_ratio", draft_cost_ratio, allow_zero=True)
     k = non_negative_int("lookahead", lookahead)
@@ -53,6 +57,8 @@ def draft_cost_ratio(draft_params: float, target_params: float) -> float:
     At batch 1 a decode step reads its weights once and little else (`inference.step_time_bound`), so on the same
     chips and dtype the step times scale with the parameter counts: a 4e9-parameter drafter for a 70e9 target costs
     c = 4/70 of a target step (the Scaling Book's ch. 7 example; used for claim V4 and in chapter 10).
+
+    Used in chapter 10, *Speculative decoding, mixture of experts and quantization*.
     """
     positive("draft_params", draft_params)
     positive("target_params", target_params)
@@ -60,7 +66,10 @@ def draft_cost_ratio(draft_params: float, target_params: float) -> float:
 
 
 def best_lookahead(acceptance: float, draft_cost_ratio: float, max_lookahead: int = 16) -> int:
-    """The γ in 0..max_lookahead that maximises `speedup` (0 means: do not speculate)."""
+    """The γ in 0..max_lookahead that maximises `speedup` (0 means: do not speculate).
+
+    Used in chapter 10, *Speculative decoding, mixture of experts and quantization*.
+    """
     max_lookahead = non_negative_int("max_lookahead", max_lookahead)
     probability("acceptance", acceptance)
     positive("draft_cost_ratio", draft_cost_ratio, allow_zero=True)
@@ -90,6 +99,8 @@ def roofline_step(model, chip, n_chips: int, batch: int, context_len: int, looka
     Verification runs the target on B (γ + 1) query positions: the matmul FLOPs are those of batch B (γ + 1),
     the weights are read once, and each sequence's KV cache is read once for all γ + 1 of its positions (so the
     KV term stays that of batch B). Drafting costs γ x c plain steps.
+
+    Used in chapter 10, *Speculative decoding, mixture of experts and quantization*.
     """
     m = get_model(model)
     k = non_negative_int("lookahead", lookahead)
@@ -108,14 +119,20 @@ def roofline_step(model, chip, n_chips: int, batch: int, context_len: int, looka
 
 def roofline_speedup(model, chip, n_chips: int, batch: int, context_len: int, lookahead: int, acceptance: float,
                      draft_cost_ratio: float, **dtypes) -> float:
-    """`roofline_step(...).speedup`: equals `speedup` while B (γ + 1) stays below B_crit, falls above it."""
+    """`roofline_step(...).speedup`: equals `speedup` while B (γ + 1) stays below B_crit, falls above it.
+
+    Used in chapter 10, *Speculative decoding, mixture of experts and quantization*.
+    """
     return roofline_step(model, chip, n_chips, batch, context_len, lookahead, acceptance, draft_cost_ratio,
                          **dtypes).speedup
 
 
 def best_roofline_lookahead(model, chip, n_chips: int, batch: int, context_len: int, acceptance: float,
                             draft_cost_ratio: float, max_lookahead: int = 16, **dtypes) -> int:
-    """The γ in 0..max_lookahead that maximises `roofline_speedup` at this batch and context."""
+    """The γ in 0..max_lookahead that maximises `roofline_speedup` at this batch and context.
+
+    Used in chapter 10, *Speculative decoding, mixture of experts and quantization*.
+    """
     max_lookahead = non_negative_int("max_lookahead", max_lookahead)
     return max(range(max_lookahead + 1),
                key=lambda k: (roofline_speedup(model, chip, n_chips, batch, context_len, k, acceptance,

@@ -13,13 +13,18 @@ _ALIGN = {"left": "---", "right": "--:", "center": ":-:"}
 
 
 def table_cell(value) -> str:
-    """Table-safe text: no pipe or line break inside a Markdown table cell."""
+    """Table-safe text: no pipe or line break inside a Markdown table cell.
+
+    Used in the appendix *Claims ledger*.
+    """
     return str(value).replace("|", "\\|").replace("\n", " ")
 
 
 def markdown_table(header, rows, align=None) -> Markdown:
     """A Markdown table: `header` (column titles), `rows` (sequences of values, each shown with str), `align` (one
     of "left", "right", "center" per column, or a string of l/r/c letters; default: first column left, rest right).
+
+    Used in every notebook of the book.
     """
     header = [str(title) for title in header]
     if align is None:
@@ -41,6 +46,8 @@ def collectives_table(found, expected) -> Markdown:
     """The collectives found in a compiled program (`tiny.xla.collectives`) next to a formula's prediction.
 
     expected: {(op, bytes per device): count from the formula}. One row per kind of collective in the HLO.
+
+    Used in chapter 7, *Sharding prefill and generation*.
     """
     seen = Counter((c.op, c.bytes, c.group_size) for c in found)
     rows = []

@@ -103,6 +103,8 @@ def roofline_explorer(chips=None, batches=ROOFLINE_BATCHES, d_in: int = 8192, d_
     For each chip: the roofline min(C, I W_hbm) (`roofline.attainable_flops`) and one marker at the matmul's
     intensity (`roofline.matmul_intensity`) for the slider's batch. The marker turns from memory- to compute-bound
     where B passes the chip's ridge point.
+
+    Used in chapter 1, *Rooflines and the critical batch size*.
     """
     chips = tuple(chip_names() if chips is None else chips)
     intensities = np.logspace(-0.3, 4.3, 60)
@@ -154,6 +156,8 @@ def step_time_explorer(configs=STEP_CONFIGS, contexts=STEP_CONTEXTS, batches=STE
 
     Each curve is `inference.decode_step_time(...)` in ms; the dotted vertical line is `memory.max_batch_size`,
     the largest batch whose KV caches fit next to the weights at that context (none: the weights do not fit).
+
+    Used in chapter 5, *A model of the decode step*.
     """
     configs = tuple(configs)
     fig = go.Figure()
@@ -208,6 +212,8 @@ def serving_explorer(config: ServingConfig | None = None, loads=SERVING_LOADS, w
 
     Each point is one seeded `simulator.simulate` run of `n_requests` Poisson requests on three co-located servers
     (or two prefill + one decode server when disaggregated), with outputs of 64 to 512 tokens.
+
+    Used in chapter 9, *Serving engines*.
     """
     config = config or ServingConfig("llama3-70b", "tpu-v5e", n_chips=16, max_batch=32, max_context_len=8192)
     loads, workloads = tuple(loads), tuple(workloads)

@@ -50,12 +50,23 @@ def apply_style() -> None:
 
 
 def chip_color(name: str) -> str:
-    """The book's colour for a chip (grey for chips outside the table)."""
+    """The book's colour for a chip (grey for chips outside the table).
+
+    Used in chapter 3, *Prefill and generation are different workloads* and chapter 7, *Sharding prefill and
+    generation*.
+    """
     return CHIP_COLORS.get(name, "#7f7f7f")
 
 
 def new_figure(nrows: int = 1, ncols: int = 1, **kwargs):
-    """plt.subplots with the book's size scaled to the grid; returns (fig, ax or axes)."""
+    """plt.subplots with the book's size scaled to the grid; returns (fig, ax or axes).
+
+    Used in chapter 2, *Sampling and the KV cache*; chapter 3, *Prefill and generation are different workloads*; chapter
+    4, *The KV cache dominates memory*; chapter 5, *A model of the decode step*; chapter 6, *Shrinking the KV cache*;
+    chapter 7, *Sharding prefill and generation*; chapter 8, *Partitioning layouts*; chapter 9, *Serving engines*;
+    chapter 10, *Speculative decoding, mixture of experts and quantization*; chapter 11, *How close do real systems
+    come?*; and the appendix *Apply the book to your model*.
+    """
     width, height = FIGSIZE
     kwargs.setdefault("figsize", (width * max(1, ncols * 0.8), height * max(1, nrows * 0.8)))
     kwargs.setdefault("constrained_layout", True)
@@ -97,7 +108,9 @@ def draw_device_blocks(ax, blocks, extent, shade: str = "replicas", n_devices: i
     extent: (rows, cols) of the array along the two drawn dimensions. shade="replicas" colours a block by how many
     devices hold it (one colour per replication factor, viridis); shade="device" by the device id (tab10; meant for
     layouts where each block has one holder). Each rectangle is labelled with its devices' ids (or "all"). Returns
-    the legend handles and texts for the shading. Used in chapters 7 and 8.
+    the legend handles and texts for the shading.
+
+    Used in chapter 7, *Sharding prefill and generation* and chapter 8, *Partitioning layouts*.
     """
     if shade not in ("replicas", "device"):
         raise ValueError(f"shade must be 'replicas' or 'device', got {shade!r}")

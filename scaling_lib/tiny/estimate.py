@@ -48,14 +48,20 @@ def _best_seconds(fn, repeats: int) -> float:
 
 
 def measure_memory_bandwidth(n_bytes: float = 256e6, repeats: int = 5) -> float:
-    """B/s this machine streams from memory: a jitted float32 sum over an array of n_bytes (read once)."""
+    """B/s this machine streams from memory: a jitted float32 sum over an array of n_bytes (read once).
+
+    Used in chapter 1, *Rooflines and the critical batch size* and chapter 11, *How close do real systems come?*.
+    """
     x = jnp.ones(int(n_bytes) // 4, jnp.float32)
     total = jax.jit(jnp.sum)
     return x.nbytes / _best_seconds(lambda: total(x), repeats)
 
 
 def measure_matmul_flops(n: int = 1024, repeats: int = 5) -> float:
-    """FLOP/s of a jitted float32 n x n by n x n matmul: 2 n^3 / seconds."""
+    """FLOP/s of a jitted float32 n x n by n x n matmul: 2 n^3 / seconds.
+
+    Used in chapter 1, *Rooflines and the critical batch size* and chapter 11, *How close do real systems come?*.
+    """
     rng = np.random.default_rng(0)
     a = jnp.asarray(rng.standard_normal((n, n), np.float32))
     b = jnp.asarray(rng.standard_normal((n, n), np.float32))
@@ -71,7 +77,9 @@ KNEE_FACTOR = 4.0
 
 def time_batched_matmul(w, batches, repeats: int = 5) -> tuple:
     """Best seconds of a jitted `x @ w` for x of shape [B, D] (ones, w's dtype) at each B in `batches`: the curve
-    whose knee is this machine's critical batch size. Used in chapter 1, *Experiment: find the knee on your own CPU*.
+    whose knee is this machine's critical batch size. Chapter 1's section *Experiment: find the knee on your own CPU*.
+
+    Used in chapter 1, *Rooflines and the critical batch size*.
     """
     if getattr(w, "ndim", None) != 2:
         raise ValueError(f"w must be a 2-D weight [D, F], got shape {getattr(w, 'shape', None)!r}")
@@ -88,7 +96,10 @@ def time_batched_matmul(w, batches, repeats: int = 5) -> tuple:
 
 
 def machine_chip(memory_bandwidth: float, matmul_flops: float) -> Chip:
-    """This machine as a `hardware.Chip`: the measured constants, float32 math, its RAM as capacity, no network."""
+    """This machine as a `hardware.Chip`: the measured constants, float32 math, its RAM as capacity, no network.
+
+    Used in chapter 11, *How close do real systems come?*.
+    """
     ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     return Chip(name="this-cpu", peak_flops_table=(("fp32", float(matmul_flops)),),
                 hbm_bandwidth=float(memory_bandwidth), hbm_capacity=float(ram), topology=None,
@@ -97,7 +108,10 @@ def machine_chip(memory_bandwidth: float, matmul_flops: float) -> Chip:
 
 def bench_config() -> Transformer:
     """The decode model of the sweep: 2 layers, D = 512, F = 2,048, 8 query heads sharing 2 KV heads of 64, V = 4,096
-    (about 11M parameters, 45 MB in float32: more than a laptop CPU's last-level cache)."""
+    (about 11M parameters, 45 MB in float32: more than a laptop CPU's last-level cache).
+
+    Used in chapter 11, *How close do real systems come?*.
+    """
     return Transformer(n_layers=2, d_model=512, d_ff=2048, n_heads=8, n_kv_heads=2, head_dim=64, vocab_size=4096,
                        name="bench", source="scaling_lib.tiny.estimate: a decode model sized for CPU timing")
 
@@ -149,7 +163,10 @@ def time_decode_step(params: model.Params, batch: int, cache_len: int, repeats: 
 
 def decode_sweep(chip: Chip, batches=(1, 32), cache_lens=(256, 2048), repeats: int = 3, config=None) -> tuple:
     """`time_decode_step` for every (batch, cache_len), each beside `estimate.decode_step` on `chip` (float32
-    weights, cache and math): a tuple of `DecodeTiming`."""
+    weights, cache and math): a tuple of `DecodeTiming`.
+
+    Used in chapter 11, *How close do real systems come?*.
+    """
     cfg = bench_config() if config is None else config
     params = model.init_params(cfg, seed=0)
     deployment = Deployment(cfg, chip, 1, weight_dtype="fp32", kv_dtype="fp32", compute_dtype="fp32",
@@ -161,7 +178,10 @@ def decode_sweep(chip: Chip, batches=(1, 32), cache_lens=(256, 2048), repeats: i
 
 def fit_machine_efficiency(timings) -> Efficiency:
     """The Efficiency (mfu, hbm; network unused on one device) that best predicts the steps with the shortest cache
-    (`calibration.fit_efficiency`); the longer caches are left out to validate it."""
+    (`calibration.fit_efficiency`); the longer caches are left out to validate it.
+
+    Used in chapter 11, *How close do real systems come?*.
+    """
     timings = tuple(timings)
     if not timings:
         raise ValueError("no timings to fit; run decode_sweep first")

@@ -45,7 +45,12 @@ TRACE_COUNTS = Counter()
 
 
 def tiny_config(n_kv_heads=2, sliding_window=None, n_heads=4, n_layers=2, vocab_size=256) -> Transformer:
-    """A 2-layer, D=64 model (N=4 heads of H=16, F=128): n_kv_heads 4 is MHA, 2 is GQA, 1 is MQA."""
+    """A 2-layer, D=64 model (N=4 heads of H=16, F=128): n_kv_heads 4 is MHA, 2 is GQA, 1 is MQA.
+
+    Used in chapter 2, *Sampling and the KV cache*; chapter 3, *Prefill and generation are different workloads*; chapter
+    6, *Shrinking the KV cache*; chapter 7, *Sharding prefill and generation*; and chapter 10, *Speculative decoding,
+    mixture of experts and quantization*.
+    """
     return Transformer(n_layers=n_layers, d_model=64, d_ff=128, n_heads=n_heads, n_kv_heads=n_kv_heads,
                        head_dim=16, vocab_size=vocab_size, sliding_window=sliding_window, name="tiny")
 
@@ -92,7 +97,12 @@ class KVCache(NamedTuple):
 
 
 def init_params(config: Transformer, seed: int = 0, dtype=jnp.float32) -> Params:
-    """Random weights, deterministic for a seed: N(0, 1/fan_in) matrices, N(0, 1) embeddings, unit norm gains."""
+    """Random weights, deterministic for a seed: N(0, 1/fan_in) matrices, N(0, 1) embeddings, unit norm gains.
+
+    Used in chapter 2, *Sampling and the KV cache*; chapter 3, *Prefill and generation are different workloads*; chapter
+    6, *Shrinking the KV cache*; chapter 7, *Sharding prefill and generation*; and chapter 10, *Speculative decoding,
+    mixture of experts and quantization*.
+    """
     if not isinstance(config, Transformer):
         raise ValueError(f"config must be a scaling_lib.models.Transformer, got {type(config).__name__}")
     if config.n_experts != 1:
@@ -144,6 +154,8 @@ def attention(q, k, v, q_pos, k_pos, window=None):
     Query at position p sees key at position s iff s <= p (causal) and p - s < w (sliding window). That is also all
     the masking padding needs: prompts are right-padded, so a real token never looks at the padding after it, and
     cache slots past a sequence's position (padding, or not yet written) lie in its future.
+
+    Used in chapter 6, *Shrinking the KV cache*.
     """
     B, T, N, H = q.shape
     K = k.shape[2]
@@ -219,7 +231,10 @@ def _full_pass(params, tokens):
 
 
 def forward(params: Params, tokens) -> jax.Array:
-    """Causal forward pass over full sequences, no cache: logits [B, T, V] (fp32). The reference for the cache."""
+    """Causal forward pass over full sequences, no cache: logits [B, T, V] (fp32). The reference for the cache.
+
+    Used in chapter 2, *Sampling and the KV cache* and chapter 6, *Shrinking the KV cache*.
+    """
     tokens = check_tokens(params, tokens)
     return _full_pass(params, tokens)[0]
 
@@ -229,6 +244,8 @@ def prefill(params: Params, tokens, lengths=None, cache_len=None):
 
     tokens [B, T], right-padded; lengths [B] each prompt's true length (default T). Returns (logits [B,T,V], cache)
     with cache.positions = lengths; the next-token logits of sequence b are logits[b, lengths[b] - 1].
+
+    Used in chapter 2, *Sampling and the KV cache* and chapter 7, *Sharding prefill and generation*.
     """
     tokens = check_tokens(params, tokens)
     B, T = tokens.shape
@@ -269,6 +286,8 @@ def decode_step(params: Params, token, cache: KVCache):
     """Append one token per sequence (token [B]) and return (next-token logits [B, V], the updated cache).
 
     The cache passed in is donated: its buffers are reused for the result, so do not use it afterwards.
+
+    Used in chapter 7, *Sharding prefill and generation*.
     """
     token = check_step(params, token, cache)
     return _decode_step_jit(params, token, cache)
@@ -282,7 +301,11 @@ def _pick(logits, key, temperature):
 
 
 def generate(params: Params, prompt, n_tokens: int, lengths=None, temperature: float = 0.0, seed: int = 0):
-    """Prefill the (right-padded) prompts, then decode n_tokens new tokens per sequence: returns [B, n_tokens]."""
+    """Prefill the (right-padded) prompts, then decode n_tokens new tokens per sequence: returns [B, n_tokens].
+
+    Used in chapter 2, *Sampling and the KV cache*; chapter 7, *Sharding prefill and generation*; and chapter 10,
+    *Speculative decoding, mixture of experts and quantization*.
+    """
     if isinstance(n_tokens, bool) or not isinstance(n_tokens, (int, np.integer)) or n_tokens < 1:
         raise ValueError(f"n_tokens must be a positive integer, got {n_tokens!r}")
     if not temperature >= 0:
@@ -305,7 +328,9 @@ def greedy_with_logits(params: Params, prompt, n_tokens: int, lengths=None):
 
     Returns (tokens [B, n_tokens] int32, logits [B, n_tokens, V] float32) as NumPy arrays: tokens[:, j] is the argmax
     of logits[:, j]. Tokens equal `generate(params, prompt, n_tokens, lengths)`; the logits let a test or a chapter
-    compare another cache (paged, quantized, sharded) with this one step by step. Used in chapter 6.
+    compare another cache (paged, quantized, sharded) with this one step by step.
+
+    Used in chapter 6, *Shrinking the KV cache*.
     """
     if isinstance(n_tokens, bool) or not isinstance(n_tokens, (int, np.integer)) or n_tokens < 1:
         raise ValueError(f"n_tokens must be a positive integer, got {n_tokens!r}")
@@ -352,11 +377,12 @@ def check_cache(params, cache, batch: int):
     if cache.k.ndim != 5 or cache.v.shape != cache.k.shape:
         raise ValueError(f"cache k and v must both be [L, B, S, K, H], got {list(cache.k.shape)} and "
                          f"{list(cache.v.shape)}")
-    for what, have, want, field in (("layers", L, c.n_layers, "n_layers"), ("KV heads", K, c.n_kv_heads, "n_kv_heads"),
-                                    ("head_dim", H, c.head_dim, "head_dim")):
+    for what, have, want, config_field in (("layers", L, c.n_layers, "n_layers"),
+                                           ("KV heads", K, c.n_kv_heads, "n_kv_heads"),
+                                           ("head_dim", H, c.head_dim, "head_dim")):
         if have != want:
             amount = f"{what} {have}" if what == "head_dim" else f"{have} {what}"
-            raise ValueError(f"the cache has {amount} but the params have {want} ({field}); the cache was built "
+            raise ValueError(f"the cache has {amount} but the params have {want} ({config_field}); the cache was built "
                              "for another config: prefill it with these params")
     activations = params.embed.dtype
     if cache.k.dtype != activations:

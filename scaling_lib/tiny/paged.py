@@ -58,6 +58,8 @@ class PagedKVCache:
 
     Mutable on purpose: `paged_extend` / `paged_decode_step` allocate blocks, replace `pool` with the updated
     (donated) arrays and advance `lengths`; `share_prefix` and `release` edit the table.
+
+    Used in chapter 6, *Shrinking the KV cache*.
     """
 
     def __init__(self, config, batch: int, n_blocks: int, block_size: int, max_blocks_per_seq: int,
@@ -228,6 +230,8 @@ def paged_extend(params: Params, tokens, cache: PagedKVCache, n_new=None):
     tokens [B, T] right-padded; n_new [B] how many of each row are real (default T; 0 leaves a sequence alone).
     Allocates the blocks needed, runs one jitted step, and returns (logits [B, T, V], cache): the next-token logits
     of sequence b are logits[b, n_new[b] - 1]. The cache is updated in place (its pool is donated) and returned.
+
+    Used in chapter 6, *Shrinking the KV cache*.
     """
     tokens = check_tokens(params, tokens)
     B, T = tokens.shape
@@ -236,12 +240,12 @@ def paged_extend(params: Params, tokens, cache: PagedKVCache, n_new=None):
     n_new = np.full(B, T, np.int32) if n_new is None else np.asarray(n_new)
     if n_new.shape != (B,) or not np.issubdtype(n_new.dtype, np.integer) or n_new.min() < 0 or n_new.max() > T:
         raise ValueError(f"n_new must be {B} integers in [0, T={T}], got {n_new.tolist()}")
-    for what, field in (("layers", "n_layers"), ("KV heads", "n_kv_heads"), ("head_dim", "head_dim")):
-        have, want = getattr(cache.config, field), getattr(params.config, field)
+    for what, config_field in (("layers", "n_layers"), ("KV heads", "n_kv_heads"), ("head_dim", "head_dim")):
+        have, want = getattr(cache.config, config_field), getattr(params.config, config_field)
         if have != want:
             amount = f"{what} {have}" if what == "head_dim" else f"{have} {what}"
-            raise ValueError(f"the cache has {amount} but the params have {want} ({field}); build the cache from "
-                             "params.config")
+            raise ValueError(f"the cache has {amount} but the params have {want} ({config_field}); build the "
+                             "cache from params.config")
     cache._reserve_all([int(cache.lengths[b] + n_new[b]) for b in range(B)])
     logits, cache.pool = _extend_jit(params, tokens, cache.pool, jnp.asarray(cache.block_table),
                                      jnp.asarray(cache.lengths), jnp.asarray(n_new, jnp.int32))
@@ -252,21 +256,30 @@ def paged_extend(params: Params, tokens, cache: PagedKVCache, n_new=None):
 
 
 def paged_prefill(params: Params, tokens, cache: PagedKVCache, lengths=None):
-    """Prefill empty sequences with right-padded prompts [B, T] of true lengths `lengths` (default T)."""
+    """Prefill empty sequences with right-padded prompts [B, T] of true lengths `lengths` (default T).
+
+    Used in chapter 6, *Shrinking the KV cache*.
+    """
     if cache.lengths.any():
         raise ValueError("paged_prefill needs an empty cache; use paged_extend to add tokens to cached sequences")
     return paged_extend(params, tokens, cache, lengths)
 
 
 def paged_decode_step(params: Params, token, cache: PagedKVCache):
-    """One new token per sequence (token [B]): returns (next-token logits [B, V], cache)."""
+    """One new token per sequence (token [B]): returns (next-token logits [B, V], cache).
+
+    Used in chapter 6, *Shrinking the KV cache*.
+    """
     logits, cache = paged_extend(params, jnp.asarray(token)[:, None], cache)
     return logits[:, 0], cache
 
 
 def paged_generate(params: Params, prompt, n_tokens: int, cache: PagedKVCache, lengths=None):
     """Greedy decoding through the paged cache: prefill the prompts, then n_tokens steps; returns ([B, n_tokens]
-    tokens, [B, n_tokens, V] the logits that chose them)."""
+    tokens, [B, n_tokens, V] the logits that chose them).
+
+    Used in chapter 6, *Shrinking the KV cache*.
+    """
     logits, cache = paged_prefill(params, prompt, cache, lengths)
     n = np.asarray(cache.lengths)  # = lengths
     last = logits[jnp.arange(len(n)), jnp.asarray(n) - 1]

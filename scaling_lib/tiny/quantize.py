@@ -143,6 +143,8 @@ def quantize_params(params, mode: str = "weight-only"):
     """A copy of `model.Params` whose linear layers are int8 `QuantizedWeight`s (embeddings and norms stay float).
 
     Every function of `scaling_lib.tiny.model` and `scaling_lib.tiny.paged` accepts the result in place of the float params.
+
+    Used in chapter 6, *Shrinking the KV cache*.
     """
     if mode not in WEIGHT_MODES:
         raise ValueError(f"unknown weight mode {mode!r}; use one of {', '.join(map(repr, WEIGHT_MODES))}")
@@ -156,7 +158,10 @@ def quantize_params(params, mode: str = "weight-only"):
 
 
 def linear_weight_bytes(params) -> int:
-    """Bytes of the linear layers' weights (values and any scales): what a decode step streams from HBM."""
+    """Bytes of the linear layers' weights (values and any scales): what a decode step streams from HBM.
+
+    Used in chapter 6, *Shrinking the KV cache*.
+    """
     total = 0
     for name in LINEAR_LAYERS:
         w = getattr(params, name)

@@ -186,6 +186,8 @@ def megatron_decode(config, batch: int, mesh) -> ShardedDecode:
     attention outputs when n > gcd(K, n) forces the KV cache to be split by batch (Scaling Book ch. 7).
     mesh: a Mesh or a shape tuple; all its devices form the model-parallel group. ValueError when n does not divide
     N or F, or the batch does not split over what is left after the KV heads.
+
+    Used in chapter 7, *Sharding prefill and generation*.
     """
     group, kv, param_specs, cache_specs = _megatron_layout(config, batch, mesh)
     body = jax.shard_map(lambda params, token, cache: _megatron_body(params, token, cache, kv=kv), mesh=group,
@@ -195,7 +197,10 @@ def megatron_decode(config, batch: int, mesh) -> ShardedDecode:
 
 def auto_decode(config, batch: int, mesh) -> ShardedDecode:
     """The Megatron layout as `NamedSharding`s on the weights and cache, and the unsharded `model.decode_step` under
-    `jit`: XLA's partitioner (GSPMD) chooses and inserts the collectives."""
+    `jit`: XLA's partitioner (GSPMD) chooses and inserts the collectives.
+
+    Used in chapter 7, *Sharding prefill and generation*.
+    """
     group, kv, param_specs, cache_specs = _megatron_layout(config, batch, mesh)
     replicated = NamedSharding(group, P())
     shard = lambda specs: jax.tree.map(lambda s: NamedSharding(group, s), specs, is_leaf=lambda x: isinstance(x, P))
@@ -257,6 +262,8 @@ def fsdp_decode(config, batch: int, mesh) -> ShardedDecode:
 
     The all-gathers move all P_bytes of weights over ICI each step (`sharding.fsdp_decode_cost`); the Scaling Book
     (ch. 7) rules this out for decode. ValueError when the batch or some weight does not split n ways.
+
+    Used in chapter 7, *Sharding prefill and generation*.
     """
     _check_config(config)
     mesh = as_mesh(mesh)
@@ -325,6 +332,8 @@ def sequence_parallel_prefill(config, mesh, prompt_len: int) -> ShardedPrefill:
 
     Everything but attention is per position, so only attention communicates: 2 all-gathers (K and V, each
     [B, T, K, H]) per layer. ValueError when n does not divide T.
+
+    Used in chapter 7, *Sharding prefill and generation*.
     """
     _check_config(config)
     mesh = as_mesh(mesh)
@@ -339,7 +348,10 @@ def sequence_parallel_prefill(config, mesh, prompt_len: int) -> ShardedPrefill:
 # ---------------------------------------------------------------------------------------------- generation
 def generate(decode: ShardedDecode, params, prompt, n_tokens: int, prefill: ShardedPrefill | None = None):
     """Greedy generation with a sharded decode step: prefill (sequence-parallel if given, else `model.prefill`),
-    then n_tokens - 1 sharded steps. Returns tokens [B, n_tokens], to compare with `model.generate`."""
+    then n_tokens - 1 sharded steps. Returns tokens [B, n_tokens], to compare with `model.generate`.
+
+    Used in chapter 7, *Sharding prefill and generation*.
+    """
     if isinstance(n_tokens, bool) or not isinstance(n_tokens, (int, np.integer)) or n_tokens < 1:
         raise ValueError(f"n_tokens must be a positive integer, got {n_tokens!r}")
     prompt = tiny.check_tokens(params, prompt)

@@ -50,6 +50,9 @@ def emulated_mesh(shape, axis_names) -> Mesh:
 
     Auto axes let `jit` propagate shardings by itself. (`jax.make_mesh` defaults to Explicit axes, where a matmul
     over a sharded contraction dimension raises `ShardingTypeError` unless you pass `out_sharding=`.)
+
+    Used in chapter 8, *Partitioning layouts* and chapter 10, *Speculative decoding, mixture of experts and
+    quantization*.
     """
     shape, axis_names = tuple(shape), tuple(axis_names)
     if len(shape) != len(axis_names):
@@ -82,6 +85,8 @@ def device_blocks(sharding, shape, dims=(0, 1), mesh=None) -> tuple:
 
     `sharding` is a `NamedSharding`, or a `PartitionSpec` together with `mesh`. Nothing is computed or moved; the
     layout is read from `sharding.devices_indices_map`. Chapters 7 and 8 draw these with `book.plotting`.
+
+    Used in chapter 7, *Sharding prefill and generation* and chapter 8, *Partitioning layouts*.
     """
     if isinstance(sharding, P):
         if mesh is None:
@@ -119,6 +124,8 @@ def compiled_cost(fn, *args, **kwargs) -> CompiledCost:
 
     A matmul [M,K] x [K,N] on one device reports 2 M K N flops. Programs with no arithmetic have no 'flops' entry,
     which counts as 0. Older JAX returned a list with one dict per device program; the first is used.
+
+    Used in chapter 6, *Shrinking the KV cache*.
     """
     analysis = _compile(fn, *args, **kwargs).cost_analysis()
     if isinstance(analysis, (list, tuple)):
@@ -184,7 +191,10 @@ def _group_size(line, n_devices):
 
 
 def parse_collectives(hlo_text: str, n_devices: int = 1) -> list:
-    """The collectives in HLO text, in program order (see `Collective`); `n_devices` sizes empty replica groups."""
+    """The collectives in HLO text, in program order (see `Collective`); `n_devices` sizes empty replica groups.
+
+    Used in chapter 10, *Speculative decoding, mixture of experts and quantization*.
+    """
     found = []
     for line in hlo_text.splitlines():
         m = _LINE.search(line)
@@ -215,5 +225,7 @@ def collectives(fn, *args, **kwargs) -> list:
 
     Each op is listed once where it appears in the program (an op inside a loop body is not multiplied by the trip
     count). On CPU the automatic partitioner may emit all-reduce + slice where a TPU would emit reduce-scatter.
+
+    Used in chapter 7, *Sharding prefill and generation*.
     """
     return parse_collectives(_compile(fn, *args, **kwargs).as_text(), n_devices=len(jax.devices()))

@@ -222,7 +222,7 @@ def test_live_explorers_respond_to_their_controls_offline(built_book, browser):
         try:
             page.wait_for_function(f"() => document.getElementById('{div_id}') && "
                                    f"document.getElementById('{div_id}').data", timeout=20000)
-            assert page.locator(f"script[src*='explorers/plotly.min.js']").count() == 1
+            assert page.locator("script[src*='explorers/plotly.min.js']").count() == 1
             before = _traces(page, div_id)
             rail = page.locator(f"#{div_id} .slider-rail-touch-rect").first
             box = rail.bounding_box()

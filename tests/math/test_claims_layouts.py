@@ -10,12 +10,11 @@ import pytest
 
 from scaling_lib.book.claims import REL, claim, evaluate, published, published_range
 from scaling_lib.book.claims.layouts import P3_BATCHES, P3_PUBLISHED_KEYS
-from scaling_lib.hardware import get_chip
 from scaling_lib.layouts import (CONVENTIONS, LAYOUTS, POPE_HEADLINE_RUNS, best_layout, comm_volume_curves,
                                  context_length_table, decode_latency_gap, ffn_comm_time, ffn_comm_volume,
                                  ffn_layer_time, kv_versus_weights, layout_switch_points, max_context_length, mfu,
                                  optimal_2d_mesh, wg_switch_tokens, ws_2d_crossover_chips, ws_2d_optimal_x)
-from scaling_lib.memory import kv_cache_bytes, param_bytes
+from scaling_lib.memory import kv_cache_bytes
 from scaling_lib.models import get_model, param_count
 
 PALM = "palm-540b"

@@ -13,7 +13,7 @@ from scaling_lib import _validate
 from scaling_lib.inference import decode_step_time, prefill_time
 from scaling_lib.kv_levers import cross_layer_kv_bytes, evenly_ragged_lengths, kv_footprint, local_global_kv_bytes
 from scaling_lib.memory import kv_cache_bytes, max_batch_size
-from scaling_lib.models import Transformer, get_model
+from scaling_lib.models import Transformer
 from scaling_lib.moe import as_moe, routing_all_to_all
 from scaling_lib.roofline import attention_bytes
 from scaling_lib.sharding import collective_time, decode_step_components

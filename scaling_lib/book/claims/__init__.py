@@ -21,7 +21,10 @@ CLAIMS = roofline.CLAIMS + memory.CLAIMS + step_time.CLAIMS + sharding.CLAIMS + 
 
 
 def evaluate_all(claims=None) -> tuple:
-    """`evaluate` every row of the ledger (or of `claims`), in ledger order."""
+    """`evaluate` every row of the ledger (or of `claims`), in ledger order.
+
+    Used in the appendix *Claims ledger*.
+    """
     return _evaluate_rows(CLAIMS if claims is None else claims)
 
 
@@ -44,7 +47,11 @@ def claim_keys() -> tuple:
 
 
 def published(key: str) -> float:
-    """The number the source publishes for this row, in SI units: the one copy tests compare against."""
+    """The number the source publishes for this row, in SI units: the one copy tests compare against.
+
+    Used in chapter 4, *The KV cache dominates memory*; chapter 8, *Partitioning layouts*; and chapter 10, *Speculative
+    decoding, mixture of experts and quantization*.
+    """
     value = claim(key).published_value
     if value is None:
         raise ValueError(f"ledger row {key!r} states no number ({claim(key).published!r}); it is a property check")

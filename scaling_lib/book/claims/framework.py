@@ -129,7 +129,10 @@ class ClaimResult:
 
 
 def show(value: float, unit: str) -> str:
-    """`units.format_quantity` to 4 digits, but 12,345 rather than 1.234e+04 (and 1.302e10 for huge counts)."""
+    """`units.format_quantity` to 4 digits, but 12,345 rather than 1.234e+04 (and 1.302e10 for huge counts).
+
+    Used in chapter 4, *The KV cache dominates memory*.
+    """
     text = format_quantity(value, unit, 4)
     if "e+" in text:
         scaled = value / parse_unit(unit)[0]
@@ -170,7 +173,10 @@ def evaluate_all(claims) -> tuple:
 
 
 def claims_holding(results) -> dict:
-    """{claim id: whether every row of that claim holds}, in ledger order, from `evaluate_all()`'s results."""
+    """{claim id: whether every row of that claim holds}, in ledger order, from `evaluate_all()`'s results.
+
+    Used in the appendix *Claims ledger*.
+    """
     status = {}
     for result in results:
         key = result.claim.id if result.claim is not None else "?"

@@ -51,6 +51,8 @@ class Number:
     A modelling answer is accepted within the band `rel_tol`; a count (`integer=True`) must be the exact whole number,
     and the question says how to round (down for what fits, up for what is needed). `slips` are checked by value,
     nearest first; `also` lists other accepted conventions.
+
+    Used in the appendix *Exercises index*.
     """
 
     unit: str
@@ -85,7 +87,10 @@ class Number:
 @dataclass(frozen=True)
 class Choice:
     """A multiple-choice answer: `options` maps a letter to its text, `correct` is the right letter, and `why` maps
-    a wrong letter to a hint that explains what that option gets wrong (without naming the right one)."""
+    a wrong letter to a hint that explains what that option gets wrong (without naming the right one).
+
+    Used in the appendix *Exercises index*.
+    """
 
     options: dict
     correct: str

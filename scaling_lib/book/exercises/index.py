@@ -121,7 +121,10 @@ def scan_notebook(path) -> tuple:
 
 def scan_chapters(folder, only=None) -> tuple:
     """The `ExerciseRow`s of every *.ipynb in `folder` (the book's chapters/), by file name; with `only` (file
-    stems, e.g. from `toc_chapters(...)`), just those chapters."""
+    stems, e.g. from `toc_chapters(...)`), just those chapters.
+
+    Used in the appendix *Exercises index*.
+    """
     folder = Path(folder)
     if not folder.is_dir():
         raise ValueError(f"no chapters folder at {folder}; pass the folder holding the chapter notebooks")
@@ -137,6 +140,8 @@ def toc_chapters(toc_file) -> tuple:
 
     A chapter still being written may sit in chapters/ before it is in the table of contents; the book's index lists
     only built chapters, so that every link in it resolves.
+
+    Used in the appendix *Exercises index*.
     """
     toc_file = Path(toc_file)
     if not toc_file.is_file():
