@@ -64,7 +64,7 @@ def test_s5_kv_cache_sharded_by_heads_up_to_k_then_by_batch():
 
 def test_s6_prefill_model_parallelism_about_f_over_2200_on_v5e():
     chip = get_chip("tpu-v5e")
-    assert chip.peak_flops("bf16") / chip.ici_bidirectional == pytest.approx(published("S6 C / W_ici"), rel=REL)
+    assert chip.peak_flops("bf16") / chip.ici_bidirectional == pytest.approx(published("S6 C / W_ici,bidi"), rel=REL)
     assert max_prefill_model_parallelism(chip, 28672) == pytest.approx(published("S6"), rel=REL)
 
 

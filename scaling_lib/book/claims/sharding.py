@@ -92,7 +92,7 @@ CLAIMS = (
           "Slowdown = weight all-gather over ICI / weight read from HBM, about (n - 1) beta."),
     Claim("S5", "", "KV cache sharded by KV heads up to K ways, then by batch, with two all-to-alls per layer", SB7,
           "two AllToAlls", 2, "", _s5_kv_sharding, holds_that("8 x 2 split, 2 all-to-alls (0 unsplit)")),
-    Claim("S6", "C / W_ici", "v5e's bf16 FLOP/s over its bidirectional ICI bandwidth per link", SB7, "about 2200",
+    Claim("S6", "C / W_ici,bidi", "v5e's bf16 FLOP/s over its bidirectional ICI bandwidth per link", SB7, "about 2200",
           2200, "FLOPs/B", _s6_flops_per_ici_byte),
     Claim("S6", "", "prefill model parallelism up to about F / 2200 per axis on v5e (F = 28,672)", SB7,
           "about F / 2200", 28672 / 2200, "ways", _s6),
