@@ -11,13 +11,14 @@ The book's appendix "Claims ledger" is generated from `evaluate_all()`; tests/bo
 that every row holds.
 """
 
-from . import layouts, memory, roofline, serving, sharding, step_time
+from . import frontier, layouts, memory, roofline, serving, sharding, step_time
 from .framework import (POPE, REL, SB1, SB7, SB8, TPUI, Claim, ClaimResult, Finding, Tolerance, between, claims_holding,
                         evaluate, holds_that, show, within)
 from .framework import claim_ids as _ids_of
 from .framework import evaluate_all as _evaluate_rows
 
-CLAIMS = roofline.CLAIMS + memory.CLAIMS + step_time.CLAIMS + sharding.CLAIMS + layouts.CLAIMS + serving.CLAIMS
+CLAIMS = (roofline.CLAIMS + memory.CLAIMS + step_time.CLAIMS + sharding.CLAIMS + layouts.CLAIMS + serving.CLAIMS
+          + frontier.CLAIMS)
 
 
 def evaluate_all(claims=None) -> tuple:

@@ -1,0 +1,125 @@
+"""Claims of the ledger added with chapter 12 (*Choosing a layout by the metric*) and the serving details:
+P4 for every row of Pope et al.'s Tables 2 and 3 (MFU recomputed from the published latency), P6 (layouts chosen by
+the cost model against the tables' layouts), P7 (the parallel block and looped collective einsums), S7 (TPU 8i's
+hop count) and V7 (speculative decoding at long context).
+
+The tables' numbers come from `book/data/pope2022_tables.csv` through `book.pope_tables`; the other published
+numbers are typed here, once.
+"""
+
+from ...frontier import choose_layout, layout_cost
+from ...hops import cube_torus, torus_diameter
+from ...layouts import comm_volume_curves
+from ...memory import max_batch_size
+from ...speculative import roofline_speedup
+from ..pope_tables import pope_rows
+from .framework import POPE, TPUI, Claim, Finding, between, holds_that, within
+
+TPU8 = "Google Cloud blog, eighth-generation TPUs (2026)"
+PARALLEL_BLOCK_GAIN = 0.14  # Pope et al.: the parallel formulation is about 14% faster
+LOOPED_EINSUM_GAIN = 1.4  # Pope et al. sec. 3.5: looped collective einsums, about 1.4x over compiler partitioning
+TORUS_1024_DIAMETER = 16  # TPU 8 blog: a 1,024-chip 3D torus is 16 hops across (Boardfly: 7)
+
+
+def _row_cost(row, **options):
+    return layout_cost(row.model, row.chip, row.chips, row.phase, row.batch, row.ffn_layout, row.attention_sharding,
+                       weight_dtype=row.weights, **options)
+
+
+def _p6_agreement():
+    rows = pope_rows()
+    agree, explained = [], []
+    for row in rows:
+        decision = choose_layout(row.model, row.chip, row.chips, row.phase, row.batch, weight_dtype=row.weights)
+        if decision.accepts(row.ffn_layout, row.attention_sharding):
+            agree.append(row.label)
+            continue
+        # The one known disagreement: weight-gathered over XY vs XYZ at 2^20 prefill tokens. Under the paper's own
+        # two-matrix accounting (layouts.comm_volume_curves) the paper's layout wins; in ours it is within 2%.
+        paper = comm_volume_curves(row.model, decision.costs[0].mesh_shape, (row.tokens,)).best()[0]
+        margin = decision.margin(row.ffn_layout, row.attention_sharding)
+        if paper == row.ffn_layout and margin < 0.02:
+            explained.append(f"{row.label}: ours {decision.best.ffn_layout} by {margin:.1%}")
+    ok = len(agree) + len(explained) == len(rows)
+    return Finding(f"{len(agree)} of {len(rows)} agree", ok, "; ".join(explained) or "every row agrees")
+
+
+def _p6_measured_slower():
+    ratios = [row.step_s / choose_layout(row.model, row.chip, row.chips, row.phase, row.batch,
+                                         weight_dtype=row.weights).best.total_s for row in pope_rows()]
+    return Finding(min(ratios), min(ratios) >= 1.0,
+                   f"measured / model step on the 8 rows: {min(ratios):.2f}x to {max(ratios):.2f}x")
+
+
+def _gains(options):
+    gains = []
+    for row in pope_rows():
+        base = _row_cost(row)
+        other = _row_cost(row, **options)
+        gains.append(other.total_s / base.total_s)
+    return gains
+
+
+def _p7_parallel_block():
+    savings = [1 - 1 / g for g in _gains({"parallel_block": False}) if g > 1]  # rows with activation collectives
+    ok = min(savings) <= PARALLEL_BLOCK_GAIN <= max(savings)
+    return Finding(max(savings), ok, f"the model's saving from one shared gather/scatter per layer: "
+                                     f"{min(savings):.0%} to {max(savings):.0%} on the weight-stationary rows")
+
+
+def _p7_looped_einsum():
+    gains = [1 / g for g in _gains({"overlap": True})]
+    best = max(gains)
+    return Finding(best, abs(best / LOOPED_EINSUM_GAIN - 1) <= 0.1,
+                   f"hiding every collective behind the matmuls gains {min(gains):.2f}x to {best:.2f}x; the most "
+                   "communication-bound row is the low-latency decode")
+
+
+V7_CASE = dict(model="llama3-70b", chip="ironwood", n_chips=64, batch=256, lookahead=4, acceptance=0.7,
+               draft_cost_ratio=0.05)  # our assumptions: the source states the effect, not a configuration
+
+
+def _v7_long_context():
+    case = dict(V7_CASE)
+    model, chip, n, batch = case.pop("model"), case.pop("chip"), case.pop("n_chips"), case.pop("batch")
+    short = roofline_speedup(model, chip, n, batch, 1024, **case)
+    long = roofline_speedup(model, chip, n, batch, 32768, **case)
+    fits = max_batch_size(model, chip, n, 32768 + case["lookahead"]) >= batch
+    return Finding(long, short < 1.0 < long and fits,
+                   f"LLaMA-3-70B, 64 Ironwood, batch {batch} (fits at 32k), k = 4, acceptance 0.7: speedup "
+                   f"{short:.2f}x at 1k context, {long:.2f}x at 32k")
+
+
+_PARALLEL_NOTE = ("The model prices only the collectives the shared block saves; the paper's block also fuses the "
+                  "attention and feed-forward input matmuls.")
+_LOOPED_NOTE = ("The paper's baseline is compiler partitioning, which also misses other overlaps; the model's "
+                "number is what hiding the collectives alone is worth.")
+
+CLAIMS = tuple(
+    Claim("P4", f"MFU {row.label}", f"MFU of {row.label}: {row.batch} x "
+                                    f"{'2,048-token prompts' if row.phase == 'prefill' else '64 decode steps'} in "
+                                    f"{row.latency_s:g} s on {row.chips} TPU v4", f"{POPE}, {row.source.split(', ')[1]}",
+          f"{row.mfu:.0%}", row.mfu, "%", row.recomputed_mfu, between(row.mfu - 0.01, row.mfu + 0.01, "%"),
+          "±1 point: the tables round MFU to a whole percent and latency to two or three digits.")
+    for row in pope_rows()
+) + (
+    Claim("P6", "layouts agree", "the cost model picks the layout and attention sharding of each row of Tables 2-3",
+          f"{POPE}, Tables 2-3", "8 layouts", None, "", _p6_agreement,
+          holds_that("each row agrees, or the difference is explained"),
+          "1D and 2D weight-stationary tie at 8-16 chips for PaLM 62B (2D with X = 1 is 1D)."),
+    Claim("P6", "measured is slower", "every measured step is slower than the cost model's", f"{POPE}, Tables 2-3",
+          "measured", None, "x", _p6_measured_slower, holds_that("measured / model ≥ 1 on all 8 rows")),
+    Claim("P7", "parallel block", "the parallel attention/feed-forward block is about 14% faster", POPE,
+          "about 14%", PARALLEL_BLOCK_GAIN, "%", _p7_parallel_block,
+          holds_that("the published gain lies in the model's range"), _PARALLEL_NOTE),
+    Claim("P7", "looped einsums", "looped collective einsums are about 1.4x faster than compiler partitioning",
+          POPE, "about 1.4x", LOOPED_EINSUM_GAIN, "x", _p7_looped_einsum,
+          holds_that("the model's largest gain within 10% of 1.4x"), _LOOPED_NOTE),
+    Claim("S7", "16-hop torus", "a 1,024-chip 3D torus (8 x 8 x 16) is 16 hops across", TPU8, "16 hops",
+          TORUS_1024_DIAMETER, "", lambda: torus_diameter(cube_torus(1024)), within(1e-9),
+          "TPU 8i's Boardfly network is 7 hops across; no source states its Collectives Acceleration Engine's cost."),
+    Claim("V7", "long context", "speculation helps throughput at long context, where verification shares the KV "
+                                "read", TPUI, "helps at long context", None, "x", _v7_long_context,
+          holds_that("speedup < 1 at 1k context, > 1 at 32k (batch 256)"),
+          "Acceptance 0.7 and a draft costing 5% of a target step are our assumptions."),
+)

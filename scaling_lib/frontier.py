@@ -1,0 +1,288 @@
+"""Choosing a layout by the application's metric, and Pope et al.'s latency-cost frontier (Pope et al. 2022).
+
+`layouts` prices one feed-forward layer's communication. This module prices a whole prefill or decode step of a model
+on n chips under a feed-forward layout and an attention sharding, with every term Pope et al.'s cost model has
+(sec. 2 and 3), plus the hop latency of each collective:
+
+    compute     2 P T / (n C)                           P parameters, T tokens in the step (B S prompt, or B)
+    weights     P b_w g / (n W_hbm)                     g = chips the weights are gathered over (1 if stationary)
+    KV cache    B_chip S 2 L K_chip H b_kv / W_hbm      decode only: "heads" keeps every sequence on every chip
+                                                        (one multiquery KV head is replicated), "batch" B / n each
+    network     L x sum over a layer's collectives of max(bytes / (links W_link), hops x t_hop)
+
+    step  = max(compute, weights + KV) + network                (no overlap: `total_s`)
+          = max(compute, weights + KV, network)                 (looped collective einsums hide it: `overlapped_s`)
+
+A layer's collectives: the activation all-gather / reduce-scatter of its feed-forward layout (`layouts`), which
+the parallel attention/feed-forward block shares between attention and the feed-forward layer (a serial block pays
+the D-sized ones twice); the all-gather of the whole layer's weights for weight-gathered layouts; two all-to-alls
+of the queries and outputs when attention is sharded over the batch. Every layer is alike, with P / L parameters
+(the embedding spread over them); attention's own FLOPs and the layer norms are left out, as in the paper's MFU.
+
+MFU = 2 P T / (step x n x C_bf16) and cost = n x step / T chip-seconds per token. For a decode step the latency a
+user sees is the step; for prefill it is the whole pass. Sweeping chips and batch and keeping, at each point, the
+fastest layout that fits in HBM gives the frontier of latency against MFU (Pope et al. Fig. 1); `choose` picks the
+point an application wants: the lowest latency, or the lowest cost under a latency target, at a given context.
+
+Used in chapter 12, *Choosing a layout by the metric*.
+"""
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from itertools import product
+
+from ._validate import choice, positive, positive_int
+from .dtypes import bytes_per_element
+from .hardware import get_chip
+from .hops import cube_torus
+from .layouts import ATTENTION_SHARDINGS, LAYOUTS, Collective, ffn_collectives, optimal_2d_mesh
+from .memory import kv_bytes_per_token
+from .models import get_model, param_count
+from .sharding import collective_time
+
+PHASES = ("prefill", "decode")
+METRICS = ("latency", "cost")
+CHIP_COUNTS = (8, 16, 32, 64, 128, 256)
+BATCHES = tuple(2**k for k in range(11))  # 1 .. 1,024 sequences
+_GATHER_AXES = {"1d-ws": 0, "2d-ws": 0, "wg-x": 1, "wg-xy": 2, "wg-xyz": 3}
+
+
+@lru_cache(maxsize=None)
+def _mesh_for(layout: str, model, chip_name: str, n_chips: int) -> tuple:
+    # 2D weight-stationary picks its own X (sqrt(n D / F), Pope et al. App. A.2.1); X = 1 is 1D over all chips.
+    return optimal_2d_mesh(n_chips, model, chip_name) if layout == "2d-ws" else cube_torus(n_chips)
+
+
+def _latency_s(collective: Collective, chip) -> float:
+    """Hop latency of one collective: ceil(k / 2) hops on each ring axis it spans, axes one after another."""
+    return sum(collective_time(collective.op, collective.bytes_per_chip, chip, k).latency_s
+               for k in collective.group if k > 1)
+
+
+@dataclass(frozen=True)
+class LayoutCost:
+    """One configuration priced by the cost model: what it is, and its terms for the whole model (seconds)."""
+
+    model: str
+    phase: str
+    n_chips: int
+    batch: int
+    ffn_layout: str
+    attention_sharding: str
+    weight_dtype: str
+    context_len: int  # prefill: prompt length; decode: tokens already cached
+    mesh_shape: tuple
+    tokens: int  # tokens the step processes: B x prompt (prefill), B (decode)
+    compute_s: float
+    weight_s: float
+    kv_s: float
+    network_s: float  # sum over collectives of max(bandwidth, latency)
+    network_latency_s: float  # the part of network_s spent in latency-bound collectives
+    bytes_per_chip: float  # HBM needed per chip: weights (+ one gathered layer) and KV cache
+    hbm_capacity: float
+    model_flops: float  # 2 P T
+    peak_flops: float  # n x C at bf16: the denominator of MFU
+    overlap: bool = False
+
+    @property
+    def memory_s(self) -> float:
+        return self.weight_s + self.kv_s
+
+    @property
+    def total_s(self) -> float:
+        """The step: max(compute, memory) + network, or max of all three with overlapped collectives."""
+        if self.overlap:
+            return max(self.compute_s, self.memory_s, self.network_s)
+        return max(self.compute_s, self.memory_s) + self.network_s
+
+    @property
+    def fits(self) -> bool:
+        return self.bytes_per_chip <= self.hbm_capacity
+
+    @property
+    def mfu(self) -> float:
+        """2 P T / (step x n x C): model FLOPs over what the chips could have done in that time."""
+        return self.model_flops / (self.total_s * self.peak_flops)
+
+    @property
+    def cost_chip_s_per_token(self) -> float:
+        """n x step / T: chip-seconds per token (per generated token in decode), proportional to 1 / MFU."""
+        return self.n_chips * self.total_s / self.tokens
+
+    @property
+    def bound(self) -> str:
+        """Which term is largest: 'compute', 'memory' or 'network'."""
+        terms = {"compute": self.compute_s, "memory": self.memory_s, "network": self.network_s}
+        return max(terms, key=terms.get)
+
+
+def layer_collectives(model, n_chips: int, phase: str, batch: int, ffn_layout: str, attention_sharding: str, *,
+                      context_len: int = 2048, weight_dtype: str = "bf16", activation_dtype: str = "bf16",
+                      mesh_shape=None, parallel_block: bool = True, chip="tpu-v4") -> tuple:
+    """The collectives of one transformer layer (module docstring): feed-forward activations (`layouts`), a serial
+    block's second D-sized gather and scatter, the whole layer's weight gather, attention's two all-to-alls."""
+    m = get_model(model)
+    choice("phase", phase, PHASES)
+    choice("ffn_layout", ffn_layout, LAYOUTS)
+    choice("attention_sharding", attention_sharding, ATTENTION_SHARDINGS)
+    positive_int("batch", batch)
+    mesh = tuple(mesh_shape) if mesh_shape is not None else _mesh_for(ffn_layout, m, get_chip(chip).name, n_chips)
+    if math.prod(mesh) != n_chips:
+        raise ValueError(f"mesh_shape {mesh} holds {math.prod(mesh)} chips, not n_chips={n_chips}")
+    tokens = batch * (context_len if phase == "prefill" else 1)
+    ffn = ffn_collectives(ffn_layout, m, tokens, mesh, weight_dtype, activation_dtype)
+    activations = [c for c in ffn if c.tensor == "activations"]
+    if not parallel_block and activations:  # attention needs its own layer-input gather and output scatter
+        activations += [activations[0], activations[-1]]
+    steps = list(activations)
+    gathered = math.prod(mesh[:_GATHER_AXES[ffn_layout]])
+    if gathered > 1:
+        layer_weights = param_count(m) / m.n_layers * bytes_per_element(weight_dtype)
+        steps.append(Collective("all-gather", "weights", layer_weights * gathered / n_chips,
+                                mesh[:_GATHER_AXES[ffn_layout]]))
+    if attention_sharding == "batch" and n_chips > 1:
+        block = bytes_per_element(activation_dtype) * tokens * m.n_heads * m.head_dim / n_chips
+        steps += [Collective("all-to-all", "activations", block, mesh)] * 2
+    return tuple(steps)
+
+
+def layout_cost(model, chip, n_chips: int, phase: str, batch: int, ffn_layout: str, attention_sharding: str, *,
+                context_len: int = 2048, weight_dtype: str = "bf16", kv_dtype: str = "bf16",
+                activation_dtype: str = "bf16", mesh_shape=None, parallel_block: bool = True,
+                overlap: bool = False) -> LayoutCost:
+    """Price one prefill pass or decode step (module docstring). Raises ValueError for a sharding that cannot
+    split the batch: "batch" needs B divisible by n (each chip holds whole sequences)."""
+    m, c = get_model(model), get_chip(chip)
+    n = positive_int("n_chips", n_chips)
+    b = positive_int("batch", batch)
+    positive_int("context_len", context_len)
+    if attention_sharding == "batch" and b % n:
+        raise ValueError(f"attention sharded over the batch needs batch={b} divisible by n_chips={n}; "
+                         "use a multiple of the chip count or attention_sharding='heads'")
+    mesh = tuple(mesh_shape) if mesh_shape is not None else _mesh_for(ffn_layout, m, c.name, n)
+    steps = layer_collectives(m, n, phase, b, ffn_layout, attention_sharding, context_len=context_len,
+                              weight_dtype=weight_dtype, activation_dtype=activation_dtype, mesh_shape=mesh,
+                              parallel_block=parallel_block, chip=c)
+    tokens = b * (context_len if phase == "prefill" else 1)
+    params = param_count(m)
+    gathered = math.prod(mesh[:_GATHER_AXES[ffn_layout]])
+    weight_bytes = params * bytes_per_element(weight_dtype) / n
+    kv_heads = math.ceil(m.n_kv_heads / n) if attention_sharding == "heads" else m.n_kv_heads
+    sequences = b if attention_sharding == "heads" else b // n
+    kv_bytes = sequences * context_len * kv_bytes_per_token(m, kv_dtype) * kv_heads / m.n_kv_heads
+    per_collective = [(s.seconds(c, "pope"), _latency_s(s, c)) for s in steps]
+    latency_bound = sum(lat for bw, lat in per_collective if lat > bw)
+    return LayoutCost(
+        model=m.name, phase=phase, n_chips=n, batch=b, ffn_layout=ffn_layout, attention_sharding=attention_sharding,
+        weight_dtype=weight_dtype, context_len=context_len, mesh_shape=mesh, tokens=tokens,
+        compute_s=2.0 * params * tokens / (n * c.peak_flops("bf16")),
+        weight_s=weight_bytes * gathered / c.hbm_bandwidth,
+        kv_s=(kv_bytes if phase == "decode" else 0.0) / c.hbm_bandwidth,
+        network_s=m.n_layers * sum(max(bw, lat) for bw, lat in per_collective),
+        network_latency_s=m.n_layers * latency_bound,
+        bytes_per_chip=weight_bytes * (1 + gathered / m.n_layers) + kv_bytes,
+        hbm_capacity=c.hbm_capacity, model_flops=2.0 * params * tokens, peak_flops=n * c.peak_flops("bf16"),
+        overlap=overlap)
+
+
+@dataclass(frozen=True)
+class LayoutDecision:
+    """Every layout and attention sharding that fits, priced, and the fastest; `equivalent` lists those within
+    `tie` of it (the model cannot tell them apart)."""
+
+    best: LayoutCost
+    costs: tuple
+    tie: float
+
+    @property
+    def equivalent(self) -> tuple:
+        return tuple(c for c in self.costs if c.total_s <= self.best.total_s * (1 + self.tie))
+
+    def accepts(self, ffn_layout: str, attention_sharding: str) -> bool:
+        """Whether this layout and sharding is among the equivalent fastest."""
+        return any(c.ffn_layout == ffn_layout and c.attention_sharding == attention_sharding for c in self.equivalent)
+
+    def margin(self, ffn_layout: str, attention_sharding: str) -> float:
+        """How much slower than the best that choice is (0 for the best; inf when it does not fit)."""
+        for c in self.costs:
+            if c.ffn_layout == ffn_layout and c.attention_sharding == attention_sharding:
+                return c.total_s / self.best.total_s - 1.0
+        return math.inf
+
+
+def choose_layout(model, chip, n_chips: int, phase: str, batch: int, *, tie: float = 0.01,
+                  **options) -> LayoutDecision:
+    """The fastest feed-forward layout and attention sharding for one configuration, among those that fit in HBM
+    and can split the batch (`layout_cost` options pass through). ValueError when nothing fits."""
+    if not 0 <= tie < 1:
+        raise ValueError(f"tie must be a fraction in [0, 1), got {tie!r}")
+    costs = []
+    for layout, sharding in product(LAYOUTS, ATTENTION_SHARDINGS):
+        if sharding == "batch" and batch % n_chips:
+            continue
+        cost = layout_cost(model, chip, n_chips, phase, batch, layout, sharding, **options)
+        if cost.fits:
+            costs.append(cost)
+    if not costs:
+        raise ValueError(f"nothing fits: {get_model(model).name} at batch {batch} on {n_chips} x {get_chip(chip).name}"
+                         " in any layout; add chips, lower the batch or context, or quantize the weights")
+    return LayoutDecision(best=min(costs, key=lambda c: c.total_s), costs=tuple(costs), tie=tie)
+
+
+def sweep(model, chip, phase: str, *, chip_counts=CHIP_COUNTS, batches=BATCHES, **options) -> tuple:
+    """The best `LayoutCost` at every (chip count, batch) that fits: the points behind the frontier."""
+    points = []
+    for n, b in product(chip_counts, batches):
+        try:
+            points.append(choose_layout(model, chip, n, phase, b, **options).best)
+        except ValueError:
+            continue  # does not fit on n chips
+    return tuple(points)
+
+
+def pareto_frontier(points) -> tuple:
+    """The points no other point beats on both latency (lower) and MFU (higher), sorted by latency."""
+    ordered = sorted(points, key=lambda p: (p.total_s, -p.mfu))
+    frontier, best_mfu = [], -1.0
+    for point in ordered:
+        if point.mfu > best_mfu:
+            frontier.append(point)
+            best_mfu = point.mfu
+    return tuple(frontier)
+
+
+def choose(model, chip, phase: str, metric: str = "cost", *, latency_target_s: float | None = None,
+           weight_dtypes=("bf16", "int8"), chip_counts=CHIP_COUNTS, batches=BATCHES, **options) -> LayoutCost:
+    """The configuration an application wants (Pope et al. sec. 1 and 4): "latency" = the lowest latency;
+    "cost" = the lowest chip-seconds per token whose latency (the step, or the prefill pass) meets
+    `latency_target_s` (None: any). Options (context_len, overlap, ...) pass to `layout_cost`."""
+    choice("metric", metric, METRICS)
+    if latency_target_s is not None:
+        positive("latency_target_s", latency_target_s)
+    points = [p for dtype in weight_dtypes
+              for p in sweep(model, chip, phase, chip_counts=chip_counts, batches=batches, weight_dtype=dtype,
+                             **options)]
+    if latency_target_s is not None:
+        points = [p for p in points if p.total_s <= latency_target_s]
+    if not points:
+        raise ValueError(f"no configuration of {get_model(model).name} meets latency_target_s={latency_target_s}; "
+                         "relax the target or allow more chips")
+    if metric == "latency":
+        return min(points, key=lambda p: (p.total_s, p.cost_chip_s_per_token))
+    return min(points, key=lambda p: (p.cost_chip_s_per_token, p.total_s))
+
+
+def longest_context(model, chip, n_chips: int, batch: int, attention_sharding: str = "batch",
+                    weight_dtype: str = "bf16", kv_dtype: str = "bf16") -> int:
+    """The longest context whose KV cache fits next to the weights in each chip's HBM (0 if the weights do not):
+    S = (HBM - P b_w / n) / (sequences per chip x KV bytes per token x heads per chip / K)."""
+    m, c = get_model(model), get_chip(chip)
+    n, b = positive_int("n_chips", n_chips), positive_int("batch", batch)
+    choice("attention_sharding", attention_sharding, ATTENTION_SHARDINGS)
+    free = c.hbm_capacity - param_count(m) * bytes_per_element(weight_dtype) / n
+    if free <= 0:
+        return 0
+    heads = math.ceil(m.n_kv_heads / n) if attention_sharding == "heads" else m.n_kv_heads
+    sequences = b if attention_sharding == "heads" else math.ceil(b / n)
+    return int(free // (sequences * kv_bytes_per_token(m, kv_dtype) * heads / m.n_kv_heads))

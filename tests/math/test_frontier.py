@@ -1,0 +1,220 @@
+"""Chapter 12: the per-layout cost model of a whole step (scaling_lib.frontier), the hop counts of chip networks
+(scaling_lib.hops), and Pope et al.'s Tables 2-3 as data (scaling_lib.book.pope_tables).
+
+Oracles: the step-time terms of `inference.decode_step_time` and the collective times of `layouts` (independent
+implementations of the same sources), hop counts read off the torus by hand, and the published tables."""
+
+import math
+
+import pytest
+
+from scaling_lib.book.claims import published
+from scaling_lib.book.pope_tables import CSV_PATH, DECODE_STEPS, pope_rows
+from scaling_lib.frontier import (BATCHES, CHIP_COUNTS, choose, choose_layout, layer_collectives, layout_cost,
+                                  longest_context, pareto_frontier, sweep)
+from scaling_lib.hardware import get_chip
+from scaling_lib.hops import cube_torus, decode_collective_latency, latency_bound_time, ring_hops, torus_diameter
+from scaling_lib.inference import decode_step_time
+from scaling_lib.layouts import POPE_HEADLINE_RUNS, comm_volume_curves, ffn_comm_time, max_context_length, mfu
+from scaling_lib.models import get_model, param_count
+
+PALM, V4, SLICE = "palm-540b", "tpu-v4", (4, 4, 4)
+L540 = get_model(PALM).n_layers
+ROWS = pope_rows()
+
+
+# --- the data ------------------------------------------------------------------------------------------------------
+
+def test_the_table_has_the_eight_rows_of_pope_tables_2_and_3_with_their_sources():
+    assert len(ROWS) == 8 and CSV_PATH.name == "pope2022_tables.csv"
+    assert {(r.model, r.scenario, r.phase) for r in ROWS} == {
+        (m, s, p) for m in ("palm-540b", "palm-62b") for s in ("low-latency", "high-throughput")
+        for p in ("prefill", "decode")}
+    assert all(r.source.startswith("Pope et al. 2022, Table " + ("2" if r.model == PALM else "3")) for r in ROWS)
+
+
+def test_the_table_agrees_with_the_two_runs_chapter_8_already_used():
+    by_key = {(r.scenario, r.phase): r for r in ROWS if r.model == PALM}
+    prefill, decode = POPE_HEADLINE_RUNS["prefill-high-throughput"], POPE_HEADLINE_RUNS["decode-low-latency"]
+    assert by_key[("high-throughput", "prefill")].latency_s == prefill.seconds
+    assert by_key[("low-latency", "decode")].latency_s == decode.seconds
+    assert by_key[("low-latency", "decode")].step_s == pytest.approx(decode.seconds_per_step)
+
+
+@pytest.mark.parametrize("row", ROWS, ids=lambda r: r.label)
+def test_recomputed_mfu_matches_the_published_percent_within_one_point(row):
+    assert abs(row.recomputed_mfu() - row.mfu) <= 0.01
+    assert row.recomputed_mfu() == pytest.approx(published(f"P4 MFU {row.label}"), abs=0.01)
+
+
+def test_a_csv_with_other_columns_or_no_file_is_refused(tmp_path):
+    bad = tmp_path / "t.csv"
+    bad.write_text("model,mfu\npalm-540b,0.5\n")
+    with pytest.raises(ValueError, match="expected"):
+        pope_rows(bad)
+    with pytest.raises(ValueError, match="no table"):
+        pope_rows(tmp_path / "missing.csv")
+
+
+# --- the cost model --------------------------------------------------------------------------------------------------
+
+def test_decode_terms_equal_the_general_step_time_bound_for_weight_stationary_batch_sharding():
+    cost = layout_cost(PALM, V4, 64, "decode", 64, "2d-ws", "batch", weight_dtype="int8", context_len=2048)
+    bound = decode_step_time(PALM, V4, 64, 64, 2048, weight_dtype="int8")
+    assert cost.compute_s == pytest.approx(bound.compute_s, rel=1e-12)
+    assert cost.weight_s == pytest.approx(bound.weight_s, rel=1e-12)
+    assert cost.kv_s == pytest.approx(bound.kv_s, rel=1e-12)
+    assert cost.mfu == pytest.approx(mfu(param_count(get_model(PALM)), 64, cost.total_s, V4, 64), rel=1e-12)
+
+
+def test_head_sharded_multiquery_attention_reads_the_whole_cache_on_every_chip():
+    heads = layout_cost(PALM, V4, 64, "decode", 64, "2d-ws", "heads", context_len=2048)
+    batch = layout_cost(PALM, V4, 64, "decode", 64, "2d-ws", "batch", context_len=2048)
+    assert heads.kv_s == pytest.approx(64 * batch.kv_s)  # one KV head: nothing to split but the batch
+
+
+def test_large_batch_network_time_is_the_layouts_bandwidth_time_of_every_layer():
+    # 2^20 tokens: every collective is bandwidth-bound, and 2D weight-stationary moves only activations.
+    cost = layout_cost(PALM, V4, 64, "prefill", 512, "2d-ws", "heads", mesh_shape=SLICE)
+    assert cost.network_latency_s == 0
+    assert cost.network_s == pytest.approx(L540 * ffn_comm_time("2d-ws", PALM, V4, 512 * 2048, SLICE), rel=1e-12)
+
+
+def test_batch_one_collectives_are_latency_bound_hops_read_off_the_torus():
+    # 1D on 4 x 4 x 4: an all-gather and a reduce-scatter, each 2 + 2 + 2 hops of 1 us; nothing else at batch 1.
+    cost = layout_cost(PALM, V4, 64, "decode", 1, "1d-ws", "heads", mesh_shape=SLICE)
+    assert cost.network_s == pytest.approx(L540 * 12e-6, rel=1e-12)
+    assert cost.network_latency_s == pytest.approx(cost.network_s)
+    serial = layout_cost(PALM, V4, 64, "decode", 1, "1d-ws", "heads", mesh_shape=SLICE, parallel_block=False)
+    assert serial.network_s - cost.network_s == pytest.approx(L540 * 12e-6, rel=1e-12)  # attention's own pair
+
+
+def test_batch_sharded_attention_adds_two_all_to_alls_and_weight_gathering_adds_one_gather():
+    base = layer_collectives(PALM, 64, "decode", 64, "2d-ws", "heads", mesh_shape=SLICE)
+    sharded = layer_collectives(PALM, 64, "decode", 64, "2d-ws", "batch", mesh_shape=SLICE)
+    assert [c.op for c in sharded[len(base):]] == ["all-to-all", "all-to-all"]
+    gathered = layer_collectives(PALM, 64, "prefill", 512, "wg-xyz", "batch", mesh_shape=SLICE)
+    weights = [c for c in gathered if c.tensor == "weights"]
+    assert len(weights) == 1 and weights[0].group == SLICE
+    assert weights[0].bytes_per_chip == pytest.approx(param_count(get_model(PALM)) / L540 * 2)  # the whole layer
+
+
+def test_overlap_takes_the_largest_term_and_no_overlap_adds_the_network():
+    plain = layout_cost(PALM, V4, 64, "decode", 64, "2d-ws", "batch")
+    hidden = layout_cost(PALM, V4, 64, "decode", 64, "2d-ws", "batch", overlap=True)
+    assert plain.total_s == pytest.approx(max(plain.compute_s, plain.memory_s) + plain.network_s)
+    assert hidden.total_s == pytest.approx(max(plain.compute_s, plain.memory_s, plain.network_s))
+
+
+def test_weights_that_do_not_fit_are_never_chosen():
+    with pytest.raises(ValueError, match="nothing fits"):
+        choose_layout(PALM, V4, 8, "decode", 8)  # 1.08 TB of bf16 weights on 8 x 32 GiB
+    assert not layout_cost(PALM, V4, 16, "decode", 16, "2d-ws", "batch").fits
+
+
+# --- the chosen layouts against Tables 2 and 3 ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("row", ROWS, ids=lambda r: r.label)
+def test_the_model_chooses_the_papers_layout_or_explains_why_not(row):
+    decision = choose_layout(row.model, row.chip, row.chips, row.phase, row.batch, weight_dtype=row.weights)
+    if decision.accepts(row.ffn_layout, row.attention_sharding):
+        return
+    # Only the 540B high-throughput prefill disagrees: weight-gathered over XY by our whole-layer accounting, within
+    # 2% of the paper's XYZ, which the paper's own two-matrix accounting (claim P1) does pick at 2^20 tokens.
+    assert (row.model, row.phase, row.scenario) == (PALM, "prefill", "high-throughput")
+    assert decision.best.ffn_layout == "wg-xy" and decision.margin(row.ffn_layout, row.attention_sharding) < 0.02
+    assert comm_volume_curves(PALM, SLICE, (row.tokens,)).best() == ("wg-xyz",)
+
+
+def test_attention_is_head_sharded_exactly_when_the_batch_is_one():
+    for row in ROWS:
+        decision = choose_layout(row.model, row.chip, row.chips, row.phase, row.batch, weight_dtype=row.weights)
+        assert decision.best.attention_sharding == ("heads" if row.batch == 1 else "batch"), row.label
+
+
+@pytest.mark.parametrize("row", ROWS, ids=lambda r: r.label)
+def test_every_measured_step_is_slower_than_the_model(row):
+    best = choose_layout(row.model, row.chip, row.chips, row.phase, row.batch, weight_dtype=row.weights).best
+    assert 1.0 <= row.step_s / best.total_s < 3.0
+
+
+# --- the frontier and the choice by metric --------------------------------------------------------------------------
+
+def test_the_frontier_trades_latency_for_mfu_and_no_swept_point_beats_it():
+    points = sweep(PALM, V4, "decode", weight_dtype="int8")
+    front = pareto_frontier(points)
+    assert [p.total_s for p in front] == sorted(p.total_s for p in front)
+    assert all(a.mfu < b.mfu for a, b in zip(front, front[1:]))
+    for p in points:
+        assert not any(q.total_s < p.total_s and q.mfu > p.mfu for q in points) or p not in front
+    assert all(0 < p.mfu <= 1 for p in points)
+
+
+def test_int8_weights_halve_the_cost_of_a_weight_bound_step_at_equal_latency():
+    # Batch 8: the step is reading the weights. int8 on 128 chips is as fast as bf16 on 256, at half the chips.
+    bf16 = choose_layout(PALM, V4, 256, "decode", 8).best
+    int8 = choose_layout(PALM, V4, 128, "decode", 8, weight_dtype="int8").best
+    assert int8.total_s <= bf16.total_s
+    assert int8.cost_chip_s_per_token / bf16.cost_chip_s_per_token == pytest.approx(0.5, rel=0.1)
+
+
+def test_choose_meets_the_latency_target_at_the_lowest_cost_of_the_sweep():
+    target = 0.02
+    plan = choose(PALM, V4, "decode", "cost", latency_target_s=target)
+    assert plan.total_s <= target
+    candidates = [p for dtype in ("bf16", "int8") for p in sweep(PALM, V4, "decode", weight_dtype=dtype)
+                  if p.total_s <= target]
+    assert plan.cost_chip_s_per_token == min(p.cost_chip_s_per_token for p in candidates)
+    fastest = choose(PALM, V4, "decode", "latency")
+    assert fastest.total_s == min(p.total_s for p in candidates + [fastest])
+    assert fastest.n_chips == max(CHIP_COUNTS) and fastest.batch == min(BATCHES)
+    with pytest.raises(ValueError, match="no configuration"):
+        choose(PALM, V4, "decode", "cost", latency_target_s=1e-4)
+
+
+def test_longest_context_is_max_context_length_with_everything_but_the_weights_for_the_cache():
+    chip = get_chip(V4)
+    free = chip.hbm_capacity - param_count(get_model(PALM)) * 1 / 64
+    ours = longest_context(PALM, V4, 64, 128, "batch", weight_dtype="int8")
+    assert ours == max_context_length(PALM, V4, 64, 128, "batch", kv_fraction=free / chip.hbm_capacity)
+    assert longest_context(PALM, V4, 64, 128, "heads", weight_dtype="int8") * 64 == pytest.approx(ours, rel=0.01)
+    assert longest_context(PALM, V4, 8, 8) == 0  # the bf16 weights alone overflow 8 chips
+
+
+def test_bad_inputs_name_the_fix():
+    with pytest.raises(ValueError, match="divisible by n_chips"):
+        layout_cost(PALM, V4, 64, "decode", 48, "2d-ws", "batch")
+    with pytest.raises(ValueError, match="unknown phase"):
+        layout_cost(PALM, V4, 64, "train", 64, "2d-ws", "batch")
+    with pytest.raises(ValueError, match="unknown metric"):
+        choose(PALM, V4, "decode", "throughput")
+    with pytest.raises(ValueError, match="holds 8 chips"):
+        layout_cost(PALM, V4, 64, "decode", 64, "2d-ws", "batch", mesh_shape=(2, 2, 2))
+    with pytest.raises(ValueError, match="tie"):
+        choose_layout(PALM, V4, 64, "decode", 64, tie=1.5)
+
+
+# --- hops ---------------------------------------------------------------------------------------------------------
+
+def test_torus_diameter_and_ring_hops_by_hand():
+    assert cube_torus(1024) == (8, 8, 16) and cube_torus(64) == (4, 4, 4) and cube_torus(8) == (2, 2, 2)
+    assert torus_diameter((8, 8, 16)) == 4 + 4 + 8 == published("S7 16-hop torus")
+    assert torus_diameter((8, 8, 16), wraparound=False) == 7 + 7 + 15
+    assert ring_hops((4, 4, 4)) == 6 and ring_hops((1, 2, 8)) == 1 + 4
+
+
+def test_latency_bound_time_adds_a_fixed_cost_to_the_hops():
+    assert latency_bound_time(7, 1e-6) == pytest.approx(7e-6)
+    assert latency_bound_time(16, 1e-6, fixed_s=2e-6, rounds=2) == pytest.approx(36e-6)
+    assert decode_collective_latency(80, 2, 16, 1e-6) == pytest.approx(80 * 2 * 16e-6)
+    for bad in (dict(hops=-1, hop_latency_s=1e-6), dict(hops=2.5, hop_latency_s=1e-6), dict(hops=2, hop_latency_s=0)):
+        with pytest.raises(ValueError):
+            latency_bound_time(**bad)
+    with pytest.raises(ValueError, match="mesh_shape"):
+        torus_diameter((4, 0, 4))
+
+
+def test_decode_steps_are_counted_per_row_of_the_table():
+    decode = [r for r in ROWS if r.phase == "decode"]
+    assert all(r.tokens == r.batch * DECODE_STEPS and math.isclose(r.step_s * DECODE_STEPS, r.latency_s)
+               for r in decode)

@@ -1,0 +1,115 @@
+"""Qwix on the tiny model (scaling_lib.tiny.qwix_quant): what it intercepts, what it stores, and how far its outputs
+may lie from the float model.
+
+Oracles: `tiny.model.forward` (float and with the hand-written `tiny.quantize` path), NumPy absmax quantization of
+the weights, and rigorous elementwise error bounds of symmetric absmax rounding."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import qwix
+
+from scaling_lib.tiny import model as tiny
+from scaling_lib.tiny import qwix_quant as qq
+from scaling_lib.tiny.quantize import linear_weight_bytes, quantize_params
+
+CONFIG = tiny.tiny_config()
+PARAMS = tiny.init_params(CONFIG, seed=0)
+TOKENS = np.random.default_rng(0).integers(0, CONFIG.vocab_size, (2, 12)).astype(np.int32)
+LINEAR = ("wq", "wk", "wv", "wo", "w_gate", "w_up", "w_down")
+
+
+@pytest.fixture(scope="module")
+def weight_only():
+    return qq.quantize(PARAMS, qq.rules("weight-only int8"), TOKENS)
+
+
+def test_the_flax_model_is_the_tiny_model():
+    np.testing.assert_allclose(np.asarray(qq.logits(qq.TinyFlax(PARAMS), TOKENS)),
+                               np.asarray(tiny.forward(PARAMS, TOKENS)), rtol=0, atol=1e-5)
+
+
+def test_qwix_intercepts_every_einsum_and_quantizes_only_the_ones_the_regex_matches(weight_only):
+    seen = {(op.module_path, op.op): op.rule for op in weight_only.intercepted}
+    for i in range(CONFIG.n_layers):
+        assert all(seen[(f"layers/{i}/{name}", "einsum0")] == 0 for name in LINEAR)
+        assert seen[(f"layers/{i}", "einsum0")] is None and seen[(f"layers/{i}", "einsum1")] is None  # q.k, p.v
+    assert seen[("unembed", "einsum0")] is None
+    assert len(seen) == CONFIG.n_layers * (len(LINEAR) + 2) + 1
+    assert set(weight_only.quantized_weights) == {f"layers/{i}/{n}" for i in range(CONFIG.n_layers) for n in LINEAR}
+    assert {dtype for dtype, _ in weight_only.quantized_weights.values()} == {"int8"}
+    assert weight_only.unused_rules == ()
+
+
+def test_a_narrower_regex_quantizes_only_the_mlp_and_an_unmatched_rule_is_reported():
+    mlp = qq.quantize(PARAMS, qq.rules("weight-only int8", r"layers/\d+/w_(gate|up|down)"), TOKENS)
+    assert sorted(mlp.quantized_weights) == sorted(f"layers/{i}/w_{n}" for i in range(2) for n in ("down", "gate", "up"))
+    nothing = qq.quantize(PARAMS, qq.rules("weight-only int8", r"decoder/.*"), TOKENS)
+    assert nothing.quantized_weights == {} and len(nothing.unused_rules) == 1
+
+
+def test_stored_int8_values_are_absmax_per_output_channel_with_qwix_bound_127_5(weight_only):
+    kernel = weight_only.model.layers[0].w_gate.kernel
+    qvalue, scale = sorted(jax.tree.leaves(kernel), key=lambda leaf: leaf.dtype == jnp.float32)
+    w = np.asarray(PARAMS.w_gate[0], np.float64)
+    expected = np.abs(w).max(axis=0, keepdims=True) / 127.5  # NumPy: one scale per output channel
+    np.testing.assert_allclose(np.asarray(scale), expected, rtol=1e-6)
+    assert np.all(np.abs(w - np.asarray(qvalue, np.float64) * expected) <= expected / 2 * (1 + 1e-5))
+
+
+def test_qwix_weight_only_is_the_hand_written_matmul_on_qwix_values(weight_only):
+    ours = tiny.forward(qq.as_hand_written(weight_only, PARAMS), TOKENS)
+    theirs = qq.logits(weight_only.model, TOKENS)
+    scale = float(np.max(np.abs(np.asarray(tiny.forward(PARAMS, TOKENS)))))
+    assert float(np.max(np.abs(np.asarray(ours) - np.asarray(theirs)))) <= 1e-5 * scale
+
+
+def test_the_weights_take_the_bytes_of_the_hand_written_int8_path(weight_only):
+    assert weight_only.weight_bytes == linear_weight_bytes(quantize_params(PARAMS)) < linear_weight_bytes(PARAMS) / 3
+
+
+@pytest.mark.parametrize("scheme", list(qq.SCHEMES))
+def test_one_matmul_through_the_functional_api_stays_within_the_rounding_bound(scheme):
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((16, 64)).astype(np.float32) * rng.uniform(0.1, 3.0, (16, 1)).astype(np.float32)
+    w = rng.standard_normal((64, 96)).astype(np.float32) / 8
+    y = np.asarray(qq.matmul(x, w, scheme), np.float64)
+    exact = x.astype(np.float64) @ w.astype(np.float64)
+    bound = qq.matmul_error_bound(x, w, scheme)
+    assert np.all(np.abs(y - exact) <= bound)
+    assert np.max(np.abs(y - exact)) > 0.05 * np.max(bound)  # the bound is not vacuous: errors reach a fair part
+
+
+def test_int8_matmul_errors_are_smaller_than_fp8_ones_on_these_inputs():
+    rng = np.random.default_rng(2)
+    x, w = rng.standard_normal((32, 64)).astype(np.float32), rng.standard_normal((64, 64)).astype(np.float32)
+    exact = x @ w
+    err = {s: float(np.max(np.abs(np.asarray(qq.matmul(x, w, s)) - exact))) for s in qq.SCHEMES}
+    assert err["weight-only int8"] < err["int8 x int8"] < err["fp8 x fp8"]
+
+
+@pytest.mark.parametrize("scheme", ["int8 x int8", "fp8 x fp8"])
+def test_dynamic_range_schemes_quantize_every_linear_weight(scheme):
+    result = qq.quantize(PARAMS, qq.rules(scheme), TOKENS)
+    stored = {dtype for dtype, _ in result.quantized_weights.values()}
+    assert stored == {"int8" if scheme.startswith("int8") else "float8_e4m3fn"}
+    out, ref = np.asarray(qq.logits(result.model, TOKENS)), np.asarray(tiny.forward(PARAMS, TOKENS))
+    assert np.isfinite(out).all() and out.shape == ref.shape
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match="unknown scheme"):
+        qq.rules("int4")
+    with pytest.raises(ValueError, match="not a valid regex"):
+        qq.rules("weight-only int8", "layers/(")
+    with pytest.raises(ValueError, match="QuantizationRule"):
+        qq.quantize(PARAMS, [], TOKENS)
+    with pytest.raises(ValueError, match="float"):
+        qq.TinyFlax(quantize_params(PARAMS))
+    fp8 = qq.quantize(PARAMS, qq.rules("fp8 x fp8"), TOKENS)
+    with pytest.raises(ValueError, match="int8"):
+        qq.as_hand_written(fp8, PARAMS)
+    with pytest.raises(ValueError, match="n_tokens"):
+        qq.greedy(qq.TinyFlax(PARAMS), TOKENS, 0)
+    assert isinstance(qq.rules("fp8 x fp8")[0], qwix.QuantizationRule)
