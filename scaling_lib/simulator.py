@@ -94,12 +94,15 @@ class Workload:
     cached_len (optional, default 0): the leading prompt tokens whose KV cache is already on the server (prefix
     caching, e.g. a shared system prompt); prefill computes only the other prompt_len - cached_len tokens, while
     decode still reads the whole prompt's cache. At least one prompt token must be new: cached_len < prompt_len.
+    cache_load_s (optional, default 0): seconds to bring that cached prefix into HBM before prefill (a prefix kept
+    in host DRAM, `prefix_cache`); it adds to the request's prefill.
     """
 
     arrival_s: np.ndarray
     prompt_len: np.ndarray
     output_len: np.ndarray
     cached_len: np.ndarray | None = None
+    cache_load_s: np.ndarray | None = None
 
     def __post_init__(self):
         arrival = np.asarray(self.arrival_s, dtype=float)
@@ -134,6 +137,10 @@ class Workload:
         if np.any(cached < 0) or np.any(cached >= prompt):
             raise ValueError("cached_len must lie in [0, prompt_len - 1]: prefill needs at least one new token")
         object.__setattr__(self, "cached_len", _readonly(cached, np.int64))
+        load = np.zeros(len(prompt)) if self.cache_load_s is None else np.asarray(self.cache_load_s, dtype=float)
+        if load.shape != prompt.shape or not np.all(np.isfinite(load)) or np.any(load < 0):
+            raise ValueError("cache_load_s must hold one finite, non-negative number of seconds per request")
+        object.__setattr__(self, "cache_load_s", _readonly(load, float))
 
     @property
     def n_requests(self) -> int:
@@ -406,7 +413,7 @@ def _decode_run(costs, batch, t, next_ready, rec):
 # Engines: each simulates one server over the requests it is given (ids in the order they become ready)
 # ---------------------------------------------------------------------------------------------------------------
 
-def _naive_server(costs, ids, ready, prompt, output, rec, cached):
+def _naive_server(costs, ids, ready, prompt, output, rec, cached, load):
     t, q, n, cap = 0.0, 0, len(ids), costs.cfg.max_batch
     while q < n:
         t = max(t, ready[ids[q]])
@@ -415,6 +422,7 @@ def _naive_server(costs, ids, ready, prompt, output, rec, cached):
             group.append(ids[q])
             q += 1
         rec.start[group] = t
+        t += max(load[i] for i in group)  # cached prefixes brought in from host memory
         t += costs.prefill_s(max(prompt[i] - cached[i] for i in group), len(group))  # padded to the longest prompt
         rec.first[group] = t
         rec.generated[group] += 1
@@ -426,7 +434,7 @@ def _naive_server(costs, ids, ready, prompt, output, rec, cached):
             t = _decode_run(costs, batch, t, None, rec)
 
 
-def _continuous_server(costs, ids, ready, prompt, output, rec, cached, prefill=True):
+def _continuous_server(costs, ids, ready, prompt, output, rec, cached, load, prefill=True):
     """Interleaved engine; with prefill=False, the decode side of a disaggregated pair (KV arrives ready)."""
     t, q, n, cap = 0.0, 0, len(ids), costs.cfg.max_batch
     batch = _Batch()
@@ -436,7 +444,7 @@ def _continuous_server(costs, ids, ready, prompt, output, rec, cached, prefill=T
             q += 1
             if prefill:  # batch-1 prefill; the whole decode batch waits for it
                 rec.start[i] = t
-                t += costs.prefill_s(prompt[i] - cached[i])  # a cached prefix needs no prefill
+                t += load[i] + costs.prefill_s(prompt[i] - cached[i])  # a cached prefix needs no prefill
                 rec.first_token(i, t)
             batch.join(i, prompt[i], output[i], t, rec)
         elif len(batch):
@@ -446,7 +454,7 @@ def _continuous_server(costs, ids, ready, prompt, output, rec, cached, prefill=T
             t = ready[ids[q]]
 
 
-def _chunked_server(costs, ids, ready, prompt, output, rec, cached):
+def _chunked_server(costs, ids, ready, prompt, output, rec, cached, load):
     t, q, n = 0.0, 0, len(ids)
     cap, budget_per_step = costs.cfg.max_batch, costs.cfg.prefill_chunk_tokens
     batch = _Batch()
@@ -454,6 +462,7 @@ def _chunked_server(costs, ids, ready, prompt, output, rec, cached):
     while q < n or len(batch) or filling:
         while q < n and len(batch) + len(filling) < cap and ready[ids[q]] <= t:
             rec.start[ids[q]] = t
+            t += load[ids[q]]  # bringing a host-memory prefix into HBM stalls the step that admits it
             filling.append([ids[q], cached[ids[q]]])  # a cached prefix counts as already prefilled
             q += 1
         if filling:
@@ -486,7 +495,7 @@ def _chunked_server(costs, ids, ready, prompt, output, rec, cached):
             t = ready[ids[q]]
 
 
-def _prefill_pool(costs, n_servers, order, arrival, prompt, rec, cached):
+def _prefill_pool(costs, n_servers, order, arrival, prompt, rec, cached, load):
     """R_p batch-1 prefill servers fed first come, first served; returns when each prefill finished."""
     free = [(0.0, s) for s in range(n_servers)]
     done = np.empty(len(arrival))
@@ -494,7 +503,7 @@ def _prefill_pool(costs, n_servers, order, arrival, prompt, rec, cached):
         free_at, server = heapq.heappop(free)
         start = max(free_at, arrival[i])
         rec.start[i] = start
-        done[i] = start + costs.prefill_s(prompt[i] - cached[i])
+        done[i] = start + load[i] + costs.prefill_s(prompt[i] - cached[i])
         rec.first_token(i, done[i])
         heapq.heappush(free, (done[i], server))
     return done
@@ -510,8 +519,9 @@ def simulate(config: ServingConfig, workload: Workload, engine: str = "interleav
     (`prefill_config`, default `config`) fed first come, first served, and `n_decode_servers` decode servers
     dealt to in turn; each request's KV cache takes `kv_transfer_time` (bandwidth `transfer_bandwidth`, default
     `default_transfer_bandwidth` of the prefill server) to move, and the prefill server does not wait for it.
-    Prefix caching: a request's `workload.cached_len` prompt tokens skip prefill (their cache is already there); the
-    disaggregated engine still ships the whole prompt's cache to the decode server. Deterministic: the same inputs
+    Prefix caching: a request's `workload.cached_len` prompt tokens skip prefill (their cache is already there, after
+    `workload.cache_load_s` to bring it from host memory); the disaggregated engine still ships the whole prompt's
+    cache to the decode server. Deterministic: the same inputs
     give the same result.
 
     Used in chapter 9, *Serving engines*.
@@ -545,7 +555,7 @@ def simulate(config: ServingConfig, workload: Workload, engine: str = "interleav
 
     arrival = workload.arrival_s
     prompt, output = workload.prompt_len.tolist(), workload.output_len.tolist()
-    cached = workload.cached_len.tolist()
+    cached, load = workload.cached_len.tolist(), workload.cache_load_s.tolist()
     order = np.argsort(arrival, kind="stable").tolist()
     rec = _Record(workload.n_requests)
     costs = _Costs(config)
@@ -559,20 +569,20 @@ def simulate(config: ServingConfig, workload: Workload, engine: str = "interleav
         if transfer_bandwidth is None:
             transfer_bandwidth = default_transfer_bandwidth(pcfg.chip, pcfg.n_chips)
         positive("transfer_bandwidth", transfer_bandwidth)
-        prefill_done = _prefill_pool(_Costs(pcfg), n_prefill_servers, order, arrival, prompt, rec, cached)
+        prefill_done = _prefill_pool(_Costs(pcfg), n_prefill_servers, order, arrival, prompt, rec, cached, load)
         lengths, which = np.unique(workload.prompt_len, return_inverse=True)
         kv_bytes = np.array([kv_transfer_bytes(costs.model, int(p), config.kv_dtype) for p in lengths])[which]
         ready = (prefill_done + kv_bytes / transfer_bandwidth).tolist()
         decode_order = np.argsort(ready, kind="stable").tolist()
         for s in range(n_decode_servers):
-            _continuous_server(costs, decode_order[s::n_decode_servers], ready, prompt, output, rec, cached,
+            _continuous_server(costs, decode_order[s::n_decode_servers], ready, prompt, output, rec, cached, load,
                                prefill=False)
         n_chips = n_prefill_servers * pcfg.n_chips + n_decode_servers * config.n_chips
     else:
         server = {"naive": _naive_server, "interleaved": _continuous_server, "chunked": _chunked_server}[engine]
         ready = arrival.tolist()
         for s in range(n_servers):
-            server(costs, order[s::n_servers], ready, prompt, output, rec, cached)
+            server(costs, order[s::n_servers], ready, prompt, output, rec, cached, load)
         n_chips = n_servers * config.n_chips
 
     out = workload.output_len

@@ -1,0 +1,187 @@
+"""Prefix caching across conversation turns: two memory tiers, LRU eviction, and routing that keeps affinity.
+
+A chat turn's prompt is the whole conversation so far plus the new message, so everything but the new message was
+already prefilled last turn (Scaling Book ch. 7, "Prefix caching"). Keeping that KV cache skips its prefill, if the
+follow-up reaches the replica that holds it and the cache is still there. Each replica keeps cached prefixes in
+
+    HBM        what the decode batch does not need; a hit is free: the prefix is already where attention reads it;
+    host DRAM  much larger (the source's 8 x v5e host: 128 GiB of HBM, about 450 GiB of DRAM) but a hit first
+               copies the prefix into HBM: KV bytes / host-to-HBM bandwidth (no source gives that bandwidth here:
+               it is an input, and the chapter says which value it assumes);
+
+with least-recently-used eviction: a prefix pushed out of HBM is demoted to host DRAM, one pushed out of DRAM is
+dropped. Routing decides whether a follow-up finds its prefix: "affinity" sends every turn of a conversation to the
+replica of its first turn; "round-robin" spreads turns evenly and finds a prefix only by chance.
+
+`route` replays a conversation workload through the caches (each turn's cache is stored when the turn ends, which
+assumes the user's think time outlasts the turn) and `simulate_chat` prices each replica's requests with
+`simulator.simulate`, the hits' prefill shortened and the host hits' load added. Used in chapter 14, *Serving
+details*.
+"""
+
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._validate import choice, positive, positive_int
+from .memory import kv_bytes_per_token
+from .models import get_model
+from .simulator import ServingConfig, Workload, simulate
+
+ROUTINGS = ("affinity", "round-robin")
+TIERS = ("hbm", "host", "miss")
+
+
+@dataclass(frozen=True)
+class CacheTiers:
+    """Bytes one replica sets aside for cached prefixes in HBM and in host DRAM, and the host-to-HBM copy rate."""
+
+    hbm_bytes: float
+    host_bytes: float
+    host_bandwidth: float  # B/s
+
+    def __post_init__(self):
+        positive("hbm_bytes", self.hbm_bytes, allow_zero=True)
+        positive("host_bytes", self.host_bytes, allow_zero=True)
+        positive("host_bandwidth", self.host_bandwidth)
+
+
+class TieredLru:
+    """Two LRU tiers of one replica: `lookup` promotes a host hit to HBM; `store` evicts HBM -> host -> dropped."""
+
+    def __init__(self, tiers: CacheTiers):
+        self.tiers = tiers
+        self.hbm, self.host = OrderedDict(), OrderedDict()  # key -> (tokens, bytes), least recent first
+
+    def lookup(self, key):
+        """(tier, tokens) of a cached prefix ("hbm", "host"), or ("miss", 0). A hit becomes most recent, in HBM."""
+        for name, tier in (("hbm", self.hbm), ("host", self.host)):
+            if key in tier:
+                tokens, size = tier.pop(key)
+                self._put(key, tokens, size)
+                return name, tokens
+        return "miss", 0
+
+    def store(self, key, tokens: int, size: float):
+        """Keep `tokens` tokens (`size` bytes) of prefix under `key`, replacing an older entry."""
+        self.hbm.pop(key, None)
+        self.host.pop(key, None)
+        self._put(key, tokens, size)
+
+    def _put(self, key, tokens, size):
+        self.hbm[key] = (tokens, size)
+        while self._bytes(self.hbm) > self.tiers.hbm_bytes:
+            old, entry = self.hbm.popitem(last=False)  # demote the least recent to host DRAM
+            self.host[old] = entry
+        while self._bytes(self.host) > self.tiers.host_bytes:
+            self.host.popitem(last=False)
+
+    @staticmethod
+    def _bytes(tier) -> float:
+        return sum(size for _, size in tier.values())
+
+
+@dataclass(frozen=True)
+class ChatWorkload:
+    """Requests of many conversations, in arrival order: which conversation and turn, and the token counts."""
+
+    arrival_s: np.ndarray
+    session: np.ndarray
+    turn: np.ndarray
+    prompt_len: np.ndarray
+    output_len: np.ndarray
+    user_len: int  # new tokens each turn (the rest of the prompt is the conversation so far)
+
+    @property
+    def n_requests(self) -> int:
+        return len(self.arrival_s)
+
+
+def chat_workload(n_sessions: int, turns: int, system_len: int, user_len: int, output_len: int, rate_per_s: float,
+                  think_s: float, seed: int = 0) -> ChatWorkload:
+    """Conversations starting as a Poisson process (rate_per_s), each of `turns` turns `think_s` seconds apart
+    (exponential); turn t's prompt = system + t x (user + output) + user tokens."""
+    n, t = positive_int("n_sessions", n_sessions), positive_int("turns", turns)
+    for name, value in (("system_len", system_len), ("user_len", user_len), ("output_len", output_len)):
+        positive_int(name, value)
+    positive("rate_per_s", rate_per_s)
+    positive("think_s", think_s)
+    rng = np.random.default_rng(seed)
+    starts = np.cumsum(rng.exponential(1.0 / rate_per_s, n))
+    gaps = rng.exponential(think_s, (n, t))
+    gaps[:, 0] = 0.0
+    arrival = (starts[:, None] + np.cumsum(gaps, axis=1)).ravel()
+    session, turn = np.repeat(np.arange(n), t), np.tile(np.arange(t), n)
+    prompt = system_len + turn * (user_len + output_len) + user_len
+    order = np.argsort(arrival, kind="stable")
+    return ChatWorkload(arrival[order], session[order], turn[order], prompt[order],
+                        np.full(n * t, output_len)[order], user_len)
+
+
+@dataclass(frozen=True)
+class Routed:
+    """Per request: the replica it went to, the prefix tokens found cached, in which tier, and the load time."""
+
+    replica: np.ndarray
+    cached_len: np.ndarray
+    tier: np.ndarray  # "hbm", "host" or "miss"
+    load_s: np.ndarray
+
+    def hit_rate(self, tier: str | None = None) -> float:
+        """Fraction of follow-up-able requests served from a cached prefix (any tier, or the named one)."""
+        hits = self.tier != "miss" if tier is None else self.tier == choice("tier", tier, TIERS)
+        return float(np.mean(hits))
+
+
+def route(workload: ChatWorkload, model, n_replicas: int, tiers: CacheTiers, routing: str = "affinity",
+          kv_dtype: str = "bf16") -> Routed:
+    """Send each request to a replica and look its conversation up in that replica's `TieredLru` (module docstring).
+
+    A hit reuses the previous turn's whole context (at most prompt_len - 1 tokens: prefill makes the first token);
+    after the turn, the replica stores its full context (prompt + output) for the next one."""
+    m = get_model(model)
+    n = positive_int("n_replicas", n_replicas)
+    choice("routing", routing, ROUTINGS)
+    per_token = kv_bytes_per_token(m, kv_dtype)
+    caches = [TieredLru(tiers) for _ in range(n)]
+    size = workload.n_requests
+    replica, cached, tier, load = np.zeros(size, int), np.zeros(size, int), np.empty(size, object), np.zeros(size)
+    for i in range(size):
+        key, prompt = int(workload.session[i]), int(workload.prompt_len[i])
+        r = key % n if routing == "affinity" else i % n
+        found, tokens = caches[r].lookup(key)
+        replica[i], tier[i] = r, found
+        cached[i] = min(tokens, prompt - 1)
+        load[i] = cached[i] * per_token / tiers.host_bandwidth if found == "host" else 0.0
+        context = prompt + int(workload.output_len[i])
+        caches[r].store(key, context, context * per_token)
+    return Routed(replica, cached, tier.astype(str), load)
+
+
+@dataclass(frozen=True)
+class ChatResult:
+    """TTFT of every request (arrival order), with the tier its prefix came from."""
+
+    ttft_s: np.ndarray
+    routed: Routed
+
+    def p50_ttft_s(self, tier: str | None = None) -> float:
+        mask = np.ones(len(self.ttft_s), bool) if tier is None else self.routed.tier == tier
+        return float(np.median(self.ttft_s[mask]))
+
+
+def simulate_chat(config: ServingConfig, workload: ChatWorkload, n_replicas: int, tiers: CacheTiers,
+                  routing: str = "affinity", engine: str = "interleaved") -> ChatResult:
+    """`route` the workload, then simulate every replica's requests (`simulator.simulate`) with the cached prefixes
+    skipping prefill and host-tier prefixes paying their copy into HBM."""
+    routed = route(workload, config.model, n_replicas, tiers, routing, config.kv_dtype)
+    ttft = np.full(workload.n_requests, np.nan)
+    for r in range(n_replicas):
+        mine = np.flatnonzero(routed.replica == r)
+        if not len(mine):
+            continue
+        sub = Workload(workload.arrival_s[mine], workload.prompt_len[mine], workload.output_len[mine],
+                       cached_len=routed.cached_len[mine], cache_load_s=routed.load_s[mine])
+        ttft[mine] = simulate(config, sub, engine).ttft_s
+    return ChatResult(ttft, routed)

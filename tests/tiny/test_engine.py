@@ -1,0 +1,69 @@
+"""The JetStream-style engine (scaling_lib.tiny.engine): prefill, insert, generate, and a continuous-batching loop
+whose every request's tokens equal greedy generation of that request alone (`tiny.model.generate`)."""
+
+import numpy as np
+import pytest
+
+from scaling_lib.tiny import model as tiny
+from scaling_lib.tiny.engine import Engine, bucket, serve
+
+PARAMS = tiny.init_params(tiny.tiny_config(), seed=0)
+RNG = np.random.default_rng(0)
+PROMPTS = [RNG.integers(0, 256, n) for n in (5, 9, 3, 12, 7, 16, 4)]
+COUNTS = [6, 3, 8, 1, 5, 4, 7]
+
+
+@pytest.fixture(scope="module")
+def served():
+    return serve(Engine(PARAMS, max_batch=3, max_len=32), PROMPTS, COUNTS)
+
+
+def test_continuous_batching_equals_per_request_greedy_generation(served):
+    for prompt, count, tokens in zip(PROMPTS, COUNTS, served.tokens):
+        np.testing.assert_array_equal(tokens, np.asarray(tiny.generate(PARAMS, prompt[None], count))[0])
+
+
+def test_requests_join_as_slots_free_up_and_never_exceed_the_batch(served):
+    assert served.max_concurrent == 3
+    inserts = [e for e in served.events if e[1] == "insert"]
+    finishes = {request: step for step, event, request, _ in served.events if event == "finish"}
+    assert [request for _, _, request, _ in inserts] == list(range(len(PROMPTS)))  # first come, first served
+    assert inserts[3][0] > 0  # the fourth request waited for a free slot
+    assert set(finishes) == set(range(len(PROMPTS)))
+    # Every step makes one token for each busy slot: total tokens = prefill firsts + steps' outputs.
+    assert sum(COUNTS) == len(PROMPTS) + sum(
+        sum(1 for request, (start, end) in _spans(served).items() if start < s <= end) for s in range(1, served.steps + 1))
+
+
+def _spans(result):
+    start = {r: s for s, e, r, _ in result.events if e == "insert"}
+    return {r: (start[r], s) for s, e, r, _ in result.events if e == "finish"}
+
+
+def test_prefill_then_insert_then_generate_continues_the_prompt():
+    engine = Engine(PARAMS, max_batch=2, max_len=24)
+    prompt = PROMPTS[1]
+    prefix = engine.prefill(prompt)
+    state = engine.insert(prefix, engine.init_decode_state(), slot=1)
+    tokens = [prefix.first_token]
+    for _ in range(4):
+        state, produced = engine.generate(state)
+        tokens.append(int(produced[1]))
+    np.testing.assert_array_equal(tokens, np.asarray(tiny.generate(PARAMS, prompt[None], 5))[0])
+    assert state.active == (False, True) and int(state.cache.positions[0]) == 0  # the idle slot stays at 0
+
+
+def test_buckets_are_powers_of_two_and_bad_use_is_named():
+    assert [bucket(n) for n in (1, 8, 9, 16, 17)] == [8, 8, 16, 16, 32]
+    engine = Engine(PARAMS, max_batch=1, max_len=16)
+    with pytest.raises(ValueError, match="max_len"):
+        engine.prefill(np.arange(20) % 256)
+    with pytest.raises(ValueError, match="1-D"):
+        engine.prefill(np.zeros((2, 3), int))
+    state = engine.insert(engine.prefill(PROMPTS[0]), engine.init_decode_state(), 0)
+    with pytest.raises(ValueError, match="busy"):
+        engine.insert(engine.prefill(PROMPTS[2]), state, 0)
+    with pytest.raises(ValueError, match="outside"):
+        engine.insert(engine.prefill(PROMPTS[2]), state, 3)
+    with pytest.raises(ValueError, match="one count per prompt"):
+        serve(engine, PROMPTS[:2], [1])
