@@ -25,12 +25,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._validate import choice, positive, positive_int
+from .hardware import GIB
 from .memory import kv_bytes_per_token
 from .models import get_model
 from .simulator import ServingConfig, Workload, simulate
 
 ROUTINGS = ("affinity", "round-robin")
 TIERS = ("hbm", "host", "miss")
+# Scaling Book ch. 7, "Prefix caching": an 8 x TPU v5e server has 128 GiB of HBM and about 450 GiB of host DRAM.
+V5E_HOST_DRAM_BYTES = 450 * GIB  # per 8-chip host
 
 
 @dataclass(frozen=True)

@@ -145,3 +145,42 @@ def step_ratio_grid(model, chip, n_chips: int, batches, context_lens, scheme=("f
                                       baseline_fits=batch <= capacity[baseline],
                                       scheme_fits=batch <= capacity[scheme]))
     return tuple(points)
+
+
+# --- Rounding with symmetric absmax scales (chapter 13, *Quantizing with Qwix*) ----------------------------------------
+# An integer format of b bits maps [-amax, amax] onto [-(2^(b-1) - 1/2), 2^(b-1) - 1/2] before rounding (Qwix's
+# convention, qwix/_src/core/numerics.py: the top bucket is a whole step wide, so the step is amax / 127.5 for int8;
+# chapter 10's hand-written path divides by 127). A float format keeps the value's exponent: e4m3 has 3 mantissa
+# bits, so rounding to the nearest representable value errs by at most 2^-4 of the value (half a step of 2^-3),
+# with the scale amax / 448 putting the largest value at the format's maximum.
+_INT_BITS = {"int8": 8, "int4": 4}
+_FLOAT_MAX = {"fp8": 448.0}  # float8_e4m3fn
+_FP8_RELATIVE = 2.0**-4
+
+
+def absmax_scale(amax: float, dtype: str = "int8") -> float:
+    """The step of symmetric absmax quantization: amax / (2^(b-1) - 1/2) for int8 / int4, amax / 448 for fp8."""
+    positive("amax", amax)
+    if dtype in _INT_BITS:
+        return amax / (2 ** (_INT_BITS[dtype] - 1) - 0.5)
+    if dtype in _FLOAT_MAX:
+        return amax / _FLOAT_MAX[dtype]
+    raise ValueError(f"absmax_scale takes 'int8', 'int4' or 'fp8', got {dtype!r}")
+
+
+def rounding_bound(amax: float, dtype: str = "int8") -> float:
+    """The worst |v - dequantize(quantize(v))| over |v| <= amax: half a step for integers, 2^-4 amax for fp8."""
+    if dtype in _FLOAT_MAX:
+        positive("amax", amax)
+        return _FP8_RELATIVE * amax
+    return absmax_scale(amax, dtype) / 2
+
+
+def dot_error_bound(k: int, x_absmax: float, w_absmax: float, weight_dtype: str = "int8",
+                    act_dtype: str | None = None) -> float:
+    """Worst error of one output of a k-term dot product when the weights (and, if act_dtype is given, the
+    activations) are rounded: k (|x| dw + dx |w| + dx dw) with dw, dx from `rounding_bound` (dx = 0 weight-only)."""
+    positive("k", k)
+    dw = rounding_bound(w_absmax, weight_dtype)
+    dx = 0.0 if act_dtype is None else rounding_bound(x_absmax, act_dtype)
+    return k * (x_absmax * dw + dx * w_absmax + dx * dw)

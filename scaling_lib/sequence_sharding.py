@@ -14,15 +14,20 @@ collectives. In exchange each chip reads 1/n of the cache:
 
     KV read per chip = B S 2 L K H b / (n W_hbm),    network = L x 2 all-reduces of ~B N (H + 1) b bytes.
 
+On a torus the all-reduces run axis by axis: a reduce-scatter and an all-gather, each ceil(a / 2) hops per axis of
+a chips (`hops.ring_hops`), and the axes' links share the bandwidth term.
+
 The new token's key and value are written by the one chip that owns its position. `scaling_lib.tiny.
 sequence_sharding` runs this on the emulated mesh. Used in chapter 14, *Serving details*.
 """
 
+import math
 from dataclasses import dataclass
 
 from ._validate import positive_int
 from .dtypes import bytes_per_element
 from .hardware import get_chip
+from .hops import cube_torus, ring_hops
 from .memory import kv_cache_bytes
 from .models import get_model
 from .sharding import collective_time
@@ -45,22 +50,35 @@ class SequenceShardedAttention:
         return self.kv_read_s + self.combine_s
 
 
+def _all_reduce_s(array_bytes: float, chip, mesh: tuple) -> tuple:
+    """(bandwidth, latency) of an all-reduce over every axis of a torus: 2 V / W_ici shared by the axes' links;
+    two rounds of ceil(a / 2) hops per axis."""
+    axes = [a for a in mesh if a > 1]
+    if not axes:
+        return 0.0, 0.0
+    bandwidth = collective_time("all-reduce", array_bytes, chip, math.prod(axes)).bandwidth_s / len(axes)
+    return bandwidth, 2 * ring_hops(mesh) * chip.ici_hop_latency
+
+
 def sequence_sharded_attention(model, chip, n_chips: int, batch: int, context_len: int, kv_dtype: str = "bf16",
-                               activation_dtype: str = "fp32") -> SequenceShardedAttention:
-    """The module docstring's cost of decode attention with the cache split over n chips along S.
+                               activation_dtype: str = "fp32", mesh_shape=None) -> SequenceShardedAttention:
+    """The module docstring's cost of decode attention with the cache split over n chips along S, the chips forming
+    the torus `mesh_shape` (default: the most cube-like, `hops.cube_torus`).
 
     ValueError when n does not divide the context (each chip holds an equal slice)."""
     m, c = get_model(model), get_chip(chip)
     n, b, s = positive_int("n_chips", n_chips), positive_int("batch", batch), positive_int("context_len", context_len)
     if s % n:
         raise ValueError(f"context_len={s} does not split into {n} equal slices; use a multiple of n_chips")
+    mesh = cube_torus(n) if mesh_shape is None else tuple(mesh_shape)
+    if math.prod(mesh) != n:
+        raise ValueError(f"mesh_shape {mesh} holds {math.prod(mesh)} chips, not n_chips={n}")
     kv = kv_cache_bytes(m, s, b, kv_dtype) / n
     a = bytes_per_element(activation_dtype)
     stats = b * m.n_heads * a  # the [B, N] maxima
     combined = b * m.n_heads * (m.head_dim + 1) * a  # rescaled outputs and sums
-    reduce_max = collective_time("all-reduce", stats, c, n)
-    reduce_sum = collective_time("all-reduce", combined, c, n)
+    times = [_all_reduce_s(size, c, mesh) for size in (stats, combined)]
     return SequenceShardedAttention(
         n_chips=n, kv_bytes_per_chip=kv, kv_read_s=kv / c.hbm_bandwidth, combine_bytes=combined,
-        combine_s=m.n_layers * (reduce_max.total_s + reduce_sum.total_s),
-        combine_latency_bound=reduce_sum.bound == "latency")
+        combine_s=m.n_layers * sum(max(bw, lat) for bw, lat in times),
+        combine_latency_bound=times[1][1] > times[1][0])

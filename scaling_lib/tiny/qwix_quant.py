@@ -29,9 +29,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import qwix
+import qwix.pallas as qpl
 from absl import logging as absl_logging
 from flax import nnx
+from jax.experimental import pallas as pl
 
+from ..quantization import absmax_scale, rounding_bound
 from .model import Params, attention, rms_norm, rope
 from .quantize import LINEAR_LAYERS, QuantizedWeight
 
@@ -148,6 +151,11 @@ class _Capture(logging.Handler):
 def quantize(params: Params, quantization_rules, example_tokens) -> QwixResult:
     """Qwix post-training quantization of the tiny model: `qwix.quantize_model(TinyFlax(params),
     qwix.PtqProvider(rules), example_tokens)`, recording the ops Qwix intercepted (its debug log)."""
+    return quantize_module(TinyFlax(params), quantization_rules, jnp.asarray(example_tokens, jnp.int32))
+
+
+def quantize_module(module, quantization_rules, *example_inputs) -> QwixResult:
+    """`quantize` for any NNX module whose weights sit in `kernel` params (Linear, PallasLinear, ...)."""
     quantization_rules = list(quantization_rules)
     if not quantization_rules or not all(isinstance(r, qwix.QuantizationRule) for r in quantization_rules):
         raise ValueError("quantization_rules must be a non-empty list of qwix.QuantizationRule (see `rules`)")
@@ -158,7 +166,7 @@ def quantize(params: Params, quantization_rules, example_tokens) -> QwixResult:
     logger.addHandler(capture)
     absl_logging.set_verbosity(absl_logging.DEBUG)
     try:
-        model = qwix.quantize_model(TinyFlax(params), provider, jnp.asarray(example_tokens, jnp.int32))
+        model = qwix.quantize_model(module, provider, *example_inputs)
     finally:
         absl_logging.set_verbosity(verbosity)
         logger.removeHandler(capture)
@@ -179,9 +187,9 @@ def _qarrays(model):
 
 
 def _weights(model):
-    """(module path, the kernel's stored value) for every Linear of the model."""
+    """(module path, the kernel's stored value) for every module of the model that holds a weight `kernel`."""
     for path, module in nnx.iter_modules(model):
-        if isinstance(module, Linear):
+        if hasattr(module, "kernel"):
             yield "/".join(map(str, path)), module.kernel
 
 
@@ -220,18 +228,6 @@ def logits(model, tokens):
     return model(tokens)
 
 
-def greedy(model, prompt, n_tokens: int):
-    """Greedy decoding by re-running the whole sequence each step (no cache): tokens [B, n_tokens] as NumPy."""
-    if isinstance(n_tokens, bool) or not isinstance(n_tokens, int) or n_tokens < 1:
-        raise ValueError(f"n_tokens must be a positive integer, got {n_tokens!r}")
-    sequence = np.asarray(prompt, np.int32)
-    start = sequence.shape[1]
-    for _ in range(n_tokens):
-        nxt = np.asarray(logits(model, jnp.asarray(sequence)))[:, -1].argmax(-1).astype(np.int32)
-        sequence = np.concatenate([sequence, nxt[:, None]], axis=1)
-    return sequence[:, start:]
-
-
 # --- one matmul through Qwix's functional API, and what any symmetric absmax scheme guarantees ---------------------
 
 def matmul(x, w, scheme: str):
@@ -249,13 +245,13 @@ def matmul(x, w, scheme: str):
 
 def _rounding_error(values, axis, qtype):
     """Elementwise bound on |v - dequantize(quantize(v))| for symmetric absmax with one scale per slice along
-    `axis`: half a step for int8 (step = amax / 127.5, Qwix's bound); 2^-4 |v| + 2^-10 x scale for e4m3 (3 mantissa
-    bits; subnormal spacing 2^-9 of the scale, scale = amax / 448)."""
+    `axis` (`quantization.absmax_scale`): half a step for int8; 2^-4 |v| + 2^-10 x scale for e4m3 (3 mantissa bits;
+    below the smallest normal the spacing is 2^-9 of the scale). A slice of zeros has nothing to round."""
     v = np.abs(np.asarray(values, np.float64))
     amax = v.max(axis=axis, keepdims=True)
     if qtype == jnp.int8:
-        return np.broadcast_to(amax / 127.5 / 2, v.shape)
-    return 2.0**-4 * v + 2.0**-10 * amax / float(jnp.finfo(jnp.float8_e4m3fn).max)
+        return np.broadcast_to(np.vectorize(lambda a: rounding_bound(a, "int8") if a > 0 else 0.0)(amax), v.shape)
+    return 2.0**-4 * v + 2.0**-10 * np.vectorize(lambda a: absmax_scale(a, "fp8") if a > 0 else 0.0)(amax)
 
 
 def matmul_error_bound(x, w, scheme: str):
@@ -268,3 +264,41 @@ def matmul_error_bound(x, w, scheme: str):
     dw = _rounding_error(w, 0, kinds["weight_qtype"])
     dx = _rounding_error(x, 1, kinds["act_qtype"]) if "act_qtype" in kinds else np.zeros_like(x64)
     return x64 @ dw + dx @ w64 + dx @ dw + 1e-6 * (x64 @ w64)
+
+
+# --- Pallas: interception stops at the kernel boundary; qwix.pallas quantizes inside one -------------------------------
+
+def _matmul_kernel(x_ref, w_ref, o_ref):
+    o_ref[...] = jnp.dot(x_ref[...], w_ref[...], preferred_element_type=jnp.float32)
+
+
+def _quantized_matmul_kernel(x_ref, w_ref, o_ref):
+    o_ref[...] = qpl.dot_general(x_ref[...], w_ref[...], (((1,), (0,)), ((), ())))
+
+
+def _whole_array_call(kernel, x, w, call):
+    """A one-block pallas_call of x [M, K] @ w [K, N] (interpreted on CPU; a real kernel on TPU)."""
+    m, n = x.shape[0], w.shape[1]
+    return call(kernel, out_shape=jax.ShapeDtypeStruct((m, n), jnp.float32),
+                in_specs=[pl.BlockSpec(x.shape, lambda i: (0, 0)), pl.BlockSpec(w.shape, lambda i: (0, 0))],
+                out_specs=pl.BlockSpec((m, n), lambda i: (0, 0)), grid=(1,),
+                interpret=jax.default_backend() == "cpu")(x, w)
+
+
+class PallasLinear(nnx.Module):
+    """A Linear whose matmul runs inside a Pallas kernel: Qwix's rules cannot reach it (the op inside is not
+    intercepted, and the weight stays float)."""
+
+    def __init__(self, kernel):
+        self.kernel = nnx.Param(kernel)
+
+    def __call__(self, x):
+        return _whole_array_call(_matmul_kernel, x, self.kernel[...], pl.pallas_call)
+
+
+def pallas_quantized_matmul(x, w, weight_qtype=jnp.int8):
+    """What a kernel author does instead (`qwix.pallas`): quantize the weight outside (`qpl.quantize`, per output
+    channel), pass the QArray through `qpl.pallas_call`, multiply with `qpl.dot_general` inside the kernel.
+    Blocks must meet the TPU tiling (multiples of 8 x 128) even when interpreted."""
+    qw = qpl.quantize(jnp.asarray(w), weight_qtype, channelwise_axes=[1])
+    return _whole_array_call(_quantized_matmul_kernel, jnp.asarray(x), qw, qpl.pallas_call)

@@ -83,8 +83,10 @@ def test_each_chip_reads_one_nth_of_the_cache_and_pays_latency_bound_all_reduces
     assert split.kv_bytes_per_chip == pytest.approx(kv_cache_bytes("palm-540b", 65536) / 64)
     assert split.kv_read_s == pytest.approx(one.kv_read_s / 64)
     assert one.combine_s == 0 and split.combine_latency_bound
-    # 2 all-reduces per layer, each 2 rounds of ceil(64 / 2) hops at 1 us on a ring of 64
-    assert split.combine_s == pytest.approx(118 * 2 * 2 * 32e-6)
+    # 2 all-reduces per layer on the 4 x 4 x 4 torus, each 2 rounds of 2 + 2 + 2 hops at 1 us
+    assert split.combine_s == pytest.approx(118 * 2 * 2 * 6e-6)
+    ring = sequence_sharded_attention("palm-540b", "tpu-v4", 64, batch=1, context_len=65536, mesh_shape=(64,))
+    assert ring.combine_s == pytest.approx(118 * 2 * 2 * 32e-6)  # one ring of 64: 32 hops a round
     with pytest.raises(ValueError, match="equal slices"):
         sequence_sharded_attention("palm-540b", "tpu-v4", 64, batch=1, context_len=1000)
 

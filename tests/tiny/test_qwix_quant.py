@@ -110,6 +110,27 @@ def test_bad_input():
     fp8 = qq.quantize(PARAMS, qq.rules("fp8 x fp8"), TOKENS)
     with pytest.raises(ValueError, match="int8"):
         qq.as_hand_written(fp8, PARAMS)
-    with pytest.raises(ValueError, match="n_tokens"):
-        qq.greedy(qq.TinyFlax(PARAMS), TOKENS, 0)
     assert isinstance(qq.rules("fp8 x fp8")[0], qwix.QuantizationRule)
+
+
+def test_interception_stops_at_a_pallas_kernel_and_qwix_pallas_quantizes_inside_one():
+    from flax import nnx
+
+    rng = np.random.default_rng(3)
+
+    class TwoLayers(nnx.Module):
+        def __init__(self):
+            self.plain = qq.Linear(jnp.asarray(rng.standard_normal((128, 128)).astype(np.float32) / 11), "bd,df->bf")
+            self.fused = qq.PallasLinear(jnp.asarray(rng.standard_normal((128, 256)).astype(np.float32) / 11))
+
+        def __call__(self, x):
+            return self.fused(self.plain(x))
+
+    x = jnp.asarray(rng.standard_normal((8, 128)).astype(np.float32))
+    result = qq.quantize_module(TwoLayers(), qq.rules("weight-only int8", ".*"), x)
+    assert [op.module_path for op in result.intercepted] == ["plain"]  # nothing inside the kernel was seen
+    assert list(result.quantized_weights) == ["plain"]  # the kernel's weight stays float
+    w = rng.standard_normal((128, 256)).astype(np.float32)
+    inside = np.asarray(qq.pallas_quantized_matmul(x, w))
+    np.testing.assert_allclose(inside, np.asarray(qq.matmul(x, w, "weight-only int8")), atol=1e-4, rtol=0)
+    assert np.all(np.abs(inside - np.asarray(x) @ w) <= qq.matmul_error_bound(x, w, "weight-only int8"))

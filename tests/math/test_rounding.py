@@ -1,0 +1,42 @@
+"""Symmetric absmax rounding (scaling_lib.quantization: absmax_scale, rounding_bound, dot_error_bound), checked
+against NumPy/ml_dtypes rounding of real values: the bounds hold and are reached."""
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from scaling_lib.quantization import absmax_scale, dot_error_bound, rounding_bound
+
+
+def test_int8_uses_a_whole_top_bucket_and_errs_by_at_most_half_a_step():
+    v = np.linspace(-2.54, 2.54, 100_001)
+    step = absmax_scale(2.54, "int8")
+    assert step == pytest.approx(2.54 / 127.5)
+    q = np.clip(np.round(v / step), -128, 127)
+    err = np.abs(v - q * step)
+    assert err.max() <= rounding_bound(2.54, "int8") * (1 + 1e-9)
+    assert err.max() > 0.99 * rounding_bound(2.54, "int8")  # reached, not loose
+    assert absmax_scale(1.0, "int4") == pytest.approx(1 / 7.5)
+
+
+def test_fp8_e4m3_rounding_errs_by_at_most_one_sixteenth_of_the_largest_value():
+    amax = 3.0
+    v = np.linspace(-amax, amax, 200_001)
+    scale = absmax_scale(amax, "fp8")
+    q = (v / scale).astype(ml_dtypes.float8_e4m3fn).astype(np.float64) * scale
+    assert np.abs(v - q).max() <= rounding_bound(amax, "fp8")
+    normal = np.abs(v / scale) >= 2.0**-6
+    assert np.max(np.abs(v - q)[normal] / np.abs(v[normal])) <= 2.0**-4 * (1 + 1e-9)
+
+
+def test_dot_error_bound_holds_for_adversarial_weights_and_adds_the_activation_term():
+    k, amax = 4096, 0.05
+    step = absmax_scale(amax)
+    w = np.full(k, (100.5 - 1e-3) * step)  # every weight sits just under a rounding midpoint
+    x = np.ones(k)
+    q = np.clip(np.round(w / step), -128, 127) * step
+    worst = abs(x @ w - x @ q)
+    assert worst <= dot_error_bound(k, 1.0, amax) and worst > 0.9 * dot_error_bound(k, 1.0, amax)
+    assert dot_error_bound(k, 1.0, amax, "int8", "int8") > dot_error_bound(k, 1.0, amax)
+    with pytest.raises(ValueError, match="int8"):
+        absmax_scale(1.0, "bf16")
