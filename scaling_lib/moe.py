@@ -177,3 +177,20 @@ def routing_all_to_all(model, chip, batch: int, expert_shards: int, activation_d
     return RoutingAllToAll(bytes_each=array, latency_bound_bytes=latency_bound_bytes(chip, expert_shards),
                            time_each_s=collective_time("all-to-all", array, chip, expert_shards).total_s,
                            n_layers=m.n_layers)
+
+
+# TPU v5e slice sizes (Cloud TPU v5e documentation: topologies 1x1, 2x2, 2x4, 4x4, 4x8, 8x8, 8x16, 16x16).
+V5E_SLICE_CHIPS = (1, 4, 8, 16, 32, 64, 128, 256)
+
+
+def smallest_expert_sharded_slice(model, chip, slice_chips=V5E_SLICE_CHIPS, dtype: str = "bf16") -> int:
+    """The fewest chips, among `slice_chips`, on which some expert sharding W_in[E_Z, D, F_Y] (Z dividing E, Z Y =
+    chips) holds the weights (`expert_sharded_memory(...).fits`; the KV cache not counted). Scaling Book ch. 7,
+    worked problem 6; used in the appendix *Worked problems*. ValueError when no listed slice holds them."""
+    m = get_model(model)
+    for n in sorted(slice_chips):
+        for z in (d for d in range(1, n + 1) if n % d == 0 and m.n_experts % d == 0):
+            if expert_sharded_memory(m, chip, z, n // z, dtype).fits:
+                return n
+    raise ValueError(f"no slice of {tuple(slice_chips)} chips holds {m.name}'s {dtype} weights; quantize them or "
+                     "allow larger slices")

@@ -17,10 +17,10 @@ import re
 from dataclasses import dataclass
 
 from ...units import parse_unit
-from . import ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08, ch09, ch10, ch11, ch12, ch13, ch14
+from . import ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08, ch09, ch10, ch11, ch12, ch13, ch14, appendix_worked
 from .exercise import Choice, Exercise, Number, is_whole
 
-CHAPTER_SETS = (ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08, ch09, ch10, ch11, ch12, ch13, ch14)
+CHAPTER_SETS = (ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08, ch09, ch10, ch11, ch12, ch13, ch14, appendix_worked)
 
 
 @dataclass(frozen=True)
