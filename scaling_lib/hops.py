@@ -17,9 +17,8 @@ hardware (its Collectives Acceleration Engine) shrinks `t_fixed`. Neither change
 small messages hardly use. Used in chapter 12, *What TPU 8i changes*.
 """
 
-import math
-
 from ._validate import positive, positive_int
+from .sharding import collective_hops
 
 
 def _axes(mesh_shape) -> tuple:
@@ -34,10 +33,11 @@ def torus_diameter(mesh_shape, wraparound: bool = True) -> int:
     return sum((a // 2) if wraparound else (a - 1) for a in _axes(mesh_shape))
 
 
-def ring_hops(mesh_shape) -> int:
-    """Hops of a bidirectional ring all-gather or reduce-scatter over every axis in turn: sum of ceil(a / 2) over
-    the axes longer than 1 (the latency term of `sharding.collective_time`, axis by axis)."""
-    return sum(math.ceil(a / 2) for a in _axes(mesh_shape) if a > 1)
+def ring_hops(mesh_shape, op: str = "all-gather") -> int:
+    """Hops of one collective run over every axis of a torus in turn: `sharding.collective_hops` summed over the
+    axes (ceil(a / 2) per axis of a chips for an all-gather, reduce-scatter or all-to-all; twice that for an
+    all-reduce)."""
+    return sum(collective_hops(op, a) for a in _axes(mesh_shape))
 
 
 def cube_torus(n_chips: int) -> tuple:

@@ -15,7 +15,7 @@ collectives. In exchange each chip reads 1/n of the cache:
     KV read per chip = B S 2 L K H b / (n W_hbm),    network = L x 2 all-reduces of ~B N (H + 1) b bytes.
 
 On a torus the all-reduces run axis by axis: a reduce-scatter and an all-gather, each ceil(a / 2) hops per axis of
-a chips (`hops.ring_hops`), and the axes' links share the bandwidth term.
+a chips (`sharding.collective_hops`), and the axes' links share the bandwidth term.
 
 The new token's key and value are written by the one chip that owns its position. `scaling_lib.tiny.
 sequence_sharding` runs this on the emulated mesh. Used in chapter 14, *Serving details*.
@@ -51,13 +51,13 @@ class SequenceShardedAttention:
 
 
 def _all_reduce_s(array_bytes: float, chip, mesh: tuple) -> tuple:
-    """(bandwidth, latency) of an all-reduce over every axis of a torus: 2 V / W_ici shared by the axes' links;
-    two rounds of ceil(a / 2) hops per axis."""
+    """(bandwidth, latency) of an all-reduce over every axis of a torus: 2 V / W_ici,bidi shared by the axes'
+    links; two passes of ceil(a / 2) hops per axis (`hops.ring_hops`)."""
     axes = [a for a in mesh if a > 1]
     if not axes:
         return 0.0, 0.0
     bandwidth = collective_time("all-reduce", array_bytes, chip, math.prod(axes)).bandwidth_s / len(axes)
-    return bandwidth, 2 * ring_hops(mesh) * chip.ici_hop_latency
+    return bandwidth, ring_hops(mesh, "all-reduce") * chip.ici_hop_latency
 
 
 def sequence_sharded_attention(model, chip, n_chips: int, batch: int, context_len: int, kv_dtype: str = "bf16",
