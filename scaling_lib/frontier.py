@@ -36,7 +36,7 @@ from ._validate import choice, positive, positive_int
 from .dtypes import bytes_per_element
 from .hardware import get_chip
 from .hops import cube_torus
-from .layouts import ATTENTION_SHARDINGS, LAYOUTS, Collective, ffn_collectives, optimal_2d_mesh
+from .layouts import ATTENTION_SHARDINGS, LAYOUTS, Collective, ffn_collectives, mfu, optimal_2d_mesh
 from .memory import kv_bytes_per_token
 from .models import get_model, param_count
 from .sharding import collective_time
@@ -286,3 +286,22 @@ def longest_context(model, chip, n_chips: int, batch: int, attention_sharding: s
     heads = math.ceil(m.n_kv_heads / n) if attention_sharding == "heads" else m.n_kv_heads
     sequences = b if attention_sharding == "heads" else math.ceil(b / n)
     return int(free // (sequences * kv_bytes_per_token(m, kv_dtype) * heads / m.n_kv_heads))
+
+
+# --- The measured rows (measurements.pope_rows) beside the model --------------------------------------------------
+
+def measured_step_s(row) -> float:
+    """The latency a user sees per step of a `measurements.PopeRow`: the prefill pass, or one of its decode steps."""
+    return row.latency_s / row.decode_steps if row.phase == "decode" else row.latency_s
+
+
+def measured_mfu(row) -> float:
+    """A `measurements.PopeRow`'s MFU recomputed from its published latency: `layouts.mfu` (2 P tokens / (latency x
+    chips x C_bf16))."""
+    return mfu(param_count(get_model(row.model)), row.tokens, row.latency_s, row.chip, row.chips)
+
+
+def choose_for(row, **options) -> LayoutDecision:
+    """`choose_layout` for the configuration of a measured row (its model, chips, phase, batch, weights, context)."""
+    return choose_layout(row.model, row.chip, row.chips, row.phase, row.batch, weight_dtype=row.weight_dtype,
+                         context_len=row.context_len, **options)

@@ -1,14 +1,9 @@
 """Chapter 12 (choosing a layout by the metric): exercises. Every expected value is a scaling_lib call."""
 
-from ...frontier import layout_cost
+from ...frontier import layout_cost, measured_mfu
 from ...hops import torus_diameter
-from ..pope_tables import pope_rows
+from ...measurements import pope_row
 from .exercise import Exercise
-
-
-def _row(model, scenario, phase):
-    return next(r for r in pope_rows() if (r.model, r.scenario, r.phase) == (model, scenario, phase))
-
 
 EXERCISES = (
     Exercise(
@@ -16,7 +11,7 @@ EXERCISES = (
         question="MFU of PaLM 62B's high-throughput decode in Pope et al.'s Table 3: batch 512, 64 decode steps in "
                  "5.1 s on 8 TPU v4 chips, in %.",
         unit="%",
-        expected=lambda: _row("palm-62b", "high-throughput", "decode").recomputed_mfu(),
+        expected=lambda: measured_mfu(pope_row("palm-62b", "high throughput", "decode")),
     ),
     Exercise(
         id="ch12.step-palm-540b-low-latency-decode",
@@ -37,7 +32,7 @@ EXERCISES = (
         question="Measured time for PaLM 540B to read a 2,048-token prompt and write a 64-token reply, from the "
                  "low-latency rows of Table 2, in s.",
         unit="s",
-        expected=lambda: (_row("palm-540b", "low-latency", "prefill").latency_s
-                          + _row("palm-540b", "low-latency", "decode").latency_s),
+        expected=lambda: (pope_row("palm-540b", "low latency", "prefill").latency_s
+                          + pope_row("palm-540b", "low latency", "decode").latency_s),
     ),
 )
