@@ -1,5 +1,5 @@
 """The appendix *Worked problems*: the Scaling Book's inference worked problems 1-4 and 6, posed in our words and
-answered with scaling_lib. Every expected value is a library call on the book's "sb7-worked" model (L = 64,
+answered with scaling_lib. Every value, right or slipped, is a library call on the book's "sb7-worked" model (L = 64,
 D = 4,096, F = 16,384, N = 32, K = 8, H = 256, V = 32,128, shared embeddings). Assumptions the problems leave open are
 stated in each question: an 8,192-token context, int8 weights, KV cache and math in problems 2-4, bf16 in problem 6.
 """
@@ -9,16 +9,16 @@ from ...memory import kv_bytes_per_token, max_batch_size, param_bytes
 from ...models import get_model, param_count
 from ...moe import as_moe, expert_sharded_memory, smallest_expert_sharded_slice
 from ...sharding import beta, decode_step_components, kv_cache_sharding, max_decode_model_parallelism
-from .exercise import Exercise
+from .exercise import Exercise, Number, Slip
 
 MODEL = "sb7-worked"
 CHIP, CHIPS, CONTEXT = "tpu-v5e", 16, 8192
 INT8 = ("int8", "int8")
 
 
-def q2_batch(n_kv_heads: int = 8) -> int:
-    """Problem 2: the largest batch whose int8 caches of 8,192 tokens fit next to the int8 weights on 16 v5e."""
-    return max_batch_size(get_model(MODEL).with_(n_kv_heads=n_kv_heads), CHIP, CHIPS, CONTEXT, *INT8)
+def q2_batch(n_kv_heads: int = 8, kv_dtype: str = "int8") -> int:
+    """Problem 2: the largest batch whose caches of 8,192 tokens fit next to the int8 weights on 16 v5e."""
+    return max_batch_size(get_model(MODEL).with_(n_kv_heads=n_kv_heads), CHIP, CHIPS, CONTEXT, "int8", kv_dtype)
 
 
 def q4_step(batch: int):
@@ -27,32 +27,82 @@ def q4_step(batch: int):
     return decode_step_components(MODEL, CHIP, CHIPS, batch, CONTEXT, *INT8, "int8", "int8", mesh_shape=(4, 4))
 
 
-def q6_memory():
+def q6_memory(dtype: str = "bf16", expert_shards: int = 16, model_shards: int = 8):
     """Problem 6: the model as a 16-expert top-2 MoE, experts over Z = 16 chips, each expert over Y = 8 (8 x 16)."""
-    return expert_sharded_memory(as_moe(get_model(MODEL), 16, 2), CHIP, expert_shards=16, model_shards=8)
+    return expert_sharded_memory(as_moe(get_model(MODEL), 16, 2), CHIP, expert_shards, model_shards, dtype)
+
+
+def _weight_read_s(dtype: str = "int8", chips: int = CHIPS) -> float:
+    return param_bytes(MODEL, dtype) / (chips * get_chip(CHIP).hbm_bandwidth)
 
 
 EXERCISES = (
-    Exercise("wp.q1-params", "Parameters of the worked-problem model (embedding shared with the output).", "",
-             lambda: param_count(get_model(MODEL))),
-    Exercise("wp.q1-kv-per-token", "Its KV cache per token in bf16, in kB.", "kB",
-             lambda: kv_bytes_per_token(MODEL, "bf16")),
-    Exercise("wp.q2-max-batch", "Largest batch of 8,192-token sequences on 16 v5e, everything int8.", "",
-             q2_batch),
-    Exercise("wp.q2-max-batch-mqa", "The same with one KV head.", "", lambda: q2_batch(1)),
-    Exercise("wp.q3-weight-load", "Time to read the int8 weights once from the HBM of 16 v5e, in ms.", "ms",
-             lambda: param_bytes(MODEL, "int8") / (CHIPS * get_chip(CHIP).hbm_bandwidth)),
+    Exercise("wp.q1-params", "Parameters of the worked-problem model (embedding shared with the output).",
+             Number("", lambda: param_count(get_model(MODEL)), slips=(
+                 Slip("two feed-forward matrices", lambda: param_count(get_model(MODEL))
+                      - get_model(MODEL).n_layers * get_model(MODEL).d_model * get_model(MODEL).d_ff,
+                      "the gated feed-forward block has three D x F matrices."),
+             ))),
+    Exercise("wp.q1-kv-per-token", "Its KV cache per token in bf16, in kB.",
+             Number("kB", lambda: kv_bytes_per_token(MODEL, "bf16"), slips=(
+                 Slip("keys only", lambda: kv_bytes_per_token(MODEL, "bf16") / 2,
+                      "the cache stores a key and a value per KV head and layer."),
+                 Slip("every query head", lambda: kv_bytes_per_token(get_model(MODEL).with_(n_kv_heads=32), "bf16"),
+                      "only the K = 8 key/value heads are cached; the 32 query heads share them."),
+             ))),
+    Exercise("wp.q2-max-batch", "Largest batch of 8,192-token sequences on 16 v5e, everything int8 (round down).",
+             Number("", q2_batch, integer=True, slips=(
+                 Slip("a bf16 cache", lambda: q2_batch(kv_dtype="bf16"),
+                      "everything is int8: one byte per cached key or value."),
+             ))),
+    Exercise("wp.q2-max-batch-mqa", "The same with one KV head (round down).",
+             Number("", lambda: q2_batch(1), integer=True, slips=(
+                 Slip("the 8-head model", q2_batch, "with one KV head each token's cache is 8 times smaller."),
+             ))),
+    Exercise("wp.q3-weight-load", "Time to read the int8 weights once from the HBM of 16 v5e, in ms.",
+             Number("ms", _weight_read_s, slips=(
+                 Slip("bf16 weights", lambda: _weight_read_s("bf16"), "int8 weights take one byte each."),
+                 Slip("one chip", lambda: _weight_read_s(chips=1), "16 chips read their shares in parallel."),
+             ))),
     Exercise("wp.q4-model-parallel-bound", "Model-parallel ways before ICI binds decode at problem 2's batch "
-             "(F / (B beta) on v5e).", "", lambda: max_decode_model_parallelism(
-                 get_model(MODEL).d_ff, q2_batch(), beta(CHIP))),
-    Exercise("wp.q4-batch-shards", "With 16-way model parallelism and 8 KV heads, how many ways is the KV cache "
-             "split over the batch?", "", lambda: kv_cache_sharding(8, q2_batch(), CHIPS).batch_shards),
-    Exercise("wp.q4-step", "Step time at problem 2's batch on the 4 x 4 slice, collectives included, in ms.", "ms",
-             lambda: q4_step(q2_batch()).total_s),
-    Exercise("wp.q6-weight-load", "Weight read per step of the expert-sharded MoE on an 8 x 16 v5e slice, in ms.",
-             "ms", lambda: q6_memory().total_bytes_per_chip / get_chip(CHIP).hbm_bandwidth),
-    Exercise("wp.q6-free-hbm", "HBM left per chip for KV caches in that layout, in GB.", "GB",
-             lambda: q6_memory().free_bytes_per_chip),
-    Exercise("wp.q6-smallest-slice", "The smallest v5e slice that holds the MoE's bf16 weights, in chips.", "",
-             lambda: smallest_expert_sharded_slice(as_moe(get_model(MODEL), 16, 2), CHIP)),
+             "(F / (B beta) on v5e, beta = HBM bandwidth over one link's bidirectional ICI bandwidth).",
+             Number("", lambda: max_decode_model_parallelism(get_model(MODEL).d_ff, q2_batch(), beta(CHIP)), slips=(
+                 Slip("one-way ICI", lambda: max_decode_model_parallelism(get_model(MODEL).d_ff, q2_batch(),
+                                                                          2 * beta(CHIP)),
+                      "beta divides by the bidirectional bandwidth of one link, twice the one-way figure."),
+             ))),
+    Exercise("wp.q4-batch-shards", "With 16-way model parallelism and 8 KV heads, how many ways is the KV cache split "
+             "over the batch?",
+             Number("", lambda: kv_cache_sharding(8, q2_batch(), CHIPS).batch_shards, integer=True, slips=(
+                 Slip("all 16 ways", lambda: CHIPS, "the 8 KV heads take 8 of the 16 ways for free."),
+             ))),
+    Exercise("wp.q4-step", "Step time at problem 2's batch on the 4 x 4 slice, collectives included, in ms.",
+             Number("ms", lambda: q4_step(q2_batch()).total_s, slips=(
+                 Slip("no collectives", lambda: q4_step(q2_batch()).total_s - q4_step(q2_batch()).ici_s,
+                      "every layer adds its all-reduces and all-to-alls, latency-bound at this size."),
+                 Slip("weights only", lambda: q4_step(q2_batch()).weights_s,
+                      "at this batch the step also reads every sequence's KV cache."),
+             ))),
+    Exercise("wp.q6-weight-load", "Weight read per step of the expert-sharded MoE (bf16) on an 8 x 16 v5e slice, "
+             "in ms.",
+             Number("ms", lambda: q6_memory().total_bytes_per_chip / get_chip(CHIP).hbm_bandwidth, slips=(
+                 Slip("int8 weights", lambda: q6_memory("int8").total_bytes_per_chip / get_chip(CHIP).hbm_bandwidth,
+                      "problem 6 keeps the weights in bf16, two bytes each."),
+                 Slip("attention split over all chips", lambda: (q6_memory().expert_bytes_per_chip
+                                                                 + q6_memory().other_bytes_per_chip / 16)
+                      / get_chip(CHIP).hbm_bandwidth,
+                      "attention and the embedding are split over Y = 8 only, and copied over the 16 expert shards."),
+             ))),
+    Exercise("wp.q6-free-hbm", "HBM left per chip for KV caches in that layout, in GB.",
+             Number("GB", lambda: q6_memory().free_bytes_per_chip, slips=(
+                 Slip("int8 weights", lambda: q6_memory("int8").free_bytes_per_chip,
+                      "problem 6 keeps the weights in bf16, two bytes each."),
+             ))),
+    Exercise("wp.q6-smallest-slice", "The smallest v5e slice that holds the MoE's bf16 weights, in chips.",
+             Number("", lambda: smallest_expert_sharded_slice(as_moe(get_model(MODEL), 16, 2), CHIP), integer=True,
+                    slips=(
+                 Slip("int8 weights", lambda: smallest_expert_sharded_slice(as_moe(get_model(MODEL), 16, 2), CHIP,
+                                                                             dtype="int8"),
+                      "bf16 weights take twice the bytes of int8 ones."),
+             ))),
 )

@@ -1,28 +1,58 @@
-"""Chapter 14 (serving details): exercises. Every expected value is a scaling_lib call."""
+"""Chapter 14 (serving details): exercises. Every value, right or slipped, is a scaling_lib call."""
 
 from ...sequence_sharding import sequence_sharded_attention
 from ...serving import prefill_latency, prefill_saturating_batch
-from .exercise import Exercise
+from .exercise import Choice, Exercise, Number, Slip
+
+
+def _seq_kv(n_chips: int = 16, kv_dtype: str = "bf16") -> float:
+    return sequence_sharded_attention("palm-62b", "tpu-v4", n_chips, 1, 131072, kv_dtype).kv_bytes_per_chip
+
 
 EXERCISES = (
     Exercise(
         id="ch14.prefill-saturating-batch-llama3-8b",
-        question="LLaMA-3-8B in bf16 on TPU v5e at 40% MFU: how many 32-token prompts must be prefilled together "
-                 "before prefill is compute-bound?",
-        unit="",
-        expected=lambda: prefill_saturating_batch("llama3-8b", "tpu-v5e", 32, mfu=0.4),
+        question="LLaMA-3-8B in bf16 on TPU v5e at 40% MFU: how many 30-token prompts must be prefilled together "
+                 "before prefill is compute-bound (round up)?",
+        answer=Number("", lambda: prefill_saturating_batch("llama3-8b", "tpu-v5e", 30, mfu=0.4), integer=True,
+                      slips=(
+            Slip("peak rate, no MFU", lambda: prefill_saturating_batch("llama3-8b", "tpu-v5e", 30, mfu=1.0),
+                 "at 40% MFU the FLOPs take 2.5 times longer, so fewer tokens already fill the weight read."),
+            Slip("int8 weights", lambda: prefill_saturating_batch("llama3-8b", "tpu-v5e", 30, mfu=0.4,
+                                                                  weight_dtype="int8"),
+                 "bf16 weights take 2 bytes each: the weight read is twice as long."),
+        )),
     ),
     Exercise(
-        id="ch14.prefill-llama3-70b-8k-ironwood",
-        question="Time to prefill an 8,192-token prompt of LLaMA-3-70B on 8 Ironwood chips at 40% MFU, in ms.",
-        unit="ms",
-        expected=lambda: prefill_latency("llama3-70b", "ironwood", 8, 8192, mfu=0.4),
+        id="ch14.prefill-llama3-8b-32k-ironwood",
+        question="Time to prefill a 32,768-token prompt of LLaMA-3-8B on 4 Ironwood chips at 40% MFU ($2P$ FLOPs "
+                 "per token, attention's own FLOPs left out), in ms.",
+        answer=Number("ms", lambda: prefill_latency("llama3-8b", "ironwood", 4, 32768, mfu=0.4), slips=(
+            Slip("the peak rate (no MFU)", lambda: prefill_latency("llama3-8b", "ironwood", 4, 32768, mfu=1.0),
+                 "at 40% MFU the chips achieve 0.4 of their peak: divide by the achieved rate."),
+            Slip("one chip", lambda: prefill_latency("llama3-8b", "ironwood", 1, 32768, mfu=0.4),
+                 "the 4 chips share the prefill's FLOPs."),
+        )),
     ),
     Exercise(
         id="ch14.sequence-sharded-kv-palm-62b",
         question="PaLM 62B's KV cache for one sequence of 131,072 tokens (bf16), split along the sequence over 16 "
                  "chips: bytes per chip, in GB.",
-        unit="GB",
-        expected=lambda: sequence_sharded_attention("palm-62b", "tpu-v4", 16, 1, 131072).kv_bytes_per_chip,
+        answer=Number("GB", _seq_kv, slips=(
+            Slip("not split", lambda: _seq_kv(1), "each chip holds 1/16 of the tokens of the sequence."),
+            Slip("1-byte entries", lambda: _seq_kv(kv_dtype="int8"), "a bf16 key or value entry takes 2 bytes."),
+        )),
+    ),
+    Exercise(
+        id="ch14.explain-affinity",
+        question="Check your reasoning: what does affinity routing (every turn of a conversation to one replica) "
+                 "cost a serving fleet?",
+        answer=Choice({"a": "more prefill work per turn",
+                       "b": "load balance: a replica must take every turn of its conversations, busy or not",
+                       "c": "a second copy of the weights on every replica",
+                       "d": "a KV transfer over the network for every turn"}, "b", why={
+            "a": "affinity saves prefill: a follow-up finds its prefix and prefills only the new message.",
+            "c": "every replica holds the weights anyway; routing does not change that.",
+            "d": "the prefix stays where it was made; that is the point of affinity."}),
     ),
 )
