@@ -32,14 +32,15 @@ from dataclasses import dataclass
 from functools import lru_cache
 from itertools import product
 
-from ._validate import choice, positive, positive_int
+from ._validate import axes, choice, flag, positive, positive_int, real
+from .collectives import collective_time
 from .dtypes import bytes_per_element
 from .hardware import get_chip
 from .hops import cube_torus
 from .layouts import ATTENTION_SHARDINGS, LAYOUTS, Collective, ffn_collectives, mfu, optimal_2d_mesh
+from .measurements import PopeRow
 from .memory import kv_bytes_per_token
 from .models import get_model, param_count
-from .sharding import collective_time
 
 PHASES = ("prefill", "decode")
 METRICS = ("latency", "cost")
@@ -52,6 +53,39 @@ _GATHER_AXES = {"1d-ws": 0, "2d-ws": 0, "wg-x": 1, "wg-xy": 2, "wg-xyz": 3}
 def _mesh_for(layout: str, model, chip_name: str, n_chips: int) -> tuple:
     # 2D weight-stationary picks its own X (sqrt(n D / F), Pope et al. App. A.2.1); X = 1 is 1D over all chips.
     return optimal_2d_mesh(n_chips, model, chip_name) if layout == "2d-ws" else cube_torus(n_chips)
+
+
+class NothingFits(ValueError):
+    """No layout holds the model at this batch and chip count (`choose_layout`): a fact about the configuration,
+    which `sweep` skips, as opposed to a bad argument, which it does not."""
+
+
+def _mesh(mesh_shape, layout: str, model, chip, n_chips: int) -> tuple:
+    """The mesh given (1 to 3 positive axes whose product is n_chips), or the layout's default for n chips."""
+    if mesh_shape is None:
+        return _mesh_for(layout, model, chip.name, n_chips)
+    mesh = axes("mesh_shape", mesh_shape, max_axes=3)
+    if math.prod(mesh) != n_chips:
+        raise ValueError(f"mesh_shape {mesh} holds {math.prod(mesh)} chips, not n_chips={n_chips}; pick axes whose "
+                         f"product is {n_chips}, or mesh_shape=None for the layout's default")
+    return mesh
+
+
+def _check_step(model, chip, n_chips, phase, batch, ffn_layout, attention_sharding, context_len, dtypes,
+                mesh_shape, parallel_block) -> tuple:
+    """Validate the arguments `layer_collectives` and `layout_cost` share; (model, chip, n, batch, context, mesh)."""
+    m, c = get_model(model), get_chip(chip)
+    n, b = positive_int("n_chips", n_chips), positive_int("batch", batch)
+    s = positive_int("context_len", context_len)
+    choice("phase", phase, PHASES)
+    choice("ffn_layout", ffn_layout, LAYOUTS)
+    choice("attention_sharding", attention_sharding, ATTENTION_SHARDINGS)
+    for name, dtype in dtypes.items():
+        if not isinstance(dtype, str):
+            raise ValueError(f"{name} must be a dtype name such as 'bf16', got {dtype!r}")
+        bytes_per_element(dtype)
+    flag("parallel_block", parallel_block)
+    return m, c, n, b, s, _mesh(mesh_shape, ffn_layout, m, c, n)
 
 
 def _latency_s(collective: Collective, chip) -> float:
@@ -122,14 +156,9 @@ def layer_collectives(model, n_chips: int, phase: str, batch: int, ffn_layout: s
                       mesh_shape=None, parallel_block: bool = True, chip="tpu-v4") -> tuple:
     """The collectives of one transformer layer (module docstring): feed-forward activations (`layouts`), a serial
     block's second D-sized gather and scatter, the whole layer's weight gather, attention's two all-to-alls."""
-    m = get_model(model)
-    choice("phase", phase, PHASES)
-    choice("ffn_layout", ffn_layout, LAYOUTS)
-    choice("attention_sharding", attention_sharding, ATTENTION_SHARDINGS)
-    positive_int("batch", batch)
-    mesh = tuple(mesh_shape) if mesh_shape is not None else _mesh_for(ffn_layout, m, get_chip(chip).name, n_chips)
-    if math.prod(mesh) != n_chips:
-        raise ValueError(f"mesh_shape {mesh} holds {math.prod(mesh)} chips, not n_chips={n_chips}")
+    m, _, n_chips, batch, context_len, mesh = _check_step(
+        model, chip, n_chips, phase, batch, ffn_layout, attention_sharding, context_len,
+        {"weight_dtype": weight_dtype, "activation_dtype": activation_dtype}, mesh_shape, parallel_block)
     tokens = batch * (context_len if phase == "prefill" else 1)
     ffn = ffn_collectives(ffn_layout, m, tokens, mesh, weight_dtype, activation_dtype)
     activations = [c for c in ffn if c.tensor == "activations"]
@@ -153,14 +182,14 @@ def layout_cost(model, chip, n_chips: int, phase: str, batch: int, ffn_layout: s
                 overlap: bool = False) -> LayoutCost:
     """Price one prefill pass or decode step (module docstring). Raises ValueError for a sharding that cannot
     split the batch: "batch" needs B divisible by n (each chip holds whole sequences)."""
-    m, c = get_model(model), get_chip(chip)
-    n = positive_int("n_chips", n_chips)
-    b = positive_int("batch", batch)
-    positive_int("context_len", context_len)
+    m, c, n, b, context_len, mesh = _check_step(
+        model, chip, n_chips, phase, batch, ffn_layout, attention_sharding, context_len,
+        {"weight_dtype": weight_dtype, "kv_dtype": kv_dtype, "activation_dtype": activation_dtype}, mesh_shape,
+        parallel_block)
+    overlap = flag("overlap", overlap)
     if attention_sharding == "batch" and b % n:
         raise ValueError(f"attention sharded over the batch needs batch={b} divisible by n_chips={n}; "
                          "use a multiple of the chip count or attention_sharding='heads'")
-    mesh = tuple(mesh_shape) if mesh_shape is not None else _mesh_for(ffn_layout, m, c.name, n)
     steps = layer_collectives(m, n, phase, b, ffn_layout, attention_sharding, context_len=context_len,
                               weight_dtype=weight_dtype, activation_dtype=activation_dtype, mesh_shape=mesh,
                               parallel_block=parallel_block, chip=c)
@@ -214,35 +243,57 @@ class LayoutDecision:
 def choose_layout(model, chip, n_chips: int, phase: str, batch: int, *, tie: float = 0.01,
                   **options) -> LayoutDecision:
     """The fastest feed-forward layout and attention sharding for one configuration, among those that fit in HBM
-    and can split the batch (`layout_cost` options pass through). ValueError when nothing fits."""
-    if not 0 <= tie < 1:
+    and can split the batch (`layout_cost` options pass through). `NothingFits` (a ValueError) when nothing fits."""
+    if not 0 <= real("tie", tie) < 1:
         raise ValueError(f"tie must be a fraction in [0, 1), got {tie!r}")
+    m, c = get_model(model), get_chip(chip)
+    n_chips, batch = positive_int("n_chips", n_chips), positive_int("batch", batch)
+    choice("phase", phase, PHASES)
     costs = []
     for layout, sharding in product(LAYOUTS, ATTENTION_SHARDINGS):
         if sharding == "batch" and batch % n_chips:
             continue
-        cost = layout_cost(model, chip, n_chips, phase, batch, layout, sharding, **options)
+        cost = layout_cost(m, c, n_chips, phase, batch, layout, sharding, **options)
         if cost.fits:
             costs.append(cost)
     if not costs:
-        raise ValueError(f"nothing fits: {get_model(model).name} at batch {batch} on {n_chips} x {get_chip(chip).name}"
-                         " in any layout; add chips, lower the batch or context, or quantize the weights")
+        raise NothingFits(f"nothing fits: {m.name} at batch {batch} on {n_chips} x {c.name} in any layout; add "
+                          "chips, lower the batch or context, or quantize the weights")
     return LayoutDecision(best=min(costs, key=lambda c: c.total_s), costs=tuple(costs), tie=tie)
 
 
 def sweep(model, chip, phase: str, *, chip_counts=CHIP_COUNTS, batches=BATCHES, **options) -> tuple:
     """The best `LayoutCost` at every (chip count, batch) that fits: the points behind the frontier."""
+    m, c = get_model(model), get_chip(chip)
+    choice("phase", phase, PHASES)
+    chip_counts, batches = _counts("chip_counts", chip_counts), _counts("batches", batches)
     points = []
     for n, b in product(chip_counts, batches):
         try:
-            points.append(choose_layout(model, chip, n, phase, b, **options).best)
-        except ValueError:
-            continue  # does not fit on n chips
+            points.append(choose_layout(m, c, n, phase, b, **options).best)
+        except NothingFits:
+            continue  # does not fit on n chips; a bad argument still raises
     return tuple(points)
+
+
+def _counts(name: str, values) -> tuple:
+    """A non-empty list of positive integers (chip counts, batches), as a tuple."""
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise ValueError(f"{name} must be a list of positive integers, e.g. (8, 16, 32), got {values!r}")
+    values = tuple(positive_int(f"{name} entry", v) for v in values)
+    if not values:
+        raise ValueError(f"{name} must list at least one value, got an empty list")
+    return values
 
 
 def pareto_frontier(points) -> tuple:
     """The points no other point beats on both latency (lower) and MFU (higher), sorted by latency."""
+    if isinstance(points, (str, bytes)) or not hasattr(points, "__iter__"):
+        raise ValueError(f"points must be a list of LayoutCost (from sweep or layout_cost), got {points!r}")
+    points = tuple(points)
+    for point in points:
+        if not isinstance(point, LayoutCost):
+            raise ValueError(f"points must hold LayoutCost results (from sweep or layout_cost), got {point!r}")
     ordered = sorted(points, key=lambda p: (p.total_s, -p.mfu))
     frontier, best_mfu = [], -1.0
     for point in ordered:
@@ -260,6 +311,13 @@ def choose(model, chip, phase: str, metric: str = "cost", *, latency_target_s: f
     choice("metric", metric, METRICS)
     if latency_target_s is not None:
         positive("latency_target_s", latency_target_s)
+    if isinstance(weight_dtypes, str) or not hasattr(weight_dtypes, "__iter__") or not tuple(weight_dtypes):
+        raise ValueError(f"weight_dtypes must be a non-empty list of dtype names, e.g. ('bf16', 'int8'), got "
+                         f"{weight_dtypes!r}")
+    for dtype in weight_dtypes:
+        if not isinstance(dtype, str):
+            raise ValueError(f"weight_dtypes must hold dtype names such as 'bf16', got {dtype!r}")
+        bytes_per_element(dtype)
     points = [p for dtype in weight_dtypes
               for p in sweep(model, chip, phase, chip_counts=chip_counts, batches=batches, weight_dtype=dtype,
                              **options)]
@@ -280,28 +338,38 @@ def longest_context(model, chip, n_chips: int, batch: int, attention_sharding: s
     m, c = get_model(model), get_chip(chip)
     n, b = positive_int("n_chips", n_chips), positive_int("batch", batch)
     choice("attention_sharding", attention_sharding, ATTENTION_SHARDINGS)
+    kv_per_token = kv_bytes_per_token(m, kv_dtype)
     free = c.hbm_capacity - param_count(m) * bytes_per_element(weight_dtype) / n
     if free <= 0:
         return 0
     heads = math.ceil(m.n_kv_heads / n) if attention_sharding == "heads" else m.n_kv_heads
     sequences = b if attention_sharding == "heads" else math.ceil(b / n)
-    return int(free // (sequences * kv_bytes_per_token(m, kv_dtype) * heads / m.n_kv_heads))
+    return int(free // (sequences * kv_per_token * heads / m.n_kv_heads))
 
 
 # --- The measured rows (measurements.pope_rows) beside the model --------------------------------------------------
 
+def _row(row) -> PopeRow:
+    if not isinstance(row, PopeRow):
+        raise ValueError(f"row must be a measurements.PopeRow (from measurements.pope_rows()), got {row!r}")
+    return row
+
+
 def measured_step_s(row) -> float:
     """The latency a user sees per step of a `measurements.PopeRow`: the prefill pass, or one of its decode steps."""
+    row = _row(row)
     return row.latency_s / row.decode_steps if row.phase == "decode" else row.latency_s
 
 
 def measured_mfu(row) -> float:
     """A `measurements.PopeRow`'s MFU recomputed from its published latency: `layouts.mfu` (2 P tokens / (latency x
     chips x C_bf16))."""
+    row = _row(row)
     return mfu(param_count(get_model(row.model)), row.tokens, row.latency_s, row.chip, row.chips)
 
 
 def choose_for(row, **options) -> LayoutDecision:
     """`choose_layout` for the configuration of a measured row (its model, chips, phase, batch, weights, context)."""
+    row = _row(row)
     return choose_layout(row.model, row.chip, row.chips, row.phase, row.batch, weight_dtype=row.weight_dtype,
                          context_len=row.context_len, **options)

@@ -7,7 +7,7 @@ bytes / bandwidth but a count of serial steps, each with a fixed cost:
 
 t_hop is the time to cross one link (about 1 us on a TPU torus, Scaling Book ch. 7 App. C); t_fixed is what a
 collective costs before any byte moves (launching it, synchronising the chips, reducing on chip). On a ring of k
-chips a bidirectional all-gather or reduce-scatter takes ceil(k / 2) hops (the book's `sharding.collective_time`);
+chips a bidirectional all-gather or reduce-scatter takes ceil(k / 2) hops (the book's `collectives.collective_time`);
 on a torus the axes run one after another, so the hops add up. An all-to-all, the pattern of MoE routing and of
 batch-sharded attention, must reach the farthest chip: at least the network's diameter in hops, which for a
 wraparound torus X x Y x Z is floor(X/2) + floor(Y/2) + floor(Z/2).
@@ -17,41 +17,39 @@ hardware (its Collectives Acceleration Engine) shrinks `t_fixed`. Neither change
 small messages hardly use. Used in chapter 12, *What TPU 8i changes*.
 """
 
-from ._validate import positive, positive_int
-from .sharding import collective_hops
-
-
-def _axes(mesh_shape) -> tuple:
-    shape = tuple(mesh_shape) if isinstance(mesh_shape, (tuple, list)) else None
-    if not shape or any(isinstance(a, bool) or not isinstance(a, int) or a < 1 for a in shape):
-        raise ValueError(f"mesh_shape must be a non-empty tuple of positive integers, got {mesh_shape!r}")
-    return shape
+from ._validate import axes, flag, non_negative_int, positive, positive_int
+from .collectives import collective_hops
 
 
 def torus_diameter(mesh_shape, wraparound: bool = True) -> int:
     """Most hops between two chips: sum of floor(a / 2) over the axes with wraparound links, a - 1 without."""
-    return sum((a // 2) if wraparound else (a - 1) for a in _axes(mesh_shape))
+    wraparound = flag("wraparound", wraparound)
+    return sum((a // 2) if wraparound else (a - 1) for a in axes("mesh_shape", mesh_shape))
 
 
 def ring_hops(mesh_shape, op: str = "all-gather") -> int:
-    """Hops of one collective run over every axis of a torus in turn: `sharding.collective_hops` summed over the
+    """Hops of one collective run over every axis of a torus in turn: `collectives.collective_hops` summed over the
     axes (ceil(a / 2) per axis of a chips for an all-gather, reduce-scatter or all-to-all; twice that for an
     all-reduce)."""
-    return sum(collective_hops(op, a) for a in _axes(mesh_shape))
+    return sum(collective_hops(op, a) for a in axes("mesh_shape", mesh_shape))
+
+
+def _divisors(n: int) -> list:
+    small = [d for d in range(1, int(n**0.5) + 1) if n % d == 0]
+    return sorted(set(small + [n // d for d in small]))
 
 
 def cube_torus(n_chips: int) -> tuple:
     """The most cube-like X <= Y <= Z torus of n chips (8 x 8 x 16 for 1,024): what a TPU slice of that size is."""
     n = positive_int("n_chips", n_chips)
-    meshes = [(x, y, n // (x * y)) for x in range(1, n + 1) for y in range(x, n + 1)
-              if n % (x * y) == 0 and n // (x * y) >= y]
+    meshes = [(x, y, n // (x * y)) for x in _divisors(n) if x**3 <= n for y in _divisors(n // x)
+              if y >= x and y * y <= n // x]
     return min(meshes, key=lambda mesh: (mesh[2] - mesh[0], mesh[2]))
 
 
 def latency_bound_time(hops: int, hop_latency_s: float, fixed_s: float = 0.0, rounds: int = 1) -> float:
     """rounds x (t_fixed + hops x t_hop): a collective whose bytes are too few to matter."""
-    if isinstance(hops, bool) or not isinstance(hops, int) or hops < 0:
-        raise ValueError(f"hops must be a non-negative integer, got {hops!r}")
+    hops = non_negative_int("hops", hops)
     positive("hop_latency_s", hop_latency_s)
     positive("fixed_s", fixed_s, allow_zero=True)
     return positive_int("rounds", rounds) * (fixed_s + hops * hop_latency_s)
@@ -60,5 +58,6 @@ def latency_bound_time(hops: int, hop_latency_s: float, fixed_s: float = 0.0, ro
 def decode_collective_latency(n_layers: int, collectives_per_layer: int, hops: int, hop_latency_s: float,
                               fixed_s: float = 0.0) -> float:
     """A decode step's time in latency-bound collectives: L x c x (t_fixed + hops x t_hop)."""
-    per = latency_bound_time(hops, hop_latency_s, fixed_s)
-    return positive_int("n_layers", n_layers) * positive_int("collectives_per_layer", collectives_per_layer) * per
+    n_layers, per_layer = positive_int("n_layers", n_layers), positive_int("collectives_per_layer",
+                                                                           collectives_per_layer)
+    return n_layers * per_layer * latency_bound_time(hops, hop_latency_s, fixed_s)

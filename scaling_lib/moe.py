@@ -11,6 +11,7 @@ for decode (Scaling Book ch. 7):
 Expert FFNs are gated (3 D F parameters each, `models.param_breakdown`); a router of D x E per layer is counted.
 """
 
+import math
 from dataclasses import dataclass
 
 from ._validate import divides, positive, positive_int
@@ -187,9 +188,19 @@ def smallest_expert_sharded_slice(model, chip, slice_chips=V5E_SLICE_CHIPS, dtyp
     """The fewest chips, among `slice_chips`, on which some expert sharding W_in[E_Z, D, F_Y] (Z dividing E, Z Y =
     chips) holds the weights (`expert_sharded_memory(...).fits`; the KV cache not counted). Scaling Book ch. 7,
     worked problem 6; used in the appendix *Worked problems*. ValueError when no listed slice holds them."""
-    m = get_model(model)
+    m, chip = get_model(model), get_chip(chip)
+    bytes_per_element(dtype)
+    if m.n_experts == 1:
+        raise ValueError(f"{m.name} is dense (n_experts=1): it has no experts to shard; use moe.as_moe(model, E, k) "
+                         "first")
+    if isinstance(slice_chips, (str, bytes)) or not hasattr(slice_chips, "__iter__"):
+        raise ValueError(f"slice_chips must be a list of chip counts, e.g. (8, 16, 32), got {slice_chips!r}")
+    slice_chips = tuple(positive_int("slice_chips entry", n) for n in slice_chips)
+    if not slice_chips:
+        raise ValueError("slice_chips must list at least one slice size, got an empty list")
     for n in sorted(slice_chips):
-        for z in (d for d in range(1, n + 1) if n % d == 0 and m.n_experts % d == 0):
+        shared = math.gcd(n, m.n_experts)  # Z divides both the chips and the experts
+        for z in (d for d in range(1, shared + 1) if shared % d == 0):
             if expert_sharded_memory(m, chip, z, n // z, dtype).fits:
                 return n
     raise ValueError(f"no slice of {tuple(slice_chips)} chips holds {m.name}'s {dtype} weights; quantize them or "

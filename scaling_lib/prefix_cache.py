@@ -24,11 +24,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validate import choice, positive, positive_int
+from ._validate import choice, non_negative_int, positive, positive_int
 from .hardware import GIB
 from .memory import kv_bytes_per_token
 from .models import get_model
-from .simulator import ServingConfig, Workload, simulate
+from .simulator import ENGINES, ServingConfig, Workload, simulate
 
 ROUTINGS = ("affinity", "round-robin")
 TIERS = ("hbm", "host", "miss")
@@ -110,7 +110,7 @@ def chat_workload(n_sessions: int, turns: int, system_len: int, user_len: int, o
         positive_int(name, value)
     positive("rate_per_s", rate_per_s)
     positive("think_s", think_s)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(non_negative_int("seed", seed))
     starts = np.cumsum(rng.exponential(1.0 / rate_per_s, n))
     gaps = rng.exponential(think_s, (n, t))
     gaps[:, 0] = 0.0
@@ -143,6 +143,11 @@ def route(workload: ChatWorkload, model, n_replicas: int, tiers: CacheTiers, rou
 
     A hit reuses the previous turn's whole context (at most prompt_len - 1 tokens: prefill makes the first token);
     after the turn, the replica stores its full context (prompt + output) for the next one."""
+    if not isinstance(workload, ChatWorkload):
+        raise ValueError(f"workload must be a ChatWorkload (see chat_workload), got {type(workload).__name__}")
+    if not isinstance(tiers, CacheTiers):
+        raise ValueError(f"tiers must be a CacheTiers (HBM bytes, host bytes, host bandwidth), got "
+                         f"{type(tiers).__name__}")
     m = get_model(model)
     n = positive_int("n_replicas", n_replicas)
     choice("routing", routing, ROUTINGS)
@@ -170,7 +175,10 @@ class ChatResult:
     routed: Routed
 
     def p50_ttft_s(self, tier: str | None = None) -> float:
-        mask = np.ones(len(self.ttft_s), bool) if tier is None else self.routed.tier == tier
+        """Median TTFT of all requests, or of those whose prefix came from `tier`; ValueError if there are none."""
+        mask = np.ones(len(self.ttft_s), bool) if tier is None else self.routed.tier == choice("tier", tier, TIERS)
+        if not mask.any():
+            raise ValueError(f"no request found its prefix in tier {tier!r}; pick another tier or None for all")
         return float(np.median(self.ttft_s[mask]))
 
 
@@ -178,6 +186,10 @@ def simulate_chat(config: ServingConfig, workload: ChatWorkload, n_replicas: int
                   routing: str = "affinity", engine: str = "interleaved") -> ChatResult:
     """`route` the workload, then simulate every replica's requests (`simulator.simulate`) with the cached prefixes
     skipping prefill and host-tier prefixes paying their copy into HBM."""
+    if not isinstance(config, ServingConfig):
+        raise ValueError(f"config must be a ServingConfig, got {type(config).__name__}")
+    n_replicas = positive_int("n_replicas", n_replicas)
+    choice("engine", engine, ENGINES)
     routed = route(workload, config.model, n_replicas, tiers, routing, config.kv_dtype)
     ttft = np.full(workload.n_requests, np.nan)
     for r in range(n_replicas):

@@ -12,7 +12,7 @@ low-precision rate, quantization still saves bytes and capacity (`roofline.criti
 
 from dataclasses import dataclass
 
-from ._validate import positive, positive_int
+from ._validate import choice, positive, positive_int
 from .hardware import get_chip
 from .inference import decode_step_time
 from .memory import kv_bytes_per_token, max_batch_size, param_bytes
@@ -158,20 +158,22 @@ _FLOAT_MAX = {"fp8": 448.0}  # float8_e4m3fn
 _FP8_RELATIVE = 2.0**-4
 
 
+ROUNDED_DTYPES = tuple(_INT_BITS) + tuple(_FLOAT_MAX)
+
+
 def absmax_scale(amax: float, dtype: str = "int8") -> float:
     """The step of symmetric absmax quantization: amax / (2^(b-1) - 1/2) for int8 / int4, amax / 448 for fp8."""
     positive("amax", amax)
+    choice("dtype", dtype, ROUNDED_DTYPES)
     if dtype in _INT_BITS:
         return amax / (2 ** (_INT_BITS[dtype] - 1) - 0.5)
-    if dtype in _FLOAT_MAX:
-        return amax / _FLOAT_MAX[dtype]
-    raise ValueError(f"absmax_scale takes 'int8', 'int4' or 'fp8', got {dtype!r}")
+    return amax / _FLOAT_MAX[dtype]
 
 
 def rounding_bound(amax: float, dtype: str = "int8") -> float:
     """The worst |v - dequantize(quantize(v))| over |v| <= amax: half a step for integers, 2^-4 amax for fp8."""
-    if dtype in _FLOAT_MAX:
-        positive("amax", amax)
+    positive("amax", amax)
+    if choice("dtype", dtype, ROUNDED_DTYPES) in _FLOAT_MAX:
         return _FP8_RELATIVE * amax
     return absmax_scale(amax, dtype) / 2
 
@@ -180,7 +182,12 @@ def dot_error_bound(k: int, x_absmax: float, w_absmax: float, weight_dtype: str 
                     act_dtype: str | None = None) -> float:
     """Worst error of one output of a k-term dot product when the weights (and, if act_dtype is given, the
     activations) are rounded: k (|x| dw + dx |w| + dx dw) with dw, dx from `rounding_bound` (dx = 0 weight-only)."""
-    positive("k", k)
+    k = positive_int("k", k)
+    positive("x_absmax", x_absmax)
+    positive("w_absmax", w_absmax)
+    choice("weight_dtype", weight_dtype, ROUNDED_DTYPES)
+    if act_dtype is not None:
+        choice("act_dtype", act_dtype, ROUNDED_DTYPES)
     dw = rounding_bound(w_absmax, weight_dtype)
     dx = 0.0 if act_dtype is None else rounding_bound(x_absmax, act_dtype)
     return k * (x_absmax * dw + dx * w_absmax + dx * dw)

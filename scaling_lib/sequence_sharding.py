@@ -24,13 +24,13 @@ sequence_sharding` runs this on the emulated mesh. Used in chapter 14, *Serving 
 import math
 from dataclasses import dataclass
 
-from ._validate import positive_int
+from ._validate import axes, positive_int
+from .collectives import collective_time
 from .dtypes import bytes_per_element
 from .hardware import get_chip
 from .hops import cube_torus, ring_hops
 from .memory import kv_cache_bytes
 from .models import get_model
-from .sharding import collective_time
 
 
 @dataclass(frozen=True)
@@ -70,9 +70,10 @@ def sequence_sharded_attention(model, chip, n_chips: int, batch: int, context_le
     n, b, s = positive_int("n_chips", n_chips), positive_int("batch", batch), positive_int("context_len", context_len)
     if s % n:
         raise ValueError(f"context_len={s} does not split into {n} equal slices; use a multiple of n_chips")
-    mesh = cube_torus(n) if mesh_shape is None else tuple(mesh_shape)
+    mesh = cube_torus(n) if mesh_shape is None else axes("mesh_shape", mesh_shape)
     if math.prod(mesh) != n:
-        raise ValueError(f"mesh_shape {mesh} holds {math.prod(mesh)} chips, not n_chips={n}")
+        raise ValueError(f"mesh_shape {mesh} holds {math.prod(mesh)} chips, not n_chips={n}; pick axes whose "
+                         f"product is {n}, or mesh_shape=None for the most cube-like torus")
     kv = kv_cache_bytes(m, s, b, kv_dtype) / n
     a = bytes_per_element(activation_dtype)
     stats = b * m.n_heads * a  # the [B, N] maxima

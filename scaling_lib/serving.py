@@ -9,7 +9,7 @@ reverse).
 import math
 from dataclasses import dataclass
 
-from ._validate import positive, positive_int
+from ._validate import fraction, positive, positive_int
 from .collectives import transfer_bandwidth
 from .hardware import get_chip
 from .inference import decode_step_time, prefill_time
@@ -128,9 +128,8 @@ def prefill_saturating_batch(model, chip, prompt_len: int, mfu: float = 0.4, wei
     tokens for LLaMA-3-70B in bf16 on TPU v5e at 40% MFU. Used in chapter 14, *Serving details*.
     """
     m, c = get_model(model), get_chip(chip)
-    positive_int("prompt_len", prompt_len)
-    if not 0 < mfu <= 1:
-        raise ValueError(f"mfu must be in (0, 1], got {mfu!r}: it is the fraction of peak FLOP/s achieved")
+    prompt_len = positive_int("prompt_len", prompt_len)
+    mfu = fraction("mfu", mfu, "the fraction of peak FLOP/s achieved")
     saturating_tokens = (mfu * c.peak_flops(compute_dtype) / c.hbm_bandwidth * param_bytes(m, weight_dtype)
                          / (2.0 * active_param_count(m)))
     return max(1, math.ceil(saturating_tokens / prompt_len))

@@ -15,6 +15,7 @@ kernel's namespace; what it compares against is always a library computation, ne
 
 import os
 import re
+import sys
 from dataclasses import dataclass, field
 
 import matplotlib.pyplot as plt
@@ -23,7 +24,9 @@ import numpy as np
 from ..calibration import compare
 from ..estimate import BOUND, TYPICAL
 from ..flops import forward_flops, generation_flops_curve
+from ..frontier import measured_mfu, measured_step_s, pareto_frontier, sweep
 from ..hardware import get_chip
+from ..hops import cube_torus, decode_collective_latency, torus_diameter
 from ..inference import (decode_step_time, decode_step_time_kv_heads, explain_decode, kv_compute_crossover_context,
                          prefill_time)
 from ..kv_levers import kv_lever_table, local_global_kv_bytes
@@ -34,8 +37,10 @@ from ..models import get_model
 from ..moe import routing_all_to_all
 from ..roofline import (attainable_flops, attention_intensity, critical_batch_from_rates, critical_batch_size,
                         explain_matmul, fit_batch_roofline, matmul_flops, matmul_intensity, ridge_point)
+from ..serving import prefill_latency
 from ..sharding import beta, decode_step_components, latency_bound_bytes, max_decode_model_parallelism
 from ..speculative import best_lookahead, expected_tokens_per_step, roofline_speedup, speedup
+from ..tiny.engine import ServeResult
 from ..tiny.layouts import FFN_SPECS
 from ..tiny.xla import device_blocks
 
@@ -664,3 +669,176 @@ def _appendix_your_model(suptitle, axes, ns):
         line = ax.line(f"^{re.escape(label)}$")
         close(line.y, [getattr(decode_step_time(model, "h100", 1, int(b), context), term) * 1e3 for b in line.x],
               f"{ax.title}: {label}")
+
+
+# ---------------------------------------------------------------------------------------------- chapter 12
+def _chip_named(text: str) -> str:
+    """The hardware table's name for a chip as a title writes it ("TPU v4" -> "tpu-v4")."""
+    return get_chip(text.strip().lower().replace(" ", "-")).name
+
+
+def _frontier_of(model: str, chip: str, phase: str, dtype: str) -> tuple:
+    """The cost model's frontier, recomputed: `pareto_frontier(sweep(...))` with the default chips and batches."""
+    return pareto_frontier(sweep(model, chip, phase, weight_dtype=dtype))
+
+
+@figure_check(r"^Latency against MFU on .+: the cost model's frontier")
+def _ch12_frontier(suptitle, axes, ns):
+    chip = _chip_named(re.match(r"^Latency against MFU on (.+?): ", suptitle).group(1))
+    for ax in axes:
+        model, phase = re.match(r"^(\S+), (prefill|decode)$", ax.title).groups()
+        for dtype in ("bf16", "int8"):
+            line = ax.line(f"^model frontier, {dtype} weights$")
+            front = _frontier_of(model, chip, phase, dtype)
+            close(line.x, [p.total_s * 1e3 for p in front], f"{ax.title}: {dtype} frontier latency")
+            close(line.y, [100 * p.mfu for p in front], f"{ax.title}: {dtype} frontier MFU")
+        stars = sorted((line.x[0], line.y[0]) for line in ax.lines if not line.label and len(line.x) == 1)
+        rows = [r for r in pope_rows() if (r.model, r.phase) == (model, phase)]
+        close(stars, sorted((measured_step_s(r) * 1e3, 100 * measured_mfu(r)) for r in rows),
+              f"{ax.title}: the measured rows")
+
+
+@figure_check(r"^\S+ decode: cost against latency$")
+def _ch12_cost(suptitle, axes, ns):
+    chip = ns.get("CHIP", "tpu-v4")
+    for ax in axes:
+        model = re.match(r"^(\S+) decode: ", ax.title).group(1)
+        for dtype in ("bf16", "int8"):
+            line = ax.line(f"^{dtype} weights$")
+            front = _frontier_of(model, chip, "decode", dtype)
+            close(line.x, [p.total_s * 1e3 for p in front], f"{ax.title}: {dtype} latency")
+            close(line.y, [p.cost_chip_s_per_token * 1e3 for p in front], f"{ax.title}: {dtype} chip-ms per token")
+            if not np.all(np.diff(line.y) < 0):
+                raise FigureDataError(f"{ax.title}: along a frontier the cost must fall as latency grows")
+
+
+@figure_check(r"^Hops across the network$")
+def _ch12_hops(suptitle, axes, ns):
+    hops_ax, time_ax = axes
+    torus = hops_ax.line(r"^3D torus")
+    close(torus.y, [torus_diameter(cube_torus(int(n))) for n in torus.x], "torus diameters")
+    boardfly = hops_ax.line(r"Boardfly")
+    close(boardfly.y, [ns.get("BOARDFLY_HOPS", boardfly.y[0])], "Boardfly's stated hops")
+    chips = int(_number(re.match(r"^([\d,]+) chips: ", time_ax.title).group(1)))
+    close(boardfly.x, [chips], "Boardfly's slice size")
+    n_layers = int(re.search(r"an (\d+)-layer", time_ax.title).group(1))
+    per_layer = ns.get("per_layer", 2)
+    hop_s = get_chip(ns.get("CHIP", "tpu-v4")).ici_hop_latency
+    fixed_us = [float(re.match(r"^t_fixed = ([\d.]+) us$", t).group(1)) for t in time_ax.xticklabels]
+    for label, rects in time_ax.bars.items():
+        hops = int(re.search(r", (\d+) hops$", label).group(1))
+        mesh = re.match(r"^(\d+) x (\d+) x (\d+) torus", label)
+        if mesh and (tuple(int(a) for a in mesh.groups()) != cube_torus(chips)
+                     or hops != torus_diameter(cube_torus(chips))):
+            raise FigureDataError(f"{time_ax.title}: {label!r} is not the {chips}-chip torus {cube_torus(chips)}")
+        close([h for *_, h in rects], [decode_collective_latency(n_layers, per_layer, hops, hop_s, f * 1e-6) * 1e3
+                                       for f in fixed_us], f"{time_ax.title}: {label}")
+
+
+# ---------------------------------------------------------------------------------------------- chapter 13
+@figure_check(r"^Every output of a \d+ x \d+ x \d+ matmul quantized by Qwix, against its bound$")
+def _ch13_bounds(suptitle, axes, ns):
+    # The notebook that draws this figure has imported scaling_lib.tiny.qwix_quant; looking it up rather than
+    # importing it here spares every other chapter the import of Qwix and Flax.
+    qq = sys.modules.get("scaling_lib.tiny.qwix_quant")
+    x, w = ns.get("x"), ns.get("w")
+    if qq is None or x is None or w is None:
+        raise FigureDataError(f"{suptitle}: the check reads the notebook's `x` and `w` and scaling_lib.tiny.qwix_quant")
+    exact = np.asarray(x, np.float64) @ np.asarray(w, np.float64)
+    for ax in axes:
+        scheme = ax.title
+        bound = qq.matmul_error_bound(x, w, scheme)
+        error = np.abs(np.asarray(qq.matmul(x, w, scheme), np.float64) - exact)
+        dots = [line for line in ax.lines if not line.label]
+        if len(dots) != 1:
+            raise FigureDataError(f"{ax.title}: expected one cloud of outputs, found {len(dots)}")
+        close(dots[0].x, bound.ravel(), f"{ax.title}: bounds")
+        close(dots[0].y, error.ravel(), f"{ax.title}: errors", rtol=1e-6)
+        if np.any(dots[0].y > dots[0].x):
+            raise FigureDataError(f"{ax.title}: an error exceeds its bound")
+        close(ax.line(r"^error = bound$").x, [bound.min(), bound.max()], f"{ax.title}: the diagonal")
+
+
+# ---------------------------------------------------------------------------------------------- chapter 14
+@figure_check(r"^Continuous batching on the tiny model: which request holds which slot$")
+def _ch14_slots(suptitle, axes, ns):
+    ax, served = axes[0], ns.get("served")
+    if not isinstance(served, ServeResult):
+        raise FigureDataError(f"{ax.title}: the figure reads the notebook's `served` (tiny.engine.serve)")
+    start = {request: (step, slot) for step, event, request, slot in served.events if event == "insert"}
+    expected = sorted((start[request][0], slot - 0.3, max(step - start[request][0], 0.15), 0.6)
+                      for step, event, request, slot in served.events if event == "finish")
+    drawn = sorted((p.get_x(), p.get_y(), p.get_width(), p.get_height()) for p in ax.raw.patches)
+    close(drawn, expected, f"{ax.title}: slot occupancy")
+    spans = {}  # slot -> (insert step, finish step) of each request it held (a bar is drawn at least 0.15 wide)
+    for step, event, request, slot in served.events:
+        if event == "finish":
+            spans.setdefault(slot, []).append((start[request][0], step))
+    for slot, held in spans.items():
+        held.sort()
+        if any(later[0] < earlier[1] for earlier, later in zip(held, held[1:])):
+            raise FigureDataError(f"{ax.title}: two requests hold slot {slot} at once")
+
+
+@figure_check(r"^Latency of a batched prefill$")
+def _ch14_prefill(suptitle, axes, ns):
+    if not all(k in ns for k in ("MODEL", "CHIP", "N")):
+        raise FigureDataError("the prefill figure reads the notebook's MODEL, CHIP and N")
+    model, chip, n_chips = ns["MODEL"], ns["CHIP"], ns["N"]
+    latency_ax, rate_ax = axes
+    for line in latency_ax.lines:
+        t = int(re.match(r"^T = (\d+)$", line.label).group(1))
+        seconds = np.array([prefill_latency(model, chip, n_chips, t, batch=int(b)) for b in line.x])
+        close(line.y, seconds * 1e3, f"{latency_ax.title}: {line.label}")
+        close(rate_ax.line(f"^T = {t}$").y, line.x * t / seconds, f"{rate_ax.title}: {line.label}")
+
+
+@figure_check(r"^Prefix hit rate$")
+def _ch14_prefix_tiers(suptitle, axes, ns):
+    hit_ax, ttft_ax = axes
+    curves, budgets = _results(ns, "curves"), _results(ns, "budgets")
+    for (routing, with_host), runs in curves.items():
+        label = f"^{re.escape(routing)}, {'HBM [+] host DRAM' if with_host else 'HBM only'}$"
+        for ax in axes:
+            close(ax.line(label).x, np.asarray(budgets) / 1e9, f"{ax.title}: {routing} budgets")
+        close(hit_ax.line(label).y, [float(np.mean(r.routed.tier != "miss")) for r in runs],
+              f"{hit_ax.title}: {routing}")
+        close(ttft_ax.line(label).y, [np.mean(r.ttft_s) * 1e3 for r in runs], f"{ttft_ax.title}: {routing}")
+
+
+@figure_check(r"^\S+ on \d+ \S+, lookahead \d+, acceptance [\d.]+$")
+def _ch14_speculation(suptitle, axes, ns):
+    ax = axes[0]
+    n_chips, chip, lookahead, acceptance = re.match(r"^\S+ on (\d+) (\S+), lookahead (\d+), acceptance ([\d.]+)$",
+                                                    ax.title).groups()
+    model, spec = ns.get("MODEL"), ns.get("SPEC")
+    if model is None or spec is None:
+        raise FigureDataError(f"{ax.title}: the figure reads the notebook's MODEL and SPEC")
+    n_chips, chip, lookahead, acceptance = int(n_chips), chip.lower(), int(lookahead), float(acceptance)
+    for line in ax.lines:
+        if not line.label.startswith("batch "):
+            continue
+        batch = int(line.label.split()[1])
+        speed = [roofline_speedup(model, chip, n_chips, batch, int(s), lookahead, acceptance,
+                                  spec["draft_cost_ratio"]) for s in line.x]
+        close(line.y, speed, f"{ax.title}: {line.label}")
+        dots = [d for d in ax.lines if not d.label and d.color == line.color]
+        fits = [max_batch_size(model, chip, n_chips, int(s) + lookahead) >= batch for s in line.x]
+        close(dots[0].x if dots else [], line.x[fits], f"{ax.title}: {line.label}, contexts where it fits")
+
+
+# ---------------------------------------------------------------------------------------------- worked problems
+@figure_check(r"^Layer time against batch on this CPU$")
+def _worked_cpu_rule(suptitle, axes, ns):
+    rule = ns.get("rule")
+    if rule is None:
+        raise FigureDataError("the CPU figure reads the notebook's `rule` (tiny.critical_batch.batch_rule)")
+    time_ax, rate_ax = axes
+    seconds, batches = np.asarray(rule.seconds), np.asarray(rule.batches, float)
+    predicted = np.array([rule.predicted_seconds(int(b)) for b in rule.batches])
+    close(time_ax.line(r"^measured$").y, seconds * 1e3, "measured layer times")
+    close(time_ax.line(r"^roofline").y, predicted * 1e3, "roofline layer times")
+    close(rate_ax.line(r"^measured$").y, batches / seconds, "measured throughput")
+    close(rate_ax.line(r"^roofline$").y, batches / predicted, "roofline throughput")
+    for ax in axes:
+        close(_vline(ax.line(r"^predicted critical batch$")), rule.predicted_batch, f"{ax.title}: B_crit")

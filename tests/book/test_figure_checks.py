@@ -11,9 +11,12 @@ import pytest  # noqa: E402
 
 from scaling_lib.book import figure_checks  # noqa: E402
 from scaling_lib.book.figure_checks import FigureDataError, check_figure  # noqa: E402
+from scaling_lib.frontier import measured_mfu, measured_step_s, pareto_frontier, sweep  # noqa: E402
 from scaling_lib.inference import decode_step_time, kv_compute_crossover_context  # noqa: E402
 from scaling_lib.kv_levers import kv_lever_table  # noqa: E402
+from scaling_lib.measurements import pope_rows  # noqa: E402
 from scaling_lib.roofline import attention_intensity, ridge_point  # noqa: E402
+from scaling_lib.serving import prefill_latency  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -98,3 +101,36 @@ def test_install_wraps_show_once_and_checks_every_open_figure(monkeypatch):
     plt.show()
     assert shown == [True]
     plt.close(fig)
+
+
+def frontier_figure(dtype_of):
+    """Chapter 12's latency-MFU panel for PaLM 62B decode; `dtype_of(label_dtype)` is the dtype actually swept."""
+    fig, ax = plt.subplots()
+    for dtype in ("bf16", "int8"):
+        front = pareto_frontier(sweep("palm-62b", "tpu-v4", "decode", weight_dtype=dtype_of(dtype)))
+        ax.plot([p.total_s * 1e3 for p in front], [100 * p.mfu for p in front], label=f"model frontier, {dtype} weights")
+    for row in (r for r in pope_rows() if (r.model, r.phase) == ("palm-62b", "decode")):
+        ax.plot(measured_step_s(row) * 1e3, 100 * measured_mfu(row), "k*")
+    ax.set_title("palm-62b, decode")
+    fig.suptitle("Latency against MFU on TPU v4: the cost model's frontier and the measured configurations")
+    return fig
+
+
+def test_the_frontier_figure_passes_and_catches_curves_of_the_wrong_weights():
+    assert check_figure(frontier_figure(lambda dtype: dtype), strict=True) == 1
+    swapped = frontier_figure(lambda dtype: {"bf16": "int8", "int8": "bf16"}[dtype])
+    with pytest.raises(FigureDataError, match="bf16 frontier"):
+        check_figure(swapped, strict=True)
+
+
+def test_the_prefill_figure_catches_the_wrong_chip_count():
+    fig, (latency_ax, rate_ax) = plt.subplots(1, 2)
+    batches = np.arange(1, 9)
+    for ax, title in ((latency_ax, "Latency of a batched prefill"), (rate_ax, "Throughput of a batched prefill")):
+        seconds = np.array([prefill_latency("llama3-70b", "tpu-v5e", 8, 32, batch=int(b)) for b in batches])
+        ax.plot(batches, seconds * 1e3 if ax is latency_ax else batches * 32 / seconds, label="T = 32")
+        ax.set_title(title)
+    namespace = dict(MODEL="llama3-70b", CHIP="tpu-v5e", N=16)  # the notebook's 16 chips, drawn for 8
+    with pytest.raises(FigureDataError, match="Latency of a batched prefill: T = 32"):
+        check_figure(fig, namespace, strict=True)
+    assert check_figure(fig, dict(namespace, N=8), strict=True) == 1

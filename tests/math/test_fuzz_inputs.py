@@ -27,8 +27,10 @@ import scaling_lib
 from tests import REPO
 from scaling_lib.calibration import comparisons
 from scaling_lib.estimate import Deployment
+from scaling_lib.frontier import sweep
 from scaling_lib.measurements import pope_rows
 from scaling_lib.models import get_model
+from scaling_lib.prefix_cache import CacheTiers, chat_workload
 from scaling_lib.simulator import ServingConfig, trace_workload
 
 MODULES = sorted(m.name for m in pkgutil.iter_modules(scaling_lib.__path__) if not m.ispkg and not m.name.startswith("_"))
@@ -44,6 +46,9 @@ CONFIG = ServingConfig("llama3-8b", "h100", n_chips=1, max_batch=4, max_context_
 WORKLOAD = trace_workload([(0.0, 100, 5), (0.01, 300, 3), (0.02, 50, 1)])
 DEPLOYMENT = Deployment("llama3-70b", "tpu-v5e", 16)
 POPE = pope_rows()[0]
+POINTS = sweep("palm-62b", "tpu-v4", "decode", chip_counts=(8, 16), batches=(8, 64))
+CHAT = chat_workload(n_sessions=4, turns=3, system_len=100, user_len=20, output_len=20, rate_per_s=1.0, think_s=5.0)
+TIERS = CacheTiers(hbm_bytes=1e6, host_bytes=1e8, host_bandwidth=16e9)
 
 
 def _ints(low, high):
@@ -73,6 +78,11 @@ GOOD = {
     "unit": st.sampled_from(["s", "ms", "GB", "GiB", "tokens", "TFLOP/s", "%", ""]),
     "text": st.sampled_from(["4.98 ms", "1,920 tokens", "6.25 GiB", "240", ".5 s", "-3 us", "1e3 B"]),
     "hf": st.sampled_from(sorted(str(p) for p in (REPO / "book" / "data" / "hf_configs").glob("*.json"))),
+    "qdtype": st.sampled_from(scaling_lib.quantization.ROUNDED_DTYPES),
+    "metric": st.sampled_from(scaling_lib.frontier.METRICS), "routing": st.sampled_from(scaling_lib.prefix_cache.ROUTINGS),
+    "counts": st.lists(st.integers(1, 64), min_size=1, max_size=3).map(tuple),
+    "row": st.sampled_from(pope_rows()), "points": st.sampled_from([POINTS, POINTS[:1], (), list(POINTS)]),
+    "chat": st.sampled_from([CHAT]), "tiers": st.sampled_from([TIERS, CacheTiers(0, 0, 1e9)]),
 }
 _NUMBERISH = ["8", "0.4", True, None, [1], NAN]
 BAD = {
@@ -85,11 +95,17 @@ BAD = {
     "lengths": [[-1], [1.5], [], "abc", [True], [NAN], None],
     "choice": ["nope", 3, None, ["x"]], "unit": ["furlongs", 3, None], "text": ["abc", "1,5 ms", "nan s", None, []],
     "hf": [None, 3, "no/such/config.json", {}, {"model_type": "gpt2"}, {"model_type": "llama"}],
+    "qdtype": ["fp7", "bf16", "fp32", 8, None, ["int8"]],
+    "counts": [(), [0], [-1], [2.5], "8", 8, None, [True], [NAN], ["8"]],
+    "row": [None, 3, "palm-540b", ("palm-540b", "low latency", "decode")],
+    "points": [None, 3, "abc", [1], [None], [NAN], [POPE]],
+    "chat": [None, 3, "abc", WORKLOAD], "tiers": [None, 3, (1e9, 1e9, 1e9)],
 }
 BAD.update(small=BAD["count"], small0=BAD["count0"], moe=BAD["model"] + ["llama3-8b"],
            axes=[m for m in BAD["mesh"] if m != (2, 2, 2, 2)])  # any number of axes (a layout takes 1 to 3)
 GOOD["axes"] = GOOD["mesh"]
-for _choice in ("layout", "convention", "phase", "sharding", "op", "engine", "network", "placement"):
+for _choice in ("layout", "convention", "phase", "sharding", "op", "engine", "network", "placement", "metric",
+                "routing"):
     BAD[_choice] = BAD["choice"]
 
 
@@ -171,7 +187,42 @@ SPECS = {
     "flops.naive_generation_flops": spec(dict(model=M, prompt_len=16, n_tokens=8, batch=1, skip_masked=False),
                                          model="model", prompt_len="count", n_tokens="small", batch="count",
                                          skip_masked="flag"),
+    "frontier.choose": spec(dict(model="palm-62b", chip="tpu-v4", phase="decode", chip_counts=(8, 16),
+                                 batches=(8, 64)), model="model", chip="chip", phase="phase", metric="metric",
+                            latency_target_s="real?", chip_counts="counts", batches="counts"),
+    "frontier.choose_for": spec(dict(row=POPE), row="row"),
+    "frontier.choose_layout": spec(dict(model="palm-540b", chip="tpu-v4", n_chips=64, phase="decode", batch=64),
+                                   model="model", chip="chip", n_chips="small", phase="phase", batch="count",
+                                   tie="prob"),
+    "frontier.layer_collectives": spec(dict(model="palm-540b", n_chips=64, phase="decode", batch=64,
+                                            ffn_layout="2d-ws", attention_sharding="batch"), model="model",
+                                       n_chips="small", phase="phase", batch="count", ffn_layout="layout",
+                                       attention_sharding="sharding", context_len="count", weight_dtype="dtype",
+                                       activation_dtype="dtype", mesh_shape="mesh?", parallel_block="flag",
+                                       chip="chip"),
+    "frontier.layout_cost": spec(dict(model="palm-540b", chip="tpu-v4", n_chips=64, phase="decode", batch=64,
+                                      ffn_layout="2d-ws", attention_sharding="batch"), model="model", chip="chip",
+                                 n_chips="small", phase="phase", batch="count", ffn_layout="layout",
+                                 attention_sharding="sharding", context_len="count", weight_dtype="dtype",
+                                 kv_dtype="dtype", activation_dtype="dtype", mesh_shape="mesh?",
+                                 parallel_block="flag", overlap="flag"),
+    "frontier.longest_context": spec(dict(model="palm-540b", chip="tpu-v4", n_chips=64, batch=128), model="model",
+                                     chip="chip", n_chips="count", batch="count", attention_sharding="sharding",
+                                     weight_dtype="dtype", kv_dtype="dtype"),
+    "frontier.measured_mfu": spec(dict(row=POPE), row="row"),
+    "frontier.measured_step_s": spec(dict(row=POPE), row="row"),
+    "frontier.pareto_frontier": spec(dict(points=POINTS), points="points"),
+    "frontier.sweep": spec(dict(model="palm-62b", chip="tpu-v4", phase="decode", chip_counts=(8, 16), batches=(8, 64)),
+                           model="model", chip="chip", phase="phase", chip_counts="counts", batches="counts"),
     "hardware.chip_names": spec({}),
+    "hops.cube_torus": spec(dict(n_chips=1024), n_chips="count"),
+    "hops.decode_collective_latency": spec(dict(n_layers=80, collectives_per_layer=2, hops=16, hop_latency_s=1e-6),
+                                           n_layers="count", collectives_per_layer="small", hops="count0",
+                                           hop_latency_s="real", fixed_s="real0"),
+    "hops.latency_bound_time": spec(dict(hops=16, hop_latency_s=1e-6), hops="count0", hop_latency_s="real",
+                                    fixed_s="real0", rounds="small"),
+    "hops.ring_hops": spec(dict(mesh_shape=(4, 4, 4)), mesh_shape="axes", op="op"),
+    "hops.torus_diameter": spec(dict(mesh_shape=(8, 8, 16)), mesh_shape="axes", wraparound="flag"),
     "hardware.get_chip": spec(dict(name="tpu-v5e"), name="chip"),
     "inference.decode_step_time": spec(dict(model=M, chip="tpu-v5e", n_chips=16, batch=32, context_len=8192),
                                        model="model", chip="chip", n_chips="count", batch="count0",
@@ -298,8 +349,24 @@ SPECS = {
                                       dtype="dtype"),
     "moe.moe_weights": spec(dict(model="sb7-worked", n_experts=16, n_active_experts=2), model="model",
                             n_experts="small", n_active_experts="small", dtype="dtype"),
+    "moe.smallest_expert_sharded_slice": spec(dict(model=MOE, chip="tpu-v5e"), model="moe", chip="chip",
+                                              slice_chips="counts", dtype="dtype"),
+    "prefix_cache.chat_workload": spec(dict(n_sessions=4, turns=3, system_len=100, user_len=20, output_len=20,
+                                            rate_per_s=1.0, think_s=5.0), n_sessions="small", turns="small",
+                                       system_len="count", user_len="count", output_len="count", rate_per_s="real",
+                                       think_s="real", seed="count0"),
+    "prefix_cache.route": spec(dict(workload=CHAT, model="llama3-8b", n_replicas=2, tiers=TIERS), workload="chat",
+                               model="model", n_replicas="small", tiers="tiers", routing="routing",
+                               kv_dtype="dtype"),
+    "prefix_cache.simulate_chat": spec(dict(config=CONFIG, workload=CHAT, n_replicas=2, tiers=TIERS),
+                                       workload="chat", n_replicas="small", tiers="tiers", routing="routing",
+                                       engine="engine"),
     "moe.routing_all_to_all": spec(dict(model=MOE, chip="tpu-v5e", batch=16, expert_shards=8), model="moe",
                                    chip="chip", batch="count", expert_shards="small", activation_dtype="dtype"),
+    "quantization.absmax_scale": spec(dict(amax=2.54), amax="real", dtype="qdtype"),
+    "quantization.dot_error_bound": spec(dict(k=8192, x_absmax=1.0, w_absmax=0.05), k="count", x_absmax="real",
+                                         w_absmax="real", weight_dtype="qdtype", act_dtype="qdtype?"),
+    "quantization.rounding_bound": spec(dict(amax=2.54), amax="real", dtype="qdtype"),
     "quantization.quantization_table": spec(dict(model=M, chip="ironwood", n_chips=8, context_len=32768, batch=64),
                                             model="model", chip="chip", n_chips="count", context_len="real",
                                             batch="count"),
@@ -343,6 +410,14 @@ SPECS = {
     "serving.prefill_latency": spec(dict(model=M, chip="tpu-v5e", n_chips=16, prompt_len=8192), model="model",
                                     chip="chip", n_chips="count", prompt_len="real", mfu="frac", batch="count",
                                     weight_dtype="dtype", compute_dtype="dtype"),
+    "sequence_sharding.sequence_sharded_attention": spec(dict(model="palm-540b", chip="tpu-v5e", n_chips=16, batch=1,
+                                                              context_len=131072), model="model", chip="chip",
+                                                         n_chips="small", batch="count", context_len="count",
+                                                         kv_dtype="dtype", activation_dtype="dtype",
+                                                         mesh_shape="axes?"),
+    "serving.prefill_saturating_batch": spec(dict(model=M, chip="tpu-v5e", prompt_len=128), model="model",
+                                             chip="chip", prompt_len="count", mfu="frac", weight_dtype="dtype",
+                                             compute_dtype="dtype"),
     "serving.prefill_to_decode_ratio": spec(dict(prefill_s=0.91, decode_step_s=0.019, decode_batch=32,
                                                  decode_steps=512), prefill_s="real", decode_step_s="real",
                                             decode_batch="count", decode_steps="count"),
