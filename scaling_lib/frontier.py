@@ -155,7 +155,10 @@ def layer_collectives(model, n_chips: int, phase: str, batch: int, ffn_layout: s
                       context_len: int = 2048, weight_dtype: str = "bf16", activation_dtype: str = "bf16",
                       mesh_shape=None, parallel_block: bool = True, chip="tpu-v4") -> tuple:
     """The collectives of one transformer layer (module docstring): feed-forward activations (`layouts`), a serial
-    block's second D-sized gather and scatter, the whole layer's weight gather, attention's two all-to-alls."""
+    block's second D-sized gather and scatter, the whole layer's weight gather, attention's two all-to-alls.
+
+    Used in chapter 12, *Choosing a layout by the metric*.
+    """
     m, _, n_chips, batch, context_len, mesh = _check_step(
         model, chip, n_chips, phase, batch, ffn_layout, attention_sharding, context_len,
         {"weight_dtype": weight_dtype, "activation_dtype": activation_dtype}, mesh_shape, parallel_block)
@@ -181,7 +184,10 @@ def layout_cost(model, chip, n_chips: int, phase: str, batch: int, ffn_layout: s
                 activation_dtype: str = "bf16", mesh_shape=None, parallel_block: bool = True,
                 overlap: bool = False) -> LayoutCost:
     """Price one prefill pass or decode step (module docstring). Raises ValueError for a sharding that cannot
-    split the batch: "batch" needs B divisible by n (each chip holds whole sequences)."""
+    split the batch: "batch" needs B divisible by n (each chip holds whole sequences).
+
+    Used in chapter 12, *Choosing a layout by the metric*.
+    """
     m, c, n, b, context_len, mesh = _check_step(
         model, chip, n_chips, phase, batch, ffn_layout, attention_sharding, context_len,
         {"weight_dtype": weight_dtype, "kv_dtype": kv_dtype, "activation_dtype": activation_dtype}, mesh_shape,
@@ -243,7 +249,10 @@ class LayoutDecision:
 def choose_layout(model, chip, n_chips: int, phase: str, batch: int, *, tie: float = 0.01,
                   **options) -> LayoutDecision:
     """The fastest feed-forward layout and attention sharding for one configuration, among those that fit in HBM
-    and can split the batch (`layout_cost` options pass through). `NothingFits` (a ValueError) when nothing fits."""
+    and can split the batch (`layout_cost` options pass through). `NothingFits` (a ValueError) when nothing fits.
+
+    Used in chapter 12, *Choosing a layout by the metric*.
+    """
     if not 0 <= real("tie", tie) < 1:
         raise ValueError(f"tie must be a fraction in [0, 1), got {tie!r}")
     m, c = get_model(model), get_chip(chip)
@@ -263,7 +272,10 @@ def choose_layout(model, chip, n_chips: int, phase: str, batch: int, *, tie: flo
 
 
 def sweep(model, chip, phase: str, *, chip_counts=CHIP_COUNTS, batches=BATCHES, **options) -> tuple:
-    """The best `LayoutCost` at every (chip count, batch) that fits: the points behind the frontier."""
+    """The best `LayoutCost` at every (chip count, batch) that fits: the points behind the frontier.
+
+    Used in chapter 12, *Choosing a layout by the metric*.
+    """
     m, c = get_model(model), get_chip(chip)
     choice("phase", phase, PHASES)
     chip_counts, batches = _counts("chip_counts", chip_counts), _counts("batches", batches)
@@ -287,7 +299,10 @@ def _counts(name: str, values) -> tuple:
 
 
 def pareto_frontier(points) -> tuple:
-    """The points no other point beats on both latency (lower) and MFU (higher), sorted by latency."""
+    """The points no other point beats on both latency (lower) and MFU (higher), sorted by latency.
+
+    Used in chapter 12, *Choosing a layout by the metric*.
+    """
     if isinstance(points, (str, bytes)) or not hasattr(points, "__iter__"):
         raise ValueError(f"points must be a list of LayoutCost (from sweep or layout_cost), got {points!r}")
     points = tuple(points)
@@ -307,7 +322,10 @@ def choose(model, chip, phase: str, metric: str = "cost", *, latency_target_s: f
            weight_dtypes=("bf16", "int8"), chip_counts=CHIP_COUNTS, batches=BATCHES, **options) -> LayoutCost:
     """The configuration an application wants (Pope et al. sec. 1 and 4): "latency" = the lowest latency;
     "cost" = the lowest chip-seconds per token whose latency (the step, or the prefill pass) meets
-    `latency_target_s` (None: any). Options (context_len, overlap, ...) pass to `layout_cost`."""
+    `latency_target_s` (None: any). Options (context_len, overlap, ...) pass to `layout_cost`.
+
+    Used in chapter 12, *Choosing a layout by the metric*.
+    """
     choice("metric", metric, METRICS)
     if latency_target_s is not None:
         positive("latency_target_s", latency_target_s)
@@ -334,7 +352,10 @@ def choose(model, chip, phase: str, metric: str = "cost", *, latency_target_s: f
 def longest_context(model, chip, n_chips: int, batch: int, attention_sharding: str = "batch",
                     weight_dtype: str = "bf16", kv_dtype: str = "bf16") -> int:
     """The longest context whose KV cache fits next to the weights in each chip's HBM (0 if the weights do not):
-    S = (HBM - P b_w / n) / (sequences per chip x KV bytes per token x heads per chip / K)."""
+    S = (HBM - P b_w / n) / (sequences per chip x KV bytes per token x heads per chip / K).
+
+    Used in chapter 12, *Choosing a layout by the metric*.
+    """
     m, c = get_model(model), get_chip(chip)
     n, b = positive_int("n_chips", n_chips), positive_int("batch", batch)
     choice("attention_sharding", attention_sharding, ATTENTION_SHARDINGS)
@@ -356,20 +377,29 @@ def _row(row) -> PopeRow:
 
 
 def measured_step_s(row) -> float:
-    """The latency a user sees per step of a `measurements.PopeRow`: the prefill pass, or one of its decode steps."""
+    """The latency a user sees per step of a `measurements.PopeRow`: the prefill pass, or one of its decode steps.
+
+    Used in chapter 12, *Choosing a layout by the metric*.
+    """
     row = _row(row)
     return row.latency_s / row.decode_steps if row.phase == "decode" else row.latency_s
 
 
 def measured_mfu(row) -> float:
     """A `measurements.PopeRow`'s MFU recomputed from its published latency: `layouts.mfu` (2 P tokens / (latency x
-    chips x C_bf16))."""
+    chips x C_bf16)).
+
+    Used in chapter 12, *Choosing a layout by the metric*.
+    """
     row = _row(row)
     return mfu(param_count(get_model(row.model)), row.tokens, row.latency_s, row.chip, row.chips)
 
 
 def choose_for(row, **options) -> LayoutDecision:
-    """`choose_layout` for the configuration of a measured row (its model, chips, phase, batch, weights, context)."""
+    """`choose_layout` for the configuration of a measured row (its model, chips, phase, batch, weights, context).
+
+    Used in chapter 12, *Choosing a layout by the metric*.
+    """
     row = _row(row)
     return choose_layout(row.model, row.chip, row.chips, row.phase, row.batch, weight_dtype=row.weight_dtype,
                          context_len=row.context_len, **options)

@@ -300,7 +300,8 @@ def get_chip(name) -> Chip:
     Used in chapter 1, *Rooflines and the critical batch size*; chapter 3, *Prefill and generation are different
     workloads*; chapter 4, *The KV cache dominates memory*; chapter 5, *A model of the decode step*; chapter 7,
     *Sharding prefill and generation*; chapter 8, *Partitioning layouts*; chapter 9, *Serving engines*; chapter 11, *How
-    close do real systems come?*; and the appendix *Hardware specification table*.
+    close do real systems come?*; chapter 12, *Choosing a layout by the metric*; chapter 14, *Serving details*; the
+    appendix *Worked problems*; and the appendix *Hardware specification table*.
     """
     if isinstance(name, Chip):
         return name

@@ -22,7 +22,10 @@ from .collectives import collective_hops
 
 
 def torus_diameter(mesh_shape, wraparound: bool = True) -> int:
-    """Most hops between two chips: sum of floor(a / 2) over the axes with wraparound links, a - 1 without."""
+    """Most hops between two chips: sum of floor(a / 2) over the axes with wraparound links, a - 1 without.
+
+    Used in chapter 12, *Choosing a layout by the metric*.
+    """
     wraparound = flag("wraparound", wraparound)
     return sum((a // 2) if wraparound else (a - 1) for a in axes("mesh_shape", mesh_shape))
 
@@ -30,7 +33,10 @@ def torus_diameter(mesh_shape, wraparound: bool = True) -> int:
 def ring_hops(mesh_shape, op: str = "all-gather") -> int:
     """Hops of one collective run over every axis of a torus in turn: `collectives.collective_hops` summed over the
     axes (ceil(a / 2) per axis of a chips for an all-gather, reduce-scatter or all-to-all; twice that for an
-    all-reduce)."""
+    all-reduce).
+
+    Used in chapter 12, *Choosing a layout by the metric*.
+    """
     return sum(collective_hops(op, a) for a in axes("mesh_shape", mesh_shape))
 
 
@@ -40,7 +46,10 @@ def _divisors(n: int) -> list:
 
 
 def cube_torus(n_chips: int) -> tuple:
-    """The most cube-like X <= Y <= Z torus of n chips (8 x 8 x 16 for 1,024): what a TPU slice of that size is."""
+    """The most cube-like X <= Y <= Z torus of n chips (8 x 8 x 16 for 1,024): what a TPU slice of that size is.
+
+    Used in chapter 12, *Choosing a layout by the metric*.
+    """
     n = positive_int("n_chips", n_chips)
     meshes = [(x, y, n // (x * y)) for x in _divisors(n) if x**3 <= n for y in _divisors(n // x)
               if y >= x and y * y <= n // x]
@@ -57,7 +66,10 @@ def latency_bound_time(hops: int, hop_latency_s: float, fixed_s: float = 0.0, ro
 
 def decode_collective_latency(n_layers: int, collectives_per_layer: int, hops: int, hop_latency_s: float,
                               fixed_s: float = 0.0) -> float:
-    """A decode step's time in latency-bound collectives: L x c x (t_fixed + hops x t_hop)."""
+    """A decode step's time in latency-bound collectives: L x c x (t_fixed + hops x t_hop).
+
+    Used in chapter 12, *Choosing a layout by the metric*.
+    """
     n_layers, per_layer = positive_int("n_layers", n_layers), positive_int("collectives_per_layer",
                                                                            collectives_per_layer)
     return n_layers * per_layer * latency_bound_time(hops, hop_latency_s, fixed_s)

@@ -266,7 +266,7 @@ def comm_volume_curves(model, mesh_shape, tokens, layouts=LAYOUTS, weight_dtype:
                        activation_dtype: str = "bf16") -> CommCurves:
     """Claim P1: `ffn_comm_volume` over a range of tokens per batch, and the exact switch points between layouts.
 
-    Used in chapter 8, *Partitioning layouts*.
+    Used in chapter 8, *Partitioning layouts* and chapter 12, *Choosing a layout by the metric*.
     """
     if isinstance(tokens, (str, bytes)) or not hasattr(tokens, "__iter__"):
         raise ValueError(f"tokens must list token counts, e.g. [64, 1024, 16384], got {tokens!r}")
@@ -458,7 +458,7 @@ def context_length_table(chip="tpu-v4", n_chips: int = 64, batches=(128, 512), k
 def mfu(param_count: float, tokens: float, seconds: float, chip, n_chips: int, compute_dtype: str = "bf16") -> float:
     """Model FLOPs utilization: 2 x params x tokens / (seconds x n x peak)  (Pope et al. sec. 2; attention excluded).
 
-    Used in chapter 8, *Partitioning layouts*.
+    Used in chapter 8, *Partitioning layouts* and chapter 12, *Choosing a layout by the metric*.
     """
     chip = get_chip(chip)
     for name, value in (("param_count", param_count), ("tokens", tokens), ("seconds", seconds)):

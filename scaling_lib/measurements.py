@@ -103,7 +103,7 @@ def trtllm_rows() -> tuple:
 def pope_rows() -> tuple:
     """The 8 rows of Pope et al. 2022, Tables 2 and 3.
 
-    Used in chapter 11, *How close do real systems come?*.
+    Used in chapter 11, *How close do real systems come?* and chapter 12, *Choosing a layout by the metric*.
     """
     return tuple(PopeRow(model=r["model"], scenario=r["scenario"], phase=r["phase"], chip=r["chip"],
                          chips=int(r["chips"]), batch=int(r["batch"]), context_len=int(r["context_len"]),
@@ -114,7 +114,10 @@ def pope_rows() -> tuple:
 
 
 def pope_row(model: str, scenario: str, phase: str) -> PopeRow:
-    """One row of Pope et al.'s tables, e.g. pope_row("palm-540b", "low latency", "decode")."""
+    """One row of Pope et al.'s tables, e.g. pope_row("palm-540b", "low latency", "decode").
+
+    Used in chapter 12, *Choosing a layout by the metric*.
+    """
     for row in pope_rows():
         if (row.model, row.scenario, row.phase) == (model, scenario, phase):
             return row

@@ -27,7 +27,8 @@ def kv_bytes_per_token(model, dtype: str = "bf16") -> float:
     L (r_kv + H_rope) x bytes (DeepSeek-V3 in bf16: 61 x 576 x 2 B = 70.3 kB).
 
     Used in chapter 2, *Sampling and the KV cache*; chapter 4, *The KV cache dominates memory*; chapter 5, *A model of
-    the decode step*; chapter 6, *Shrinking the KV cache*; and the appendix *Apply the book to your model*.
+    the decode step*; chapter 6, *Shrinking the KV cache*; the appendix *Worked problems*; and the appendix *Apply the
+    book to your model*.
     """
     m = get_model(model)
     if m.is_mla:
@@ -42,7 +43,7 @@ def kv_cache_bytes(model, tokens: int, batch: int = 1, dtype: str = "bf16") -> f
     global_every-th one when the model mixes local and global layers).
 
     Used in chapter 2, *Sampling and the KV cache*; chapter 4, *The KV cache dominates memory*; chapter 6, *Shrinking
-    the KV cache*; and the appendix *Apply the book to your model*.
+    the KV cache*; chapter 14, *Serving details*; and the appendix *Apply the book to your model*.
     """
     m = get_model(model)
     positive("tokens", tokens, allow_zero=True)
@@ -58,7 +59,8 @@ def param_bytes(model, dtype: str = "bf16") -> float:
 
     Used in chapter 2, *Sampling and the KV cache*; chapter 4, *The KV cache dominates memory*; chapter 5, *A model of
     the decode step*; chapter 6, *Shrinking the KV cache*; chapter 7, *Sharding prefill and generation*; chapter 11,
-    *How close do real systems come?*; and the appendix *Apply the book to your model*.
+    *How close do real systems come?*; chapter 12, *Choosing a layout by the metric*; the appendix *Worked problems*;
+    and the appendix *Apply the book to your model*.
     """
     return param_count(get_model(model)) * bytes_per_element(dtype)
 
@@ -150,8 +152,8 @@ def max_batch_size(model, chip, n_chips: int, context_len: int, weight_dtype: st
     the Scaling Book's rule: no copies) or "replicated" (n / K copies; see `kv_replication`).
 
     Used in chapter 3, *Prefill and generation are different workloads*; chapter 4, *The KV cache dominates memory*;
-    chapter 5, *A model of the decode step*; chapter 9, *Serving engines*; and the appendix *Apply the book to your
-    model*.
+    chapter 5, *A model of the decode step*; chapter 9, *Serving engines*; chapter 14, *Serving details*; and the
+    appendix *Apply the book to your model*.
     """
     chip = get_chip(chip)
     positive_int("n_chips", n_chips)

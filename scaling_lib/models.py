@@ -166,7 +166,8 @@ def param_breakdown(model: Transformer, active_only: bool = False) -> ParamCount
     embeddings: V*D for the input table, plus V*D for the output projection when untied.
     Norm gains and biases (O(L*D), under 0.01% of any model here) are not counted.
 
-    Used in chapter 4, *The KV cache dominates memory* and the appendix *Apply the book to your model*.
+    Used in chapter 4, *The KV cache dominates memory*; the appendix *Worked problems*; and the appendix *Apply the book
+    to your model*.
     """
     m = get_model(model)
     flag("active_only", active_only)
@@ -191,7 +192,8 @@ def param_count(model: Transformer) -> int:
     """Total parameters, counting every expert and both embedding tables (one if tied); see `param_breakdown`.
 
     Used in chapter 2, *Sampling and the KV cache*; chapter 4, *The KV cache dominates memory*; chapter 5, *A model of
-    the decode step*; chapter 8, *Partitioning layouts*; and the appendix *Apply the book to your model*.
+    the decode step*; chapter 8, *Partitioning layouts*; chapter 12, *Choosing a layout by the metric*; the appendix
+    *Worked problems*; and the appendix *Apply the book to your model*.
     """
     return param_breakdown(model).total
 
@@ -261,8 +263,9 @@ def get_model(name) -> Transformer:
 
     Used in chapter 2, *Sampling and the KV cache*; chapter 3, *Prefill and generation are different workloads*; chapter
     4, *The KV cache dominates memory*; chapter 5, *A model of the decode step*; chapter 6, *Shrinking the KV cache*;
-    chapter 7, *Sharding prefill and generation*; chapter 8, *Partitioning layouts*; and chapter 11, *How close do real
-    systems come?*.
+    chapter 7, *Sharding prefill and generation*; chapter 8, *Partitioning layouts*; chapter 11, *How close do real
+    systems come?*; chapter 12, *Choosing a layout by the metric*; chapter 14, *Serving details*; and the appendix
+    *Worked problems*.
     """
     if isinstance(name, Transformer):
         return name

@@ -25,7 +25,7 @@ from .sharding import collective_time, latency_bound_bytes
 def as_moe(model, n_experts: int, n_active_experts: int):
     """The same model with every feed-forward block replaced by n_experts experts, n_active_experts per token.
 
-    Used in chapter 10, *Speculative decoding, mixture of experts and quantization*.
+    Used in chapter 10, *Speculative decoding, mixture of experts and quantization* and the appendix *Worked problems*.
     """
     n_experts, n_active_experts = positive_int("n_experts", n_experts), positive_int("n_active_experts", n_active_experts)
     return get_model(model).with_(n_experts=n_experts, n_active_experts=n_active_experts)
@@ -187,7 +187,10 @@ V5E_SLICE_CHIPS = (1, 4, 8, 16, 32, 64, 128, 256)
 def smallest_expert_sharded_slice(model, chip, slice_chips=V5E_SLICE_CHIPS, dtype: str = "bf16") -> int:
     """The fewest chips, among `slice_chips`, on which some expert sharding W_in[E_Z, D, F_Y] (Z dividing E, Z Y =
     chips) holds the weights (`expert_sharded_memory(...).fits`; the KV cache not counted). Scaling Book ch. 7,
-    worked problem 6; used in the appendix *Worked problems*. ValueError when no listed slice holds them."""
+    worked problem 6. ValueError when no listed slice holds them.
+
+    Used in the appendix *Worked problems*.
+    """
     m, chip = get_model(model), get_chip(chip)
     bytes_per_element(dtype)
     if m.n_experts == 1:

@@ -38,7 +38,10 @@ V5E_HOST_DRAM_BYTES = 450 * GIB  # per 8-chip host
 
 @dataclass(frozen=True)
 class CacheTiers:
-    """Bytes one replica sets aside for cached prefixes in HBM and in host DRAM, and the host-to-HBM copy rate."""
+    """Bytes one replica sets aside for cached prefixes in HBM and in host DRAM, and the host-to-HBM copy rate.
+
+    Used in chapter 14, *Serving details*.
+    """
 
     hbm_bytes: float
     host_bytes: float
@@ -104,7 +107,10 @@ class ChatWorkload:
 def chat_workload(n_sessions: int, turns: int, system_len: int, user_len: int, output_len: int, rate_per_s: float,
                   think_s: float, seed: int = 0) -> ChatWorkload:
     """Conversations starting as a Poisson process (rate_per_s), each of `turns` turns `think_s` seconds apart
-    (exponential); turn t's prompt = system + t x (user + output) + user tokens."""
+    (exponential); turn t's prompt = system + t x (user + output) + user tokens.
+
+    Used in chapter 14, *Serving details*.
+    """
     n, t = positive_int("n_sessions", n_sessions), positive_int("turns", turns)
     for name, value in (("system_len", system_len), ("user_len", user_len), ("output_len", output_len)):
         positive_int(name, value)
@@ -185,7 +191,10 @@ class ChatResult:
 def simulate_chat(config: ServingConfig, workload: ChatWorkload, n_replicas: int, tiers: CacheTiers,
                   routing: str = "affinity", engine: str = "interleaved") -> ChatResult:
     """`route` the workload, then simulate every replica's requests (`simulator.simulate`) with the cached prefixes
-    skipping prefill and host-tier prefixes paying their copy into HBM."""
+    skipping prefill and host-tier prefixes paying their copy into HBM.
+
+    Used in chapter 14, *Serving details*.
+    """
     if not isinstance(config, ServingConfig):
         raise ValueError(f"config must be a ServingConfig, got {type(config).__name__}")
     n_replicas = positive_int("n_replicas", n_replicas)

@@ -162,7 +162,10 @@ ROUNDED_DTYPES = tuple(_INT_BITS) + tuple(_FLOAT_MAX)
 
 
 def absmax_scale(amax: float, dtype: str = "int8") -> float:
-    """The step of symmetric absmax quantization: amax / (2^(b-1) - 1/2) for int8 / int4, amax / 448 for fp8."""
+    """The step of symmetric absmax quantization: amax / (2^(b-1) - 1/2) for int8 / int4, amax / 448 for fp8.
+
+    Used in chapter 13, *Quantizing with Qwix*.
+    """
     positive("amax", amax)
     choice("dtype", dtype, ROUNDED_DTYPES)
     if dtype in _INT_BITS:
@@ -171,7 +174,10 @@ def absmax_scale(amax: float, dtype: str = "int8") -> float:
 
 
 def rounding_bound(amax: float, dtype: str = "int8") -> float:
-    """The worst |v - dequantize(quantize(v))| over |v| <= amax: half a step for integers, 2^-4 amax for fp8."""
+    """The worst |v - dequantize(quantize(v))| over |v| <= amax: half a step for integers, 2^-4 amax for fp8.
+
+    Used in chapter 13, *Quantizing with Qwix*.
+    """
     positive("amax", amax)
     if choice("dtype", dtype, ROUNDED_DTYPES) in _FLOAT_MAX:
         return _FP8_RELATIVE * amax
@@ -181,7 +187,10 @@ def rounding_bound(amax: float, dtype: str = "int8") -> float:
 def dot_error_bound(k: int, x_absmax: float, w_absmax: float, weight_dtype: str = "int8",
                     act_dtype: str | None = None) -> float:
     """Worst error of one output of a k-term dot product when the weights (and, if act_dtype is given, the
-    activations) are rounded: k (|x| dw + dx |w| + dx dw) with dw, dx from `rounding_bound` (dx = 0 weight-only)."""
+    activations) are rounded: k (|x| dw + dx |w| + dx dw) with dw, dx from `rounding_bound` (dx = 0 weight-only).
+
+    Used in chapter 13, *Quantizing with Qwix*.
+    """
     k = positive_int("k", k)
     positive("x_absmax", x_absmax)
     positive("w_absmax", w_absmax)

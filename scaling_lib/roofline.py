@@ -120,7 +120,7 @@ def critical_batch_size(chip, weight_dtype: str = "bf16", compute_dtype: str = "
 
     Used in chapter 1, *Rooflines and the critical batch size*; chapter 4, *The KV cache dominates memory*; chapter 5,
     *A model of the decode step*; chapter 6, *Shrinking the KV cache*; chapter 10, *Speculative decoding, mixture of
-    experts and quantization*; and the appendix *Apply the book to your model*.
+    experts and quantization*; the appendix *Worked problems*; and the appendix *Apply the book to your model*.
     """
     chip = get_chip(chip)
     return critical_batch_from_rates(chip.peak_flops(compute_dtype), chip.hbm_bandwidth, weight_dtype)

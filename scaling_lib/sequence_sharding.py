@@ -65,7 +65,10 @@ def sequence_sharded_attention(model, chip, n_chips: int, batch: int, context_le
     """The module docstring's cost of decode attention with the cache split over n chips along S, the chips forming
     the torus `mesh_shape` (default: the most cube-like, `hops.cube_torus`).
 
-    ValueError when n does not divide the context (each chip holds an equal slice)."""
+    ValueError when n does not divide the context (each chip holds an equal slice).
+
+    Used in chapter 14, *Serving details*.
+    """
     m, c = get_model(model), get_chip(chip)
     n, b, s = positive_int("n_chips", n_chips), positive_int("batch", batch), positive_int("context_len", context_len)
     if s % n:

@@ -27,7 +27,7 @@ def prefill_latency(model, chip, n_chips: int, prompt_len: int, mfu: float = 0.4
     The default MFU of 40% is the Scaling Book's assumption in ch. 8 (LLaMA-3-70B, 8,192 tokens, 16 v5e: 0.91 s).
     The floor only matters for prompts of a few tokens, where prefill is a decode step in disguise.
 
-    Used in chapter 9, *Serving engines*.
+    Used in chapter 9, *Serving engines* and chapter 14, *Serving details*.
     """
     chip = get_chip(chip)
     compute = prefill_time(model, chip, n_chips, prompt_len, mfu, batch, compute_dtype)  # validates the arguments
@@ -125,7 +125,9 @@ def prefill_saturating_batch(model, chip, prompt_len: int, mfu: float = 0.4, wei
 
     Above that batch, more prompts only add latency (the time grows with B T, tokens per second do not), so an
     engine prefills at batch 1 unless prompts are shorter than T_sat (Scaling Book ch. 7, "interleaved"). About 96
-    tokens for LLaMA-3-70B in bf16 on TPU v5e at 40% MFU. Used in chapter 14, *Serving details*.
+    tokens for LLaMA-3-70B in bf16 on TPU v5e at 40% MFU.
+
+    Used in chapter 14, *Serving details*.
     """
     m, c = get_model(model), get_chip(chip)
     prompt_len = positive_int("prompt_len", prompt_len)

@@ -38,8 +38,8 @@ def beta(chip) -> float:
     Ironwood (7.38e12 / 2e11). On a GPU W is the NVLink injection bandwidth of its switched node: 3.35e12 / 4.5e11 =
     7.4 on H100.
 
-    Used in chapter 7, *Sharding prefill and generation*; chapter 11, *How close do real systems come?*; and the
-    appendix *Apply the book to your model*.
+    Used in chapter 7, *Sharding prefill and generation*; chapter 11, *How close do real systems come?*; the appendix
+    *Worked problems*; and the appendix *Apply the book to your model*.
     """
     chip = get_chip(chip)
     return chip.hbm_bandwidth / collective_bandwidth(chip)
@@ -53,7 +53,8 @@ def max_decode_model_parallelism(d_ff: int, batch: int, beta_value: float) -> fl
     F = 16,384, B = 32, beta = 8 gives 64 ways). Bandwidth only: decode's collectives are usually latency-bound,
     and then `decode_hops_per_layer` sets where ICI overtakes the weights (chapter 7's figure).
 
-    Used in chapter 7, *Sharding prefill and generation* and the appendix *Apply the book to your model*.
+    Used in chapter 7, *Sharding prefill and generation*; the appendix *Worked problems*; and the appendix *Apply the
+    book to your model*.
     """
     positive("d_ff", d_ff)
     positive("batch", batch)
@@ -121,7 +122,8 @@ def kv_cache_sharding(n_kv_heads: int, batch: int, n_shards: int) -> KvSharding:
 
     Scaling Book ch. 7: beyond K ways, shard the batch, at the cost of two all-to-alls per attention layer.
 
-    Used in chapter 7, *Sharding prefill and generation* and the appendix *Apply the book to your model*.
+    Used in chapter 7, *Sharding prefill and generation*; the appendix *Worked problems*; and the appendix *Apply the
+    book to your model*.
     """
     n_kv_heads, batch = positive_int("n_kv_heads", n_kv_heads), positive_int("batch", batch)
     n_shards = positive_int("n_shards", n_shards)

@@ -49,7 +49,7 @@ class ServingConfig:
     (`memory.max_batch_size`). `mfu` prices prefill (40% is the Scaling Book's ch. 8 assumption);
     `prefill_chunk_tokens` is the prompt-token budget per step of the "chunked" engine.
 
-    Used in chapter 9, *Serving engines*.
+    Used in chapter 9, *Serving engines* and chapter 14, *Serving details*.
     """
 
     model: object

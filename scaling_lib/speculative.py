@@ -121,7 +121,7 @@ def roofline_speedup(model, chip, n_chips: int, batch: int, context_len: int, lo
                      draft_cost_ratio: float, **dtypes) -> float:
     """`roofline_step(...).speedup`: equals `speedup` while B (γ + 1) stays below B_crit, falls above it.
 
-    Used in chapter 10, *Speculative decoding, mixture of experts and quantization*.
+    Used in chapter 10, *Speculative decoding, mixture of experts and quantization* and chapter 14, *Serving details*.
     """
     return roofline_step(model, chip, n_chips, batch, context_len, lookahead, acceptance, draft_cost_ratio,
                          **dtypes).speedup

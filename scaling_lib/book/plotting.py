@@ -65,7 +65,8 @@ def new_figure(nrows: int = 1, ncols: int = 1, **kwargs):
     4, *The KV cache dominates memory*; chapter 5, *A model of the decode step*; chapter 6, *Shrinking the KV cache*;
     chapter 7, *Sharding prefill and generation*; chapter 8, *Partitioning layouts*; chapter 9, *Serving engines*;
     chapter 10, *Speculative decoding, mixture of experts and quantization*; chapter 11, *How close do real systems
-    come?*; and the appendix *Apply the book to your model*.
+    come?*; chapter 12, *Choosing a layout by the metric*; chapter 13, *Quantizing with Qwix*; chapter 14, *Serving
+    details*; the appendix *Worked problems*; and the appendix *Apply the book to your model*.
     """
     width, height = FIGSIZE
     kwargs.setdefault("figsize", (width * max(1, ncols * 0.8), height * max(1, nrows * 0.8)))

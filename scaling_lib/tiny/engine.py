@@ -60,7 +60,10 @@ def _insert(cache, tokens, prefix_cache, first_token, slot):
 
 
 class Engine:
-    """JetStream's engine interface on the tiny model (module docstring). `max_len` bounds prompt + generated."""
+    """JetStream's engine interface on the tiny model (module docstring). `max_len` bounds prompt + generated.
+
+    Used in chapter 14, *Serving details*.
+    """
 
     def __init__(self, params: Params, max_batch: int, max_len: int):
         if not isinstance(params, Params):
@@ -138,6 +141,8 @@ def serve(engine: Engine, prompts, max_new_tokens) -> ServeResult:
 
     prompts: 1-D token arrays; max_new_tokens: one count per request (or an int for all). Requests are admitted in
     order; a finished request frees its slot before the next admission.
+
+    Used in chapter 14, *Serving details*.
     """
     prompts = [np.asarray(p) for p in prompts]
     if not prompts:

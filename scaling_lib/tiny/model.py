@@ -48,8 +48,8 @@ def tiny_config(n_kv_heads=2, sliding_window=None, n_heads=4, n_layers=2, vocab_
     """A 2-layer, D=64 model (N=4 heads of H=16, F=128): n_kv_heads 4 is MHA, 2 is GQA, 1 is MQA.
 
     Used in chapter 2, *Sampling and the KV cache*; chapter 3, *Prefill and generation are different workloads*; chapter
-    6, *Shrinking the KV cache*; chapter 7, *Sharding prefill and generation*; and chapter 10, *Speculative decoding,
-    mixture of experts and quantization*.
+    6, *Shrinking the KV cache*; chapter 7, *Sharding prefill and generation*; chapter 10, *Speculative decoding,
+    mixture of experts and quantization*; chapter 13, *Quantizing with Qwix*; and chapter 14, *Serving details*.
     """
     return Transformer(n_layers=n_layers, d_model=64, d_ff=128, n_heads=n_heads, n_kv_heads=n_kv_heads,
                        head_dim=16, vocab_size=vocab_size, sliding_window=sliding_window, name="tiny")
@@ -100,8 +100,8 @@ def init_params(config: Transformer, seed: int = 0, dtype=jnp.float32) -> Params
     """Random weights, deterministic for a seed: N(0, 1/fan_in) matrices, N(0, 1) embeddings, unit norm gains.
 
     Used in chapter 2, *Sampling and the KV cache*; chapter 3, *Prefill and generation are different workloads*; chapter
-    6, *Shrinking the KV cache*; chapter 7, *Sharding prefill and generation*; and chapter 10, *Speculative decoding,
-    mixture of experts and quantization*.
+    6, *Shrinking the KV cache*; chapter 7, *Sharding prefill and generation*; chapter 10, *Speculative decoding,
+    mixture of experts and quantization*; chapter 13, *Quantizing with Qwix*; and chapter 14, *Serving details*.
     """
     if not isinstance(config, Transformer):
         raise ValueError(f"config must be a scaling_lib.models.Transformer, got {type(config).__name__}")
@@ -182,7 +182,10 @@ def _project(x, w, spec=None):
 
 def qkv(p, x, positions):
     """The attention projections of one layer (a dict from `Params.layer`): RMSNorm, then q [B,T,N,H] and k
-    [B,T,K,H] with RoPE at `positions` [B,T], and v [B,T,K,H]. Sharded and paged variants call this same block."""
+    [B,T,K,H] with RoPE at `positions` [B,T], and v [B,T,K,H]. Sharded and paged variants call this same block.
+
+    Used in chapter 14, *Serving details*.
+    """
     h = rms_norm(x, p["attn_norm"])
     q = rope(_project(h, p["wq"], "btd,dnh->btnh"), positions)
     k = rope(_project(h, p["wk"], "btd,dkh->btkh"), positions)
@@ -233,7 +236,8 @@ def _full_pass(params, tokens):
 def forward(params: Params, tokens) -> jax.Array:
     """Causal forward pass over full sequences, no cache: logits [B, T, V] (fp32). The reference for the cache.
 
-    Used in chapter 2, *Sampling and the KV cache* and chapter 6, *Shrinking the KV cache*.
+    Used in chapter 2, *Sampling and the KV cache*; chapter 6, *Shrinking the KV cache*; and chapter 13, *Quantizing
+    with Qwix*.
     """
     tokens = check_tokens(params, tokens)
     return _full_pass(params, tokens)[0]
@@ -245,7 +249,8 @@ def prefill(params: Params, tokens, lengths=None, cache_len=None):
     tokens [B, T], right-padded; lengths [B] each prompt's true length (default T). Returns (logits [B,T,V], cache)
     with cache.positions = lengths; the next-token logits of sequence b are logits[b, lengths[b] - 1].
 
-    Used in chapter 2, *Sampling and the KV cache* and chapter 7, *Sharding prefill and generation*.
+    Used in chapter 2, *Sampling and the KV cache*; chapter 7, *Sharding prefill and generation*; and chapter 14,
+    *Serving details*.
     """
     tokens = check_tokens(params, tokens)
     B, T = tokens.shape
@@ -303,8 +308,8 @@ def _pick(logits, key, temperature):
 def generate(params: Params, prompt, n_tokens: int, lengths=None, temperature: float = 0.0, seed: int = 0):
     """Prefill the (right-padded) prompts, then decode n_tokens new tokens per sequence: returns [B, n_tokens].
 
-    Used in chapter 2, *Sampling and the KV cache*; chapter 7, *Sharding prefill and generation*; and chapter 10,
-    *Speculative decoding, mixture of experts and quantization*.
+    Used in chapter 2, *Sampling and the KV cache*; chapter 7, *Sharding prefill and generation*; chapter 10,
+    *Speculative decoding, mixture of experts and quantization*; and chapter 14, *Serving details*.
     """
     if isinstance(n_tokens, bool) or not isinstance(n_tokens, (int, np.integer)) or n_tokens < 1:
         raise ValueError(f"n_tokens must be a positive integer, got {n_tokens!r}")

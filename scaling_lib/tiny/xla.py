@@ -51,8 +51,8 @@ def emulated_mesh(shape, axis_names) -> Mesh:
     Auto axes let `jit` propagate shardings by itself. (`jax.make_mesh` defaults to Explicit axes, where a matmul
     over a sharded contraction dimension raises `ShardingTypeError` unless you pass `out_sharding=`.)
 
-    Used in chapter 8, *Partitioning layouts* and chapter 10, *Speculative decoding, mixture of experts and
-    quantization*.
+    Used in chapter 8, *Partitioning layouts*; chapter 10, *Speculative decoding, mixture of experts and quantization*;
+    and chapter 14, *Serving details*.
     """
     shape, axis_names = tuple(shape), tuple(axis_names)
     if len(shape) != len(axis_names):
@@ -125,7 +125,7 @@ def compiled_cost(fn, *args, **kwargs) -> CompiledCost:
     A matmul [M,K] x [K,N] on one device reports 2 M K N flops. Programs with no arithmetic have no 'flops' entry,
     which counts as 0. Older JAX returned a list with one dict per device program; the first is used.
 
-    Used in chapter 6, *Shrinking the KV cache*.
+    Used in chapter 6, *Shrinking the KV cache* and chapter 13, *Quantizing with Qwix*.
     """
     analysis = _compile(fn, *args, **kwargs).cost_analysis()
     if isinstance(analysis, (list, tuple)):

@@ -50,8 +50,9 @@ def claim_keys() -> tuple:
 def published(key: str) -> float:
     """The number the source publishes for this row, in SI units: the one copy tests compare against.
 
-    Used in chapter 4, *The KV cache dominates memory*; chapter 8, *Partitioning layouts*; and chapter 10, *Speculative
-    decoding, mixture of experts and quantization*.
+    Used in chapter 4, *The KV cache dominates memory*; chapter 8, *Partitioning layouts*; chapter 10, *Speculative
+    decoding, mixture of experts and quantization*; chapter 12, *Choosing a layout by the metric*; and chapter 14,
+    *Serving details*.
     """
     value = claim(key).published_value
     if value is None:

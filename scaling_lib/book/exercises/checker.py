@@ -421,7 +421,8 @@ def check(exercise_id: str, answer=None, reveal: bool = False) -> Verdict:
     *Prefill and generation are different workloads*; chapter 4, *The KV cache dominates memory*; chapter 5, *A model of
     the decode step*; chapter 6, *Shrinking the KV cache*; chapter 7, *Sharding prefill and generation*; chapter 8,
     *Partitioning layouts*; chapter 9, *Serving engines*; chapter 10, *Speculative decoding, mixture of experts and
-    quantization*; and chapter 11, *How close do real systems come?*.
+    quantization*; chapter 11, *How close do real systems come?*; chapter 12, *Choosing a layout by the metric*; chapter
+    13, *Quantizing with Qwix*; chapter 14, *Serving details*; and the appendix *Worked problems*.
     """
     verdict = grade(exercise_id, answer, reveal)
     print(verdict.message)
