@@ -141,15 +141,19 @@ def generation_flops_curve(model, prompt_len: int, n_tokens: int, batch: int = 1
     if cache_len is not None and positive_int("cache_len", cache_len) < prompt_len + n_tokens - 1:
         raise ValueError(f"cache_len={cache_len} cannot hold the prompt and the decoded tokens "
                          f"({prompt_len} + {n_tokens - 1}); pass cache_len >= {prompt_len + n_tokens - 1}")
-    total = forward_flops(model, prompt_len, batch, skip_masked)
-    curve = [total]
-    for j in range(1, n_tokens):
+    m = get_model(model)
+    first = forward_flops(m, prompt_len, batch, skip_masked)  # validates batch and skip_masked
+    p_mm = matmul_params(m)
+    matmul, attention = first.matmul, first.attention
+    curve = [first]
+    for j in range(1, n_tokens):  # the sums of decode_step_flops / forward_flops, with the model looked up once
         if cached:
-            keys = prompt_len + j if cache_len is None else cache_len
-            total = total + decode_step_flops(model, keys, batch, skip_masked)
+            matmul += matmul_flops(batch, p_mm, 1)
+            attention += _attention(m, 1, prompt_len + j if cache_len is None else cache_len, batch, skip_masked)
         else:
-            total = total + forward_flops(model, prompt_len + j, batch, skip_masked)
-        curve.append(total)
+            matmul += matmul_flops(batch * (prompt_len + j), p_mm, 1)
+            attention += _attention(m, prompt_len + j, prompt_len + j, batch, skip_masked)
+        curve.append(FlopCount(matmul, attention))
     return curve
 
 

@@ -22,6 +22,13 @@ _TINY_TESTS = REPO / "tests" / "tiny"
 _BUILD_TESTS = REPO / "tests" / "book" / "test_build.py"
 
 
+def pytest_ignore_collect(collection_path, config):
+    """Under -m "not tiny", do not even import tests/tiny/ (every test there is tiny; importing them loads Qwix)."""
+    if config.getoption("markexpr", "").strip() == "not tiny" and _TINY_TESTS in Path(collection_path).resolve().parents:
+        return True
+    return None
+
+
 def pytest_collection_modifyitems(items):
     for item in items:
         path = Path(str(item.fspath)).resolve()

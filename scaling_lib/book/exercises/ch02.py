@@ -1,11 +1,14 @@
 """Chapter 2 exercises: sampling and the KV cache. Every value, right or slipped, is a scaling_lib call."""
 
+from functools import cache
+
 from ...flops import cached_generation_flops, decode_step_flops, forward_flops, naive_generation_flops
 from ...memory import kv_bytes_per_token
 from ...models import get_model
 from .exercise import Choice, Exercise, Number, Slip
 
 
+@cache  # a constant of the book, asked for by the answer and each slip
 def _naive_over_cached(skip_masked: bool = True) -> float:
     naive = naive_generation_flops("llama3-8b", 512, 2048, skip_masked=skip_masked)
     cached = cached_generation_flops("llama3-8b", 512, 2048, skip_masked=skip_masked)
