@@ -4,7 +4,7 @@ mutmut generates every mutant of scaling_lib's top-level modules (configured in 
 shared cores all ~5,600 of them take about two hours, so by default this script tests a uniform random sample
 (seeded, so the same sample every time) and reports the killed fraction with its 95% confidence interval:
 
-    python tools/mutation_score.py [--sample N] [--seed S] [--all]
+    python tools/mutation_score.py [--sample N] [--seed S] [--all] [--modules collectives estimate ...]
 
 Mutants listed in tools/mutation_equivalent.txt ("name  reason", one per line) are equivalent to the original
 (no test could tell them apart, e.g. `np.argsort(kind="STABLE")`, which numpy reads as "stable"); they are excluded
@@ -50,6 +50,8 @@ def main():
     parser.add_argument("--sample", type=int, default=600, help="mutants to test (default 600)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--all", action="store_true", help="test every mutant (about two hours on 2 cores)")
+    parser.add_argument("--modules", nargs="+", metavar="MODULE",
+                        help="sample only mutants of these modules (e.g. collectives estimate), as for a new module")
     parser.add_argument("--report-only", action="store_true", help="do not run mutmut, only read its results")
     args = parser.parse_args()
 
@@ -61,7 +63,9 @@ def main():
     every = results()
     if not every:
         sys.exit("no mutants found: run `make mutation` (it installs mutmut and generates them)")
-    names = sorted(every)
+    names = sorted(n for n in every if not args.modules or module_of(n) in args.modules)
+    if not names:
+        sys.exit(f"no mutants in modules {args.modules}; module names are e.g. {sorted({module_of(n) for n in every})[:5]}")
     chosen = names if args.all else sorted(random.Random(args.seed).sample(names, min(args.sample, len(names))))
     if not args.report_only:
         pending = [n for n in chosen if every[n] in ("not checked",)]

@@ -1,5 +1,7 @@
 """Collective costs per topology: hand-worked values on a torus and on a switch, and the published NCCL bandwidth."""
 
+import dataclasses
+
 import pytest
 
 from scaling_lib.collectives import (bus_bandwidth, collective_bandwidth, collective_time, latency_bound_bytes,
@@ -111,3 +113,16 @@ def test_bad_collective_input_names_the_problem():
         collective_time("broadcast", 1.0, "tpu-v5e", 8)
     with pytest.raises(ValueError, match="n_shards must be a positive integer"):
         collective_time("all-gather", 1.0, "tpu-v5e", 0)
+
+
+def test_an_all_to_all_across_hgx_nodes_by_hand():
+    # 16 H100 = 2 nodes of 8. Each GPU holds V / 16; (16 - 8) / 16 of it goes to the other node over the 50 GB/s NIC,
+    # (8 - 1) / 16 to the 7 other GPUs of its node over NVLink (450 GB/s); both run at once, two fixed latencies.
+    swap = collective_time("all-to-all", 1e9, "h100", 16)
+    assert swap.bandwidth_s == pytest.approx(1e9 / 16 * 8 / 16 / 50e9)  # the NIC side is the slower
+    assert swap.latency_s == pytest.approx(2 * 6e-6)
+    # With a scale-out network far faster than NVLink, the on-node side decides: 1e9 / 16 x 7 / 16 / 450 GB/s.
+    h100 = get_chip("h100")
+    fast_network = dataclasses.replace(h100, topology=dataclasses.replace(h100.topology, scale_out_bandwidth=1e15))
+    assert collective_time("all-to-all", 1e9, fast_network, 16).bandwidth_s == pytest.approx(1e9 / 16 * 7 / 16 / 450e9)
+    assert collective_time("all-to-all", 1e9, fast_network, 32).bandwidth_s == pytest.approx(1e9 / 32 * 7 / 32 / 450e9)

@@ -1,0 +1,122 @@
+"""Edges of the full estimate, the calibration and the measurements that a mutation sample found untested.
+
+Each expected value is worked by hand (or read off the published row), not taken from the function under test.
+"""
+
+import re
+
+import pytest
+
+from scaling_lib.calibration import compare
+from scaling_lib.estimate import (BOUND, TYPICAL, Deployment, Efficiency, decode_step, decode_time, prefill, report,
+                                  resolve_efficiency, step_estimate)
+from scaling_lib.memory import kv_cache_bytes, param_bytes
+from scaling_lib.measurements import pope_row, pope_rows, trtllm_rows
+from scaling_lib.models import get_model
+
+
+def test_efficiency_names_resolve_to_the_bound_and_the_calibrated_values():
+    assert resolve_efficiency(None) is BOUND and resolve_efficiency("bound") is BOUND
+    assert resolve_efficiency("typical") is TYPICAL
+    custom = Efficiency(mfu=0.5)
+    assert resolve_efficiency(custom) is custom
+
+
+@pytest.mark.parametrize("chip, n, mesh", [("tpu-v5e", 8, (4, 2)), ("tpu-v5e", 32, (8, 4)), ("ironwood", 8, (2, 2, 2)),
+                                           ("ironwood", 32, (4, 4, 2)), ("h100", 8, (8,))])
+def test_the_default_megatron_mesh_is_the_most_even_torus_largest_axis_first(chip, n, mesh):
+    assert Deployment("llama3-70b", chip, n).mesh_shape == mesh
+
+
+def test_a_tensor_parallel_degree_that_splits_heads_lists_every_divisor_of_the_heads():
+    # LLaMA-3-8B has 32 query heads: the whole-head degrees are 1, 2, 4, 8, 16 and 32 itself.
+    with pytest.raises(ValueError, match=re.escape("use one of [1, 2, 4, 8, 16, 32]")):
+        Deployment("llama3-8b", "tpu-v5e", 48)
+    assert Deployment("llama3-8b", "tpu-v5e", 32).tensor_parallel == 32  # n = H is allowed
+
+
+def test_a_step_with_no_tokens_costs_nothing_but_holding_the_weights():
+    d = Deployment("llama3-8b", "h100", 1)
+    empty = step_estimate(d)
+    assert (empty.weights_s, empty.kv_s, empty.matmul_s, empty.attention_s, empty.comm_s) == (0.0,) * 5
+    assert empty.hbm_bytes_per_chip == param_bytes(get_model("llama3-8b"))
+
+
+def test_what_a_step_holds_in_hbm_is_the_weights_plus_the_caches_it_keeps():
+    m, d = get_model("llama3-8b"), Deployment("llama3-8b", "h100", 2)
+    weights_per_chip = param_bytes(m) / 2
+    # One replica, 2-way tensor parallel: each chip keeps half of every cache (4 of the 8 KV heads).
+    first = prefill(d, 4096, batch=2)
+    assert first.hbm_bytes_per_chip == pytest.approx(weights_per_chip + kv_cache_bytes(m, 4096, 2) / 2)
+    step = decode_step(d, 4, 1024)
+    assert step.hbm_bytes_per_chip == pytest.approx(weights_per_chip + kv_cache_bytes(m, 1024, 4) / 2)
+
+
+def test_decode_time_is_steps_times_the_step_at_the_mean_context():
+    d = Deployment("llama3-8b", "h100", 1)
+    # 4 steps from 1,000 cached tokens attend to 1,001 ... 1,004 tokens: mean 1,002.5
+    mean = step_estimate(d, decode_batch=8, decode_context=1002.5, held_sequences=8, held_tokens_each=1004)
+    assert decode_time(d, 8, 1000, 4) == pytest.approx(4 * mean.total_s)
+
+
+def test_with_a_slow_network_no_collective_counts_as_latency_bound():
+    d = Deployment("llama3-70b", "ironwood", 8)
+    at_bound = decode_step(d, 8, 1024)
+    assert 0 < at_bound.comm_latency_s <= at_bound.comm_s  # [8, D] all-reduces are latency-bound at full speed
+    slow = decode_step(d, 8, 1024, Efficiency(network=1e-6))  # a million times slower: every one bandwidth-bound
+    assert slow.comm_latency_s == 0.0 and slow.comm_s > 1e3 * at_bound.comm_s
+
+
+def test_a_decode_batch_that_does_not_fit_says_what_to_change():
+    d = Deployment("llama3-70b", "h100", 8)
+    with pytest.raises(ValueError, match=r"quantize the KV cache or the weights, or add chips$"):
+        decode_step(d, 10_000, 8192)
+
+
+@pytest.mark.parametrize("kwargs, name", [(dict(prompt_len=0), "prompt_len"), (dict(context_len=-5), "context_len"),
+                                          (dict(price_per_chip_hour=-1.0), "price_per_chip_hour")])
+def test_report_names_the_bad_argument(kwargs, name):
+    with pytest.raises(ValueError, match=rf"\b{name}\b"):
+        report("llama3-8b", "h100", 1, **kwargs)
+
+
+def test_report_as_dict_has_every_number_under_its_own_name():
+    r = report("llama3-8b", "h100", 1, batch=8, context_len=4096, price_per_chip_hour=2.0)
+    data = r.as_dict()
+    assert set(data) == {"model", "chip", "n_chips", "tensor_parallel", "weight_dtype", "kv_dtype", "compute_dtype",
+                         "batch", "context_len", "prompt_len", "weight_bytes", "kv_bytes_per_token", "max_batch",
+                         "decode_step_bound_s", "decode_step_typical_s", "prefill_bound_s", "prefill_typical_s",
+                         "tokens_per_s_bound", "tokens_per_s_typical", "price_per_chip_hour",
+                         "dollars_per_million_tokens_bound", "dollars_per_million_tokens_typical"}
+    for key, value in data.items():
+        if key not in ("model", "chip"):
+            assert value == getattr(r, key, None) or value == getattr(r.deployment, key), key
+
+
+def test_report_describe_prints_each_row_with_its_numbers():
+    r = report("llama3-8b", "h100", 2, batch=8, context_len=4096, price_per_chip_hour=2.0)
+    rows = dict(line.split("  ", 1) for line in r.describe().splitlines())
+    rows = {name.strip(): value.strip() for name, value in rows.items()}
+    assert list(rows) == ["deployment", "weights", "KV cache per token", "largest batch that fits", "batch",
+                          "decode step", "prefill", "output tokens/s", "$ per million output tokens"]
+    gb = param_bytes(get_model("llama3-8b")) / 1e9  # 16.1 GB in bf16, 8.0 GB on each of 2 chips
+    assert rows["weights"] == f"{gb:,.1f} GB ({gb / 2:,.1f} GB per chip)"
+    assert rows["largest batch that fits"] == f"{r.max_batch:,} sequences of 4,096 tokens"
+    numbers = [float(x) for x in re.findall(r"[\d.]+", rows["decode step"].replace(",", ""))]
+    assert numbers == pytest.approx([r.decode_step_bound_s * 1e3, r.decode_step_typical_s * 1e3], abs=0.005)
+    numbers = [float(x) for x in re.findall(r"[\d.]+", rows["prefill"].replace(",", ""))]
+    assert numbers[:2] == pytest.approx([r.prefill_bound_s * 1e3, r.prefill_typical_s * 1e3], abs=0.05)
+    assert rows["prefill"].endswith("(4,096-token prompt)")
+    assert rows["$ per million output tokens"].endswith("(at $2 per chip-hour)")
+
+
+def test_each_comparison_names_the_system_that_was_measured():
+    assert compare(trtllm_rows()[0]).system == "TensorRT-LLM"
+    assert compare(pope_rows()[0]).system == "Pope et al."
+
+
+def test_an_unknown_pope_row_lists_the_known_ones():
+    with pytest.raises(ValueError) as err:
+        pope_row("palm-540b", "no such scenario", "decode")
+    known = str(err.value).split("known rows: ", 1)[1]
+    assert known.count("), (") == len(pope_rows()) - 1
