@@ -8,8 +8,9 @@ import re
 import pytest
 
 from scaling_lib.calibration import compare
-from scaling_lib.estimate import (BOUND, TYPICAL, Deployment, Efficiency, decode_step, decode_time, prefill, report,
-                                  resolve_efficiency, step_estimate)
+from scaling_lib.collectives import collective_time
+from scaling_lib.estimate import (BOUND, TYPICAL, Deployment, Efficiency, decode_step, decode_time, offline_estimate,
+                                  offline_throughput, prefill, report, resolve_efficiency, step_estimate)
 from scaling_lib.memory import kv_cache_bytes, param_bytes
 from scaling_lib.measurements import pope_row, pope_rows, trtllm_rows
 from scaling_lib.models import get_model
@@ -120,3 +121,108 @@ def test_an_unknown_pope_row_lists_the_known_ones():
         pope_row("palm-540b", "no such scenario", "decode")
     known = str(err.value).split("known rows: ", 1)[1]
     assert known.count("), (") == len(pope_rows()) - 1
+
+
+# ------------------------------------------------------------------------------ a second mutation sample's survivors
+def test_each_comparison_keeps_its_rows_label_and_workload():
+    for row in trtllm_rows():
+        c = compare(row)
+        assert c.label == row.label and c.shape in row.label  # "llama3-70b h200 TP1 128/128" -> "128/128"
+        assert c.shape == f"{row.input_len}/{row.output_len}"
+    for row in pope_rows():
+        c = compare(row)
+        assert (c.label, c.shape) == (row.label, row.phase)
+
+
+def test_the_dominant_term_is_taken_at_the_efficiency_asked_for():
+    # At the bound PaLM 540B's low-latency prefill is compute-bound (2 P T over 64 chips' FLOP/s); with the network at
+    # the calibrated 16% of its bandwidth the layout's collectives take longer than the matmuls.
+    prefill_row = pope_row("palm-540b", "low latency", "prefill")
+    assert (compare(prefill_row).dominant, compare(prefill_row, TYPICAL).dominant) == ("flops", "communication")
+    decode_row = pope_row("palm-540b", "high throughput", "decode")
+    assert (compare(decode_row).dominant, compare(decode_row, TYPICAL).dominant) == ("flops", "communication")
+
+
+def test_trtllm_rows_carry_the_tensor_parallel_degree_their_label_names():
+    for row in trtllm_rows():
+        assert row.tensor_parallel == int(re.search(r"\bTP(\d+)\b", row.label).group(1))
+
+
+def test_an_all_reduce_across_nodes_pays_three_fixed_latencies():
+    # reduce-scatter inside each node, all-reduce between nodes, all-gather inside: 3 x 6 us on H100
+    assert collective_time("all-reduce", 1e6, "h100", 16).latency_s == pytest.approx(3 * 6e-6)
+
+
+def test_megatron_decode_collectives_by_hand_on_8_h100():
+    # LLaMA-3-70B, batch 16: two all-reduces of [16, 8192] bf16 = 262,144 B per layer on the NVSwitch; each is
+    # latency-bound (2 x 7/8 x 262,144 / 450e9 = 1.0 us < 6 us), so 80 x 2 x 6 us = 0.96 ms. tp = 8 = K: every chip
+    # holds one whole KV head, so the batch is not split and no all-to-all is added.
+    step = decode_step(Deployment("llama3-70b", "h100", 8), 16, 1024)
+    assert step.comm_s == pytest.approx(80 * 2 * 6e-6) and step.comm_latency_s == pytest.approx(step.comm_s)
+
+
+def test_a_batch_split_cache_adds_two_all_to_alls_per_layer():
+    # 16-way tensor parallel over LLaMA-3-70B's 8 KV heads: each head's 2 chips split the batch between them and swap
+    # queries and outputs, [B, N, H] in bf16 over 2 chips, twice per layer; the replicated cache does not.
+    split = decode_step(Deployment("llama3-70b", "ironwood", 16), 32, 1024)
+    replicated = decode_step(Deployment("llama3-70b", "ironwood", 16, kv_placement="replicated"), 32, 1024)
+    swap = collective_time("all-to-all", 32 * 64 * 128 * 2, "ironwood", 2)
+    assert split.comm_s - replicated.comm_s == pytest.approx(80 * 2 * max(swap.bandwidth_s, swap.latency_s))
+
+
+def test_weights_too_large_for_the_chip_say_to_quantize_or_split_them():
+    with pytest.raises(ValueError, match=r"quantize them or raise tensor_parallel$"):
+        decode_step(Deployment("llama3-70b", "h100", 1), 1, 1024)
+
+
+def test_decode_time_from_an_empty_cache():
+    d = Deployment("llama3-8b", "h100", 1)
+    mean = step_estimate(d, decode_batch=2, decode_context=2.5, held_sequences=2, held_tokens_each=4)
+    assert decode_time(d, 2, 0, 4) == pytest.approx(4 * mean.total_s)  # steps attend to 1, 2, 3, 4 keys
+
+
+def test_offline_prefill_charges_the_causal_attention_of_whole_prompts():
+    # One iteration prefills batch x 8,192 / (2 - 1) prompt tokens; each prompt's causal attention alone is
+    # 4 L N H T (T + 1) / 2 = 4 x 32 x 32 x 128 x 8,192 x 8,193 / 2 FLOPs for LLaMA-3-8B (H100: 989e12 FLOP/s).
+    estimate = offline_estimate(Deployment("llama3-8b", "h100", 1), 8192, 2)
+    per_prompt = 4 * 32 * 32 * 128 * 8192 * 8193 / 2
+    assert estimate.step.attention_s >= estimate.batch * per_prompt / 989e12
+
+
+def test_offline_throughput_passes_the_parallelism_and_the_kv_placement_through():
+    one = offline_throughput("llama3-8b", "h100", 1, 1000, 1000)
+    assert offline_throughput("llama3-8b", "h100", 8, 1000, 1000, tensor_parallel=1) == pytest.approx(8 * one)
+    replicated = Deployment("llama3-70b", "ironwood", 16, kv_placement="replicated")
+    assert offline_throughput("llama3-70b", "ironwood", 16, 1000, 1000, kv_placement="replicated") == \
+        pytest.approx(offline_estimate(replicated, 1000, 1000).output_tokens_per_s)
+
+
+def test_report_serves_a_single_sequence_when_only_one_fits():
+    # LLaMA-3-70B in fp8 on one H200: 70.6 GB of weights leave 70.4 GB; a 300,000-token fp8 cache is
+    # 300,000 x 163,840 B = 49.2 GB, so one sequence fits and two (98.3 GB) do not.
+    assert report("llama3-70b", "h200", 1, context_len=300_000, weight_dtype="fp8").batch == 1
+
+
+def test_prefill_writes_the_cache_in_its_own_dtype():
+    # 4,096 new tokens x (32 layers x 8 KV heads x 128 x 2 (K and V) x 1 B in fp8) = 268 MB over 4.8 TB/s
+    step = prefill(Deployment("llama3-8b", "h200", 1, kv_dtype="fp8"), 4096)
+    assert step.kv_s == pytest.approx(4096 * 32 * 8 * 128 * 2 / 4.8e12)
+
+
+def test_decode_attention_is_linear_in_the_keys_from_the_first_and_capped_by_a_window():
+    d = Deployment("llama3-8b", "h100", 1)
+    assert 2 * decode_step(d, 1, 1).attention_s == pytest.approx(decode_step(d, 1, 2).attention_s)
+    windowed = Deployment(get_model("llama3-8b").with_(sliding_window=1024), "h100", 1)
+    assert decode_step(windowed, 1, 8192).attention_s == pytest.approx(decode_step(windowed, 1, 1024).attention_s)
+
+
+@pytest.mark.parametrize("kwargs, name", [(dict(mesh_shape=(0, 8)), "mesh axis"), (dict(ffn_layout="3d"), "ffn_layout")])
+def test_a_bad_deployment_names_the_field(kwargs, name):
+    with pytest.raises(ValueError, match=rf"\b{name}\b"):
+        Deployment("llama3-70b", "tpu-v5e", 8, **kwargs)
+
+
+def test_an_efficiency_of_zero_is_refused():
+    for field in ("mfu", "hbm", "network"):
+        with pytest.raises(ValueError, match=rf"Efficiency\.{field}\b"):
+            Efficiency(**{field: 0.0})
