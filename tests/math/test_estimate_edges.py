@@ -226,3 +226,13 @@ def test_an_efficiency_of_zero_is_refused():
     for field in ("mfu", "hbm", "network"):
         with pytest.raises(ValueError, match=rf"Efficiency\.{field}\b"):
             Efficiency(**{field: 0.0})
+
+
+def test_kv_heads_that_do_not_divide_the_chips_split_the_batch_over_the_remaining_factor():
+    # LLaMA-2-13B with K = 8 KV heads on 10 chips: each KV head is shared by 10 / gcd(8, 10) = 5 chips, which split
+    # the batch 5 ways: two all-to-alls over 5 chips per layer.
+    m = get_model("llama2-13b").with_(n_kv_heads=8)
+    split = decode_step(Deployment(m, "tpu-v5e", 10), 20, 1024)
+    replicated = decode_step(Deployment(m, "tpu-v5e", 10, kv_placement="replicated"), 20, 1024)
+    swap = collective_time("all-to-all", 20 * 40 * 128 * 2, "tpu-v5e", 5)  # [B, N, H] in bf16 over 5 chips
+    assert split.comm_s - replicated.comm_s == pytest.approx(40 * 2 * max(swap.bandwidth_s, swap.latency_s))
