@@ -35,6 +35,9 @@ def _string_hint(name: str, value: str) -> str:
 
 def real(name: str, value) -> float:
     """A finite real number (int, float or NumPy scalar), returned unchanged. Booleans, strings, NaN, inf refused."""
+    kind = type(value)
+    if kind is int or (kind is float and math.isfinite(value)):  # the common case, without the ABC checks below
+        return value
     if isinstance(value, str):
         raise ValueError(_string_hint(name, value))
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
@@ -54,6 +57,8 @@ def positive(name: str, value, allow_zero: bool = False):
 
 
 def _integer(name: str, value, what: str) -> int:
+    if type(value) is int and -MAX_INT <= value <= MAX_INT:  # the common case, without the ABC checks below
+        return value
     if isinstance(value, str):
         raise ValueError(_string_hint(name, value))
     if isinstance(value, bool) or not isinstance(value, numbers.Real):

@@ -154,6 +154,11 @@ def fit_typical() -> Efficiency:
 
     Used in chapter 11, *How close do real systems come?*.
     """
+    return _fit_typical()
+
+
+@functools.cache  # a pure function of the published rows: fitted once per process
+def _fit_typical() -> Efficiency:
     rows = [row for row in all_rows() if split_of(row) == "calibration"]
     return fit_efficiency(lambda efficiency: [compare(row, efficiency).ratio for row in rows], low=0.05)
 
