@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from scaling_lib.calibration import compare
-from scaling_lib.collectives import collective_time
+from scaling_lib.calibration import compare, fit_efficiency
+from scaling_lib.collectives import bus_bandwidth, collective_time
 from scaling_lib.estimate import (BOUND, TYPICAL, Deployment, Efficiency, decode_step, decode_time, offline_estimate,
                                   offline_throughput, prefill, report, resolve_efficiency, step_estimate)
 from scaling_lib.memory import kv_cache_bytes, param_bytes
@@ -236,3 +236,62 @@ def test_kv_heads_that_do_not_divide_the_chips_split_the_batch_over_the_remainin
     replicated = decode_step(Deployment(m, "tpu-v5e", 10, kv_placement="replicated"), 20, 1024)
     swap = collective_time("all-to-all", 20 * 40 * 128 * 2, "tpu-v5e", 5)  # [B, N, H] in bf16 over 5 chips
     assert split.comm_s - replicated.comm_s == pytest.approx(40 * 2 * max(swap.bandwidth_s, swap.latency_s))
+
+
+# ------------------------------------------- survivors of the independent sample (seed 2), killed after it was measured
+def test_a_comparison_carries_its_row():
+    for row in trtllm_rows()[:2] + pope_rows()[:2]:
+        assert compare(row).row is row
+
+
+def test_the_smallest_efficiency_searched_is_named_when_it_is_out_of_range():
+    with pytest.raises(ValueError, match=r"\blow\b.*the smallest efficiency searched"):
+        fit_efficiency(lambda efficiency: [1.0], low=0)
+
+
+def test_cross_node_collectives_keep_their_name_and_bus_bandwidth_names_a_bad_one():
+    assert collective_time("all-reduce", 1e9, "h100", 16).op == "all-reduce"
+    with pytest.raises(ValueError, match=r"unknown collective 'all-sum'"):
+        bus_bandwidth("all-sum", 1e9, 1e-3, 8)
+
+
+def test_bandwidth_bound_all_to_alls_move_the_queries_of_the_whole_batch():
+    # As above, but batch 2,000: [2000, 40 heads, 128] bf16 = 20.5 MB over 5 chips is bandwidth-bound.
+    m = get_model("llama2-13b").with_(n_kv_heads=8)
+    split = decode_step(Deployment(m, "tpu-v5e", 10), 2000, 128)
+    replicated = decode_step(Deployment(m, "tpu-v5e", 10, kv_placement="replicated"), 2000, 128)
+    swap = collective_time("all-to-all", 2000 * 40 * 128 * 2, "tpu-v5e", 5)
+    assert swap.bandwidth_s > swap.latency_s
+    assert split.comm_s - replicated.comm_s == pytest.approx(40 * 2 * swap.bandwidth_s)
+
+
+def test_what_does_not_fit_is_priced_in_gb():
+    # LLaMA-3-70B in bf16 is 70.55e9 x 2 B = 141.1 GB, more than an 80 GB H100 holds.
+    with pytest.raises(ValueError, match=r"the weights alone \(141\.1 GB per chip\)"):
+        decode_step(Deployment("llama3-70b", "h100", 1), 1, 1024)
+    # One 300,000 + 400,000-token request in fp8: 70.6 GB of weights + 500,000 mean tokens x 163,840 B = 81.9 GB.
+    with pytest.raises(ValueError, match=r"needs 152\.5 GB per chip \(70\.6 GB of weights \+ 81\.9 GB of KV cache\)"):
+        offline_estimate(Deployment("llama3-70b", "h200", 1, weight_dtype="fp8", kv_dtype="fp8"), 300_000, 400_000)
+
+
+def test_an_offline_estimate_and_a_report_keep_their_lengths():
+    assert offline_estimate(Deployment("llama3-8b", "h100", 1), 1000, 500).input_len == 1000
+    assert report("llama3-8b", "h100", 1, context_len=4096, prompt_len=1024).prompt_len == 1024
+
+
+def test_step_estimate_names_a_bad_held_count():
+    with pytest.raises(ValueError, match=r"\bheld_sequences\b"):
+        step_estimate(Deployment("llama3-8b", "h100", 1), held_sequences=-1)
+
+
+def test_a_deployment_takes_an_explicit_mesh_and_tensor_parallel_degree():
+    assert Deployment("llama3-70b", "tpu-v5e", 8, mesh_shape=(2, 4)).mesh_shape == (2, 4)
+    assert Deployment("llama3-8b", "h100", 8, tensor_parallel=4).replicas == 2
+    with pytest.raises(ValueError, match=re.escape("(or a Pope et al. layout such as ffn_layout='2d-ws' on a TPU "
+                                                   "torus)")):
+        Deployment("llama3-8b", "tpu-v5e", 48)
+
+
+def test_pope_rows_cite_their_table():
+    for row in pope_rows():
+        assert row.source.startswith("Pope et al. 2022") and re.search(r"Table [23]", row.source)

@@ -294,3 +294,33 @@ def test_the_median_ttft_of_a_tier_is_the_median_over_its_requests():
     hbm = [t for t, tier in zip(chat.ttft_s.tolist(), chat.routed.tier.tolist()) if tier == "hbm"]
     assert len(hbm) == 40  # turns 1 and 2 of 20 conversations
     assert chat.p50_ttft_s("hbm") == pytest.approx(float(np.median(hbm)), rel=1e-12)
+
+
+# -------------------------------------------------------------- survivors of the independent sample (seed 1), killed
+def test_weight_dtypes_that_are_not_a_list_get_a_value_error():
+    with pytest.raises(ValueError, match=r"\bweight_dtypes\b"):
+        choose(PALM, V4, "decode", weight_dtypes=5)
+
+
+def test_choose_for_keeps_the_rows_weight_dtype_and_the_best_choice_has_no_margin():
+    for row in pope_rows():
+        decision = choose_for(row)
+        assert decision.best.weight_dtype == row.weight_dtype  # int8 rows are priced in int8
+        assert decision.margin(decision.best.ffn_layout, decision.best.attention_sharding) == 0.0
+
+
+def test_a_torus_is_whole_chips_per_axis():
+    assert all(type(axis) is int for n in (12, 64, 1024) for axis in cube_torus(n))
+
+
+def test_the_mesh_a_step_is_laid_on_changes_its_collectives():
+    # 64 chips as 2 x 4 x 8 instead of 4 x 4 x 4: a longer axis, more hops per collective, a longer network term.
+    cube = layout_cost(PALM, V4, 64, "decode", 64, "2d-ws", "batch")
+    flat = layout_cost(PALM, V4, 64, "decode", 64, "2d-ws", "batch", mesh_shape=(2, 4, 8))
+    assert flat.network_s > cube.network_s
+
+
+def test_a_hit_rate_of_an_unknown_tier_names_the_argument():
+    work = _requests([1], [4000], [8])
+    with pytest.raises(ValueError, match=r"unknown tier 'disk'"):
+        route(work, "llama3-8b", 2, ROOMY).hit_rate("disk")
