@@ -19,6 +19,8 @@ from pathlib import Path
 
 import yaml
 
+from .exercises.index import notebook_title
+
 PACKAGE = "scaling_lib"
 MARKER = "Used in "  # the generated paragraph, always the last one of the docstring, starts with this
 _MAGIC = re.compile(r"^\s*[%!]")
@@ -49,13 +51,11 @@ def _cells(path: Path) -> list[dict]:
     return json.loads(path.read_text())["cells"]
 
 
-def _title(cells: list[dict]) -> str:
-    for cell in cells:
-        if cell["cell_type"] == "markdown":
-            for line in "".join(cell["source"]).splitlines():
-                if line.startswith("# "):
-                    return line[2:].strip()
-    raise ValueError("a notebook of the book has no '# ' title; give its first markdown cell one")
+def _title(path: Path, cells: list[dict]) -> str:
+    title = notebook_title(cells)
+    if title is None:
+        raise ValueError(f"{path} has no '# ' title; give its first markdown cell one")
+    return title
 
 
 def notebooks(repo: Path) -> list[Notebook]:
@@ -67,7 +67,7 @@ def notebooks(repo: Path) -> list[Notebook]:
             continue
         if numbered:
             number += 1
-        found.append(Notebook(path, number if numbered else None, _title(_cells(path))))
+        found.append(Notebook(path, number if numbered else None, _title(path, _cells(path))))
     return found
 
 

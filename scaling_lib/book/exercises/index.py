@@ -86,19 +86,23 @@ def _blocks(markdown: str):
     return found
 
 
+def notebook_title(cells) -> str | None:
+    """The first "# " heading in a notebook's markdown cells (its chapter title), or None when it has none."""
+    for cell in cells:
+        if cell.get("cell_type") == "markdown":
+            heading = next((line[2:].strip() for line in _source(cell).split("\n") if line.startswith("# ")), None)
+            if heading:
+                return heading
+    return None
+
+
 def scan_notebook(path) -> tuple:
     """The `ExerciseRow`s of one chapter notebook, in reading order."""
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"no notebook at {path}; pass the path of a chapter .ipynb")
     cells = json.loads(path.read_text(encoding="utf-8")).get("cells", [])
-    title = path.stem
-    for cell in cells:
-        if cell.get("cell_type") == "markdown":
-            heading = next((line[2:].strip() for line in _source(cell).split("\n") if line.startswith("# ")), None)
-            if heading:
-                title = heading
-                break
+    title = notebook_title(cells) or path.stem
     rows = []
     for index, cell in enumerate(cells):
         if cell.get("cell_type") != "markdown":
