@@ -3,7 +3,8 @@ files outside the repository.
 
 A control character in a page is always a slip: a "\\alpha" in a non-raw Python string becomes BEL + "lpha" (chapter 10
 once rendered a table header as "acceptance \\x07lpha"), a "\\b" a backspace, a "\\f" a form feed. Newlines and tabs
-are the only ones allowed. The claims list and every source the tests read live in the repository (book/claims.md),
+are the only ones allowed in stored outputs; prose (Markdown cells and book pages) allows no tab either, since
+"\\text" in a non-raw string becomes TAB + "ext" (the glossary once showed "W_<TAB>ext{ici}"). The claims list and every source the tests read live in the repository (book/claims.md),
 so nothing may point at a sibling folder such as ../shared.
 """
 
@@ -17,13 +18,14 @@ from tests import REPO
 
 NOTEBOOKS = sorted(REPO.glob("chapters/*.ipynb")) + sorted(REPO.glob("book/*.ipynb"))
 PAGES = sorted(REPO.glob("book/*.md"))
-# C0 controls except tab and newline, DEL, and the C1 controls.
+# C0 controls except tab and newline, DEL, and the C1 controls; in prose the tab too.
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+PROSE_CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]")
 
 
-def _control_characters(text: str) -> list:
+def _control_characters(text: str, pattern=CONTROL) -> list:
     """(offset, repr of the character, a little context) for every control character in `text`."""
-    return [(m.start(), repr(m.group()), text[max(0, m.start() - 20):m.start() + 20]) for m in CONTROL.finditer(text)]
+    return [(m.start(), repr(m.group()), text[max(0, m.start() - 20):m.start() + 20]) for m in pattern.finditer(text)]
 
 
 def _output_texts(output):
@@ -42,12 +44,17 @@ def test_the_detector_finds_the_bel_of_a_non_raw_alpha():
     assert not _control_characters("acceptance $\\alpha$\n\tγ ≥ κ, 14.0 → 7.0 ms")
 
 
+def test_the_prose_detector_finds_the_tab_of_a_non_raw_text():
+    assert _control_characters("$W_\text{ici}$", PROSE_CONTROL)  # "\t" is TAB: the glossary's slip
+    assert not _control_characters("$W_\\text{ici}$\n", PROSE_CONTROL)
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_no_markdown_cell_or_stored_output_contains_a_control_character(path):
     found = []
     for index, cell in enumerate(json.loads(path.read_text())["cells"]):
         if cell["cell_type"] == "markdown":
-            found += [(index, "markdown", *hit) for hit in _control_characters("".join(cell["source"]))]
+            found += [(index, "markdown", *hit) for hit in _control_characters("".join(cell["source"]), PROSE_CONTROL)]
         for output in cell.get("outputs", []):
             for kind, text in _output_texts(output):
                 found += [(index, kind, *hit) for hit in _control_characters(text)]
@@ -56,7 +63,7 @@ def test_no_markdown_cell_or_stored_output_contains_a_control_character(path):
 
 @pytest.mark.parametrize("path", PAGES, ids=lambda p: p.name)
 def test_no_book_page_contains_a_control_character(path):
-    found = _control_characters(path.read_text())
+    found = _control_characters(path.read_text(), PROSE_CONTROL)
     assert not found, f"{path.name}: control characters (offset, char, context): {found}"
 
 
