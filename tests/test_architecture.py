@@ -146,3 +146,38 @@ def test_no_notebook_builds_a_markdown_table_by_hand(path):
              for text in _hand_built_tables("".join(cell["source"]))]
     assert not found, (f"{path.name} builds Markdown tables by hand (cell, literal): {found}; use "
                        "scaling_lib.book.display.markdown_table(header, rows, align)")
+
+
+# Import name -> distribution name, where the two differ.
+_DISTRIBUTION = {"yaml": "pyyaml", "IPython": "ipython", "absl": "absl-py", "matplotlib_inline": "matplotlib-inline"}
+
+
+def _declared_dependencies() -> set:
+    import tomllib
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    declared = list(project["dependencies"])
+    for extra in project.get("optional-dependencies", {}).values():
+        declared += extra
+    return {d.split("[")[0].split("=")[0].split(">")[0].split("<")[0].strip().lower() for d in declared}
+
+
+def test_pyproject_declares_every_third_party_import_of_the_package():
+    third_party = set()
+    for path in MODULES:
+        for module, _, _, _ in _imports(path):
+            top = module.split(".")[0]
+            if top != "scaling_lib" and top not in sys.stdlib_module_names:
+                third_party.add(_DISTRIBUTION.get(top, top).lower())
+    missing = sorted(third_party - _declared_dependencies())
+    assert not missing, f"imported by scaling_lib but not declared in pyproject.toml: {missing}"
+
+
+def test_the_package_has_one_version():
+    import tomllib
+
+    import scaling_lib
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    assert "version" not in project and "version" in project["dynamic"], "pyproject must take scaling_lib.__version__"
+    assert scaling_lib.__version__.count(".") == 2
