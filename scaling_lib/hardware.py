@@ -149,24 +149,32 @@ class SwitchDomain:
 
 @dataclass(frozen=True)
 class NcclLatency:
-    """NCCL's latency model of a collective, in seconds, per algorithm and protocol [NCCL-tune].
+    """NCCL's model of a collective: latencies in seconds per algorithm and protocol, and bandwidth efficiencies.
 
-    `base[(algorithm, protocol)]` is paid once per collective; `nvlink` and `net` are paid per step on an NVLink
-    hop and on a scale-out (network) hop. `nvls` is the whole latency of an in-switch (NVLS) collective inside one
-    node, `nvls_net` what crossing the network adds to it. `net_overhead`: per intra-node step of a ring that
-    spans nodes, at least this (x3 with the Simple protocol). `efficiency[(algorithm, protocol)]`: the fraction
-    of the line rate NCCL's model gives each (LL 1/2, LL128 0.92, Simple 1; a tree all-reduce 0.92; NVLS by GPU
-    generation). Algorithms "ring", "tree"; protocols "LL", "LL128", "Simple".
+    From NCCL's tuning model [NCCL-tune]: `base[(algorithm, protocol)]` is paid once per collective; `nvlink` and
+    `net` are paid per step on an NVLink hop and on a scale-out (network) hop. `nvls` is the whole latency of an
+    in-switch (NVLS) collective inside one node; `nvls_tree_net` what each network level of the NVLS tree adds
+    (twice per level: up and down). `net_overhead`: per intra-node step of a ring that spans nodes, at least this
+    (x3 with the Simple protocol). `efficiency[(algorithm, protocol)]`: the fraction of the Simple protocol's
+    bandwidth NCCL's model gives each (LL 1/2, LL128 0.92, Simple 1; a tree all-reduce 0.92, with LL a further
+    1/3.8 and LL128 7/9). `nvls_efficiency`: NVLS's factor, by GPU generation.
+
+    From NCCL's maintainers: `nvlink_efficiency`, the application-level NVLink bandwidth with the Simple protocol
+    as a fraction of the line rate, 370 / 450 GB/s on H100 [NCCL-app]; `net_efficiency`, the same for a
+    400 Gb/s InfiniBand NIC, 46-48 of 50 GB/s (47 / 50) [NCCL-nic]. `nvls_volume`: NVLS all-reduce moves the
+    array and one n-th of it each way, V (n + 1) / n [NCCL-nvls].
     """
 
     base: tuple  # ((algorithm, protocol, seconds), ...)
     nvlink: tuple
     net: tuple
     nvls: float
-    nvls_net: float
+    nvls_tree_net: float
     net_overhead: float
     efficiency: tuple  # ((algorithm, protocol, fraction), ...)
     nvls_efficiency: tuple  # ((generation, fraction), ...)
+    nvlink_efficiency: float
+    net_efficiency: float
     source: str
 
     def lookup(self, table: str, algorithm: str, protocol: str) -> float:
@@ -177,26 +185,32 @@ class NcclLatency:
         raise ValueError(f"no NCCL {table} entry for algorithm {algorithm!r} with protocol {protocol!r}")
 
 
-_US = 1e-6
 NCCL_LATENCY = NcclLatency(
-    base=(("tree", "LL", 6.8 * _US), ("tree", "LL128", 14.0 * _US), ("tree", "Simple", 8.4 * _US),
-          ("ring", "LL", 6.6 * _US), ("ring", "LL128", 14.0 * _US), ("ring", "Simple", 8.4 * _US)),
-    nvlink=(("tree", "LL", 0.6 * _US), ("tree", "LL128", 1.25 * _US), ("tree", "Simple", 4.0 * _US),
-            ("ring", "LL", 0.6 * _US), ("ring", "LL128", 1.9 * _US), ("ring", "Simple", 3.4 * _US)),
-    net=(("tree", "LL", 5.0 * _US), ("tree", "LL128", 8.5 * _US), ("tree", "Simple", 14.0 * _US),
-         ("ring", "LL", 2.7 * _US), ("ring", "LL128", 4.0 * _US), ("ring", "Simple", 14.0 * _US)),
-    nvls=25 * _US,
-    nvls_net=18 * _US,
-    net_overhead=1.0 * _US,
+    base=(("tree", "LL", 6.8e-6), ("tree", "LL128", 14.0e-6), ("tree", "Simple", 8.4e-6),
+          ("ring", "LL", 6.6e-6), ("ring", "LL128", 14.0e-6), ("ring", "Simple", 8.4e-6)),
+    nvlink=(("tree", "LL", 0.6e-6), ("tree", "LL128", 1.25e-6), ("tree", "Simple", 4.0e-6),
+            ("ring", "LL", 0.6e-6), ("ring", "LL128", 1.9e-6), ("ring", "Simple", 3.4e-6)),
+    net=(("tree", "LL", 5.0e-6), ("tree", "LL128", 8.5e-6), ("tree", "Simple", 14.0e-6),
+         ("ring", "LL", 2.7e-6), ("ring", "LL128", 4.0e-6), ("ring", "Simple", 14.0e-6)),
+    nvls=25e-6,
+    nvls_tree_net=20.9e-6,
+    net_overhead=1.0e-6,
     efficiency=(("ring", "LL", 0.5), ("ring", "LL128", 0.92), ("ring", "Simple", 1.0),
                 ("tree", "LL", 0.92 / 3.8), ("tree", "LL128", 0.92 * 7 / 9), ("tree", "Simple", 0.92)),
     nvls_efficiency=(("ampere", 0.0), ("hopper", 0.85), ("blackwell", 0.74)),
-    source="github.com/NVIDIA/nccl src/graph/tuning.cc at commit 5067397c2676d5aed50042fc39e5c8ee96eb0027 "
-    "(ncclTunerConstantsDefaults: baseLatencies, hwLatencies for NVLINK and NET, nvlsEfficiency; "
-    "ncclTopoTuneModel: ring latency base + steps x hop, tree all-reduce base + 2 (ranks per node - 1) x NVLink hop "
-    "+ 2 log2(nodes) x network hop, NVLS latency the NVLS hop (+ the network's NVLS hop across nodes), LL at half "
-    "the bandwidth, LL128 at 0.92, tree all-reduce at 0.92 (LL a further 1/3.8, LL128 7/9 in one node); "
-    "getNetOverhead 1 us on x86 Intel, x3 with Simple; ncclTopoGetAlgoTime: time = latency + bytes / bandwidth)",
+    nvlink_efficiency=370 / 450,
+    net_efficiency=47 / 50,
+    source="[NCCL-tune] github.com/NVIDIA/nccl src/graph/tuning.cc at commit "
+    "5067397c2676d5aed50042fc39e5c8ee96eb0027 (ncclTunerConstantsDefaults: baseLatencies, hwLatencies for NVLINK and "
+    "NET, nvlsEfficiency; ncclTopoTuneModel: ring latency base + steps x hop, tree all-reduce base + 2 (ranks per "
+    "node - 1) x NVLink hop + 2 log2(nodes) x network hop, NVLS the NVLS hop, NVLS tree + 2 log2(nodes) x its "
+    "network hop; LL at half the bandwidth, LL128 at 0.92, tree all-reduce at 0.92 (LL a further 1/3.8, LL128 7/9 in "
+    "one node); getNetOverhead 1 us on x86 Intel, x3 with Simple; ncclTopoGetAlgoTime: time = latency + bytes / "
+    "bandwidth). [NCCL-app] NCCL maintainer, github.com/NVIDIA/nccl issue 1442 and nccl-tests issue 212: 370 GB/s of "
+    "the 450 GB/s NVLink 4 line rate each way at application level (~20% protocol overhead). [NCCL-nic] NCCL "
+    "maintainer, github.com/NVIDIA/nccl-tests issue 290: 46-48 GB/s per NDR 400 Gb/s NIC. [NCCL-nvls] NCCL maintainer, "
+    "github.com/NVIDIA/nccl issue 1506: an NVLS all-gather sends the array one way and 1/n of it the other; an "
+    "all-reduce is a reduce-scatter and an all-gather, so V (n + 1) / n each way",
 )
 
 
