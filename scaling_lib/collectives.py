@@ -49,7 +49,7 @@ from dataclasses import dataclass
 
 from ._validate import axes as check_axes
 from ._validate import choice, flag, positive, positive_int
-from .hardware import NCCL_LATENCY, SwitchDomain, Torus, get_chip
+from .hardware import NCCL_LATENCY, FullMesh, SwitchDomain, Torus, get_chip
 
 COLLECTIVES = ("all-gather", "reduce-scatter", "all-reduce", "all-to-all")
 _TORUS_FACTOR = {"all-gather": 1.0, "reduce-scatter": 1.0, "all-reduce": 2.0, "all-to-all": 0.25}
@@ -254,6 +254,30 @@ def _switch_time(op, array_bytes, chip, topology: SwitchDomain, n, algorithm=Non
     return CollectiveTime(op, bandwidth, latency, name, efficiency, floor)
 
 
+def _mesh_time(op, array_bytes, chip, topology: FullMesh, n, algorithm=None) -> CollectiveTime:
+    """A full mesh (module docstring): each GPU exchanges its share with every peer directly, one link per peer, all
+    links at once; beyond one mesh, priced like a switch of the same injection bandwidth across nodes."""
+    if n > topology.domain_size:
+        chip.dcn_bandwidth  # a ValueError naming the missing scale-out figure when no source gives it
+        return _switch_time(op, array_bytes, chip, SwitchDomain(
+            topology.peers, topology.link_bandwidth, topology.domain_size, topology.collective_latency,
+            topology.scale_out_bandwidth, generation="ampere"), n, algorithm)
+    if algorithm not in (None, "ring"):
+        raise ValueError(f"algorithm={algorithm!r}: a full mesh has no switch to reduce in or tree to build; use "
+                         "algorithm=None")
+    per_link = {"all-gather": 1 / n, "reduce-scatter": 1 / n, "all-reduce": 2 / n, "all-to-all": 1 / n**2}[op]
+    line = per_link * array_bytes / topology.link_bandwidth
+    candidates = []
+    for protocol in PROTOCOLS:
+        efficiency = NCCL_LATENCY.nvlink_efficiency * _nccl("efficiency", "ring", protocol)
+        latency = _ring_latency(op, protocol, n, 1)
+        candidates.append((latency + line / efficiency, f"mesh-{protocol}", latency, efficiency))
+    _, name, latency, efficiency = min(candidates)
+    # However traffic is routed, each GPU takes in its share over its peers links at most.
+    floor = _switch_volume(op, n) * array_bytes / topology.injection_bandwidth
+    return CollectiveTime(op, line, latency, name, efficiency, max(_nccl("nvlink", "ring", "LL"), floor))
+
+
 def collective_time(op: str, array_bytes: float, chip, n_shards: int, wraparound: bool | None = None,
                     algorithm: str | None = None) -> CollectiveTime:
     """Time of one collective over n_shards chips: one torus axis (a ring or a line) or one switched domain, or
@@ -280,6 +304,8 @@ def collective_time(op: str, array_bytes: float, chip, n_shards: int, wraparound
     if isinstance(topology, Torus):
         wraps = topology.axis_wraps(n) if wraparound is None else wraparound
         return _torus_time(op, array_bytes, topology, n, wraps)
+    if isinstance(topology, FullMesh):
+        return _mesh_time(op, array_bytes, chip, topology, n, algorithm)
     return _switch_time(op, array_bytes, chip, topology, n, algorithm)
 
 
