@@ -1,4 +1,4 @@
-"""What a collective costs on each kind of network: a TPU torus and a GPU switch.
+"""What a collective costs on each kind of network: a TPU torus, a GPU switch and a GPU full mesh.
 
 A collective over n chips moves an array of V bytes (the gathered output of an all-gather, the unreduced input of a
 reduce-scatter or all-reduce, the array resharded by an all-to-all). Its time is a latency (alpha) plus a bandwidth
@@ -26,20 +26,30 @@ doc/PERFORMANCE.md derives the same volumes to define its "bus bandwidth"):
 
     all-gather, reduce-scatter:  V (n-1)/n / W    all-reduce:  2 V (n-1)/n / W    all-to-all:  V (n-1)/n^2 / W
 
-With in-switch reduction (NVLink SHARP, "NVLS") an all-reduce moves V each way per GPU: its share of every other
-GPU's chunk goes up once, (n-1) V / n, plus the chunk it owns, V / n; the reduced array comes back, V. The latency
-is NCCL's own model (`hardware.NCCL_LATENCY`, from NCCL's src/graph/tuning.cc): a ring pays a base latency plus
-one NVLink step per ring step, 2 (n - 1) steps for an all-reduce (6.6 + 14 x 0.6 = 15 us on 8 GPUs with the LL
-protocol), a tree 2 (n - 1) steps inside a node and 2 log2(nodes) network steps, NVLS a flat 25 us. As NCCL does,
-the model picks the algorithm and protocol with the least latency + bytes / (efficiency x line rate), NCCL's
-efficiencies (LL half the line rate, LL128 0.92, NVLS 0.85 on Hopper): the ring with LL for small arrays, NVLS or
-Simple for large ones. `CollectiveTime` keeps that pick's latency and its line-rate bandwidth term apart, so that a
-caller can apply its own efficiencies to each (`efficiency` is NCCL's for the pick).
+With in-switch reduction (NVLink SHARP, "NVLS") any all-reduce must still move V each way per GPU (its share of
+every other GPU's chunk goes up once, (n-1) V / n, plus the chunk it owns, V / n; the reduced array comes back, V):
+the bound. NCCL's NVLS moves V (n + 1) / n each way (an NVLS all-gather sends the array one way and 1/n of it the
+other, an all-reduce is a reduce-scatter plus an all-gather): the priced algorithm. The latency is NCCL's own model
+(`hardware.NCCL_LATENCY`, from NCCL's src/graph/tuning.cc): a ring pays a base latency plus one NVLink step per ring
+step, 2 (n - 1) steps for an all-reduce (6.6 + 14 x 0.6 = 15 us on 8 GPUs with the LL protocol), a tree
+2 (n - 1) steps inside a node and 2 log2(nodes) network steps, NVLS a flat 25 us. As NCCL does, the model picks the
+algorithm and protocol with the least latency + bytes / (efficiency x line rate) (`CollectiveTime.expected_s`),
+with NCCL's efficiencies relative to its Simple protocol (LL 1/2, LL128 0.92, NVLS 0.85 on Hopper) and the NCCL
+maintainers' application-level rates (370 of NVLink 4's 450 GB/s, 47 of a 400 Gb/s NIC's 50 GB/s): the ring with
+LL for small arrays, NVLS or Simple for large ones. `CollectiveTime` keeps that pick's latency and its line-rate
+bandwidth term apart, so that a caller can apply its own efficiencies to each (`efficiency` is NCCL's for the pick).
 
-**Across nodes** (n a multiple of the domain size g, m = n / g nodes) a collective is hierarchical and NCCL pipelines
-its stages, so the slowest stage sets the time (bus bandwidth = the least of the stages'): inside each node the
-array crosses NVLink as above; between nodes each GPU's NIC carries its 1/g of the inter-node collective, e.g.
-2 (V / g)(m - 1)/m for an all-reduce. The latency is NCCL's for the ranks and nodes (network steps cost more).
+**Full mesh (AMD Infinity Fabric)**, n GPUs each joined to every other by one link of W_link each way: each GPU
+sends its share straight to each peer over that peer's link, V / n per link for an all-gather (2 V / n for an
+all-reduce, V / n^2 for an all-to-all), so on all 8 GPUs it matches a switch of 7 W_link, and on 2 it gets a seventh
+of that.
+
+**Across nodes** (n a multiple of the domain size g, m = n / g nodes) NCCL pipelines the stages, so the slowest sets
+the time (bus bandwidth = the least of the stages'). NCCL's ring runs through all n GPUs: each sends its ring share
+over NVLink, and a node's ring crossings share its g NICs, 1/g of that share each. The tree and NVLS tree reduce
+inside each node and send each GPU's 1/g of the inter-node all-reduce over its NIC, 2 (V / g)(m - 1)/m. The bound
+takes, for each GPU, its share over NVLink and NIC together, and for each node what it must take in through its g
+NICs. The latency is NCCL's for the ranks and nodes (network steps cost more).
 
 Used in chapter 7, *Sharding prefill and generation*, and chapter 11, *How close do real systems come?*.
 """
