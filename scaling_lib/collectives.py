@@ -255,7 +255,8 @@ def _switch_time(op, array_bytes, chip, topology: SwitchDomain, n, algorithm=Non
             expected = max(seconds / (eff * factor) for seconds, eff in stages)
             latency = (_ring_latency(op, protocol, n, m) if family == "ring" else
                        _tree_latency(protocol, n, m) if family == "tree" else _nvls_latency(m))
-            name = family if family == "nvls" else f"{family}-{protocol}"
+            label = "all-to-all" if op == "all-to-all" else family  # point to point, not a ring
+            name = family if family == "nvls" else f"{label}-{protocol}"
             candidates.append((name, latency, line, line / expected if expected else 1.0, latency + expected))
     name, latency, bandwidth, efficiency, _ = min(candidates, key=lambda c: (c[4], c[0]))
     # The shortest latency physics allows: one NVLink step (one network step across nodes).
