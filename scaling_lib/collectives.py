@@ -1,19 +1,24 @@
-"""What a collective costs on each kind of network: a TPU torus and a GPU switch.
+"""What a collective costs on each kind of network: a TPU torus, a GPU switch and a GPU full mesh.
 
 A collective over n chips moves an array of V bytes (the gathered output of an all-gather, the unreduced input of a
-reduce-scatter or all-reduce, the array resharded by an all-to-all). Its time is the larger of a bandwidth term
-and a latency term (`CollectiveTime.total_s`): a lower bound, since real collectives pay both.
+reduce-scatter or all-reduce, the array resharded by an all-to-all). Its time is a latency (alpha) plus a bandwidth
+term, bytes / line rate (`CollectiveTime.total_s`); `CollectiveTime.bound_s` is a true lower bound for that
+collective alone: the larger of the shortest latency physics allows and the line-rate bandwidth term of the best
+algorithm the hardware has.
 
-**Torus (TPU ICI), one axis of n chips joined in a bidirectional ring** (Scaling Book ch. 3), W = W_ici,bidi, the
-bandwidth a chip sends along that axis (its two links one way each, = one link's two directions,
-`Torus.axis_bandwidth`; W_ici is one link one way):
+**Torus (TPU ICI), one axis of n chips**, W = W_ici,bidi, the bandwidth a chip sends along that axis (its two links
+one way each, = one link's two directions, `Torus.axis_bandwidth`; W_ici = W / 2 is one link one way). With
+wraparound the axis is a bidirectional ring (Scaling Book ch. 3):
 
     all-gather, reduce-scatter:  V / W          all-reduce:  2 V / W          all-to-all:  V / (4 W)
 
-and each takes `collective_hops` hops of at least ~1 us each however small its chunk: chunks travel both ways round
-the ring, so one pass is ceil(n / 2) hops, and an all-reduce (a reduce-scatter then an all-gather) two passes.
-Without wraparound an axis is a line: the middle link still carries V / 2 each way (same bandwidth term), but the
-farthest chunk travels n - 1 hops per pass.
+and a pass takes floor(n / 2) hops of ~1 us: chunks travel both ways round the ring, and the farthest chip is
+floor(n / 2) hops away (`collective_hops`); an all-reduce (a reduce-scatter then an all-gather) is two passes.
+Whether an axis wraps depends on the slice, not the chip: `hardware.Torus.wraparound_axes`. Without wraparound the
+axis is a line: the chip at each end has a single link on it, through which it must receive the other n - 1
+shards, (n - 1) V / n bytes at W_ici, so an all-gather takes 2 (n - 1) / n x V / W (1.5 V / W on 4 chips, the
+Scaling Book's 3 x shard / W_ici), and a pass is n - 1 hops. An all-to-all is bounded by the bisection: half the
+chips send V / 4 to the other half, across 2 links a direction on a ring and 1 on a line.
 
 **Switch (GPU NVLink domain), n GPUs under one set of NVSwitches**, W = one GPU's injection bandwidth, one way
 (450 GB/s on H100). Every GPU sends and receives only its own share, whoever its peers are, so (nccl-tests'
@@ -21,13 +26,31 @@ doc/PERFORMANCE.md derives the same volumes to define its "bus bandwidth"):
 
     all-gather, reduce-scatter:  V (n-1)/n / W    all-reduce:  2 V (n-1)/n / W    all-to-all:  V (n-1)/n^2 / W
 
-and each costs at least a fixed latency of a few microseconds (`SwitchDomain.collective_latency`; no hops to
-count). Across nodes (n a multiple of the domain size g, m = n / g nodes) collectives are hierarchical: the
-inter-node stage moves V / g per GPU over its scale-out NIC, e.g. an all-gather takes
-(V/g)(m-1)/m / W_net + V (g-1)/g / W, with one fixed latency per stage.
+With in-switch reduction (NVLink SHARP, "NVLS") any all-reduce must still move V each way per GPU (its share of
+every other GPU's chunk goes up once, (n-1) V / n, plus the chunk it owns, V / n; the reduced array comes back, V):
+the bound. NCCL's NVLS moves V (n + 1) / n each way (an NVLS all-gather sends the array one way and 1/n of it the
+other, an all-reduce is a reduce-scatter plus an all-gather): the priced algorithm. The latency is NCCL's own model
+(`hardware.NCCL_LATENCY`, from NCCL's src/graph/tuning.cc): a ring pays a base latency plus one NVLink step per ring
+step, 2 (n - 1) steps for an all-reduce (6.6 + 14 x 0.6 = 15 us on 8 GPUs with the LL protocol), a tree
+2 (n - 1) steps inside a node and 2 log2(nodes) network steps, NVLS a flat 25 us. As NCCL does, the model picks the
+algorithm and protocol with the least latency + bytes / (efficiency x line rate) (`CollectiveTime.expected_s`),
+with NCCL's efficiencies relative to its Simple protocol (LL 1/2, LL128 0.92, NVLS 0.85 on Hopper) and the NCCL
+maintainers' application-level rates (370 of NVLink 4's 450 GB/s, 47 of a 400 Gb/s NIC's 50 GB/s): the ring with
+LL for small arrays, NVLS or Simple for large ones. `CollectiveTime` keeps that pick's latency and its line-rate
+bandwidth term apart, so that a caller can apply its own efficiencies to each (`efficiency` is NCCL's for the pick).
 
-In-switch reduction (NVLink SHARP) lets a real 8-GPU all-reduce beat the all-reduce volume above by a few percent
-(measured 480 GB/s of NCCL bus bandwidth on 8 H100 against 450 GB/s line rate); the model leaves it out.
+**Full mesh (AMD Infinity Fabric)**, n GPUs each joined to every other by one link of W_link each way: each GPU
+sends its share straight to each peer over that peer's link, V / n per link for an all-gather (2 V / n for an
+all-reduce, V / n^2 for an all-to-all), so on all 8 GPUs it matches a switch of 7 W_link, and on 2 it gets a seventh
+of that.
+
+**Across nodes** (n a multiple of the domain size g, m = n / g nodes) NCCL pipelines the stages, so the slowest sets
+the time (bus bandwidth = the least of the stages'). NCCL's ring runs through all n GPUs: each sends its ring share
+over NVLink, and a node's ring crossings share its g NICs, 1/g of that share each. The tree and NVLS tree reduce
+inside each node and send each GPU's 1/g of the inter-node all-reduce over its NIC, 2 (V / g)(m - 1)/m. The bound
+takes, for each GPU, its share over NVLink and NIC together, and for each node what it must take in through its g
+NICs. The latency is NCCL's for the ranks and nodes (network steps cost more).
+
 Used in chapter 7, *Sharding prefill and generation*, and chapter 11, *How close do real systems come?*.
 """
 
@@ -36,24 +59,45 @@ from dataclasses import dataclass
 
 from ._validate import axes as check_axes
 from ._validate import choice, flag, positive, positive_int
-from .hardware import SwitchDomain, Torus, get_chip
+from .hardware import NCCL_LATENCY, FullMesh, SwitchDomain, Torus, get_chip
 
 COLLECTIVES = ("all-gather", "reduce-scatter", "all-reduce", "all-to-all")
 _TORUS_FACTOR = {"all-gather": 1.0, "reduce-scatter": 1.0, "all-reduce": 2.0, "all-to-all": 0.25}
 NETWORKS = ("ici", "dcn")
+PROTOCOLS = ("LL", "LL128", "Simple")
+SWITCH_ALGORITHMS = ("ring", "tree", "nvls")
 
 
 @dataclass(frozen=True)
 class CollectiveTime:
-    """A collective's bandwidth term, its latency term and the time it takes (the larger of the two)."""
+    """A collective's bandwidth term (bytes at the line rate), its latency term and the time it takes (their sum).
+
+    `algorithm`: what priced it ("ring", "line", "tree-LL", "nvls", ...). `efficiency`: the fraction of the line rate
+    NCCL's own model gives that algorithm (1 on a torus). `floor_s`: a true lower bound (`bound_s`), when the
+    algorithm priced is not the fastest the hardware has.
+    """
 
     op: str
     bandwidth_s: float
     latency_s: float
+    algorithm: str = ""
+    efficiency: float = 1.0
+    floor_s: float | None = None
 
     @property
     def total_s(self) -> float:
-        return max(self.bandwidth_s, self.latency_s)
+        """latency + bandwidth: a collective pays both (alpha + bytes / bandwidth)."""
+        return self.latency_s + self.bandwidth_s
+
+    @property
+    def bound_s(self) -> float:
+        """A lower bound on this collective alone: max(physical latency, best algorithm's line-rate bandwidth)."""
+        return max(self.latency_s, self.bandwidth_s) if self.floor_s is None else self.floor_s
+
+    @property
+    def expected_s(self) -> float:
+        """latency + bandwidth / efficiency: NCCL's own estimate of the algorithm it picks (= total_s on a torus)."""
+        return self.latency_s + self.bandwidth_s / self.efficiency
 
     @property
     def bound(self) -> str:
@@ -79,52 +123,178 @@ def _switch_volume(op: str, n: int) -> float:
 
 
 def collective_hops(op: str, n_shards: int, wraparound: bool = True) -> int:
-    """Hops one collective takes on a bidirectional ring of n chips: ceil(n / 2) per pass, two passes for an all-reduce.
+    """Hops one collective takes on a bidirectional ring of n chips: floor(n / 2) per pass, two passes for an
+    all-reduce.
 
-    Chunks travel both ways round the ring at once, so the farthest chip is ceil(n / 2) hops away: an all-gather,
-    reduce-scatter or all-to-all is one pass of ceil(n / 2) hops; an all-reduce is a reduce-scatter followed by an
-    all-gather, 2 ceil(n / 2) hops (8 on a ring of 8). Without wraparound a pass is n - 1 hops. A latency-bound
-    collective takes hops x the hop latency. Chapter 7's section *Decode collectives are latency-bound*.
+    Chunks travel both ways round the ring at once. Chip k is min(k, n - k) hops from chip 0, largest at
+    k = floor(n / 2), where it is floor(n / 2) (on a ring of 7, chip 3 is 3 hops one way and 4 the other): an
+    all-gather, reduce-scatter or all-to-all is one pass of floor(n / 2) hops; an all-reduce is a reduce-scatter
+    followed by an all-gather, 2 floor(n / 2) hops (8 on a ring of 8). Without wraparound a pass is n - 1 hops, end
+    to end. A latency-bound collective takes hops x the hop latency. Chapter 7's section *Decode collectives are
+    latency-bound*.
 
     Used in chapter 7, *Sharding prefill and generation*.
     """
     choice("collective", op, COLLECTIVES)
     n = positive_int("n_shards", n_shards)
     wraparound = flag("wraparound", wraparound)
-    if n == 1:
-        return 0
     passes = 2 if op == "all-reduce" else 1
-    return passes * (math.ceil(n / 2) if wraparound else n - 1)
+    return passes * (n // 2 if wraparound else n - 1)
+
+
+def _torus_bandwidth(op: str, array_bytes: float, topology: Torus, n: int, wraparound: bool) -> float:
+    """Seconds of the bandwidth term on one axis of n chips (module docstring): ring or line."""
+    w = topology.axis_bandwidth
+    if wraparound:
+        return _TORUS_FACTOR[op] * array_bytes / w
+    if op == "all-to-all":  # V / 4 across the middle, one link each way: V / (4 W_ici) = V / (2 W)
+        return 2 * _TORUS_FACTOR[op] * array_bytes / w
+    passes = 2 if op == "all-reduce" else 1  # an end chip takes in (n - 1) V / n over its one link, per pass
+    return passes * (n - 1) / n * array_bytes / topology.link_bandwidth
+
+
+def _torus_exact(op: str, bandwidth_s: float, n: int, wraparound: bool) -> float:
+    """The ring formula V / W rounds the share (n - 1) / n up to 1; a lower bound keeps the exact share."""
+    return bandwidth_s * (n - 1) / n if wraparound and op != "all-to-all" else bandwidth_s
 
 
 def _torus_time(op, array_bytes, topology: Torus, n, wraparound) -> CollectiveTime:
-    return CollectiveTime(op, bandwidth_s=_TORUS_FACTOR[op] * array_bytes / topology.axis_bandwidth,
-                          latency_s=collective_hops(op, n, wraparound) * topology.hop_latency)
+    bandwidth = _torus_bandwidth(op, array_bytes, topology, n, wraparound)
+    latency = collective_hops(op, n, wraparound) * topology.hop_latency
+    return CollectiveTime(op, bandwidth, latency, "ring" if wraparound else "line", 1.0,
+                          max(latency, _torus_exact(op, bandwidth, n, wraparound)))
 
 
-def _switch_time(op, array_bytes, chip, topology: SwitchDomain, n) -> CollectiveTime:
+def _nccl(table: str, algorithm: str, protocol: str) -> float:
+    return NCCL_LATENCY.lookup(table, algorithm, protocol)
+
+
+def _nvls_efficiency(topology: SwitchDomain) -> float:
+    return dict(NCCL_LATENCY.nvls_efficiency).get(topology.generation, 0.0) if topology.in_switch_reduction else 0.0
+
+
+def _ring_latency(op: str, protocol: str, n: int, m: int) -> float:
+    """NCCL's ring latency over n ranks on m nodes: base + intra-node steps x NVLink step + network steps x network
+    step; an all-reduce has 2 (n - 1) steps (2 (m - 1) of them between nodes), the others n - 1 (m - 1)."""
+    steps = 2 * (n - 1) if op == "all-reduce" else n - 1
+    net_steps = 0 if m == 1 else (2 * (m - 1) if op == "all-reduce" else m - 1)
+    intra = _nccl("nvlink", "ring", protocol)
+    if m > 1:  # a ring spanning nodes pays at least the network overhead on every step (x3 with Simple)
+        intra = max(intra, NCCL_LATENCY.net_overhead * (3 if protocol == "Simple" else 1))
+    return (_nccl("base", "ring", protocol) + (steps - net_steps) * intra
+            + net_steps * _nccl("net", "ring", protocol))
+
+
+def _tree_latency(protocol: str, n: int, m: int) -> float:
+    """NCCL's tree all-reduce latency: base + 2 ((n / m - 1) NVLink steps + log2(m) network steps)."""
+    return _nccl("base", "tree", protocol) + 2 * ((n // m - 1) * _nccl("nvlink", "tree", protocol)
+                                                  + int(math.log2(m)) * _nccl("net", "tree", protocol))
+
+
+def _nvls_latency(m: int) -> float:
+    """NCCL's NVLS latency: the NVLS hop, and across nodes the NVLS tree's network hop twice per level."""
+    return NCCL_LATENCY.nvls + 2 * int(math.log2(m)) * NCCL_LATENCY.nvls_tree_net
+
+
+def _switch_stages(family: str, op: str, v: float, topology: SwitchDomain, net: float | None, n: int) -> list:
+    """[(line-rate seconds, efficiency before the protocol's)] of each pipelined stage of an algorithm family:
+    the NVLink stage, and across nodes each GPU's NIC (module docstring)."""
     g, w = topology.domain_size, topology.injection_bandwidth
-    if n <= g:
-        return CollectiveTime(op, _switch_volume(op, n) * array_bytes / w, topology.collective_latency)
-    if n % g:
+    link, nic = NCCL_LATENCY.nvlink_efficiency, NCCL_LATENCY.net_efficiency
+    m = max(1, n // g)
+    if op == "all-to-all":  # each GPU's V/n: (n-g)/n of it leaves the node, the rest crosses NVLink; at once
+        if m == 1:
+            return [(_switch_volume(op, n) * v / w, link)]
+        return [(v / n * (g - 1) / n / w, link), (v / n * (n - g) / n / net, nic)]
+    if family == "ring":  # a flat ring through every GPU; across nodes each NIC carries 1/g of a GPU's ring traffic
+        share = _switch_volume(op, n) * v
+        return [(share / w, link)] + ([(share / g / net, nic)] if m > 1 else [])
+    hierarchical = [(_switch_volume(op, m) * v / g / net, nic)] if m > 1 else []
+    if family == "tree":  # reduce up a chain and broadcast down: 2 V per GPU (NCCL's algbw = busbw / 2)
+        return [(2 * v / w, link)] + hierarchical
+    inner = min(n, g)  # nvls: V (k + 1) / k each way over the k GPUs of the node, at NVLS's efficiency too
+    return [(v * (inner + 1) / inner / w, link * _nvls_efficiency(topology))] + hierarchical
+
+
+def _switch_floor(op: str, v: float, topology: SwitchDomain, net: float | None, n: int) -> float:
+    """Line-rate lower bound of the bandwidth term: what each GPU must take in, over all its links at once (with
+    in-switch reduction an all-reduce's V), and across nodes what each node must take in through its g NICs."""
+    g, w = topology.domain_size, topology.injection_bandwidth
+    m = max(1, n // g)
+    volume = v if op == "all-reduce" and topology.in_switch_reduction else _switch_volume(op, n) * v
+    floor = volume / (w + (net if m > 1 else 0.0))
+    if m > 1:
+        off_node = v / n * (n - g) / n if op == "all-to-all" else _switch_volume(op, m) * v / g
+        floor = max(floor, off_node / net)
+    return floor
+
+
+def _switch_time(op, array_bytes, chip, topology: SwitchDomain, n, algorithm=None) -> CollectiveTime:
+    g = topology.domain_size
+    if n > g and n % g:
         raise ValueError(f"n_shards={n} on {chip.name} spans {n / g:g} nodes of {g} GPUs; a collective across "
                          f"nodes needs whole nodes: use a multiple of {g} (or at most {g} GPUs)")
-    m, net = n // g, chip.dcn_bandwidth
-    if op == "all-to-all":  # each GPU's V/n: (n-g)/n of it leaves the node, (g-1)/n stays; both run at once
-        off_node = array_bytes / n * (n - g) / n / net
-        on_node = array_bytes / n * (g - 1) / n / w
-        return CollectiveTime(op, max(off_node, on_node), 2 * topology.collective_latency)
-    inner = _switch_volume("all-gather", g) * array_bytes / w  # V (g-1)/g inside each node
-    outer = _switch_volume(op, m) * (array_bytes / g) / net  # the inter-node stage on V / g per GPU
-    stages = 3 if op == "all-reduce" else 2
-    inner_passes = 2 if op == "all-reduce" else 1  # reduce-scatter in, all-gather out
-    return CollectiveTime(op, inner_passes * inner + outer, stages * topology.collective_latency)
+    m = max(1, n // g)
+    net = chip.dcn_bandwidth if m > 1 else None
+    families = ["ring"]
+    if op == "all-reduce":
+        families.append("tree")
+        if _nvls_efficiency(topology) > 0:
+            families.append("nvls")
+    if algorithm is not None:
+        if algorithm not in families:
+            raise ValueError(f"algorithm={algorithm!r}: NCCL has no such {op} over {n} {chip.name} GPUs; use one "
+                             f"of {tuple(families)} or None (NCCL's pick)")
+        families = [algorithm]
+    candidates = []  # (name, latency, line-rate seconds, efficiency)
+    for family in families:
+        stages = _switch_stages(family, op, array_bytes, topology, net, n)
+        line = max(seconds for seconds, _ in stages)
+        for protocol in ("Simple",) if family == "nvls" else PROTOCOLS:
+            factor = 1.0 if family == "nvls" else _nccl("efficiency", family, protocol)
+            expected = max(seconds / (eff * factor) for seconds, eff in stages)
+            latency = (_ring_latency(op, protocol, n, m) if family == "ring" else
+                       _tree_latency(protocol, n, m) if family == "tree" else _nvls_latency(m))
+            label = "all-to-all" if op == "all-to-all" else family  # point to point, not a ring
+            name = family if family == "nvls" else f"{label}-{protocol}"
+            candidates.append((name, latency, line, line / expected if expected else 1.0, latency + expected))
+    name, latency, bandwidth, efficiency, _ = min(candidates, key=lambda c: (c[4], c[0]))
+    # The shortest latency physics allows: one NVLink step (one network step across nodes).
+    floor_latency = _nccl("nvlink", "ring", "LL") if m == 1 else _nccl("net", "ring", "LL")
+    floor = max(floor_latency, _switch_floor(op, array_bytes, topology, net, n))
+    return CollectiveTime(op, bandwidth, latency, name, efficiency, floor)
 
 
-def collective_time(op: str, array_bytes: float, chip, n_shards: int, wraparound: bool | None = None
-                    ) -> CollectiveTime:
-    """Time of one collective over n_shards chips: one torus axis (a ring) or one switched domain (see the module
-    docstring for the formulas). `wraparound` overrides the torus's (ignored on a switch).
+def _mesh_time(op, array_bytes, chip, topology: FullMesh, n, algorithm=None) -> CollectiveTime:
+    """A full mesh (module docstring): each GPU exchanges its share with every peer directly, one link per peer, all
+    links at once; beyond one mesh, priced like a switch of the same injection bandwidth across nodes."""
+    if n > topology.domain_size:
+        chip.dcn_bandwidth  # a ValueError naming the missing scale-out figure when no source gives it
+        return _switch_time(op, array_bytes, chip, SwitchDomain(
+            topology.peers, topology.link_bandwidth, topology.domain_size, topology.collective_latency,
+            topology.scale_out_bandwidth, generation="ampere"), n, algorithm)
+    if algorithm not in (None, "ring"):
+        raise ValueError(f"algorithm={algorithm!r}: a full mesh has no switch to reduce in or tree to build; use "
+                         "algorithm=None")
+    per_link = {"all-gather": 1 / n, "reduce-scatter": 1 / n, "all-reduce": 2 / n, "all-to-all": 1 / n**2}[op]
+    line = per_link * array_bytes / topology.link_bandwidth
+    candidates = []
+    for protocol in PROTOCOLS:
+        efficiency = NCCL_LATENCY.nvlink_efficiency * _nccl("efficiency", "ring", protocol)
+        latency = _ring_latency(op, protocol, n, 1)
+        candidates.append((latency + line / efficiency, f"mesh-{protocol}", latency, efficiency))
+    _, name, latency, efficiency = min(candidates)
+    # However traffic is routed, each GPU takes in its share over its peers links at most.
+    floor = _switch_volume(op, n) * array_bytes / topology.injection_bandwidth
+    return CollectiveTime(op, line, latency, name, efficiency, max(_nccl("nvlink", "ring", "LL"), floor))
+
+
+def collective_time(op: str, array_bytes: float, chip, n_shards: int, wraparound: bool | None = None,
+                    algorithm: str | None = None) -> CollectiveTime:
+    """Time of one collective over n_shards chips: one torus axis (a ring or a line) or one switched domain, or
+    whole nodes of it (see the module docstring for the formulas). `wraparound` overrides the torus's rule for one
+    axis of n chips (`hardware.Torus.axis_wraps`; ignored on a switch). `algorithm` ("ring", "tree" or "nvls",
+    switches only) prices that algorithm, as NCCL_ALGO forces it; None (the default) picks as NCCL's model does.
 
     Used in chapter 7, *Sharding prefill and generation* and chapter 11, *How close do real systems come?*.
     """
@@ -132,32 +302,78 @@ def collective_time(op: str, array_bytes: float, chip, n_shards: int, wraparound
     chip = get_chip(chip)
     positive("array_bytes", array_bytes, allow_zero=True)
     n = positive_int("n_shards", n_shards)
+    if wraparound is not None:
+        wraparound = flag("wraparound", wraparound)
+    if algorithm is not None:
+        choice("algorithm", algorithm, SWITCH_ALGORITHMS)
+        if isinstance(chip.topology, Torus):
+            raise ValueError(f"algorithm={algorithm!r} picks a GPU switch's algorithm; {chip.name} is a torus: "
+                             "leave algorithm=None")
     if n == 1:
-        return CollectiveTime(op, 0.0, 0.0)
+        return CollectiveTime(op, 0.0, 0.0, "none")
     topology = chip.network
     if isinstance(topology, Torus):
-        return _torus_time(op, array_bytes, topology, n, topology.wraparound if wraparound is None else wraparound)
-    return _switch_time(op, array_bytes, chip, topology, n)
+        wraps = topology.axis_wraps(n) if wraparound is None else wraparound
+        return _torus_time(op, array_bytes, topology, n, wraps)
+    if isinstance(topology, FullMesh):
+        return _mesh_time(op, array_bytes, chip, topology, n, algorithm)
+    return _switch_time(op, array_bytes, chip, topology, n, algorithm)
 
 
-def mesh_collective(op: str, array_bytes: float, chip, mesh_shape) -> CollectiveTime:
-    """A collective over every chip of `mesh_shape`. On a torus the k axes' links share the bandwidth term (V / k)
-    and the axes are reduced one after another, so the hop latencies add; a switch sees one group of prod(shape)."""
+def _bisection_all_to_all(array_bytes: float, topology: Torus, shape: tuple, wraps: tuple) -> float:
+    """V / 4 each way across the cut that halves the longest axis: (N / a) links a direction, twice if it wraps."""
+    n = math.prod(shape)
+    longest = max(range(len(shape)), key=lambda i: (shape[i], wraps[i]))
+    links = n // shape[longest] * (2 if wraps[longest] else 1)
+    return array_bytes / 4 / (links * topology.link_bandwidth)
+
+
+def mesh_collective(op: str, array_bytes: float, chip, mesh_shape, wraparound=None) -> CollectiveTime:
+    """A collective over every chip of `mesh_shape`, the shape of the slice. On a torus the axes' links run at once,
+    so their rates add (V / k on k like axes), and the axes are reduced one after another, so their hops add; an
+    all-to-all is bounded by the bisection of the slice (module docstring). Which axes wrap: `wraparound` (True,
+    False, or one flag per axis), else the chip's rule: for a shape with as many axes as the torus, the rule for that
+    slice (`hardware.Torus.wraparound_axes`: a v5p 2 x 2 x 4 has none); for fewer axes, a group of a larger slice,
+    each axis by `hardware.Torus.axis_wraps` (the (4, 4) group of a v5p 4 x 4 x 4 wraps). A switch sees one group of
+    prod(shape).
+    """
+    choice("collective", op, COLLECTIVES)
     chip = get_chip(chip)
-    axes = [a for a in check_axes("mesh_shape", mesh_shape) if a != 1]
+    positive("array_bytes", array_bytes, allow_zero=True)
+    shape = check_axes("mesh_shape", mesh_shape)
+    if not isinstance(chip.network, Torus):
+        return collective_time(op, array_bytes, chip, math.prod(shape))
+    topology = chip.network
+    if wraparound is None and len(shape) == topology.axes:  # the whole slice: the generation's rule for its shape
+        wraps = topology.wraparound_axes(shape)
+    elif wraparound is None:  # fewer axes than the torus: a group of a larger slice, each axis by itself
+        wraps = tuple(topology.axis_wraps(a) for a in shape)
+    elif isinstance(wraparound, (tuple, list)):
+        wraps = tuple(flag("wraparound", w) for w in wraparound)
+        if len(wraps) != len(shape):
+            raise ValueError(f"wraparound has {len(wraps)} flags for the {len(shape)} axes of mesh_shape {shape}; "
+                             "give one per axis, or one bool for all")
+    else:
+        wraps = (flag("wraparound", wraparound),) * len(shape)
+    axes = [(a, w) for a, w in zip(shape, wraps) if a != 1]
     if not axes:
-        return CollectiveTime(op, 0.0, 0.0)
-    if not isinstance(chip.topology, Torus):
-        return collective_time(op, array_bytes, chip, math.prod(axes))
-    bandwidth = collective_time(op, array_bytes, chip, math.prod(axes)).bandwidth_s / len(axes)
-    latency = sum(collective_time(op, array_bytes, chip, a).latency_s for a in axes)
-    return CollectiveTime(op, bandwidth, latency)
+        return CollectiveTime(op, 0.0, 0.0, "none")
+    per_byte = [collective_time(op, 1.0, chip, a, wraparound=w) for a, w in axes]  # latency does not need V
+    latency = sum(t.latency_s for t in per_byte)
+    if op == "all-to-all" and len(axes) > 1:
+        bandwidth = _bisection_all_to_all(array_bytes, topology, tuple(a for a, _ in axes), tuple(w for _, w in axes))
+        return CollectiveTime(op, bandwidth, latency, "bisection", 1.0, max(latency, bandwidth))
+    bandwidth = array_bytes / sum(1 / t.bandwidth_s for t in per_byte)
+    floor = array_bytes / sum(1 / _torus_exact(op, t.bandwidth_s, a, w) for t, (a, w) in zip(per_byte, axes))
+    return CollectiveTime(op, bandwidth, latency, "+".join(t.algorithm for t in per_byte), 1.0,
+                          max(latency, floor))
 
 
 def latency_bound_bytes(chip, n_shards: int) -> float:
     """Below this many bytes an all-gather over n_shards chips is latency-bound: where `collective_time`'s two
-    terms meet. On a torus ring n W_link t_hop (the Scaling Book's 360 kB for 8 v5e chips, 800 kB on 8 Ironwood
-    chips); on a switch latency x W_inj x n / (n - 1) (about 3 MB on 8 H100).
+    terms meet. On a wraparound torus ring n W_link t_hop (the Scaling Book's 360 kB for 8 v5e chips, 800 kB on
+    8 Ironwood chips); on a switch NCCL's small-message latency (the ring with the LL protocol) x W_inj x n / (n - 1)
+    (about 5.6 MB on 8 H100).
 
     Used in chapter 7, *Sharding prefill and generation*; chapter 10, *Speculative decoding, mixture of experts and
     quantization*; and chapter 11, *How close do real systems come?*.

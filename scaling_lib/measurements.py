@@ -10,6 +10,9 @@ frozen rows. Three tables:
 - `pope_rows()`: Pope et al. 2022, Tables 2 and 3: PaLM 540B and 62B on TPU v4 at 2,048 tokens of context, one
   prefill and one 64-step decode per scenario (8 rows, latency and MFU).
 - `nccl_rows()`: NCCL all-reduce bus bandwidth on 8 H100s, as the NCCL maintainers state it (2 rows).
+- `collective_rows()`: published collective timings (nccl-tests on 2-72 H100, H200 and GB200 GPUs, 8 to 64 H100 across
+  nodes, the Scaling Book's profiled TPU v5e all-gathers), each as the source gives it (a time, an algorithm
+  bandwidth or a bus bandwidth) with its source.
 
 Used in chapter 11, *How close do real systems come?*.
 """
@@ -134,3 +137,49 @@ def nccl_rows() -> tuple:
                                  algorithm=r["algorithm"], array_bytes_min=float(r["array_bytes_min"]),
                                  bus_bandwidth=float(r["bus_bandwidth_GBps"]) * 1e9, source=r["source"])
                  for r in _read("nccl_allreduce_busbw.csv"))
+
+
+@dataclass(frozen=True)
+class CollectiveRow:
+    """One published collective: `seconds` is the time, from whichever of time, algorithm bandwidth (V / t) or bus
+    bandwidth (nccl-tests' V / t x 2(n-1)/n for an all-reduce, (n-1)/n otherwise) the source gives. `algorithm`: the
+    one the run forced (NCCL_ALGO), or "" for the library's own pick. `kind`: "measurement" (a run's output) or
+    "statement" (a maintainer's stated figure)."""
+
+    chip: str
+    n_chips: int
+    collective: str
+    algorithm: str
+    array_bytes: float
+    time_us: float | None
+    busbw_GBps: float | None
+    algbw_GBps: float | None
+    kind: str
+    source: str
+
+    @property
+    def seconds(self) -> float:
+        if self.time_us is not None:
+            return self.time_us * 1e-6
+        if self.algbw_GBps is not None:
+            return self.array_bytes / (self.algbw_GBps * 1e9)
+        share = (2 if self.collective == "all-reduce" else 1) * (self.n_chips - 1) / self.n_chips
+        return self.array_bytes * share / (self.busbw_GBps * 1e9)
+
+    @property
+    def label(self) -> str:
+        forced = f" {self.algorithm}" if self.algorithm else ""
+        return f"{self.collective}{forced} {self.array_bytes:.0f} B on {self.n_chips} {self.chip}"
+
+
+def _optional(value: str) -> float | None:
+    return float(value) if value else None
+
+
+def collective_rows() -> tuple:
+    """Published collective timings, one row per (chip, chips, collective, algorithm, size), with their sources."""
+    return tuple(CollectiveRow(chip=r["chip"], n_chips=int(r["n_chips"]), collective=r["collective"],
+                               algorithm=r["algorithm"], array_bytes=float(r["array_bytes"]),
+                               time_us=_optional(r["time_us"]), busbw_GBps=_optional(r["busbw_GBps"]),
+                               algbw_GBps=_optional(r["algbw_GBps"]), kind=r["kind"], source=r["source"])
+                 for r in _read("collective_measurements.csv"))
