@@ -458,7 +458,7 @@ def _layer_pattern(fields: _Fields, n_layers: int) -> int | None:
         period = globals_at[0] + 1 if globals_at else None
         if not globals_at or globals_at != list(range(period - 1, len(types), period)):
             raise ValueError(f"layer_types {types[:8]}... is not a periodic local/global pattern with the global "
-                             "layer last in each period; this book's models cannot represent it")
+                             f"layer last in each period; this book's models cannot represent it ({fields.where})")
         return period
     if fields.config["model_type"] == "gemma2":
         return 2  # Gemma 2 alternates sliding-window and global layers

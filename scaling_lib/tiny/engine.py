@@ -47,7 +47,7 @@ class DecodeState:
 
 def bucket(length: int, smallest: int = 8) -> int:
     """The power of two >= length (at least `smallest`): prompts padded to it share one prefill compilation."""
-    positive_int("length", length)
+    length, smallest = positive_int("length", length), positive_int("smallest", smallest)
     return max(smallest, 1 << (length - 1).bit_length())
 
 
@@ -187,13 +187,24 @@ def serve(engine: Engine, prompts, max_new_tokens) -> ServeResult:
 
     Used in chapter 14, *Serving details*.
     """
+    if not isinstance(engine, Engine):
+        raise ValueError(f"engine must be an Engine, got {type(engine).__name__}")
+    if isinstance(prompts, (str, bytes)) or not np.iterable(prompts):
+        raise ValueError(f"prompts must be a list of 1-D token arrays, got {type(prompts).__name__}")
     prompts = [np.asarray(p) for p in prompts]
     if not prompts:
         raise ValueError("serve needs at least one prompt")
-    counts = [max_new_tokens] * len(prompts) if isinstance(max_new_tokens, int) else list(max_new_tokens)
+    if isinstance(max_new_tokens, (str, bytes)) or not np.iterable(max_new_tokens):  # one count for every request
+        counts = [max_new_tokens] * len(prompts)
+    else:
+        counts = list(max_new_tokens)
     if len(counts) != len(prompts):
         raise ValueError(f"{len(counts)} max_new_tokens for {len(prompts)} prompts; give one count per prompt")
     counts = [positive_int("max_new_tokens", c) for c in counts]
+    for request, (prompt, count) in enumerate(zip(prompts, counts)):  # the last token generated is never cached
+        if prompt.ndim == 1 and len(prompt) + count - 1 > engine.max_len:
+            raise ValueError(f"request {request} needs {len(prompt)} prompt + {count - 1} generated cache "
+                             f"positions, more than max_len={engine.max_len}; raise max_len or lower max_new_tokens")
     waiting, state = deque(range(len(prompts))), engine.init_decode_state()
     owner, out, events, step = {}, [[] for _ in prompts], [], 0
     while waiting or owner:

@@ -68,6 +68,8 @@ class PagedKVCache:
         if not isinstance(config, Transformer):
             raise ValueError(f"config must be a scaling_lib.models.Transformer (params.config), got "
                              f"{type(config).__name__}")
+        if not isinstance(kv_dtype, str):
+            raise ValueError(f"kv_dtype must be a format name such as 'fp32' or 'int8', got {kv_dtype!r}")
         check_format(kv_dtype)
         batch, block_size = positive_int("batch", batch), positive_int("block_size", block_size)
         max_blocks_per_seq = positive_int("max_blocks_per_seq", max_blocks_per_seq)
@@ -241,6 +243,12 @@ def _extend(params, tokens, pool, table, start, n_new):
 _extend_jit = jax.jit(_extend, donate_argnums=2)
 
 
+def _check_paged(cache) -> PagedKVCache:
+    if not isinstance(cache, PagedKVCache):
+        raise ValueError(f"cache must be a PagedKVCache, got {type(cache).__name__}")
+    return cache
+
+
 def paged_extend(params: Params, tokens, cache: PagedKVCache, n_new=None):
     """Append up to T tokens to every sequence of the cache at once (prefill, chunked prefill, or decode when T=1).
 
@@ -251,8 +259,7 @@ def paged_extend(params: Params, tokens, cache: PagedKVCache, n_new=None):
     Used in chapter 6, *Shrinking the KV cache*.
     """
     tokens = check_tokens(params, tokens)
-    if not isinstance(cache, PagedKVCache):
-        raise ValueError(f"cache must be a PagedKVCache, got {type(cache).__name__}")
+    _check_paged(cache)
     B, T = tokens.shape
     if B != cache.batch:
         raise ValueError(f"tokens has {B} rows but the cache holds {cache.batch} sequences; pass one row each")
@@ -279,7 +286,7 @@ def paged_prefill(params: Params, tokens, cache: PagedKVCache, lengths=None):
 
     Used in chapter 6, *Shrinking the KV cache*.
     """
-    if cache.lengths.any():
+    if _check_paged(cache).lengths.any():
         raise ValueError("paged_prefill needs an empty cache; use paged_extend to add tokens to cached sequences")
     return paged_extend(params, tokens, cache, lengths)
 

@@ -131,3 +131,19 @@ def test_engine_entrances_refuse_the_wrong_objects(engine_and_prefix):
             call()
     with pytest.raises(ValueError, match="params must be tiny.model.Params"):
         Engine(None, 2, 16)
+
+
+def test_serve_checks_its_arguments_and_each_requests_room_up_front():
+    engine = Engine(PARAMS, max_batch=2, max_len=16)
+    prompt = PROMPTS[3]  # 12 tokens: 12 + 5 - 1 = 16 positions fit exactly, one more token does not
+    assert len(serve(engine, [prompt], np.int64(5)).tokens[0]) == 5  # a NumPy count applies to every request
+    with pytest.raises(ValueError, match="request 0 needs 12 prompt \\+ 5 generated cache positions, more than "
+                                         "max_len=16"):
+        serve(engine, [prompt], 6)
+    for call, says in ((lambda: serve(None, PROMPTS, 2), "engine must be an Engine"),
+                       (lambda: serve(engine, None, 2), "prompts must be a list"),
+                       (lambda: serve(engine, PROMPTS[:2], [1]), "1 max_new_tokens for 2 prompts"),
+                       (lambda: serve(engine, PROMPTS[:1], "2"), "max_new_tokens"),
+                       (lambda: bucket(3, 0), "smallest must be a positive integer")):
+        with pytest.raises(ValueError, match=says):
+            call()

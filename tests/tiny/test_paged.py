@@ -239,3 +239,12 @@ def test_paged_entrances_check_tokens_before_the_int32_cast_and_their_arguments(
     with pytest.raises(ValueError, match=r"lengths must lie in \[1, T=8\]"):  # a 0 would pick logits[-1]
         paged.paged_generate(params_for(), PROMPT, 2, cache, lengths=[0, 5])
     assert not cache.lengths.any()  # every refusal left the cache as it was
+
+
+def test_paged_cache_and_steps_name_a_bad_format_or_cache():
+    with pytest.raises(ValueError, match="kv_dtype must be a format name"):
+        paged.PagedKVCache(params_for().config, B, 16, BLOCK, 4, kv_dtype=["int8"])
+    for call in (lambda: paged.paged_prefill(params_for(), PROMPT, None),
+                 lambda: paged.paged_generate(params_for(), PROMPT, 2, "cache")):
+        with pytest.raises(ValueError, match="cache must be a PagedKVCache"):
+            call()
