@@ -80,7 +80,11 @@ class Params:
     config: Transformer = field(metadata=dict(static=True))  # hashable metadata, not a leaf
 
     def layer(self, i):
-        """Layer i's weights as a dict (a slice of the stacked arrays)."""
+        """Layer i's weights as a dict (a slice of the stacked arrays). i in [0, n_layers): JAX would clamp a larger
+        index to the last layer, and a negative one counts from the end."""
+        i = non_negative_int("i", i)
+        if i >= self.config.n_layers:
+            raise ValueError(f"layer i={i} does not exist; the model has n_layers={self.config.n_layers}")
         return {name: getattr(self, name)[i] for name in
                 ("attn_norm", "wq", "wk", "wv", "wo", "mlp_norm", "w_gate", "w_up", "w_down")}
 

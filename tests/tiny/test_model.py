@@ -247,3 +247,11 @@ def test_model_entrances_refuse_what_is_not_params():
                  lambda: model.generate("params", PROMPT, 2)):
         with pytest.raises(ValueError, match="params must be tiny.model.Params"):
             call()
+
+
+def test_a_layer_that_does_not_exist_is_refused_not_clamped_to_the_last():
+    params = params_for("gqa")
+    assert set(params.layer(1)) >= {"wq", "wk", "wv", "wo"}
+    for i, says in ((2, "does not exist; the model has n_layers=2"), (-1, "non-negative"), (True, "got True")):
+        with pytest.raises(ValueError, match=says):
+            params.layer(i)
