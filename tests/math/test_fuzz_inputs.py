@@ -471,6 +471,30 @@ SPECS = {
     "units.parse_unit": spec(dict(unit="ms"), unit="unit"),
 }
 
+
+# Issue 23: the estimate's engine settings and the calibration's split, fit and validation (appended).
+GOOD["platform"] = st.sampled_from(scaling_lib.calibration.PLATFORMS)
+BAD["platform"] = BAD["choice"]
+_RUN = scaling_lib.measurements.published_runs()[0]
+SPECS.update({
+    "calibration.fit_rows": spec(dict(models=[scaling_lib.calibration.row_model(r) for r in pope_rows()[:2]]),
+                                 rounds="small"),
+    "calibration.group_of": spec(dict(row=_RUN)),
+    "calibration.metrics": spec(dict(items=comparisons(split="validation")[:3])),
+    "calibration.platform_of": spec(dict(row=POPE)),
+    "calibration.row_model": spec(dict(row=POPE)),
+    "calibration.trtllm_memory_utilization": spec(dict(model=M, chip="h100", weight_dtype="fp8", tensor_parallel=8),
+                                                  model="model", chip="chip", weight_dtype="dtype",
+                                                  tensor_parallel="count"),
+    "calibration.uncertainty": spec(dict(platform="tpu"), platform="platform", worsening="frac"),
+    "calibration.validation_metrics": spec({}),
+    "measurements.published_runs": spec({}),
+})
+SPECS["estimate.offline_estimate"][1].update(slots="count?")
+SPECS["estimate.offline_throughput"][1].update(memory_utilization="frac", max_sequences="count",
+                                               kv_placement="placement?")
+SPECS["estimate.report"][1].update(memory_utilization="frac", max_sequences="count", kv_placement="placement?")
+
 # Results that may legitimately be signed or infinite (field or function name -> why).
 SIGNED = {"free_bytes_per_chip": "negative when the weights do not fit", "gap_s": "negative if measured < bound",
           "format_quantity": "a string", "parse_quantity": "a signed value (the reader typed '-3 us')"}
