@@ -1,19 +1,24 @@
 """What a collective costs on each kind of network: a TPU torus and a GPU switch.
 
 A collective over n chips moves an array of V bytes (the gathered output of an all-gather, the unreduced input of a
-reduce-scatter or all-reduce, the array resharded by an all-to-all). Its time is the larger of a bandwidth term
-and a latency term (`CollectiveTime.total_s`): a lower bound, since real collectives pay both.
+reduce-scatter or all-reduce, the array resharded by an all-to-all). Its time is a latency (alpha) plus a bandwidth
+term, bytes / line rate (`CollectiveTime.total_s`); `CollectiveTime.bound_s` is a true lower bound for that
+collective alone: the larger of the shortest latency physics allows and the line-rate bandwidth term of the best
+algorithm the hardware has.
 
-**Torus (TPU ICI), one axis of n chips joined in a bidirectional ring** (Scaling Book ch. 3), W = W_ici,bidi, the
-bandwidth a chip sends along that axis (its two links one way each, = one link's two directions,
-`Torus.axis_bandwidth`; W_ici is one link one way):
+**Torus (TPU ICI), one axis of n chips**, W = W_ici,bidi, the bandwidth a chip sends along that axis (its two links
+one way each, = one link's two directions, `Torus.axis_bandwidth`; W_ici = W / 2 is one link one way). With
+wraparound the axis is a bidirectional ring (Scaling Book ch. 3):
 
     all-gather, reduce-scatter:  V / W          all-reduce:  2 V / W          all-to-all:  V / (4 W)
 
-and each takes `collective_hops` hops of at least ~1 us each however small its chunk: chunks travel both ways round
-the ring, so one pass is ceil(n / 2) hops, and an all-reduce (a reduce-scatter then an all-gather) two passes.
-Without wraparound an axis is a line: the middle link still carries V / 2 each way (same bandwidth term), but the
-farthest chunk travels n - 1 hops per pass.
+and a pass takes floor(n / 2) hops of ~1 us: chunks travel both ways round the ring, and the farthest chip is
+floor(n / 2) hops away (`collective_hops`); an all-reduce (a reduce-scatter then an all-gather) is two passes.
+Whether an axis wraps depends on the slice, not the chip: `hardware.Torus.wraparound_axes`. Without wraparound the
+axis is a line: the chip at each end has a single link on it, through which it must receive the other n - 1
+shards, (n - 1) V / n bytes at W_ici, so an all-gather takes 2 (n - 1) / n x V / W (1.5 V / W on 4 chips, the
+Scaling Book's 3 x shard / W_ici), and a pass is n - 1 hops. An all-to-all is bounded by the bisection: half the
+chips send V / 4 to the other half, across 2 links a direction on a ring and 1 on a line.
 
 **Switch (GPU NVLink domain), n GPUs under one set of NVSwitches**, W = one GPU's injection bandwidth, one way
 (450 GB/s on H100). Every GPU sends and receives only its own share, whoever its peers are, so (nccl-tests'
@@ -21,13 +26,21 @@ doc/PERFORMANCE.md derives the same volumes to define its "bus bandwidth"):
 
     all-gather, reduce-scatter:  V (n-1)/n / W    all-reduce:  2 V (n-1)/n / W    all-to-all:  V (n-1)/n^2 / W
 
-and each costs at least a fixed latency of a few microseconds (`SwitchDomain.collective_latency`; no hops to
-count). Across nodes (n a multiple of the domain size g, m = n / g nodes) collectives are hierarchical: the
-inter-node stage moves V / g per GPU over its scale-out NIC, e.g. an all-gather takes
-(V/g)(m-1)/m / W_net + V (g-1)/g / W, with one fixed latency per stage.
+With in-switch reduction (NVLink SHARP, "NVLS") an all-reduce moves V each way per GPU: its share of every other
+GPU's chunk goes up once, (n-1) V / n, plus the chunk it owns, V / n; the reduced array comes back, V. The latency
+is NCCL's own model (`hardware.NCCL_LATENCY`, from NCCL's src/graph/tuning.cc): a ring pays a base latency plus
+one NVLink step per ring step, 2 (n - 1) steps for an all-reduce (6.6 + 14 x 0.6 = 15 us on 8 GPUs with the LL
+protocol), a tree 2 (n - 1) steps inside a node and 2 log2(nodes) network steps, NVLS a flat 25 us. As NCCL does,
+the model picks the algorithm and protocol with the least latency + bytes / (efficiency x line rate), NCCL's
+efficiencies (LL half the line rate, LL128 0.92, NVLS 0.85 on Hopper): the ring with LL for small arrays, NVLS or
+Simple for large ones. `CollectiveTime` keeps that pick's latency and its line-rate bandwidth term apart, so that a
+caller can apply its own efficiencies to each (`efficiency` is NCCL's for the pick).
 
-In-switch reduction (NVLink SHARP) lets a real 8-GPU all-reduce beat the all-reduce volume above by a few percent
-(measured 480 GB/s of NCCL bus bandwidth on 8 H100 against 450 GB/s line rate); the model leaves it out.
+**Across nodes** (n a multiple of the domain size g, m = n / g nodes) a collective is hierarchical and NCCL pipelines
+its stages, so the slowest stage sets the time (bus bandwidth = the least of the stages'): inside each node the
+array crosses NVLink as above; between nodes each GPU's NIC carries its 1/g of the inter-node collective, e.g.
+2 (V / g)(m - 1)/m for an all-reduce. The latency is NCCL's for the ranks and nodes (network steps cost more).
+
 Used in chapter 7, *Sharding prefill and generation*, and chapter 11, *How close do real systems come?*.
 """
 
@@ -36,24 +49,44 @@ from dataclasses import dataclass
 
 from ._validate import axes as check_axes
 from ._validate import choice, flag, positive, positive_int
-from .hardware import SwitchDomain, Torus, get_chip
+from .hardware import NCCL_LATENCY, SwitchDomain, Torus, get_chip
 
 COLLECTIVES = ("all-gather", "reduce-scatter", "all-reduce", "all-to-all")
 _TORUS_FACTOR = {"all-gather": 1.0, "reduce-scatter": 1.0, "all-reduce": 2.0, "all-to-all": 0.25}
 NETWORKS = ("ici", "dcn")
+PROTOCOLS = ("LL", "LL128", "Simple")
 
 
 @dataclass(frozen=True)
 class CollectiveTime:
-    """A collective's bandwidth term, its latency term and the time it takes (the larger of the two)."""
+    """A collective's bandwidth term (bytes at the line rate), its latency term and the time it takes (their sum).
+
+    `algorithm`: what priced it ("ring", "line", "tree-LL", "nvls", ...). `efficiency`: the fraction of the line rate
+    NCCL's own model gives that algorithm (1 on a torus). `floor_s`: a true lower bound (`bound_s`), when the
+    algorithm priced is not the fastest the hardware has.
+    """
 
     op: str
     bandwidth_s: float
     latency_s: float
+    algorithm: str = ""
+    efficiency: float = 1.0
+    floor_s: float | None = None
 
     @property
     def total_s(self) -> float:
-        return max(self.bandwidth_s, self.latency_s)
+        """latency + bandwidth: a collective pays both (alpha + bytes / bandwidth)."""
+        return self.latency_s + self.bandwidth_s
+
+    @property
+    def bound_s(self) -> float:
+        """A lower bound on this collective alone: max(physical latency, best algorithm's line-rate bandwidth)."""
+        return max(self.latency_s, self.bandwidth_s) if self.floor_s is None else self.floor_s
+
+    @property
+    def expected_s(self) -> float:
+        """latency + bandwidth / efficiency: NCCL's own estimate of the algorithm it picks (= total_s on a torus)."""
+        return self.latency_s + self.bandwidth_s / self.efficiency
 
     @property
     def bound(self) -> str:
@@ -79,52 +112,125 @@ def _switch_volume(op: str, n: int) -> float:
 
 
 def collective_hops(op: str, n_shards: int, wraparound: bool = True) -> int:
-    """Hops one collective takes on a bidirectional ring of n chips: ceil(n / 2) per pass, two passes for an all-reduce.
+    """Hops one collective takes on a bidirectional ring of n chips: floor(n / 2) per pass, two passes for an
+    all-reduce.
 
-    Chunks travel both ways round the ring at once, so the farthest chip is ceil(n / 2) hops away: an all-gather,
-    reduce-scatter or all-to-all is one pass of ceil(n / 2) hops; an all-reduce is a reduce-scatter followed by an
-    all-gather, 2 ceil(n / 2) hops (8 on a ring of 8). Without wraparound a pass is n - 1 hops. A latency-bound
-    collective takes hops x the hop latency. Chapter 7's section *Decode collectives are latency-bound*.
+    Chunks travel both ways round the ring at once. Chip k is min(k, n - k) hops from chip 0, largest at
+    k = floor(n / 2), where it is floor(n / 2) (on a ring of 7, chip 3 is 3 hops one way and 4 the other): an
+    all-gather, reduce-scatter or all-to-all is one pass of floor(n / 2) hops; an all-reduce is a reduce-scatter
+    followed by an all-gather, 2 floor(n / 2) hops (8 on a ring of 8). Without wraparound a pass is n - 1 hops, end
+    to end. A latency-bound collective takes hops x the hop latency. Chapter 7's section *Decode collectives are
+    latency-bound*.
 
     Used in chapter 7, *Sharding prefill and generation*.
     """
     choice("collective", op, COLLECTIVES)
     n = positive_int("n_shards", n_shards)
     wraparound = flag("wraparound", wraparound)
-    if n == 1:
-        return 0
     passes = 2 if op == "all-reduce" else 1
-    return passes * (math.ceil(n / 2) if wraparound else n - 1)
+    return passes * (n // 2 if wraparound else n - 1)
+
+
+def _torus_bandwidth(op: str, array_bytes: float, topology: Torus, n: int, wraparound: bool) -> float:
+    """Seconds of the bandwidth term on one axis of n chips (module docstring): ring or line."""
+    w = topology.axis_bandwidth
+    if wraparound:
+        return _TORUS_FACTOR[op] * array_bytes / w
+    if op == "all-to-all":  # V / 4 across the middle, one link each way: V / (4 W_ici) = V / (2 W)
+        return 2 * _TORUS_FACTOR[op] * array_bytes / w
+    passes = 2 if op == "all-reduce" else 1  # an end chip takes in (n - 1) V / n over its one link, per pass
+    return passes * (n - 1) / n * array_bytes / topology.link_bandwidth
+
+
+def _torus_exact(op: str, bandwidth_s: float, n: int, wraparound: bool) -> float:
+    """The ring formula V / W rounds the share (n - 1) / n up to 1; a lower bound keeps the exact share."""
+    return bandwidth_s * (n - 1) / n if wraparound and op != "all-to-all" else bandwidth_s
 
 
 def _torus_time(op, array_bytes, topology: Torus, n, wraparound) -> CollectiveTime:
-    return CollectiveTime(op, bandwidth_s=_TORUS_FACTOR[op] * array_bytes / topology.axis_bandwidth,
-                          latency_s=collective_hops(op, n, wraparound) * topology.hop_latency)
+    bandwidth = _torus_bandwidth(op, array_bytes, topology, n, wraparound)
+    latency = collective_hops(op, n, wraparound) * topology.hop_latency
+    return CollectiveTime(op, bandwidth, latency, "ring" if wraparound else "line", 1.0,
+                          max(latency, _torus_exact(op, bandwidth, n, wraparound)))
+
+
+def _nccl(table: str, algorithm: str, protocol: str) -> float:
+    return NCCL_LATENCY.lookup(table, algorithm, protocol)
+
+
+def _nvls_efficiency(topology: SwitchDomain) -> float:
+    return dict(NCCL_LATENCY.nvls_efficiency).get(topology.generation, 0.0) if topology.in_switch_reduction else 0.0
+
+
+def _ring_latency(op: str, protocol: str, n: int, m: int) -> float:
+    """NCCL's ring latency over n ranks on m nodes: base + intra-node steps x NVLink step + network steps x network
+    step; an all-reduce has 2 (n - 1) steps (2 (m - 1) of them between nodes), the others n - 1 (m - 1)."""
+    steps = 2 * (n - 1) if op == "all-reduce" else n - 1
+    net_steps = 0 if m == 1 else (2 * (m - 1) if op == "all-reduce" else m - 1)
+    intra = _nccl("nvlink", "ring", protocol)
+    if m > 1:  # a ring spanning nodes pays at least the network overhead on every step (x3 with Simple)
+        intra = max(intra, NCCL_LATENCY.net_overhead * (3 if protocol == "Simple" else 1))
+    return (_nccl("base", "ring", protocol) + (steps - net_steps) * intra
+            + net_steps * _nccl("net", "ring", protocol))
+
+
+def _tree_latency(protocol: str, n: int, m: int) -> float:
+    """NCCL's tree all-reduce latency: base + 2 ((n / m - 1) NVLink steps + log2(m) network steps)."""
+    return _nccl("base", "tree", protocol) + 2 * ((n // m - 1) * _nccl("nvlink", "tree", protocol)
+                                                  + int(math.log2(m)) * _nccl("net", "tree", protocol))
+
+
+def _nvls_latency(m: int) -> float:
+    return NCCL_LATENCY.nvls + (NCCL_LATENCY.nvls_net if m > 1 else 0.0)
+
+
+def _switch_line_rate(op: str, array_bytes: float, chip, topology: SwitchDomain, n: int, in_switch: bool) -> float:
+    """Seconds of the bandwidth term at line rate: one domain, or pipelined stages across nodes (the slowest)."""
+    g, w = topology.domain_size, topology.injection_bandwidth
+    inner_n = min(n, g)
+    if op == "all-reduce" and in_switch:
+        inner = array_bytes / w  # V each way per GPU: the switch reduces
+    else:
+        inner = _switch_volume(op, inner_n) * array_bytes / w
+    if n <= g:
+        return inner
+    m, net = n // g, chip.dcn_bandwidth
+    if op == "all-to-all":  # each GPU's V/n: (n-g)/n of it leaves the node, (g-1)/n stays; both run at once
+        return max(array_bytes / n * (n - g) / n / net, array_bytes / n * (g - 1) / n / w)
+    outer = _switch_volume(op, m) * (array_bytes / g) / net  # each GPU's NIC carries 1/g of the node's stage
+    return max(inner, outer)
 
 
 def _switch_time(op, array_bytes, chip, topology: SwitchDomain, n) -> CollectiveTime:
-    g, w = topology.domain_size, topology.injection_bandwidth
-    if n <= g:
-        return CollectiveTime(op, _switch_volume(op, n) * array_bytes / w, topology.collective_latency)
-    if n % g:
+    g = topology.domain_size
+    if n > g and n % g:
         raise ValueError(f"n_shards={n} on {chip.name} spans {n / g:g} nodes of {g} GPUs; a collective across "
                          f"nodes needs whole nodes: use a multiple of {g} (or at most {g} GPUs)")
-    m, net = n // g, chip.dcn_bandwidth
-    if op == "all-to-all":  # each GPU's V/n: (n-g)/n of it leaves the node, (g-1)/n stays; both run at once
-        off_node = array_bytes / n * (n - g) / n / net
-        on_node = array_bytes / n * (g - 1) / n / w
-        return CollectiveTime(op, max(off_node, on_node), 2 * topology.collective_latency)
-    inner = _switch_volume("all-gather", g) * array_bytes / w  # V (g-1)/g inside each node
-    outer = _switch_volume(op, m) * (array_bytes / g) / net  # the inter-node stage on V / g per GPU
-    stages = 3 if op == "all-reduce" else 2
-    inner_passes = 2 if op == "all-reduce" else 1  # reduce-scatter in, all-gather out
-    return CollectiveTime(op, inner_passes * inner + outer, stages * topology.collective_latency)
+    m = max(1, n // g)
+    nvls = _nvls_efficiency(topology)
+    candidates = []  # (algorithm, latency, line-rate seconds, efficiency)
+    line_rate = _switch_line_rate(op, array_bytes, chip, topology, n, in_switch=False)
+    for protocol in PROTOCOLS:
+        candidates.append((f"ring-{protocol}", _ring_latency(op, protocol, n, m), line_rate,
+                           _nccl("efficiency", "ring", protocol)))
+        if op == "all-reduce":
+            candidates.append((f"tree-{protocol}", _tree_latency(protocol, n, m), line_rate,
+                               _nccl("efficiency", "tree", protocol)))
+    best_rate = line_rate
+    if op == "all-reduce" and nvls > 0:
+        best_rate = _switch_line_rate(op, array_bytes, chip, topology, n, in_switch=True)
+        candidates.append(("nvls", _nvls_latency(m), best_rate, nvls))
+    name, latency, bandwidth, efficiency = min(candidates, key=lambda c: (c[1] + c[2] / c[3], c[0]))
+    # The shortest latency physics allows: one NVLink step (one network step across nodes).
+    floor_latency = _nccl("nvlink", "ring", "LL") if m == 1 else _nccl("net", "ring", "LL")
+    return CollectiveTime(op, bandwidth, latency, name, efficiency, max(floor_latency, best_rate))
 
 
 def collective_time(op: str, array_bytes: float, chip, n_shards: int, wraparound: bool | None = None
                     ) -> CollectiveTime:
-    """Time of one collective over n_shards chips: one torus axis (a ring) or one switched domain (see the module
-    docstring for the formulas). `wraparound` overrides the torus's (ignored on a switch).
+    """Time of one collective over n_shards chips: one torus axis (a ring or a line) or one switched domain, or
+    whole nodes of it (see the module docstring for the formulas). `wraparound` overrides the torus's rule for one
+    axis of n chips (`hardware.Torus.axis_wraps`; ignored on a switch).
 
     Used in chapter 7, *Sharding prefill and generation* and chapter 11, *How close do real systems come?*.
     """
@@ -132,32 +238,67 @@ def collective_time(op: str, array_bytes: float, chip, n_shards: int, wraparound
     chip = get_chip(chip)
     positive("array_bytes", array_bytes, allow_zero=True)
     n = positive_int("n_shards", n_shards)
+    if wraparound is not None:
+        wraparound = flag("wraparound", wraparound)
     if n == 1:
-        return CollectiveTime(op, 0.0, 0.0)
+        return CollectiveTime(op, 0.0, 0.0, "none")
     topology = chip.network
     if isinstance(topology, Torus):
-        return _torus_time(op, array_bytes, topology, n, topology.wraparound if wraparound is None else wraparound)
+        wraps = topology.axis_wraps(n) if wraparound is None else wraparound
+        return _torus_time(op, array_bytes, topology, n, wraps)
     return _switch_time(op, array_bytes, chip, topology, n)
 
 
-def mesh_collective(op: str, array_bytes: float, chip, mesh_shape) -> CollectiveTime:
-    """A collective over every chip of `mesh_shape`. On a torus the k axes' links share the bandwidth term (V / k)
-    and the axes are reduced one after another, so the hop latencies add; a switch sees one group of prod(shape)."""
+def _bisection_all_to_all(array_bytes: float, topology: Torus, shape: tuple, wraps: tuple) -> float:
+    """V / 4 each way across the cut that halves the longest axis: (N / a) links a direction, twice if it wraps."""
+    n = math.prod(shape)
+    longest = max(range(len(shape)), key=lambda i: (shape[i], wraps[i]))
+    links = n // shape[longest] * (2 if wraps[longest] else 1)
+    return array_bytes / 4 / (links * topology.link_bandwidth)
+
+
+def mesh_collective(op: str, array_bytes: float, chip, mesh_shape, wraparound=None) -> CollectiveTime:
+    """A collective over every chip of `mesh_shape`, the shape of the slice. On a torus the axes' links run at once,
+    so their rates add (V / k on k like axes), and the axes are reduced one after another, so their hops add; an
+    all-to-all is bounded by the bisection of the slice (module docstring). Which axes wrap: `wraparound` (True,
+    False, or one flag per axis) or the chip's rule for that slice (`hardware.Torus.wraparound_axes`). A switch
+    sees one group of prod(shape).
+    """
+    choice("collective", op, COLLECTIVES)
     chip = get_chip(chip)
-    axes = [a for a in check_axes("mesh_shape", mesh_shape) if a != 1]
+    positive("array_bytes", array_bytes, allow_zero=True)
+    shape = check_axes("mesh_shape", mesh_shape)
+    if not isinstance(chip.network, Torus):
+        return collective_time(op, array_bytes, chip, math.prod(shape))
+    topology = chip.network
+    if wraparound is None:
+        wraps = topology.wraparound_axes(shape)
+    elif isinstance(wraparound, (tuple, list)):
+        wraps = tuple(flag("wraparound", w) for w in wraparound)
+        if len(wraps) != len(shape):
+            raise ValueError(f"wraparound has {len(wraps)} flags for the {len(shape)} axes of mesh_shape {shape}; "
+                             "give one per axis, or one bool for all")
+    else:
+        wraps = (flag("wraparound", wraparound),) * len(shape)
+    axes = [(a, w) for a, w in zip(shape, wraps) if a != 1]
     if not axes:
-        return CollectiveTime(op, 0.0, 0.0)
-    if not isinstance(chip.topology, Torus):
-        return collective_time(op, array_bytes, chip, math.prod(axes))
-    bandwidth = collective_time(op, array_bytes, chip, math.prod(axes)).bandwidth_s / len(axes)
-    latency = sum(collective_time(op, array_bytes, chip, a).latency_s for a in axes)
-    return CollectiveTime(op, bandwidth, latency)
+        return CollectiveTime(op, 0.0, 0.0, "none")
+    per_byte = [collective_time(op, 1.0, chip, a, wraparound=w) for a, w in axes]  # latency does not need V
+    latency = sum(t.latency_s for t in per_byte)
+    if op == "all-to-all" and len(axes) > 1:
+        bandwidth = _bisection_all_to_all(array_bytes, topology, tuple(a for a, _ in axes), tuple(w for _, w in axes))
+        return CollectiveTime(op, bandwidth, latency, "bisection", 1.0, max(latency, bandwidth))
+    bandwidth = array_bytes / sum(1 / t.bandwidth_s for t in per_byte)
+    floor = array_bytes / sum(1 / _torus_exact(op, t.bandwidth_s, a, w) for t, (a, w) in zip(per_byte, axes))
+    return CollectiveTime(op, bandwidth, latency, "+".join(t.algorithm for t in per_byte), 1.0,
+                          max(latency, floor))
 
 
 def latency_bound_bytes(chip, n_shards: int) -> float:
     """Below this many bytes an all-gather over n_shards chips is latency-bound: where `collective_time`'s two
-    terms meet. On a torus ring n W_link t_hop (the Scaling Book's 360 kB for 8 v5e chips, 800 kB on 8 Ironwood
-    chips); on a switch latency x W_inj x n / (n - 1) (about 3 MB on 8 H100).
+    terms meet. On a wraparound torus ring n W_link t_hop (the Scaling Book's 360 kB for 8 v5e chips, 800 kB on
+    8 Ironwood chips); on a switch NCCL's small-message latency (the ring with the LL protocol) x W_inj x n / (n - 1)
+    (about 5.6 MB on 8 H100).
 
     Used in chapter 7, *Sharding prefill and generation*; chapter 10, *Speculative decoding, mixture of experts and
     quantization*; and chapter 11, *How close do real systems come?*.

@@ -19,6 +19,11 @@ Sources (full references in book/references.bib):
          bidirectional ICI per chip, 100 Gb/s DCN per chip, a 3D torus like v5p).
 - [GC]   Google Cloud TPU system-architecture pages (v5e: 8 chips per host with 2 x 100 Gb/s NICs, i.e. 25 Gb/s
          of DCN per chip; v5p: 50 Gb/s DCN per chip; v6e and TPU7x: 100 Gb/s DCN per chip).
+- [SB2-wrap] the same chapter (github.com/jax-ml/scaling-book, tpus.md at commit 0819a7d8): slices smaller
+         than a 4 x 4 x 4 cube (2x2x1, 2x2x2, 2x2x4) have no wraparound links, multiples of a full cube do (the
+         optical switches provide them); v5e and v6e pods are 16 x 16 and smaller slices have no wraps on axes
+         under 16 (a v5e 8 x 16 wraps on its long axis); sharding.md's worked answer: a 4-chip v5e axis has no
+         wraparound, so an all-gather over it takes (n - 1) x shard / W_ici one way.
 - [PJ22] Pope et al. 2022, "Efficiently Scaling Transformer Inference" (TPU v4: 270 GB/s ICI per chip, 32 GiB).
 - [NV]   NVIDIA data sheets (H100 SXM, H200 SXM, B200): dense (non-sparse) tensor-core rates, HBM bandwidth and
          capacity; NVLink 4 (H100, H200): 18 links, 900 GB/s per GPU counting both directions, so 450 GB/s each way;
@@ -29,15 +34,22 @@ Sources (full references in book/references.bib):
          a B200 node: 8 x ConnectX-7 400 Gb/s), i.e. 50 GB/s of scale-out bandwidth per GPU.
 - [NCCL] a small NCCL all-reduce between H100s over NVLink takes about 6 us with CUDA graphs
          (github.com/NVIDIA/nccl issue 1259): the fixed cost of one collective in a switched domain.
+- [NCCL-tune] NCCL's own tuning model (`NCCL_LATENCY`): github.com/NVIDIA/nccl src/graph/tuning.cc at commit
+         5067397c: per-collective base latencies and per-step NVLink and network latencies by algorithm and
+         protocol (ring LL: 6.6 us + 0.6 us per NVLink step), and the NVLS (in-switch reduction) latency.
 """
 
 from dataclasses import dataclass
 
+from ._validate import axes as axes_of
+from ._validate import positive_int
 from .dtypes import bytes_per_element
 
 GB = 1e9
 GIB = 2**30
 GBIT = 1e9 / 8  # bytes per second in one Gb/s
+WRAP_AXIS_CHIPS = 16  # TPU v5e / v6e: an axis wraps only when it spans 16 chips [SB2-wrap]
+CUBE_EDGE = 4  # TPU v4 / v5p / Ironwood: wraparounds come with whole 4 x 4 x 4 cubes [SB2-wrap]
 
 
 def _missing(chip_name: str, field: str, fix: str):
@@ -50,9 +62,14 @@ class Torus:
 
     `link_bandwidth` is one direction of one link (B/s); a chip pushes 2 x link_bandwidth out along one axis (its
     two links on that axis), the bidirectional bandwidth of one link, which is the W_ici of the Scaling Book's
-    collective costs. `wraparound`: whether each axis closes into a ring (the book's collective costs assume it,
-    as the sources do). `dcn_bandwidth` is the data-centre network bandwidth per chip (B/s, one way) between
-    slices; None where no source gives it.
+    collective costs. `wraparound`: whether a full pod's axes close into rings. A slice smaller than the pod may
+    not: `wrap_rule` says which of its axes do (`wraparound_axes`). `dcn_bandwidth` is the data-centre network
+    bandwidth per chip (B/s, one way) between slices; None where no source gives it.
+
+    Wraparound rules [SB2-wrap]: "axis16" (TPU v5e, v6e: 16 x 16 pods without optical switches) gives an axis its
+    wraparound link only when it spans 16 chips, whatever the other axes; "cube" (TPU v4, v5p and, as a 3D torus
+    like v5p [TPU7], Ironwood) gets wraparounds from the optical switches of whole 4 x 4 x 4 cubes, so every axis
+    wraps when the slice is made of whole cubes (each of its three axes a multiple of 4) and none does otherwise.
     """
 
     axes: int
@@ -63,6 +80,7 @@ class Torus:
     links_per_axis: int = 2
     kind: str = "torus"
     network: str = "ICI"
+    wrap_rule: str = "cube"
 
     @property
     def links(self) -> int:
@@ -74,6 +92,31 @@ class Torus:
         """B/s a chip sends along one axis (both its links on that axis, one way each) = one link's two directions."""
         return self.links_per_axis * self.link_bandwidth
 
+    def wraparound_axes(self, mesh_shape) -> tuple:
+        """Which axes of a slice of shape `mesh_shape` close into rings, by `wrap_rule` (class docstring).
+
+        "axis16": an axis wraps when it spans 16 chips. "cube": all axes wrap when the slice has three axes, each a
+        multiple of 4 (whole 4 x 4 x 4 cubes: 4 x 4 x 4, 4 x 4 x 8, 8 x 8 x 16 ...); otherwise none. A torus
+        whose `wraparound` is False never wraps.
+        """
+        shape = axes_of("mesh_shape", mesh_shape)
+        if not self.wraparound:
+            return tuple(False for _ in shape)
+        if self.wrap_rule == "axis16":
+            return tuple(a == WRAP_AXIS_CHIPS for a in shape)
+        whole_cubes = len(shape) == 3 and all(a % CUBE_EDGE == 0 for a in shape)
+        return tuple(whole_cubes for _ in shape)
+
+    def axis_wraps(self, n_chips: int) -> bool:
+        """Whether one axis of n chips wraps when the rest of its slice is unknown: under "axis16" when n = 16;
+        under "cube" when n is a multiple of 4, i.e. the axis of a slice made of whole cubes (a ring of 8 Ironwood
+        chips in a 4 x 4 x 8 slice wraps; 2 chips never do). `wraparound_axes` decides it for a known slice.
+        """
+        n = positive_int("n_chips", n_chips)
+        if not self.wraparound:
+            return False
+        return n == WRAP_AXIS_CHIPS if self.wrap_rule == "axis16" else n % CUBE_EDGE == 0
+
 
 @dataclass(frozen=True)
 class SwitchDomain:
@@ -81,8 +124,11 @@ class SwitchDomain:
 
     `injection_bandwidth`: B/s one GPU sends into the switches (equally, receives), one direction, all its links
     together. `domain_size`: GPUs under one set of switches (8 in an HGX/DGX node). `collective_latency`: the fixed
-    cost of one collective however small (a switch has no hops to count). `scale_out_bandwidth`: B/s per GPU, one
-    way, between nodes. `link_bandwidth` x `links` = injection bandwidth.
+    part of one collective however small, NCCL's base latency of its ring algorithm with the LL protocol
+    (`NCCL_LATENCY`); what grows with the ranks and nodes is in `NCCL_LATENCY` too. `scale_out_bandwidth`: B/s
+    per GPU, one way, between nodes. `link_bandwidth` x `links` = injection bandwidth. `in_switch_reduction`:
+    whether the NVSwitches reduce in the switch (NVLink SHARP, which NCCL calls NVLS; Hopper and Blackwell
+    switches). `generation`: the NCCL tuning column the GPU falls in ("ampere", "hopper", "blackwell").
     """
 
     links: int
@@ -92,11 +138,66 @@ class SwitchDomain:
     scale_out_bandwidth: float | None  # B/s per GPU between nodes
     kind: str = "switch"
     network: str = "NVLink"
+    in_switch_reduction: bool = False
+    generation: str = "hopper"
 
     @property
     def injection_bandwidth(self) -> float:
         """B/s one GPU sends into the switch fabric, one direction: links x per-link bandwidth."""
         return self.links * self.link_bandwidth
+
+
+@dataclass(frozen=True)
+class NcclLatency:
+    """NCCL's latency model of a collective, in seconds, per algorithm and protocol [NCCL-tune].
+
+    `base[(algorithm, protocol)]` is paid once per collective; `nvlink` and `net` are paid per step on an NVLink
+    hop and on a scale-out (network) hop. `nvls` is the whole latency of an in-switch (NVLS) collective inside one
+    node, `nvls_net` what crossing the network adds to it. `net_overhead`: per intra-node step of a ring that
+    spans nodes, at least this (x3 with the Simple protocol). `efficiency[(algorithm, protocol)]`: the fraction
+    of the line rate NCCL's model gives each (LL 1/2, LL128 0.92, Simple 1; a tree all-reduce 0.92; NVLS by GPU
+    generation). Algorithms "ring", "tree"; protocols "LL", "LL128", "Simple".
+    """
+
+    base: tuple  # ((algorithm, protocol, seconds), ...)
+    nvlink: tuple
+    net: tuple
+    nvls: float
+    nvls_net: float
+    net_overhead: float
+    efficiency: tuple  # ((algorithm, protocol, fraction), ...)
+    nvls_efficiency: tuple  # ((generation, fraction), ...)
+    source: str
+
+    def lookup(self, table: str, algorithm: str, protocol: str) -> float:
+        """One entry of `base`, `nvlink`, `net` or `efficiency`."""
+        for a, p, value in getattr(self, table):
+            if (a, p) == (algorithm, protocol):
+                return value
+        raise ValueError(f"no NCCL {table} entry for algorithm {algorithm!r} with protocol {protocol!r}")
+
+
+_US = 1e-6
+NCCL_LATENCY = NcclLatency(
+    base=(("tree", "LL", 6.8 * _US), ("tree", "LL128", 14.0 * _US), ("tree", "Simple", 8.4 * _US),
+          ("ring", "LL", 6.6 * _US), ("ring", "LL128", 14.0 * _US), ("ring", "Simple", 8.4 * _US)),
+    nvlink=(("tree", "LL", 0.6 * _US), ("tree", "LL128", 1.25 * _US), ("tree", "Simple", 4.0 * _US),
+            ("ring", "LL", 0.6 * _US), ("ring", "LL128", 1.9 * _US), ("ring", "Simple", 3.4 * _US)),
+    net=(("tree", "LL", 5.0 * _US), ("tree", "LL128", 8.5 * _US), ("tree", "Simple", 14.0 * _US),
+         ("ring", "LL", 2.7 * _US), ("ring", "LL128", 4.0 * _US), ("ring", "Simple", 14.0 * _US)),
+    nvls=25 * _US,
+    nvls_net=18 * _US,
+    net_overhead=1.0 * _US,
+    efficiency=(("ring", "LL", 0.5), ("ring", "LL128", 0.92), ("ring", "Simple", 1.0),
+                ("tree", "LL", 0.92 / 3.8), ("tree", "LL128", 0.92 * 7 / 9), ("tree", "Simple", 0.92)),
+    nvls_efficiency=(("ampere", 0.0), ("hopper", 0.85), ("blackwell", 0.74)),
+    source="github.com/NVIDIA/nccl src/graph/tuning.cc at commit 5067397c2676d5aed50042fc39e5c8ee96eb0027 "
+    "(ncclTunerConstantsDefaults: baseLatencies, hwLatencies for NVLINK and NET, nvlsEfficiency; "
+    "ncclTopoTuneModel: ring latency base + steps x hop, tree all-reduce base + 2 (ranks per node - 1) x NVLink hop "
+    "+ 2 log2(nodes) x network hop, NVLS latency the NVLS hop (+ the network's NVLS hop across nodes), LL at half "
+    "the bandwidth, LL128 at 0.92, tree all-reduce at 0.92 (LL a further 1/3.8, LL128 7/9 in one node); "
+    "getNetOverhead 1 us on x86 Intel, x3 with Simple; ncclTopoGetAlgoTime: time = latency + bytes / bandwidth)",
+)
 
 
 @dataclass(frozen=True)
@@ -199,11 +300,12 @@ class Chip:
 
 _SB2 = "Scaling Book ch. 2 spec table"
 _HOP = 1e-6  # ~1 us per ICI hop [SB2, SB7]
-_NVLINK4 = dict(links=18, link_bandwidth=25 * GB, domain_size=8, collective_latency=6e-6,
-                scale_out_bandwidth=400 * GBIT)
-_NVLINK5 = dict(_NVLINK4, link_bandwidth=50 * GB)
-_NV_NET = ("NVLink: 18 links per GPU, 8 GPUs per HGX node behind NVSwitches; 400 Gb/s InfiniBand per GPU between "
-           "nodes [NIC]; a collective costs at least ~6 us [NCCL]")
+_NVLINK4 = dict(links=18, link_bandwidth=25 * GB, domain_size=8,
+                collective_latency=NCCL_LATENCY.lookup("base", "ring", "LL"), scale_out_bandwidth=400 * GBIT,
+                in_switch_reduction=True, generation="hopper")
+_NVLINK5 = dict(_NVLINK4, link_bandwidth=50 * GB, generation="blackwell")
+_NV_NET = ("NVLink: 18 links per GPU, 8 GPUs per HGX node behind NVSwitches with in-switch reduction (NVLS); "
+           "400 Gb/s InfiniBand per GPU between nodes [NIC]; NCCL's latency model [NCCL-tune]")
 _CHIPS = (
     Chip(
         name="tpu-v4",
@@ -219,7 +321,8 @@ _CHIPS = (
         peak_flops_table=(("bf16", 1.97e14), ("int8", 3.94e14)),
         hbm_bandwidth=8.2e11,
         hbm_capacity=16 * GB,
-        topology=Torus(axes=2, link_bandwidth=4.5e10, hop_latency=_HOP, dcn_bandwidth=25 * GBIT),
+        topology=Torus(axes=2, link_bandwidth=4.5e10, hop_latency=_HOP, dcn_bandwidth=25 * GBIT,
+                       wrap_rule="axis16"),
         source=f"{_SB2}; Scaling Book ch. 7 (1.97e14 bf16, 3.94e14 int8, 8.2e11 B/s, 16 GB, ~1 us per hop); "
         "2D torus; Google Cloud v5e page (2 x 100 Gb/s NICs per 8-chip host: 25 Gb/s DCN per chip)",
     ),
@@ -236,7 +339,8 @@ _CHIPS = (
         peak_flops_table=(("bf16", 9.2e14), ("int8", 1.84e15)),
         hbm_bandwidth=1.6e12,
         hbm_capacity=32 * GB,
-        topology=Torus(axes=2, link_bandwidth=9e10, hop_latency=_HOP, dcn_bandwidth=100 * GBIT),
+        topology=Torus(axes=2, link_bandwidth=9e10, hop_latency=_HOP, dcn_bandwidth=100 * GBIT,
+                       wrap_rule="axis16"),
         source=f"{_SB2}; 2D torus; Google Cloud TPU7x page's comparison table (100 Gb/s DCN per v6e chip)",
     ),
     Chip(

@@ -7,7 +7,7 @@ bytes / bandwidth but a count of serial steps, each with a fixed cost:
 
 t_hop is the time to cross one link (about 1 us on a TPU torus, Scaling Book ch. 7 App. C); t_fixed is what a
 collective costs before any byte moves (launching it, synchronising the chips, reducing on chip). On a ring of k
-chips a bidirectional all-gather or reduce-scatter takes ceil(k / 2) hops (the book's `collectives.collective_time`);
+chips a bidirectional all-gather or reduce-scatter takes floor(k / 2) hops (the book's `collectives.collective_time`);
 on a torus the axes run one after another, so the hops add up. An all-to-all, the pattern of MoE routing and of
 batch-sharded attention, must reach the farthest chip: at least the network's diameter in hops, which for a
 wraparound torus X x Y x Z is floor(X/2) + floor(Y/2) + floor(Z/2).
@@ -16,6 +16,8 @@ A lower-diameter network (TPU 8i's Boardfly) shrinks `hops`; an engine that does
 hardware (its Collectives Acceleration Engine) shrinks `t_fixed`. Neither changes the bandwidth term, which decode's
 small messages hardly use. Used in chapter 12, *What TPU 8i changes*.
 """
+
+import math
 
 from ._validate import axes, flag, non_negative_int, positive, positive_int
 from .collectives import collective_hops
@@ -32,7 +34,7 @@ def torus_diameter(mesh_shape, wraparound: bool = True) -> int:
 
 def ring_hops(mesh_shape, op: str = "all-gather") -> int:
     """Hops of one collective run over every axis of a torus in turn: `collectives.collective_hops` summed over the
-    axes (ceil(a / 2) per axis of a chips for an all-gather, reduce-scatter or all-to-all; twice that for an
+    axes (floor(a / 2) per axis of a chips for an all-gather, reduce-scatter or all-to-all; twice that for an
     all-reduce).
 
     Used in chapter 12, *Choosing a layout by the metric*.
@@ -40,17 +42,23 @@ def ring_hops(mesh_shape, op: str = "all-gather") -> int:
     return sum(collective_hops(op, a) for a in axes("mesh_shape", mesh_shape))
 
 
+MAX_TORUS_CHIPS = 2**20  # far beyond any TPU pod (tens of thousands of chips at most); keeps the divisor search fast
+
+
 def _divisors(n: int) -> list:
-    small = [d for d in range(1, int(n**0.5) + 1) if n % d == 0]
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
     return sorted(set(small + [n // d for d in small]))
 
 
 def cube_torus(n_chips: int) -> tuple:
     """The most cube-like X <= Y <= Z torus of n chips (8 x 8 x 16 for 1,024): what a TPU slice of that size is.
+    n is at most `MAX_TORUS_CHIPS` (2^20), so the search over divisors stays fast.
 
     Used in chapter 12, *Choosing a layout by the metric*.
     """
     n = positive_int("n_chips", n_chips)
+    if n > MAX_TORUS_CHIPS:
+        raise ValueError(f"n_chips={n} is more chips than any TPU slice; use at most {MAX_TORUS_CHIPS:,}")
     meshes = [(x, y, n // (x * y)) for x in _divisors(n) if x**3 <= n for y in _divisors(n // x)
               if y >= x and y * y <= n // x]
     return min(meshes, key=lambda mesh: (mesh[2] - mesh[0], mesh[2]))

@@ -6,7 +6,8 @@ builds on them. In the book's notation W_ici is one direction of one ICI link (`
 W_ici,bidi = 2 W_ici both directions (`chip.ici_bidirectional`); on a torus ring of n chips, V = bytes of the full
 array,
     all-gather, reduce-scatter:  V / W_ici,bidi      all-reduce:  2 V / W_ici,bidi      all-to-all:  V / (4 W_ici,bidi)
-and each takes `collective_hops` hops of ~1 us: ceil(n / 2) per pass, two passes for an all-reduce. On a GPU the
+and each takes `collective_hops` hops of ~1 us: floor(n / 2) per pass on a ring, n - 1 on an axis without
+wraparound, two passes for an all-reduce. On a GPU the
 collective bandwidth W is the NVLink injection bandwidth instead (`collectives.collective_bandwidth`), and beta,
 the model-parallelism limits and FSDP's cost below use it.
 """
@@ -153,8 +154,8 @@ TORUS_SHAPES = MappingProxyType({
 class DecodeStepComponents:
     """One model-parallel decode step, per chip, in seconds: the three terms of `inference.decode_step_time` plus
     the ICI collectives (two all-reduces of the [B, D] activations per layer, and two all-to-alls per layer when the
-    KV cache is split by batch). `ici_latency_s` is the part of `ici_s` taken by latency-bound collectives (each
-    costing its hops x ~1 us)."""
+    KV cache is split by batch), each latency + bandwidth. `ici_latency_s` is the latency part of `ici_s` (each
+    collective's hops x ~1 us)."""
 
     weights_s: float
     kv_s: float
@@ -190,9 +191,10 @@ def _torus(n_chips: int, mesh_shape) -> tuple:
 def decode_hops_per_layer(model, n_chips: int, batch: int, mesh_shape=None) -> int:
     """h(n): hops of the collectives in one layer of a Megatron decode step on n chips.
 
-    h = 2 all-reduces x sum over the torus axes a of 2 ceil(a / 2) + (2 all-to-alls x ceil(n_B / 2) when
+    h = 2 all-reduces x sum over the torus axes a of 2 floor(a / 2) + (2 all-to-alls x floor(n_B / 2) when
     `kv_cache_sharding` splits the batch n_B ways); e.g. 2 x 2 x (2 + 2) + 2 x 1 = 18 for LLaMA-3-70B at batch 64
-    on a 4 x 4 torus. When every collective is latency-bound the step's ICI time is L h t_hop, which grows with the
+    on a 4 x 4 torus with wraparound (the ring hops of `collective_hops`; `decode_step_components` prices the slice's
+    own wraparound). When every collective is latency-bound the step's ICI time is L h t_hop, which grows with the
     torus while the weight read P_bytes / (n W_hbm) falls: where they meet, more chips stop paying, whatever the
     batch (Scaling Book ch. 7, latency-bound collectives). Chapter 7's section *Where the step time goes*.
     mesh_shape: the torus the n chips form, e.g. (4, 4) (default a ring of n).
@@ -214,8 +216,9 @@ def decode_step_components(model, chip, n_chips: int, batch: int, context_len: i
 
     weights P_bytes / (n W_hbm), KV B KV_seq / (n W_hbm), FLOPs 2 B P / (n C) come from `decode_step_time`; the ICI
     term is L x [2 all-reduces of B D b_a bytes + (2 all-to-alls of the B N H b_a queries/outputs over the
-    batch shards, when `kv_cache_sharding` splits the batch)], each max(bandwidth, hop latency) by
-    `collective_time`. mesh_shape: the torus the n chips form, e.g. (4, 4) (default a ring of n).
+    batch shards, when `kv_cache_sharding` splits the batch)], each hop latency + bandwidth by
+    `collective_time` and `mesh_collective` (whether an axis wraps follows the chip's rule for that slice).
+    mesh_shape: the torus the n chips form, e.g. (4, 4) (default a ring of n).
 
     Used in chapter 7, *Sharding prefill and generation*.
     """
@@ -225,11 +228,11 @@ def decode_step_components(model, chip, n_chips: int, batch: int, context_len: i
     step = decode_step_time(m, chip, n_chips, batch, context_len, weight_dtype, kv_dtype, compute_dtype)
     b_act = bytes_per_element(activation_dtype)
     reduce = mesh_collective("all-reduce", batch * m.d_model * b_act, chip, mesh_shape)
-    ici, latency = 2 * reduce.total_s, 2 * reduce.latency_s if reduce.bound == "latency" else 0.0
+    ici, latency = 2 * reduce.total_s, 2 * reduce.latency_s
     kv = kv_cache_sharding(m.n_kv_heads, batch, n_chips) if n_chips > 1 else None
     if kv is not None and kv.batch_shards > 1:
         swap = collective_time("all-to-all", batch * m.n_heads * m.head_dim * b_act, chip, kv.batch_shards)
         ici += 2 * swap.total_s
-        latency += 2 * swap.latency_s if swap.bound == "latency" else 0.0
+        latency += 2 * swap.latency_s
     return DecodeStepComponents(weights_s=step.weight_s, kv_s=step.kv_s, flops_s=step.compute_s,
                                 ici_s=m.n_layers * ici, ici_latency_s=m.n_layers * latency)

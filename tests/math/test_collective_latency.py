@@ -1,9 +1,11 @@
 """Hop counts of collectives, and what they do to a model-parallel decode step (chapter 7).
 
-The oracle is a hand count on a bidirectional ring: chunks travel both ways, so one pass reaches the farthest chip
-after ceil(n / 2) hops, and an all-reduce is two passes (a reduce-scatter, then an all-gather).
+The oracle for hops is a breadth-first search on the ring (or line) graph of n chips: one pass of a bidirectional
+collective lasts until the farthest chip is reached, an all-reduce is two passes (a reduce-scatter, then an
+all-gather).
 """
 
+import collections
 import math
 
 import pytest
@@ -15,11 +17,33 @@ from scaling_lib.sharding import (TORUS_SHAPES, beta, collective_hops, collectiv
                                   decode_step_components, max_decode_model_parallelism)
 
 
-@pytest.mark.parametrize("n, one_pass", [(1, 0), (2, 1), (4, 2), (7, 4), (8, 4), (16, 8)])
-def test_a_pass_round_a_bidirectional_ring_is_ceil_n_over_2_hops_and_an_all_reduce_two_passes(n, one_pass):
+def farthest_by_bfs(n, wraparound):
+    """Most hops from chip 0 to any chip, by breadth-first search on a ring (or a line) of n chips."""
+    neighbours = {i: {j for j in (i - 1, i + 1) if 0 <= j < n} for i in range(n)}
+    if wraparound and n > 1:
+        neighbours[0].add(n - 1)
+        neighbours[n - 1].add(0)
+    seen, queue = {0: 0}, collections.deque([0])
+    while queue:
+        i = queue.popleft()
+        for j in neighbours[i] - seen.keys():
+            seen[j] = seen[i] + 1
+            queue.append(j)
+    return max(seen.values())
+
+
+@pytest.mark.parametrize("n", range(1, 18))
+@pytest.mark.parametrize("wraparound", [True, False])
+def test_a_pass_reaches_the_farthest_chip_found_by_breadth_first_search_and_an_all_reduce_is_two(n, wraparound):
+    one_pass = farthest_by_bfs(n, wraparound)
     for op in ("all-gather", "reduce-scatter", "all-to-all"):
-        assert collective_hops(op, n) == one_pass
-    assert collective_hops("all-reduce", n) == 2 * one_pass
+        assert collective_hops(op, n, wraparound) == one_pass
+    assert collective_hops("all-reduce", n, wraparound) == 2 * one_pass
+
+
+def test_on_an_odd_ring_the_farthest_chip_is_floor_n_over_2_hops_away():
+    assert collective_hops("all-gather", 7) == 3  # chip 3 is 3 hops one way, 4 the other
+    assert collective_hops("all-reduce", 9) == 8
 
 
 def test_the_chapter_7_quiz_all_reduce_on_a_ring_of_8_takes_4_hops_per_pass_and_8_us():
@@ -47,11 +71,16 @@ def test_decode_hops_per_layer_counted_by_hand_for_llama3_70b(mesh, hops):
 
 def test_a_latency_bound_decode_step_spends_l_times_h_hops_on_ici():
     llama = get_model("llama3-70b")
-    for n, mesh in ((32, (4, 4, 2)), (64, (4, 4, 4))):  # Ironwood, batch 64: every collective latency-bound
-        parts = decode_step_components(llama, "ironwood", n, 64, 8192, mesh_shape=mesh)
-        assert parts.ici_latency_s == pytest.approx(parts.ici_s)
-        hop_time = llama.n_layers * decode_hops_per_layer(llama, n, 64, mesh) * get_chip("ironwood").ici_hop_latency
-        assert parts.ici_s == pytest.approx(hop_time, rel=1e-12)
+    # Ironwood 4 x 4 x 4 is a whole cube: every axis wraps, and the ring hops of decode_hops_per_layer are the ones
+    # paid; batch 64 keeps the bandwidth part small next to them.
+    parts = decode_step_components(llama, "ironwood", 64, 64, 8192, mesh_shape=(4, 4, 4))
+    hop_time = llama.n_layers * decode_hops_per_layer(llama, 64, 64, (4, 4, 4)) * get_chip("ironwood").ici_hop_latency
+    assert parts.ici_latency_s == pytest.approx(hop_time, rel=1e-12)
+    assert hop_time < parts.ici_s < 1.5 * hop_time
+    # 4 x 4 x 2 is less than a cube: no wraparound, each axis a line of a - 1 hops a pass.
+    small = decode_step_components(llama, "ironwood", 32, 64, 8192, mesh_shape=(4, 4, 2))
+    line_hops = 2 * 2 * (3 + 3 + 1) + 2 * collective_hops("all-to-all", 4, wraparound=True)  # batch split 4 ways
+    assert small.ici_latency_s == pytest.approx(llama.n_layers * line_hops * 1e-6, rel=1e-12)
 
 
 def test_chapter_7_tori_hold_their_chip_counts():
@@ -66,18 +95,20 @@ def _first_ici_bound(chip, batch):
 
 
 def _first_past_hop_latency(chip, batch):
-    """The first chip count whose L h(n) t_hop exceeds its weight read P_bytes / (n W_hbm)."""
-    c, llama, tori = get_chip(chip), get_model("llama3-70b"), TORUS_SHAPES[chip]
+    """The first chip count whose hop latency alone (the latency part of the ICI term) exceeds its weight read."""
+    tori = TORUS_SHAPES[chip]
     return next(n for n in sorted(tori)
-                if llama.n_layers * decode_hops_per_layer(llama, n, batch, tori[n]) * c.ici_hop_latency
-                > param_bytes(llama, "bf16") / (n * c.hbm_bandwidth))
+                if (p := decode_step_components("llama3-70b", chip, n, batch, 8192, mesh_shape=tori[n])).ici_latency_s
+                > p.weights_s)
 
 
 @pytest.mark.parametrize("chip", ["tpu-v5e", "ironwood"])
-def test_chapter_7_crossing_is_set_by_hop_latency_not_by_f_over_b_beta(chip):
-    # Where the figure's ICI line overtakes the weight line is where hop latency meets the weight read, and it stays
-    # put as the batch goes from 32 to 128, while the bandwidth estimate F / (B beta) moves 4-fold.
+def test_chapter_7_crossing_stays_put_with_the_batch_unlike_f_over_b_beta(chip):
+    # Where the figure's ICI line overtakes the weight line stays put as the batch goes from 32 to 128, while the
+    # bandwidth estimate F / (B beta) moves 4-fold; hop latency alone gets there at most one torus later.
     crossings = {batch: _first_ici_bound(chip, batch) for batch in (32, 64, 128)}
-    assert set(crossings.values()) == {_first_past_hop_latency(chip, 64)}
+    assert len(set(crossings.values())) == 1
+    sizes = sorted(TORUS_SHAPES[chip])
+    assert sizes.index(_first_past_hop_latency(chip, 64)) - sizes.index(crossings[64]) in (0, 1)
     f_over_b_beta = {b: max_decode_model_parallelism(get_model("llama3-70b").d_ff, b, beta(chip)) for b in (32, 128)}
     assert f_over_b_beta[32] == pytest.approx(4 * f_over_b_beta[128])

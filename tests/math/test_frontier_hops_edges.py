@@ -145,7 +145,7 @@ def test_cube_torus_by_hand():
 
 def test_hops_of_an_all_reduce_and_of_a_torus_without_wraparound():
     assert ring_hops((4, 4, 4), "all-reduce") == 2 * (2 + 2 + 2)
-    assert ring_hops((2, 3), "all-to-all") == 1 + 2  # ceil(2 / 2) + ceil(3 / 2)
+    assert ring_hops((2, 3), "all-to-all") == 1 + 1  # floor(2 / 2) + floor(3 / 2): on a ring of 3 each chip is 1 hop away
     assert torus_diameter((4, 4, 4)) == 6 and torus_diameter((4, 4, 4), wraparound=False) == 9
     with pytest.raises(ValueError, match=r"\bwraparound\b"):
         torus_diameter((4, 4, 4), wraparound="no")

@@ -46,30 +46,33 @@ def test_kv_cache_sharding_hand_cases(n_kv_heads, n_shards, expected):
 
 # --- the all-to-all term of decode_step_components, worked by hand -------------------------------------------------
 def test_decode_step_components_ici_term_llama3_70b_16_v5e_batch_32_by_hand():
-    # 16 chips in a ring, K = 8: the KV cache splits 8 ways by heads and 2 ways by batch.
-    # Per layer, 2 all-reduces of B D bf16 = 32 x 8,192 x 2 = 524,288 B over 16 chips:
-    #   bandwidth 2 x 524,288 / 9e10 = 11.65 us; latency 2 rounds x 8 hops x 1 us = 16 us -> 16 us each (latency).
-    # and 2 all-to-alls of B N H bf16 = 32 x 64 x 128 x 2 = 524,288 B over the 2 batch shards:
-    #   bandwidth 524,288 / 4 / 9e10 = 1.456356 us; latency 1 hop x 1 us = 1 us -> 1.456356 us each (bandwidth).
-    all_reduce = 16e-6
-    all_to_all = 524_288 / 4 / 9e10
+    # 16 chips in a ring (a v5e axis of 16 wraps), K = 8: the KV cache splits 8 ways by heads and 2 ways by batch.
+    # Per layer, 2 all-reduces of B D bf16 = 32 x 8,192 x 2 = 524,288 B over 16 chips, each latency + bandwidth:
+    #   2 rounds x 8 hops x 1 us = 16 us, plus 2 x 524,288 / 9e10 = 11.65 us.
+    # and 2 all-to-alls of B N H bf16 = 32 x 64 x 128 x 2 = 524,288 B over the 2 batch shards, an axis of 2 that does
+    # not wrap: one link between them, each sends a quarter of the array one way at 4.5e10: 524,288 / 4 / 4.5e10,
+    # plus 1 hop.
+    all_reduce = 16e-6 + 2 * 524_288 / 9e10
+    all_to_all = 1e-6 + 524_288 / 4 / 4.5e10
     parts = decode_step_components("llama3-70b", "tpu-v5e", 16, 32, 8192)
-    assert parts.ici_s == pytest.approx(80 * (2 * all_reduce + 2 * all_to_all), rel=1e-12)  # 2.7930 ms
-    assert parts.ici_s == pytest.approx(2.793017e-3, rel=1e-6)
-    assert parts.ici_latency_s == pytest.approx(80 * 2 * all_reduce, rel=1e-12)  # only the all-reduces
-    # With 8 chips the KV heads absorb the whole split: no all-to-all at all, only the two all-reduces, now
-    # bandwidth-bound (11.65 us of bandwidth against 2 rounds x 4 hops x 1 us = 8 us of latency).
+    assert parts.ici_s == pytest.approx(80 * (2 * all_reduce + 2 * all_to_all), rel=1e-12)  # 5.05 ms
+    assert parts.ici_latency_s == pytest.approx(80 * 2 * (16e-6 + 1e-6), rel=1e-12)
+    # With 8 chips the KV heads absorb the whole split: no all-to-all, only the two all-reduces. An axis of 8 v5e
+    # chips is a line: 2 passes of 7 hops, and each end chip takes in 7/8 of the array over its one link, per pass.
     eight = decode_step_components("llama3-70b", "tpu-v5e", 8, 32, 8192)
-    assert eight.ici_s == pytest.approx(80 * 2 * (2 * 524_288 / 9e10), rel=1e-12)
-    assert eight.ici_latency_s == 0
+    assert eight.ici_s == pytest.approx(80 * 2 * (14e-6 + 2 * 7 / 8 * 524_288 / 4.5e10), rel=1e-12)
+    assert eight.ici_latency_s == pytest.approx(80 * 2 * 14e-6, rel=1e-12)
 
 
 def test_decode_step_components_on_a_4x4_torus_by_hand():
-    # Same step on a (4, 4) torus: the all-reduce's bandwidth term is shared by the 2 axes' links (V / 2), its
-    # latency is 2 rounds x 2 hops per axis, over 2 axes one after the other = 8 us; bandwidth 2 x 524,288 / 9e10 / 2
-    # = 5.825 us -> 8 us (latency). The all-to-all is over the 2 batch shards as before: 1.456356 us.
+    # Same step on a 4 x 4 v5e slice, which has no wraparound (no axis spans 16 chips). Per axis (a line of 4) the
+    # all-reduce's bandwidth term is 2 x 3/4 x 524,288 / 4.5e10 = 17.48 us; the two axes' links run at once, so
+    # half of it, 8.74 us; its latency is 2 rounds x 3 hops per axis, over 2 axes one after the other = 12 us.
+    # The all-to-all is over the 2 batch shards as before.
     parts = decode_step_components("llama3-70b", "tpu-v5e", 16, 32, 8192, mesh_shape=(4, 4))
-    assert parts.ici_s == pytest.approx(80 * (2 * 8e-6 + 2 * 524_288 / 4 / 9e10), rel=1e-12)
+    all_reduce = 12e-6 + 2 * 3 / 4 * 524_288 / 4.5e10 / 2
+    all_to_all = 1e-6 + 524_288 / 4 / 4.5e10
+    assert parts.ici_s == pytest.approx(80 * (2 * all_reduce + 2 * all_to_all), rel=1e-12)
 
 
 # --- the chunked engine reads the cached prefix of a prompt for every later chunk ---------------------------------
