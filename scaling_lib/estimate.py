@@ -125,8 +125,8 @@ BOUND = Efficiency(overlap=True)
 # Fitted by `calibration.fit_typical()` on the calibration split of the published rows (chapter 11;
 # `calibration.split_of` states the rule); tests/math/test_calibration.py re-runs the fit and checks these values
 # are its result, and measures them on the validation split the fit never saw.
-TYPICAL = Calibrated(gpu=Efficiency(mfu=0.58, hbm=0.49, network=0.4, latency=4.0, overhead_s=0.00223),
-                     tpu=Efficiency(mfu=0.92, hbm=0.36, network=0.2, latency=0.25, overhead_s=0.00469))
+TYPICAL = Calibrated(gpu=Efficiency(mfu=0.62, hbm=0.52, network=0.27, latency=4.0, overhead_s=0.00195),
+                     tpu=Efficiency(mfu=0.92, hbm=0.34, network=0.2, latency=0.25, overhead_s=0.00298))
 
 
 def resolve_efficiency(efficiency):
@@ -388,8 +388,14 @@ def _layout_step(collective, chip) -> CollectiveTime:
                           mesh_collective(collective.op, 0.0, chip, collective.group).latency_s)
 
 
+# A collective priced at this many times its bytes shows its line-rate floor alone (the latency floor is negligible).
+_FLOOR_SCALE = 2.0**30
+
+
 def _collectives(deployment: Deployment, tokens: float, decode_batch: float) -> tuple:
-    """(bandwidth seconds, latency seconds) at line rate of one step's collectives on one chip, all layers.
+    """Line-rate seconds of one step's collectives on one chip, all layers: (bandwidth, latency) as `collectives`
+    prices them (NCCL's algorithm at line rate and its latency), then (bandwidth, latency) floors for the bound (the
+    best algorithm's line rate, the shortest physical latency: `CollectiveTime.bound_s`).
 
     "1d-ws": two all-reduces of the step's [tokens, D] activations per layer. Pope et al.'s layouts: the
     feed-forward collectives of `layouts.ffn_collectives` (PaLM's parallel block shares them with attention). A
@@ -398,24 +404,40 @@ def _collectives(deployment: Deployment, tokens: float, decode_batch: float) -> 
     d = deployment
     m, chip, tp = d.model, d.chip, d.tensor_parallel
     if tp == 1:
-        return 0.0, 0.0
+        return 0.0, 0.0, 0.0, 0.0
     act = bytes_per_element(d.activation_dtype)
     if d.ffn_layout == "1d-ws":
-        reduce = mesh_collective("all-reduce", tokens * m.d_model * act, chip, d.mesh_shape)
-        steps = [reduce, reduce]  # after attention's output projection, after the FFN's down projection
+        priced = [lambda v: mesh_collective("all-reduce", v, chip, d.mesh_shape)] * 2  # after attention, after FFN
+        volumes = [tokens * m.d_model * act] * 2
     else:
-        steps = [_layout_step(c, chip) for c in ffn_collectives(d.ffn_layout, m, tokens, d.mesh_shape,
-                                                                d.weight_dtype, d.activation_dtype)]
+        layout = ffn_collectives(d.ffn_layout, m, tokens, d.mesh_shape, d.weight_dtype, d.activation_dtype)
+        priced = [lambda v, c=c: _layout_step(c, chip) if v else CollectiveTime(
+            c.op, 0.0, mesh_collective(c.op, 0.0, chip, c.group).bound_s) for c in layout]
+        volumes = [1.0] * len(layout)
     groups = kv_head_groups(m)
     if decode_batch and tp > groups and d.kv_placement == "batch-split":
         if d.ffn_layout != "1d-ws" and groups == 1 and decode_batch % tp == 0:
-            steps += [_layout_step(c, chip) for c in attention_collectives(
-                "batch", int(decode_batch), m.n_heads, m.head_dim, d.mesh_shape, d.activation_dtype)]
+            layout = attention_collectives("batch", int(decode_batch), m.n_heads, m.head_dim, d.mesh_shape,
+                                           d.activation_dtype)
+            priced += [lambda v, c=c: _layout_step(c, chip) if v else CollectiveTime(
+                c.op, 0.0, mesh_collective(c.op, 0.0, chip, c.group).bound_s) for c in layout]
+            volumes += [1.0] * len(layout)
         else:
             shards = tp // math.gcd(groups, tp)
-            swap = collective_time("all-to-all", decode_batch * m.n_heads * m.head_dim * act, chip, shards)
-            steps += [swap, swap]
-    return (m.n_layers * sum(s.bandwidth_s for s in steps), m.n_layers * sum(s.latency_s for s in steps))
+            priced += [lambda v: collective_time("all-to-all", v, chip, shards)] * 2
+            volumes += [decode_batch * m.n_heads * m.head_dim * act] * 2
+    bandwidth = latency = floor_bandwidth = floor_latency = 0.0
+    for price, volume in zip(priced, volumes):
+        step, zero = price(volume), price(0.0)
+        bandwidth += step.bandwidth_s
+        latency += step.latency_s
+        floor_latency += zero.bound_s  # at zero bytes the bound is the latency floor alone
+        if volume and step.floor_s is not None:  # the best algorithm's line rate: scaled until latency is negligible
+            floor_bandwidth += price(volume * _FLOOR_SCALE).bound_s / _FLOOR_SCALE
+        else:
+            floor_bandwidth += step.bandwidth_s
+    layers = m.n_layers
+    return layers * bandwidth, layers * latency, layers * floor_bandwidth, layers * floor_latency
 
 
 def step_estimate(deployment: Deployment, *, decode_batch: float = 0.0, decode_context: float = 0.0,
@@ -447,7 +469,9 @@ def step_estimate(deployment: Deployment, *, decode_batch: float = 0.0, decode_c
     if prefill_tokens:
         attention += prefill_tokens / prefill_len * forward_flops(m, prefill_len, 1, skip_masked=True).attention
     matmul = 2.0 * tokens * matmul_params(m) / tp  # 2 FLOPs per weight per token, k experts per token
-    bandwidth, latency = _collectives(d, tokens, decode_batch)
+    bandwidth, latency, floor_bandwidth, floor_latency = _collectives(d, tokens, decode_batch)
+    if eff.overlap:  # the bound: the best algorithm at line rate, the shortest latency physics allows
+        bandwidth, latency = floor_bandwidth, floor_latency
     bandwidth, latency = bandwidth / eff.network, latency * eff.latency
     return StepEstimate(weights_s=d.weights_read_per_chip(tokens) / hbm if tokens else 0.0,
                         kv_s=kv_moved / hbm, matmul_s=matmul / rate,

@@ -154,16 +154,16 @@ def test_trtllm_rows_carry_the_tensor_parallel_degree_their_label_names():
         assert row.tensor_parallel == int(re.search(r"\bTP(\d+)\b", row.label).group(1))
 
 
-def test_an_all_reduce_across_nodes_pays_three_fixed_latencies():
-    # reduce-scatter inside each node, all-reduce between nodes, all-gather inside: 3 x 6 us on H100
-    assert collective_time("all-reduce", 1e6, "h100", 16).latency_s == pytest.approx(3 * 6e-6)
+def test_an_all_reduce_across_nodes_costs_more_latency_than_inside_one():
+    # Two nodes of 8 H100: the network steps cost more than NVLink steps (collectives prices NCCL's model).
+    assert collective_time("all-reduce", 1e6, "h100", 16).latency_s > collective_time("all-reduce", 1e6, "h100", 8).latency_s
 
 
 def test_megatron_decode_collectives_by_hand_on_8_h100():
     # LLaMA-3-70B, batch 16: two all-reduces of [16, 8192] bf16 = 262,144 B per layer on the NVSwitch, 80 layers, each
     # its latency plus its bandwidth term. tp = 8 = K: every chip holds one whole KV head, so the batch is not split
     # and no all-to-all is added.
-    step = decode_step(Deployment("llama3-70b", "h100", 8), 16, 1024)
+    step = decode_step(Deployment("llama3-70b", "h100", 8), 16, 1024, Efficiency())
     one = collective_time("all-reduce", 16 * 8192 * 2, "h100", 8)
     assert step.comm_s == pytest.approx(80 * 2 * (one.latency_s + one.bandwidth_s))
     assert step.comm_latency_s == pytest.approx(80 * 2 * one.latency_s)
@@ -172,8 +172,9 @@ def test_megatron_decode_collectives_by_hand_on_8_h100():
 def test_a_batch_split_cache_adds_two_all_to_alls_per_layer():
     # 16-way tensor parallel over LLaMA-3-70B's 8 KV heads: each head's 2 chips split the batch between them and swap
     # queries and outputs, [B, N, H] in bf16 over 2 chips, twice per layer; the replicated cache does not.
-    split = decode_step(Deployment("llama3-70b", "ironwood", 16), 32, 1024)
-    replicated = decode_step(Deployment("llama3-70b", "ironwood", 16, kv_placement="replicated"), 32, 1024)
+    split = decode_step(Deployment("llama3-70b", "ironwood", 16), 32, 1024, Efficiency())
+    replicated = decode_step(Deployment("llama3-70b", "ironwood", 16, kv_placement="replicated"), 32, 1024,
+                             Efficiency())
     swap = collective_time("all-to-all", 32 * 64 * 128 * 2, "ironwood", 2)
     assert split.comm_s - replicated.comm_s == pytest.approx(80 * 2 * (swap.bandwidth_s + swap.latency_s))
 
@@ -240,8 +241,8 @@ def test_kv_heads_that_do_not_divide_the_chips_split_the_batch_over_the_remainin
     # LLaMA-2-13B with K = 8 KV heads on 10 chips: each KV head is shared by 10 / gcd(8, 10) = 5 chips, which split
     # the batch 5 ways: two all-to-alls over 5 chips per layer.
     m = get_model("llama2-13b").with_(n_kv_heads=8)
-    split = decode_step(Deployment(m, "tpu-v5e", 10), 20, 1024)
-    replicated = decode_step(Deployment(m, "tpu-v5e", 10, kv_placement="replicated"), 20, 1024)
+    split = decode_step(Deployment(m, "tpu-v5e", 10), 20, 1024, Efficiency())
+    replicated = decode_step(Deployment(m, "tpu-v5e", 10, kv_placement="replicated"), 20, 1024, Efficiency())
     swap = collective_time("all-to-all", 20 * 40 * 128 * 2, "tpu-v5e", 5)  # [B, N, H] in bf16 over 5 chips
     assert split.comm_s - replicated.comm_s == pytest.approx(40 * 2 * (swap.bandwidth_s + swap.latency_s))
 
@@ -266,8 +267,8 @@ def test_cross_node_collectives_keep_their_name_and_bus_bandwidth_names_a_bad_on
 def test_bandwidth_bound_all_to_alls_move_the_queries_of_the_whole_batch():
     # As above, but batch 2,000: [2000, 40 heads, 128] bf16 = 20.5 MB over 5 chips is bandwidth-bound.
     m = get_model("llama2-13b").with_(n_kv_heads=8)
-    split = decode_step(Deployment(m, "tpu-v5e", 10), 2000, 128)
-    replicated = decode_step(Deployment(m, "tpu-v5e", 10, kv_placement="replicated"), 2000, 128)
+    split = decode_step(Deployment(m, "tpu-v5e", 10), 2000, 128, Efficiency())
+    replicated = decode_step(Deployment(m, "tpu-v5e", 10, kv_placement="replicated"), 2000, 128, Efficiency())
     swap = collective_time("all-to-all", 2000 * 40 * 128 * 2, "tpu-v5e", 5)
     assert swap.bandwidth_s > swap.latency_s
     assert split.comm_s - replicated.comm_s == pytest.approx(40 * 2 * (swap.bandwidth_s + swap.latency_s))
