@@ -42,12 +42,13 @@ measures: output tokens/s of the whole deployment, in the steady state of contin
 that fits. Used in chapter 11, *How close do real systems come?*.
 """
 
+import functools
 import itertools
 import math
 from dataclasses import dataclass
 
 from ._validate import choice, fraction, non_negative_int, positive, positive_int
-from .collectives import CollectiveTime, collective_time, mesh_collective
+from .collectives import mesh_collective
 from .dtypes import bytes_per_element
 from .flops import decode_step_flops, forward_flops, matmul_params
 from .hardware import SwitchDomain, Torus, get_chip
@@ -382,20 +383,14 @@ def _within_cap(deployment: Deployment, per_replica: float, efficiency, what: st
                          "(the bound, efficiency=None, has no cap)")
 
 
-def _layout_step(collective, chip) -> CollectiveTime:
-    """A `layouts.Collective` as a CollectiveTime: Pope et al.'s bandwidth (all of a chip's links), torus latency."""
-    return CollectiveTime(collective.op, collective.seconds(chip, "pope"),
-                          mesh_collective(collective.op, 0.0, chip, collective.group).latency_s)
-
-
 # A collective priced at this many times its bytes shows its line-rate floor alone (the latency floor is negligible).
 _FLOOR_SCALE = 2.0**30
 
 
-def _collectives(deployment: Deployment, tokens: float, decode_batch: float) -> tuple:
-    """Line-rate seconds of one step's collectives on one chip, all layers: (bandwidth, latency) as `collectives`
-    prices them (NCCL's algorithm at line rate and its latency), then (bandwidth, latency) floors for the bound (the
-    best algorithm's line rate, the shortest physical latency: `CollectiveTime.bound_s`).
+def _collectives(deployment: Deployment, tokens: float, decode_batch: float, floors: bool = False) -> tuple:
+    """(bandwidth, latency) line-rate seconds of one step's collectives on one chip, all layers: as `collectives`
+    prices them (NCCL's algorithm at line rate and its latency), or with `floors` the bound's (the best algorithm's
+    line rate, the shortest physical latency: `CollectiveTime.bound_s` at zero bytes and at 2^30 x the bytes).
 
     "1d-ws": two all-reduces of the step's [tokens, D] activations per layer. Pope et al.'s layouts: the
     feed-forward collectives of `layouts.ffn_collectives` (PaLM's parallel block shares them with attention). A
@@ -404,40 +399,45 @@ def _collectives(deployment: Deployment, tokens: float, decode_batch: float) -> 
     d = deployment
     m, chip, tp = d.model, d.chip, d.tensor_parallel
     if tp == 1:
-        return 0.0, 0.0, 0.0, 0.0
+        return 0.0, 0.0
     act = bytes_per_element(d.activation_dtype)
     if d.ffn_layout == "1d-ws":
-        priced = [lambda v: mesh_collective("all-reduce", v, chip, d.mesh_shape)] * 2  # after attention, after FFN
-        volumes = [tokens * m.d_model * act] * 2
+        steps = [("all-reduce", d.mesh_shape, tokens * m.d_model * act, None)] * 2  # after attention, after the FFN
     else:
-        layout = ffn_collectives(d.ffn_layout, m, tokens, d.mesh_shape, d.weight_dtype, d.activation_dtype)
-        priced = [lambda v, c=c: _layout_step(c, chip) if v else CollectiveTime(
-            c.op, 0.0, mesh_collective(c.op, 0.0, chip, c.group).bound_s) for c in layout]
-        volumes = [1.0] * len(layout)
+        steps = [(c.op, c.group, None, c) for c in ffn_collectives(d.ffn_layout, m, tokens, d.mesh_shape,
+                                                                   d.weight_dtype, d.activation_dtype)]
     groups = kv_head_groups(m)
     if decode_batch and tp > groups and d.kv_placement == "batch-split":
         if d.ffn_layout != "1d-ws" and groups == 1 and decode_batch % tp == 0:
-            layout = attention_collectives("batch", int(decode_batch), m.n_heads, m.head_dim, d.mesh_shape,
-                                           d.activation_dtype)
-            priced += [lambda v, c=c: _layout_step(c, chip) if v else CollectiveTime(
-                c.op, 0.0, mesh_collective(c.op, 0.0, chip, c.group).bound_s) for c in layout]
-            volumes += [1.0] * len(layout)
+            steps += [(c.op, c.group, None, c) for c in attention_collectives(
+                "batch", int(decode_batch), m.n_heads, m.head_dim, d.mesh_shape, d.activation_dtype)]
         else:
-            shards = tp // math.gcd(groups, tp)
-            priced += [lambda v: collective_time("all-to-all", v, chip, shards)] * 2
-            volumes += [decode_batch * m.n_heads * m.head_dim * act] * 2
-    bandwidth = latency = floor_bandwidth = floor_latency = 0.0
-    for price, volume in zip(priced, volumes):
-        step, zero = price(volume), price(0.0)
-        bandwidth += step.bandwidth_s
-        latency += step.latency_s
-        floor_latency += zero.bound_s  # at zero bytes the bound is the latency floor alone
-        if volume and step.floor_s is not None:  # the best algorithm's line rate: scaled until latency is negligible
-            floor_bandwidth += price(volume * _FLOOR_SCALE).bound_s / _FLOOR_SCALE
+            shards = (tp // math.gcd(groups, tp),)
+            steps += [("all-to-all", shards, decode_batch * m.n_heads * m.head_dim * act, None)] * 2
+    bandwidth = latency = 0.0
+    for op, group, volume, layout in steps:
+        if layout is not None:  # Pope et al.'s layouts: their bandwidth (all of a chip's links), torus latency
+            bandwidth += layout.seconds(chip, "pope")
+            latency += _floor_latency(op, chip, group) if floors else _latency(op, chip, group)
+        elif floors:
+            bandwidth += mesh_collective(op, volume * _FLOOR_SCALE, chip, group).bound_s / _FLOOR_SCALE
+            latency += _floor_latency(op, chip, group)
         else:
-            floor_bandwidth += step.bandwidth_s
-    layers = m.n_layers
-    return layers * bandwidth, layers * latency, layers * floor_bandwidth, layers * floor_latency
+            step = mesh_collective(op, volume, chip, group)
+            bandwidth, latency = bandwidth + step.bandwidth_s, latency + step.latency_s
+    return m.n_layers * bandwidth, m.n_layers * latency
+
+
+@functools.lru_cache(maxsize=256)
+def _latency(op: str, chip, group: tuple) -> float:
+    """The latency `collectives` prices for a collective over `group` (a torus's hops do not depend on the bytes)."""
+    return mesh_collective(op, 0.0, chip, group).latency_s
+
+
+@functools.lru_cache(maxsize=256)
+def _floor_latency(op: str, chip, group: tuple) -> float:
+    """The shortest latency physics allows a collective over `group`: its `bound_s` at zero bytes."""
+    return mesh_collective(op, 0.0, chip, group).bound_s
 
 
 def step_estimate(deployment: Deployment, *, decode_batch: float = 0.0, decode_context: float = 0.0,
@@ -469,9 +469,8 @@ def step_estimate(deployment: Deployment, *, decode_batch: float = 0.0, decode_c
     if prefill_tokens:
         attention += prefill_tokens / prefill_len * forward_flops(m, prefill_len, 1, skip_masked=True).attention
     matmul = 2.0 * tokens * matmul_params(m) / tp  # 2 FLOPs per weight per token, k experts per token
-    bandwidth, latency, floor_bandwidth, floor_latency = _collectives(d, tokens, decode_batch)
-    if eff.overlap:  # the bound: the best algorithm at line rate, the shortest latency physics allows
-        bandwidth, latency = floor_bandwidth, floor_latency
+    # the bound: the best algorithm at line rate, the shortest latency physics allows; the estimate: NCCL's pick
+    bandwidth, latency = _collectives(d, tokens, decode_batch, floors=eff.overlap)
     bandwidth, latency = bandwidth / eff.network, latency * eff.latency
     return StepEstimate(weights_s=d.weights_read_per_chip(tokens) / hbm if tokens else 0.0,
                         kv_s=kv_moved / hbm, matmul_s=matmul / rate,
