@@ -126,8 +126,8 @@ BOUND = Efficiency(overlap=True)
 # Fitted by `calibration.fit_typical()` on the calibration split of the published rows (chapter 11;
 # `calibration.split_of` states the rule); tests/math/test_calibration.py re-runs the fit and checks these values
 # are its result, and measures them on the validation split the fit never saw.
-TYPICAL = Calibrated(gpu=Efficiency(mfu=0.62, hbm=0.52, network=0.27, latency=4.0, overhead_s=0.00195),
-                     tpu=Efficiency(mfu=0.92, hbm=0.34, network=0.2, latency=0.25, overhead_s=0.00298))
+TYPICAL = Calibrated(gpu=Efficiency(mfu=0.52, hbm=0.56, network=0.61, latency=8.61, overhead_s=0.00177),
+                     tpu=Efficiency(mfu=0.92, hbm=0.36, network=0.2, latency=0.25, overhead_s=0.00406))
 
 
 def resolve_efficiency(efficiency):

@@ -209,3 +209,15 @@ def test_decode_time_names_the_context_it_was_given():
     from scaling_lib.estimate import decode_time
     with pytest.raises(ValueError, match=r"context_len must be a non-negative integer, got 0\.5"):
         decode_time(d, 8, 0.5, 16)
+
+
+def test_the_gpu_network_efficiency_is_measured_by_nccl_not_fitted_to_throughput():
+    # NCCL's NVLS all-reduce on 8 H100: 480 GB/s of bus bandwidth; at line rate NVLS moves V each way per GPU, a bus
+    # bandwidth of 2 (n - 1) / n x 450 GB/s = 787.5 GB/s (nccl-tests' definition): 480 / 787.5 = 0.61.
+    assert calibration.gpu_network_efficiency() == pytest.approx(round(480 / (2 * 7 / 8 * 450), 2))
+    assert TYPICAL.gpu.network == calibration.gpu_network_efficiency()
+    # The fit holds a fixed field where it is given.
+    models = calibration._row_models("gpu", "calibration")
+    assert fit_rows(models, rounds=1, fixed={"network": 0.5, "latency": 2.0}).network == 0.5
+    with pytest.raises(ValueError, match="unknown fixed field 'speed'"):
+        fit_rows(models, fixed={"speed": 1.0})

@@ -480,6 +480,7 @@ _RUN = scaling_lib.measurements.published_runs()[0]
 SPECS.update({
     "calibration.fit_rows": spec(dict(models=[scaling_lib.calibration.row_model(r) for r in pope_rows()[:2]]),
                                  rounds="small"),
+    "calibration.gpu_network_efficiency": spec({}),
     "calibration.group_of": spec(dict(row=_RUN)),
     "calibration.metrics": spec(dict(items=comparisons(split="validation")[:3])),
     "calibration.platform_of": spec(dict(row=POPE)),
