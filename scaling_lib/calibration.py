@@ -81,7 +81,10 @@ def _check_row(row, function: str):
 
 
 def platform_of(row) -> str:
-    """"tpu" for a row measured on a TPU torus, "gpu" otherwise."""
+    """"tpu" for a row measured on a TPU torus, "gpu" otherwise.
+
+    Used in chapter 11, *How close do real systems come?*.
+    """
     _check_row(row, "platform_of")
     chip = row.gpu if isinstance(row, ThroughputRow) else row.chip
     return "tpu" if isinstance(get_chip(chip).topology, Torus) else "gpu"
@@ -89,7 +92,10 @@ def platform_of(row) -> str:
 
 def group_of(row) -> tuple:
     """(platform, tensor-parallel degree, "dense" or "moe", weight precision): the strata of the split and of the
-    validation report."""
+    validation report.
+
+    Used in chapter 11, *How close do real systems come?*.
+    """
     _check_row(row, "group_of")
     if isinstance(row, ThroughputRow):
         model, tp, weights = row.model, row.tensor_parallel, row.weight_dtype
@@ -121,7 +127,10 @@ def _run_splits() -> dict:
 
 def split_of(row) -> str:
     """"calibration" or "validation" (module docstring): TensorRT-LLM's earlier H100 rows and PaLM 540B calibrate,
-    its H200 rows and PaLM 62B validate; the published runs by the stratified every-third rule."""
+    its H200 rows and PaLM 62B validate; the published runs by the stratified every-third rule.
+
+    Used in chapter 11, *How close do real systems come?*.
+    """
     _check_row(row, "split_of")
     if isinstance(row, ThroughputRow):
         return "calibration" if row.gpu == "h100" else "validation"
@@ -232,15 +241,15 @@ def compare(row, efficiency=None, kv_dtype: str = "fp8") -> Comparison:
 
 
 def all_rows() -> tuple:
-    """Every published row: the 40 earlier TensorRT-LLM rows, Pope et al.'s 8, then the 263 published runs."""
+    """Every published row: the 40 earlier TensorRT-LLM rows, Pope et al.'s 8, then the 263 published runs.
+
+    Used in chapter 11, *How close do real systems come?*.
+    """
     return trtllm_rows() + pope_rows() + published_runs()
 
 
 def comparisons(efficiency=None, split: str | None = None, kv_dtype: str = "fp8") -> tuple:
-    """`compare` for every row (or only those of `split`).
-
-    Used in chapter 11, *How close do real systems come?*.
-    """
+    """`compare` for every row (or only those of `split`)."""
     bytes_per_element(kv_dtype)
     if split is not None:
         choice("split", split, SPLITS)
@@ -272,10 +281,7 @@ def fit_efficiency(ratio_of, fields=("mfu", "hbm", "network"), rounds: int = 3, 
 
     Coordinate descent: a golden-section search on each field in its range (`RANGES`; the rates from `low` to 1) in
     turn, `rounds` times, from the middle of each range. Deterministic. A `ratio_of` that returns no ratios, or a
-    NaN, infinite or non-positive one, is a ValueError.
-
-    Used in chapter 11, *How close do real systems come?*.
-    """
+    NaN, infinite or non-positive one, is a ValueError."""
     rounds = positive_int("rounds", rounds)
     fraction("low", low, "the smallest efficiency searched")
     fields = tuple(choice("field", name, FIELDS) for name in fields)
@@ -341,7 +347,10 @@ PEAK = Efficiency()  # every rate at peak, serial, no overhead: the components a
 def row_model(row) -> RowModel:
     """The `RowModel` of a row under the estimate's engine settings (the batch does not depend on the efficiencies,
     only on `memory_utilization` and `max_sequences`). `RowModel.predicted(eff)` equals `compare(row, eff).predicted`
-    for any serial `eff` (a test checks it)."""
+    for any serial `eff` (a test checks it).
+
+    Used in chapter 11, *How close do real systems come?*.
+    """
     _check_row(row, "row_model")
     if isinstance(row, (ThroughputRow, RunRow)) and (isinstance(row, ThroughputRow) or row.kind.startswith("offline")):
         if isinstance(row, ThroughputRow):
@@ -388,6 +397,20 @@ def _fast_loss(models, values: dict) -> float:
     return sum(math.log(m.predicted(eff) / m.measured) ** 2 for m in models)
 
 
+def loss(models, efficiency) -> float:
+    """The fit's loss: sum(log(predicted / measured)^2) of some `RowModel`s at a serial `Efficiency`.
+
+    Used in chapter 11, *How close do real systems come?*.
+    """
+    models = tuple(models)
+    if not models or not all(isinstance(m, RowModel) for m in models):
+        raise ValueError(f"models: loss wants a non-empty sequence of RowModel (calibration.row_model(row)), got "
+                         f"{models!r}")
+    if not isinstance(efficiency, Efficiency) or efficiency.overlap:
+        raise ValueError(f"efficiency must be a serial Efficiency (overlap=False), got {efficiency!r}")
+    return _fast_loss(models, {name: getattr(efficiency, name) for name in FIELDS})
+
+
 def fit_typical() -> Calibrated:
     """`estimate.TYPICAL`'s values: for GPUs and for TPUs, the five efficiencies (`FIELDS`) minimising the sum of
     squared log ratios over that platform's calibration rows (`split_of`), rounded as `fit_efficiency` rounds.
@@ -400,7 +423,10 @@ def fit_typical() -> Calibrated:
 def fit_rows(models, rounds: int = 12, fixed: dict | None = None) -> Efficiency:
     """The efficiencies (`FIELDS`) minimising sum(log(predicted / measured)^2) over some `RowModel`s, those in
     `fixed` held at the values given (`fit_typical` on the calibration rows; tests give it rows with planted
-    efficiencies)."""
+    efficiencies).
+
+    Used in chapter 11, *How close do real systems come?*.
+    """
     models = tuple(models)
     if not models or not all(isinstance(m, RowModel) for m in models):
         raise ValueError(f"models: fit_rows wants a non-empty sequence of RowModel (calibration.row_model(row)), got "
@@ -417,7 +443,10 @@ def fit_rows(models, rounds: int = 12, fixed: dict | None = None) -> Efficiency:
 def gpu_network_efficiency() -> float:
     """The GPU collective bandwidth efficiency, measured apart from any throughput row: the project's published NCCL
     bus bandwidth (`measurements.nccl_rows`) of the algorithm `collectives` picks at that size, over the bus bandwidth
-    of its line-rate bandwidth term (480 GB/s of NVLS on 8 H100 against 787.5 at line rate: 0.61). Rounded to 0.01."""
+    of its line-rate bandwidth term (480 GB/s of NVLS on 8 H100 against 787.5 at line rate: 0.61). Rounded to 0.01.
+
+    Used in chapter 11, *How close do real systems come?*.
+    """
     ratios = []
     for row in nccl_rows():
         priced = collective_time(row.collective, row.array_bytes_min, row.gpu, row.n_gpus)
@@ -452,7 +481,10 @@ class Range:
 
 
 def uncertainty(platform: str, worsening: float = 0.1) -> tuple:
-    """A `Range` for each of the five efficiencies of `platform`'s fit (bisection on each side)."""
+    """A `Range` for each of the five efficiencies of `platform`'s fit (bisection on each side).
+
+    Used in chapter 11, *How close do real systems come?*.
+    """
     choice("platform", platform, PLATFORMS)
     fraction("worsening", worsening, "the relative increase of the loss that bounds the range")
     return _uncertainty(platform, worsening)
@@ -500,10 +532,7 @@ class RatioSummary:
 
 
 def summarize(items) -> RatioSummary:
-    """The median and the worst (farthest from 1 in log) measured / predicted ratio of some comparisons.
-
-    Used in chapter 11, *How close do real systems come?*.
-    """
+    """The median and the worst (farthest from 1 in log) measured / predicted ratio of some comparisons."""
     items = tuple(items)
     if not items:
         raise ValueError("no comparisons to summarize; pass at least one")
@@ -512,10 +541,7 @@ def summarize(items) -> RatioSummary:
 
 
 def validation_summary(efficiency="typical") -> RatioSummary:
-    """Median and worst ratio of the `efficiency` estimate on the validation rows.
-
-    Used in chapter 11, *How close do real systems come?*.
-    """
+    """Median and worst ratio of the `efficiency` estimate on the validation rows."""
     return summarize(comparisons(resolve_efficiency(efficiency), "validation"))
 
 
@@ -532,7 +558,10 @@ class Metrics:
 
 
 def metrics(items, name: str = "all") -> Metrics:
-    """`Metrics` of some comparisons."""
+    """`Metrics` of some comparisons.
+
+    Used in chapter 11, *How close do real systems come?*.
+    """
     items = tuple(items)
     if not items:
         raise ValueError(f"no comparisons in {name!r} to score; pass at least one")
@@ -543,7 +572,10 @@ def metrics(items, name: str = "all") -> Metrics:
 
 def validation_metrics(efficiency="typical") -> dict:
     """`Metrics` of the `efficiency` estimate on the validation rows: "all", then by group: "TP<n>", "gpu"/"tpu",
-    "dense"/"moe", and each weight precision."""
+    "dense"/"moe", and each weight precision.
+
+    Used in chapter 11, *How close do real systems come?*.
+    """
     return _validation_metrics(resolve_efficiency(efficiency))
 
 

@@ -73,6 +73,8 @@ class Efficiency:
       (module docstring).
 
     `BOUND` is `Efficiency(overlap=True)`: every resource at peak, everything overlapped, no overhead.
+
+    Used in chapter 11, *How close do real systems come?*.
     """
 
     mfu: float = 1.0

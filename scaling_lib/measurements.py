@@ -175,7 +175,10 @@ class RunRow:
 
 
 def published_runs() -> tuple:
-    """The 263 published runs of `published_runs.csv`, in the file's order, each with its source."""
+    """The 263 published runs of `published_runs.csv`, in the file's order, each with its source.
+
+    Used in chapter 11, *How close do real systems come?*.
+    """
     return tuple(RunRow(source=r["source"], engine=r["engine"], hardware=r["hardware"], chip=r["chip"],
                         n_chips=int(r["n_chips"]), tensor_parallel=int(r["tensor_parallel"]), model=r["model"],
                         model_card=r["model_card"], weights=r["weights"], kv_cache=r["kv_cache"],

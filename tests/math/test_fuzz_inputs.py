@@ -482,6 +482,8 @@ SPECS.update({
                                  rounds="small"),
     "calibration.gpu_network_efficiency": spec({}),
     "calibration.group_of": spec(dict(row=_RUN)),
+    "calibration.loss": spec(dict(models=[scaling_lib.calibration.row_model(r) for r in pope_rows()[:2]],
+                                  efficiency=scaling_lib.estimate.Efficiency())),
     "calibration.metrics": spec(dict(items=comparisons(split="validation")[:3])),
     "calibration.platform_of": spec(dict(row=POPE)),
     "calibration.row_model": spec(dict(row=POPE)),
