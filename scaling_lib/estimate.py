@@ -707,7 +707,9 @@ class Report:
                 ("weights", f"{self.weight_bytes / 1e9:,.1f} GB ({self.weight_bytes / self.deployment.n_chips / 1e9:,.1f}"
                             " GB per chip)"),
                 ("KV cache per token", f"{self.kv_bytes_per_token / 1e3:,.1f} kB"),
-                ("largest batch that fits", f"{self.max_batch:,} sequences of {self.context_len:,} tokens"),
+                ("largest batch that fits", f"{self.max_batch:,} sequences of {self.context_len:,} tokens (the "
+                                            f"engine's {self.deployment.memory_utilization:.0%} of HBM, at most "
+                                            f"{self.deployment.max_sequences:,} per replica)"),
                 ("batch", f"{self.batch:,}"),
                 ("decode step", f"{self.decode_step_bound_s * 1e3:,.2f} ms bound, "
                                 f"{self.decode_step_typical_s * 1e3:,.2f} ms typical"),

@@ -107,7 +107,8 @@ def test_report_describe_prints_each_row_with_its_numbers():
                           "decode step", "prefill", "output tokens/s", "$ per million output tokens"]
     gb = param_bytes(get_model("llama3-8b")) / 1e9  # 16.1 GB in bf16, 8.0 GB on each of 2 chips
     assert rows["weights"] == f"{gb:,.1f} GB ({gb / 2:,.1f} GB per chip)"
-    assert rows["largest batch that fits"] == f"{r.max_batch:,} sequences of 4,096 tokens"
+    assert rows["largest batch that fits"] == (f"{r.max_batch:,} sequences of 4,096 tokens (the engine's 90% of HBM, "
+                                               "at most 2,048 per replica)")
     numbers = [float(x) for x in re.findall(r"[\d.]+", rows["decode step"].replace(",", ""))]
     assert numbers == pytest.approx([r.decode_step_bound_s * 1e3, r.decode_step_typical_s * 1e3], abs=0.005)
     numbers = [float(x) for x in re.findall(r"[\d.]+", rows["prefill"].replace(",", ""))]
