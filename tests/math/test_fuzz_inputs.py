@@ -476,6 +476,9 @@ SPECS = {
 # Issue 23: the estimate's engine settings and the calibration's split, fit and validation (appended).
 GOOD["platform"] = st.sampled_from(scaling_lib.calibration.PLATFORMS)
 BAD["platform"] = BAD["choice"]
+GOOD["efficiency"] = st.sampled_from([None, "bound", "typical", scaling_lib.estimate.Efficiency(mfu=0.5, latency=2.0),
+                                      scaling_lib.estimate.BOUND])
+BAD["efficiency"] = ["fast", 3, ["typical"], NAN]
 _RUN = scaling_lib.measurements.published_runs()[0]
 SPECS.update({
     "calibration.fit_rows": spec(dict(models=[scaling_lib.calibration.row_model(r) for r in pope_rows()[:2]]),
@@ -491,9 +494,11 @@ SPECS.update({
                                                   model="model", chip="chip", weight_dtype="dtype",
                                                   tensor_parallel="count"),
     "calibration.uncertainty": spec(dict(platform="tpu"), platform="platform", worsening="frac"),
-    "calibration.validation_metrics": spec({}),
+    "calibration.validation_metrics": spec({}, efficiency="efficiency"),
     "measurements.published_runs": spec({}),
 })
+SPECS["estimate.max_batch"][1].update(efficiency="efficiency")
+SPECS["calibration.loss"][1].update(efficiency="efficiency")
 SPECS["estimate.offline_estimate"][1].update(slots="count?")
 SPECS["estimate.offline_throughput"][1].update(memory_utilization="frac", max_sequences="count",
                                                kv_placement="placement?")
