@@ -443,7 +443,7 @@ def fit_rows(models, rounds: int = 12, fixed: dict | None = None) -> Efficiency:
 def gpu_network_efficiency() -> float:
     """The GPU collective bandwidth efficiency, measured apart from any throughput row: the project's published NCCL
     bus bandwidth (`measurements.nccl_rows`) of the algorithm `collectives` picks at that size, over the bus bandwidth
-    of its line-rate bandwidth term (480 GB/s of NVLS on 8 H100 against 787.5 at line rate: 0.61). Rounded to 0.01.
+    of its line-rate bandwidth term (480 GB/s of NVLS on 8 H100 against 700 at line rate: 0.69). Rounded to 0.01.
 
     Used in chapter 11, *How close do real systems come?*.
     """

@@ -1,4 +1,4 @@
-"""What a collective costs on each kind of network: a TPU torus and a GPU switch.
+"""What a collective costs on each kind of network: a TPU torus, a GPU switch and a GPU full mesh.
 
 A collective over n chips moves an array of V bytes (the gathered output of an all-gather, the unreduced input of a
 reduce-scatter or all-reduce, the array resharded by an all-to-all). Its time is a latency (alpha) plus a bandwidth
@@ -26,20 +26,30 @@ doc/PERFORMANCE.md derives the same volumes to define its "bus bandwidth"):
 
     all-gather, reduce-scatter:  V (n-1)/n / W    all-reduce:  2 V (n-1)/n / W    all-to-all:  V (n-1)/n^2 / W
 
-With in-switch reduction (NVLink SHARP, "NVLS") an all-reduce moves V each way per GPU: its share of every other
-GPU's chunk goes up once, (n-1) V / n, plus the chunk it owns, V / n; the reduced array comes back, V. The latency
-is NCCL's own model (`hardware.NCCL_LATENCY`, from NCCL's src/graph/tuning.cc): a ring pays a base latency plus
-one NVLink step per ring step, 2 (n - 1) steps for an all-reduce (6.6 + 14 x 0.6 = 15 us on 8 GPUs with the LL
-protocol), a tree 2 (n - 1) steps inside a node and 2 log2(nodes) network steps, NVLS a flat 25 us. As NCCL does,
-the model picks the algorithm and protocol with the least latency + bytes / (efficiency x line rate), NCCL's
-efficiencies (LL half the line rate, LL128 0.92, NVLS 0.85 on Hopper): the ring with LL for small arrays, NVLS or
-Simple for large ones. `CollectiveTime` keeps that pick's latency and its line-rate bandwidth term apart, so that a
-caller can apply its own efficiencies to each (`efficiency` is NCCL's for the pick).
+With in-switch reduction (NVLink SHARP, "NVLS") any all-reduce must still move V each way per GPU (its share of
+every other GPU's chunk goes up once, (n-1) V / n, plus the chunk it owns, V / n; the reduced array comes back, V):
+the bound. NCCL's NVLS moves V (n + 1) / n each way (an NVLS all-gather sends the array one way and 1/n of it the
+other, an all-reduce is a reduce-scatter plus an all-gather): the priced algorithm. The latency is NCCL's own model
+(`hardware.NCCL_LATENCY`, from NCCL's src/graph/tuning.cc): a ring pays a base latency plus one NVLink step per ring
+step, 2 (n - 1) steps for an all-reduce (6.6 + 14 x 0.6 = 15 us on 8 GPUs with the LL protocol), a tree
+2 (n - 1) steps inside a node and 2 log2(nodes) network steps, NVLS a flat 25 us. As NCCL does, the model picks the
+algorithm and protocol with the least latency + bytes / (efficiency x line rate) (`CollectiveTime.expected_s`),
+with NCCL's efficiencies relative to its Simple protocol (LL 1/2, LL128 0.92, NVLS 0.85 on Hopper) and the NCCL
+maintainers' application-level rates (370 of NVLink 4's 450 GB/s, 47 of a 400 Gb/s NIC's 50 GB/s): the ring with
+LL for small arrays, NVLS or Simple for large ones. `CollectiveTime` keeps that pick's latency and its line-rate
+bandwidth term apart, so that a caller can apply its own efficiencies to each (`efficiency` is NCCL's for the pick).
 
-**Across nodes** (n a multiple of the domain size g, m = n / g nodes) a collective is hierarchical and NCCL pipelines
-its stages, so the slowest stage sets the time (bus bandwidth = the least of the stages'): inside each node the
-array crosses NVLink as above; between nodes each GPU's NIC carries its 1/g of the inter-node collective, e.g.
-2 (V / g)(m - 1)/m for an all-reduce. The latency is NCCL's for the ranks and nodes (network steps cost more).
+**Full mesh (AMD Infinity Fabric)**, n GPUs each joined to every other by one link of W_link each way: each GPU
+sends its share straight to each peer over that peer's link, V / n per link for an all-gather (2 V / n for an
+all-reduce, V / n^2 for an all-to-all), so on all 8 GPUs it matches a switch of 7 W_link, and on 2 it gets a seventh
+of that.
+
+**Across nodes** (n a multiple of the domain size g, m = n / g nodes) NCCL pipelines the stages, so the slowest sets
+the time (bus bandwidth = the least of the stages'). NCCL's ring runs through all n GPUs: each sends its ring share
+over NVLink, and a node's ring crossings share its g NICs, 1/g of that share each. The tree and NVLS tree reduce
+inside each node and send each GPU's 1/g of the inter-node all-reduce over its NIC, 2 (V / g)(m - 1)/m. The bound
+takes, for each GPU, its share over NVLink and NIC together, and for each node what it must take in through its g
+NICs. The latency is NCCL's for the ranks and nodes (network steps cost more).
 
 Used in chapter 7, *Sharding prefill and generation*, and chapter 11, *How close do real systems come?*.
 """
@@ -49,12 +59,13 @@ from dataclasses import dataclass
 
 from ._validate import axes as check_axes
 from ._validate import choice, flag, positive, positive_int
-from .hardware import NCCL_LATENCY, SwitchDomain, Torus, get_chip
+from .hardware import NCCL_LATENCY, FullMesh, SwitchDomain, Torus, get_chip
 
 COLLECTIVES = ("all-gather", "reduce-scatter", "all-reduce", "all-to-all")
 _TORUS_FACTOR = {"all-gather": 1.0, "reduce-scatter": 1.0, "all-reduce": 2.0, "all-to-all": 0.25}
 NETWORKS = ("ici", "dcn")
 PROTOCOLS = ("LL", "LL128", "Simple")
+SWITCH_ALGORITHMS = ("ring", "tree", "nvls")
 
 
 @dataclass(frozen=True)
@@ -181,56 +192,108 @@ def _tree_latency(protocol: str, n: int, m: int) -> float:
 
 
 def _nvls_latency(m: int) -> float:
-    return NCCL_LATENCY.nvls + (NCCL_LATENCY.nvls_net if m > 1 else 0.0)
+    """NCCL's NVLS latency: the NVLS hop, and across nodes the NVLS tree's network hop twice per level."""
+    return NCCL_LATENCY.nvls + 2 * int(math.log2(m)) * NCCL_LATENCY.nvls_tree_net
 
 
-def _switch_line_rate(op: str, array_bytes: float, chip, topology: SwitchDomain, n: int, in_switch: bool) -> float:
-    """Seconds of the bandwidth term at line rate: one domain, or pipelined stages across nodes (the slowest)."""
+def _switch_stages(family: str, op: str, v: float, topology: SwitchDomain, net: float | None, n: int) -> list:
+    """[(line-rate seconds, efficiency before the protocol's)] of each pipelined stage of an algorithm family:
+    the NVLink stage, and across nodes each GPU's NIC (module docstring)."""
     g, w = topology.domain_size, topology.injection_bandwidth
-    inner_n = min(n, g)
-    if op == "all-reduce" and in_switch:
-        inner = array_bytes / w  # V each way per GPU: the switch reduces
-    else:
-        inner = _switch_volume(op, inner_n) * array_bytes / w
-    if n <= g:
-        return inner
-    m, net = n // g, chip.dcn_bandwidth
-    if op == "all-to-all":  # each GPU's V/n: (n-g)/n of it leaves the node, (g-1)/n stays; both run at once
-        return max(array_bytes / n * (n - g) / n / net, array_bytes / n * (g - 1) / n / w)
-    outer = _switch_volume(op, m) * (array_bytes / g) / net  # each GPU's NIC carries 1/g of the node's stage
-    return max(inner, outer)
+    link, nic = NCCL_LATENCY.nvlink_efficiency, NCCL_LATENCY.net_efficiency
+    m = max(1, n // g)
+    if op == "all-to-all":  # each GPU's V/n: (n-g)/n of it leaves the node, the rest crosses NVLink; at once
+        if m == 1:
+            return [(_switch_volume(op, n) * v / w, link)]
+        return [(v / n * (g - 1) / n / w, link), (v / n * (n - g) / n / net, nic)]
+    if family == "ring":  # a flat ring through every GPU; across nodes each NIC carries 1/g of a GPU's ring traffic
+        share = _switch_volume(op, n) * v
+        return [(share / w, link)] + ([(share / g / net, nic)] if m > 1 else [])
+    hierarchical = [(_switch_volume(op, m) * v / g / net, nic)] if m > 1 else []
+    if family == "tree":  # reduce up a chain and broadcast down: 2 V per GPU (NCCL's algbw = busbw / 2)
+        return [(2 * v / w, link)] + hierarchical
+    inner = min(n, g)  # nvls: V (k + 1) / k each way over the k GPUs of the node, at NVLS's efficiency too
+    return [(v * (inner + 1) / inner / w, link * _nvls_efficiency(topology))] + hierarchical
 
 
-def _switch_time(op, array_bytes, chip, topology: SwitchDomain, n) -> CollectiveTime:
+def _switch_floor(op: str, v: float, topology: SwitchDomain, net: float | None, n: int) -> float:
+    """Line-rate lower bound of the bandwidth term: what each GPU must take in, over all its links at once (with
+    in-switch reduction an all-reduce's V), and across nodes what each node must take in through its g NICs."""
+    g, w = topology.domain_size, topology.injection_bandwidth
+    m = max(1, n // g)
+    volume = v if op == "all-reduce" and topology.in_switch_reduction else _switch_volume(op, n) * v
+    floor = volume / (w + (net if m > 1 else 0.0))
+    if m > 1:
+        off_node = v / n * (n - g) / n if op == "all-to-all" else _switch_volume(op, m) * v / g
+        floor = max(floor, off_node / net)
+    return floor
+
+
+def _switch_time(op, array_bytes, chip, topology: SwitchDomain, n, algorithm=None) -> CollectiveTime:
     g = topology.domain_size
     if n > g and n % g:
         raise ValueError(f"n_shards={n} on {chip.name} spans {n / g:g} nodes of {g} GPUs; a collective across "
                          f"nodes needs whole nodes: use a multiple of {g} (or at most {g} GPUs)")
     m = max(1, n // g)
-    nvls = _nvls_efficiency(topology)
-    candidates = []  # (algorithm, latency, line-rate seconds, efficiency)
-    line_rate = _switch_line_rate(op, array_bytes, chip, topology, n, in_switch=False)
-    for protocol in PROTOCOLS:
-        candidates.append((f"ring-{protocol}", _ring_latency(op, protocol, n, m), line_rate,
-                           _nccl("efficiency", "ring", protocol)))
-        if op == "all-reduce":
-            candidates.append((f"tree-{protocol}", _tree_latency(protocol, n, m), line_rate,
-                               _nccl("efficiency", "tree", protocol)))
-    best_rate = line_rate
-    if op == "all-reduce" and nvls > 0:
-        best_rate = _switch_line_rate(op, array_bytes, chip, topology, n, in_switch=True)
-        candidates.append(("nvls", _nvls_latency(m), best_rate, nvls))
-    name, latency, bandwidth, efficiency = min(candidates, key=lambda c: (c[1] + c[2] / c[3], c[0]))
+    net = chip.dcn_bandwidth if m > 1 else None
+    families = ["ring"]
+    if op == "all-reduce":
+        families.append("tree")
+        if _nvls_efficiency(topology) > 0:
+            families.append("nvls")
+    if algorithm is not None:
+        if algorithm not in families:
+            raise ValueError(f"algorithm={algorithm!r}: NCCL has no such {op} over {n} {chip.name} GPUs; use one "
+                             f"of {tuple(families)} or None (NCCL's pick)")
+        families = [algorithm]
+    candidates = []  # (name, latency, line-rate seconds, efficiency)
+    for family in families:
+        stages = _switch_stages(family, op, array_bytes, topology, net, n)
+        line = max(seconds for seconds, _ in stages)
+        for protocol in ("Simple",) if family == "nvls" else PROTOCOLS:
+            factor = 1.0 if family == "nvls" else _nccl("efficiency", family, protocol)
+            expected = max(seconds / (eff * factor) for seconds, eff in stages)
+            latency = (_ring_latency(op, protocol, n, m) if family == "ring" else
+                       _tree_latency(protocol, n, m) if family == "tree" else _nvls_latency(m))
+            name = family if family == "nvls" else f"{family}-{protocol}"
+            candidates.append((name, latency, line, line / expected if expected else 1.0, latency + expected))
+    name, latency, bandwidth, efficiency, _ = min(candidates, key=lambda c: (c[4], c[0]))
     # The shortest latency physics allows: one NVLink step (one network step across nodes).
     floor_latency = _nccl("nvlink", "ring", "LL") if m == 1 else _nccl("net", "ring", "LL")
-    return CollectiveTime(op, bandwidth, latency, name, efficiency, max(floor_latency, best_rate))
+    floor = max(floor_latency, _switch_floor(op, array_bytes, topology, net, n))
+    return CollectiveTime(op, bandwidth, latency, name, efficiency, floor)
 
 
-def collective_time(op: str, array_bytes: float, chip, n_shards: int, wraparound: bool | None = None
-                    ) -> CollectiveTime:
+def _mesh_time(op, array_bytes, chip, topology: FullMesh, n, algorithm=None) -> CollectiveTime:
+    """A full mesh (module docstring): each GPU exchanges its share with every peer directly, one link per peer, all
+    links at once; beyond one mesh, priced like a switch of the same injection bandwidth across nodes."""
+    if n > topology.domain_size:
+        chip.dcn_bandwidth  # a ValueError naming the missing scale-out figure when no source gives it
+        return _switch_time(op, array_bytes, chip, SwitchDomain(
+            topology.peers, topology.link_bandwidth, topology.domain_size, topology.collective_latency,
+            topology.scale_out_bandwidth, generation="ampere"), n, algorithm)
+    if algorithm not in (None, "ring"):
+        raise ValueError(f"algorithm={algorithm!r}: a full mesh has no switch to reduce in or tree to build; use "
+                         "algorithm=None")
+    per_link = {"all-gather": 1 / n, "reduce-scatter": 1 / n, "all-reduce": 2 / n, "all-to-all": 1 / n**2}[op]
+    line = per_link * array_bytes / topology.link_bandwidth
+    candidates = []
+    for protocol in PROTOCOLS:
+        efficiency = NCCL_LATENCY.nvlink_efficiency * _nccl("efficiency", "ring", protocol)
+        latency = _ring_latency(op, protocol, n, 1)
+        candidates.append((latency + line / efficiency, f"mesh-{protocol}", latency, efficiency))
+    _, name, latency, efficiency = min(candidates)
+    # However traffic is routed, each GPU takes in its share over its peers links at most.
+    floor = _switch_volume(op, n) * array_bytes / topology.injection_bandwidth
+    return CollectiveTime(op, line, latency, name, efficiency, max(_nccl("nvlink", "ring", "LL"), floor))
+
+
+def collective_time(op: str, array_bytes: float, chip, n_shards: int, wraparound: bool | None = None,
+                    algorithm: str | None = None) -> CollectiveTime:
     """Time of one collective over n_shards chips: one torus axis (a ring or a line) or one switched domain, or
     whole nodes of it (see the module docstring for the formulas). `wraparound` overrides the torus's rule for one
-    axis of n chips (`hardware.Torus.axis_wraps`; ignored on a switch).
+    axis of n chips (`hardware.Torus.axis_wraps`; ignored on a switch). `algorithm` ("ring", "tree" or "nvls",
+    switches only) prices that algorithm, as NCCL_ALGO forces it; None (the default) picks as NCCL's model does.
 
     Used in chapter 7, *Sharding prefill and generation* and chapter 11, *How close do real systems come?*.
     """
@@ -240,13 +303,20 @@ def collective_time(op: str, array_bytes: float, chip, n_shards: int, wraparound
     n = positive_int("n_shards", n_shards)
     if wraparound is not None:
         wraparound = flag("wraparound", wraparound)
+    if algorithm is not None:
+        choice("algorithm", algorithm, SWITCH_ALGORITHMS)
+        if isinstance(chip.topology, Torus):
+            raise ValueError(f"algorithm={algorithm!r} picks a GPU switch's algorithm; {chip.name} is a torus: "
+                             "leave algorithm=None")
     if n == 1:
         return CollectiveTime(op, 0.0, 0.0, "none")
     topology = chip.network
     if isinstance(topology, Torus):
         wraps = topology.axis_wraps(n) if wraparound is None else wraparound
         return _torus_time(op, array_bytes, topology, n, wraps)
-    return _switch_time(op, array_bytes, chip, topology, n)
+    if isinstance(topology, FullMesh):
+        return _mesh_time(op, array_bytes, chip, topology, n, algorithm)
+    return _switch_time(op, array_bytes, chip, topology, n, algorithm)
 
 
 def _bisection_all_to_all(array_bytes: float, topology: Torus, shape: tuple, wraps: tuple) -> float:

@@ -30,6 +30,9 @@ Sources (full references in book/references.bib):
          NVLink 5 (B200): 18 links, 1.8 TB/s both directions (MLPerf Inference system descriptions for DGX H200 and
          B200 nodes list the same links and 8 GPUs per node). The NCCL maintainers confirm that 900 GB/s is the sum
          of both directions at wire speed (github.com/NVIDIA/nccl issue 1442).
+- [SMI]  nvidia-smi memory.total as the devices report it in public nvidia-smi logs (exact-string search of
+         GitHub): 81559 MiB on 'NVIDIA H100 80GB HBM3', 143771 MiB on 'NVIDIA H200' (the labels' 80 GB and 141 GB
+         are the marketing figures).
 - [NIC]  MLPerf Inference system descriptions (DGX H200: 400 Gb/s InfiniBand NICs, one per GPU for GPU traffic;
          a B200 node: 8 x ConnectX-7 400 Gb/s), i.e. 50 GB/s of scale-out bandwidth per GPU.
 - [NCCL] a small NCCL all-reduce between H100s over NVLink takes about 6 us with CUDA graphs
@@ -43,10 +46,11 @@ from dataclasses import dataclass
 
 from ._validate import axes as axes_of
 from ._validate import positive_int
-from .dtypes import bytes_per_element
+from .dtypes import FP4_DTYPES, bytes_per_element
 
 GB = 1e9
 GIB = 2**30
+MIB = 2**20
 GBIT = 1e9 / 8  # bytes per second in one Gb/s
 WRAP_AXIS_CHIPS = 16  # TPU v5e / v6e: an axis wraps only when it spans 16 chips [SB2-wrap]
 CUBE_EDGE = 4  # TPU v4 / v5p / Ironwood: wraparounds come with whole 4 x 4 x 4 cubes [SB2-wrap]
@@ -148,25 +152,61 @@ class SwitchDomain:
 
 
 @dataclass(frozen=True)
-class NcclLatency:
-    """NCCL's latency model of a collective, in seconds, per algorithm and protocol [NCCL-tune].
+class FullMesh:
+    """GPUs joined pairwise by direct links, no switch (AMD Infinity Fabric on an 8-GPU MI300X platform).
 
-    `base[(algorithm, protocol)]` is paid once per collective; `nvlink` and `net` are paid per step on an NVLink
-    hop and on a scale-out (network) hop. `nvls` is the whole latency of an in-switch (NVLS) collective inside one
-    node, `nvls_net` what crossing the network adds to it. `net_overhead`: per intra-node step of a ring that
-    spans nodes, at least this (x3 with the Simple protocol). `efficiency[(algorithm, protocol)]`: the fraction
-    of the line rate NCCL's model gives each (LL 1/2, LL128 0.92, Simple 1; a tree all-reduce 0.92; NVLS by GPU
-    generation). Algorithms "ring", "tree"; protocols "LL", "LL128", "Simple".
+    Each GPU has `peers` links, one to every other GPU of its `domain_size`; `link_bandwidth` is one direction of
+    one link. A GPU talking to one peer gets one link, 1/peers of its `injection_bandwidth`; a collective over all
+    domain_size GPUs uses every link at once. `collective_latency`, `scale_out_bandwidth` as in `SwitchDomain`.
+    """
+
+    peers: int
+    link_bandwidth: float  # B/s per link, one direction
+    domain_size: int
+    collective_latency: float  # seconds per collective
+    scale_out_bandwidth: float | None  # B/s per GPU between nodes
+    kind: str = "mesh"
+    network: str = "Infinity Fabric"
+
+    @property
+    def links(self) -> int:
+        """Links per GPU: one per peer."""
+        return self.peers
+
+    @property
+    def injection_bandwidth(self) -> float:
+        """B/s one GPU sends over all its links at once, one direction."""
+        return self.peers * self.link_bandwidth
+
+
+@dataclass(frozen=True)
+class NcclLatency:
+    """NCCL's model of a collective: latencies in seconds per algorithm and protocol, and bandwidth efficiencies.
+
+    From NCCL's tuning model [NCCL-tune]: `base[(algorithm, protocol)]` is paid once per collective; `nvlink` and
+    `net` are paid per step on an NVLink hop and on a scale-out (network) hop. `nvls` is the whole latency of an
+    in-switch (NVLS) collective inside one node; `nvls_tree_net` what each network level of the NVLS tree adds
+    (twice per level: up and down). `net_overhead`: per intra-node step of a ring that spans nodes, at least this
+    (x3 with the Simple protocol). `efficiency[(algorithm, protocol)]`: the fraction of the Simple protocol's
+    bandwidth NCCL's model gives each (LL 1/2, LL128 0.92, Simple 1; a tree all-reduce 0.92, with LL a further
+    1/3.8 and LL128 7/9). `nvls_efficiency`: NVLS's factor, by GPU generation.
+
+    From NCCL's maintainers: `nvlink_efficiency`, the application-level NVLink bandwidth with the Simple protocol
+    as a fraction of the line rate, 370 / 450 GB/s on H100 [NCCL-app]; `net_efficiency`, the same for a
+    400 Gb/s InfiniBand NIC, 46-48 of 50 GB/s (47 / 50) [NCCL-nic]. `nvls_volume`: NVLS all-reduce moves the
+    array and one n-th of it each way, V (n + 1) / n [NCCL-nvls].
     """
 
     base: tuple  # ((algorithm, protocol, seconds), ...)
     nvlink: tuple
     net: tuple
     nvls: float
-    nvls_net: float
+    nvls_tree_net: float
     net_overhead: float
     efficiency: tuple  # ((algorithm, protocol, fraction), ...)
     nvls_efficiency: tuple  # ((generation, fraction), ...)
+    nvlink_efficiency: float
+    net_efficiency: float
     source: str
 
     def lookup(self, table: str, algorithm: str, protocol: str) -> float:
@@ -177,26 +217,32 @@ class NcclLatency:
         raise ValueError(f"no NCCL {table} entry for algorithm {algorithm!r} with protocol {protocol!r}")
 
 
-_US = 1e-6
 NCCL_LATENCY = NcclLatency(
-    base=(("tree", "LL", 6.8 * _US), ("tree", "LL128", 14.0 * _US), ("tree", "Simple", 8.4 * _US),
-          ("ring", "LL", 6.6 * _US), ("ring", "LL128", 14.0 * _US), ("ring", "Simple", 8.4 * _US)),
-    nvlink=(("tree", "LL", 0.6 * _US), ("tree", "LL128", 1.25 * _US), ("tree", "Simple", 4.0 * _US),
-            ("ring", "LL", 0.6 * _US), ("ring", "LL128", 1.9 * _US), ("ring", "Simple", 3.4 * _US)),
-    net=(("tree", "LL", 5.0 * _US), ("tree", "LL128", 8.5 * _US), ("tree", "Simple", 14.0 * _US),
-         ("ring", "LL", 2.7 * _US), ("ring", "LL128", 4.0 * _US), ("ring", "Simple", 14.0 * _US)),
-    nvls=25 * _US,
-    nvls_net=18 * _US,
-    net_overhead=1.0 * _US,
+    base=(("tree", "LL", 6.8e-6), ("tree", "LL128", 14.0e-6), ("tree", "Simple", 8.4e-6),
+          ("ring", "LL", 6.6e-6), ("ring", "LL128", 14.0e-6), ("ring", "Simple", 8.4e-6)),
+    nvlink=(("tree", "LL", 0.6e-6), ("tree", "LL128", 1.25e-6), ("tree", "Simple", 4.0e-6),
+            ("ring", "LL", 0.6e-6), ("ring", "LL128", 1.9e-6), ("ring", "Simple", 3.4e-6)),
+    net=(("tree", "LL", 5.0e-6), ("tree", "LL128", 8.5e-6), ("tree", "Simple", 14.0e-6),
+         ("ring", "LL", 2.7e-6), ("ring", "LL128", 4.0e-6), ("ring", "Simple", 14.0e-6)),
+    nvls=25e-6,
+    nvls_tree_net=20.9e-6,
+    net_overhead=1.0e-6,
     efficiency=(("ring", "LL", 0.5), ("ring", "LL128", 0.92), ("ring", "Simple", 1.0),
                 ("tree", "LL", 0.92 / 3.8), ("tree", "LL128", 0.92 * 7 / 9), ("tree", "Simple", 0.92)),
     nvls_efficiency=(("ampere", 0.0), ("hopper", 0.85), ("blackwell", 0.74)),
-    source="github.com/NVIDIA/nccl src/graph/tuning.cc at commit 5067397c2676d5aed50042fc39e5c8ee96eb0027 "
-    "(ncclTunerConstantsDefaults: baseLatencies, hwLatencies for NVLINK and NET, nvlsEfficiency; "
-    "ncclTopoTuneModel: ring latency base + steps x hop, tree all-reduce base + 2 (ranks per node - 1) x NVLink hop "
-    "+ 2 log2(nodes) x network hop, NVLS latency the NVLS hop (+ the network's NVLS hop across nodes), LL at half "
-    "the bandwidth, LL128 at 0.92, tree all-reduce at 0.92 (LL a further 1/3.8, LL128 7/9 in one node); "
-    "getNetOverhead 1 us on x86 Intel, x3 with Simple; ncclTopoGetAlgoTime: time = latency + bytes / bandwidth)",
+    nvlink_efficiency=370 / 450,
+    net_efficiency=47 / 50,
+    source="[NCCL-tune] github.com/NVIDIA/nccl src/graph/tuning.cc at commit "
+    "5067397c2676d5aed50042fc39e5c8ee96eb0027 (ncclTunerConstantsDefaults: baseLatencies, hwLatencies for NVLINK and "
+    "NET, nvlsEfficiency; ncclTopoTuneModel: ring latency base + steps x hop, tree all-reduce base + 2 (ranks per "
+    "node - 1) x NVLink hop + 2 log2(nodes) x network hop, NVLS the NVLS hop, NVLS tree + 2 log2(nodes) x its "
+    "network hop; LL at half the bandwidth, LL128 at 0.92, tree all-reduce at 0.92 (LL a further 1/3.8, LL128 7/9 in "
+    "one node); getNetOverhead 1 us on x86 Intel, x3 with Simple; ncclTopoGetAlgoTime: time = latency + bytes / "
+    "bandwidth). [NCCL-app] NCCL maintainer, github.com/NVIDIA/nccl issue 1442 and nccl-tests issue 212: 370 GB/s of "
+    "the 450 GB/s NVLink 4 line rate each way at application level (~20% protocol overhead). [NCCL-nic] NCCL "
+    "maintainer, github.com/NVIDIA/nccl-tests issue 290: 46-48 GB/s per NDR 400 Gb/s NIC. [NCCL-nvls] NCCL maintainer, "
+    "github.com/NVIDIA/nccl issue 1506: an NVLS all-gather sends the array one way and 1/n of it the other; an "
+    "all-reduce is a reduce-scatter and an all-gather, so V (n + 1) / n each way",
 )
 
 
@@ -215,15 +261,15 @@ class Chip:
     peak_flops_table: tuple  # ((dtype, FLOP/s), ...)
     hbm_bandwidth: float  # B/s per chip
     hbm_capacity: float  # bytes per chip
-    topology: Torus | SwitchDomain | None
+    topology: Torus | SwitchDomain | FullMesh | None
     source: str
 
     def __post_init__(self):
         for field_name in ("hbm_bandwidth", "hbm_capacity"):
             if not getattr(self, field_name) > 0:
                 raise ValueError(f"{self.name}: {field_name} must be positive, got {getattr(self, field_name)!r}")
-        if not isinstance(self.topology, (Torus, SwitchDomain, type(None))):
-            raise ValueError(f"{self.name}: topology must be a Torus, a SwitchDomain or None (a lone device), "
+        if not isinstance(self.topology, (Torus, SwitchDomain, FullMesh, type(None))):
+            raise ValueError(f"{self.name}: topology must be a Torus, a SwitchDomain, a FullMesh or None (a lone device), "
                              f"got {self.topology!r}")
         for field_name in ("link_bandwidth", "hop_latency", "collective_latency", "dcn_bandwidth",
                            "scale_out_bandwidth"):
@@ -236,7 +282,7 @@ class Chip:
                 raise ValueError(f"{self.name}: peak FLOP/s for {dtype} must be positive, got {rate!r}")
 
     @property
-    def network(self) -> Torus | SwitchDomain:
+    def network(self) -> Torus | SwitchDomain | FullMesh:
         """The chip's topology; a ValueError for a lone device, which has none."""
         if self.topology is None:
             _missing(self.name, "topology", "a lone device has no chip-to-chip network; use n_chips=1")
@@ -244,7 +290,7 @@ class Chip:
 
     @property
     def interconnect(self) -> str:
-        """'ICI' (a TPU torus), 'NVLink' (a GPU switch domain) or 'none' (a lone device)."""
+        """'ICI' (a TPU torus), 'NVLink' (a GPU switch domain), 'Infinity Fabric' (a full mesh) or 'none'."""
         return "none" if self.topology is None else self.topology.network
 
     @property
@@ -266,7 +312,7 @@ class Chip:
     def ici_hop_latency(self) -> float:
         """Seconds per torus hop; a switched GPU domain has none (its collectives have a fixed latency instead)."""
         if not isinstance(self.network, Torus):
-            _missing(self.name, "ici_hop_latency", "an NVLink switch domain has no hops; use "
+            _missing(self.name, "ici_hop_latency", "an NVLink switch domain (or a full mesh) has no hops; use "
                      "chip.topology.collective_latency, the fixed cost of one collective")
         return self.topology.hop_latency
 
@@ -299,6 +345,11 @@ class Chip:
 
 
 _SB2 = "Scaling Book ch. 2 spec table"
+_B200_FP4 = 9e15  # dense FP4 FLOP/s of one HGX B200 GPU (source in its row)
+_GB200_FP4 = 1e16  # dense FP4 FLOP/s of one GB200 GPU (source in its row)
+_DGX_B200_HBM = 1440 * GB  # HBM3e of a DGX B200, 8 GPUs
+_NVL72_HBM = 13.4e12  # HBM3e of a GB200 NVL72 rack
+_NVL72_GPUS = 72  # GPUs in one GB200 NVL72 NVLink domain
 _HOP = 1e-6  # ~1 us per ICI hop [SB2, SB7]
 _NVLINK4 = dict(links=18, link_bandwidth=25 * GB, domain_size=8,
                 collective_latency=NCCL_LATENCY.lookup("base", "ring", "LL"), scale_out_bandwidth=400 * GBIT,
@@ -359,28 +410,76 @@ _CHIPS = (
         name="h100",
         peak_flops_table=(("bf16", 9.89e14), ("fp8", 1.979e15), ("int8", 1.979e15)),
         hbm_bandwidth=3.35e12,
-        hbm_capacity=80 * GB,
+        hbm_capacity=81559 * MIB,
         topology=SwitchDomain(**_NVLINK4),
         source="NVIDIA H100 SXM data sheet (dense rates; NVLink 900 GB/s both directions = 450 GB/s each way); "
-        f"Scaling Book ch. 7 (9.89e14 / 3.35e12); {_NV_NET}",
+        f"Scaling Book ch. 7 (9.89e14 / 3.35e12); HBM as the device exposes it: nvidia-smi reports 81559 MiB of "
+        f"memory.total on an 'NVIDIA H100 80GB HBM3' [SMI]; {_NV_NET}",
     ),
     Chip(
         name="h200",
         peak_flops_table=(("bf16", 9.89e14), ("fp8", 1.979e15), ("int8", 1.979e15)),
         hbm_bandwidth=4.8e12,
-        hbm_capacity=141 * GB,
+        hbm_capacity=143771 * MIB,
         topology=SwitchDomain(**_NVLINK4),
         source="NVIDIA H200 SXM data sheet (dense rates; NVLink 900 GB/s both directions); MLPerf DGX H200 system "
-        f"description (18 x NVLink 4, 900 GB/s; 8 GPUs; 400 Gb/s InfiniBand); {_NV_NET}",
+        "description (18 x NVLink 4, 900 GB/s; 8 GPUs; 400 Gb/s InfiniBand); HBM as the device exposes it: "
+        f"nvidia-smi reports 143771 MiB of memory.total on an 'NVIDIA H200' [SMI]; {_NV_NET}",
     ),
     Chip(
         name="b200",
-        peak_flops_table=(("bf16", 2.25e15), ("fp8", 4.5e15), ("int8", 4.5e15)),
+        peak_flops_table=(("bf16", 2.25e15), ("fp8", 4.5e15), ("int8", 4.5e15),
+                          *((fp4, _B200_FP4) for fp4 in FP4_DTYPES)),
         hbm_bandwidth=8e12,
-        hbm_capacity=192 * GB,
+        hbm_capacity=_DGX_B200_HBM / 8,
         topology=SwitchDomain(**_NVLINK5),
         source="NVIDIA B200 data sheet (dense rates; NVLink 5: 18 links, 1.8 TB/s both directions = 900 GB/s each "
-        f"way); MLPerf B200 node description (8 GPUs, 8 x 400 Gb/s ConnectX-7); {_NV_NET}",
+        "way); dense FP4 9,000 TFLOPS on HGX B200 at 1,000 W (glennklockwood.com/garden/processors/B200, from "
+        "NVIDIA's Blackwell data sheet; DGX B200: 72 PFLOPS dense FP4 for 8 GPUs); HBM: DGX B200 has 1,440 GB for 8 "
+        "GPUs (NVIDIA DGX B200 page, as summarised at brent-newsom-nvidia.github.io/AIPS-Boom/wiki/NVIDIA-DGX-B200), "
+        f"180 GB each; MLPerf B200 node description (8 GPUs, 8 x 400 Gb/s ConnectX-7); {_NV_NET}",
+    ),
+    Chip(
+        name="gb200",
+        peak_flops_table=(("bf16", 2.5e15), ("fp8", 5e15), ("int8", 5e15),
+                          *((fp4, _GB200_FP4) for fp4 in FP4_DTYPES)),
+        hbm_bandwidth=8e12,
+        hbm_capacity=_NVL72_HBM / _NVL72_GPUS,
+        topology=SwitchDomain(**dict(_NVLINK5, domain_size=_NVL72_GPUS, scale_out_bandwidth=None)),
+        source="the B200 GPU of GB200 at 1,200 W (glennklockwood.com/garden/processors/B200, from NVIDIA's data "
+        "sheet): dense 2,500 TFLOPS bf16, 5,000 fp8 and int8, 10,000 FP4; 8 TB/s HBM; GB200 NVL72: 72 GPUs in one "
+        "NVLink 5 domain at 1.8 TB/s per GPU (both directions), about 13.4 TB of HBM3e for the 72 "
+        "(aiwiki.ai/wiki/nvidia_gb200_nvl72, quoting NVIDIA); NVLink SHARP (NVLS) in the NVLink switches; no "
+        "scale-out figure in the sources (a collective beyond 72 GPUs is refused)",
+    ),
+    Chip(
+        name="a100",
+        peak_flops_table=(("bf16", 3.12e14), ("fp16", 3.12e14), ("int8", 6.24e14)),
+        hbm_bandwidth=2.039e12,
+        hbm_capacity=80 * GB,
+        topology=SwitchDomain(links=12, link_bandwidth=25 * GB, domain_size=8,
+                              collective_latency=NCCL_LATENCY.lookup("base", "ring", "LL"),
+                              scale_out_bandwidth=200 * GBIT, in_switch_reduction=False, generation="ampere"),
+        source="NVIDIA A100 80GB SXM4 data sheet as tabulated at glennklockwood.com/garden/processors/A100 (dense "
+        "312 TFLOPS bf16/fp16, 624 TOPS int8; 80 GB HBM2e at 2.039 TB/s; NVLink 3 300 + 300 GB/s, i.e. 12 links x "
+        "25 GB/s each way); NVSwitch without in-switch reduction (NCCL's NVLS efficiency for Ampere is 0 "
+        "[NCCL-tune]); DGX A100: eight Mellanox 200 Gb/s NICs, one per GPU (geektopia.es, 2020-05-14 DGX A100 "
+        "announcement)",
+    ),
+    Chip(
+        name="mi300x",
+        peak_flops_table=(("bf16", 1.3074e15), ("fp16", 1.3074e15), ("fp8", 2.6149e15), ("int8", 2.6149e15)),
+        hbm_bandwidth=5.3e12,
+        hbm_capacity=192 * GIB,
+        topology=FullMesh(peers=7, link_bandwidth=64 * GB, domain_size=8,
+                          collective_latency=NCCL_LATENCY.lookup("base", "ring", "LL"), scale_out_bandwidth=None),
+        source="ROCm documentation, MI300 series microarchitecture (mirrored at github.com/steqeq/0000 "
+        "docs/conceptual/gpu-arch/mi300.md, commit 1a1eda56): matrix bf16/fp16 1,307.4 TFLOPS, fp8 and int8 2,614.9, "
+        "5.3 TB/s HBM, eight GPUs fully connected by seven Infinity Fabric links each; 192 GiB of VRAM (the same "
+        "docs' gpu-arch-info.rst table); each "
+        "link 128 GB/s both directions, 64 GB/s each way (wheelersnetwork.com/2024/01, on the MI300 launch: 16 lanes "
+        "at 32 Gb/s); collective latency: NCCL's model stands in for RCCL's (no published RCCL figure used); no "
+        "scale-out figure in the sources",
     ),
 )
 

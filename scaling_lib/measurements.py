@@ -1,7 +1,7 @@
 """Published measurements of real systems, as data: each row carries its source.
 
 The numbers live in CSV files under `scaling_lib/data/` (typed once, there); this module only reads them into
-frozen rows. Three tables:
+frozen rows. The tables:
 
 - `trtllm_rows()`: TensorRT-LLM's published offline throughput (total output tokens/s of the whole deployment) for
   LLaMA-3.1-8B and LLaMA-3.3-70B FP8 checkpoints on H100 and H200, 10 input/output shapes each (40 rows). The
@@ -10,6 +10,12 @@ frozen rows. Three tables:
 - `pope_rows()`: Pope et al. 2022, Tables 2 and 3: PaLM 540B and 62B on TPU v4 at 2,048 tokens of context, one
   prefill and one 64-step decode per scenario (8 rows, latency and MFU).
 - `nccl_rows()`: NCCL all-reduce bus bandwidth on 8 H100s, as the NCCL maintainers state it (2 rows).
+- `collective_rows()`: published collective timings (nccl-tests on 2-72 H100, H200 and GB200 GPUs, 8 to 64 H100 across
+  nodes, the Scaling Book's profiled TPU v5e all-gathers), each as the source gives it (a time, an algorithm
+  bandwidth or a bus bandwidth) with its source.
+- `published_runs()`: 263 published inference runs for the calibration of chapter 11 (TensorRT-LLM v0.14 across
+  tensor-parallel degrees 1-8, FP8 and FP16, dense and Mixtral MoE; TensorRT-LLM 0.5/0.6.1 static batches and
+  first-token latencies; JetStream on TPU v5e), each with its source.
 
 Used in chapter 11, *How close do real systems come?*.
 """
@@ -186,3 +192,49 @@ def published_runs() -> tuple:
                         batch=int(r["batch"]) if r["batch"] else None, kind=r["kind"], measured=float(r["measured"]),
                         unit=r["unit"], note=r["note"])
                  for r in _read("published_runs.csv"))
+
+
+@dataclass(frozen=True)
+class CollectiveRow:
+    """One published collective: `seconds` is the time, from whichever of time, algorithm bandwidth (V / t) or bus
+    bandwidth (nccl-tests' V / t x 2(n-1)/n for an all-reduce, (n-1)/n otherwise) the source gives. `algorithm`: the
+    one the run forced (NCCL_ALGO), or "" for the library's own pick. `kind`: "measurement" (a run's output) or
+    "statement" (a maintainer's stated figure)."""
+
+    chip: str
+    n_chips: int
+    collective: str
+    algorithm: str
+    array_bytes: float
+    time_us: float | None
+    busbw_GBps: float | None
+    algbw_GBps: float | None
+    kind: str
+    source: str
+
+    @property
+    def seconds(self) -> float:
+        if self.time_us is not None:
+            return self.time_us * 1e-6
+        if self.algbw_GBps is not None:
+            return self.array_bytes / (self.algbw_GBps * 1e9)
+        share = (2 if self.collective == "all-reduce" else 1) * (self.n_chips - 1) / self.n_chips
+        return self.array_bytes * share / (self.busbw_GBps * 1e9)
+
+    @property
+    def label(self) -> str:
+        forced = f" {self.algorithm}" if self.algorithm else ""
+        return f"{self.collective}{forced} {self.array_bytes:.0f} B on {self.n_chips} {self.chip}"
+
+
+def _optional(value: str) -> float | None:
+    return float(value) if value else None
+
+
+def collective_rows() -> tuple:
+    """Published collective timings, one row per (chip, chips, collective, algorithm, size), with their sources."""
+    return tuple(CollectiveRow(chip=r["chip"], n_chips=int(r["n_chips"]), collective=r["collective"],
+                               algorithm=r["algorithm"], array_bytes=float(r["array_bytes"]),
+                               time_us=_optional(r["time_us"]), busbw_GBps=_optional(r["busbw_GBps"]),
+                               algbw_GBps=_optional(r["algbw_GBps"]), kind=r["kind"], source=r["source"])
+                 for r in _read("collective_measurements.csv"))

@@ -212,9 +212,10 @@ def test_decode_time_names_the_context_it_was_given():
 
 
 def test_the_gpu_network_efficiency_is_measured_by_nccl_not_fitted_to_throughput():
-    # NCCL's NVLS all-reduce on 8 H100: 480 GB/s of bus bandwidth; at line rate NVLS moves V each way per GPU, a bus
-    # bandwidth of 2 (n - 1) / n x 450 GB/s = 787.5 GB/s (nccl-tests' definition): 480 / 787.5 = 0.61.
-    assert calibration.gpu_network_efficiency() == pytest.approx(round(480 / (2 * 7 / 8 * 450), 2))
+    # NCCL's NVLS all-reduce on 8 H100: 480 GB/s of bus bandwidth; at line rate NVLS moves V (n + 1) / n each way per
+    # GPU (collectives' docstring), t = 9 V / (8 x 450 GB/s), a bus bandwidth (nccl-tests: 2 (n - 1) / n x V / t) of
+    # 2 x 7 / 9 x 450 = 700 GB/s: 480 / 700 = 0.69.
+    assert calibration.gpu_network_efficiency() == pytest.approx(round(480 / (2 * 7 / 9 * 450), 2))
     assert TYPICAL.gpu.network == calibration.gpu_network_efficiency()
     # The fit holds a fixed field where it is given.
     models = calibration._row_models("gpu", "calibration")

@@ -71,11 +71,15 @@ def test_an_all_to_all_over_a_whole_v5p_cube_is_priced_by_its_bisection():
 
 def test_switch_costs_by_hand_on_8_h100():
     # W = 18 x 25 GB/s = 450 GB/s per GPU one way; every GPU moves only its share, (n - 1) / n of the array.
-    # At 1 GB NCCL's model picks NVLS (in-switch reduction): V each way per GPU, 25 us of latency.
+    # At 1 GB NCCL's model picks NVLS (in-switch reduction): NCCL's NVLS moves V (n + 1) / n each way per GPU, at
+    # 370/450 of the line rate (the maintainers' application-level NVLink) times NVLS's 0.85; 25 us of latency.
+    # The bound is what any in-switch reduction must move: V each way.
     reduce = collective_time("all-reduce", 1e9, "h100", 8)
     assert reduce.algorithm == "nvls"
-    assert reduce.bandwidth_s == pytest.approx(1e9 / 450e9)  # 2.22 ms
+    assert reduce.bandwidth_s == pytest.approx(9 / 8 * 1e9 / 450e9)  # 2.5 ms
     assert reduce.latency_s == pytest.approx(25e-6)
+    assert reduce.efficiency == pytest.approx(370 / 450 * 0.85)
+    assert reduce.bound_s == pytest.approx(1e9 / 450e9)
     gather = collective_time("all-gather", 1e9, "h100", 8)
     assert gather.bandwidth_s == pytest.approx(7 / 8 * 1e9 / 450e9)
     swap = collective_time("all-to-all", 1e9, "h100", 8)
@@ -94,17 +98,37 @@ def test_an_8_kb_all_reduce_on_8_h100_costs_nccls_ring_latency():
 
 
 def test_across_hgx_nodes_the_stages_are_pipelined_and_the_slowest_sets_the_time():
-    # 16 H100 = 2 nodes of 8: V (7/8) / 450 GB/s inside each node, (V / 8)(1 / 2) / 50 GB/s between them, at once.
+    # 16 H100 = 2 nodes of 8. NCCL's ring runs through all 16 GPUs: each sends V (15/16) over NVLink (450 GB/s), and
+    # each node's ring crossings share its 8 NICs (50 GB/s each), so each NIC carries V (15/16) / 8. At once: the
+    # slower stage sets the time.
     gather = collective_time("all-gather", 1e9, "h100", 16)
-    assert gather.bandwidth_s == pytest.approx(max(7 / 8 * 1e9 / 450e9, 1e9 / 8 / 2 / 50e9))
+    assert gather.bandwidth_s == pytest.approx(max(15 / 16 * 1e9 / 450e9, 15 / 16 * 1e9 / 8 / 50e9))
+    # The bound: each GPU takes in 15/16 of the array over NVLink and NIC together, and each node takes in the other
+    # node's half through its 8 NICs.
+    assert gather.bound_s == pytest.approx(max(15 / 16 * 1e9 / 500e9, 1e9 / 2 / 8 / 50e9))
     # The ring's latency: 6.6 us + 15 steps, the 14 inside a node at least NCCL's 1 us network overhead, 1 at 2.7 us.
     assert collective_time("all-gather", 8e3, "h100", 16).latency_s == pytest.approx(6.6e-6 + 14e-6 + 2.7e-6)
-    reduce = collective_time("all-reduce", 1e9, "h100", 16)
-    ring_stages = max(2 * 7 / 8 * 1e9 / 450e9, 2 * 1e9 / 8 / 2 / 50e9)
-    assert reduce.bound_s == pytest.approx(max(1e9 / 450e9, 2 * 1e9 / 8 / 2 / 50e9))  # NVLS inside the nodes
-    assert reduce.bound_s <= reduce.bandwidth_s <= ring_stages
+    ring = collective_time("all-reduce", 1e9, "h100", 16, algorithm="ring")
+    assert ring.bandwidth_s == pytest.approx(max(2 * 15 / 16 * 1e9 / 450e9, 2 * 15 / 16 * 1e9 / 8 / 50e9))
+    # NVLS inside the nodes (V (9/8) over NVLink) pipelined with the NICs' 2 (V / 8)(1 / 2).
+    nvls = collective_time("all-reduce", 1e9, "h100", 16, algorithm="nvls")
+    assert nvls.bandwidth_s == pytest.approx(max(9 / 8 * 1e9 / 450e9, 2 * 1e9 / 8 / 2 / 50e9))
+    assert nvls.latency_s == pytest.approx(25e-6 + 2 * 20.9e-6)  # the NVLS tree: one network level, up and down
+    bound = max(1e9 / 500e9, 2 * 1e9 / 8 / 2 / 50e9)
+    for algorithm in ("ring", "tree", "nvls", None):
+        assert collective_time("all-reduce", 1e9, "h100", 16, algorithm=algorithm).bound_s == pytest.approx(bound)
     with pytest.raises(ValueError, match=r"n_shards=12 on h100 spans 1.5 nodes.*multiple of 8"):
         collective_time("all-reduce", 1e9, "h100", 12)
+
+
+def test_an_algorithm_can_be_forced_as_nccl_algo_does_but_only_one_that_runs_there():
+    assert collective_time("all-reduce", 1e6, "h100", 8, algorithm="tree").algorithm.startswith("tree-")
+    with pytest.raises(ValueError, match=r"algorithm='nvls': NCCL has no such all-gather"):
+        collective_time("all-gather", 1e6, "h100", 8, algorithm="nvls")
+    with pytest.raises(ValueError, match="unknown algorithm 'pat'"):
+        collective_time("all-reduce", 1e6, "h100", 8, algorithm="pat")
+    with pytest.raises(ValueError, match="tpu-v5e is a torus"):
+        collective_time("all-reduce", 1e6, "tpu-v5e", 8, algorithm="ring")
 
 
 def test_the_bound_uses_in_switch_reduction_so_published_nvls_runs_stay_above_it():

@@ -83,6 +83,7 @@ GOOD = {
     "counts": st.lists(st.integers(1, 64), min_size=1, max_size=3).map(tuple),
     "row": st.sampled_from(pope_rows()), "points": st.sampled_from([POINTS, POINTS[:1], (), list(POINTS)]),
     "chat": st.sampled_from([CHAT]), "tiers": st.sampled_from([TIERS, CacheTiers(0, 0, 1e9)]),
+    "algorithm": st.sampled_from(scaling_lib.collectives.SWITCH_ALGORITHMS),
 }
 _NUMBERISH = ["8", "0.4", True, None, [1], NAN]
 BAD = {
@@ -105,7 +106,7 @@ BAD.update(small=BAD["count"], small0=BAD["count0"], moe=BAD["model"] + ["llama3
            axes=[m for m in BAD["mesh"] if m != (2, 2, 2, 2)])  # any number of axes (a layout takes 1 to 3)
 GOOD["axes"] = GOOD["mesh"]
 for _choice in ("layout", "convention", "phase", "sharding", "op", "engine", "network", "placement", "metric",
-                "routing"):
+                "routing", "algorithm"):
     BAD[_choice] = BAD["choice"]
 
 
@@ -134,7 +135,8 @@ SPECS = {
     "collectives.collective_hops": spec(dict(op="all-reduce", n_shards=8), op="op", n_shards="count",
                                         wraparound="flag"),
     "collectives.collective_time": spec(dict(op="all-reduce", array_bytes=1e6, chip="tpu-v5e", n_shards=8), op="op",
-                                        array_bytes="real0", chip="chip", n_shards="count", wraparound="flag?"),
+                                        array_bytes="real0", chip="chip", n_shards="count", wraparound="flag?",
+                                        algorithm="algorithm?"),
     "collectives.latency_bound_bytes": spec(dict(chip="tpu-v5e", n_shards=8), chip="chip", n_shards="count"),
     "collectives.mesh_collective": spec(dict(op="all-reduce", array_bytes=1e6, chip="tpu-v5e", mesh_shape=(4, 4)),
                                         op="op", array_bytes="real0", chip="chip", mesh_shape="axes",
@@ -158,6 +160,7 @@ SPECS = {
     "estimate.step_estimate": spec(dict(deployment=DEPLOYMENT, decode_batch=32, decode_context=8192),
                                    decode_batch="real0", decode_context="real0"),
     "inference.full_hbm_step_time": spec(dict(chip="tpu-v5e"), chip="chip"),
+    "measurements.collective_rows": spec({}),
     "measurements.nccl_rows": spec({}),
     "measurements.pope_row": spec(dict(model="palm-540b", scenario="low latency", phase="decode")),
     "measurements.pope_rows": spec({}),

@@ -3,6 +3,8 @@
 import pytest
 
 from scaling_lib.book.claims import published
+from scaling_lib.collectives import collective_bandwidth, collective_time
+from scaling_lib.dtypes import bytes_per_element
 from scaling_lib.hardware import chip_names, get_chip
 from scaling_lib.models import get_model, model_names
 
@@ -76,3 +78,72 @@ def test_a_topology_value_missing_for_a_chip_is_a_value_error_naming_chip_field_
     with pytest.raises(ValueError, match=r"h100: ici_hop_latency .*collective_latency"):
         get_chip("h100").ici_hop_latency
     assert get_chip("tpu-v5e").ici_hop_latency > 0
+
+
+# --- chips a reader expects (issue 23): their rows say what their sources say --------------------------------------
+@pytest.mark.parametrize("name, mib", [("h100", 81559), ("h200", 143771)])
+def test_hopper_capacity_is_what_the_device_exposes_not_the_label(name, mib):
+    chip = get_chip(name)
+    assert f"{mib} MiB" in chip.source
+    assert chip.hbm_capacity == mib * 2**20  # 85.5e9 and 150.8e9 bytes, not 80e9 and 141e9
+    assert chip.hbm_capacity > {"h100": 80e9, "h200": 141e9}[name]
+
+
+def test_b200_holds_one_eighth_of_a_dgx_b200_and_gb200_one_72nd_of_an_nvl72_rack():
+    assert "1,440 GB for 8" in get_chip("b200").source and get_chip("b200").hbm_capacity == pytest.approx(180e9)
+    gb200 = get_chip("gb200")
+    assert "13.4 TB of HBM3e for the 72" in gb200.source
+    assert gb200.hbm_capacity == pytest.approx(13.4e12 / 72)
+
+
+def test_gb200_is_one_nvlink_domain_of_72_gpus_and_a_collective_over_them_never_leaves_it():
+    gb200 = get_chip("gb200")
+    assert gb200.topology.domain_size == 72 and gb200.topology.in_switch_reduction
+    small = collective_time("all-reduce", 8e3, "gb200", 72)
+    large = collective_time("all-reduce", 1e9, "gb200", 72)
+    assert small.latency_s == pytest.approx(25e-6)  # NVLS inside one domain: no network step
+    assert large.bound_s == pytest.approx(1e9 / 900e9)  # NVLink 5 injection, in-switch reduction
+    with pytest.raises(ValueError, match="gb200: scale_out_bandwidth is not in the hardware table"):
+        collective_time("all-reduce", 1e9, "gb200", 144)
+
+
+def test_a100_has_no_in_switch_reduction_and_300_gb_per_s_of_nvlink():
+    a100 = get_chip("a100")
+    assert collective_bandwidth("a100") == pytest.approx(300e9)  # "300 + 300 GB/s" in its source
+    assert "300 + 300 GB/s" in a100.source
+    reduce = collective_time("all-reduce", 1e9, "a100", 8)
+    assert not reduce.algorithm.startswith("nvls")
+    assert reduce.bound_s == pytest.approx(2 * 7 / 8 * 1e9 / 300e9)
+    with pytest.raises(ValueError, match="algorithm='nvls'"):
+        collective_time("all-reduce", 1e9, "a100", 8, algorithm="nvls")
+
+
+def test_mi300x_is_a_full_mesh_whose_peers_each_get_one_seventh_of_the_injection():
+    mesh = get_chip("mi300x").topology
+    assert mesh.kind == "mesh" and mesh.peers == 7 == mesh.domain_size - 1
+    assert mesh.injection_bandwidth == pytest.approx(7 * 64e9)
+    # 8 GPUs: every link busy, the switch formula at 448 GB/s. 2 GPUs: one link, a seventh of the injection.
+    eight = collective_time("all-gather", 1e9, "mi300x", 8)
+    assert eight.bandwidth_s == pytest.approx(7 / 8 * 1e9 / 448e9)
+    two = collective_time("all-gather", 1e9, "mi300x", 2)
+    assert two.bandwidth_s == pytest.approx(1e9 / 2 / 64e9)
+    assert two.bandwidth_s == pytest.approx(7 * (1 / 2) * 1e9 / 448e9)
+    assert two.bound_s <= two.total_s
+
+
+def test_fp4_compute_on_blackwell_runs_at_twice_fp8_and_is_refused_elsewhere():
+    # Blackwell's tensor cores run FP4 at twice FP8 (brendanjameslynskey.github.io, NVIDIA GPU presentation 38).
+    for name in ("b200", "gb200"):
+        chip = get_chip(name)
+        for fp4 in ("nvfp4", "mxfp4"):
+            assert chip.peak_flops(fp4) == pytest.approx(2 * chip.peak_flops("fp8"))
+    with pytest.raises(ValueError, match=r"h100 has no native nvfp4 matrix rate.*'bf16', 'fp8', 'int8'"):
+        get_chip("h100").peak_flops("nvfp4")
+    with pytest.raises(ValueError, match=r"tpu-v5e has no native mxfp4"):
+        get_chip("tpu-v5e").peak_flops("mxfp4")
+
+
+def test_fp4_formats_count_their_block_scales():
+    # nvfp4: 4 bits + one 8-bit scale per 16 values = 4.5 bits; mxfp4: one 8-bit scale per 32 = 4.25 bits.
+    assert 8 * bytes_per_element("nvfp4") == pytest.approx(4 + 8 / 16) == pytest.approx(4.5)
+    assert 8 * bytes_per_element("mxfp4") == pytest.approx(4 + 8 / 32) == pytest.approx(4.25)
