@@ -51,7 +51,7 @@ from ._validate import choice, fraction, non_negative_int, positive, positive_in
 from .collectives import mesh_collective
 from .dtypes import bytes_per_element
 from .flops import decode_step_flops, forward_flops, matmul_params
-from .hardware import SwitchDomain, Torus, get_chip
+from .hardware import Torus, get_chip
 from .layouts import LAYOUTS, attention_collectives, ffn_collectives, optimal_2d_mesh
 from .memory import KV_PLACEMENTS, kv_bytes_per_token, kv_cache_bytes, kv_head_groups, kv_replication
 from .memory import param_bytes as model_param_bytes
@@ -173,7 +173,7 @@ class Deployment:
 
     `kv_placement` says what happens to the KV cache when tensor_parallel exceeds the K KV heads: "batch-split"
     (the Scaling Book's rule: split the batch, two all-to-alls per layer) or "replicated" (each chip keeps its
-    group's whole KV head). Default None: "replicated" on switched GPUs (what vLLM and TensorRT-LLM do),
+    group's whole KV head). Default None: "replicated" on GPUs (what vLLM and TensorRT-LLM do),
     "batch-split" on a TPU torus. `ffn_layout` is Megatron's "1d-ws" (any chip) or one of Pope et al.'s torus
     layouts ("2d-ws", "wg-x", "wg-xy", "wg-xyz"), laid on `mesh_shape` (default: the best 2D weight-stationary mesh
     for Pope's layouts, the most even torus for "1d-ws").
@@ -213,7 +213,7 @@ class Deployment:
         chip.peak_flops(self.compute_dtype)  # refuses a compute dtype the chip has no rate for
         placement = self.kv_placement
         if placement is None:
-            placement = "replicated" if isinstance(chip.topology, SwitchDomain) else "batch-split"
+            placement = "batch-split" if isinstance(chip.topology, Torus) else "replicated"
         choice("kv_placement", placement, KV_PLACEMENTS)
         choice("ffn_layout", self.ffn_layout, LAYOUTS)
         utilization = fraction("memory_utilization", self.memory_utilization,

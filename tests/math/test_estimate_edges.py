@@ -379,3 +379,8 @@ def test_efficiency_fields_beyond_the_rates_are_checked():
         with pytest.raises(ValueError, match=rf"Efficiency\.{field}\b"):
             Efficiency(**kwargs)
     assert BOUND == Efficiency(overlap=True)
+
+
+def test_the_kv_cache_is_replicated_on_a_full_mesh_gpu_too():
+    # MI300X joins its GPUs in a full mesh, not a switch: still a GPU, still a replicated cache beyond K heads.
+    assert Deployment("llama3-8b", "mi300x", 16).kv_placement == "replicated"
