@@ -255,7 +255,8 @@ def _switch_time(op, array_bytes, chip, topology: SwitchDomain, n, algorithm=Non
             expected = max(seconds / (eff * factor) for seconds, eff in stages)
             latency = (_ring_latency(op, protocol, n, m) if family == "ring" else
                        _tree_latency(protocol, n, m) if family == "tree" else _nvls_latency(m))
-            name = family if family == "nvls" else f"{family}-{protocol}"
+            label = "all-to-all" if op == "all-to-all" else family  # point to point, not a ring
+            name = family if family == "nvls" else f"{label}-{protocol}"
             candidates.append((name, latency, line, line / expected if expected else 1.0, latency + expected))
     name, latency, bandwidth, efficiency, _ = min(candidates, key=lambda c: (c[4], c[0]))
     # The shortest latency physics allows: one NVLink step (one network step across nodes).
@@ -331,8 +332,10 @@ def mesh_collective(op: str, array_bytes: float, chip, mesh_shape, wraparound=No
     """A collective over every chip of `mesh_shape`, the shape of the slice. On a torus the axes' links run at once,
     so their rates add (V / k on k like axes), and the axes are reduced one after another, so their hops add; an
     all-to-all is bounded by the bisection of the slice (module docstring). Which axes wrap: `wraparound` (True,
-    False, or one flag per axis) or the chip's rule for that slice (`hardware.Torus.wraparound_axes`). A switch
-    sees one group of prod(shape).
+    False, or one flag per axis), else the chip's rule: for a shape with as many axes as the torus, the rule for that
+    slice (`hardware.Torus.wraparound_axes`: a v5p 2 x 2 x 4 has none); for fewer axes, a group of a larger slice,
+    each axis by `hardware.Torus.axis_wraps` (the (4, 4) group of a v5p 4 x 4 x 4 wraps). A switch sees one group of
+    prod(shape).
     """
     choice("collective", op, COLLECTIVES)
     chip = get_chip(chip)
@@ -341,8 +344,10 @@ def mesh_collective(op: str, array_bytes: float, chip, mesh_shape, wraparound=No
     if not isinstance(chip.network, Torus):
         return collective_time(op, array_bytes, chip, math.prod(shape))
     topology = chip.network
-    if wraparound is None:
+    if wraparound is None and len(shape) == topology.axes:  # the whole slice: the generation's rule for its shape
         wraps = topology.wraparound_axes(shape)
+    elif wraparound is None:  # fewer axes than the torus: a group of a larger slice, each axis by itself
+        wraps = tuple(topology.axis_wraps(a) for a in shape)
     elif isinstance(wraparound, (tuple, list)):
         wraps = tuple(flag("wraparound", w) for w in wraparound)
         if len(wraps) != len(shape):

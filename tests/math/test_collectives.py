@@ -58,6 +58,14 @@ def test_a_32_mib_all_gather_over_a_4_chip_v5e_axis_is_a_line_by_the_scaling_boo
     assert t.bandwidth_s == pytest.approx(2 * 3 / 4 * ring.bandwidth_s)
 
 
+def test_a_mesh_with_every_axis_of_the_torus_is_a_slice_and_one_with_fewer_is_a_group_of_a_larger_one():
+    # v5p 2 x 2 x 4 is a slice smaller than a cube: no wraparound, 1 + 1 + 3 hops a pass. Its (4, 4) group inside a
+    # 4 x 4 x 4 cube wraps: 2 + 2 hops.
+    assert mesh_collective("all-gather", 1e6, "tpu-v5p", (2, 2, 4)).latency_s == pytest.approx(5e-6)
+    assert mesh_collective("all-gather", 1e6, "tpu-v5p", (4, 4)).latency_s == pytest.approx(4e-6)
+    assert mesh_collective("all-gather", 1e6, "tpu-v5p", (4, 4, 1)).latency_s == pytest.approx(6e-6)  # 4 x 4 slice
+
+
 def test_an_all_to_all_over_a_whole_v5p_cube_is_priced_by_its_bisection():
     # 4 x 4 x 4 with wraparound: cutting the slice in half crosses 16 x 2 = 32 links each way of 9e10 B/s; half the
     # chips send V / 4 to the other half: 1e9 / 4 / (32 x 9e10) = 86.8 us (93 us for 2^30 bytes).
