@@ -14,11 +14,23 @@ everything after it, and a quantized model's error moves by up to a tenth of its
 depends on the CPU.
 """
 
+import numpy as np
+
 from .._validate import real
 
 # 100 float32 roundings (eps = 2^-23 relative): the agreement of two float32 programs that compute the same sums in
 # different orders, relative to the largest value compared (about 1.2e-5).
 FLOAT32_ROUNDING = 100 * 2.0**-23
+
+
+
+def relative_difference(actual, expected) -> float:
+    """max |actual - expected| / max |expected|: what is compared with FLOAT32_ROUNDING (0 when both are all zeros)."""
+    actual, expected = np.asarray(actual, np.float64), np.asarray(expected, np.float64)
+    scale = float(np.max(np.abs(expected)))
+    difference = float(np.max(np.abs(actual - expected)))
+    return difference / scale if scale else difference
+
 
 ERROR_RUNGS = (0.01, 0.03, 0.1, 0.3)  # a half-decade ladder of relative errors
 AGREEMENT_RUNGS = (0.5, 0.75, 0.95)  # fractions of positions that agree
