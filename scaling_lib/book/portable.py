@@ -2,7 +2,7 @@
 
 The same JAX program rounds its float32 sums in another order on another CPU (vector width, threads, oneDNN), so
 its last digits differ from machine to machine; after a quantization step one value rounded the other way changes
-everything after it, and a quantized model's error moves by up to a tenth of itself. A notebook that stored
+everything after it, and a quantized model's error moves by about a tenth of itself. A notebook that stored
 "2.14%" then fails on the next machine. The notebooks print instead what holds on any machine:
 
 - agreement with a reference within float32 rounding, `FLOAT32_ROUNDING` of the largest value (asserted by the
