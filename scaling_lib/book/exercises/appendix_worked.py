@@ -53,7 +53,7 @@ EXERCISES = (
                       "the gated feed-forward block has three D x F matrices."),
              ))),
     Exercise("wp.q1-kv-per-token", "Its KV cache per token in bf16, in kB.",
-             Number("kB", lambda: kv_bytes_per_token(MODEL, "bf16"), slips=(
+             Number("kB", lambda: kv_bytes_per_token(MODEL, "bf16"), quantity="kv", slips=(
                  Slip("keys only", lambda: kv_bytes_per_token(MODEL, "bf16") / 2,
                       "the cache stores a key and a value per KV head and layer."),
                  Slip("every query head", lambda: kv_bytes_per_token(get_model(MODEL).with_(n_kv_heads=32), "bf16"),
@@ -61,6 +61,8 @@ EXERCISES = (
              ))),
     Exercise("wp.q2-max-batch", "Largest batch of 8,192-token sequences on 16 v5e, everything int8 (round down).",
              Number("", q2_batch, integer=True, slips=(
+                 Slip("keys only", lambda: q2_batch(kv_dtype="int4"),  # half the cache bytes, as 4 bits would be
+                      "each cached token holds a key AND a value for every KV head of every layer."),
                  Slip("a bf16 cache", lambda: q2_batch(kv_dtype="bf16"),
                       "everything is int8: one byte per cached key or value."),
              ))),

@@ -29,12 +29,10 @@ EXERCISES = (
         id="ch6.mqa-kv-llama3-70b",
         question="LLaMA-3-70B has $K = 8$ KV heads. How large would the bf16 KV cache of one 32,768-token sequence "
                  "be with multiquery attention ($K = 1$), in GB?",
-        answer=Number("GB", lambda: kv_cache_bytes(get_model("llama3-70b").with_(n_kv_heads=1), 32768), slips=(
+        answer=Number("GB", lambda: kv_cache_bytes(get_model("llama3-70b").with_(n_kv_heads=1), 32768), quantity="kv",
+                      slips=(
             Slip("the GQA cache (K = 8)", lambda: kv_cache_bytes("llama3-70b", 32768),
                  "multiquery attention keeps a single KV head per layer."),
-            Slip("keys only, or 1 byte per element",
-                 lambda: kv_cache_bytes(get_model("llama3-70b").with_(n_kv_heads=1), 32768) / 2,
-                 "the cache holds a key and a value, 2 bytes each in bf16."),
             Slip("one layer", lambda: kv_cache_bytes(get_model("llama3-70b").with_(n_kv_heads=1), 32768) / 80,
                  "each of the 80 layers keeps its own single KV head."),
         )),
@@ -43,7 +41,8 @@ EXERCISES = (
         id="ch6.local-global-llama3-8b",
         question="LLaMA-3-8B serves one 32,768-token sequence in bf16. If 3 of every 4 layers attended only to the "
                  "last 4,096 tokens and every 4th layer stayed global, how large would its KV cache be, in GB?",
-        answer=Number("GB", lambda: local_global_kv_bytes("llama3-8b", 32768, window=4096, global_every=4), slips=(
+        answer=Number("GB", lambda: local_global_kv_bytes("llama3-8b", 32768, window=4096, global_every=4),
+                      quantity="kv", slips=(
             Slip("every layer global", lambda: kv_cache_bytes("llama3-8b", 32768),
                  "the local layers keep only the last 4,096 tokens."),
             Slip("every layer local", lambda: kv_cache_bytes("llama3-8b", 4096),
@@ -101,13 +100,14 @@ EXERCISES = (
                  "pair of adjacent layers shares one K/V. How many GB of KV cache are stored, and how many GB does "
                  "one decode step read?",
         answer=(
-            Number("GB", lambda: _cla().stored_bytes, name="stored", slips=(
+            Number("GB", lambda: _cla().stored_bytes, name="stored", quantity="kv", slips=(
                 Slip("no sharing", lambda: _cla().read_bytes,
                      "pairs of layers store one cache between them: half the layers' worth."),
             )),
             Number("GB", lambda: _cla().read_bytes, name="read", slips=(
-                Slip("reads halved too", lambda: _cla().stored_bytes,
-                     "sharing saves capacity, not bandwidth: each layer still reads the shared cache."),
+                Slip("reads halved too, or keys only", lambda: _cla().stored_bytes,
+                     "sharing saves capacity, not bandwidth: each layer still reads the shared cache, a key AND a "
+                     "value for every KV head."),
             )),
         ),
     ),

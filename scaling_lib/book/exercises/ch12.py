@@ -27,7 +27,7 @@ EXERCISES = (
         id="ch12.mfu-palm-62b-decode-run",
         question="A decode run of PaLM 62B generates 64 tokens for each of 256 sequences in 3.0 s on 8 TPU v4 chips "
                  "(275 TFLOP/s each, $2P$ FLOPs per token). What MFU is that, in %?",
-        answer=Number("%", _decode_mfu, slips=(
+        answer=Number("%", _decode_mfu, quantity="flops", slips=(
             Slip("one step's tokens", lambda: _decode_mfu(steps=1),
                  "the 3.0 s covers all 64 steps: the tokens are batch x steps."),
             Slip("64 chips", lambda: _decode_mfu(chips=64),
