@@ -8,10 +8,12 @@ PaLM (Chowdhery et al. 2022) as used by Pope et al. 2022.
 """
 
 import json
+import math
+import re
 from dataclasses import dataclass, fields, replace
 from pathlib import Path, PurePath
 
-from ._validate import flag, non_negative_int, positive_int
+from ._validate import MAX_INT, flag, non_negative_int, positive_int
 
 _ALWAYS_SHOWN = ("n_layers", "d_model", "d_ff", "n_heads", "n_kv_heads", "head_dim", "vocab_size", "n_experts",
                  "n_active_experts", "tied_embeddings", "sliding_window", "name", "source")
@@ -324,19 +326,133 @@ MODELS["deepseek-v3"] = Transformer(n_layers=61, d_model=7168, d_ff=2048, n_head
 # ----------------------------------------------------------------------------------------------- your own model
 _HF_TYPES = ("llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3_text",
              "deepseek_v3")
+_REQUIRED = object()  # the default of a field that must be present
+# config.json's name for each Transformer field, so an error raised by the model's own checks names the file's field.
+_HF_NAMES = dict(n_layers="num_hidden_layers", d_model="hidden_size", d_ff="intermediate_size",
+                 n_heads="num_attention_heads", n_kv_heads="num_key_value_heads", head_dim="head_dim",
+                 vocab_size="vocab_size", n_experts="num_experts", n_active_experts="num_experts_per_tok",
+                 sliding_window="sliding_window", global_every="sliding_window_pattern",
+                 n_shared_experts="n_shared_experts", n_dense_layers="first_k_dense_replace",
+                 kv_lora_rank="kv_lora_rank", q_lora_rank="q_lora_rank", rope_head_dim="qk_rope_head_dim",
+                 v_head_dim="v_head_dim")
 
 
-def _field(config: dict, name: str, default=None, required: bool = True):
-    value = config.get(name, default)
-    if value is None and required:
-        raise ValueError(f"config.json has no usable {name!r} (model_type {config.get('model_type')!r}); "
-                         "add it, or build the model with scaling_lib.models.Transformer(...)")
-    return value
+def _json_text(value) -> str:
+    """How a JSON value reads in a message: the string '4096', the boolean true, null, a list, an object, 2.5."""
+    if isinstance(value, str):
+        return f"the string {value!r}"
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if value is None:
+        return "null"
+    if isinstance(value, (list, tuple)):
+        return f"a list ({len(value)} items)"
+    if isinstance(value, dict):
+        return f"an object ({len(value)} fields)"
+    return repr(value)
 
 
-def _layer_pattern(config: dict) -> int | None:
+class _Fields:
+    """A parsed config.json and where it came from (`where`, for messages); each reader checks one field's JSON type
+    and range and names the field and the file when it refuses it."""
+
+    def __init__(self, config: dict, where: str):
+        self.config, self.where = config, where
+
+    def error(self, name: str, problem: str) -> ValueError:
+        return ValueError(f"field {name!r} of {self.where} {problem}")
+
+    def missing(self, name: str) -> ValueError:
+        return ValueError(f"{self.where} has no usable {name!r} (model_type {self.config.get('model_type')!r}); "
+                          "add it, or build the model with scaling_lib.models.Transformer(...)")
+
+    def count(self, name: str, default=_REQUIRED, minimum: int = 1):
+        """An integer field >= minimum (a JSON number with no fraction; true/false and strings refused).
+        Absent or null: `default` (None when the field is optional), or an error when it is required."""
+        value = self.config.get(name)
+        if value is None:
+            if default is _REQUIRED:
+                raise self.missing(name)
+            return default
+        if isinstance(value, str):
+            hint = f"; write {value.strip()} without quotes" if value.strip().lstrip("-").isdigit() else ""
+            raise self.error(name, f"must be an integer, got {_json_text(value)}{hint}")
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self.error(name, f"must be an integer, got {_json_text(value)}")
+        if isinstance(value, float) and not (math.isfinite(value) and value == int(value)):
+            raise self.error(name, f"must be an integer, got {value!r}")
+        if value > MAX_INT:
+            raise self.error(name, f"must be an integer up to 2**53 (no real size is larger), got {value!r}")
+        if value < minimum:
+            bound = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+            raise self.error(name, f"must be {bound}, got {value!r}")
+        return int(value)
+
+    def flag(self, name: str, default: bool) -> bool:
+        """A boolean field: JSON true or false (absent: `default`). The strings "true"/"false", 0, 1 and null are
+        refused rather than guessed: bool("false") is True."""
+        if name not in self.config:
+            return default
+        value = self.config[name]
+        if not isinstance(value, bool):
+            raise self.error(name, f"must be a JSON boolean, true or false without quotes, got {_json_text(value)}")
+        return value
+
+    def layer_types(self, n_layers: int):
+        """The per-layer attention kinds (a list of strings, one per layer), or None when absent."""
+        types = self.config.get("layer_types")
+        if types is None:
+            return None
+        if not isinstance(types, list) or not all(isinstance(kind, str) for kind in types):
+            raise self.error("layer_types", f"must be a list of strings such as \"full_attention\", got "
+                                            f"{_json_text(types)}")
+        if len(types) != n_layers:
+            raise self.error("layer_types", f"lists {len(types)} layers but 'num_hidden_layers' is {n_layers}; "
+                                            "give one entry per layer")
+        return types
+
+
+def _load_config(path_or_dict) -> tuple:
+    """(the config as a dict, its origin for the model's source and name, where it came from for messages)."""
+    if isinstance(path_or_dict, dict):
+        return dict(path_or_dict), "config", "the config dict"
+    if not isinstance(path_or_dict, (str, PurePath)):
+        raise ValueError(f"path_or_dict must be the path of a Hugging Face config.json or its parsed dict, got "
+                         f"{path_or_dict!r}")
+    if not str(path_or_dict).strip():
+        raise ValueError("the config path is empty; pass the path of a Hugging Face config.json or its dict")
+    path = Path(path_or_dict)
+    if path.is_dir():
+        raise ValueError(f"{path} is a directory; pass the path of the config.json file in it, e.g. "
+                         f"{path / 'config.json'}")
+    if not path.is_file():
+        raise ValueError(f"no config file at {path}; pass the path of a Hugging Face config.json or its dict")
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+    except OSError as err:
+        raise ValueError(f"cannot read the config file {path}: {err.strerror or err}") from None
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path} is not UTF-8 text (byte {err.start} is {err.object[err.start]:#04x}); a "
+                         "config.json is JSON saved as UTF-8") from None
+    try:
+        config = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path} is not valid JSON: {err.msg} at line {err.lineno}, column {err.colno}") from None
+    except RecursionError:
+        raise ValueError(f"{path} nests lists or objects too deeply to read; a config.json is one flat object") \
+            from None
+    except ValueError:  # Python refuses to read an integer of more than 4,300 digits
+        raise ValueError(f"{path} holds a number of thousands of digits; no field of a config.json is that large") \
+            from None
+    if not isinstance(config, dict):
+        raise ValueError(f"{path} holds {_json_text(config)} at its top level; a config.json is one JSON object "
+                         "{...} of fields such as \"model_type\" and \"hidden_size\"")
+    return config, path.parent.name or path.stem, str(path)
+
+
+def _layer_pattern(fields: _Fields, n_layers: int) -> int | None:
     """Every how many layers a global (full-attention) layer comes, for Gemma's local/global mix."""
-    types = config.get("layer_types")
+    types = fields.layer_types(n_layers)
     if types:
         globals_at = [i for i, kind in enumerate(types) if kind == "full_attention"]
         period = globals_at[0] + 1 if globals_at else None
@@ -344,9 +460,9 @@ def _layer_pattern(config: dict) -> int | None:
             raise ValueError(f"layer_types {types[:8]}... is not a periodic local/global pattern with the global "
                              "layer last in each period; this book's models cannot represent it")
         return period
-    if config["model_type"] == "gemma2":
+    if fields.config["model_type"] == "gemma2":
         return 2  # Gemma 2 alternates sliding-window and global layers
-    return _field(config, "sliding_window_pattern", required=True)
+    return fields.count("sliding_window_pattern")
 
 
 def from_hf_config(path_or_dict) -> Transformer:
@@ -354,56 +470,78 @@ def from_hf_config(path_or_dict) -> Transformer:
 
     Understood model types: LLaMA, Mistral, Mixtral, Qwen2, Qwen3 (dense and MoE), Gemma 1-3 (local/global layers)
     and DeepSeek-V3 (multi-head latent attention, shared experts, leading dense layers). A field this book cannot
-    represent (a sparse-step MoE, a shared expert of another width, ...) or a missing one raises ValueError naming it.
+    represent (a sparse-step MoE, a shared expert of another width, ...), a missing one, one of the wrong JSON type
+    (sizes are integers; flags are true or false, never the strings "true"/"false"), or values that make no model
+    (heads that do not divide, zero layers) raise ValueError naming the field and the file.
 
     Used in the appendix *Apply the book to your model*.
     """
-    if isinstance(path_or_dict, dict):
-        config, origin = dict(path_or_dict), "config"
-    elif not isinstance(path_or_dict, (str, PurePath)):
-        raise ValueError(f"path_or_dict must be the path of a Hugging Face config.json or its parsed dict, got "
-                         f"{path_or_dict!r}")
-    else:
-        path = Path(path_or_dict)
-        if not path.is_file():
-            raise ValueError(f"no config file at {path}; pass the path of a Hugging Face config.json or its dict")
-        config, origin = json.loads(path.read_text(encoding="utf-8")), path.parent.name or path.stem
+    config, origin, where = _load_config(path_or_dict)
     kind = config.get("model_type")
-    if kind not in _HF_TYPES:
-        raise ValueError(f"model_type {kind!r} is not one this book reads; supported: {', '.join(_HF_TYPES)}")
-    n_heads = _field(config, "num_attention_heads")
-    d_model = _field(config, "hidden_size")
-    fields = dict(n_layers=_field(config, "num_hidden_layers"), d_model=d_model, n_heads=n_heads,
-                  n_kv_heads=_field(config, "num_key_value_heads", n_heads),
-                  head_dim=_field(config, "head_dim", None, required=False) or d_model // n_heads,
-                  vocab_size=_field(config, "vocab_size"), d_ff=_field(config, "intermediate_size"),
-                  tied_embeddings=bool(config.get("tie_word_embeddings", kind.startswith("gemma"))))
-    if kind in ("mistral", "gemma2", "gemma3_text") and config.get("sliding_window"):
-        fields["sliding_window"] = config["sliding_window"]
-        if kind != "mistral":
-            fields["global_every"] = _layer_pattern(config)
-    if kind in ("qwen2", "qwen3") and config.get("use_sliding_window"):
-        raise ValueError("use_sliding_window=true with max_window_layers: a per-layer window this book's models "
-                         "cannot represent; set it to false to estimate the full-attention model")
-    if kind == "mixtral":
-        fields.update(n_experts=_field(config, "num_local_experts"), n_active_experts=_field(config,
-                                                                                             "num_experts_per_tok"))
-    if kind == "qwen3_moe":
-        if config.get("decoder_sparse_step", 1) != 1 or config.get("mlp_only_layers"):
-            raise ValueError("decoder_sparse_step != 1 or mlp_only_layers: dense layers between MoE layers are not "
-                             "representable; this book's MoE models put experts in every layer after the first dense")
-        fields.update(n_experts=_field(config, "num_experts"), n_active_experts=_field(config, "num_experts_per_tok"),
-                      d_ff=_field(config, "moe_intermediate_size"))
+    if not isinstance(kind, str) or kind not in _HF_TYPES:
+        raise ValueError(f"model_type {kind!r} in {where} is not one this book reads; supported: "
+                         f"{', '.join(_HF_TYPES)}")
+    f = _Fields(config, where)
+    n_layers, n_heads, d_model = f.count("num_hidden_layers"), f.count("num_attention_heads"), f.count("hidden_size")
+    n_kv_heads = f.count("num_key_value_heads", n_heads)
+    if n_heads % n_kv_heads:
+        raise f.error("num_key_value_heads", f"({n_kv_heads}) does not divide 'num_attention_heads' ({n_heads}); "
+                                             "each KV head serves a whole group of query heads")
+    head_dim = f.count("head_dim", None)
     if kind == "deepseek_v3":
-        if config.get("moe_layer_freq", 1) != 1:
-            raise ValueError("moe_layer_freq != 1: MoE layers interleaved with dense ones are not representable")
-        rope, nope = _field(config, "qk_rope_head_dim"), _field(config, "qk_nope_head_dim")
-        fields.update(n_kv_heads=n_heads, head_dim=nope + rope, rope_head_dim=rope, v_head_dim=_field(config,
-                      "v_head_dim"), kv_lora_rank=_field(config, "kv_lora_rank"),
-                      q_lora_rank=config.get("q_lora_rank"), n_experts=_field(config, "n_routed_experts"),
-                      n_active_experts=_field(config, "num_experts_per_tok"),
-                      n_shared_experts=config.get("n_shared_experts") or 0,
-                      n_dense_layers=config.get("first_k_dense_replace") or 0,
-                      d_ff=_field(config, "moe_intermediate_size"), d_ff_dense=fields["d_ff"])
-    name = str(config.get("_name_or_path") or origin).rsplit("/", 1)[-1].lower()
-    return Transformer(**fields, name=name, source=f"Hugging Face config.json ({origin})")
+        head_dim = None  # MLA's heads are qk_nope_head_dim + qk_rope_head_dim wide, read below
+    elif head_dim is None:
+        if d_model % n_heads:
+            raise f.error("hidden_size", f"({d_model}) is not a multiple of 'num_attention_heads' ({n_heads}) and "
+                                         "there is no 'head_dim'; add head_dim, the width of one attention head")
+        head_dim = d_model // n_heads
+    fields = dict(n_layers=n_layers, d_model=d_model, n_heads=n_heads, n_kv_heads=n_kv_heads, head_dim=head_dim,
+                  vocab_size=f.count("vocab_size"), d_ff=f.count("intermediate_size"),
+                  tied_embeddings=f.flag("tie_word_embeddings", kind.startswith("gemma")))
+    if kind in ("mistral", "gemma2", "gemma3_text"):
+        window = f.count("sliding_window", None)
+        if window is not None:
+            fields["sliding_window"] = window
+            if kind != "mistral":
+                fields["global_every"] = _layer_pattern(f, n_layers)
+    if kind in ("qwen2", "qwen3") and f.flag("use_sliding_window", False):
+        raise ValueError(f"use_sliding_window=true in {where} with max_window_layers: a per-layer window this "
+                         "book's models cannot represent; set it to false to estimate the full-attention model")
+    experts = None
+    if kind in ("mixtral", "qwen3_moe", "deepseek_v3"):
+        experts = {"mixtral": "num_local_experts", "qwen3_moe": "num_experts", "deepseek_v3": "n_routed_experts"}[kind]
+        fields.update(n_experts=f.count(experts), n_active_experts=f.count("num_experts_per_tok"))
+        if fields["n_active_experts"] > fields["n_experts"]:
+            raise f.error("num_experts_per_tok", f"({fields['n_active_experts']}) exceeds {experts!r} "
+                                                 f"({fields['n_experts']}); a token cannot use more experts than exist")
+    if kind == "qwen3_moe":
+        mlp_only = config.get("mlp_only_layers")
+        if mlp_only is not None and not isinstance(mlp_only, list):
+            raise f.error("mlp_only_layers", f"must be a list of layer indices, got {_json_text(mlp_only)}")
+        if f.count("decoder_sparse_step", 1) != 1 or mlp_only:
+            raise ValueError(f"decoder_sparse_step != 1 or mlp_only_layers in {where}: dense layers between MoE "
+                             "layers are not representable; this book's MoE models put experts in every layer after "
+                             "the first dense")
+        fields.update(d_ff=f.count("moe_intermediate_size"))
+    if kind == "deepseek_v3":
+        if f.count("moe_layer_freq", 1) != 1:
+            raise ValueError(f"moe_layer_freq != 1 in {where}: MoE layers interleaved with dense ones are not "
+                             "representable")
+        rope, nope = f.count("qk_rope_head_dim", minimum=0), f.count("qk_nope_head_dim")
+        dense = f.count("first_k_dense_replace", 0, minimum=0)
+        if dense > n_layers:
+            raise f.error("first_k_dense_replace", f"({dense}) exceeds 'num_hidden_layers' ({n_layers})")
+        fields.update(n_kv_heads=n_heads, head_dim=nope + rope, rope_head_dim=rope, v_head_dim=f.count("v_head_dim"),
+                      kv_lora_rank=f.count("kv_lora_rank"), q_lora_rank=f.count("q_lora_rank", None),
+                      n_shared_experts=f.count("n_shared_experts", 0, minimum=0), n_dense_layers=dense,
+                      d_ff=f.count("moe_intermediate_size"), d_ff_dense=fields["d_ff"])
+    name = config.get("_name_or_path")
+    if name is not None and not isinstance(name, str):
+        raise f.error("_name_or_path", f"must be a string (the model's name), got {_json_text(name)}")
+    name = (name or origin).rsplit("/", 1)[-1].lower()
+    try:
+        return Transformer(**fields, name=name, source=f"Hugging Face config.json ({origin})")
+    except ValueError as err:  # a combination the model's own checks refuse: say which config.json fields those are
+        hf_names = dict(_HF_NAMES, n_experts=experts) if fields.get("n_experts") else _HF_NAMES
+        named = [f"{field} is {hf!r}" for field, hf in hf_names.items() if re.search(rf"\b{field}\b", str(err))]
+        raise ValueError(f"{err} (in {where}, where {', '.join(named)})" if named else f"{err} (in {where})") from None

@@ -142,3 +142,95 @@ def test_new_structure_fields_validate_themselves():
         Transformer(**base, n_experts=4, n_active_experts=2, n_dense_layers=1)
     with pytest.raises(ValueError, match="kv_lora_rank"):
         Transformer(**base, rope_head_dim=4)
+
+
+def _config(stem):
+    return json.loads((CONFIGS / f"{stem}.json").read_text())
+
+
+# (config, field, bad value, what the message must say). Every field from_hf_config reads, with a value of the wrong
+# JSON type or range: each is refused naming the field, never read as something else.
+BAD_FIELDS = [
+    *[("llama-3.1-8b", field, bad, "must be") for field in ("num_hidden_layers", "hidden_size", "num_attention_heads",
+                                                            "num_key_value_heads", "vocab_size", "intermediate_size",
+                                                            "head_dim")
+      for bad in ("4096", True, False, 2.5, 0, -8, [8], {"n": 8}, 1e300, float("nan"), 2**60)],
+    ("llama-3.1-8b", "head_dim", 0, "positive integer"), ("llama-3.1-8b", "head_dim", False, "the boolean false"),
+    ("llama-3.1-8b", "head_dim", -128, "positive integer"),
+    ("llama-3.1-8b", "hidden_size", "4096", "write 4096 without quotes"),
+    *[("llama-3.1-8b", "tie_word_embeddings", bad, "JSON boolean") for bad in ("false", "true", 0, 1, None, [])],
+    *[("qwen2.5-7b", "use_sliding_window", bad, "JSON boolean") for bad in ("false", "true", 0, None)],
+    ("mistral-7b-v0.1", "sliding_window", "4096", "must be an integer"),
+    ("mistral-7b-v0.1", "sliding_window", 0, "positive integer"),
+    ("mistral-7b-v0.1", "sliding_window", True, "the boolean true"),
+    ("mixtral-8x7b", "num_local_experts", "8", "must be an integer"),
+    ("mixtral-8x7b", "num_experts_per_tok", 0, "positive integer"),
+    ("mixtral-8x7b", "num_experts_per_tok", 9, "exceeds 'num_local_experts'"),
+    ("qwen3-235b-a22b", "decoder_sparse_step", "1", "must be an integer"),
+    ("qwen3-235b-a22b", "mlp_only_layers", "[]", "must be a list"),
+    ("qwen3-235b-a22b", "moe_intermediate_size", 1.5, "must be an integer"),
+    ("deepseek-v3", "first_k_dense_replace", 62, "exceeds 'num_hidden_layers'"),
+    ("deepseek-v3", "first_k_dense_replace", -1, "integer >= 0"),
+    ("deepseek-v3", "n_shared_experts", "1", "must be an integer"),
+    ("deepseek-v3", "q_lora_rank", 0, "positive integer"),
+    ("deepseek-v3", "kv_lora_rank", "512", "must be an integer"),
+    ("deepseek-v3", "moe_layer_freq", "1", "must be an integer"),
+    ("deepseek-v3", "qk_rope_head_dim", -64, "integer >= 0"),
+    ("gemma-2-9b", "_name_or_path", 3, "must be a string"),
+]
+
+
+@pytest.mark.parametrize("stem, field, bad, says", BAD_FIELDS,
+                         ids=[f"{stem}-{field}-{bad!r}" for stem, field, bad, _ in BAD_FIELDS])
+def test_from_hf_config_refuses_a_field_of_the_wrong_type_or_range_naming_it(stem, field, bad, says):
+    with pytest.raises(ValueError) as err:
+        from_hf_config({**_config(stem), field: bad})
+    assert f"'{field}'" in str(err.value) and says in str(err.value), str(err.value)
+
+
+def test_string_booleans_are_never_read_as_true():
+    """bool("false") is True: the string is refused, and a JSON false gives an untied model (the issue's -6.5%)."""
+    llama = _config("llama-3.1-8b")
+    assert from_hf_config({**llama, "tie_word_embeddings": False}).tied_embeddings is False
+    with pytest.raises(ValueError, match="'tie_word_embeddings'.*true or false without quotes"):
+        from_hf_config({**llama, "tie_word_embeddings": "false"})
+    qwen = _config("qwen2.5-7b")
+    assert from_hf_config({**qwen, "use_sliding_window": False}).sliding_window is None
+    with pytest.raises(ValueError, match="'use_sliding_window'.*JSON boolean") as err:
+        from_hf_config({**qwen, "use_sliding_window": "false"})
+    assert "per-layer window" not in str(err.value)  # the type error, not the unsupported-window one
+
+
+def test_head_dim_absent_or_null_falls_back_to_d_over_n_and_nothing_else_does():
+    llama = {key: value for key, value in _config("llama-3.1-8b").items() if key != "head_dim"}
+    assert from_hf_config(llama).head_dim == from_hf_config({**llama, "head_dim": None}).head_dim == 4096 // 32
+    with pytest.raises(ValueError, match="'hidden_size' of the config dict \\(4095\\) is not a multiple of "
+                                         "'num_attention_heads' \\(32\\) and there is no 'head_dim'"):
+        from_hf_config({**llama, "hidden_size": 4095})
+    # a whole float is the integer it holds (JSON has one number type)
+    assert from_hf_config({**llama, "head_dim": 128.0}).head_dim == 128
+
+
+def test_a_combination_the_model_refuses_names_the_config_fields(tmp_path):
+    deepseek = {**_config("deepseek-v3"), "n_routed_experts": 1, "num_experts_per_tok": 1}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(deepseek))
+    with pytest.raises(ValueError, match=r"n_shared_experts=1 on a dense model .*\(in .*config\.json, where "
+                                         r"n_experts is 'n_routed_experts', n_shared_experts is 'n_shared_experts'\)"):
+        from_hf_config(path)
+
+
+@pytest.mark.parametrize("content, says", [(b"[1]", "holds a list (1 items) at its top level"),
+                                           (b"null", "holds null at its top level"),
+                                           (b"\xff", "is not UTF-8 text (byte 0 is 0xff)"),
+                                           (b"{", "is not valid JSON: Expecting property name"),
+                                           (b"[" * 100_000, "nests lists or objects too deeply"),
+                                           (b"[" + b"1" * 5000 + b"]", "thousands of digits")])
+def test_from_hf_config_file_problems_name_the_file(content, says, tmp_path):
+    path = tmp_path / "odd.json"
+    path.write_bytes(content)
+    with pytest.raises(ValueError, match="odd.json") as err:
+        from_hf_config(path)
+    assert says in str(err.value)
+    with pytest.raises(ValueError, match="is a directory"):
+        from_hf_config(tmp_path)

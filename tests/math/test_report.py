@@ -61,7 +61,7 @@ def test_cli_prints_the_table_and_json(capsys):
     (["estimate", "--model", "llama-9-9b", "--chip", "h100", "--chips", "1"], "unknown model"),
     (["estimate", "--model", "llama3-70b", "--chip", "h100", "--chips", "1"], "does not fit"),
     (["estimate", "--model", "llama3-8b", "--chip", "h999", "--chips", "1"], "unknown chip"),
-    (["estimate", "--model", "llama3-8b", "--chip", "h100", "--chips", "0"], "n_chips"),
+    (["estimate", "--model", "llama3-8b", "--chip", "h100", "--chips", "0"], "--chips"),
 ])
 def test_cli_bad_input_is_one_line_and_exit_status_2(argv, message, capsys):
     assert main(argv) == 2
@@ -75,3 +75,79 @@ def test_cli_runs_as_a_module_and_argparse_errors_exit_2():
     assert missing.returncode == 2 and "--chips" in missing.stderr
     ok = subprocess.run(command + ["--chips", "1", "--batch", "8"], capture_output=True, text=True, cwd=REPO)
     assert ok.returncode == 0 and "output tokens/s" in ok.stdout
+
+
+LLAMA_8B = json.loads((REPO / "book/data/hf_configs/llama-3.1-8b.json").read_text())
+NO_HEAD_DIM = {key: value for key, value in LLAMA_8B.items() if key != "head_dim"}
+# A config file's content (bytes, or a JSON value to write) -> what the one-line error must name besides the file.
+BAD_CONFIGS = {
+    "top-level list": (b"[1, 2]", "a list"),
+    "top-level null": (b"null", "null"),
+    "top-level number": (b"3", "3 at its top level"),
+    "top-level string": (b'"llama"', "the string 'llama'"),
+    "invalid JSON": (b'{"model_type": "llama",', "not valid JSON"),
+    "invalid UTF-8": (b'\xff\xfe{"model_type": "llama"}', "not UTF-8"),
+    "empty file": (b"", "not valid JSON"),
+    "nested too deep": (b"[" * 100_000, "too deeply"),
+    "a 5,000-digit number": (b'{"hidden_size": ' + b"9" * 5000 + b"}", "thousands of digits"),
+    "hidden_size a string, no head_dim": ({**NO_HEAD_DIM, "hidden_size": "4096"}, "'hidden_size'"),
+    "zero heads": ({**LLAMA_8B, "num_attention_heads": 0}, "'num_attention_heads'"),
+    "negative heads": ({**LLAMA_8B, "num_attention_heads": -32}, "'num_attention_heads'"),
+    "heads a float": ({**LLAMA_8B, "num_attention_heads": 32.5}, "'num_attention_heads'"),
+    "KV heads do not divide": ({**LLAMA_8B, "num_key_value_heads": 5}, "'num_key_value_heads'"),
+    "missing vocab_size": ({k: v for k, v in LLAMA_8B.items() if k != "vocab_size"}, "'vocab_size'"),
+    "tie_word_embeddings a string": ({**LLAMA_8B, "tie_word_embeddings": "false"}, "'tie_word_embeddings'"),
+    "model_type a list": ({**LLAMA_8B, "model_type": ["llama"]}, "model_type"),
+    "NaN layers": (b'{"model_type": "llama", "num_hidden_layers": NaN}', "'num_hidden_layers'"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_CONFIGS))
+def test_cli_any_bad_config_file_is_one_line_naming_the_file_and_field_and_exit_2(case, tmp_path, capsys):
+    content, names = BAD_CONFIGS[case]
+    path = tmp_path / "my-config.json"
+    path.write_bytes(content if isinstance(content, bytes) else json.dumps(content).encode())
+    assert main(["estimate", "--config", str(path), "--chip", "h100", "--chips", "8"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.startswith("error: ") and captured.err.count("\n") == 1
+    assert "my-config.json" in captured.err and names in captured.err, captured.err
+
+
+def test_cli_a_directory_a_missing_file_and_an_empty_path_as_config(tmp_path, capsys):
+    for path, names in ((tmp_path, "is a directory"), (tmp_path / "absent.json", "no config file at"),
+                        ("", "config path is empty")):
+        assert main(["estimate", "--config", str(path), "--chip", "h100", "--chips", "8"]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and names in err and str(path) in err, err
+
+
+@pytest.mark.parametrize("option, value", [("--chips", "-1"), ("--chips", "0"), ("--chips", "abc"), ("--chips", "2.5"),
+                                           ("--chips", "99999999999999999999"), ("--batch", "-3"), ("--batch", "1e3"),
+                                           ("--context", "0"), ("--prompt", "-5"), ("--price", "abc"),
+                                           ("--price", "nan"), ("--price", "inf"), ("--price", "-2"),
+                                           ("--price", "0")])
+def test_cli_bad_option_values_are_one_line_naming_the_option_and_exit_2(option, value, capsys):
+    argv = ["estimate", "--model", "llama3-8b", "--chip", "h100", "--chips", "1", option, value]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: argument " + option) and repr(value) in err and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize("argv, names", [
+    (["--weights", "fp7"], "unknown dtype 'fp7'"), (["--kv", "int3"], "unknown dtype 'int3'"),
+    (["--compute", "int4"], "compute_dtype"), (["--prompt", "99999999"], "does not fit"),
+    (["--batch", "100000000"], "does not fit"), (["--bogus"], "unrecognized arguments: --bogus"),
+])
+def test_cli_other_bad_options_are_one_line_and_exit_2(argv, names, capsys):
+    assert main(["estimate", "--model", "llama3-8b", "--chip", "h100", "--chips", "1", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and names in err and err.count("\n") == 1, err
+
+
+def test_cli_as_a_process_prints_no_traceback_for_a_bad_config(tmp_path):
+    path = tmp_path / "list.json"
+    path.write_text("[1, 2]")
+    done = subprocess.run([sys.executable, "-m", "scaling_lib", "estimate", "--config", str(path), "--chip", "h100",
+                           "--chips", "8"], capture_output=True, text=True, cwd=REPO)
+    assert done.returncode == 2 and done.stdout == "" and "Traceback" not in done.stderr
+    assert done.stderr.count("\n") == 1 and "list.json" in done.stderr
