@@ -115,14 +115,44 @@ def _measured(cell) -> bool:
     return _source(cell).lstrip().startswith("# NBVAL_IGNORE_OUTPUT")
 
 
+_GLUE = re.compile(r"\{glue(?::text)?\}`(?P<name>[A-Za-z_][\w]*)(?::(?P<spec>[^`]*))?`")
+
+
+def _glued(cells) -> dict:
+    """{name: value} of every number a notebook glues into its prose (myst-nb's glue, stored as text)."""
+    values = {}
+    for cell in cells:
+        for output in cell.get("outputs", []):
+            name = output.get("metadata", {}).get("scrapbook", {}).get("name")
+            text = output.get("data", {}).get("application/papermill.record/text/plain")
+            if name and text is not None:
+                values[name] = "".join(text) if isinstance(text, list) else text
+    return values
+
+
+def _prose_as_rendered(cell, glued: dict) -> str:
+    """A markdown cell with each {glue:text}`name:spec` replaced by the number the reader sees."""
+    def render(match):
+        raw = glued.get(match.group("name"), "")
+        try:
+            return format(float(raw), match.group("spec") or "")
+        except ValueError:
+            return raw.strip("'\"")
+    return _GLUE.sub(render, _source(cell))
+
+
 def _leaks(cells) -> list:
-    """(id, part, text) for every answer printed in an output before the exercise's check cell (timings aside)."""
+    """(id, part, text) for every answer shown before the exercise's check cell: in an output (timings aside) or in
+    the prose, with the numbers it glues in rendered as a reader sees them (summaries and notes included)."""
     leaks = []
+    glued = _glued(cells)
     for index, cell in enumerate(cells):
         match = re.match(r'\s*check\("([^"]+)",\s*(None|\{)', _source(cell)) if cell["cell_type"] == "code" else None
         if not match:
             continue
-        before = "\n".join(_output_text(c) for c in cells[:index] if c["cell_type"] == "code" and not _measured(c))
+        before = "\n".join(_output_text(c) if c["cell_type"] == "code" else _prose_as_rendered(c, glued)
+                           for c in cells[:index] if c["cell_type"] == "markdown" and _GLUE.search(_source(c))
+                           or c["cell_type"] == "code" and not _measured(c))
         for part in REGISTRY[match.group(1)].parts:
             if not isinstance(part, Number):
                 continue
@@ -145,6 +175,18 @@ def test_the_leak_scan_finds_an_answer_printed_before_its_exercise():
                  {"cell_type": "code", "source": 'check("ch4.kv-32k-llama3-8b", None)', "outputs": []}]
         assert _leaks(cells), printed
         assert not _leaks(cells[::-1]), "an answer printed after its exercise (the solution) is fine"
+
+
+def test_the_leak_scan_reads_glued_prose_and_the_appendix():
+    kv = REGISTRY["ch4.kv-32k-llama3-8b"].answer.expected()
+    glue = {"output_type": "display_data", "data": {"application/papermill.record/text/plain": repr(kv / 1e9)},
+            "metadata": {"scrapbook": {"name": "kv_gb"}}}
+    cells = [{"cell_type": "code", "source": "glue(...)", "outputs": [glue]},
+             {"cell_type": "markdown", "source": "The cache is {glue:text}`kv_gb:.2f` GB."},
+             {"cell_type": "code", "source": 'check("ch4.kv-32k-llama3-8b", None)', "outputs": []}]
+    assert _leaks(cells)
+    worked = _cells(REPO / "book" / "worked_problems.ipynb")
+    assert not _leaks(worked), "the worked problems show no answer before its exercise"
 
 
 # --- solutions folded in JupyterLab ---------------------------------------------------------------------------------

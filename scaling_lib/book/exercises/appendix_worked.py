@@ -9,7 +9,7 @@ from ...memory import kv_bytes_per_token, max_batch_size, param_bytes
 from ...models import get_model, param_count
 from ...moe import as_moe, expert_sharded_memory, smallest_expert_sharded_slice
 from ...sharding import beta, decode_step_components, kv_cache_sharding, max_decode_model_parallelism
-from .exercise import Exercise, Number, Slip
+from .exercise import Choice, Exercise, Number, Slip
 
 MODEL = "sb7-worked"
 CHIP, CHIPS, CONTEXT = "tpu-v5e", 16, 8192
@@ -116,4 +116,18 @@ EXERCISES = (
                                                                              dtype="int8"),
                       "bf16 weights take twice the bytes of int8 ones."),
              ))),
+    Exercise(
+        id="wp.explain-knee",
+        question="Check your reasoning: why does a CPU's measured knee sit far below a TPU v5e's, which is near 240 "
+                 "tokens?",
+        answer=Choice({"a": "the CPU reads its memory faster than a TPU reads its HBM",
+                       "b": "float32 weights take 4 bytes, and more bytes per weight lower the critical batch",
+                       "c": "the CPU does far fewer FLOPs per byte of memory bandwidth, so fewer tokens of arithmetic "
+                            "cover each weight read",
+                       "d": "the CPU's caches hold the weights, so there is no weight read to hide"}, "c", why={
+            "a": "the TPU's HBM is many times faster than a CPU's memory; the knee is a ratio of two rates.",
+            "b": "more bytes per weight make each weight read longer, which takes more tokens to cover: b_w / 2 "
+                 "raises the knee.",
+            "d": "the experiment's weights are larger than the caches, so every step reads them from memory."}),
+    ),
 )

@@ -81,11 +81,11 @@ EXERCISES = (
         question="Check your reasoning: why are the cached and naive loops guaranteed the same tokens in exact "
                  "arithmetic?",
         answer=Choice({"a": "the cache stores each step's logits",
-                       "b": "a token's keys and values depend only on the tokens up to it",
-                       "c": "greedy decoding gives the same tokens whatever the model computes",
-                       "d": "XLA compiles both loops into the same program"}, "b", why={
+                       "b": "greedy decoding gives the same tokens whatever the model computes",
+                       "c": "a token's keys and values depend only on the tokens up to it",
+                       "d": "XLA compiles both loops into the same program"}, "c", why={
             "a": "the cache stores keys and values, not logits.",
-            "c": "greedy decoding is deterministic, but only for the same logits.",
+            "b": "greedy decoding is deterministic, but only for the same logits.",
             "d": "the two programs have different shapes ([1, D] rows against [T, D] blocks)."}),
     ),
 )

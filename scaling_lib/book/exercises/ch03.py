@@ -75,12 +75,12 @@ EXERCISES = (
         id="ch3.explain-speculative",
         question="Check your reasoning: at batch 8, LLaMA-3-70B scores $\\gamma = 4$ drafted tokens against its "
                  "cache in one step. About how long does that step take, compared with an ordinary decode step?",
-        answer=Choice({"a": "about as long", "b": "about 4 times as long", "c": "about 5 times as long",
-                       "d": "about a quarter as long"}, "a", why={
-            "b": "both steps read the same weights and cache once; only the FLOPs grow, and they are far from "
-                 "the roof at this batch.",
-            "c": "both steps read the same weights and cache once; only the FLOPs grow, and they are far from "
-                 "the roof at this batch.",
+        answer=Choice({"a": "about 4 times as long", "b": "about as long", "c": "about 5 times as long",
+                       "d": "about a quarter as long"}, "b", why={
+            "a": "both steps read the same weights and cache once; only the FLOPs grow, and they are far from the "
+                  "roof at this batch.",
+            "c": "both steps read the same weights and cache once; only the FLOPs grow, and they are far from the "
+                  "roof at this batch.",
             "d": "the bytes read, which set a memory-bound step's time, do not shrink."}),
     ),
 )

@@ -98,12 +98,11 @@ EXERCISES = (
         id="ch4.explain-throughput",
         question="Check your reasoning: as the batch of a multi-head LLaMA-2-13B server grows far beyond a few "
                  "sequences, what does its decode throughput tend to?",
-        answer=Choice({"a": "it keeps growing in proportion to the batch",
-                       "b": "a ceiling of about n W_hbm / KV_seq tokens per second",
+        answer=Choice({"a": "it keeps growing in proportion to the batch", "b": "it falls towards zero",
                        "c": "a ceiling of about n C / (2P) tokens per second, the compute roof",
-                       "d": "it falls towards zero"}, "b", why={
+                       "d": "a ceiling of about n W_hbm / KV_seq tokens per second"}, "d", why={
             "a": "that needs a shared cost per step; each sequence brings its own cache to read.",
-            "c": "below B_crit the matmuls are memory-bound; the cache reads set the ceiling first.",
-            "d": "the step grows in proportion to the batch, so B / T_step levels off, it does not fall."}),
+            "b": "the step grows in proportion to the batch, so B / T_step levels off, it does not fall.",
+            "c": "below B_crit the matmuls are memory-bound; the cache reads set the ceiling first."}),
     ),
 )

@@ -79,11 +79,12 @@ EXERCISES = (
                  "and math but store the KV cache in int8. First predict which term of the step-time bound halves; "
                  "then compute the decode step lower bound, in ms.",
         answer=(
-            Choice({"a": "the KV term only", "b": "the weight term only", "c": "both", "d": "neither"}, "a",
-                   name="halves", why={
+            Choice({"a": "both the weight and the KV terms", "b": "the weight term only", "c": "the KV term only",
+                    "d": "neither: the step is compute-bound at batch 64"}, "c", name="halves", why={
+                       "a": "only the cache changes precision; the weights stay bf16.",
                        "b": "the weights stay bf16: their bytes do not change.",
-                       "c": "only the cache changes precision; the weights stay bf16.",
-                       "d": "int8 entries take 1 byte instead of 2, and the KV term is bytes read."}),
+                       "d": "at batch 64 the step is far below the critical batch: it is bytes read, and int8 "
+                            "entries take 1 byte instead of 2."}),
             Number("ms", lambda: _int8_kv_step().total_s, name="step", slips=(
                 Slip("a bf16 cache", lambda: _int8_kv_step(kv_dtype="bf16").total_s,
                      "int8 KV entries take 1 byte, half of bf16."),
@@ -134,12 +135,11 @@ EXERCISES = (
         id="ch6.explain-paging",
         question="Check your reasoning: what must a paged-attention kernel know at run time to read only the blocks "
                  "a sequence uses?",
-        answer=Choice({"a": "the block table and each sequence's length",
-                       "b": "only the longest sequence's length",
+        answer=Choice({"a": "the model's weights", "b": "only the longest sequence's length",
                        "c": "nothing: XLA infers it from the mask",
-                       "d": "the model's weights"}, "a", why={
+                       "d": "the block table and each sequence's length"}, "d", why={
+            "a": "the weights do not say where a sequence's keys and values live.",
             "b": "that gives a rectangular read, padding included.",
-            "c": "a jitted program has static shapes; the mask only zeroes what was read.",
-            "d": "the weights do not say where a sequence's keys and values live."}),
+            "c": "a jitted program has static shapes; the mask only zeroes what was read."}),
     ),
 )

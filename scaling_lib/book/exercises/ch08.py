@@ -91,9 +91,9 @@ EXERCISES = (
         id="ch8.explain-sqrt",
         question="Check your reasoning: when the tokens per batch grow 4 times, by about how much does the best "
                  "weight-gathered layout's communication grow (ignoring the torus' discrete choices)?",
-        answer=Choice({"a": "4 times", "b": "2 times", "c": "16 times", "d": "not at all"}, "b", why={
+        answer=Choice({"a": "4 times", "b": "not at all", "c": "16 times", "d": "2 times"}, "d", why={
             "a": "that is a weight-stationary layout: activations only, proportional to T.",
-            "c": "no term grows faster than T.",
-            "d": "only once every chip gathers all the weights does the volume stop growing."}),
+            "b": "only once every chip gathers all the weights does the volume stop growing.",
+            "c": "no term grows faster than T."}),
     ),
 )

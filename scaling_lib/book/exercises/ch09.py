@@ -77,11 +77,11 @@ EXERCISES = (
         id="ch9.explain-chunked",
         question="Check your reasoning: at the same load, what does chunked prefill improve most over interleaved "
                  "prefill?",
-        answer=Choice({"a": "the time to first token",
-                       "b": "the time per output token, especially its tail (p99)",
-                       "c": "the total prefill work", "d": "the memory the KV caches take"}, "b", why={
-            "a": "both engines do the same prefill work on the same chips, so first tokens arrive at about the same "
-                 "times.",
+        answer=Choice({"a": "the time per output token, especially its tail (p99)", "b": "the time to first token",
+                       "c": "the total prefill work",
+                       "d": "the memory the KV caches take"}, "a", why={
+            "b": "both engines do the same prefill work on the same chips, so first tokens arrive at about the same "
+                  "times.",
             "c": "chunking cuts the same work into pieces; it does not remove any.",
             "d": "the caches hold the same tokens either way."}),
     ),

@@ -69,12 +69,12 @@ EXERCISES = (
         question="Check your reasoning: why do int8 weights (with bf16 arithmetic) lower the cost per token at low "
                  "latency but not at the throughput end of the decode frontier?",
         answer=Choice({"a": "int8 matrix units run twice as fast as bf16 ones on TPU v4",
-                       "b": "a small-batch step is the weight read, which int8 halves; a large-batch step is its "
-                            "FLOPs, which int8 weights with bf16 math do not change",
+                       "b": "int8 collectives are latency-bound at large batch",
                        "c": "int8 weights leave more HBM for the KV cache, which only matters at small batch",
-                       "d": "int8 collectives are latency-bound at large batch"}, "b", why={
+                       "d": "a small-batch step is the weight read, which int8 halves; a large-batch step is its "
+                            "FLOPs, which int8 weights with bf16 math do not change"}, "d", why={
             "a": "TPU v4's int8 rate equals its bf16 rate, and here the math stays bf16.",
-            "c": "more room for the cache helps the large batches, not the small ones.",
-            "d": "weight-only quantization leaves the activations, and so the collectives, in bf16."}),
+            "b": "weight-only quantization leaves the activations, and so the collectives, in bf16.",
+            "c": "more room for the cache helps the large batches, not the small ones."}),
     ),
 )

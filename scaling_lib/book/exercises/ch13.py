@@ -8,9 +8,9 @@ EXERCISES = (
         id="ch13.int8-step-qwix",
         question="Qwix quantizes a weight column whose largest magnitude is 2.54 to int8 (symmetric absmax, the top "
                  "bucket a whole step wide). What is the step (the scale) it stores for that column? Give three "
-                 "significant figures or more: answers within ±0.25% are accepted, because chapter 10's plain-JAX "
+                 "significant figures or more: answers within ±0.15% are accepted, because chapter 10's plain-JAX "
                  "step differs from Qwix's by 0.4%.",
-        answer=Number("", lambda: absmax_scale(2.54, "int8"), rel_tol=0.0025, slips=(
+        answer=Number("", lambda: absmax_scale(2.54, "int8"), rel_tol=0.0015, slips=(
             Slip("chapter 10's step, amax / 127", lambda: 2.54 / 127,
                  "the hand-written int8 path of chapter 10 divides by 127; Qwix maps [-a, a] onto [-127.5, 127.5], "
                  "so its top bucket is as wide as the others."),
