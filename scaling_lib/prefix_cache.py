@@ -15,7 +15,9 @@ replica of its first turn; "round-robin" spreads turns evenly and finds a prefix
 
 `route` replays a conversation workload through the caches (each turn's cache is stored when the turn ends, which
 assumes the user's think time outlasts the turn) and `simulate_chat` prices each replica's requests with
-`simulator.simulate`, the hits' prefill shortened and the host hits' load added. Used in chapter 14, *Serving
+`simulator.simulate`, the hits' prefill shortened and the host hits' load added. `cached_prefill_cost` prices one
+such shortened prefill under a layout of chapter 12: the new tokens' FLOPs, weight read and collectives, plus the
+read of the cached keys and values. Used in chapter 12, *Choosing a layout by the metric*, and chapter 14, *Serving
 details*.
 """
 
@@ -219,7 +221,8 @@ def cached_prefill_cost(model, chip, n_chips: int, new_tokens: int, cached_token
     """Price a prefill of `new_tokens` per sequence that attends to `cached_tokens` already in the KV cache (a
     prefix-cache hit, or the next turn of a conversation), under a layout (`frontier.layout_cost`):
 
-        step = max(2 P B T_new / (n C), weights + KV read) + network,   KV read = B_chip S_cached 2 L K_chip H b_kv / W_hbm
+        step = max(2 P B T_new / (n C), weights + KV read) + network
+        KV read = B_chip S_cached 2 L K_chip H b_kv / W_hbm
 
     The FLOPs, the weight read and the collectives are those of a prefill of T_new tokens; the cached tokens add only
     the read of their keys and values, with the same per-chip sequences and KV heads as a decode step under that
@@ -227,8 +230,8 @@ def cached_prefill_cost(model, chip, n_chips: int, new_tokens: int, cached_token
     the frontier's model, attention's own FLOPs are left out (for 64 queries against 2,048 keys of PaLM 540B they
     are about 1% of 2PT). cached_tokens = 0 is an ordinary prefill.
 
-    Pope et al. 2022, sec. 1 (the chatbot turn: 64 new tokens against a 1,920-token history). Used in chapter 12,
-    *Choosing a layout by the metric*.
+    Pope et al. 2022, sec. 1 (the chatbot turn: 64 new tokens against a 1,920-token history); chapter 12 prices that
+    turn with it, through `book.claims.frontier.chatbot_turn`.
     """
     new_tokens = positive_int("new_tokens", new_tokens)
     cached = non_negative_int("cached_tokens", cached_tokens)

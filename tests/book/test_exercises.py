@@ -185,7 +185,8 @@ def test_the_issue_s_wrong_verdicts_are_fixed():
     # ch6 paged slots: the useful 7,000 is the slip the exercise is about; ch4: 42.8 is not a count.
     assert grade("ch6.paged-slots", {"paged": 7000}).slip == "the tokens themselves"
     assert not grade("ch4.max-batch-llama3-70b-v5e16", 42.8).correct
-    assert not grade("ch4.max-batch-llama3-70b-v5e16", 43).correct and grade("ch4.max-batch-llama3-70b-v5e16", 42).correct
+    assert not grade("ch4.max-batch-llama3-70b-v5e16", 43).correct
+    assert grade("ch4.max-batch-llama3-70b-v5e16", 42).correct
     # ch4: 43 is also what weights counted as P_mm give; the verdict names it, not only rounding (issue 24, item 19).
     assert "P_mm" in grade("ch4.max-batch-llama3-70b-v5e16", 43).slip
 
@@ -342,3 +343,12 @@ def test_bands_follow_what_the_question_needs():
     for eid, part in NUMBER_PARTS:
         if not part.integer and part.rel_tol < 0.01:
             assert f"±{100 * part.rel_tol:g}%" in REGISTRY[eid].question, eid
+
+
+def test_ch4_rounding_up_and_the_p_mm_weights_land_on_the_same_count_so_the_slip_names_both():
+    from scaling_lib.book.exercises.ch04 import _free_over_sequence
+    from scaling_lib.flops import matmul_params
+    up = math.ceil(_free_over_sequence())
+    assert math.floor(_free_over_sequence(weight_params=matmul_params("llama3-70b"))) == up
+    slip = next(s for s in get_exercise("ch4.max-batch-llama3-70b-v5e16").answer.slips if s.value() == up)
+    assert "rounding up" in slip.name and "P_mm" in slip.name

@@ -63,10 +63,7 @@ def standard_slips(quantity: str, value: Callable[[], float], model: str = "") -
     - "kv" (bytes of a KV cache, or a time that reads or moves them): keys only, half of it;
     - "flops" (a FLOP count): the factor 2 of a multiply-add left out, half the FLOPs;
     - "prefill" (a prefill time priced at 2PT, the book's convention, chapter 3): 2 P_mm T (the input embedding
-      left out; `model` names the model), and the factor 2 left out.
-
-    Used in the appendix *Exercises index*.
-    """
+      left out; `model` names the model), and the factor 2 left out."""
     keys_only = Slip("keys only", _half(value), "the cache holds a key AND a value for every KV head of every "
                                                 "layer: 2 L K H elements per token, at the cache's bytes each.")
     factor_2 = Slip("the factor 2 left out", _half(value), "a multiply-add is 2 FLOPs: 2 per weight for every token "

@@ -97,7 +97,10 @@ def notebook_title(cells) -> str | None:
 
 
 def scan_notebook(path) -> tuple:
-    """The `ExerciseRow`s of one chapter notebook, in reading order."""
+    """The `ExerciseRow`s of one chapter notebook, in reading order.
+
+    Used in the appendix *Exercises index*.
+    """
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"no notebook at {path}; pass the path of a chapter .ipynb")
