@@ -4,7 +4,6 @@ from ...inference import decode_step_time
 from ...kv_levers import cross_layer_kv_bytes, local_global_kv_bytes, ragged_kv_reads
 from ...memory import kv_cache_bytes
 from ...models import get_model
-from ...roofline import critical_batch_size
 from ..claims.step_time import T4_DEPLOYMENT
 from .exercise import Choice, Exercise, Number, Slip
 
@@ -116,20 +115,12 @@ EXERCISES = (
         id="ch6.int4-weights-llama3-70b-v5e16",
         question="Take the weight-quantization example (LLaMA-3-70B on 16 TPU v5e, batch 16, 2,048 tokens, bf16 KV "
                  "cache) with int4 weights (half a byte each) converted to bf16 for the math. What is the step-time "
-                 "lower bound, in ms, and the critical batch size, in tokens?",
-        answer=(
-            Number("ms", _lever5_step, name="step", slips=(
-                Slip("int8 weights", lambda: _lever5_step("int8"), "int4 weights take half a byte, not one."),
-                Slip("an int4 cache too", lambda: _lever5_step(kv_dtype="int4"),
-                     "only the weights are int4; the cache stays bf16."),
-            )),
-            Number("tokens", lambda: critical_batch_size("tpu-v5e", "int4", "bf16"), name="bcrit", slips=(
-                Slip("int8 weights", lambda: critical_batch_size("tpu-v5e", "int8", "bf16"),
-                     "b_w = 1/2 byte for int4: B_crit = (C / W_hbm) x b_w / 2."),
-                Slip("bf16 weights", lambda: critical_batch_size("tpu-v5e", "bf16", "bf16"),
-                     "fewer bytes per weight make the weight load shorter, so fewer rows hide it."),
-            )),
-        ),
+                 "lower bound, in ms?",
+        answer=Number("ms", _lever5_step, slips=(
+            Slip("int8 weights", lambda: _lever5_step("int8"), "int4 weights take half a byte, not one."),
+            Slip("an int4 cache too", lambda: _lever5_step(kv_dtype="int4"),
+                 "only the weights are int4; the cache stays bf16."),
+        )),
     ),
     Exercise(
         id="ch6.explain-paging",
