@@ -81,6 +81,10 @@ def main(argv=None) -> int:
         args = _parser().parse_args(argv)  # a malformed command line or option: one line on stderr
     except SystemExit as done:  # argparse exits after --help (0) or its one-line error (2)
         return done.code
+    if args.prompt is not None and args.prompt > args.context:  # report() accepts it; the context holds the prompt
+        print(f"error: argument --prompt: {args.prompt} tokens do not fit in --context {args.context}, the tokens "
+              "each sequence holds (its prompt included); raise --context or lower --prompt", file=sys.stderr)
+        return 2
     try:
         model = from_hf_config(args.config) if args.config is not None else args.model
         result = report(model, args.chip, args.chips, batch=args.batch, context_len=args.context,

@@ -327,6 +327,7 @@ MODELS["deepseek-v3"] = Transformer(n_layers=61, d_model=7168, d_ff=2048, n_head
 _HF_TYPES = ("llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3_text",
              "deepseek_v3")
 _REQUIRED = object()  # the default of a field that must be present
+_MAX_CONFIG_BYTES = 10**7  # the largest config.json read: real ones are a few kB; a larger file is something else
 # config.json's name for each Transformer field, so an error raised by the model's own checks names the file's field.
 _HF_NAMES = dict(n_layers="num_hidden_layers", d_model="hidden_size", d_ff="intermediate_size",
                  n_heads="num_attention_heads", n_kv_heads="num_key_value_heads", head_dim="head_dim",
@@ -422,11 +423,18 @@ def _load_config(path_or_dict) -> tuple:
     if not str(path_or_dict).strip():
         raise ValueError("the config path is empty; pass the path of a Hugging Face config.json or its dict")
     path = Path(path_or_dict)
-    if path.is_dir():
+    try:
+        is_dir, is_file = path.is_dir(), path.is_file()
+        size = path.stat().st_size if is_file else 0
+    except OSError as err:  # a name too long for the file system, a loop of links, ...
+        raise ValueError(f"cannot open the config file {str(path)[:200]}: {err.strerror or err}") from None
+    if is_dir:
         raise ValueError(f"{path} is a directory; pass the path of the config.json file in it, e.g. "
                          f"{path / 'config.json'}")
-    if not path.is_file():
+    if not is_file:
         raise ValueError(f"no config file at {path}; pass the path of a Hugging Face config.json or its dict")
+    if size > _MAX_CONFIG_BYTES:
+        raise ValueError(f"{path} holds {size:,} bytes; a config.json is a few kB (is this the weights file?)")
     try:
         text = path.read_bytes().decode("utf-8-sig")
     except OSError as err:
@@ -458,7 +466,7 @@ def _layer_pattern(fields: _Fields, n_layers: int) -> int | None:
         period = globals_at[0] + 1 if globals_at else None
         if not globals_at or globals_at != list(range(period - 1, len(types), period)):
             raise ValueError(f"layer_types {types[:8]}... is not a periodic local/global pattern with the global "
-                             "layer last in each period; this book's models cannot represent it")
+                             f"layer last in each period; this book's models cannot represent it ({fields.where})")
         return period
     if fields.config["model_type"] == "gemma2":
         return 2  # Gemma 2 alternates sliding-window and global layers

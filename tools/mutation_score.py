@@ -6,6 +6,12 @@ shared cores all ~5,600 of them take about two hours, so by default this script 
 
     python tools/mutation_score.py [--sample N] [--seed S] [--all] [--modules collectives estimate ...]
 
+mutmut 3 writes its mutants into `mutants/` under the directory it runs in, and a fresh run needs that folder gone.
+So it never runs in the repository root (where a folder of that name may be yours): each run copies what mutmut
+reads (pyproject.toml, the source, the tests and [tool.mutmut]'s also_copy) into `.mutation/`, a folder this script
+makes, marks and alone removes, and runs mutmut there. Inspect a mutant with
+`cd .mutation && ../.venv/bin/mutmut show NAME`.
+
 Mutants listed in tools/mutation_equivalent.txt ("name  reason", one per line) are equivalent to the original
 (no test could tell them apart, e.g. `np.argsort(kind="STABLE")`, which numpy reads as "stable"); they are excluded
 from the score and the reasons printed. Timeouts count as killed (the mutant made a test hang).
@@ -15,21 +21,55 @@ import argparse
 import math
 import random
 import re
+import shutil
 import subprocess
 import sys
+import tomllib
 from collections import Counter, defaultdict
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 MUTMUT = [str(REPO / ".venv" / "bin" / "mutmut")]
+WORK = REPO / ".mutation"  # mutmut's working directory (it writes WORK / "mutants"); made and removed by this script
+MARKER = ".made-by-tools-mutation_score"  # a folder without this file is not ours and is never removed
 EQUIVALENT = REPO / "tools" / "mutation_equivalent.txt"
 KILLED = {"killed", "timeout", "segfault"}
 LINE = re.compile(r"^\s*(?P<name>scaling_lib\.[^:\s]+): (?P<status>.+?)\s*$")
 
 
+def copied_paths(repo: Path) -> list:
+    """What mutmut reads, relative to the repository: pyproject.toml, [tool.mutmut]'s source_paths and also_copy,
+    and tests/ (which mutmut copies too)."""
+    config = tomllib.loads((repo / "pyproject.toml").read_text())["tool"]["mutmut"]
+    names = ["pyproject.toml", "tests", *config.get("source_paths", []), *config.get("also_copy", [])]
+    return list(dict.fromkeys(Path(name.rstrip("/")) for name in names))
+
+
+def fresh_work_tree(repo: Path = REPO, work: Path = WORK) -> Path:
+    """Replace `work` with a fresh copy of what mutmut reads from `repo`, and return it. Only a folder this function
+    made (it holds the MARKER file) is removed; any other folder at that path stops the run, untouched."""
+    if work.exists() or work.is_symlink():
+        if not (work.is_dir() and not work.is_symlink() and (work / MARKER).is_file()):
+            sys.exit(f"{work} exists and was not made by {Path(__file__).name}; move it away (nothing was removed)")
+        shutil.rmtree(work)
+    work.mkdir()
+    (work / MARKER).write_text(f"made by {Path(__file__).name}, which removes this folder on its next run\n")
+    ignore = shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints", ".pytest_cache", ".hypothesis")
+    for relative in copied_paths(repo):
+        source, target = repo / relative, work / relative
+        if source.is_dir():
+            shutil.copytree(source, target, ignore=ignore)
+        elif source.is_file():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target)
+    return work
+
+
 def results() -> dict:
     """{mutant name: status} for every generated mutant, from `mutmut results --all true`."""
-    out = subprocess.run(MUTMUT + ["results", "--all", "true"], cwd=REPO, capture_output=True, text=True).stdout
+    if not WORK.is_dir():
+        return {}
+    out = subprocess.run(MUTMUT + ["results", "--all", "true"], cwd=WORK, capture_output=True, text=True).stdout
     return {m["name"]: m["status"] for m in map(LINE.match, out.splitlines()) if m}
 
 
@@ -57,8 +97,9 @@ def main():
 
     if not args.report_only:
         # Generating the mutants and collecting which tests cover which function happens on any run; a run of the
-        # one-function dtypes module does that and little else.
-        subprocess.run(MUTMUT + ["run", "--max-children", "2", "scaling_lib.dtypes*"], cwd=REPO,
+        # one-function dtypes module does that and little else. Every run starts from a fresh copy of the tree.
+        fresh_work_tree()
+        subprocess.run(MUTMUT + ["run", "--max-children", "2", "scaling_lib.dtypes*"], cwd=WORK,
                        stdout=subprocess.DEVNULL)
     every = results()
     if not every:
@@ -70,7 +111,7 @@ def main():
     if not args.report_only:
         pending = [n for n in chosen if every[n] in ("not checked",)]
         for start in range(0, len(pending), 200):  # keep each command line short
-            subprocess.run(MUTMUT + ["run", "--max-children", "2", *pending[start:start + 200]], cwd=REPO,
+            subprocess.run(MUTMUT + ["run", "--max-children", "2", *pending[start:start + 200]], cwd=WORK,
                            stdout=subprocess.DEVNULL)
         every = results()
 
@@ -94,7 +135,7 @@ def main():
         print(f"  {module:<14} {c['killed']:>4} / {n:<4} killed" + (f" ({c['killed'] / n:.0%})" if n else ""))
     survivors = sorted(n for n, s in status.items() if s == "survived")
     if survivors:
-        print("survivors (inspect with `.venv/bin/mutmut show NAME`):")
+        print("survivors (inspect with `cd .mutation && ../.venv/bin/mutmut show NAME`):")
         for n in survivors:
             print("  " + n)
 

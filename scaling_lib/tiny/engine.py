@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._validate import positive_int
+from .._validate import non_negative_int, positive_int
 from .model import KVCache, Params, check_tokens, decode_step, prefill
 
 
@@ -47,7 +47,7 @@ class DecodeState:
 
 def bucket(length: int, smallest: int = 8) -> int:
     """The power of two >= length (at least `smallest`): prompts padded to it share one prefill compilation."""
-    positive_int("length", length)
+    length, smallest = positive_int("length", length), positive_int("smallest", smallest)
     return max(smallest, 1 << (length - 1).bit_length())
 
 
@@ -72,10 +72,38 @@ class Engine:
         self.max_batch = positive_int("max_batch", max_batch)
         self.max_len = positive_int("max_len", max_len)
 
-    def init_decode_state(self) -> DecodeState:
+    def _cache_shape(self, batch: int) -> tuple:
         c = self.params.config
-        shape = (c.n_layers, self.max_batch, self.max_len, c.n_kv_heads, c.head_dim)
-        dtype = self.params.embed.dtype
+        return (c.n_layers, batch, self.max_len, c.n_kv_heads, c.head_dim)
+
+    def _check_cache(self, what: str, cache, batch: int):
+        """A KVCache of this engine's layers, KV heads, head_dim, max_len and dtype for `batch` sequences: one made
+        by another model or engine would be broadcast into the decode state, or decoded with the wrong weights."""
+        if not isinstance(cache, KVCache):
+            raise ValueError(f"{what} must hold a tiny.model.KVCache, got {type(cache).__name__}")
+        want, dtype = self._cache_shape(batch), self.params.embed.dtype
+        if tuple(cache.k.shape) != want or cache.k.dtype != dtype or tuple(cache.positions.shape) != (batch,):
+            raise ValueError(f"{what}'s cache is {cache.k.dtype}{list(cache.k.shape)} but this engine's is "
+                             f"{dtype}{list(want)} ([layers, batch, max_len, KV heads, head_dim]); make it with this "
+                             "engine (its prefill or init_decode_state), from the same params and max_len")
+
+    def _check_state(self, state):
+        if not isinstance(state, DecodeState):
+            raise ValueError(f"state must be a DecodeState (from init_decode_state), got {type(state).__name__}")
+        self._check_cache("state", state.cache, self.max_batch)
+        if len(state.active) != self.max_batch or tuple(state.tokens.shape) != (self.max_batch,):
+            raise ValueError(f"state has {len(state.active)} slots but this engine has max_batch={self.max_batch}; "
+                             "use a state from this engine's init_decode_state")
+
+    def _slot(self, slot) -> int:
+        """A slot index: an integer in [0, max_batch) (True, 1.5, None and "0" are refused before JAX sees them)."""
+        slot = non_negative_int("slot", slot)
+        if slot >= self.max_batch:
+            raise ValueError(f"slot={slot} is outside the {self.max_batch} decode slots (0 to {self.max_batch - 1})")
+        return slot
+
+    def init_decode_state(self) -> DecodeState:
+        shape, dtype = self._cache_shape(self.max_batch), self.params.embed.dtype
         cache = KVCache(jnp.zeros(shape, dtype), jnp.zeros(shape, dtype), jnp.zeros((self.max_batch,), jnp.int32))
         return DecodeState(cache, jnp.zeros((self.max_batch,), jnp.int32), (False,) * self.max_batch)
 
@@ -85,6 +113,8 @@ class Engine:
         if prompt.ndim != 1:
             raise ValueError(f"prefill takes one prompt, a 1-D array of token ids; got shape {prompt.shape}")
         n = len(prompt)
+        if n == 0:
+            raise ValueError("prefill got an empty prompt; pass at least one token id")
         padded = bucket(n)
         if padded > self.max_len:
             raise ValueError(f"a {n}-token prompt pads to {padded} tokens, more than max_len={self.max_len}; "
@@ -95,8 +125,16 @@ class Engine:
 
     def insert(self, prefix: Prefix, state: DecodeState, slot: int) -> DecodeState:
         """Copy a prefix's cache into a free slot; that slot then feeds the prefix's first token."""
-        if not 0 <= slot < self.max_batch:
-            raise ValueError(f"slot={slot} is outside the {self.max_batch} decode slots")
+        if not isinstance(prefix, Prefix):
+            raise ValueError(f"prefix must be a Prefix (from this engine's prefill), got {type(prefix).__name__}")
+        self._check_state(state)
+        self._check_cache("prefix", prefix.cache, 1)
+        length, vocab = positive_int("prefix.length", prefix.length), self.params.config.vocab_size
+        if length > self.max_len:
+            raise ValueError(f"prefix.length={length} exceeds max_len={self.max_len}")
+        if not 0 <= non_negative_int("prefix.first_token", prefix.first_token) < vocab:
+            raise ValueError(f"prefix.first_token={prefix.first_token} is not a token id in [0, {vocab})")
+        slot = self._slot(slot)
         if state.active[slot]:
             raise ValueError(f"slot {slot} is busy; insert into a free slot")
         cache, tokens = _insert(state.cache, state.tokens, prefix.cache, prefix.first_token, slot)
@@ -105,6 +143,7 @@ class Engine:
 
     def generate(self, state: DecodeState):
         """One decode step for every slot: returns (the new state, the token each slot produced [max_batch])."""
+        self._check_state(state)
         busy = np.asarray(state.active)
         if np.any(np.asarray(state.cache.positions)[busy] >= self.max_len):
             raise ValueError(f"a busy slot has filled its {self.max_len} cache positions; raise max_len")
@@ -115,7 +154,11 @@ class Engine:
         return DecodeState(cache, nxt, state.active), np.asarray(nxt)
 
     def release(self, state: DecodeState, slot: int) -> DecodeState:
-        """Mark a slot free (its cache is overwritten by the next insert)."""
+        """Mark a busy slot free (its cache is overwritten by the next insert)."""
+        self._check_state(state)
+        slot = self._slot(slot)
+        if not state.active[slot]:
+            raise ValueError(f"slot {slot} is not in use; release only a slot a prefix was inserted into")
         return DecodeState(state.cache, state.tokens, tuple(a and i != slot for i, a in enumerate(state.active)))
 
 
@@ -144,13 +187,24 @@ def serve(engine: Engine, prompts, max_new_tokens) -> ServeResult:
 
     Used in chapter 14, *Serving details*.
     """
+    if not isinstance(engine, Engine):
+        raise ValueError(f"engine must be an Engine, got {type(engine).__name__}")
+    if isinstance(prompts, (str, bytes)) or not np.iterable(prompts):
+        raise ValueError(f"prompts must be a list of 1-D token arrays, got {type(prompts).__name__}")
     prompts = [np.asarray(p) for p in prompts]
     if not prompts:
         raise ValueError("serve needs at least one prompt")
-    counts = [max_new_tokens] * len(prompts) if isinstance(max_new_tokens, int) else list(max_new_tokens)
+    if isinstance(max_new_tokens, (str, bytes)) or not np.iterable(max_new_tokens):  # one count for every request
+        counts = [max_new_tokens] * len(prompts)
+    else:
+        counts = list(max_new_tokens)
     if len(counts) != len(prompts):
         raise ValueError(f"{len(counts)} max_new_tokens for {len(prompts)} prompts; give one count per prompt")
     counts = [positive_int("max_new_tokens", c) for c in counts]
+    for request, (prompt, count) in enumerate(zip(prompts, counts)):  # the last token generated is never cached
+        if prompt.ndim == 1 and len(prompt) + count - 1 > engine.max_len:
+            raise ValueError(f"request {request} needs {len(prompt)} prompt + {count - 1} generated cache "
+                             f"positions, more than max_len={engine.max_len}; raise max_len or lower max_new_tokens")
     waiting, state = deque(range(len(prompts))), engine.init_decode_state()
     owner, out, events, step = {}, [[] for _ in prompts], [], 0
     while waiting or owner:

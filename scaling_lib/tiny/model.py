@@ -33,6 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.tree_util import register_dataclass
 
+from .._validate import non_negative_int, positive, positive_int
 from ..models import Transformer
 from .quantize import QuantizedWeight
 
@@ -79,21 +80,46 @@ class Params:
     config: Transformer = field(metadata=dict(static=True))  # hashable metadata, not a leaf
 
     def layer(self, i):
-        """Layer i's weights as a dict (a slice of the stacked arrays)."""
+        """Layer i's weights as a dict (a slice of the stacked arrays). i in [0, n_layers): JAX would clamp a larger
+        index to the last layer, and a negative one counts from the end."""
+        i = non_negative_int("i", i)
+        if i >= self.config.n_layers:
+            raise ValueError(f"layer i={i} does not exist; the model has n_layers={self.config.n_layers}")
         return {name: getattr(self, name)[i] for name in
                 ("attn_norm", "wq", "wk", "wv", "wo", "mlp_norm", "w_gate", "w_up", "w_down")}
 
 
-class KVCache(NamedTuple):
+class _KVArrays(NamedTuple):
+    k: jax.Array
+    v: jax.Array
+    positions: jax.Array
+
+
+class KVCache(_KVArrays):
     """k, v: [L, B, S, K, H], preallocated to S = cache_len; positions: [B] int32, the number of tokens cached for
     each sequence, which is also the position the next token of that sequence is written to.
 
     Its size is B x S x 2 L K H x bytes, `memory.kv_cache_bytes(config, S, B)`. With a sliding window w this cache
     still keeps all S slots and masks the old ones; a ring buffer of w slots (what `kv_cache_bytes` assumes) would
-    store only min(S, w)."""
-    k: jax.Array
-    v: jax.Array
-    positions: jax.Array
+    store only min(S, w).
+
+    k and v of different dtypes or shapes are refused here, when the cache is made (a step would otherwise promote
+    one of them silently). Leaves without a dtype (JAX's sharding specs, tree placeholders) pass unchecked."""
+
+    __slots__ = ()
+
+    def __new__(cls, k, v, positions):
+        k_dtype, v_dtype = getattr(k, "dtype", None), getattr(v, "dtype", None)
+        if k_dtype is not None and v_dtype is not None:
+            if k_dtype != v_dtype:
+                raise ValueError(f"KVCache k is {k_dtype} but v is {v_dtype}; store keys and values in one dtype")
+            if getattr(k, "shape", None) != getattr(v, "shape", None):
+                raise ValueError(f"KVCache k has shape {list(k.shape)} but v has {list(v.shape)}; both are "
+                                 "[L, B, S, K, H]")
+        positions_dtype = getattr(positions, "dtype", None)
+        if positions_dtype is not None and not jnp.issubdtype(positions_dtype, jnp.integer):
+            raise ValueError(f"KVCache positions must be integers (tokens cached per sequence), got {positions_dtype}")
+        return super().__new__(cls, k, v, positions)
 
 
 def init_params(config: Transformer, seed: int = 0, dtype=jnp.float32) -> Params:
@@ -105,6 +131,13 @@ def init_params(config: Transformer, seed: int = 0, dtype=jnp.float32) -> Params
     """
     if not isinstance(config, Transformer):
         raise ValueError(f"config must be a scaling_lib.models.Transformer, got {type(config).__name__}")
+    seed = non_negative_int("seed", seed)
+    try:
+        floating = jnp.issubdtype(jnp.dtype(dtype), jnp.floating)
+    except TypeError:
+        floating = False
+    if not floating:
+        raise ValueError(f"dtype must be a floating-point dtype such as jnp.float32 or jnp.bfloat16, got {dtype!r}")
     if config.n_experts != 1:
         raise ValueError(f"n_experts={config.n_experts}: this model is dense; use n_experts=1")
     unsupported = [name for name, value in (("kv_lora_rank", config.kv_lora_rank), ("v_head_dim", config.v_head_dim),
@@ -255,8 +288,8 @@ def prefill(params: Params, tokens, lengths=None, cache_len=None):
     tokens = check_tokens(params, tokens)
     B, T = tokens.shape
     lengths = check_lengths(lengths, B, T)
-    cache_len = T if cache_len is None else cache_len
-    if isinstance(cache_len, bool) or not isinstance(cache_len, (int, np.integer)) or cache_len < T:
+    cache_len = T if cache_len is None else positive_int("cache_len", cache_len)
+    if cache_len < T:
         raise ValueError(f"cache_len={cache_len!r} is shorter than the prompt (T={T}); pass cache_len >= T "
                          "(prompt length plus the number of tokens to decode)")
     logits, ks, vs = _full_pass(params, tokens)  # padding needs no mask: see `attention`
@@ -311,11 +344,13 @@ def generate(params: Params, prompt, n_tokens: int, lengths=None, temperature: f
     Used in chapter 2, *Sampling and the KV cache*; chapter 7, *Sharding prefill and generation*; chapter 10,
     *Speculative decoding, mixture of experts and quantization*; and chapter 14, *Serving details*.
     """
-    if isinstance(n_tokens, bool) or not isinstance(n_tokens, (int, np.integer)) or n_tokens < 1:
-        raise ValueError(f"n_tokens must be a positive integer, got {n_tokens!r}")
-    if not temperature >= 0:
-        raise ValueError(f"temperature must be >= 0 (0 is greedy), got {temperature!r}")
-    prompt = jnp.asarray(prompt)
+    n_tokens = positive_int("n_tokens", n_tokens)
+    try:
+        positive("temperature", temperature, allow_zero=True)
+    except ValueError as err:
+        raise ValueError(f"{err} (temperature 0 is greedy)") from None
+    seed = non_negative_int("seed", seed)
+    prompt = check_tokens(params, prompt)
     logits, cache = prefill(params, prompt, lengths, cache_len=prompt.shape[1] + n_tokens)
     last = logits[jnp.arange(prompt.shape[0]), cache.positions - 1]
     key, temperature = jax.random.key(seed), jnp.float32(temperature)
@@ -337,9 +372,8 @@ def greedy_with_logits(params: Params, prompt, n_tokens: int, lengths=None):
 
     Used in chapter 6, *Shrinking the KV cache*.
     """
-    if isinstance(n_tokens, bool) or not isinstance(n_tokens, (int, np.integer)) or n_tokens < 1:
-        raise ValueError(f"n_tokens must be a positive integer, got {n_tokens!r}")
-    prompt = jnp.asarray(prompt)
+    n_tokens = positive_int("n_tokens", n_tokens)
+    prompt = check_tokens(params, prompt)
     logits, cache = prefill(params, prompt, lengths, cache_len=prompt.shape[1] + n_tokens)
     last = np.asarray(logits)[np.arange(prompt.shape[0]), np.asarray(cache.positions) - 1]
     tokens, chosen_by = [], []
@@ -354,9 +388,24 @@ def greedy_with_logits(params: Params, prompt, n_tokens: int, lengths=None):
 
 
 # ---------------------------------------------------------------------------------------------- host-side checks
+def check_params(params) -> None:
+    """ValueError unless `params` is a `Params` (from `init_params`, or `quantize.quantize_params`)."""
+    if not isinstance(params, Params):
+        raise ValueError(f"params must be tiny.model.Params (from init_params), got {type(params).__name__}")
+
+
+def _array(values):
+    """A JAX array (or tracer) as it is; anything else as a NumPy array, so no integer is cast to int32 unchecked."""
+    return values if isinstance(values, (jax.Array, jax.core.Tracer)) else np.asarray(values)
+
+
 def check_tokens(params, tokens):
-    """tokens as an int32 [B, T] array whose ids lie in [0, vocab_size); ValueError naming the problem otherwise."""
-    tokens = jnp.asarray(tokens)
+    """tokens as an int32 [B, T] array whose ids lie in [0, vocab_size); ValueError naming the problem otherwise.
+
+    The range is checked on the host in the tokens' own integer type, before the int32 cast, so an id such as 2**40
+    is refused rather than wrapped to 0."""
+    check_params(params)
+    tokens = _array(tokens)
     if tokens.ndim != 2 or not jnp.issubdtype(tokens.dtype, jnp.integer):
         raise ValueError(f"tokens must be an integer array of shape [B, T], got {tokens.dtype}{list(tokens.shape)}")
     if tokens.size == 0:
@@ -366,7 +415,7 @@ def check_tokens(params, tokens):
         lo, hi, V = int(host.min()), int(host.max()), params.config.vocab_size
         if lo < 0 or hi >= V:
             raise ValueError(f"token ids must lie in [0, {V}) (vocab_size={V}), got min {lo}, max {hi}")
-    return tokens.astype(jnp.int32)
+    return jnp.asarray(tokens, jnp.int32)
 
 
 def check_cache(params, cache, batch: int):
@@ -377,6 +426,9 @@ def check_cache(params, cache, batch: int):
     every sequence has a free slot (a write past the last slot is silently dropped by XLA)."""
     if not isinstance(cache, KVCache):
         raise ValueError(f"cache must be a model.KVCache (from prefill), got {type(cache).__name__}")
+    if cache.v.dtype != cache.k.dtype or not jnp.issubdtype(cache.positions.dtype, jnp.integer):
+        raise ValueError(f"cache k, v must share one dtype and positions be integers, got {cache.k.dtype}, "
+                         f"{cache.v.dtype}, {cache.positions.dtype}")
     c = params.config
     L, B, S, K, H = cache.k.shape if cache.k.ndim == 5 else (None,) * 5
     if cache.k.ndim != 5 or cache.v.shape != cache.k.shape:
@@ -409,7 +461,7 @@ def check_cache(params, cache, batch: int):
 def check_step(params, token, cache):
     """The host-side checks of one decode step: `token` [B] ids in the vocabulary and a cache that fits
     (`check_cache`). Returns the tokens as int32. Every decode step, sharded ones included, calls this."""
-    token = jnp.asarray(token)
+    token = _array(token)
     if token.ndim != 1:
         raise ValueError(f"token must be one id per sequence, shape [B], got shape {list(token.shape)}")
     token = check_tokens(params, token[:, None])[:, 0]

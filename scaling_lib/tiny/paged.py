@@ -33,8 +33,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax.tree_util import register_dataclass
 
-from .._validate import positive_int
-from .model import TRACE_COUNTS, Params, attention, check_tokens, finish, qkv, unembed
+from .._validate import non_negative_int, positive_int
+from ..models import Transformer
+from .model import TRACE_COUNTS, Params, attention, check_lengths, check_tokens, finish, qkv, unembed
 from .quantize import QUANTIZED, STORAGE_DTYPES, check_format, dequantize, quantize
 
 NULL_BLOCK = 0  # block 0 is reserved: unallocated table entries point at it, padding writes land in it
@@ -64,6 +65,11 @@ class PagedKVCache:
 
     def __init__(self, config, batch: int, n_blocks: int, block_size: int, max_blocks_per_seq: int,
                  kv_dtype: str = "fp32"):
+        if not isinstance(config, Transformer):
+            raise ValueError(f"config must be a scaling_lib.models.Transformer (params.config), got "
+                             f"{type(config).__name__}")
+        if not isinstance(kv_dtype, str):
+            raise ValueError(f"kv_dtype must be a format name such as 'fp32' or 'int8', got {kv_dtype!r}")
         check_format(kv_dtype)
         batch, block_size = positive_int("batch", batch), positive_int("block_size", block_size)
         max_blocks_per_seq = positive_int("max_blocks_per_seq", max_blocks_per_seq)
@@ -95,9 +101,17 @@ class PagedKVCache:
     def n_free_blocks(self) -> int:
         return len(self._free)
 
+    def _sequence(self, name: str, b) -> int:
+        """A sequence index in [0, batch): negative ones (which NumPy would count from the end) and others refused."""
+        b = non_negative_int(name, b)
+        if b >= self.batch:
+            raise ValueError(f"{name}={b} is not a sequence of this cache; it holds {self.batch} "
+                             f"(0 to {self.batch - 1})")
+        return b
+
     def blocks_held(self, b: int) -> int:
         """Blocks sequence b points at (shared ones included)."""
-        return int(np.count_nonzero(self.block_table[b] != NULL_BLOCK))
+        return int(np.count_nonzero(self.block_table[self._sequence("b", b)] != NULL_BLOCK))
 
     @property
     def nbytes(self) -> int:
@@ -143,6 +157,7 @@ class PagedKVCache:
 
     def release(self, b: int):
         """Sequence b is finished: return its blocks (shared ones when their last user lets go)."""
+        b = self._sequence("b", b)
         for block in self.block_table[b]:
             if block != NULL_BLOCK:
                 self._drop(int(block))
@@ -154,6 +169,10 @@ class PagedKVCache:
 
         Full blocks are shared (reference-counted; neither sequence writes them again); a partly filled last block
         is copied, because src and dst would each write their next tokens into it (copy-on-write)."""
+        src, dst = self._sequence("src", src), self._sequence("dst", dst)
+        n_tokens = positive_int("n_tokens", n_tokens)
+        if src == dst:
+            raise ValueError(f"src and dst are both sequence {src}; share a prefix into another sequence")
         if not 0 < n_tokens <= self.lengths[src]:
             raise ValueError(f"n_tokens={n_tokens} must lie in [1, {self.lengths[src]}] (sequence {src}'s length)")
         if self.lengths[dst] or self.blocks_held(dst):
@@ -224,6 +243,12 @@ def _extend(params, tokens, pool, table, start, n_new):
 _extend_jit = jax.jit(_extend, donate_argnums=2)
 
 
+def _check_paged(cache) -> PagedKVCache:
+    if not isinstance(cache, PagedKVCache):
+        raise ValueError(f"cache must be a PagedKVCache, got {type(cache).__name__}")
+    return cache
+
+
 def paged_extend(params: Params, tokens, cache: PagedKVCache, n_new=None):
     """Append up to T tokens to every sequence of the cache at once (prefill, chunked prefill, or decode when T=1).
 
@@ -234,6 +259,7 @@ def paged_extend(params: Params, tokens, cache: PagedKVCache, n_new=None):
     Used in chapter 6, *Shrinking the KV cache*.
     """
     tokens = check_tokens(params, tokens)
+    _check_paged(cache)
     B, T = tokens.shape
     if B != cache.batch:
         raise ValueError(f"tokens has {B} rows but the cache holds {cache.batch} sequences; pass one row each")
@@ -260,7 +286,7 @@ def paged_prefill(params: Params, tokens, cache: PagedKVCache, lengths=None):
 
     Used in chapter 6, *Shrinking the KV cache*.
     """
-    if cache.lengths.any():
+    if _check_paged(cache).lengths.any():
         raise ValueError("paged_prefill needs an empty cache; use paged_extend to add tokens to cached sequences")
     return paged_extend(params, tokens, cache, lengths)
 
@@ -270,7 +296,10 @@ def paged_decode_step(params: Params, token, cache: PagedKVCache):
 
     Used in chapter 6, *Shrinking the KV cache*.
     """
-    logits, cache = paged_extend(params, jnp.asarray(token)[:, None], cache)
+    token = token if isinstance(token, jax.Array) else np.asarray(token)  # no int32 cast before the vocabulary check
+    if token.ndim != 1:
+        raise ValueError(f"token must be one id per sequence, shape [B], got shape {list(token.shape)}")
+    logits, cache = paged_extend(params, token[:, None], cache)
     return logits[:, 0], cache
 
 
@@ -280,11 +309,14 @@ def paged_generate(params: Params, prompt, n_tokens: int, cache: PagedKVCache, l
 
     Used in chapter 6, *Shrinking the KV cache*.
     """
+    n_tokens = positive_int("n_tokens", n_tokens)
+    prompt = check_tokens(params, prompt)
+    lengths = None if lengths is None else check_lengths(lengths, *prompt.shape)  # each >= 1: a first token to pick
     logits, cache = paged_prefill(params, prompt, cache, lengths)
     n = np.asarray(cache.lengths)  # = lengths
     last = logits[jnp.arange(len(n)), jnp.asarray(n) - 1]
     tokens, chosen_by = [], []
-    for step in range(positive_int("n_tokens", n_tokens)):
+    for step in range(n_tokens):
         token = jnp.argmax(last, axis=-1).astype(jnp.int32)
         tokens.append(token)
         chosen_by.append(last)

@@ -4,6 +4,7 @@ lists, and with garbage. Verdicts name the slip and the direction, never the ans
 import math
 import re
 
+import numpy as np
 import pytest
 
 from scaling_lib import check as top_level_check, solution as top_level_solution
@@ -352,3 +353,45 @@ def test_ch4_rounding_up_and_the_p_mm_weights_land_on_the_same_count_so_the_slip
     assert math.floor(_free_over_sequence(weight_params=matmul_params("llama3-70b"))) == up
     slip = next(s for s in get_exercise("ch4.max-batch-llama3-70b-v5e16").answer.slips if s.value() == up)
     assert "rounding up" in slip.name and "P_mm" in slip.name
+
+
+class _Exploding:
+    """A reader's object whose conversion to a number raises something other than TypeError or ValueError."""
+
+    def __float__(self):
+        raise RuntimeError("no")
+
+    def __repr__(self):
+        raise RuntimeError("no repr either")
+
+
+ODD_ANSWERS = [10**400, -10**400, 2**1024, 1e300, -1e300, 1e308, 5e-324, float("nan"), float("inf"), -float("inf"),
+               "", None, [], [1], {}, {"x": 1}, b"12", b"\xff", True, False, "1e300 GB", "1e300 TB/s", "1e300 TFLOP",
+               "-1e300 ms", "1e306 s", "1e400", "9" * 5000, "x" * 100_000, "12 parsecs", "3 GB", "40 %", "7k tokens",
+               np.array([1e300]), np.array([]), np.float64("nan"), np.int64(2**62), 3 + 4j, object(), _Exploding(),
+               {1, 2}, (1,) * 100]
+
+
+@pytest.mark.parametrize("eid", sorted(REGISTRY))
+def test_odd_answers_get_a_verdict_never_an_exception_and_never_the_answer(eid):
+    """`grade` promises never to raise for a reader's input: 10**400 and 1e300 GB used to raise OverflowError."""
+    expected = [_in_unit(part, part.expected()) for part in REGISTRY[eid].parts if isinstance(part, Number)]
+    parts = REGISTRY[eid].parts
+    for answer in ODD_ANSWERS:
+        for whole in [answer] if len(parts) == 1 else [{part.name: answer for part in parts}, (answer,) * len(parts)]:
+            verdict = grade(eid, whole)
+            assert isinstance(verdict.message, str) and verdict.message.startswith(f"[{eid}]")
+            leaked = [form for value in expected for form in _forms(value)
+                      if re.search(rf"(?<![\d.,]){re.escape(form)}(?!\d)", verdict.message)]
+            assert not leaked, (answer, verdict.message, leaked)
+
+
+@pytest.mark.parametrize("exercise_id", [[], {}, {"ch1": 1}, None, 3, 2.5, b"ch1", ("ch1",), object(), "x" * 10_000])
+def test_ids_that_are_not_strings_or_not_registered_get_a_message(exercise_id, capsys):
+    verdict = check(exercise_id, 10**400)
+    assert not verdict.correct and ("an exercise id is a string" in verdict.message or "unknown exercise" in
+                                    verdict.message)
+    assert len(verdict.message) < 400  # a long id is shown cut short
+    assert "no answer" not in solution(exercise_id).message.lower() and capsys.readouterr().out
+    with pytest.raises(ValueError, match="exercise"):
+        get_exercise(exercise_id)

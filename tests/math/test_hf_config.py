@@ -234,3 +234,9 @@ def test_from_hf_config_file_problems_name_the_file(content, says, tmp_path):
     assert says in str(err.value)
     with pytest.raises(ValueError, match="is a directory"):
         from_hf_config(tmp_path)
+    with pytest.raises(ValueError, match="cannot open the config file aaaa.*: File name too long"):
+        from_hf_config("a" * 5000)
+    with open(tmp_path / "weights.json", "wb") as big:
+        big.truncate(10**7 + 1)  # sparse: no disk used
+    with pytest.raises(ValueError, match="weights.json holds 10,000,001 bytes; a config.json is a few kB"):
+        from_hf_config(tmp_path / "weights.json")

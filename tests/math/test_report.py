@@ -135,8 +135,9 @@ def test_cli_bad_option_values_are_one_line_naming_the_option_and_exit_2(option,
 
 @pytest.mark.parametrize("argv, names", [
     (["--weights", "fp7"], "unknown dtype 'fp7'"), (["--kv", "int3"], "unknown dtype 'int3'"),
-    (["--compute", "int4"], "compute_dtype"), (["--prompt", "99999999"], "does not fit"),
+    (["--compute", "int4"], "compute_dtype"), (["--context", "99999999"], "does not fit"),
     (["--batch", "100000000"], "does not fit"), (["--bogus"], "unrecognized arguments: --bogus"),
+    (["--context", "100", "--prompt", "1000"], "argument --prompt: 1000 tokens do not fit in --context 100"),
 ])
 def test_cli_other_bad_options_are_one_line_and_exit_2(argv, names, capsys):
     assert main(["estimate", "--model", "llama3-8b", "--chip", "h100", "--chips", "1", *argv]) == 2

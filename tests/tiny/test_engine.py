@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from scaling_lib.tiny import model as tiny
-from scaling_lib.tiny.engine import Engine, bucket, serve
+from scaling_lib.tiny.engine import Engine, Prefix, bucket, serve
 
 PARAMS = tiny.init_params(tiny.tiny_config(), seed=0)
 RNG = np.random.default_rng(0)
@@ -67,3 +67,83 @@ def test_buckets_are_powers_of_two_and_bad_use_is_named():
         engine.insert(engine.prefill(PROMPTS[2]), state, 3)
     with pytest.raises(ValueError, match="one count per prompt"):
         serve(engine, PROMPTS[:2], [1])
+
+
+# --- every entrance of the engine checks what it is handed before JAX sees it (issue 21) --------------------------
+@pytest.fixture(scope="module")
+def engine_and_prefix():
+    engine = Engine(PARAMS, max_batch=2, max_len=16)
+    return engine, engine.prefill(PROMPTS[0])
+
+
+def test_insert_of_a_prefix_from_a_model_with_other_kv_heads_raises_instead_of_broadcasting(engine_and_prefix):
+    engine, _ = engine_and_prefix
+    other = Engine(tiny.init_params(tiny.tiny_config(n_kv_heads=1), seed=0), max_batch=2, max_len=16)
+    with pytest.raises(ValueError, match=r"prefix's cache is float32\[2, 1, 16, 1, 16\] but this engine's is "
+                                         r"float32\[2, 1, 16, 2, 16\]"):
+        engine.insert(other.prefill(PROMPTS[0]), engine.init_decode_state(), 0)
+    longer = Engine(PARAMS, max_batch=2, max_len=32)  # another max_len: the same check
+    with pytest.raises(ValueError, match="prefix's cache"):
+        engine.insert(longer.prefill(PROMPTS[0]), engine.init_decode_state(), 0)
+    with pytest.raises(ValueError, match="state's cache"):  # a state of another engine
+        engine.insert(engine_and_prefix[1], longer.init_decode_state(), 0)
+
+
+@pytest.mark.parametrize("slot, says", [(1.5, "fractional"), (True, "got True"), (None, "got None"),
+                                        ("0", "the string '0'"), (-1, "non-negative"), (2, "outside the 2 decode slots")])
+def test_insert_and_release_refuse_a_slot_that_is_not_an_index_of_the_engine(engine_and_prefix, slot, says):
+    engine, prefix = engine_and_prefix
+    state = engine.init_decode_state()
+    with pytest.raises(ValueError, match="slot") as err:
+        engine.insert(prefix, state, slot)
+    assert says in str(err.value)
+    with pytest.raises(ValueError, match=says):
+        engine.release(state, slot)
+
+
+def test_release_of_a_slot_that_does_not_exist_or_is_free_raises(engine_and_prefix):
+    engine, prefix = engine_and_prefix
+    state = engine.insert(prefix, engine.init_decode_state(), 1)
+    with pytest.raises(ValueError, match="slot=99 is outside the 2 decode slots"):
+        engine.release(state, 99)
+    with pytest.raises(ValueError, match="slot 0 is not in use"):
+        engine.release(state, 0)
+    assert engine.release(state, 1).active == (False, False)
+
+
+def test_engine_refuses_token_ids_outside_the_vocabulary_before_the_int32_cast(engine_and_prefix):
+    engine, prefix = engine_and_prefix
+    for prompt in (np.array([1, 2**40]), [1, 2**32], np.array([3, -1])):  # 2**32 and 2**40 wrap to 0 in int32
+        with pytest.raises(ValueError, match=r"token ids must lie in \[0, 256\)"):
+            engine.prefill(prompt)
+    with pytest.raises(ValueError, match="empty prompt"):
+        engine.prefill([])
+    with pytest.raises(ValueError, match="first_token=256"):
+        engine.insert(Prefix(prefix.cache, prefix.length, 256), engine.init_decode_state(), 0)
+
+
+def test_engine_entrances_refuse_the_wrong_objects(engine_and_prefix):
+    engine, prefix = engine_and_prefix
+    with pytest.raises(ValueError, match="prefix must be a Prefix"):
+        engine.insert(prefix.cache, engine.init_decode_state(), 0)
+    for call in (lambda: engine.generate(None), lambda: engine.release((), 0), lambda: engine.insert(prefix, {}, 0)):
+        with pytest.raises(ValueError, match="state must be a DecodeState"):
+            call()
+    with pytest.raises(ValueError, match="params must be tiny.model.Params"):
+        Engine(None, 2, 16)
+
+
+def test_serve_checks_its_arguments_and_each_requests_room_up_front():
+    engine = Engine(PARAMS, max_batch=2, max_len=16)
+    prompt = PROMPTS[3]  # 12 tokens: 12 + 5 - 1 = 16 positions fit exactly, one more token does not
+    assert len(serve(engine, [prompt], np.int64(5)).tokens[0]) == 5  # a NumPy count applies to every request
+    with pytest.raises(ValueError, match="request 0 needs 12 prompt \\+ 5 generated cache positions, more than "
+                                         "max_len=16"):
+        serve(engine, [prompt], 6)
+    for call, says in ((lambda: serve(None, PROMPTS, 2), "engine must be an Engine"),
+                       (lambda: serve(engine, None, 2), "prompts must be a list"),
+                       (lambda: serve(engine, PROMPTS[:2], [1]), "1 max_new_tokens for 2 prompts"),
+                       (lambda: serve(engine, PROMPTS[:1], "2"), "max_new_tokens"),
+                       (lambda: bucket(3, 0), "smallest must be a positive integer")):
+        with pytest.raises(ValueError, match=says):
+            call()

@@ -200,3 +200,58 @@ def test_cache_bytes_match_the_memory_formula():
 
     _, cache = model.prefill(params_for("mqa"), PROMPT, cache_len=T + N_NEW)
     assert cache.k.nbytes + cache.v.nbytes == kv_cache_bytes(CONFIGS["mqa"], T + N_NEW, batch=B, dtype="fp32")
+
+
+@pytest.mark.parametrize("token", [np.array([2**40, 1]), np.array([2**32, 1], np.uint64), [1, 2**40],
+                                   np.array([1, 2**63], np.uint64)])
+def test_decode_step_checks_token_ids_before_the_int32_cast(token):
+    """2**32 and 2**40 are 0 once cast to int32: they must be refused, not decoded as token 0."""
+    params = params_for("gqa")
+    _, cache = model.prefill(params, PROMPT, cache_len=T + 1)
+    with pytest.raises(ValueError, match=r"token ids must lie in \[0, 256\)"):
+        model.decode_step(params, token, cache)
+    with pytest.raises(ValueError, match=r"token ids must lie in \[0, 256\)"):
+        model.generate(params, np.asarray(token, np.uint64)[None], 1)
+
+
+def test_a_cache_whose_k_and_v_differ_is_refused_when_it_is_made():
+    _, cache = model.prefill(params_for("gqa"), PROMPT, cache_len=T + 1)
+    with pytest.raises(ValueError, match="KVCache k is float32 but v is bfloat16"):
+        model.KVCache(cache.k, cache.v.astype("bfloat16"), cache.positions)
+    with pytest.raises(ValueError, match=r"KVCache k has shape \[2, 2, 9, 2, 16\] but v has \[2, 2, 8, 2, 16\]"):
+        model.KVCache(cache.k, cache.v[:, :, :T], cache.positions)
+    with pytest.raises(ValueError, match="positions must be integers"):
+        model.KVCache(cache.k, cache.v, cache.positions.astype("float32"))
+
+
+@pytest.mark.parametrize("kwargs, says", [(dict(seed=-1), "seed must be a non-negative integer"),
+                                          (dict(seed=1.5), "seed"), (dict(seed=True), "seed"),
+                                          (dict(dtype="int32"), "floating-point dtype"),
+                                          (dict(dtype="nonsense"), "floating-point dtype")])
+def test_init_params_refuses_bad_seeds_and_dtypes(kwargs, says):
+    with pytest.raises(ValueError, match=says):
+        model.init_params(CONFIGS["gqa"], **kwargs)
+
+
+@pytest.mark.parametrize("kwargs, says", [(dict(seed=-1), "seed"), (dict(seed="0"), "seed"),
+                                          (dict(temperature=float("nan")), "temperature"),
+                                          (dict(temperature=float("inf")), "temperature"),
+                                          (dict(temperature="1"), "temperature"), (dict(n_tokens=True), "n_tokens")])
+def test_generate_refuses_bad_seeds_temperatures_and_counts(kwargs, says):
+    with pytest.raises(ValueError, match=says):
+        model.generate(params_for("gqa"), PROMPT, **{"n_tokens": 2, **kwargs})
+
+
+def test_model_entrances_refuse_what_is_not_params():
+    for call in (lambda: model.forward(None, PROMPT), lambda: model.prefill({}, PROMPT),
+                 lambda: model.generate("params", PROMPT, 2)):
+        with pytest.raises(ValueError, match="params must be tiny.model.Params"):
+            call()
+
+
+def test_a_layer_that_does_not_exist_is_refused_not_clamped_to_the_last():
+    params = params_for("gqa")
+    assert set(params.layer(1)) >= {"wq", "wk", "wv", "wo"}
+    for i, says in ((2, "does not exist; the model has n_layers=2"), (-1, "non-negative"), (True, "got True")):
+        with pytest.raises(ValueError, match=says):
+            params.layer(i)

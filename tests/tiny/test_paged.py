@@ -203,3 +203,48 @@ def test_paged_cache_rejects_bad_input():
         ragged_kv_reads([3, 4], 0)
     with pytest.raises(ValueError, match="weight mode"):
         qz.quantize_params(params_for(), "int4")
+
+
+def test_paged_cache_refuses_sequence_ids_that_numpy_would_count_from_the_end():
+    """release(-1) used to free the last sequence and share_prefix(0, -1, 3) to write into it."""
+    cache = paged.PagedKVCache(params_for().config, B, 16, BLOCK, 4)
+    paged.paged_prefill(params_for(), PROMPT, cache)
+    table, lengths = cache.block_table.copy(), cache.lengths.copy()
+    for call, says in ((lambda: cache.release(-1), "b must be a non-negative integer, got -1"),
+                       (lambda: cache.release(B), f"b={B} is not a sequence of this cache; it holds {B}"),
+                       (lambda: cache.release(True), "got True"), (lambda: cache.release(0.5), "fractional"),
+                       (lambda: cache.share_prefix(0, -1, 3), "dst must be a non-negative integer"),
+                       (lambda: cache.share_prefix(-1, 1, 3), "src must be a non-negative integer"),
+                       (lambda: cache.share_prefix(0, 0, 3), "both sequence 0"),
+                       (lambda: cache.share_prefix(0, 1, 2.5), "n_tokens"),
+                       (lambda: cache.blocks_held(-1), "b must be a non-negative integer")):
+        with pytest.raises(ValueError, match=says):
+            call()
+    np.testing.assert_array_equal(cache.block_table, table)  # nothing was released or written
+    np.testing.assert_array_equal(cache.lengths, lengths)
+
+
+def test_paged_entrances_check_tokens_before_the_int32_cast_and_their_arguments():
+    cache = paged.PagedKVCache(params_for().config, B, 16, BLOCK, 4)
+    with pytest.raises(ValueError, match=r"token ids must lie in \[0, 256\)"):
+        paged.paged_prefill(params_for(), PROMPT.astype(np.int64) + 2**40, cache)
+    with pytest.raises(ValueError, match=r"token ids must lie in \[0, 256\)"):
+        paged.paged_decode_step(params_for(), np.array([2**32, 0]), cache)  # 2**32 is 0 in int32
+    with pytest.raises(ValueError, match=r"token must be one id per sequence"):
+        paged.paged_decode_step(params_for(), np.zeros((B, 1), np.int32), cache)
+    with pytest.raises(ValueError, match="cache must be a PagedKVCache"):
+        paged.paged_extend(params_for(), PROMPT, None)
+    with pytest.raises(ValueError, match="config must be a scaling_lib.models.Transformer"):
+        paged.PagedKVCache(None, B, 16, BLOCK, 4)
+    with pytest.raises(ValueError, match=r"lengths must lie in \[1, T=8\]"):  # a 0 would pick logits[-1]
+        paged.paged_generate(params_for(), PROMPT, 2, cache, lengths=[0, 5])
+    assert not cache.lengths.any()  # every refusal left the cache as it was
+
+
+def test_paged_cache_and_steps_name_a_bad_format_or_cache():
+    with pytest.raises(ValueError, match="kv_dtype must be a format name"):
+        paged.PagedKVCache(params_for().config, B, 16, BLOCK, 4, kv_dtype=["int8"])
+    for call in (lambda: paged.paged_prefill(params_for(), PROMPT, None),
+                 lambda: paged.paged_generate(params_for(), PROMPT, 2, "cache")):
+        with pytest.raises(ValueError, match="cache must be a PagedKVCache"):
+            call()

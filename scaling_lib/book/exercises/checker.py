@@ -104,24 +104,54 @@ def exercises() -> dict:
     return dict(_EXERCISES)
 
 
+def _registered(exercise_id) -> Exercise | None:
+    """The registered exercise with this id, or None (for any id: a list or a dict is no id, not a TypeError)."""
+    return _EXERCISES.get(exercise_id) if isinstance(exercise_id, str) else None
+
+
 def get_exercise(exercise_id: str) -> Exercise:
     """The registered exercise with this id; ValueError naming the closest ids otherwise."""
-    registry = exercises()
-    if exercise_id not in registry:
+    exercise = _registered(exercise_id)
+    if exercise is None:
         raise ValueError(_unknown(exercise_id))
-    return registry[exercise_id]
+    return exercise
 
 
 def _unknown(exercise_id) -> str:
-    close = difflib.get_close_matches(str(exercise_id), list(_EXERCISES), n=3, cutoff=0.5)
+    if not isinstance(exercise_id, str):
+        return (f"an exercise id is a string such as 'ch4.kv-per-token-llama3-70b', got {type(exercise_id).__name__} "
+                f"{_short(exercise_id)}")
+    close = difflib.get_close_matches(exercise_id[:200], list(_EXERCISES), n=3, cutoff=0.5)
     hint = f"did you mean {', '.join(repr(c) for c in close)}?" if close else "the ids are listed in the Exercises index"
-    return f"unknown exercise {exercise_id!r}; {hint} (ids look like 'ch4.kv-per-token-llama3-70b')"
+    return f"unknown exercise {_short(exercise_id)}; {hint} (ids look like 'ch4.kv-per-token-llama3-70b')"
 
 
 # --- Reading an answer ---------------------------------------------------------------------------------------------
 
 class _Unreadable(Exception):
     """An answer that cannot be read; its message says what to write instead."""
+
+
+def _short(value, limit: int = 60) -> str:
+    """repr(value), cut to `limit` characters (a reader's answer may be a 10**400 or a megabyte of text)."""
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001 - a reader's object whose repr fails still gets a message
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _label(exercise_id) -> str:
+    """An id as a verdict's [label]: a string as it is (cut to 60 characters), anything else as its short repr."""
+    return exercise_id if isinstance(exercise_id, str) and len(exercise_id) <= 60 else _short(exercise_id)
+
+
+def _finite(value: float, answer, unit: str) -> float:
+    """`value` (an answer in SI units) if it is finite, else _Unreadable: 1e300 GB is 1e309 B, past any float."""
+    if not math.isfinite(value):
+        raise _Unreadable(f"{_short(answer)} is not a finite number in {unit or 'the unit asked'}; check the "
+                          "arithmetic that produced it")
+    return value
 
 
 _SYNONYMS = {"times": "x", "×": "x", "percent": "%", "pct": "%", "tok": "tokens"}
@@ -206,21 +236,30 @@ def _read_number(answer, unit: str) -> tuple:
     if isinstance(answer, (list, tuple, set, dict)):
         raise _Unreadable(f"this asks for one number, got a {type(answer).__name__} of {len(answer)} values")
     if hasattr(answer, "shape") and hasattr(answer, "size"):  # NumPy / JAX arrays
-        if answer.size != 1:
-            raise _Unreadable(f"this asks for one number, got an array of {answer.size} values")
-        answer = answer.item() if hasattr(answer, "item") else float(answer)
+        try:
+            size = int(answer.size)
+            if size == 1:
+                answer = answer.item() if hasattr(answer, "item") else float(answer)
+        except Exception:  # noqa: BLE001 - an array-like that cannot give its one value
+            raise _Unreadable(f"expected a number or a string such as '4.98 {unit}', got {type(answer).__name__}")\
+                from None
+        if size != 1:
+            raise _Unreadable(f"this asks for one number, got an array of {size} values")
     if isinstance(answer, complex):
         raise _Unreadable(f"{answer!r} is a complex number; every answer here is a real number")
     if not isinstance(answer, str):
         try:
             value = float(answer)
-        except (TypeError, ValueError):
+        except OverflowError:  # an int such as 10**400 has no float
+            raise _Unreadable(f"{_short(answer)} is too large to be an answer here; check the arithmetic that "
+                              "produced it") from None
+        except Exception:  # noqa: BLE001 - whatever a reader's object raises, the verdict says what to write
             raise _Unreadable(f"expected a number or a string such as '4.98 {unit}', got {type(answer).__name__}")\
                 from None
         if not math.isfinite(value):
             raise _Unreadable(f"{value} is not a finite number; check the arithmetic that produced it")
         factor, kind = parse_unit(unit)
-        return value * factor, kind
+        return _finite(value * factor, answer, unit), kind
     text = " ".join(answer.replace("\u2212", "-").replace("\u00a0", " ").replace("\u202f", " ").split())
     match = _LEADING_NUMBER.match(text)
     number, rest = match.group(1), match.group(2)
@@ -239,7 +278,7 @@ def _read_number(answer, unit: str) -> tuple:
     if not math.isfinite(value):
         raise _Unreadable(f"{answer!r} is not a finite number")
     factor, kind = _read_unit(rest, unit)
-    return value * factor, kind
+    return _finite(value * factor, answer, unit), kind
 
 
 def _read_choice(answer, part: Choice) -> str:
@@ -276,6 +315,11 @@ def _close(a: float, b: float, tol: float) -> bool:
     return b != 0 and abs(a / b - 1.0) <= tol
 
 
+def _log_ratio(a: float, b: float) -> float:
+    """ln(a / b) for positive finite a and b, without the overflow (1e300 / 1e-9) or underflow of a / b itself."""
+    return math.log(a) - math.log(b)
+
+
 def _generic_hint(ratio: float, kind: str) -> str:
     """A hint for a slip no exercise lists: binary prefixes only for byte quantities, fraction vs percent only for
     percentages, a power of 1,000 by the unit's kind, else a stray factor of 2."""
@@ -284,6 +328,8 @@ def _generic_hint(ratio: float, kind: str) -> str:
             return text
     if kind == "percent" and (_close(ratio, 0.01, 0.03) or _close(ratio, 100.0, 0.03)):
         return "fraction vs percent: the question asks for a percentage (0.25 is 25%)."
+    if not 0 < ratio < math.inf:  # an answer so far off that its ratio overflows: no unit slip explains it
+        return ""
     power = math.log10(ratio) / 3.0
     if round(power) != 0 and abs(power - round(power)) < 0.01:
         return f"off by a power of 1,000: check the unit prefix ({_PREFIXES.get(kind, 'k, M, G')})."
@@ -340,7 +386,7 @@ def _judge_number(part: Number, answer) -> PartVerdict:
     direction = "high" if value > expected else "low"
     if value <= 0:
         return PartVerdict(name, False, f"Not yet: {shown} is too low: every answer here is positive.", "low")
-    slips = sorted(((abs(math.log(value / slip.value())), slip) for slip in part.slips if slip.value() > 0),
+    slips = sorted(((abs(_log_ratio(value, slip.value())), slip) for slip in part.slips if slip.value() > 0),
                    key=lambda pair: pair[0])
     for distance, slip in slips:
         target = slip.value()
@@ -350,7 +396,7 @@ def _judge_number(part: Number, answer) -> PartVerdict:
             return PartVerdict(name, False, f"Not yet: {shown} is too {direction}. It looks like {slip.name}: "
                                             f"{slip.hint}", direction, slip.name)
     hint = _generic_hint(value / expected, kind)
-    far = " by more than a factor of 10" if abs(math.log10(value / expected)) > 1 else ""
+    far = " by more than a factor of 10" if abs(_log_ratio(value, expected)) > math.log(10) else ""
     message = f"Not yet: {shown} is too {direction}{far}."
     return PartVerdict(name, False, message + (f" Hint: {hint}" if hint else ""), direction)
 
@@ -428,9 +474,9 @@ def _reveal(exercise: Exercise) -> tuple:
 
 def grade(exercise_id: str, answer=None, reveal: bool = False) -> Verdict:
     """Judge `answer` part by part. Prints nothing; never raises for a reader's input."""
-    if exercise_id not in _EXERCISES:
-        return Verdict(str(exercise_id), False, f"[{exercise_id}] {_unknown(exercise_id)}.")
-    exercise = _EXERCISES[exercise_id]
+    exercise = _registered(exercise_id)
+    if exercise is None:
+        return Verdict(_label(exercise_id), False, f"[{_label(exercise_id)}] {_unknown(exercise_id)}.")
     prefix = f"[{exercise_id}]"
     try:
         answers = _split(exercise, answer)
@@ -471,11 +517,11 @@ def check(exercise_id: str, answer=None, reveal: bool = False) -> Verdict:
 def solution(exercise_id: str) -> Solution:
     """Print an exercise's question and answer (every part, its accepted band, other accepted conventions), and the
     slips it watches for. The worked derivation is the folded solution under the exercise in its chapter."""
-    if exercise_id not in _EXERCISES:
-        message = f"[{exercise_id}] {_unknown(exercise_id)}."
+    exercise = _registered(exercise_id)
+    if exercise is None:
+        message = f"[{_label(exercise_id)}] {_unknown(exercise_id)}."
         print(message)
-        return Solution(str(exercise_id), {}, message)
-    exercise = _EXERCISES[exercise_id]
+        return Solution(_label(exercise_id), {}, message)
     answers, lines = _reveal(exercise)
     slips = list(dict.fromkeys(slip.name for part in exercise.parts if isinstance(part, Number)
                                for slip in part.slips))

@@ -1,0 +1,222 @@
+"""Property-based tests (Hypothesis) of the two entrances that read a user's text: `models.from_hf_config` (every
+field it reads) and `python -m scaling_lib estimate` (every option, and any bytes as --config), in the style of
+test_fuzz_inputs.py.
+
+The properties: a field of the wrong JSON type is refused with a ValueError naming it (a string, a boolean or a
+fraction is never read as a size; anything but true/false is never read as a flag); a good value gives a model that
+holds it; nothing else ever escapes (no TypeError, AttributeError, ZeroDivisionError). The command line answers
+with exit status 0, or 2 and exactly one line on stderr; never a traceback. `test_every_field_and_option_has_a_spec`
+reads the fields from models.py's source and the options from the parser, so a new field or option without a spec
+fails.
+
+Examples are derandomized (the same on every run) and few, so the file runs in a few seconds.
+"""
+
+import inspect
+import json
+import re
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from scaling_lib import models
+from scaling_lib.__main__ import _parser, main
+from scaling_lib.models import Transformer, from_hf_config
+from tests import REPO
+
+SETTINGS = settings(max_examples=15, deadline=None, derandomize=True, database=None,
+                    suppress_health_check=list(HealthCheck))
+CONFIGS = REPO / "book" / "data" / "hf_configs"
+
+
+def _shipped(stem):
+    return json.loads((CONFIGS / f"{stem}.json").read_text())
+
+
+GEMMA3 = dict(model_type="gemma3_text", num_hidden_layers=12, hidden_size=64, num_attention_heads=4,
+              num_key_value_heads=2, head_dim=16, vocab_size=256, intermediate_size=128, sliding_window=32,
+              sliding_window_pattern=6)
+# A config of each model type whose reader uses the field (the field is in that config or read with a default).
+BASES = {"llama": _shipped("llama-3.1-8b"), "qwen2": _shipped("qwen2.5-7b"), "mistral": _shipped("mistral-7b-v0.1"),
+         "mixtral": _shipped("mixtral-8x7b"), "qwen3_moe": _shipped("qwen3-235b-a22b"),
+         "deepseek_v3": _shipped("deepseek-v3"), "gemma3_text": GEMMA3}
+
+# field -> (kind, the config it is read from). Kinds: "size" a positive integer, "size0" a non-negative one,
+# "size?" a positive integer or null, "flag" a JSON boolean, "freq" an integer that must be 1, and a few of their own.
+FIELDS = {
+    "num_hidden_layers": ("size", "llama"), "hidden_size": ("size", "llama"), "num_attention_heads": ("size", "llama"),
+    "num_key_value_heads": ("size", "llama"), "head_dim": ("size?", "llama"), "vocab_size": ("size", "llama"),
+    "intermediate_size": ("size", "llama"), "tie_word_embeddings": ("flag", "llama"),
+    "use_sliding_window": ("flag", "qwen2"), "sliding_window": ("size?", "mistral"),
+    "num_local_experts": ("size", "mixtral"), "num_experts_per_tok": ("size", "mixtral"),
+    "num_experts": ("size", "qwen3_moe"), "moe_intermediate_size": ("size", "qwen3_moe"),
+    "decoder_sparse_step": ("freq", "qwen3_moe"), "mlp_only_layers": ("list", "qwen3_moe"),
+    "n_routed_experts": ("size", "deepseek_v3"), "qk_rope_head_dim": ("size0", "deepseek_v3"),
+    "qk_nope_head_dim": ("size", "deepseek_v3"), "v_head_dim": ("size", "deepseek_v3"),
+    "kv_lora_rank": ("size", "deepseek_v3"), "q_lora_rank": ("size?", "deepseek_v3"),
+    "n_shared_experts": ("size0", "deepseek_v3"), "first_k_dense_replace": ("size0", "deepseek_v3"),
+    "moe_layer_freq": ("freq", "deepseek_v3"), "sliding_window_pattern": ("size", "gemma3_text"),
+    "layer_types": ("layers", "gemma3_text"), "model_type": ("type", "llama"), "_name_or_path": ("name", "llama"),
+}
+
+JSON_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70), st.floats(allow_nan=True),
+                         st.text(max_size=12), st.sampled_from(["4096", "8", "0", "-1", "true", "false", "null",
+                                                                "1e3", "2.5", " 16 ", ""]))
+JSON_VALUES = st.recursive(JSON_SCALARS, lambda inner: st.one_of(st.lists(inner, max_size=4),
+                                                                 st.dictionaries(st.text(max_size=6), inner,
+                                                                                 max_size=4)), max_leaves=4)
+
+
+def _is_size(value, minimum=1):
+    """Whether a JSON value is a size the reader must accept: an integer (or a whole float) >= minimum, <= 2**53."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return value == value and abs(value) != float("inf") and value == int(value) and minimum <= value <= 2**53
+
+
+def _must_refuse(kind, value) -> bool:
+    """Values a field of this kind must refuse whatever the rest of the config says."""
+    if kind in ("size", "size0", "freq"):
+        return value is not None and not _is_size(value, 0 if kind == "size0" else 1) or (
+            kind == "freq" and value is not None and value != 1)
+    if kind == "size?":
+        return value is not None and not _is_size(value)
+    if kind == "flag":
+        return not isinstance(value, bool)
+    if kind == "type":
+        return value not in models._HF_TYPES
+    if kind == "list":
+        return value is not None and value != []
+    if kind == "name":
+        return value is not None and not isinstance(value, str)
+    return False
+
+
+@pytest.mark.parametrize("field", sorted(FIELDS))
+def test_any_json_value_in_any_field_is_read_or_refused_naming_the_field(field):
+    kind, base = FIELDS[field]
+
+    @SETTINGS
+    @given(JSON_VALUES)
+    def check(value):
+        config = {**BASES[base], field: value}
+        try:
+            model = from_hf_config(config)
+        except ValueError as err:
+            message = str(err)
+            assert field in message or "model_type" in message or "layer_types" in message, message
+            return
+        assert isinstance(model, Transformer)
+        assert not _must_refuse(kind, value), f"{field}={value!r} was accepted: {model!r}"
+
+    check()
+
+
+@pytest.mark.parametrize("field", sorted(f for f, (kind, _) in FIELDS.items() if kind in ("size", "size?")))
+def test_a_good_size_is_read_as_that_size_or_refused_for_what_it_makes(field):
+    """Good integers either give a model or a ValueError about the combination (heads that do not divide, ...)."""
+    base = FIELDS[field][1]
+
+    @SETTINGS
+    @given(st.one_of(st.integers(1, 4096), st.integers(1, 64).map(float)))
+    def check(value):
+        try:
+            model = from_hf_config({**BASES[base], field: value})
+        except ValueError as err:
+            assert "divide" in str(err) or "multiple" in str(err) or "exceeds" in str(err) or "must be" in str(err), err
+            return
+        shown = {"num_hidden_layers": model.n_layers, "hidden_size": model.d_model, "vocab_size": model.vocab_size,
+                 "num_attention_heads": model.n_heads}
+        if field in shown:
+            assert shown[field] == value
+
+    check()
+
+
+@SETTINGS
+@given(st.binary(max_size=64) | JSON_VALUES.map(lambda v: json.dumps(v).encode()))
+def test_any_bytes_as_a_config_file_give_a_model_or_one_value_error_naming_the_file(tmp_path_factory, content):
+    path = tmp_path_factory.mktemp("cfg") / "fuzzed.json"
+    path.write_bytes(content)
+    try:
+        from_hf_config(path)
+    except ValueError as err:
+        assert "fuzzed.json" in str(err), str(err)
+
+
+# --- the command line ------------------------------------------------------------------------------------------------
+_COUNTS = st.one_of(st.integers(-3, 10**20).map(str), st.sampled_from(["0", "1", "8", "1.5", "1e3", "abc", "", " 8",
+                                                                      "0x10", "NaN", "-0", "٣"]))
+OPTIONS = {  # option -> the texts Hypothesis tries
+    "--model": st.sampled_from(["llama3-8b", "llama3-70b", "gpt-9", "", "meta-llama/Llama-3.1-8B", "deepseek-v3"]),
+    "--config": st.sampled_from([str(CONFIGS / "qwen3-8b.json"), str(CONFIGS), "no/such.json", ""]),
+    "--chip": st.sampled_from(["h100", "tpu-v5e", "v5e", "h999", "", "H100"]),
+    "--chips": _COUNTS, "--batch": _COUNTS, "--context": _COUNTS, "--prompt": _COUNTS,
+    "--weights": st.sampled_from(["bf16", "fp8", "int8", "int4", "fp7", "", "BF16"]),
+    "--kv": st.sampled_from(["bf16", "fp8", "int4", "int3", ""]),
+    "--compute": st.sampled_from(["bf16", "fp8", "int8", "int4", "fp32", "x"]),
+    "--price": st.one_of(st.floats(allow_nan=True).map(str), st.sampled_from(["2", "-1", "0", "abc", "", "1e400"])),
+    "--json": st.just(None),  # a flag: present or not
+}
+BASE_ARGV = ["estimate", "--model", "llama3-8b", "--chip", "h100", "--chips", "1", "--batch", "8"]
+
+
+def _run(argv, capsys):
+    status = main(argv)
+    out, err = capsys.readouterr()
+    assert status in (0, 2), (argv, status)
+    if status == 2:
+        assert err.startswith("error: ") and err.count("\n") == 1 and out == "", (argv, err)
+    else:
+        assert err == "" and out, argv
+    return status, err
+
+
+@pytest.mark.parametrize("option", sorted(OPTIONS))
+def test_any_value_of_any_option_exits_0_or_2_with_one_line(option, capsys):
+    @settings(SETTINGS, max_examples=12)
+    @given(OPTIONS[option])
+    def check(value):
+        argv = list(BASE_ARGV)
+        if option in ("--model", "--config"):  # the two are exclusive: this one replaces --model
+            argv[1:3] = [option, value]
+        elif option == "--json":
+            argv.append(option)
+        else:
+            argv += [option, value]
+        status, err = _run(argv, capsys)
+        if status == 2 and option not in ("--model", "--config"):
+            assert option in err or "unknown" in err or "does not fit" in err or "_dtype" in err or "chip" in err, err
+
+    check()
+
+
+@settings(SETTINGS, max_examples=25)
+@given(st.binary(max_size=48) | JSON_VALUES.map(lambda v: json.dumps(v).encode()))
+def test_any_bytes_as_config_exit_2_with_one_line_naming_the_file(tmp_path_factory, content):
+    path = tmp_path_factory.mktemp("cli") / "fuzzed.json"
+    path.write_bytes(content)
+    status = main(["estimate", "--config", str(path), "--chip", "h100", "--chips", "8"])
+    assert status == 2  # no fuzzed bytes make a whole model
+
+
+def test_any_bytes_as_config_print_one_line_naming_the_file(tmp_path, capsys):
+    for content in (b"[", b"{}", b"\x00\xff", b'{"model_type": "llama", "hidden_size": "1"}', b"[]" * 3):
+        path = tmp_path / "fuzzed.json"
+        path.write_bytes(content)
+        _, err = _run(["estimate", "--config", str(path), "--chip", "h100", "--chips", "8"], capsys)
+        assert "fuzzed.json" in err, err
+
+
+def test_every_field_and_option_has_a_spec():
+    source = "".join(inspect.getsource(reader) for reader in (models._Fields, models._load_config,
+                                                              models._layer_pattern, models.from_hf_config))
+    read = set(re.findall(r'\.(?:count|flag)\("(\w+)"', source)) | set(re.findall(r'config\.get\("(\w+)"', source))
+    experts = re.search(r'experts = \{(.*?)\}', source, re.S).group(1)
+    read |= set(re.findall(r':\s*"(\w+)"', experts))
+    missing = sorted(read - set(FIELDS))
+    assert not missing, f"fields from_hf_config reads without a spec in {__file__}: {missing}"
+    options = {opt for action in _parser()._subparsers._group_actions[0].choices["estimate"]._actions
+               for opt in action.option_strings if opt.startswith("--") and opt != "--help"}
+    assert not sorted(options - set(OPTIONS)), f"CLI options without a spec: {sorted(options - set(OPTIONS))}"
