@@ -223,3 +223,33 @@ def test_jupyterlab_shows_no_solution_or_quiz_answer_until_unfolded(path):
         elif index and _ANSWER.search(_source(cells[index - 1])) and "hide-cell" in cell["metadata"].get("tags", []):
             assert _hidden(cell, outputs=True), f"{path.name} cell {index}: a quiz's answer cell is visible"
     assert solutions >= 4 and not in_solution
+
+
+def _words(text: str) -> list:
+    return re.sub(r"[^a-z0-9 ]", " ", text.lower()).split()
+
+
+def test_no_correct_option_repeats_a_sentence_of_its_chapter():
+    """A right option recognisable by its wording tests memory, not reasoning (issue 24, item 21): no correct option
+    shares a run of six words with its chapter's prose (exercises and solutions aside)."""
+    prose = {}
+    for path in CHAPTERS:
+        texts = [_source(c) for c in _cells(path) if c["cell_type"] == "markdown"
+                 and "{exercise}" not in _source(c) and "{solution" not in _source(c)]
+        prose[_chapter_number(path.stem)] = " ".join(_words(" ".join(texts)))
+    for eid in BOOK_IDS:
+        text = prose[int(re.match(r"^ch(\d+)\.", eid).group(1))]
+        for part in REGISTRY[eid].parts:
+            if isinstance(part, Choice):
+                words = _words(part.options[part.correct])
+                runs = [" ".join(words[i:i + 6]) for i in range(len(words) - 5)]
+                assert not [run for run in runs if run in text], (eid, part.options[part.correct])
+
+
+def test_correct_letters_are_spread_over_the_options():
+    letters = [part.correct for ex in REGISTRY.values() for part in ex.parts if isinstance(part, Choice)]
+    four = [part.correct for ex in REGISTRY.values() for part in ex.parts
+            if isinstance(part, Choice) and len(part.options) == 4]
+    counts = {letter: letters.count(letter) for letter in "abcd"}
+    assert max(counts.values()) - min(counts.values()) <= 2, counts
+    assert all(four.count(letter) >= 3 for letter in "abcd"), four

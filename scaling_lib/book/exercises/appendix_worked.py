@@ -120,12 +120,12 @@ EXERCISES = (
         id="wp.explain-knee",
         question="Check your reasoning: why does a CPU's measured knee sit far below a TPU v5e's, which is near 240 "
                  "tokens?",
-        answer=Choice({"a": "the CPU reads its memory faster than a TPU reads its HBM",
-                       "b": "float32 weights take 4 bytes, and more bytes per weight lower the critical batch",
-                       "c": "the CPU does far fewer FLOPs per byte of memory bandwidth, so fewer tokens of arithmetic "
+        answer=Choice({"a": "the CPU does far fewer FLOPs per byte of memory bandwidth, so fewer tokens of arithmetic "
                             "cover each weight read",
-                       "d": "the CPU's caches hold the weights, so there is no weight read to hide"}, "c", why={
-            "a": "the TPU's HBM is many times faster than a CPU's memory; the knee is a ratio of two rates.",
+                       "b": "float32 weights take 4 bytes, and more bytes per weight lower the critical batch",
+                       "c": "the CPU reads its memory faster than a TPU reads its HBM",
+                       "d": "the CPU's caches hold the weights, so there is no weight read to hide"}, "a", why={
+            "c": "the TPU's HBM is many times faster than a CPU's memory; the knee is a ratio of two rates.",
             "b": "more bytes per weight make each weight read longer, which takes more tokens to cover: b_w / 2 "
                  "raises the knee.",
             "d": "the experiment's weights are larger than the caches, so every step reads them from memory."}),

@@ -71,8 +71,8 @@ EXERCISES = (
         answer=Choice({"a": "int8 matrix units run twice as fast as bf16 ones on TPU v4",
                        "b": "int8 collectives are latency-bound at large batch",
                        "c": "int8 weights leave more HBM for the KV cache, which only matters at small batch",
-                       "d": "a small-batch step is the weight read, which int8 halves; a large-batch step is its "
-                            "FLOPs, which int8 weights with bf16 math do not change"}, "d", why={
+                       "d": "at low latency the step streams the weights, and one byte each streams faster; at the "
+                            "throughput end it is arithmetic, which still runs in bf16"}, "d", why={
             "a": "TPU v4's int8 rate equals its bf16 rate, and here the math stays bf16.",
             "b": "weight-only quantization leaves the activations, and so the collectives, in bf16.",
             "c": "more room for the cache helps the large batches, not the small ones."}),

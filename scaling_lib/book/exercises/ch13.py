@@ -44,8 +44,8 @@ EXERCISES = (
         question="Check your reasoning: why did the tiny model's two attention einsums run unquantized under the "
                  "linear-layer regex?",
         answer=Choice({"a": "Qwix never intercepts einsums that have no weight",
-                       "b": "they run in the layer's own module, whose path the regex does not match, so no rule "
-                            "applies to them",
+                       "b": "no rule covered them: rules select modules by their path, and the einsums are called "
+                            "from a module the linear-layer pattern leaves out",
                        "c": "Qwix skips every op inside a jitted function",
                        "d": "attention runs inside a Pallas kernel"}, "b", why={
             "a": "Qwix intercepts every einsum; a matching rule with act_qtype would quantize both activations.",
