@@ -83,9 +83,10 @@ EXERCISES = (
         answer=Choice({"a": "the cache stores each step's logits",
                        "b": "greedy decoding gives the same tokens whatever the model computes",
                        "c": "a token's keys and values depend only on the tokens up to it",
-                       "d": "XLA compiles both loops into the same program"}, "c", why={
+                       "d": "both loops do the same FLOPs in the same order, so they round identically"}, "c", why={
             "a": "the cache stores keys and values, not logits.",
             "b": "greedy decoding is deterministic, but only for the same logits.",
-            "d": "the two programs have different shapes ([1, D] rows against [T, D] blocks)."}),
+            "d": "the naive loop does far more FLOPs, in [T, D] blocks where the cached one has [1, D] rows; the "
+                 "guarantee comes from what each token's keys and values depend on."}),
     ),
 )

@@ -126,10 +126,10 @@ EXERCISES = (
         id="ch6.explain-paging",
         question="Check your reasoning: what must a paged-attention kernel know at run time to read only the blocks "
                  "a sequence uses?",
-        answer=Choice({"a": "the model's weights", "b": "only the longest sequence's length",
+        answer=Choice({"a": "the number of tokens in the whole batch", "b": "only the longest sequence's length",
                        "c": "nothing: XLA infers it from the mask",
                        "d": "the block table and each sequence's length"}, "d", why={
-            "a": "the weights do not say where a sequence's keys and values live.",
+            "a": "a total does not say which blocks of the pool hold each sequence's keys and values.",
             "b": "that gives a rectangular read, padding included.",
             "c": "a jitted program has static shapes; the mask only zeroes what was read."}),
     ),

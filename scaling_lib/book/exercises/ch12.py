@@ -69,12 +69,13 @@ EXERCISES = (
         question="Check your reasoning: why do int8 weights (with bf16 arithmetic) lower the cost per token at low "
                  "latency but not at the throughput end of the decode frontier?",
         answer=Choice({"a": "int8 matrix units run twice as fast as bf16 ones on TPU v4",
-                       "b": "int8 collectives are latency-bound at large batch",
+                       "b": "a large-batch step is bound by reading the KV cache, which int8 weights do not shrink",
                        "c": "int8 weights leave more HBM for the KV cache, which only matters at small batch",
                        "d": "at low latency the step streams the weights, and one byte each streams faster; at the "
                             "throughput end it is arithmetic, which still runs in bf16"}, "d", why={
             "a": "TPU v4's int8 rate equals its bf16 rate, and here the math stays bf16.",
-            "b": "weight-only quantization leaves the activations, and so the collectives, in bf16.",
+            "b": "at 2,048 tokens the caches are a small part of the bytes; the large-batch step is bound by "
+                 "its FLOPs.",
             "c": "more room for the cache helps the large batches, not the small ones."}),
     ),
 )

@@ -52,10 +52,10 @@ EXERCISES = (
                  "cost a serving fleet?",
         answer=Choice({"a": "more prefill work per turn",
                        "b": "load balance: a replica must take every turn of its conversations, busy or not",
-                       "c": "a second copy of the weights on every replica",
+                       "c": "a lower prefix hit rate, since each replica caches only its own conversations",
                        "d": "a KV transfer over the network for every turn"}, "b", why={
             "a": "affinity saves prefill: a follow-up finds its prefix and prefills only the new message.",
-            "c": "every replica holds the weights anyway; routing does not change that.",
+            "c": "affinity raises the hit rate: a follow-up lands on the replica that holds its prefix.",
             "d": "the prefix stays where it was made; that is the point of affinity."}),
     ),
 )
