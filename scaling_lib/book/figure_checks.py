@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ..calibration import compare
+from ..calibration import all_rows, compare, group_of, split_of
 from ..estimate import BOUND, TYPICAL
 from ..flops import forward_flops, generation_flops_curve
 from ..frontier import measured_mfu, measured_step_s, pareto_frontier, sweep
@@ -645,16 +645,23 @@ def _ch11_fractions(suptitle, axes, ns):
           "Pope et al.: achieved fraction")
 
 
-@figure_check(r"^TensorRT-LLM, whole deployment$")
-def _ch11_measured_vs_predicted(suptitle, axes, ns):
-    for ax, rows in zip(axes, (trtllm_rows(), pope_rows())):
-        for name, efficiency in (("bound", BOUND), ("typical", TYPICAL)):
-            for split in ("calibration", "validation"):
-                found = [c for c in (compare(row, efficiency) for row in rows) if c.split == split]
-                close(ax.points[f"{name} ({split})"], [(c.measured, c.predicted) for c in found],
-                      f"{ax.title}: {name} ({split})")
-        diagonal = ax.line(r"^y = x$")
-        close(diagonal.y, diagonal.x, f"{ax.title}: y = x")
+@figure_check(r"^Typical estimate on the validation rows$")
+def _ch11_validation(suptitle, axes, ns):
+    ax = axes[0]
+    expected = {}
+    for row in all_rows():
+        if split_of(row) == "validation":
+            platform, tp, kind, _ = group_of(row)
+            c = compare(row, TYPICAL)
+            expected.setdefault(f"{platform.upper()} TP{tp}, {kind}", []).append((c.predicted, c.measured))
+    if set(ax.points) != set(expected):
+        raise FigureDataError(f"{ax.title}: series {sorted(ax.points)} instead of {sorted(expected)}")
+    for label, points in expected.items():
+        close(ax.points[label], points, f"{ax.title}: {label}")
+    diagonal = ax.line(r"^y = x$")
+    close(diagonal.y, diagonal.x, f"{ax.title}: y = x")
+    band = ax.line(r"^1\.5x$")
+    close(band.y, 1.5 * band.x, f"{ax.title}: the 1.5x band")
 
 
 @figure_check(r" on one H100, [\d,]+ tokens of context \(bf16\)$")

@@ -475,6 +475,38 @@ SPECS = {
     "units.parse_unit": spec(dict(unit="ms"), unit="unit"),
 }
 
+
+# Issue 23: the estimate's engine settings and the calibration's split, fit and validation (appended).
+GOOD["platform"] = st.sampled_from(scaling_lib.calibration.PLATFORMS)
+BAD["platform"] = BAD["choice"]
+GOOD["efficiency"] = st.sampled_from([None, "bound", "typical", scaling_lib.estimate.Efficiency(mfu=0.5, latency=2.0),
+                                      scaling_lib.estimate.BOUND])
+BAD["efficiency"] = ["fast", 3, ["typical"], NAN]
+_RUN = scaling_lib.measurements.published_runs()[0]
+SPECS.update({
+    "calibration.fit_rows": spec(dict(models=[scaling_lib.calibration.row_model(r) for r in pope_rows()[:2]]),
+                                 rounds="small"),
+    "calibration.gpu_network_efficiency": spec({}),
+    "calibration.group_of": spec(dict(row=_RUN)),
+    "calibration.loss": spec(dict(models=[scaling_lib.calibration.row_model(r) for r in pope_rows()[:2]],
+                                  efficiency=scaling_lib.estimate.Efficiency())),
+    "calibration.metrics": spec(dict(items=comparisons(split="validation")[:3])),
+    "calibration.platform_of": spec(dict(row=POPE)),
+    "calibration.row_model": spec(dict(row=POPE)),
+    "calibration.trtllm_memory_utilization": spec(dict(model=M, chip="h100", weight_dtype="fp8", tensor_parallel=8),
+                                                  model="model", chip="chip", weight_dtype="dtype",
+                                                  tensor_parallel="count"),
+    "calibration.uncertainty": spec(dict(platform="tpu"), platform="platform", worsening="frac"),
+    "calibration.validation_metrics": spec({}, efficiency="efficiency"),
+    "measurements.published_runs": spec({}),
+})
+SPECS["estimate.max_batch"][1].update(efficiency="efficiency")
+SPECS["calibration.loss"][1].update(efficiency="efficiency")
+SPECS["estimate.offline_estimate"][1].update(slots="count?")
+SPECS["estimate.offline_throughput"][1].update(memory_utilization="frac", max_sequences="count",
+                                               kv_placement="placement?")
+SPECS["estimate.report"][1].update(memory_utilization="frac", max_sequences="count", kv_placement="placement?")
+
 # Results that may legitimately be signed or infinite (field or function name -> why).
 SIGNED = {"free_bytes_per_chip": "negative when the weights do not fit", "gap_s": "negative if measured < bound",
           "format_quantity": "a string", "parse_quantity": "a signed value (the reader typed '-3 us')"}
