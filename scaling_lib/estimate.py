@@ -129,7 +129,7 @@ BOUND = Efficiency(overlap=True)
 # `calibration.split_of` states the rule); tests/math/test_calibration.py re-runs the fit and checks these values
 # are its result, and measures them on the validation split the fit never saw.
 TYPICAL = Calibrated(gpu=Efficiency(mfu=0.53, hbm=0.51, network=0.69, latency=8.83, overhead_s=0.00122),
-                     tpu=Efficiency(mfu=0.92, hbm=0.36, network=0.2, latency=0.25, overhead_s=0.00406))
+                     tpu=Efficiency(mfu=0.92, hbm=0.36, network=0.2, latency=0.25, overhead_s=0.00422))
 
 
 def resolve_efficiency(efficiency):

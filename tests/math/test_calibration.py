@@ -222,3 +222,43 @@ def test_the_gpu_network_efficiency_is_measured_by_nccl_not_fitted_to_throughput
     assert fit_rows(models, rounds=1, fixed={"network": 0.5, "latency": 2.0}).network == 0.5
     with pytest.raises(ValueError, match="unknown fixed field 'speed'"):
         fit_rows(models, fixed={"speed": 1.0})
+
+
+def test_typical_prices_a_tpu_with_its_tpu_half_and_a_gpu_with_its_gpu_half():
+    from scaling_lib.estimate import Calibrated, decode_step
+    tpu, gpu = Deployment("llama3-8b", "tpu-v5e", 8), Deployment("llama3-8b", "h100", 8)
+    assert decode_step(tpu, 8, 1024, TYPICAL) == decode_step(tpu, 8, 1024, TYPICAL.tpu)
+    assert decode_step(gpu, 8, 1024, TYPICAL) == decode_step(gpu, 8, 1024, TYPICAL.gpu)
+    assert TYPICAL.gpu != TYPICAL.tpu
+    with pytest.raises(TypeError, match=r"Calibrated\.tpu must be an Efficiency"):
+        Calibrated(gpu=Efficiency(), tpu=0.5)
+
+
+def test_tensorrt_llm_gives_its_cache_nine_tenths_of_the_memory_the_weights_leave():
+    # LLaMA-3-70B in fp8 on 2 H100: 35.3 GB of weights per chip; the cache gets 0.9 of the rest.
+    from scaling_lib.hardware import get_chip
+    from scaling_lib.memory import param_bytes
+    capacity, weights = get_chip("h100").hbm_capacity, param_bytes("llama3-70b", "fp8") / 2
+    assert calibration.trtllm_memory_utilization("llama3-70b", "h100", "fp8", 2) == pytest.approx(
+        (weights + 0.9 * (capacity - weights)) / capacity)
+    assert calibration.trtllm_memory_utilization("llama3-70b", "h100", "bf16", 1) == 1.0  # weights alone overflow
+
+
+def test_a_static_batch_is_one_prefill_then_the_remaining_decode_steps():
+    from scaling_lib.estimate import decode_time, prefill
+    row = next(r for r in published_runs() if r.kind == "static" and r.tensor_parallel == 1)
+    d = calibration.run_deployment(row)
+    eff = TYPICAL.gpu
+    seconds = (prefill(d, row.input_len, row.batch, eff).total_s
+               + decode_time(d, row.batch, row.input_len, row.output_len - 1, eff))
+    assert compare(row, eff).predicted == pytest.approx(row.batch * row.output_len / seconds)
+    ttft = next(r for r in published_runs() if r.kind == "ttft")
+    assert compare(ttft, eff).measured == pytest.approx(1 / ttft.measured)
+    assert compare(ttft, eff).predicted == pytest.approx(
+        1 / prefill(calibration.run_deployment(ttft), ttft.input_len, 1, eff).total_s)
+
+
+def test_jetstream_rows_run_at_their_stated_slots():
+    row = next(r for r in published_runs() if r.kind == "offline_b")
+    c = compare(row, TYPICAL)
+    assert c.system == "JetStream" and c.step.batch == row.batch
