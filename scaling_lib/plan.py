@@ -36,13 +36,17 @@ included, charged to the output tokens).
 **The search, pruned.** Replicas are independent copies, so TTFT, TPOT and the cost per token of a design (chip,
 tensor parallelism t, formats, batch per replica) do not depend on how many replicas run it; more replicas only
 multiply the throughput. Each design is therefore priced once on one replica and served on as many replicas as
-`max_chips` holds (replicas = max_chips // t, n_chips = replicas x t). Every term of a step grows with the batch
-(TPOT and TTFT rise) while the cost per token falls (the weight reads, the collectives' latency and the per-step
-overhead are shared by more sequences), so the cheapest batch of a design meeting the targets is the largest that
-meets them: a bisection over b (up to the largest batch that fits, `estimate.max_batch`), about log2(2,048) = 11
-steps instead of 2,048. A design whose batch of 1 misses a target cannot meet it at all. The frontier is drawn from
-batches 1, 2, 4, ... up to the largest that fits, and each design's best batch. Tensor parallelism takes the
-divisors of the query heads up to `max_chips` (Megatron's rule, `estimate.Deployment`).
+`max_chips` holds (replicas = max_chips // t, n_chips = replicas x t). TTFT and TPOT grow with the batch, so the
+largest batch meeting the targets is found by bisection (about log2(2,048) = 11 steps instead of 2,048), and a
+design whose batch of 1 misses a target cannot meet it. The cost per token falls as the batch grows (each term of
+the step is fixed, shared by more sequences, or grows in proportion to the batch) except where the estimate switches
+a collective to another algorithm (it prices the one NCCL would pick for the message size, whose latency is then
+scaled by the calibrated factor), where it can jump up by some percent: the cheapest batch of a design is the largest
+meeting the targets or the last one before a switch below it, and the switches are found by bisection on the
+collectives' latency. Designs are visited from the least cost they could reach at any batch up, and the search stops
+at the first that cannot beat the best found (branch and bound). The frontier is drawn from batches 1, 2, 4, ... up
+to the largest that fits, the largest, and the best, skipping designs whose every point is beaten on both axes.
+Tensor parallelism takes the divisors of the query heads up to `max_chips` (Megatron's rule, `estimate.Deployment`).
 
 **Formats.** The weights are tried in each of `weight_dtypes` and the KV cache in each of `kv_dtypes`,
 independently (an int4-weight deployment keeps a bf16 or fp8 cache). The matmuls run in the weight format when
@@ -50,7 +54,7 @@ the chip has a native rate for it and it is an 8- or 4-bit float or int8 (fp8 or
 activations, fp4 on Blackwell), else in bf16 (int4 weights are upcast: W4A16). The plan does not model accuracy:
 list only the formats your model's quality allows.
 
-Used in the appendix *Apply the book to your model*.
+From a terminal: `python -m scaling_lib plan` (and `estimate --input-len ... --output-len ...` for one deployment).
 """
 
 import math
@@ -58,7 +62,7 @@ from dataclasses import asdict, dataclass
 
 from ._validate import instances, positive, positive_int
 from .dtypes import bytes_per_element
-from .estimate import Deployment, max_batch, resolve_efficiency, step_estimate
+from .estimate import MEMORY_UTILIZATION, Deployment, max_batch, offline_estimate, resolve_efficiency, step_estimate
 from .hardware import get_chip
 from .models import get_model
 
@@ -105,10 +109,10 @@ class PlannedDeployment:
     tpot_s: float
     output_tokens_per_s: float
     input_tokens_per_s: float
-    price_per_chip_hour: float
-    dollars_per_million_input_tokens: float
-    dollars_per_million_output_tokens: float
-    dollars_per_million_output_tokens_all_in: float  # the whole cost of a request over its output tokens
+    price_per_chip_hour: float | None  # None (from price_deployment without a price): the dollars are None too
+    dollars_per_million_input_tokens: float | None
+    dollars_per_million_output_tokens: float | None
+    dollars_per_million_output_tokens_all_in: float | None  # the whole cost of a request over its output tokens
 
     def as_dict(self) -> dict:
         """Every field, for JSON."""
@@ -224,14 +228,17 @@ class _Design:
     """One replica of one design (chip, tensor parallelism, formats), priced at any batch b, each step once."""
 
     def __init__(self, model, chip, tp: int, weight_dtype: str, kv_dtype: str, input_len: int, output_len: int,
-                 efficiency, price: float, max_chips: int):
+                 efficiency, price: float | None, max_chips: int, compute_dtype: str | None = None,
+                 memory_utilization: float = MEMORY_UTILIZATION):
+        compute_dtype = _compute_dtype(get_chip(chip), weight_dtype) if compute_dtype is None else compute_dtype
         self.deployment = Deployment(model, chip, tp, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
-                                     compute_dtype=_compute_dtype(chip, weight_dtype), tensor_parallel=tp)
+                                     compute_dtype=compute_dtype, tensor_parallel=tp,
+                                     memory_utilization=memory_utilization)
         self.i, self.o, self.eff, self.price = input_len, output_len, efficiency, price
         self.replicas = max_chips // tp
         self.mean_context = input_len + output_len / 2
         self.max_batch = max_batch(self.deployment, self.mean_context, efficiency)  # per replica (one replica)
-        self.per_second = price * tp / 3600.0  # dollars per second of one replica
+        self.per_second = (1.0 if price is None else price) * tp / 3600.0  # dollars per second of one replica
         self.order = (tp, get_chip(chip).name, weight_dtype, kv_dtype)  # breaks ties between equal costs
         self._steps = {}
 
@@ -272,6 +279,10 @@ class _Design:
     def record(self, b: int) -> PlannedDeployment:
         d, i, o = self.deployment, self.i, self.o
         iteration, decode = self.tpot(b), self._step(b, 0.0).total_s
+
+        def priced(dollars):
+            return None if self.price is None else dollars
+
         out_per_iteration, in_per_iteration = b * o / (o - 1), b * i / (o - 1)
         return PlannedDeployment(
             model=d.model.name, chip=d.chip.name, n_chips=self.replicas * d.tensor_parallel,
@@ -280,9 +291,9 @@ class _Design:
             kv_placement=d.kv_placement, ttft_s=self.ttft(b), tpot_s=iteration,
             output_tokens_per_s=self.replicas * out_per_iteration / iteration,
             input_tokens_per_s=self.replicas * in_per_iteration / iteration, price_per_chip_hour=self.price,
-            dollars_per_million_input_tokens=self.per_second * (iteration - decode) / in_per_iteration * 1e6,
-            dollars_per_million_output_tokens=self.per_second * decode / out_per_iteration * 1e6,
-            dollars_per_million_output_tokens_all_in=self.cost(b))
+            dollars_per_million_input_tokens=priced(self.per_second * (iteration - decode) / in_per_iteration * 1e6),
+            dollars_per_million_output_tokens=priced(self.per_second * decode / out_per_iteration * 1e6),
+            dollars_per_million_output_tokens_all_in=priced(self.cost(b)))
 
     def largest_batch_meeting(self, ttft, tpot) -> int:
         """The largest b in [1, max_batch] that meets both targets (0 if none): a bisection, since TTFT and TPOT
@@ -430,6 +441,39 @@ def _frontier(designs, ttft, known: dict) -> tuple:
                 points.append((design.tpot(batch), design.cost(batch), design, batch))
     unique = {(id(design), batch): (design, batch) for _, _, design, batch in points}
     return pareto_frontier(design.record(batch) for design, batch in unique.values())
+
+
+def price_deployment(model, chip, n_chips: int, input_len: int, output_len: int, *,
+                     tensor_parallel: int | None = None, batch: int | None = None, weight_dtype: str = "bf16",
+                     kv_dtype: str = "bf16", compute_dtype: str | None = None,
+                     price_per_chip_hour: float | None = None, efficiency="typical",
+                     memory_utilization: float = MEMORY_UTILIZATION) -> PlannedDeployment:
+    """One deployment priced as `plan` prices each it searches: TTFT, TPOT, output tokens/s and the two prices
+    (module docstring), for n_chips / tensor_parallel replicas (tensor_parallel None: one replica of all n_chips)
+    decoding `batch` sequences in all (None: the most that fit at the mean context, `estimate.max_batch`).
+    compute_dtype None: `plan`'s rule (the weight format where native and 8 bits or fewer, else bf16). Without a
+    price the dollar fields are None. Behind `python -m scaling_lib estimate --input-len ... --output-len ...`.
+    """
+    chip = get_chip(chip)
+    n_chips = positive_int("n_chips", n_chips)
+    tp = n_chips if tensor_parallel is None else positive_int("tensor_parallel", tensor_parallel)
+    if price_per_chip_hour is not None:
+        price_per_chip_hour = float(positive("price_per_chip_hour", price_per_chip_hour))
+    whole = Deployment(model, chip, n_chips, weight_dtype=weight_dtype, kv_dtype=kv_dtype, tensor_parallel=tp,
+                       compute_dtype=_compute_dtype(chip, _dtype(weight_dtype)) if compute_dtype is None
+                       else compute_dtype, memory_utilization=memory_utilization)
+    per_replica = None
+    if batch is not None:
+        per_replica = positive_int("batch", batch) // whole.replicas
+        if per_replica * whole.replicas != batch:
+            raise ValueError(f"batch={batch} does not split over {whole.replicas} replicas; use a multiple of "
+                             f"{whole.replicas}")
+    # validates the workload, the batch and its memory, with the estimate's own messages
+    run = offline_estimate(whole, input_len, output_len, efficiency, slots=per_replica)
+    design = _Design(whole.model, chip, tp, whole.weight_dtype, whole.kv_dtype, run.input_len, run.output_len,
+                     resolve_efficiency(efficiency), price_per_chip_hour, n_chips, whole.compute_dtype,
+                     whole.memory_utilization)
+    return design.record(run.batch)
 
 
 def _check_reachable(designs, ttft, tpot):

@@ -158,6 +158,9 @@ OPTIONS = {  # option -> the texts Hypothesis tries
     "--compute": st.sampled_from(["bf16", "fp8", "int8", "int4", "fp32", "x"]),
     "--price": st.one_of(st.floats(allow_nan=True).map(str), st.sampled_from(["2", "-1", "0", "abc", "", "1e400"])),
     "--json": st.just(None),  # a flag: present or not
+    "--tensor-parallel": _COUNTS, "--input-len": _COUNTS, "--output-len": _COUNTS,
+    "--memory-utilization": st.one_of(st.floats(allow_nan=True).map(str), st.sampled_from(["0.9", "1", "0", "1.5",
+                                                                                          "abc", ""])),
 }
 BASE_ARGV = ["estimate", "--model", "llama3-8b", "--chip", "h100", "--chips", "1", "--batch", "8"]
 

@@ -525,6 +525,11 @@ SPECS.update({
                       efficiency="efficiency"),
     "plan.pareto_frontier": spec(dict(points=PLANNED), points="planned"),
     "plan.tensor_parallel_sizes": spec(dict(model=M, max_chips=16), model="model", max_chips="count"),
+    "plan.price_deployment": spec(dict(model=M, chip="h100", n_chips=8, input_len=2000, output_len=500),
+                                  model="model", chip="chip", n_chips="small", input_len="count", output_len="count",
+                                  tensor_parallel="count?", batch="count?", weight_dtype="dtype", kv_dtype="dtype",
+                                  compute_dtype="dtype?", price_per_chip_hour="real?", efficiency="efficiency",
+                                  memory_utilization="frac"),
 })
 
 # Results that may legitimately be signed or infinite (field or function name -> why).

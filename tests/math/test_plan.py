@@ -14,7 +14,8 @@ import pytest
 from scaling_lib.estimate import Deployment, max_batch, offline_estimate, resolve_efficiency, step_estimate
 from scaling_lib.hardware import get_chip
 from scaling_lib.models import get_model
-from scaling_lib.plan import KV_DTYPES, PlannedDeployment, TargetUnreachable, _Design, pareto_frontier, plan
+from scaling_lib.plan import (KV_DTYPES, PlannedDeployment, TargetUnreachable, _Design, pareto_frontier, plan,
+                              price_deployment)
 
 # A space small enough to enumerate every batch: LLaMA-3-8B at long context (a few to a few dozen sequences fit).
 SMALL = dict(model="llama3-8b", chips=["h100", "tpu-v5e"], max_chips=2, input_len=30_000, output_len=2_000,
@@ -237,3 +238,19 @@ def test_every_bad_argument_is_a_value_error_naming_it(name, value):
         plan(**{**args, name: value})
     message = str(caught.value)
     assert name in message or (name == "model" and "unknown model" in message), message
+
+
+def test_price_deployment_prices_one_deployment_as_plan_prices_its_choice(example):
+    b = example.best
+    again = price_deployment("llama3-70b", "h100", b.n_chips, 2000, 500, tensor_parallel=b.tensor_parallel,
+                             batch=b.batch, weight_dtype=b.weight_dtype, kv_dtype=b.kv_dtype,
+                             price_per_chip_hour=2.5)
+    assert again == b
+    unpriced = price_deployment("llama3-70b", "h100", 16, 2000, 500, tensor_parallel=8)
+    assert unpriced.replicas == 2 and unpriced.dollars_per_million_output_tokens is None
+    d = Deployment("llama3-70b", "h100", 16, tensor_parallel=8)
+    assert unpriced.batch_per_replica == max_batch(d, 2000 + 500 / 2, "typical") // 2
+    with pytest.raises(ValueError, match="batch=3 does not split over 2 replicas"):
+        price_deployment("llama3-70b", "h100", 16, 2000, 500, tensor_parallel=8, batch=3)
+    with pytest.raises(ValueError, match="max_sequences"):
+        price_deployment("llama3-8b", "h100", 1, 100, 100, batch=4096)
