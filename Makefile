@@ -41,6 +41,7 @@ clean:
 bench: $(STAMP)
 	$(BIN)/python bench/bench_serving.py
 	$(BIN)/python bench/bench_report.py
+	$(BIN)/python bench/bench_plan.py
 
 # Mutation testing of the closed-form modules (not part of `make test`). Installs the dev extra (mutmut, hypothesis)
 # into .venv, generates every mutant of scaling_lib's top-level modules, runs the `-m "not tiny"` tests against a
