@@ -265,12 +265,12 @@ class Deployment:
         """The most sequences one replica decodes at once: no cap for the bound, `max_sequences` for an estimate."""
         return math.inf if resolve_efficiency(efficiency).overlap else self.max_sequences
 
-    @property
+    @functools.cached_property
     def kv_copies(self) -> float:
         """Copies of the KV cache one replica holds (`memory.kv_replication`)."""
         return kv_replication(self.model, self.tensor_parallel, self.kv_placement)
 
-    @property
+    @functools.cached_property
     def weight_bytes_per_chip(self) -> float:
         """Every weight stored (all experts, both embedding tables), split tensor_parallel ways."""
         return model_param_bytes(self.model, self.weight_dtype) / self.tensor_parallel
@@ -281,12 +281,17 @@ class Deployment:
         total = kv_cache_bytes(self.model, tokens_each, sequences, self.kv_dtype)
         return total * self.kv_copies / self.tensor_parallel
 
+    @functools.cached_property
+    def matmul_params(self) -> float:
+        """`flops.matmul_params` of the model (k experts per token), computed once per deployment."""
+        return matmul_params(self.model)
+
     def weights_read_per_chip(self, tokens: float) -> float:
         """Weight bytes one step reads on one chip: the matmul weights (not the input embedding table) and, on each
         MoE layer, the shared experts plus the expected number of distinct routed experts that `tokens` tokens
         touch (`moe.expected_experts_touched`, uniform routing) instead of the k each token uses."""
         m = self.model
-        weights = matmul_params(m)
+        weights = self.matmul_params
         if m.n_experts > 1:
             touched = expected_experts_touched(m.n_experts, m.n_active_experts, tokens)
             weights += m.n_moe_layers * (touched - m.n_active_experts) * 3 * m.d_model * m.d_ff
@@ -417,16 +422,21 @@ def _collectives(deployment: Deployment, tokens: float, decode_batch: float, flo
             shards = (tp // math.gcd(groups, tp),)
             steps += [("all-to-all", shards, decode_batch * m.n_heads * m.head_dim * act, None)] * 2
     bandwidth = latency = 0.0
+    priced = {}  # the same collective twice per layer (Megatron's two all-reduces) is priced once
     for op, group, volume, layout in steps:
         if layout is not None:  # Pope et al.'s layouts: their bandwidth (all of a chip's links), torus latency
             bandwidth += layout.seconds(chip, "pope")
             latency += _floor_latency(op, chip, group) if floors else _latency(op, chip, group)
-        elif floors:
-            bandwidth += mesh_collective(op, volume * _FLOOR_SCALE, chip, group).bound_s / _FLOOR_SCALE
-            latency += _floor_latency(op, chip, group)
-        else:
-            step = mesh_collective(op, volume, chip, group)
-            bandwidth, latency = bandwidth + step.bandwidth_s, latency + step.latency_s
+            continue
+        key = (op, group, volume)
+        if key not in priced:
+            if floors:
+                priced[key] = (mesh_collective(op, volume * _FLOOR_SCALE, chip, group).bound_s / _FLOOR_SCALE,
+                               _floor_latency(op, chip, group))
+            else:
+                step = mesh_collective(op, volume, chip, group)
+                priced[key] = (step.bandwidth_s, step.latency_s)
+        bandwidth, latency = bandwidth + priced[key][0], latency + priced[key][1]
     return m.n_layers * bandwidth, m.n_layers * latency
 
 
@@ -470,7 +480,7 @@ def step_estimate(deployment: Deployment, *, decode_batch: float = 0.0, decode_c
         attention += decode_batch * decode_step_flops(m, context, 1, skip_masked=True).attention
     if prefill_tokens:
         attention += prefill_tokens / prefill_len * forward_flops(m, prefill_len, 1, skip_masked=True).attention
-    matmul = 2.0 * tokens * matmul_params(m) / tp  # 2 FLOPs per weight per token, k experts per token
+    matmul = 2.0 * tokens * d.matmul_params / tp  # 2 FLOPs per weight per token, k experts per token
     # the bound: the best algorithm at line rate, the shortest latency physics allows; the estimate: NCCL's pick
     bandwidth, latency = _collectives(d, tokens, decode_batch, floors=eff.overlap)
     bandwidth, latency = bandwidth / eff.network, latency * eff.latency
