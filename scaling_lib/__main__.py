@@ -22,8 +22,8 @@ import sys
 from ._validate import MAX_INT
 from .estimate import BOUND, TYPICAL, decode_step, report
 from .hardware import chip_names
-from .memory import kv_head_groups
-from .models import active_param_count, from_hf_config, model_names, param_count
+from .memory import kv_cache_bytes, kv_head_groups
+from .models import active_param_count, model_names, param_count, read_hf_config
 from .plan import KV_DTYPES, WEIGHT_DTYPES, TargetUnreachable, plan, price_deployment
 
 SCHEMA = 1  # the version of the JSON both commands print; raised when a key changes meaning or goes away
@@ -128,8 +128,8 @@ def _parser() -> argparse.ArgumentParser:
                           help="prompt tokens per request of a workload (with --output-len: TTFT, TPOT and $ per "
                                "million input and output tokens in continuous batching, prefill included)")
     estimate.add_argument("--output-len", type=_count, default=None, help="output tokens per request of a workload")
-    estimate.add_argument("--weights", default="bf16", help="weight dtype: bf16, fp8, int8, int4, nvfp4, mxfp4 "
-                                                            "(default bf16)")
+    estimate.add_argument("--weights", default=None, help="weight dtype: bf16, fp8, int8, int4, nvfp4, mxfp4 "
+                                                          "(default: the --config's quantization_config, else bf16)")
     estimate.add_argument("--kv", default="bf16", help="KV-cache dtype (default bf16, whatever the weights)")
     estimate.add_argument("--compute", default="bf16", help="matmul dtype (default bf16)")
     estimate.add_argument("--memory-utilization", type=_fraction, default=None,
@@ -150,8 +150,9 @@ def _parser() -> argparse.ArgumentParser:
     planner.add_argument("--tpot", type=_seconds, default=None, help="target time per output token, seconds")
     planner.add_argument("--price", type=_prices, required=True,
                          help="$ per chip-hour: one number (2.5) or one per chip (h100=2.5,tpu-v5e=1.2)")
-    planner.add_argument("--weights", type=_names, default=WEIGHT_DTYPES,
-                         help=f"weight formats to try, comma-separated (default {','.join(WEIGHT_DTYPES)})")
+    planner.add_argument("--weights", type=_names, default=None,
+                         help=f"weight formats to try, comma-separated (default: the --config's quantization_config, "
+                              f"else {','.join(WEIGHT_DTYPES)})")
     planner.add_argument("--kv", type=_names, default=KV_DTYPES,
                          help=f"KV-cache formats to try, comma-separated (default {','.join(KV_DTYPES)})")
     planner.add_argument("--efficiency", choices=("typical", "bound"), default="typical",
@@ -202,8 +203,20 @@ def _terms(step) -> dict:
             "overhead_s": step.overhead_s, "total_s": step.total_s}
 
 
-def _estimate(args, model) -> tuple:
+def _fits_positions(config, tokens: int, option: str):
+    """A ValueError when `tokens` exceed the --config's max_position_embeddings."""
+    if config is not None and config.max_position_embeddings is not None and tokens > config.max_position_embeddings:
+        raise ValueError(f"argument {option}: {tokens:,} tokens exceed max_position_embeddings="
+                         f"{config.max_position_embeddings:,} of {config.model.name}'s config, the longest sequence "
+                         "it was built for; use a shorter one")
+
+
+def _estimate(args, model, config) -> tuple:
     """(JSON-ready dict, table) for `estimate`."""
+    _fits_positions(config, args.context, "--context")
+    if args.input_len is not None and args.output_len is not None:
+        _fits_positions(config, args.input_len + args.output_len, "--input-len + --output-len")
+    weights = args.weights or (config.weight_dtype if config is not None else None) or "bf16"
     tp = args.chips if args.tensor_parallel is None else args.tensor_parallel
     if args.chips % tp:
         raise ValueError(f"argument --tensor-parallel: {tp} does not divide --chips {args.chips}; the chips form "
@@ -216,7 +229,7 @@ def _estimate(args, model) -> tuple:
         raise ValueError("arguments --input-len and --output-len: give both (a workload) or neither")
     engine = {} if args.memory_utilization is None else {"memory_utilization": args.memory_utilization}
     one = report(model, args.chip, tp, batch=None if args.batch is None else args.batch // replicas,
-                 context_len=args.context, prompt_len=args.prompt, weight_dtype=args.weights, kv_dtype=args.kv,
+                 context_len=args.context, prompt_len=args.prompt, weight_dtype=weights, kv_dtype=args.kv,
                  compute_dtype=args.compute, price_per_chip_hour=args.price, **engine)  # one replica
     d = one.deployment
     typical = decode_step(d, one.batch, args.context, TYPICAL)
@@ -228,6 +241,7 @@ def _estimate(args, model) -> tuple:
             "tokens_per_s_bound": one.tokens_per_s_bound * replicas,
             "tokens_per_s_typical": one.tokens_per_s_typical * replicas,
             "parameters": param_count(d.model), "active_parameters": active_param_count(d.model),
+            "kv_bytes_per_token_effective": kv_cache_bytes(d.model, args.context, 1, d.kv_dtype) / args.context,
             "kv_placement": d.kv_placement, "memory_utilization": d.memory_utilization,
             "max_sequences_per_replica": d.max_sequences, "split": split, "limited_by": limit,
             "tpot_typical_s": one.decode_step_typical_s, "ttft_typical_s": one.prefill_typical_s,
@@ -240,7 +254,10 @@ def _estimate(args, model) -> tuple:
             ("deployment", f"{args.chips} x {d.chip.name}: {split}"),
             ("formats", f"weights {d.weight_dtype}, KV cache {d.kv_dtype}, matmuls {d.compute_dtype}"),
             ("weights", f"{one.weight_bytes / 1e9:,.1f} GB ({per_chip:,.1f} GB per chip)"),
-            ("KV cache per token", f"{one.kv_bytes_per_token / 1e3:,.1f} kB"),
+            ("KV cache per token", f"{one.kv_bytes_per_token / 1e3:,.1f} kB"
+                                   + ("" if data["kv_bytes_per_token_effective"] == one.kv_bytes_per_token else
+                                      f" ({data['kv_bytes_per_token_effective'] / 1e3:,.1f} kB on average over "
+                                      f"{args.context:,} tokens: sliding windows keep fewer)")),
             ("largest batch that fits", f"{data['max_batch']:,} sequences of {args.context:,} tokens (the engine's "
                                         f"{d.memory_utilization:.0%} of HBM, at most {d.max_sequences:,} per replica)"),
             ("batch", f"{data['batch']:,} ({one.batch:,} per replica)"),
@@ -275,10 +292,13 @@ def _estimate(args, model) -> tuple:
     return data, "\n".join(f"{name:<{width}}  {value}" for name, value in rows)
 
 
-def _plan(args, model) -> tuple:
+def _plan(args, model, config) -> tuple:
     """(JSON-ready dict, table) for `plan`."""
+    _fits_positions(config, args.input_len + args.output_len, "--input-len + --output-len")
+    weights = args.weights or ((config.weight_dtype,) if config is not None and config.weight_dtype else
+                               WEIGHT_DTYPES)
     result = plan(model, list(args.chip), args.max_chips, args.input_len, args.output_len, ttft=args.ttft,
-                  tpot=args.tpot, prices=args.price, weight_dtypes=args.weights, kv_dtypes=args.kv,
+                  tpot=args.tpot, prices=args.price, weight_dtypes=weights, kv_dtypes=args.kv,
                   efficiency=None if args.efficiency == "bound" else "typical")
     return {"schema": SCHEMA, **result.as_dict()}, result.describe()
 
@@ -310,11 +330,12 @@ def main(argv=None) -> int:
         if args.command == "estimate" and args.prompt is not None and args.prompt > args.context:
             raise ValueError(f"argument --prompt: {args.prompt} tokens do not fit in --context {args.context}, the "
                              "tokens each sequence holds (its prompt included); raise --context or lower --prompt")
-        model = from_hf_config(args.config) if args.config is not None else args.model
+        config = read_hf_config(args.config) if args.config is not None else None
+        model = config.model if config is not None else args.model
         if args.command == "plan":
-            data, table = _plan(args, model)
+            data, table = _plan(args, model, config)
         else:
-            data, table = _estimate(args, model)
+            data, table = _estimate(args, model, config)
         text = json.dumps(data, indent=2, allow_nan=False) if args.json else table
     except TargetUnreachable as error:
         return _fail(args, error, {"target": error.target, "requested_s": error.requested,

@@ -337,7 +337,9 @@ ALIASES.update({"mixtral8x22b": "mixtral-8x22b", "mixtral8x22bv0.1": "mixtral-8x
 
 # ----------------------------------------------------------------------------------------------- your own model
 _HF_TYPES = ("llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3_text",
-             "deepseek_v3")
+             "deepseek_v3", "deepseek_v2", "phi3", "phimoe", "olmo2", "qwen2_moe")
+_MLA_TYPES = ("deepseek_v2", "deepseek_v3")  # multi-head latent attention, shared experts, leading dense layers
+_WINDOWED_TYPES = ("mistral", "phi3", "phimoe")  # a sliding_window on every layer when set
 _REQUIRED = object()  # the default of a field that must be present
 _MAX_CONFIG_BYTES = 10**7  # the largest config.json read: real ones are a few kB; a larger file is something else
 # config.json's name for each Transformer field, so an error raised by the model's own checks names the file's field.
@@ -441,8 +443,11 @@ def _load_config(path_or_dict) -> tuple:
     except OSError as err:  # a name too long for the file system, a loop of links, ...
         raise ValueError(f"cannot open the config file {str(path)[:200]}: {err.strerror or err}") from None
     if is_dir:
-        raise ValueError(f"{path} is a directory; pass the path of the config.json file in it, e.g. "
-                         f"{path / 'config.json'}")
+        try:
+            path, is_file = _config_in_folder(path)
+            size = path.stat().st_size
+        except OSError as err:
+            raise ValueError(f"cannot read the model folder {str(path)[:200]}: {err.strerror or err}") from None
     if not is_file:
         raise ValueError(f"no config file at {path}; pass the path of a Hugging Face config.json or its dict")
     if size > _MAX_CONFIG_BYTES:
@@ -467,7 +472,36 @@ def _load_config(path_or_dict) -> tuple:
     if not isinstance(config, dict):
         raise ValueError(f"{path} holds {_json_text(config)} at its top level; a config.json is one JSON object "
                          "{...} of fields such as \"model_type\" and \"hidden_size\"")
-    return config, path.parent.name or path.stem, str(path)
+    return config, _origin(path), str(path)
+
+
+def _config_in_folder(folder: Path) -> tuple:
+    """The config.json of a model folder, or of a Hugging Face cache entry (models--org--name, whose snapshots/
+    hold one folder per revision: the one refs/main names, else the only one); a ValueError otherwise."""
+    if (folder / "config.json").is_file():
+        return folder / "config.json", True
+    snapshots = folder / "snapshots"
+    if snapshots.is_dir():
+        ref = folder / "refs" / "main"
+        revision = ref.read_text().strip() if ref.is_file() else None
+        found = sorted(p for p in snapshots.iterdir() if (p / "config.json").is_file())
+        chosen = [p for p in found if p.name == revision] or (found if len(found) == 1 else [])
+        if chosen:
+            return chosen[0] / "config.json", True
+        if found:
+            raise ValueError(f"{folder} holds {len(found)} snapshots with a config.json and no refs/main naming one; "
+                             f"pass one of them, e.g. {found[0] / 'config.json'}")
+    raise ValueError(f"{folder} is a directory with no config.json in it (nor a Hugging Face cache snapshot); pass "
+                     "the model's folder or the path of its config.json")
+
+
+def _origin(path: Path) -> str:
+    """The model's name when the config does not give one: org/name of a Hugging Face cache entry
+    (.../models--org--name/snapshots/<hash>/config.json), else the folder holding the file."""
+    for part in reversed(path.parts):
+        if part.startswith("models--"):
+            return part[len("models--"):].replace("--", "/")
+    return path.parent.name or path.stem
 
 
 def _layer_pattern(fields: _Fields, n_layers: int) -> int | None:
@@ -486,10 +520,15 @@ def _layer_pattern(fields: _Fields, n_layers: int) -> int | None:
 
 
 def from_hf_config(path_or_dict) -> Transformer:
-    """A `Transformer` from a Hugging Face `config.json` (a path or the parsed dict).
+    """A `Transformer` from a Hugging Face `config.json` (a path, the model's folder, a Hugging Face cache entry
+    models--org--name or one of its snapshots, or the parsed dict), named from `_name_or_path` (else the cache
+    entry's org/name, else the folder).
 
-    Understood model types: LLaMA, Mistral, Mixtral, Qwen2, Qwen3 (dense and MoE), Gemma 1-3 (local/global layers)
-    and DeepSeek-V3 (multi-head latent attention, shared experts, leading dense layers). A field this book cannot
+    Understood model types: LLaMA, Mistral, Mixtral, Qwen2, Qwen3 (dense and MoE), Qwen2-MoE (its shared expert,
+    of a multiple of the routed width, counted as that many routed-width experts; its one-row gate, D weights per
+    layer, is not counted), Gemma 1-3 (local/global layers), Phi-3 and Phi-3.5-MoE (a window on every layer when
+    set), OLMo 2, and DeepSeek-V2/V3 (multi-head latent attention, shared experts, leading dense layers). A field
+    this book cannot
     represent (a sparse-step MoE, a shared expert of another width, ...), a missing one, one of the wrong JSON type
     (sizes are integers; flags are true or false, never the strings "true"/"false"), or values that make no model
     (heads that do not divide, zero layers) raise ValueError naming the field and the file.
@@ -508,7 +547,7 @@ def from_hf_config(path_or_dict) -> Transformer:
         raise f.error("num_key_value_heads", f"({n_kv_heads}) does not divide 'num_attention_heads' ({n_heads}); "
                                              "each KV head serves a whole group of query heads")
     head_dim = f.count("head_dim", None)
-    if kind == "deepseek_v3":
+    if kind in _MLA_TYPES:
         head_dim = None  # MLA's heads are qk_nope_head_dim + qk_rope_head_dim wide, read below
     elif head_dim is None:
         if d_model % n_heads:
@@ -518,23 +557,29 @@ def from_hf_config(path_or_dict) -> Transformer:
     fields = dict(n_layers=n_layers, d_model=d_model, n_heads=n_heads, n_kv_heads=n_kv_heads, head_dim=head_dim,
                   vocab_size=f.count("vocab_size"), d_ff=f.count("intermediate_size"),
                   tied_embeddings=f.flag("tie_word_embeddings", kind.startswith("gemma")))
-    if kind in ("mistral", "gemma2", "gemma3_text"):
+    if kind in _WINDOWED_TYPES + ("gemma2", "gemma3_text"):
         window = f.count("sliding_window", None)
         if window is not None:
             fields["sliding_window"] = window
-            if kind != "mistral":
+            if kind not in _WINDOWED_TYPES:
                 fields["global_every"] = _layer_pattern(f, n_layers)
-    if kind in ("qwen2", "qwen3") and f.flag("use_sliding_window", False):
+    if kind in ("qwen2", "qwen3", "qwen2_moe") and f.flag("use_sliding_window", False):
         raise ValueError(f"use_sliding_window=true in {where} with max_window_layers: a per-layer window this "
                          "book's models cannot represent; set it to false to estimate the full-attention model")
     experts = None
-    if kind in ("mixtral", "qwen3_moe", "deepseek_v3"):
-        experts = {"mixtral": "num_local_experts", "qwen3_moe": "num_experts", "deepseek_v3": "n_routed_experts"}[kind]
+    if kind in ("mixtral", "phimoe", "qwen3_moe", "qwen2_moe") + _MLA_TYPES:
+        experts = {"mixtral": "num_local_experts", "phimoe": "num_local_experts", "qwen3_moe": "num_experts",
+                   "qwen2_moe": "num_experts", "deepseek_v2": "n_routed_experts",
+                   "deepseek_v3": "n_routed_experts"}[kind]
         fields.update(n_experts=f.count(experts), n_active_experts=f.count("num_experts_per_tok"))
         if fields["n_active_experts"] > fields["n_experts"]:
             raise f.error("num_experts_per_tok", f"({fields['n_active_experts']}) exceeds {experts!r} "
                                                  f"({fields['n_experts']}); a token cannot use more experts than exist")
-    if kind == "qwen3_moe":
+    if kind == "qwen3_moe" and config.get("shared_expert_intermediate_size") is not None:
+        raise f.error("shared_expert_intermediate_size", "describes a shared expert, which model_type qwen3_moe does "
+                                                         "not have (Hugging Face ignores it there); if the model has "
+                                                         "one, its model_type is qwen2_moe")
+    if kind in ("qwen3_moe", "qwen2_moe"):
         mlp_only = config.get("mlp_only_layers")
         if mlp_only is not None and not isinstance(mlp_only, list):
             raise f.error("mlp_only_layers", f"must be a list of layer indices, got {_json_text(mlp_only)}")
@@ -543,7 +588,14 @@ def from_hf_config(path_or_dict) -> Transformer:
                              "layers are not representable; this book's MoE models put experts in every layer after "
                              "the first dense")
         fields.update(d_ff=f.count("moe_intermediate_size"))
-    if kind == "deepseek_v3":
+    if kind == "qwen2_moe":  # one shared expert of its own width, gated: counted as that many routed-width experts
+        shared = f.count("shared_expert_intermediate_size", 0, minimum=0)
+        if shared % fields["d_ff"]:
+            raise f.error("shared_expert_intermediate_size", f"({shared}) is not a multiple of "
+                                                             f"'moe_intermediate_size' ({fields['d_ff']}); this book's "
+                                                             "MoE models count shared experts in routed-expert widths")
+        fields.update(n_shared_experts=shared // fields["d_ff"])
+    if kind in _MLA_TYPES:
         if f.count("moe_layer_freq", 1) != 1:
             raise ValueError(f"moe_layer_freq != 1 in {where}: MoE layers interleaved with dense ones are not "
                              "representable")
@@ -565,3 +617,55 @@ def from_hf_config(path_or_dict) -> Transformer:
         hf_names = dict(_HF_NAMES, n_experts=experts) if fields.get("n_experts") else _HF_NAMES
         named = [f"{field} is {hf!r}" for field, hf in hf_names.items() if re.search(rf"\b{field}\b", str(err))]
         raise ValueError(f"{err} (in {where}, where {', '.join(named)})" if named else f"{err} (in {where})") from None
+
+
+# quantization_config's quant_method -> the weight format it stores (the bits decide for the integer methods).
+_QUANT_METHODS = {"fp8": "fp8", "fbgemm_fp8": "fp8", "mxfp4": "mxfp4", "awq": None, "gptq": None}
+_INT_BITS = {4: "int4", 8: "int8"}
+
+
+@dataclass(frozen=True)
+class HfConfig:
+    """What a Hugging Face config says besides the shape: the weight format its `quantization_config` stores (None:
+    unquantized, the checkpoint's bf16 or fp16) and its `max_position_embeddings` (None when absent)."""
+
+    model: Transformer
+    weight_dtype: str | None
+    max_position_embeddings: int | None
+
+
+def _quantized_format(fields: _Fields) -> str | None:
+    """The weight format of `quantization_config`: fp8 (quant_method fp8 or fbgemm_fp8), mxfp4, int4 or int8 (AWQ
+    and GPTQ by their `bits`), NVIDIA ModelOpt's FP8 and NVFP4 (`quant_algo`); anything else a ValueError."""
+    q = fields.config.get("quantization_config")
+    if q is None:
+        return None
+    if not isinstance(q, dict):
+        raise fields.error("quantization_config", f"must be an object with a 'quant_method', got {_json_text(q)}")
+    method = q.get("quant_method")
+    if method == "modelopt":
+        algo = q.get("quant_algo")
+        if algo in ("FP8", "NVFP4"):
+            return algo.lower()
+        raise fields.error("quantization_config", f"has quant_algo {algo!r}; this book reads FP8 and NVFP4")
+    if method not in _QUANT_METHODS:
+        raise fields.error("quantization_config", f"has quant_method {method!r}; this book reads "
+                                                  f"{', '.join(_QUANT_METHODS)} and modelopt")
+    if _QUANT_METHODS[method] is not None:
+        return _QUANT_METHODS[method]
+    bits = q.get("bits")
+    if bits not in _INT_BITS or isinstance(bits, bool):
+        raise fields.error("quantization_config", f"{method} with bits={bits!r}; this book stores 4 or 8 bits")
+    return _INT_BITS[bits]
+
+
+def read_hf_config(path_or_dict) -> HfConfig:
+    """`from_hf_config` of a config (a file, a model folder, a Hugging Face cache entry or a dict), with the weight
+    format its `quantization_config` names and its `max_position_embeddings`. Behind `python -m scaling_lib
+    estimate --config` and `plan --config`, which default the weights to that format and refuse a longer context.
+    """
+    model = from_hf_config(path_or_dict)
+    config, _, where = _load_config(path_or_dict)
+    fields = _Fields(config, where)
+    return HfConfig(model=model, weight_dtype=_quantized_format(fields),
+                    max_position_embeddings=fields.count("max_position_embeddings", None))

@@ -524,6 +524,8 @@ SPECS.update({
                       ttft="real?", tpot="real?", prices="prices", weight_dtypes="dtypes", kv_dtypes="dtypes",
                       efficiency="efficiency"),
     "plan.pareto_frontier": spec(dict(points=PLANNED), points="planned"),
+    "models.read_hf_config": spec(dict(path_or_dict=str(REPO / "book" / "data" / "hf_configs" / "qwen3-8b.json")),
+                                  path_or_dict="hf"),
     "plan.tensor_parallel_sizes": spec(dict(model=M, max_chips=16), model="model", max_chips="count"),
     "plan.price_deployment": spec(dict(model=M, chip="h100", n_chips=8, input_len=2000, output_len=500),
                                   model="model", chip="chip", n_chips="small", input_len="count", output_len="count",
