@@ -337,7 +337,15 @@ ALIASES.update({"mixtral8x22b": "mixtral-8x22b", "mixtral8x22bv0.1": "mixtral-8x
 
 # ----------------------------------------------------------------------------------------------- your own model
 _HF_TYPES = ("llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3_text",
-             "deepseek_v3", "deepseek_v2", "phi3", "phimoe", "olmo2", "qwen2_moe")
+             "deepseek_v3", "deepseek_v2", "phi3", "phimoe", "olmo2", "qwen2_moe", "gemma3", "llama4", "llama4_text",
+             "gpt_oss")
+# Multimodal configs whose language model is a nested text_config of another type (read with that type's defaults).
+_NESTED = {"gemma3": "gemma3_text", "llama4": "llama4_text"}
+# Hugging Face's defaults (transformers' Gemma3TextConfig) for the fields a Gemma 3 text_config may leave out: the
+# released configs omit vocab_size, sliding_window_pattern and, for the 4B, the head counts.
+_GEMMA3_TEXT_DEFAULTS = dict(vocab_size=262_208, hidden_size=2304, intermediate_size=9216, num_hidden_layers=26,
+                             num_attention_heads=8, num_key_value_heads=4, head_dim=256, sliding_window=4096,
+                             sliding_window_pattern=6, max_position_embeddings=131_072, tie_word_embeddings=True)
 _MLA_TYPES = ("deepseek_v2", "deepseek_v3")  # multi-head latent attention, shared experts, leading dense layers
 _WINDOWED_TYPES = ("mistral", "phi3", "phimoe")  # a sliding_window on every layer when set
 _REQUIRED = object()  # the default of a field that must be present
@@ -514,9 +522,56 @@ def _layer_pattern(fields: _Fields, n_layers: int) -> int | None:
             raise ValueError(f"layer_types {types[:8]}... is not a periodic local/global pattern with the global "
                              f"layer last in each period; this book's models cannot represent it ({fields.where})")
         return period
-    if fields.config["model_type"] == "gemma2":
-        return 2  # Gemma 2 alternates sliding-window and global layers
+    if fields.config["model_type"] in ("gemma2", "gpt_oss"):
+        return 2  # Gemma 2 and gpt-oss alternate sliding-window and global layers
     return fields.count("sliding_window_pattern")
+
+
+def _language_model(config: dict, where: str) -> tuple:
+    """(the config of the language model, where it is): a multimodal config's text_config (Gemma 3, Llama 4) with
+    the outer name, quantization and embedding tying where it has none; a Gemma 3 text config with Hugging Face's
+    defaults for the fields it leaves out."""
+    kind = config.get("model_type")
+    if isinstance(kind, str) and kind in _NESTED:
+        text = config.get("text_config")
+        if not isinstance(text, dict):
+            raise ValueError(f"field 'text_config' of {where} must be an object holding the language model's fields "
+                             f"(model_type {kind!r}), got {_json_text(text)}")
+        outer = {key: config[key] for key in ("_name_or_path", "quantization_config", "tie_word_embeddings")
+                 if key in config}
+        config, where = {**outer, **text, "model_type": _NESTED[kind]}, f"{where} (its text_config)"
+    if config.get("model_type") == "gemma3_text":
+        config = {**_GEMMA3_TEXT_DEFAULTS, **config}
+    return config, where
+
+
+def _llama4(f: _Fields, n_layers: int) -> dict:
+    """Llama 4's feed-forward and attention: MoE layers (every interleave_moe_layer_step-th, or those moe_layers
+    lists) with one shared expert of the routed width beside the routed ones, dense layers of intermediate_size_mlp
+    between them (counted as n_dense_layers: their number, not their places, sets the weights and the FLOPs), and
+    chunked attention (attention_chunk_size) on every layer but each no_rope_layer_interval-th, whose NoPE layers
+    attend globally: a chunk keeps at most that many tokens, as a window does."""
+    step = f.count("interleave_moe_layer_step", 1)
+    moe_layers = f.config.get("moe_layers")
+    if moe_layers is None:
+        n_moe = len(range(step - 1, n_layers, step))
+    elif isinstance(moe_layers, list) and all(type(i) is int and 0 <= i < n_layers for i in moe_layers):
+        n_moe = len(set(moe_layers))
+    else:
+        raise f.error("moe_layers", f"must be a list of layer indices below {n_layers}, got {_json_text(moe_layers)}")
+    extra = dict(n_shared_experts=1, n_dense_layers=n_layers - n_moe)
+    if n_moe < n_layers:
+        extra["d_ff_dense"] = f.count("intermediate_size_mlp")
+    chunk = f.count("attention_chunk_size", None)
+    if chunk is not None:
+        period = f.count("no_rope_layer_interval", 4)
+        no_rope = f.config.get("no_rope_layers")
+        expected = [0 if (i + 1) % period == 0 else 1 for i in range(n_layers)]
+        if no_rope not in (None, [], expected):
+            raise f.error("no_rope_layers", f"is not the pattern of every {period}th layer global (NoPE) that this "
+                                            "book can represent")
+        extra.update(sliding_window=chunk, global_every=period)
+    return extra
 
 
 def from_hf_config(path_or_dict) -> Transformer:
@@ -527,7 +582,9 @@ def from_hf_config(path_or_dict) -> Transformer:
     Understood model types: LLaMA, Mistral, Mixtral, Qwen2, Qwen3 (dense and MoE), Qwen2-MoE (its shared expert,
     of a multiple of the routed width, counted as that many routed-width experts; its one-row gate, D weights per
     layer, is not counted), Gemma 1-3 (local/global layers), Phi-3 and Phi-3.5-MoE (a window on every layer when
-    set), OLMo 2, and DeepSeek-V2/V3 (multi-head latent attention, shared experts, leading dense layers). A field
+    set), OLMo 2, DeepSeek-V2/V3 (multi-head latent attention, shared experts, leading dense layers), Gemma 3's
+    multimodal config (its text_config, with Hugging Face's defaults), Llama 4 (`_llama4`) and gpt-oss (alternating
+    128-token windows; its biases and attention sinks, under 0.1% of the weights, are not counted). A field
     this book cannot
     represent (a sparse-step MoE, a shared expert of another width, ...), a missing one, one of the wrong JSON type
     (sizes are integers; flags are true or false, never the strings "true"/"false"), or values that make no model
@@ -536,6 +593,7 @@ def from_hf_config(path_or_dict) -> Transformer:
     Used in the appendix *Apply the book to your model*.
     """
     config, origin, where = _load_config(path_or_dict)
+    config, where = _language_model(config, where)
     kind = config.get("model_type")
     if not isinstance(kind, str) or kind not in _HF_TYPES:
         raise ValueError(f"model_type {kind!r} in {where} is not one this book reads; supported: "
@@ -557,7 +615,7 @@ def from_hf_config(path_or_dict) -> Transformer:
     fields = dict(n_layers=n_layers, d_model=d_model, n_heads=n_heads, n_kv_heads=n_kv_heads, head_dim=head_dim,
                   vocab_size=f.count("vocab_size"), d_ff=f.count("intermediate_size"),
                   tied_embeddings=f.flag("tie_word_embeddings", kind.startswith("gemma")))
-    if kind in _WINDOWED_TYPES + ("gemma2", "gemma3_text"):
+    if kind in _WINDOWED_TYPES + ("gemma2", "gemma3_text", "gpt_oss"):
         window = f.count("sliding_window", None)
         if window is not None:
             fields["sliding_window"] = window
@@ -567,8 +625,9 @@ def from_hf_config(path_or_dict) -> Transformer:
         raise ValueError(f"use_sliding_window=true in {where} with max_window_layers: a per-layer window this "
                          "book's models cannot represent; set it to false to estimate the full-attention model")
     experts = None
-    if kind in ("mixtral", "phimoe", "qwen3_moe", "qwen2_moe") + _MLA_TYPES:
-        experts = {"mixtral": "num_local_experts", "phimoe": "num_local_experts", "qwen3_moe": "num_experts",
+    if kind in ("mixtral", "phimoe", "qwen3_moe", "qwen2_moe", "llama4_text", "gpt_oss") + _MLA_TYPES:
+        experts = {"mixtral": "num_local_experts", "phimoe": "num_local_experts", "llama4_text": "num_local_experts",
+                   "gpt_oss": "num_local_experts", "qwen3_moe": "num_experts",
                    "qwen2_moe": "num_experts", "deepseek_v2": "n_routed_experts",
                    "deepseek_v3": "n_routed_experts"}[kind]
         fields.update(n_experts=f.count(experts), n_active_experts=f.count("num_experts_per_tok"))
@@ -588,6 +647,8 @@ def from_hf_config(path_or_dict) -> Transformer:
                              "layers are not representable; this book's MoE models put experts in every layer after "
                              "the first dense")
         fields.update(d_ff=f.count("moe_intermediate_size"))
+    if kind == "llama4_text":
+        fields.update(_llama4(f, n_layers))
     if kind == "qwen2_moe":  # one shared expert of its own width, gated: counted as that many routed-width experts
         shared = f.count("shared_expert_intermediate_size", 0, minimum=0)
         if shared % fields["d_ff"]:

@@ -1,4 +1,5 @@
-"""`models.from_hf_config` for the config types of issue 25 (qwen2_moe with its shared expert, deepseek_v2, phi3), a
+"""`models.from_hf_config` for the config types of issue 25 (qwen2_moe with its shared expert, deepseek_v2, phi3,
+gemma3's nested config, llama4, gpt_oss), a
 model folder or Hugging Face cache entry, and `read_hf_config`'s quantization and position limit; the command line
 honours both.
 
@@ -52,7 +53,33 @@ QWEN25_72B_AWQ = {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", 
                   "sliding_window": 131072, "tie_word_embeddings": False, "use_sliding_window": False,
                   "vocab_size": 152064}
 
-CARDS = {"qwen1.5-moe-a2.7b": (QWEN15_MOE, 14.3e9, 2.7e9), "deepseek-v2-lite": (DEEPSEEK_V2_LITE, 15.7e9, 2.4e9),
+# google/gemma-3-27b-it: the nested multimodal config, its text_config as released (no vocab_size, no
+# sliding_window_pattern: Hugging Face's defaults, 262,208 and 6, apply). Card: 27B (the language model)
+GEMMA3_27B = {"architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3",
+              "text_config": {"head_dim": 128, "hidden_size": 5376, "intermediate_size": 21504,
+                              "model_type": "gemma3_text", "num_attention_heads": 32, "num_hidden_layers": 62,
+                              "num_key_value_heads": 16, "query_pre_attn_scalar": 168,
+                              "rope_scaling": {"factor": 8.0, "rope_type": "linear"}, "sliding_window": 1024}}
+# meta-llama/Llama-4-Scout-17B-16E (card: 109B parameters in all, 17B active; the vision encoder is not read)
+LLAMA4_SCOUT = {"architectures": ["Llama4ForConditionalGeneration"], "model_type": "llama4",
+                "tie_word_embeddings": False,
+                "text_config": {"attention_chunk_size": 8192, "head_dim": 128, "hidden_size": 5120,
+                                "interleave_moe_layer_step": 1, "intermediate_size": 8192,
+                                "intermediate_size_mlp": 16384, "max_position_embeddings": 262144,
+                                "model_type": "llama4_text", "moe_layers": list(range(48)),
+                                "no_rope_layers": [1, 1, 1, 0] * 12, "num_attention_heads": 40,
+                                "num_experts_per_tok": 1, "num_hidden_layers": 48, "num_key_value_heads": 8,
+                                "num_local_experts": 16, "vocab_size": 202048}}
+# openai/gpt-oss-120b (card: 116.8B parameters, 5.13B active, counting the unembedding and not the embedding)
+GPT_OSS_120B = {"architectures": ["GptOssForCausalLM"], "model_type": "gpt_oss", "hidden_size": 2880,
+                "num_hidden_layers": 36, "intermediate_size": 2880, "num_attention_heads": 64,
+                "num_key_value_heads": 8, "head_dim": 64, "num_local_experts": 128, "num_experts_per_tok": 4,
+                "vocab_size": 201088, "sliding_window": 128,
+                "layer_types": ["sliding_attention", "full_attention"] * 18,
+                "quantization_config": {"quant_method": "mxfp4"}}
+
+CARDS = {"gemma-3-27b": (GEMMA3_27B, 27e9, None), "llama-4-scout": (LLAMA4_SCOUT, 109e9, 17e9),
+         "gpt-oss-120b": (GPT_OSS_120B, 116.8e9, 5.13e9), "qwen1.5-moe-a2.7b": (QWEN15_MOE, 14.3e9, 2.7e9), "deepseek-v2-lite": (DEEPSEEK_V2_LITE, 15.7e9, 2.4e9),
          "phi-4-mini": (PHI4_MINI, 3.8e9, None), "phi-3-mini-4k": (PHI3_MINI, 3.8e9, None),
          "qwen2.5-72b-awq": (QWEN25_72B_AWQ, 72.7e9, None)}
 
@@ -64,7 +91,8 @@ def test_each_new_config_type_parses_to_its_model_cards_totals(name):
     assert param_count(model) == pytest.approx(total, rel=0.02)
     if active is not None:
         # MLA models' cards count the weights a token is multiplied by (the input table is a lookup), as DeepSeek-V3's
-        touched = matmul_params(model) if model.is_mla else active_param_count(model)
+        # (gpt-oss's card too: the unembedding counted, the embedding not)
+        touched = matmul_params(model) if model.is_mla or name == "gpt-oss-120b" else active_param_count(model)
         assert touched == pytest.approx(active, rel=0.05)
 
 
@@ -160,3 +188,29 @@ def test_the_table_reports_the_kv_per_token_a_sliding_window_leaves_beside_the_f
     assert data["kv_bytes_per_token_effective"] == pytest.approx(data["kv_bytes_per_token"] * 4096 / 16384)
     assert main(argv) == 0
     assert "on average over 16,384 tokens: sliding windows keep fewer" in capsys.readouterr().out
+
+
+def test_nested_gemma3_llama4_and_gpt_oss_read_their_windows_experts_and_formats():
+    gemma = from_hf_config(GEMMA3_27B)
+    assert (gemma.vocab_size, gemma.sliding_window, gemma.global_every, gemma.n_global_layers) == (262208, 1024, 6, 10)
+    scout = from_hf_config(LLAMA4_SCOUT)
+    assert (scout.n_experts, scout.n_active_experts, scout.n_shared_experts, scout.n_dense_layers) == (16, 1, 1, 0)
+    assert (scout.sliding_window, scout.global_every, scout.n_global_layers) == (8192, 4, 12)  # chunks as windows
+    oss = read_hf_config(GPT_OSS_120B)
+    assert oss.weight_dtype == "mxfp4" and (oss.model.sliding_window, oss.model.global_every) == (128, 2)
+
+
+def test_llama4_dense_layers_between_moe_layers_are_counted_and_a_pattern_it_cannot_hold_is_refused():
+    text = LLAMA4_SCOUT["text_config"]
+    every_other = {**LLAMA4_SCOUT, "text_config": {**text, "interleave_moe_layer_step": 2, "moe_layers": None}}
+    model = from_hf_config(every_other)
+    assert (model.n_dense_layers, model.d_ff_dense, model.n_moe_layers) == (24, 16384, 24)
+    dense_ffn = 3 * 5120 * 16384
+    moe_ffn = (16 + 1) * 3 * 5120 * 8192 + 5120 * 16  # routed and shared experts, the router
+    assert param_count(from_hf_config(LLAMA4_SCOUT)) - param_count(model) == 24 * (moe_ffn - dense_ffn)
+    with pytest.raises(ValueError, match="'no_rope_layers'"):
+        from_hf_config({**LLAMA4_SCOUT, "text_config": {**text, "no_rope_layers": [1, 0] * 24}})
+    with pytest.raises(ValueError, match="'moe_layers'"):
+        from_hf_config({**LLAMA4_SCOUT, "text_config": {**text, "moe_layers": [99]}})
+    with pytest.raises(ValueError, match="'text_config'"):
+        from_hf_config({"model_type": "gemma3", "text_config": [1]})
