@@ -369,7 +369,10 @@ def plan(model, chips, max_chips: int, input_len: int, output_len: int, *, ttft:
     {chip: price} naming each chip searched (no price is built in). `weight_dtypes`, `kv_dtypes`: the formats to
     try. `efficiency`: "typical" (the calibrated estimate, chapter 11), None (the bound) or an
     `estimate.Efficiency`. Raises `TargetUnreachable` (a ValueError) naming the target no deployment meets and how
-    close the best came; ValueError for a bad argument or a model that fits nowhere."""
+    close the best came; ValueError for a bad argument or a model that fits nowhere.
+
+    Used in the appendix *Apply the book to your model*.
+    """
     model = get_model(model)
     chip_list = _chip_list(chips)
     max_chips = positive_int("max_chips", max_chips)
