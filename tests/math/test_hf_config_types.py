@@ -1,5 +1,5 @@
 """`models.from_hf_config` for the config types of issue 25 (qwen2_moe with its shared expert, deepseek_v2, phi3,
-gemma3's nested config, llama4, gpt_oss), a
+phimoe, olmo2, gemma3's nested config, llama4, gpt_oss), a
 model folder or Hugging Face cache entry, and `read_hf_config`'s quantization and position limit; the command line
 honours both.
 
@@ -78,7 +78,17 @@ GPT_OSS_120B = {"architectures": ["GptOssForCausalLM"], "model_type": "gpt_oss",
                 "layer_types": ["sliding_attention", "full_attention"] * 18,
                 "quantization_config": {"quant_method": "mxfp4"}}
 
-CARDS = {"gemma-3-27b": (GEMMA3_27B, 27e9, None), "llama-4-scout": (LLAMA4_SCOUT, 109e9, 17e9),
+# microsoft/Phi-3.5-MoE-instruct (card: 42B parameters, 41.9B on the Hub, 6.6B active)
+PHI35_MOE = {"model_type": "phimoe", "vocab_size": 32064, "hidden_size": 4096, "intermediate_size": 6400,
+             "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "num_local_experts": 16,
+             "num_experts_per_tok": 2, "max_position_embeddings": 131072}
+# allenai/OLMo-2-0425-1B (the Hub's count of its stored weights: 1.48B parameters)
+OLMO2_1B = {"architectures": ["Olmo2ForCausalLM"], "model_type": "olmo2", "hidden_size": 2048,
+            "intermediate_size": 8192, "num_attention_heads": 16, "num_hidden_layers": 16, "num_key_value_heads": 16,
+            "tie_word_embeddings": False, "vocab_size": 100352}
+
+CARDS = {"phi-3.5-moe": (PHI35_MOE, 41.9e9, 6.6e9), "olmo-2-1b": (OLMO2_1B, 1.48e9, None),
+         "gemma-3-27b": (GEMMA3_27B, 27e9, None), "llama-4-scout": (LLAMA4_SCOUT, 109e9, 17e9),
          "gpt-oss-120b": (GPT_OSS_120B, 116.8e9, 5.13e9), "qwen1.5-moe-a2.7b": (QWEN15_MOE, 14.3e9, 2.7e9), "deepseek-v2-lite": (DEEPSEEK_V2_LITE, 15.7e9, 2.4e9),
          "phi-4-mini": (PHI4_MINI, 3.8e9, None), "phi-3-mini-4k": (PHI3_MINI, 3.8e9, None),
          "qwen2.5-72b-awq": (QWEN25_72B_AWQ, 72.7e9, None)}
