@@ -52,6 +52,7 @@ clean:
 bench: $(STAMP)
 	$(BIN)/python bench/bench_serving.py
 	$(BIN)/python bench/bench_report.py
+	$(BIN)/python bench/bench_plan.py
 	$(BIN)/python bench/bench_cpu_roofline.py
 
 # Mutation testing of the closed-form modules (not part of `make test`). Installs the dev extra (mutmut, hypothesis)

@@ -140,3 +140,15 @@ def flag(name: str, value) -> bool:
     if not isinstance(value, (bool, np_bool)):
         raise ValueError(f"{name} must be True or False, got {value!r}")
     return bool(value)
+
+
+def instances(name: str, values, kind: type, what: str) -> tuple:
+    """A tuple of the `kind` objects in the iterable `values`; a ValueError naming `name` and `what` (where such
+    objects come from) for anything else, a string or a single object included."""
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise ValueError(f"{name} must be a list of {what}, got {values!r}")
+    values = tuple(values)
+    for value in values:
+        if not isinstance(value, kind):
+            raise ValueError(f"{name} must hold {what}, got {value!r}")
+    return values

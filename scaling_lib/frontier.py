@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from itertools import product
 
-from ._validate import axes, choice, flag, positive, positive_int, real
+from ._validate import axes, choice, flag, instances, positive, positive_int, real
 from .collectives import collective_time
 from .dtypes import bytes_per_element
 from .hardware import get_chip
@@ -303,12 +303,7 @@ def pareto_frontier(points) -> tuple:
 
     Used in chapter 12, *Choosing a layout by the metric*.
     """
-    if isinstance(points, (str, bytes)) or not hasattr(points, "__iter__"):
-        raise ValueError(f"points must be a list of LayoutCost (from sweep or layout_cost), got {points!r}")
-    points = tuple(points)
-    for point in points:
-        if not isinstance(point, LayoutCost):
-            raise ValueError(f"points must hold LayoutCost results (from sweep or layout_cost), got {point!r}")
+    points = instances("points", points, LayoutCost, "LayoutCost results (from sweep or layout_cost)")
     ordered = sorted(points, key=lambda p: (p.total_s, -p.mfu))
     frontier, best_mfu = [], -1.0
     for point in ordered:

@@ -35,6 +35,7 @@ from ..measurements import pope_rows, trtllm_rows
 from ..memory import kv_bytes_per_token, kv_cache_bytes, max_batch_size, memory_footprint, param_bytes
 from ..models import get_model
 from ..moe import routing_all_to_all
+from ..plan import plan
 from ..roofline import (attainable_flops, attention_intensity, critical_batch_from_rates, critical_batch_size,
                         explain_matmul, fit_batch_roofline, matmul_flops, matmul_intensity, ridge_point)
 from ..serving import prefill_latency
@@ -675,6 +676,23 @@ def _appendix_your_model(suptitle, axes, ns):
         line = ax.line(f"^{re.escape(label)}$")
         close(line.y, [getattr(decode_step_time(model, "h100", 1, int(b), context), term) * 1e3 for b in line.x],
               f"{ax.title}: {label}")
+
+
+@figure_check(r"^Cost against time per output token: ")
+def _appendix_your_model_plan(suptitle, axes, ns):
+    """The frontier and the choice are `plan.plan` of the notebook's PLAN_ARGS, recomputed."""
+    ax = axes[0]
+    args = ns.get("PLAN_ARGS")
+    if args is None:
+        raise FigureDataError(f"{ax.title}: the figure reads the notebook's `PLAN_ARGS`")
+    result = plan(**args)
+    front = ax.line(r"^the cheapest deployment for each TPOT$")
+    close(front.x, [p.tpot_s * 1e3 for p in result.frontier], f"{ax.title}: frontier TPOT")
+    close(front.y, [p.dollars_per_million_output_tokens_all_in for p in result.frontier], f"{ax.title}: frontier cost")
+    choice = ax.line(r"^the plan's choice$")
+    close([choice.x[0], choice.y[0]], [result.best.tpot_s * 1e3, result.best.dollars_per_million_output_tokens_all_in],
+          f"{ax.title}: the choice")
+    close([_vline(ax.line(r"^the TPOT target$"))], [args["tpot"] * 1e3], f"{ax.title}: the TPOT target")
 
 
 # ---------------------------------------------------------------------------------------------- chapter 12

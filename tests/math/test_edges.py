@@ -304,8 +304,9 @@ def test_hf_config_edges():
         with pytest.raises(ValueError, match="is not a periodic local/global pattern with the global layer last in "
                                              "each period; this book's models cannot represent it"):
             from_hf_config({**base, "layer_types": broken})
-    with pytest.raises(ValueError, match=r"no usable 'sliding_window_pattern' \(model_type 'gemma3_text'\)"):
-        from_hf_config(base)
+    assert from_hf_config(base).global_every == 6  # Hugging Face's default sliding_window_pattern (issue 25)
+    with pytest.raises(ValueError, match=r"field 'sliding_window_pattern' .* must be a positive integer"):
+        from_hf_config({**base, "sliding_window_pattern": 0})
     llama = dict(base, model_type="llama", _name_or_path="org/My-Model")
     del llama["num_key_value_heads"], llama["sliding_window"]
     model = from_hf_config(llama)

@@ -30,6 +30,7 @@ from scaling_lib.estimate import Deployment
 from scaling_lib.frontier import sweep
 from scaling_lib.measurements import pope_rows
 from scaling_lib.models import get_model
+from scaling_lib.plan import plan
 from scaling_lib.prefix_cache import CacheTiers, chat_workload
 from scaling_lib.simulator import ServingConfig, trace_workload
 
@@ -517,6 +518,32 @@ SPECS["estimate.offline_estimate"][1].update(slots="count?")
 SPECS["estimate.offline_throughput"][1].update(memory_utilization="frac", max_sequences="count",
                                                kv_placement="placement?")
 SPECS["estimate.report"][1].update(memory_utilization="frac", max_sequences="count", kv_placement="placement?")
+
+# plan: the deployment search (tests/math/test_plan.py checks what it chooses)
+PLANNED = plan("llama3-8b", "h100", 2, 1000, 200, prices=2.5).frontier
+GOOD.update(chips=st.sampled_from(["h100", "V5E", ["h100", "tpu-v5e"], ("h200",), ["b200", "h100", "h100"]]),
+            dtypes=st.sampled_from(["bf16", ("fp8",), ["bf16", "int4"], ("nvfp4", "fp8"), ["int8"]]),
+            prices=st.one_of(_reals(1e-3, 1e3), st.sampled_from([{"h100": 2.0}, {"H100": 3, "tpu-v5e": 1.2}])),
+            planned=st.sampled_from([PLANNED, PLANNED[:1], (), list(PLANNED)]))
+BAD.update(chips=["tpu-v9", [], ["tpu-v9"], 3, None, [None], ("h100", 3)],
+           dtypes=["fp7", [], ("int3",), 8, None, [None]],
+           prices=[0, -1.0, INF, *_NUMBERISH, {}, {"h100": -1}, {"tpu-v9": 1}, {"h100": "2"}],
+           planned=BAD["points"])
+SPECS.update({
+    "plan.plan": spec(dict(model="llama3-8b", chips="h100", max_chips=2, input_len=1000, output_len=200, prices=2.5),
+                      model="model", chips="chips", max_chips="small", input_len="count", output_len="count",
+                      ttft="real?", tpot="real?", prices="prices", weight_dtypes="dtypes", kv_dtypes="dtypes",
+                      efficiency="efficiency"),
+    "plan.pareto_frontier": spec(dict(points=PLANNED), points="planned"),
+    "models.read_hf_config": spec(dict(path_or_dict=str(REPO / "book" / "data" / "hf_configs" / "qwen3-8b.json")),
+                                  path_or_dict="hf"),
+    "plan.tensor_parallel_sizes": spec(dict(model=M, max_chips=16), model="model", max_chips="count"),
+    "plan.price_deployment": spec(dict(model=M, chip="h100", n_chips=8, input_len=2000, output_len=500),
+                                  model="model", chip="chip", n_chips="small", input_len="count", output_len="count",
+                                  tensor_parallel="count?", batch="count?", weight_dtype="dtype", kv_dtype="dtype",
+                                  compute_dtype="dtype?", price_per_chip_hour="real?", efficiency="efficiency",
+                                  memory_utilization="frac"),
+})
 
 # Results that may legitimately be signed or infinite (field or function name -> why).
 SIGNED = {"free_bytes_per_chip": "negative when the weights do not fit", "gap_s": "negative if measured < bound",
