@@ -517,7 +517,8 @@ SPECS["calibration.loss"][1].update(efficiency="efficiency")
 SPECS["estimate.offline_estimate"][1].update(slots="count?")
 SPECS["estimate.offline_throughput"][1].update(memory_utilization="frac", max_sequences="count",
                                                kv_placement="placement?")
-SPECS["estimate.report"][1].update(memory_utilization="frac", max_sequences="count", kv_placement="placement?")
+SPECS["estimate.report"][1].update(memory_utilization="frac", max_sequences="count", kv_placement="placement?",
+                                   tensor_parallel="small?")
 
 # plan: the deployment search (tests/math/test_plan.py checks what it chooses)
 PLANNED = plan("llama3-8b", "h100", 2, 1000, 200, prices=2.5).frontier
