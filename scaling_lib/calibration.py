@@ -600,8 +600,7 @@ OUT_OF_SAMPLE = "out-of-sample"
 
 
 def release_of(row: RunRow) -> str:
-    """The engine and release of a run, without the parenthesised details: "TensorRT-LLM v0.17", "JetStream-PyTorch".
-    """
+    """The engine and release of a run without the parenthesised details ("TensorRT-LLM v0.17", "JetStream-PyTorch")."""
     if not isinstance(row, RunRow):
         raise ValueError(f"row must be a published run (measurements.validation_runs()), got {row!r}")
     name = row.engine.split(" (")[0]

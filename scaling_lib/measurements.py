@@ -228,10 +228,10 @@ def validation_runs(include_excluded: bool = False) -> tuple:
     """Published inference runs kept out of every fit (`validation_runs.csv`): TensorRT-LLM's performance tables of
     releases v0.9 (static batches and first-token latency), v0.15, v0.17, v0.20 and v1.0 (H100, H200, A100, B200 and
     GB200; TP 1-8; FP16, FP8 and NVFP4; LLaMA-2 7B/70B, LLaMA-3/3.1/3.3 8B/70B/405B, Mistral 7B, Mixtral 8x7B/8x22B,
-    Qwen3-235B-A22B and Qwen3-30B-A3B) and JetStream-PyTorch's further
-    TPU v5e-8 rows, each with its source. A model the library does not name is read from its config file
-    (`HF_CONFIGS`), so its row's `model` is a `Transformer`. The out-of-sample check of chapter 11's estimate
-    (`calibration.out_of_sample_summary`) prices these; nothing fits on them.
+    Qwen3-235B-A22B and Qwen3-30B-A3B) and JetStream-PyTorch's further TPU v5e-8 rows, each with its source. A model
+    the library does not name is read from its config file (`HF_CONFIGS`), so its row's `model` is a `Transformer`.
+    The out-of-sample check of chapter 11's estimate (`calibration.out_of_sample_summary`) prices these; nothing fits
+    on them.
 
     A row whose note starts with `EXCLUDED` is physically impossible as published (it beats the bound by more than
     any tolerance; the note gives the arithmetic and the likely page error); it is kept in the file for the record and
