@@ -607,13 +607,16 @@ def release_of(row: RunRow) -> str:
     return "JetStream-PyTorch" if name.startswith("JetStream") else name
 
 
-@functools.lru_cache(maxsize=8)
 def out_of_sample(efficiency="typical") -> tuple:
     """A `Comparison` (split "out-of-sample") for every row of `measurements.validation_runs()` at `efficiency`
     (None or "bound": the bound, whose ratio predicted / measured is at least 1 on every real run), priced once per
     efficiency and cached.
     """
-    efficiency = resolve_efficiency(efficiency)
+    return _out_of_sample(resolve_efficiency(efficiency))
+
+
+@functools.lru_cache(maxsize=8)
+def _out_of_sample(efficiency) -> tuple:
     items = []
     for row in validation_runs():
         predicted, step = _run_prediction(row, efficiency)
@@ -627,7 +630,7 @@ def out_of_sample_summary(efficiency="typical") -> dict:
     """`Metrics` of `efficiency` on the out-of-sample rows: "all", then by group: "TP<n>", "gpu"/"tpu",
     "dense"/"moe", each weight precision, each chip and each engine release (`release_of`).
     """
-    items = out_of_sample(resolve_efficiency(efficiency))
+    items = out_of_sample(efficiency)
     keys = [(c, (*group_of(c.row), c.row.chip, release_of(c.row))) for c in items]
     result = {"all": metrics(items)}
     for position, prefix in ((1, "TP"), (0, ""), (2, ""), (3, ""), (4, ""), (5, "")):

@@ -16,10 +16,10 @@ frozen rows. The tables:
 - `published_runs()`: 263 published inference runs for the calibration of chapter 11 (TensorRT-LLM v0.14 across
   tensor-parallel degrees 1-8, FP8 and FP16, dense and Mixtral MoE; TensorRT-LLM 0.5/0.6.1 static batches and
   first-token latencies; JetStream on TPU v5e), each with its source.
-- `validation_runs()`: 853 further published runs kept out of every fit (TensorRT-LLM v0.9, v0.15, v0.17, v0.20 and
-  v1.0 tables on H100, H200, A100, B200 and GB200, TP 1-8, FP16, FP8 and NVFP4; JetStream-PyTorch on TPU v5e-8): the
-  out-of-sample check of `calibration.out_of_sample_summary` (one further row, impossible as published, is kept in the
-  file but excluded).
+- `validation_runs()`: 1,441 further published runs kept out of every fit (TensorRT-LLM v0.9, v0.13, v0.15, v0.17,
+  v0.20 and v1.0 tables on H100, H200, A100, B200 and GB200, TP 1-8, FP16, FP8 and NVFP4; JetStream-PyTorch on TPU
+  v5e-8): the out-of-sample check of `calibration.out_of_sample_summary` (one further row, impossible as published,
+  is kept in the file but excluded).
 
 Used in chapter 11, *How close do real systems come?*.
 """
@@ -226,8 +226,8 @@ EXCLUDED = "EXCLUDED:"  # a validation row's note that starts so states why the 
 
 def validation_runs(include_excluded: bool = False) -> tuple:
     """Published inference runs kept out of every fit (`validation_runs.csv`): TensorRT-LLM's performance tables of
-    releases v0.9 (static batches and first-token latency), v0.15, v0.17, v0.20 and v1.0 (H100, H200, A100, B200 and
-    GB200; TP 1-8; FP16, FP8 and NVFP4; LLaMA-2 7B/70B, LLaMA-3/3.1/3.3 8B/70B/405B, Mistral 7B, Mixtral 8x7B/8x22B,
+    releases v0.9 (static batches and first-token latency), v0.13, v0.15, v0.17, v0.20 and v1.0 (H100, H200, A100, B200
+    and GB200; TP 1-8; FP16, FP8 and NVFP4; LLaMA-2 7B/70B, LLaMA-3/3.1/3.3 8B/70B/405B, Mistral 7B, Mixtral 8x7B/8x22B,
     Qwen3-235B-A22B and Qwen3-30B-A3B) and JetStream-PyTorch's further TPU v5e-8 rows, each with its source. A model
     the library does not name is read from its config file (`HF_CONFIGS`), so its row's `model` is a `Transformer`.
     The out-of-sample check of chapter 11's estimate (`calibration.out_of_sample_summary`) prices these; nothing fits
