@@ -512,6 +512,9 @@ SPECS.update({
     "calibration.validation_metrics": spec({}, efficiency="efficiency"),
     "measurements.published_runs": spec({}),
 })
+# The out-of-sample check (appended): priced once per efficiency and cached, so only the default is fuzzed here.
+SPECS.update({"calibration.out_of_sample_summary": spec({}), "calibration.release_of": spec(dict(row=_RUN)),
+              "calibration.out_of_sample": spec({}), "measurements.validation_runs": spec({})})
 SPECS["estimate.max_batch"][1].update(efficiency="efficiency")
 SPECS["calibration.loss"][1].update(efficiency="efficiency")
 SPECS["estimate.offline_estimate"][1].update(slots="count?")
