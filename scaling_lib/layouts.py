@@ -489,15 +489,18 @@ class DecodeGap:
 
 
 def decode_latency_gap(model, chip, n_chips: int, batch: int, context_len: int, measured_step_s: float,
-                       weight_dtype: str = "int8", kv_dtype: str = "bf16", compute_dtype: str = "bf16") -> DecodeGap:
+                       weight_dtype: str = "int8", kv_dtype: str = "bf16", compute_dtype: str = "bf16", *,
+                       check_capacity: bool = True) -> DecodeGap:
     """`inference.decode_step_time` (weights / (n W_hbm) + KV / (n W_hbm), or FLOPs) beside a measured step.
 
     The bound leaves out communication, attention FLOPs, layer norms and sampling, so it sits below any real step.
+    Raises ValueError when the batch does not fit in HBM (`check_capacity=False` prices it as if it fitted).
 
     Used in chapter 8, *Partitioning layouts*.
     """
     positive("measured_step_s", measured_step_s)
-    bound = decode_step_time(model, chip, n_chips, batch, context_len, weight_dtype, kv_dtype, compute_dtype)
+    bound = decode_step_time(model, chip, n_chips, batch, context_len, weight_dtype, kv_dtype, compute_dtype,
+                             check_capacity=check_capacity)
     return DecodeGap(bound=bound, measured_s=measured_step_s)
 
 

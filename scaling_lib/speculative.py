@@ -93,12 +93,14 @@ class SpeculativeStep:
 
 def roofline_step(model, chip, n_chips: int, batch: int, context_len: int, lookahead: int, acceptance: float,
                   draft_cost_ratio: float, weight_dtype: str = "bf16", kv_dtype: str = "bf16",
-                  compute_dtype: str = "bf16") -> SpeculativeStep:
+                  compute_dtype: str = "bf16", *, check_capacity: bool = True) -> SpeculativeStep:
     """Price a speculative step with the general step bound (`inference.step_time_bound`).
 
     Verification runs the target on B (γ + 1) query positions: the matmul FLOPs are those of batch B (γ + 1),
     the weights are read once, and each sequence's KV cache is read once for all γ + 1 of its positions (so the
-    KV term stays that of batch B). Drafting costs γ x c plain steps.
+    KV term stays that of batch B). Drafting costs γ x c plain steps. Raises ValueError when the B caches and the
+    weights do not fit in HBM (`inference.decode_step_time`); `check_capacity=False` prices the step as if it
+    fitted: used to show what would not fit.
 
     Used in chapter 10, *Speculative decoding, mixture of experts and quantization*.
     """
@@ -108,11 +110,11 @@ def roofline_step(model, chip, n_chips: int, batch: int, context_len: int, looka
     probability("acceptance", acceptance)
     positive("draft_cost_ratio", draft_cost_ratio, allow_zero=True)
     dtypes = (weight_dtype, kv_dtype, compute_dtype)
-    plain = decode_step_time(m, chip, n_chips, batch, context_len, *dtypes).total_s
+    plain = decode_step_time(m, chip, n_chips, batch, context_len, *dtypes, check_capacity=check_capacity).total_s
     verify = step_time_bound(batch=batch * (k + 1),
                              kv_bytes_per_sequence=kv_cache_bytes(m, context_len, 1, kv_dtype) / (k + 1),
                              param_bytes=param_bytes(m, weight_dtype), param_count=active_param_count(m),
-                             chip=chip, n_chips=n_chips, compute_dtype=compute_dtype).total_s
+                             chip=chip, n_chips=n_chips, compute_dtype=compute_dtype, check_capacity=False).total_s
     return SpeculativeStep(plain_step_s=plain, draft_s=k * draft_cost_ratio * plain, verify_s=verify,
                            tokens_per_step=expected_tokens_per_step(k, acceptance))
 
