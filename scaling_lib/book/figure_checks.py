@@ -680,8 +680,9 @@ def _chip_named(text: str) -> str:
 
 
 def _frontier_of(model: str, chip: str, phase: str, dtype: str) -> tuple:
-    """The cost model's frontier, recomputed: `pareto_frontier(sweep(...))` with the default chips and batches."""
-    return pareto_frontier(sweep(model, chip, phase, weight_dtype=dtype))
+    """The cost model's frontier, recomputed: `pareto_frontier(sweep(...))` with the default chips and batches, heads
+    padded to split over the chips as Pope et al. did (chapter 12's `PAD`)."""
+    return pareto_frontier(sweep(model, chip, phase, weight_dtype=dtype, pad_heads=True))
 
 
 @figure_check(r"^Latency against MFU on .+: the cost model's frontier")

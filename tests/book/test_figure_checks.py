@@ -107,7 +107,7 @@ def frontier_figure(dtype_of):
     """Chapter 12's latency-MFU panel for PaLM 62B decode; `dtype_of(label_dtype)` is the dtype actually swept."""
     fig, ax = plt.subplots()
     for dtype in ("bf16", "int8"):
-        front = pareto_frontier(sweep("palm-62b", "tpu-v4", "decode", weight_dtype=dtype_of(dtype)))
+        front = pareto_frontier(sweep("palm-62b", "tpu-v4", "decode", weight_dtype=dtype_of(dtype), pad_heads=True))
         ax.plot([p.total_s * 1e3 for p in front], [100 * p.mfu for p in front], label=f"model frontier, {dtype} weights")
     for row in (r for r in pope_rows() if (r.model, r.phase) == ("palm-62b", "decode")):
         ax.plot(measured_step_s(row) * 1e3, 100 * measured_mfu(row), "k*")
