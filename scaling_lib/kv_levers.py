@@ -18,7 +18,7 @@ the Scaling Book lists {cite}`scalingbook`, each changing one factor of  B x S x
 import math
 from dataclasses import dataclass
 
-from ._validate import flag, non_negative_int, positive, positive_int
+from ._validate import MAX_REQUESTS, at_most, flag, non_negative_int, positive, positive_int
 from .dtypes import bytes_per_element
 from .memory import kv_bytes_per_token
 from .models import get_model
@@ -154,6 +154,7 @@ class LeverRow:
 def evenly_ragged_lengths(context_len: int, batch: int) -> list:
     """A ragged batch for costing paging: lengths (b + 1) / B x S for b = 0..B-1, rounded up (mean about S / 2)."""
     context_len, batch = positive_int("context_len", context_len), positive_int("batch", batch)
+    at_most("batch", batch, MAX_REQUESTS, "it lists one length per sequence")
     return [-(-(b + 1) * context_len // batch) for b in range(batch)]
 
 

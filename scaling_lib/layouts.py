@@ -30,7 +30,7 @@ import math
 from dataclasses import dataclass
 from itertools import product
 
-from ._validate import axes, choice, fraction, positive, positive_int
+from ._validate import MAX_CHIPS, at_most, axes, choice, divisors, fraction, positive, positive_int
 from .dtypes import bytes_per_element
 from .hardware import get_chip
 from .inference import StepTime, decode_step_time
@@ -320,9 +320,10 @@ def ws_2d_crossover_chips(d_model: int, d_ff: int, convention: str = "pope") -> 
 
 def optimal_2d_mesh(n_chips: int, model, chip="tpu-v4", convention: str = "pope") -> tuple:
     """The integer mesh (X, Y, Z), X Y Z = n_chips, with the least 2D weight-stationary communication time."""
-    n_chips = positive_int("n_chips", n_chips)
-    divisors = [k for k in range(1, n_chips + 1) if n_chips % k == 0]
-    meshes = [(x, y, n_chips // (x * y)) for x, y in product(divisors, divisors) if n_chips % (x * y) == 0]
+    n_chips = at_most("n_chips", positive_int("n_chips", n_chips), MAX_CHIPS, "no slice has more chips, and the "
+                      "search tries every pair of divisors")
+    factors = divisors(n_chips)
+    meshes = [(x, y, n_chips // (x * y)) for x, y in product(factors, factors) if n_chips % (x * y) == 0]
     # Prefer the most even Y x Z split on ties (fewest degenerate axes).
     return min(meshes, key=lambda mesh: (ffn_comm_time("2d-ws", model, chip, 1.0, mesh, convention),
                                          abs(mesh[1] - mesh[2])))

@@ -12,7 +12,7 @@ low-precision rate, quantization still saves bytes and capacity (`roofline.criti
 
 from dataclasses import dataclass
 
-from ._validate import choice, positive, positive_int
+from ._validate import MAX_REQUESTS, choice, positive, positive_int
 from .hardware import get_chip
 from .inference import decode_step_time
 from .memory import kv_bytes_per_token, max_batch_size, param_bytes
@@ -126,8 +126,14 @@ def step_ratio_grid(model, chip, n_chips: int, batches, context_lens, scheme=("f
     """
     m = get_model(model)
     chip = get_chip(chip)
-    positive("n_chips", n_chips)
+    positive_int("n_chips", n_chips)
+    for name, values in (("batches", batches), ("context_lens", context_lens)):
+        if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+            raise ValueError(f"{name} must be a list of numbers, e.g. [1, 64], got {values!r}")
     batches, context_lens = tuple(batches), tuple(context_lens)
+    if len(batches) * len(context_lens) > MAX_REQUESTS:
+        raise ValueError(f"batches x context_lens make {len(batches) * len(context_lens):,} points, more than "
+                         f"{MAX_REQUESTS:,}: the grid prices each one; sample fewer")
     if not batches or not context_lens:
         raise ValueError("batches and context_lens must each list at least one value, e.g. [1, 64] and [8192]")
     for name, value in (("scheme", scheme), ("baseline", baseline)):

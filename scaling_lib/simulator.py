@@ -25,7 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validate import choice, fraction, non_negative_int, positive, positive_int, probability
+from ._validate import (MAX_REQUESTS, at_most, choice, fraction, non_negative_int, positive, positive_int,
+                        probability)
 from .hardware import get_chip
 from .inference import decode_step_time, prefill_time
 from .memory import max_batch_size
@@ -36,6 +37,7 @@ ENGINES = ("naive", "interleaved", "chunked", "disaggregated")
 # Longest prompt or output a workload may hold: far beyond any context window, and small enough that no sum of
 # lengths in the simulator can overflow int64.
 MAX_REQUEST_TOKENS = 2**31 - 1
+MAX_BATCH = 2**16  # sequences one server decodes together: engines run hundreds to thousands
 
 # ---------------------------------------------------------------------------------------------------------------
 # Inputs of the simulator: a server configuration and a workload
@@ -67,6 +69,8 @@ class ServingConfig:
         model, chip = get_model(self.model), get_chip(self.chip)
         for name in ("n_chips", "max_batch", "max_context_len", "prefill_chunk_tokens"):
             positive_int(name, getattr(self, name))
+        # the simulator tabulates one decode step per batch size, so the batch is bounded (engines run thousands)
+        at_most("max_batch", self.max_batch, MAX_BATCH, "the simulator tabulates a decode step for every batch size")
         fraction("mfu", self.mfu, "the fraction of peak FLOP/s achieved")
         chip.peak_flops(self.compute_dtype)  # the chip must have this matrix rate
         fit = max_batch_size(model, chip, self.n_chips, self.max_context_len, self.weight_dtype, self.kv_dtype)
@@ -112,6 +116,7 @@ class Workload:
                              f"{arrival.shape}, {prompt.shape}, {output.shape}")
         if len(arrival) == 0:
             raise ValueError("a workload needs at least one request")
+        at_most("the number of requests", len(arrival), MAX_REQUESTS, "the simulator runs each one in Python")
         if not np.all(np.isfinite(arrival)) or np.any(arrival < 0):
             raise ValueError("arrival_s must be finite and non-negative")
         for name, lengths in (("prompt_len", prompt), ("output_len", output)):
@@ -177,7 +182,8 @@ def poisson_workload(rate_per_s: float, n_requests: int, prompt_len=1024, output
         positive("rate_per_s", rate_per_s)
     except ValueError as err:
         raise ValueError(f"rate_per_s must be a positive, finite number of requests per second ({err})") from None
-    n = positive_int("n_requests", n_requests)
+    n = at_most("n_requests", positive_int("n_requests", n_requests), MAX_REQUESTS,
+                "the simulator runs each one in Python")
     rng = np.random.default_rng(non_negative_int("seed", seed))
     try:
         probability("shared_prefix_fraction", shared_prefix_fraction)
@@ -205,6 +211,13 @@ def trace_workload(trace) -> Workload:
 # ---------------------------------------------------------------------------------------------------------------
 # The result
 # ---------------------------------------------------------------------------------------------------------------
+
+def _percent(q) -> float:
+    """A percentile rank in [0, 100]."""
+    if not 0 <= positive("q", q, allow_zero=True) <= 100:
+        raise ValueError(f"q must be a percentile in [0, 100] (50 for the median), got {q!r}")
+    return q
+
 
 @dataclass(frozen=True)
 class SimulationResult:
@@ -237,9 +250,10 @@ class SimulationResult:
         return self.total_tokens / (self.makespan_s * self.n_chips) if self.makespan_s > 0 else float("inf")
 
     def ttft_percentile(self, q: float) -> float:
-        return float(np.nanpercentile(self.ttft_s, q))
+        return float(np.nanpercentile(self.ttft_s, _percent(q)))
 
     def tpot_percentile(self, q: float) -> float:
+        q = _percent(q)
         return float(np.nanpercentile(self.tpot_s, q)) if np.any(np.isfinite(self.tpot_s)) else float("nan")
 
     @property
@@ -497,7 +511,7 @@ def _chunked_server(costs, ids, ready, prompt, output, rec, cached, load):
 
 def _prefill_pool(costs, n_servers, order, arrival, prompt, rec, cached, load):
     """R_p batch-1 prefill servers fed first come, first served; returns when each prefill finished."""
-    free = [(0.0, s) for s in range(n_servers)]
+    free = [(0.0, s) for s in range(min(n_servers, len(order)))]  # more servers than requests: each gets its own
     done = np.empty(len(arrival))
     for i in order:
         free_at, server = heapq.heappop(free)
@@ -574,14 +588,14 @@ def simulate(config: ServingConfig, workload: Workload, engine: str = "interleav
         kv_bytes = np.array([kv_transfer_bytes(costs.model, int(p), config.kv_dtype) for p in lengths])[which]
         ready = (prefill_done + kv_bytes / transfer_bandwidth).tolist()
         decode_order = np.argsort(ready, kind="stable").tolist()
-        for s in range(n_decode_servers):
+        for s in range(min(n_decode_servers, len(decode_order))):  # servers past the requests get none
             _continuous_server(costs, decode_order[s::n_decode_servers], ready, prompt, output, rec, cached, load,
                                prefill=False)
         n_chips = n_prefill_servers * pcfg.n_chips + n_decode_servers * config.n_chips
     else:
         server = {"naive": _naive_server, "interleaved": _continuous_server, "chunked": _chunked_server}[engine]
         ready = arrival.tolist()
-        for s in range(n_servers):
+        for s in range(min(n_servers, len(order))):  # servers past the requests get none
             server(costs, order[s::n_servers], ready, prompt, output, rec, cached, load)
         n_chips = n_servers * config.n_chips
 

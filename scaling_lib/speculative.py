@@ -19,7 +19,7 @@ general step-time bound. Used in chapter 10, *Speculative decoding, mixture of e
 
 from dataclasses import dataclass
 
-from ._validate import non_negative_int, positive, positive_int, probability
+from ._validate import at_most, non_negative_int, positive, positive_int, probability
 from .inference import decode_step_time, step_time_bound
 from .memory import kv_cache_bytes, param_bytes
 from .models import active_param_count, get_model
@@ -65,12 +65,17 @@ def draft_cost_ratio(draft_params: float, target_params: float) -> float:
     return draft_params / target_params
 
 
+MAX_LOOKAHEAD = 1024  # the searches below try every lookahead; speculation pays for a handful of tokens
+_LOOKAHEAD_REASON = "the search tries every lookahead from 0 up, and speculation pays only for a handful of tokens"
+
+
 def best_lookahead(acceptance: float, draft_cost_ratio: float, max_lookahead: int = 16) -> int:
     """The γ in 0..max_lookahead that maximises `speedup` (0 means: do not speculate).
 
     Used in chapter 10, *Speculative decoding, mixture of experts and quantization*.
     """
-    max_lookahead = non_negative_int("max_lookahead", max_lookahead)
+    max_lookahead = at_most("max_lookahead", non_negative_int("max_lookahead", max_lookahead), MAX_LOOKAHEAD,
+                            _LOOKAHEAD_REASON)
     probability("acceptance", acceptance)
     positive("draft_cost_ratio", draft_cost_ratio, allow_zero=True)
     return max(range(max_lookahead + 1), key=lambda k: (speedup(k, acceptance, draft_cost_ratio), -k))
@@ -135,7 +140,8 @@ def best_roofline_lookahead(model, chip, n_chips: int, batch: int, context_len: 
 
     Used in chapter 10, *Speculative decoding, mixture of experts and quantization*.
     """
-    max_lookahead = non_negative_int("max_lookahead", max_lookahead)
+    max_lookahead = at_most("max_lookahead", non_negative_int("max_lookahead", max_lookahead), MAX_LOOKAHEAD,
+                            _LOOKAHEAD_REASON)
     return max(range(max_lookahead + 1),
                key=lambda k: (roofline_speedup(model, chip, n_chips, batch, context_len, k, acceptance,
                                                draft_cost_ratio, **dtypes), -k))
