@@ -167,3 +167,15 @@ def divisors(n: int) -> list:
                 large.append(n // d)
         d += 1
     return small + large[::-1]
+
+
+def items(name: str, values, check, min_len: int = 1) -> tuple:
+    """A list or tuple (not a string, not a single number) of at least `min_len` entries, each passed through
+    `check(f"{name} entry", entry)`, returned as a tuple; errors name the argument."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, (tuple, list, range)) and not (
+            hasattr(values, "__iter__") and hasattr(values, "__len__")):
+        raise ValueError(f"{name} must be a list, got {values!r}")
+    values = tuple(values)
+    if len(values) < min_len:
+        raise ValueError(f"{name} must list at least {min_len} entr{'y' if min_len == 1 else 'ies'}, got {values!r}")
+    return tuple(check(f"{name} entry", value) for value in values)

@@ -374,7 +374,10 @@ def choose(model, chip, phase: str, metric: str = "cost", *, latency_target_s: f
     for dtype in weight_dtypes:
         if not isinstance(dtype, str):
             raise ValueError(f"weight_dtypes must hold dtype names such as 'bf16', got {dtype!r}")
-        bytes_per_element(dtype)
+        try:
+            bytes_per_element(dtype)
+        except ValueError as err:
+            raise ValueError(f"weight_dtypes: {err}") from None
     points = [p for dtype in weight_dtypes
               for p in sweep(model, chip, phase, chip_counts=chip_counts, batches=batches, weight_dtype=dtype,
                              **options)]

@@ -30,7 +30,7 @@ import math
 from dataclasses import dataclass
 from itertools import product
 
-from ._validate import MAX_CHIPS, at_most, axes, choice, divisors, fraction, positive, positive_int
+from ._validate import MAX_CHIPS, at_most, axes, choice, divisors, fraction, items, positive, positive_int
 from .dtypes import bytes_per_element
 from .hardware import get_chip
 from .inference import StepTime, decode_step_time
@@ -273,7 +273,7 @@ def comm_volume_curves(model, mesh_shape, tokens, layouts=LAYOUTS, weight_dtype:
     tokens = tuple(positive("tokens", t) for t in tokens)
     if not tokens:
         raise ValueError("tokens must list at least one token count, e.g. [64, 1024, 16384]")
-    layouts = tuple(choice("layout", name, LAYOUTS) for name in layouts)
+    layouts = items("layouts", layouts, lambda what, name: choice(what, name, LAYOUTS))
 
     def volume(name, t):
         return ffn_comm_volume(name, model, t, mesh_shape, weight_dtype, activation_dtype).total_bytes
@@ -336,7 +336,7 @@ def layout_switch_points(model, chip, mesh_shape, convention: str = "pope", layo
 
     Used in chapter 8, *Partitioning layouts*.
     """
-    layouts = tuple(choice("layout", name, LAYOUTS) for name in layouts)
+    layouts = items("layouts", layouts, lambda what, name: choice(what, name, LAYOUTS))
     if not isinstance(tokens_range, (tuple, list)) or len(tokens_range) != 2:
         raise ValueError(f"tokens_range must be a (start, stop) pair of token counts, got {tokens_range!r}")
     positive("tokens_range start", tokens_range[0])
@@ -445,7 +445,7 @@ def context_length_table(chip="tpu-v4", n_chips: int = 64, batches=(128, 512), k
     """
     if isinstance(batches, (str, bytes)) or not hasattr(batches, "__iter__") or not list(batches):
         raise ValueError(f"batches must list at least one batch size, e.g. (128, 512), got {batches!r}")
-    batches = tuple(positive_int("batch", b) for b in batches)
+    batches = items("batches", batches, positive_int)
     variants = (("multihead", "palm-540b-multihead", "heads"), ("baseline multiquery", "palm-540b", "heads"),
                 ("optimized multiquery", "palm-540b", "batch"))
     return tuple(ContextLengthRow(label, name, sharding, get_model(name).head_dim, tuple(batches),

@@ -85,6 +85,14 @@ class ServingConfig:
             )
 
 
+def _float_array(name: str, values) -> np.ndarray:
+    """`values` as a float array, or a ValueError naming the argument (a string or an object is not seconds)."""
+    try:
+        return np.asarray(values, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must hold numbers of seconds, one per request, got {values!r}") from None
+
+
 def _readonly(values, dtype):
     array = np.array(values, dtype=dtype)
     array.setflags(write=False)
@@ -109,7 +117,7 @@ class Workload:
     cache_load_s: np.ndarray | None = None
 
     def __post_init__(self):
-        arrival = np.asarray(self.arrival_s, dtype=float)
+        arrival = _float_array("arrival_s", self.arrival_s)
         prompt, output = np.asarray(self.prompt_len), np.asarray(self.output_len)
         if not (arrival.ndim == prompt.ndim == output.ndim == 1) or not (len(arrival) == len(prompt) == len(output)):
             raise ValueError(f"arrival_s, prompt_len and output_len must be 1-D of one length, got shapes "
@@ -142,7 +150,7 @@ class Workload:
         if np.any(cached < 0) or np.any(cached >= prompt):
             raise ValueError("cached_len must lie in [0, prompt_len - 1]: prefill needs at least one new token")
         object.__setattr__(self, "cached_len", _readonly(cached, np.int64))
-        load = np.zeros(len(prompt)) if self.cache_load_s is None else np.asarray(self.cache_load_s, dtype=float)
+        load = np.zeros(len(prompt)) if self.cache_load_s is None else _float_array("cache_load_s", self.cache_load_s)
         if load.shape != prompt.shape or not np.all(np.isfinite(load)) or np.any(load < 0):
             raise ValueError("cache_load_s must hold one finite, non-negative number of seconds per request")
         object.__setattr__(self, "cache_load_s", _readonly(load, float))
@@ -203,9 +211,13 @@ def trace_workload(trace) -> Workload:
     """A workload from a list of (arrival_s, prompt_len, output_len) tuples."""
     rows = list(trace) if hasattr(trace, "__iter__") and not isinstance(trace, (str, bytes)) else []
     if not rows or any(not isinstance(row, (tuple, list)) or len(row) != 3 for row in rows):
-        raise ValueError("a trace is a non-empty list of (arrival_s, prompt_len, output_len) tuples")
+        raise ValueError(f"trace must be a non-empty list of (arrival_s, prompt_len, output_len) tuples, got "
+                         f"{trace!r}")
     arrival, prompt, output = zip(*rows)
-    return Workload(np.array(arrival, float), np.array(prompt), np.array(output))
+    try:
+        return Workload(_float_array("arrival_s", arrival), np.array(prompt), np.array(output))
+    except ValueError as err:
+        raise ValueError(f"trace: {err}") from None
 
 
 # ---------------------------------------------------------------------------------------------------------------

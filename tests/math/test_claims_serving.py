@@ -432,10 +432,10 @@ def test_speculative_moe_quantization_bad_input():
         expected_experts_touched(2, 4, 10)
     with pytest.raises(ValueError, match="unknown dtype"):
         quantization_table("llama3-8b", "h100", 1, 1024, 8, schemes=[("int3", "bf16", "bf16")])
-    with pytest.raises(ValueError, match="batches and context_lens must each list at least one value"):
+    with pytest.raises(ValueError, match="batches must list at least 1 entry"):
         step_ratio_grid("llama3-8b", "h100", 1, (), (1024,))
-    with pytest.raises(ValueError, match=r"scheme is \(weight_dtype, kv_dtype, compute_dtype\)"):
+    with pytest.raises(ValueError, match=r"scheme is a \(weight_dtype, kv_dtype, compute_dtype\) triple"):
         step_ratio_grid("llama3-8b", "h100", 1, (8,), (1024,), scheme=("fp8", "fp8"))
-    with pytest.raises(ValueError, match="batch must be positive"):
+    with pytest.raises(ValueError, match="batches entry must be a positive integer"):
         step_ratio_grid("llama3-8b", "h100", 1, (0,), (1024,))
     assert math.isfinite(speedup(0, 0.5, 0.1)) and speedup(0, 0.5, 0.1) == 1.0
