@@ -74,7 +74,7 @@ class ServingConfig:
         fraction("mfu", self.mfu, "the fraction of peak FLOP/s achieved")
         chip.peak_flops(self.compute_dtype)  # the chip must have this matrix rate
         fit = max_batch_size(model, chip, self.n_chips, self.max_context_len, self.weight_dtype, self.kv_dtype)
-        if fit == 0:
+        if fit == 0 and max_batch_size(model, chip, self.n_chips, 1, self.weight_dtype, self.kv_dtype) == 0:
             raise ValueError(f"the {self.weight_dtype} weights of {model.name} do not fit in {self.n_chips} x "
                              f"{chip.name} HBM; add chips or quantize the weights")
         if self.max_batch > fit:
