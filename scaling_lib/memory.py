@@ -112,7 +112,8 @@ def memory_footprint(model, chip, n_chips: int, batch: int, context_len: int, we
     """Weights + B sequences' KV caches (times `kv_replication`), against n_chips x HBM capacity (activations
     ignored).
 
-    Used in chapter 4, *The KV cache dominates memory* and chapter 7, *Sharding prefill and generation*.
+    Used in chapter 4, *The KV cache dominates memory*; chapter 5, *A model of the decode step*; and chapter 7,
+    *Sharding prefill and generation*.
     """
     chip = get_chip(chip)
     positive_int("n_chips", n_chips)
