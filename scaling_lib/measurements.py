@@ -131,7 +131,14 @@ def pope_row(model: str, scenario: str, phase: str) -> PopeRow:
 
     Used in chapter 12, *Choosing a layout by the metric*.
     """
-    for row in pope_rows():
+    rows = pope_rows()
+    known_rows = ", ".join(f"({r.model!r}, {r.scenario!r}, {r.phase!r})" for r in rows)
+    for name, value in (("model", model), ("scenario", scenario), ("phase", phase)):
+        known = sorted({getattr(r, name) for r in rows})
+        if not isinstance(value, str) or value not in known:
+            raise ValueError(f"unknown {name} {value!r} for a Pope et al. row; use one of {', '.join(known)} "
+                             f"(known rows: {known_rows})")
+    for row in rows:
         if (row.model, row.scenario, row.phase) == (model, scenario, phase):
             return row
     known = ", ".join(f"({r.model!r}, {r.scenario!r}, {r.phase!r})" for r in pope_rows())
