@@ -2,9 +2,9 @@
 Chromium offline at a laptop's 1280 x 900 and a phone's 390 x 844, measured against the article's text column.
 
 At 1280 x 900 no visible code block, cell output, table or display equation is wider than the column (a block that
-scrolls inside itself still counts: the reader meets a scrollbar), and no table of more than 25 rows stands outside a
-fold (a <details> or a dropdown/toggle container). At 390 x 844 no page scrolls sideways as a whole: wide blocks
-scroll inside themselves.
+scrolls inside itself still counts: the reader meets a scrollbar), and no chapter or appendix holds a table of more
+than 25 rows outside a fold (a <details> or a dropdown/toggle container). At 390 x 844 no page scrolls sideways as a
+whole: wide blocks scroll inside themselves.
 
 The test measures the book already built in `_build/html` (`make book` first after an edit; it builds the book there
 when the folder is missing). Each failure lists the page, the element's kind and position, its width against the
@@ -12,8 +12,10 @@ column in CSS pixels and a snippet, which is the to-do list the check exists for
 that git ignores, a screenshot of each page at 1280 x 900 into `_build/screenshots/` and the full measurement (both
 widths) into `_build/screenshots/page_fit.json`.
 
-Code cells wider than the column wait for the notebooks' code to be formatted to 88 columns (ruff's formatter over the
-notebooks, issue 27): that test is an expected failure until then.
+Two checks are expected failures for now: code cells wider than the column wait for the notebooks' code to be formatted
+to 88 columns (ruff's formatter over the notebooks, issue 27), and printed outputs wider than the column wait for the
+notebooks' own print calls to wrap or tabulate and for every notebook to be re-executed (scaling_lib.check's verdicts
+already wrap at 76 columns). The column itself holds 88 characters of code: see test_the_column_reads_like_a_book.
 """
 
 import json
@@ -22,6 +24,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests import REPO
 from tests.book.test_build import _open_offline, _toc_files, _wait_for_mathjax, browser  # noqa: F401 (fixture)
@@ -126,6 +129,14 @@ def _pages():
     return _toc_files()
 
 
+def _chapters_and_appendices():
+    """The pages of the "Chapters" and "Appendices" parts of the table of contents: the front matter (the notation
+    page is one reference table of every symbol) is measured for width but may hold a long table."""
+    toc = yaml.safe_load((REPO / "_toc.yml").read_text())
+    return {str(Path(chapter["file"]).with_suffix("")) for part in toc["parts"]
+            if part.get("caption") in ("Chapters", "Appendices") for chapter in part["chapters"]}
+
+
 @pytest.fixture(scope="module")
 def measured(browser):  # noqa: F811 (the fixture imported above)
     """{viewport: {page: measurement}} for both viewports; screenshots at 1280 as a side effect."""
@@ -179,7 +190,9 @@ def test_display_math_fits_the_column(measured):
 
 
 def test_no_table_over_25_rows_outside_a_fold(measured):
-    problems = [(page, t) for page, m in measured["1280"].items() for t in m["long_tables"]]
+    pages = _chapters_and_appendices()
+    assert len(pages) >= 14
+    problems = [(page, t) for page, m in measured["1280"].items() if page in pages for t in m["long_tables"]]
     assert not problems, "tables of more than 25 rows in the text:\n" + "\n".join(
         f"{page}: {t['rows']} rows (section #{t['section']}, cell {t['cell']}): {t['snippet']}" for page, t in problems)
 
