@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 
 from ...units import parse_unit
+from ..display import wrap_text
 from . import ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08, ch09, ch10, ch11, ch12, ch13, ch14, appendix_worked
 from .exercise import Choice, Exercise, Number, is_whole
 
@@ -510,7 +511,7 @@ def check(exercise_id: str, answer=None, reveal: bool = False) -> Verdict:
     13, *Quantizing with Qwix*; chapter 14, *Serving details*; and the appendix *Worked problems*.
     """
     verdict = grade(exercise_id, answer, reveal)
-    print(verdict.message)
+    print(wrap_text(verdict.message))
     return verdict
 
 
@@ -520,7 +521,7 @@ def solution(exercise_id: str) -> Solution:
     exercise = _registered(exercise_id)
     if exercise is None:
         message = f"[{_label(exercise_id)}] {_unknown(exercise_id)}."
-        print(message)
+        print(wrap_text(message))
         return Solution(_label(exercise_id), {}, message)
     answers, lines = _reveal(exercise)
     slips = list(dict.fromkeys(slip.name for part in exercise.parts if isinstance(part, Number)
@@ -529,5 +530,5 @@ def solution(exercise_id: str) -> Solution:
     if slips:
         text.append("Slips the checker recognises: " + "; ".join(slips) + ".")
     message = "\n".join(text)
-    print(message)
+    print(wrap_text(message))
     return Solution(exercise_id, answers, message)

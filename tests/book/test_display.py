@@ -1,0 +1,46 @@
+"""The table helpers fold long tables and clip long labels (issue 27: the rendered page reads like a book)."""
+
+import pytest
+
+from scaling_lib.book.display import clip_text, markdown_table, wrap_text
+
+
+def _rows(n):
+    return [(f"row {i}", i) for i in range(n)]
+
+
+def test_a_table_of_25_rows_stays_in_the_text_and_26_rows_fold():
+    short = markdown_table(["name", "value"], _rows(25)).data
+    assert "<details>" not in short and short.count("\n") == 26  # header, alignment row, 25 rows
+    long = markdown_table(["name", "value"], _rows(26), summary="All of them").data
+    assert long.startswith("<details>\n<summary>All of them (click to show)</summary>\n\n| name | value |")
+    assert long.endswith("| row 25 | 25 |\n\n</details>")  # blank lines around the table: parsed as Markdown
+    assert "The table: 26 rows" in markdown_table(["name", "value"], _rows(26)).data
+    assert "<details>" not in markdown_table(["name", "value"], _rows(100), fold_over=None).data
+    assert "<details>" in markdown_table(["name", "value"], _rows(3), fold_over=2).data
+
+
+def test_clip_text_keeps_the_first_sentence_or_cuts_at_a_word():
+    assert clip_text("How big is it, in GB? Use the table.") == "How big is it, in GB? Use the table."
+    assert clip_text("Change it.  Then\nplot.") == "Change it."
+    long = "word " * 40
+    assert clip_text(long, 30) == "word word word word word word ..."
+    assert len(clip_text(long, 30)) <= 34
+
+
+@pytest.mark.parametrize("text", ["Find the time $t = \\frac{2PT}{nC}$ for the model at batch 64 and more words",
+                                  "Run {ref}`the explorer <ch1-explorer>` and read off the batch at which it turns"])
+def test_clip_text_never_stops_inside_math_or_a_role(text):
+    for limit in range(10, len(text)):
+        short = clip_text(text, limit)
+        assert short.count("$") % 2 == 0 and short.count("`") % 2 == 0, (limit, short)
+
+
+def test_wrap_text_fits_printed_lines_to_the_column_and_keeps_every_word():
+    line = "[ch1.bcrit-v6e-int4] No answer yet: replace None with your answer (in tokens, within ±2%)."
+    text = "short line\n" + line + "\n    " + line
+    wrapped = wrap_text(text, 40)
+    assert all(len(row) <= 40 for row in wrapped.splitlines())
+    assert wrapped.split() == text.split()  # nothing lost or reordered
+    assert wrapped.splitlines()[0] == "short line" and wrapped.splitlines()[2].startswith("  ")
+    assert max(len(row) for row in wrap_text(line).splitlines()) <= 76

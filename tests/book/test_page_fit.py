@@ -1,0 +1,224 @@
+"""The rendered page fits its reader (issue 27): every chapter and appendix of the built book, opened in headless
+Chromium offline at a laptop's 1280 x 900 and a phone's 390 x 844, measured against the article's text column.
+
+At 1280 x 900 no visible code block, cell output, table or display equation is wider than the column (a block that
+scrolls inside itself still counts: the reader meets a scrollbar), and no chapter or appendix holds a table of more
+than 25 rows outside a fold (a <details> or a dropdown/toggle container). At 390 x 844 no page scrolls sideways as a
+whole: wide blocks scroll inside themselves.
+
+The test measures the book already built in `_build/html` (`make book` first after an edit; it builds the book there
+when the folder is missing). Each failure lists the page, the element's kind and position, its width against the
+column in CSS pixels and a snippet, which is the to-do list the check exists for. It also writes, as build artefacts
+that git ignores, a screenshot of each page at 1280 x 900 into `_build/screenshots/` and the full measurement (both
+widths) into `_build/screenshots/page_fit.json`.
+
+Two checks are expected failures for now: code cells wider than the column wait for the notebooks' code to be formatted
+to 88 columns (ruff's formatter over the notebooks, issue 27), and printed outputs wider than the column wait for the
+notebooks' own print calls to wrap or tabulate and for every notebook to be re-executed (scaling_lib.check's verdicts
+already wrap at 76 columns). The column itself holds 88 characters of code: see test_the_column_reads_like_a_book.
+"""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests import REPO
+from tests.book.test_build import _open_offline, _toc_files, _wait_for_mathjax, browser  # noqa: F401 (fixture)
+
+pytestmark = [pytest.mark.tiny, pytest.mark.browser]
+
+HTML = REPO / "_build" / "html"
+SHOTS = REPO / "_build" / "screenshots"
+WIDE, PHONE = {"width": 1280, "height": 900}, {"width": 390, "height": 844}
+LONG_TABLE_ROWS = 25
+SLACK_PX = 1  # sub-pixel rounding
+
+# Run in the page: the article's text column and every block that could be wider than it. An element's width is the
+# larger of its box and its scrolling content, so a block that scrolls inside itself is measured by what it holds.
+_MEASURE = r"""
+() => {
+  const article = document.querySelector('article.bd-article') || document.querySelector('main');
+  const style = getComputedStyle(article);
+  const column = article.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+  const shown = el => el.getClientRects().length > 0 && el.getBoundingClientRect().width > 0 &&
+    (!el.checkVisibility || el.checkVisibility({contentVisibilityAuto: true}));  // not inside a closed fold
+  const width = el => Math.max(el.getBoundingClientRect().width, el.scrollWidth);
+  const longest = text => text.split('\n').reduce((a, b) => (b.length > a.length ? b : a), '').trim();
+  const clip = (text, n) => (text.length > n ? text.slice(0, n) + '...' : text);
+  const heading = el => {
+    let node = el.closest('section');
+    return node ? node.id : '';
+  };
+  const cells = Array.from(article.querySelectorAll('div.cell'));
+  const where = el => {
+    const cell = el.closest('div.cell');
+    return {section: heading(el), cell: cell ? cells.indexOf(cell) : null};
+  };
+  const found = [];
+  const add = (kind, el, snippet) => {
+    if (!shown(el)) return;
+    const w = width(el);
+    if (w > column + %SLACK%) found.push({kind, width: Math.round(w), column: Math.round(column),
+                                        snippet: clip(snippet, 110), ...where(el)});
+  };
+  for (const pre of article.querySelectorAll('pre')) {
+    const kind = pre.closest('.cell_output, .output') ? 'output' : 'code';
+    add(kind, pre, longest(pre.textContent));
+  }
+  // Outputs that are not preformatted text (HTML, images, explorers), tables excepted: measured as tables below.
+  for (const out of article.querySelectorAll('.cell_output > .output:not(:has(pre)):not(:has(table))')) {
+    add('output', out, out.textContent.trim().split('\n')[0]);
+  }
+  for (const table of article.querySelectorAll('table')) {
+    const head = table.querySelector('tr');
+    add('table', table, head ? head.innerText.replace(/\s+/g, ' ') : '');
+  }
+  const items = (window.MathJax && MathJax.startup && MathJax.startup.document)
+    ? Array.from(MathJax.startup.document.math) : [];
+  for (const item of items) {
+    if (!item.display || !item.typesetRoot) continue;
+    const root = item.typesetRoot;
+    const inner = root.querySelector('mjx-math') || root;
+    const w = Math.max(width(root), inner.getBoundingClientRect().width);
+    if (shown(root) && w > column + %SLACK%)
+      found.push({kind: 'math', width: Math.round(w), column: Math.round(column),
+                  snippet: clip(item.math.replace(/\s+/g, ' ').trim(), 110), ...where(root)});
+  }
+  const folded = el => el.closest('details, .toggle, .toggle-details, .dropdown, .sd-dropdown, .toggle-hidden');
+  const long = [];
+  for (const table of article.querySelectorAll('table')) {
+    const rows = table.querySelectorAll('tbody tr').length || table.querySelectorAll('tr').length - 1;
+    if (rows > %ROWS% && !folded(table)) {
+      const head = table.querySelector('tr');
+      long.push({kind: 'long table', rows, snippet: clip(head ? head.innerText.replace(/\s+/g, ' ') : '', 110),
+                 ...where(table)});
+    }
+  }
+  // Prose measure: characters of body text and of monospace per line of the column.
+  const canvas = document.createElement('canvas').getContext('2d');
+  const perLine = el => {
+    const s = getComputedStyle(el);
+    canvas.font = `${s.fontWeight} ${s.fontSize} ${s.fontFamily}`;
+    const text = el.textContent.replace(/\s+/g, ' ').trim();
+    return text.length ? column / (canvas.measureText(text).width / text.length) : null;
+  };
+  const paragraphs = Array.from(article.querySelectorAll('section > p')).filter(p => p.textContent.length > 200);
+  const prose = paragraphs.map(perLine).filter(x => x).sort((a, b) => a - b);
+  const pre = article.querySelector('div.cell_input pre') || article.querySelector('pre');
+  return {
+    column: Math.round(column),
+    prose_chars_per_line: prose.length ? Math.round(prose[Math.floor(prose.length / 2)]) : null,
+    // characters of code a code cell shows without scrolling when its block is as wide as the column
+    mono_chars_per_line: pre ? (() => {
+      const s = getComputedStyle(pre); canvas.font = `${s.fontSize} ${s.fontFamily}`;
+      const inside = column - (pre.closest('.highlight') || pre).offsetWidth + pre.clientWidth
+        - parseFloat(s.paddingLeft) - parseFloat(s.paddingRight);
+      return Math.floor(inside / (canvas.measureText('0'.repeat(100)).width / 100)); })() : null,
+    page_width: document.scrollingElement.scrollWidth,
+    viewport: window.innerWidth,
+    wide: found.map(({el, ...rest}) => rest),
+    long_tables: long,
+  };
+}
+""".replace("%SLACK%", str(SLACK_PX)).replace("%ROWS%", str(LONG_TABLE_ROWS))
+
+
+def _pages():
+    """Every page of the table of contents (chapters, appendices and the front matter)."""
+    return _toc_files()
+
+
+def _chapters_and_appendices():
+    """The pages of the "Chapters" and "Appendices" parts of the table of contents: the front matter (the notation
+    page is one reference table of every symbol) is measured for width but may hold a long table."""
+    toc = yaml.safe_load((REPO / "_toc.yml").read_text())
+    return {str(Path(chapter["file"]).with_suffix("")) for part in toc["parts"]
+            if part.get("caption") in ("Chapters", "Appendices") for chapter in part["chapters"]}
+
+
+@pytest.fixture(scope="module")
+def measured(browser):  # noqa: F811 (the fixture imported above)
+    """{viewport: {page: measurement}} for both viewports; screenshots at 1280 as a side effect."""
+    if not (HTML / "index.html").exists():
+        jupyter_book = Path(sys.executable).with_name("jupyter-book")
+        subprocess.run([str(jupyter_book), "build", str(REPO), "-W", "-n", "--keep-going"], check=True,
+                       capture_output=True, timeout=3600)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    result = {}
+    for label, viewport in (("1280", WIDE), ("390", PHONE)):
+        result[label] = {}
+        for name in _pages():
+            context, page, _, _ = _open_offline(browser, (HTML / f"{name}.html").as_uri())
+            try:
+                page.set_viewport_size(viewport)
+                _wait_for_mathjax(page)
+                page.wait_for_timeout(100)
+                result[label][name] = page.evaluate(_MEASURE)
+                if label == "1280":
+                    page.screenshot(path=str(SHOTS / f"{name.replace('/', '__')}.jpg"), full_page=True,
+                                    type="jpeg", quality=60)
+            finally:
+                context.close()
+    (SHOTS / "page_fit.json").write_text(json.dumps(result, indent=1))
+    return result
+
+
+def _listing(problems):
+    return "\n".join(f"{page}: {p['kind']} {p['width']} px > column {p['column']} px "
+                     f"(section #{p['section']}, cell {p['cell']}): {p['snippet']}" for page, p in problems)
+
+
+def _wide(measured, kinds, label="1280"):
+    return [(page, p) for page, m in measured[label].items() for p in m["wide"] if p["kind"] in kinds]
+
+
+def test_no_page_scrolls_sideways_on_a_phone(measured):
+    pages = {page: (m["page_width"], m["viewport"]) for page, m in measured["390"].items()
+             if m["page_width"] > m["viewport"]}
+    assert not pages, "pages wider than a 390 px phone (page width, viewport): " + repr(pages)
+
+
+def test_tables_fit_the_column(measured):
+    problems = _wide(measured, {"table"})
+    assert not problems, f"{len(problems)} tables wider than the column at 1280 px:\n" + _listing(problems)
+
+
+def test_display_math_fits_the_column(measured):
+    problems = _wide(measured, {"math"})
+    assert not problems, f"{len(problems)} display equations wider than the column at 1280 px:\n" + _listing(problems)
+
+
+def test_no_table_over_25_rows_outside_a_fold(measured):
+    pages = _chapters_and_appendices()
+    assert len(pages) >= 14
+    problems = [(page, t) for page, m in measured["1280"].items() if page in pages for t in m["long_tables"]]
+    assert not problems, "tables of more than 25 rows in the text:\n" + "\n".join(
+        f"{page}: {t['rows']} rows (section #{t['section']}, cell {t['cell']}): {t['snippet']}" for page, t in problems)
+
+
+@pytest.mark.xfail(strict=False, reason="printed lines wider than ~76 characters: the notebooks' own print calls (listed in "
+                   "issue 27's report) and stored outputs from before scaling_lib.check wrapped its verdicts; passes once "
+                   "those prints are wrapped or tabulated and every notebook is re-executed")
+def test_cell_outputs_fit_the_column(measured):
+    problems = _wide(measured, {"output"})
+    assert not problems, f"{len(problems)} outputs wider than the column at 1280 px:\n" + _listing(problems)
+
+
+@pytest.mark.xfail(strict=False, reason="code cells are written at 120 columns; passes once ruff's formatter has put "
+                   "the notebooks' code at 88 columns or less (issue 27) and the notebooks are re-executed")
+def test_code_blocks_fit_the_column(measured):
+    problems = _wide(measured, {"code"})
+    assert not problems, f"{len(problems)} code blocks wider than the column at 1280 px:\n" + _listing(problems)
+
+
+def test_the_column_reads_like_a_book(measured):
+    """At 1280 px a line of prose holds 80 to 100 characters, and a code cell as wide as the column shows at least 88
+    characters of code (ruff's line length for the notebooks) inside its padding."""
+    prose = {page: m["prose_chars_per_line"] for page, m in measured["1280"].items() if m["prose_chars_per_line"]}
+    mono = {page: m["mono_chars_per_line"] for page, m in measured["1280"].items() if m["mono_chars_per_line"]}
+    assert prose and all(80 <= n <= 100 for n in prose.values()), prose
+    assert all(n >= 88 for n in mono.values()), mono
