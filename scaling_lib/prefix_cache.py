@@ -19,11 +19,12 @@ assumes the user's think time outlasts the turn) and `simulate_chat` prices each
 details*.
 """
 
+from __future__ import annotations
+
 from collections import OrderedDict
 from dataclasses import dataclass
 
-import numpy as np
-
+from ._numpy import np
 from ._validate import choice, non_negative_int, positive, positive_int
 from .hardware import GIB
 from .memory import kv_bytes_per_token
