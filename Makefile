@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: book test venv clean lab refresh bench mutation
+.PHONY: book test venv clean lab refresh bench mutation test-portable
 
 venv: $(STAMP)
 
@@ -31,6 +31,17 @@ node_modules/.installed: package.json package-lock.json
 test: $(STAMP) node_modules/.installed
 	$(BIN)/python -m pytest -n 2 --dist loadfile --nbval --nbval-current-env tests chapters book
 
+# Portability check (not part of `make test`): nbval over the notebooks that run JAX, under a second XLA CPU
+# configuration: at most AVX2 in XLA's code generation and in oneDNN, OpenBLAS's AVX2 (Haswell) kernels for NumPy, one
+# thread, one core where taskset exists. A stored output that depends on the CPU's floating-point kernels fails here
+# even on the machine that stored it. XLA_FLAGS already set are kept (the device count is appended by the set-up).
+PORTABLE_NB ?= $(shell grep -l -E '"(import jax|from jax|from scaling_lib\.tiny|from scaling_lib import tiny|import qwix|from flax)' chapters/*.ipynb book/*.ipynb)
+PORTABLE_ENV := XLA_FLAGS="$$XLA_FLAGS --xla_cpu_max_isa=AVX2 --xla_cpu_multi_thread_eigen=false" \
+	ONEDNN_MAX_CPU_ISA=AVX2 OPENBLAS_CORETYPE=Haswell OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 \
+	$(if $(shell command -v taskset),taskset -c $$($(BIN)/python -c 'import os; print(min(os.sched_getaffinity(0)))'),)
+test-portable: $(STAMP)
+	$(PORTABLE_ENV) $(BIN)/python -m pytest -p no:cacheprovider --nbval --nbval-current-env $(PORTABLE_NB)
+
 # Re-execute notebooks in place (all of them, or NB=chapters/01_rooflines.ipynb) to refresh their stored outputs.
 NB ?= chapters/*.ipynb book/*.ipynb
 refresh: $(STAMP)
@@ -47,6 +58,7 @@ clean:
 bench: $(STAMP)
 	$(BIN)/python bench/bench_serving.py
 	$(BIN)/python bench/bench_report.py
+	$(BIN)/python bench/bench_cpu_roofline.py
 
 # Mutation testing of the closed-form modules (not part of `make test`). Installs the dev extra (mutmut, hypothesis)
 # into .venv, generates every mutant of scaling_lib's top-level modules, runs the `-m "not tiny"` tests against a

@@ -2,17 +2,28 @@
 
 Every published row (`measurements`) gets a prediction from `estimate`:
 
-- a TensorRT-LLM row is an `estimate.offline_throughput` (fp8 weights and math; the KV-cache dtype is an assumption,
-  fp8 by default, since the page does not state it);
-- a Pope et al. row is a prefill (`estimate.prefill`) or 64 decode steps (`estimate.decode_time`) with the paper's
-  chip count, batch, feed-forward layout and attention sharding.
+- a TensorRT-LLM offline row is an `estimate.offline_estimate` (the engine picks the batch; the older table's
+  KV-cache dtype is an assumption, fp8 by default, since its page does not state it); a JetStream row
+  (`offline_b`) the same at the stated slots;
+- a static-batch row is one prefill of the batch, then output_len - 1 decode steps (`estimate.prefill`,
+  `estimate.decode_time`); a first-token row is one prefill at batch 1;
+- a Pope et al. row is a prefill or 64 decode steps with the paper's chip count, batch, feed-forward layout and
+  attention sharding.
 
-Rows are compared as speeds (tokens/s, or 1 / latency), so `ratio` = predicted / measured is at least 1 for the
+Rows are compared as speeds (tokens/s, or 1 / seconds), so `ratio` = predicted / measured is at least 1 for the
 bound, and 1 / ratio is the fraction of the bound the system achieved.
 
-Calibration (`fit_typical`) picks the `Efficiency` that minimises the sum of squared log ratios over the
-calibration rows: TensorRT-LLM on H100 and Pope et al.'s PaLM 540B rows. The validation rows are the rest:
-TensorRT-LLM on H200 (same engine, held-out chip) and PaLM 62B (same system, held-out model).
+**The split** (`split_of`), fixed before any fit: the project's earlier rows keep their roles (TensorRT-LLM on H100
+and PaLM 540B calibrate; TensorRT-LLM on H200 and PaLM 62B validate). The published runs are grouped by
+(GPU or TPU, tensor-parallel degree, dense or MoE, weight precision); within each group, in a stable order (model,
+chip, kind, input and output length, batch, engine), every third row starting with the second is held out for
+validation, so every group of two rows or more has validation rows.
+
+**The fit** (`fit_typical`) picks, separately for GPUs and TPUs, the five efficiencies of `estimate.Efficiency`
+(matmul `mfu`, `hbm`, collective bandwidth `network`, collective `latency` scale, per-step `overhead_s`) that
+minimise the sum of squared log ratios over the calibration rows only; `uncertainty` says how far each can move
+before that loss worsens by 10%. `validation_metrics` reports the fitted estimate on the validation rows.
+
 Used in chapter 11, *How close do real systems come?*.
 """
 
@@ -23,11 +34,23 @@ from dataclasses import dataclass
 
 from ._validate import choice, fraction, positive_int
 from .dtypes import bytes_per_element
-from .estimate import (Deployment, Efficiency, decode_step, decode_time, offline_estimate, prefill,
-                       resolve_efficiency)
-from .measurements import PopeRow, ThroughputRow, pope_rows, trtllm_rows
+from .estimate import (MEMORY_UTILIZATION, Calibrated, Deployment, Efficiency, decode_step, decode_time, offline_estimate, prefill,
+                       resolve_efficiency, step_estimate)
+from .hardware import Torus, get_chip
+from .collectives import bus_bandwidth, collective_time
+from .measurements import PopeRow, RunRow, ThroughputRow, nccl_rows, pope_rows, published_runs, trtllm_rows
+from .memory import param_bytes
+from .models import get_model
 
 SPLITS = ("calibration", "validation")
+PLATFORMS = ("gpu", "tpu")
+# The efficiencies the fit moves, and the range each is searched in: fractions of peak for the three rates, a scale
+# on the sourced collective latencies, and up to 5 ms of fixed overhead per step.
+FIELDS = ("mfu", "hbm", "network", "latency", "overhead_s")
+RANGES = {"mfu": (0.02, 1.0), "hbm": (0.02, 1.0), "network": (0.02, 1.0), "latency": (0.25, 16.0),
+          "overhead_s": (0.0, 5e-3)}
+_ROUND = {"mfu": 2, "hbm": 2, "network": 2, "latency": 2, "overhead_s": 5}  # decimals the fit reports
+ROW_TYPES = (ThroughputRow, PopeRow, RunRow)
 
 
 @dataclass(frozen=True)
@@ -35,13 +58,14 @@ class Comparison:
     """One published row beside its prediction, both as speeds (tokens/s, or 1 / seconds)."""
 
     label: str
-    system: str  # "TensorRT-LLM" or "Pope et al."
+    system: str  # "TensorRT-LLM", "JetStream" or "Pope et al."
     shape: str  # the workload: "128/2048" (input/output) or "prefill" / "decode"
     split: str  # "calibration" or "validation"
     measured: float
     predicted: float
     dominant: str  # the largest term of the predicted step: weights, kv, flops or communication
     row: object
+    step: object = None  # the StepEstimate `dominant` was read from
 
     @property
     def ratio(self) -> float:
@@ -49,18 +73,94 @@ class Comparison:
         return self.predicted / self.measured
 
 
+def _check_row(row, function: str):
+    if not isinstance(row, ROW_TYPES):
+        raise ValueError(f"row must be a published row (measurements.trtllm_rows(), pope_rows() or published_runs()) "
+                         f"for calibration.{function}, got {row!r}")
+    return row
+
+
+def platform_of(row) -> str:
+    """"tpu" for a row measured on a TPU torus, "gpu" otherwise.
+
+    Used in chapter 11, *How close do real systems come?*.
+    """
+    _check_row(row, "platform_of")
+    chip = row.gpu if isinstance(row, ThroughputRow) else row.chip
+    return "tpu" if isinstance(get_chip(chip).topology, Torus) else "gpu"
+
+
+def group_of(row) -> tuple:
+    """(platform, tensor-parallel degree, "dense" or "moe", weight precision): the strata of the split and of the
+    validation report.
+
+    Used in chapter 11, *How close do real systems come?*.
+    """
+    _check_row(row, "group_of")
+    if isinstance(row, ThroughputRow):
+        model, tp, weights = row.model, row.tensor_parallel, row.weight_dtype
+    elif isinstance(row, PopeRow):
+        model, tp, weights = row.model, row.chips, row.weight_dtype
+    else:
+        model, tp, weights = row.model, row.tensor_parallel, row.weights
+    kind = "moe" if get_model(model).n_experts > 1 else "dense"
+    return platform_of(row), tp, kind, weights
+
+
+def _stable_key(row: RunRow) -> tuple:
+    return (row.model, row.chip, row.kind, row.input_len, row.output_len, row.batch or 0, row.n_chips, row.engine,
+            row.measured)
+
+
+@functools.cache
+def _run_splits() -> dict:
+    """label -> split for the published runs: every third row of each group, from the second, validates."""
+    groups = {}
+    for row in published_runs():
+        groups.setdefault(group_of(row), []).append(row)
+    splits = {}
+    for rows in groups.values():
+        for index, row in enumerate(sorted(rows, key=_stable_key)):
+            splits[row.label] = "validation" if index % 3 == 1 else "calibration"
+    return splits
+
+
 def split_of(row) -> str:
-    """Calibration rows: TensorRT-LLM on H100 and PaLM 540B; the rest validate."""
+    """"calibration" or "validation" (module docstring): TensorRT-LLM's earlier H100 rows and PaLM 540B calibrate,
+    its H200 rows and PaLM 62B validate; the published runs by the stratified every-third rule.
+
+    Used in chapter 11, *How close do real systems come?*.
+    """
+    _check_row(row, "split_of")
     if isinstance(row, ThroughputRow):
         return "calibration" if row.gpu == "h100" else "validation"
-    return "calibration" if row.model == "palm-540b" else "validation"
+    if isinstance(row, PopeRow):
+        return "calibration" if row.model == "palm-540b" else "validation"
+    return _run_splits()[row.label]
+
+
+# TensorRT-LLM gives its KV cache a fraction of the memory left free once the weights are loaded
+# (`kv_cache_free_gpu_mem_fraction`, default 0.9: TensorRT-LLM documentation, "Useful runtime options"), where vLLM
+# takes a fraction of all of HBM. As a `Deployment.memory_utilization` that is (weights + 0.9 x free) / HBM.
+TRTLLM_FREE_FRACTION = 0.9
+
+
+def trtllm_memory_utilization(model, chip, weight_dtype: str, tensor_parallel: int) -> float:
+    """`memory_utilization` equivalent to TensorRT-LLM's rule: (W + 0.9 (C - W)) / C for W weight bytes per chip
+    and C bytes of HBM (1.0 when the weights alone fill the chip: the deployment is then refused anyway)."""
+    capacity = get_chip(chip).hbm_capacity
+    weights = param_bytes(get_model(model), weight_dtype) / positive_int("tensor_parallel", tensor_parallel)
+    return min(1.0, (weights + TRTLLM_FREE_FRACTION * max(0.0, capacity - weights)) / capacity)
 
 
 @functools.lru_cache(maxsize=None)
 def trtllm_deployment(row: ThroughputRow, kv_dtype: str = "fp8") -> Deployment:
-    """The deployment of a TensorRT-LLM row: fp8 weights and math (ModelOpt FP8 checkpoints), `kv_dtype` cache."""
+    """The deployment of a TensorRT-LLM row: fp8 weights and math (ModelOpt FP8 checkpoints), `kv_dtype` cache,
+    TensorRT-LLM's memory rule (`trtllm_memory_utilization`)."""
     return Deployment(row.model, row.gpu, row.n_gpus, weight_dtype=row.weight_dtype, kv_dtype=kv_dtype,
-                      compute_dtype="fp8", tensor_parallel=row.tensor_parallel)
+                      compute_dtype="fp8", tensor_parallel=row.tensor_parallel,
+                      memory_utilization=trtllm_memory_utilization(row.model, row.gpu, row.weight_dtype,
+                                                                   row.tensor_parallel))
 
 
 @functools.lru_cache(maxsize=None)
@@ -72,70 +172,138 @@ def pope_deployment(row: PopeRow) -> Deployment:
                       kv_placement=placement)
 
 
+@functools.lru_cache(maxsize=None)
+def run_deployment(row: RunRow) -> Deployment:
+    """The deployment of a published run: its chips, tensor-parallel degree and number formats (FP16 engines priced
+    as bf16: the same bytes and peak); TensorRT-LLM's memory rule (`trtllm_memory_utilization`) for its rows,
+    `Deployment`'s defaults otherwise."""
+    _check_row(row, "run_deployment")
+    utilization = (trtllm_memory_utilization(row.model, row.chip, row.weights, row.tensor_parallel)
+                   if row.engine.startswith("TensorRT-LLM") else MEMORY_UTILIZATION)
+    return Deployment(row.model, row.chip, row.n_chips, weight_dtype=row.weights, kv_dtype=row.kv_cache,
+                      compute_dtype=row.compute, tensor_parallel=row.tensor_parallel, memory_utilization=utilization)
+
+
 def predicted_latency(row: PopeRow, efficiency=None) -> float:
     """Seconds the estimate gives for a Pope et al. row: one prefill of batch x context, or 64 decode steps."""
+    if not isinstance(row, PopeRow):
+        raise ValueError(f"row must be a Pope et al. row (measurements.pope_rows()) for calibration.predicted_latency, "
+                         f"got {row!r}")
     d = pope_deployment(row)
     if row.phase == "prefill":
         return prefill(d, row.context_len, row.batch, efficiency).total_s
     return decode_time(d, row.batch, row.context_len, row.decode_steps, efficiency)
 
 
+def _run_prediction(row: RunRow, efficiency) -> tuple:
+    """(predicted speed, the step whose largest term is reported) of a published run at `efficiency`."""
+    d = run_deployment(row)
+    if row.kind in ("offline", "offline_b"):
+        est = offline_estimate(d, row.input_len, row.output_len, efficiency,
+                               slots=row.batch if row.kind == "offline_b" else None)
+        return est.output_tokens_per_s, est.step
+    if row.kind == "ttft":
+        step = prefill(d, row.input_len, d.replicas, efficiency)
+        return 1.0 / step.total_s, step
+    batch = row.batch * d.replicas  # static: one batch, prefill then output_len - 1 decode steps
+    first = prefill(d, row.input_len, batch, efficiency)
+    rest = decode_time(d, batch, row.input_len, row.output_len - 1, efficiency) if row.output_len > 1 else 0.0
+    return batch * row.output_len / (first.total_s + rest), first
+
+
+def _measured_speed(row: RunRow) -> float:
+    return 1.0 / row.measured if row.kind == "ttft" else row.measured
+
+
 def compare(row, efficiency=None, kv_dtype: str = "fp8") -> Comparison:
-    """A `Comparison` for one row of `measurements.trtllm_rows()` or `measurements.pope_rows()`.
+    """A `Comparison` for one row of `measurements.trtllm_rows()`, `pope_rows()` or `published_runs()`
+    (`kv_dtype` applies to the first, whose page does not state it).
 
     Used in chapter 11, *How close do real systems come?*.
     """
+    _check_row(row, "compare")
     bytes_per_element(kv_dtype)
     if isinstance(row, ThroughputRow):
         estimate = offline_estimate(trtllm_deployment(row, kv_dtype), row.input_len, row.output_len, efficiency)
         return Comparison(row.label, "TensorRT-LLM", f"{row.input_len}/{row.output_len}", split_of(row),
-                          row.output_tokens_per_s, estimate.output_tokens_per_s, estimate.step.bound, row)
+                          row.output_tokens_per_s, estimate.output_tokens_per_s, estimate.step.bound, row,
+                          estimate.step)
+    if isinstance(row, RunRow):
+        predicted, step = _run_prediction(row, efficiency)
+        system = "JetStream" if row.engine.startswith("JetStream") else "TensorRT-LLM"
+        return Comparison(row.label, system, f"{row.input_len}/{row.output_len}", split_of(row),
+                          _measured_speed(row), predicted, step.bound, row, step)
     d = pope_deployment(row)
     step = (prefill(d, row.context_len, row.batch, efficiency) if row.phase == "prefill"
             else decode_step(d, row.batch, row.context_len + 1, efficiency))
     return Comparison(row.label, "Pope et al.", row.phase, split_of(row), 1.0 / row.latency_s,
-                      1.0 / predicted_latency(row, efficiency), step.bound, row)
+                      1.0 / predicted_latency(row, efficiency), step.bound, row, step)
 
 
 def all_rows() -> tuple:
-    """Every published row: the 40 TensorRT-LLM rows, then Pope et al.'s 8."""
-    return trtllm_rows() + pope_rows()
-
-
-def comparisons(efficiency=None, split: str | None = None, kv_dtype: str = "fp8") -> tuple:
-    """`compare` for every row (or only those of `split`).
+    """Every published row: the 40 earlier TensorRT-LLM rows, Pope et al.'s 8, then the 263 published runs.
 
     Used in chapter 11, *How close do real systems come?*.
     """
+    return trtllm_rows() + pope_rows() + published_runs()
+
+
+def comparisons(efficiency=None, split: str | None = None, kv_dtype: str = "fp8") -> tuple:
+    """`compare` for every row (or only those of `split`)."""
     bytes_per_element(kv_dtype)
     if split is not None:
         choice("split", split, SPLITS)
     return tuple(compare(row, efficiency, kv_dtype) for row in all_rows() if split in (None, split_of(row)))
 
 
+# ------------------------------------------------------------------------------------------------------ the fit
+def _ratios_or_raise(ratio_of, efficiency) -> list:
+    ratios = ratio_of(efficiency)
+    try:
+        ratios = [float(r) for r in ratios]
+    except TypeError as err:
+        raise ValueError(f"ratio_of must return the predicted / measured ratios of the rows (a list of positive "
+                         f"numbers), got {ratios!r}") from err
+    if not ratios:
+        raise ValueError("ratio_of returned no ratios: there is nothing to fit; give it the rows' predicted / "
+                         "measured ratios")
+    bad = [r for r in ratios if not (math.isfinite(r) and r > 0)]
+    if bad:
+        raise ValueError(f"ratio_of returned {bad[0]!r} among its ratios at {efficiency}: every predicted / measured "
+                         "ratio must be a positive finite number")
+    return ratios
+
+
 def fit_efficiency(ratio_of, fields=("mfu", "hbm", "network"), rounds: int = 3, low: float = 0.02) -> Efficiency:
     """The Efficiency minimising sum(log(ratio)^2), where `ratio_of(efficiency)` returns the predicted / measured
-    ratios of the rows being fitted; fields not in `fields` stay 1.0. Rounded to 0.01.
+    ratios of the rows being fitted; fields not in `fields` keep `Efficiency`'s defaults. Rounded (0.01 for the
+    rates and the latency scale, 10 us for the overhead).
 
-    Coordinate descent: a golden-section search on each field in [low, 1] in turn, `rounds` times, from 0.5.
-    Deterministic.
-
-    Used in chapter 11, *How close do real systems come?*.
-    """
+    Coordinate descent: a golden-section search on each field in its range (`RANGES`; the rates from `low` to 1) in
+    turn, `rounds` times, from the middle of each range. Deterministic. A `ratio_of` that returns no ratios, or a
+    NaN, infinite or non-positive one, is a ValueError."""
     rounds = positive_int("rounds", rounds)
     fraction("low", low, "the smallest efficiency searched")
-    values = {name: 0.5 for name in fields}
-    golden = (math.sqrt(5) - 1) / 2
+    fields = tuple(choice("field", name, FIELDS) for name in fields)
+    ranges = {name: ((low, 1.0) if name in ("mfu", "hbm", "network") else RANGES[name]) for name in fields}
+    values = _descend(lambda candidate: _loss(ratio_of, candidate), {n: sum(r) / 2 for n, r in ranges.items()},
+                      ranges, rounds)
+    return Efficiency(**{name: round(value, _ROUND[name]) for name, value in values.items()})
 
-    def loss(candidate):
-        return sum(math.log(r) ** 2 for r in ratio_of(Efficiency(**candidate)))
 
+def _loss(ratio_of, candidate: dict) -> float:
+    return sum(math.log(r) ** 2 for r in _ratios_or_raise(ratio_of, Efficiency(**candidate)))
+
+
+def _descend(loss, start: dict, ranges: dict, rounds: int, iterations: int = 20) -> dict:
+    """Coordinate descent by golden-section search, each field within its range."""
+    values, golden = dict(start), (math.sqrt(5) - 1) / 2
     for _ in range(rounds):
-        for name in fields:
-            a, b = low, 1.0
+        for name in values:
+            a, b = ranges[name]
             c, d = b - golden * (b - a), a + golden * (b - a)
             fc, fd = loss({**values, name: c}), loss({**values, name: d})
-            for _ in range(18):
+            for _ in range(iterations):
                 if fc < fd:
                     b, d, fd = d, c, fc
                     c = b - golden * (b - a)
@@ -145,24 +313,209 @@ def fit_efficiency(ratio_of, fields=("mfu", "hbm", "network"), rounds: int = 3, 
                     d = a + golden * (b - a)
                     fd = loss({**values, name: d})
             values[name] = (a + b) / 2
-    return Efficiency(**{name: round(value, 2) for name, value in values.items()})
+    return values
 
 
-def fit_typical() -> Efficiency:
-    """`fit_efficiency` of mfu, hbm and network over the calibration rows (`split_of`); `estimate.TYPICAL` stores
-    its result.
+# Fast pricing for the fit: every serial step is overhead + max(kv/h, attn/m) + max(w/h, mm/m) + lat*l + bw/n, so a
+# row's prediction at any efficiency follows from its step components at peak (computed once, by `estimate` itself).
+def _components(step) -> tuple:
+    return (step.kv_s, step.attention_s, step.weights_s, step.matmul_s, step.comm_latency_s, step.comm_bandwidth_s)
+
+
+def _seconds(parts: tuple, eff: Efficiency) -> float:
+    kv, attention, weights, matmul, latency, bandwidth = parts
+    return (eff.overhead_s + max(kv / eff.hbm, attention / eff.mfu) + max(weights / eff.hbm, matmul / eff.mfu)
+            + latency * eff.latency + bandwidth / eff.network)
+
+
+@dataclass(frozen=True)
+class RowModel:
+    """A row's prediction as numerator / sum(count x step seconds): each step's components at peak, serial."""
+
+    row: object
+    measured: float  # speed
+    numerator: float
+    steps: tuple  # ((count, components), ...)
+
+    def predicted(self, efficiency: Efficiency) -> float:
+        return self.numerator / sum(count * _seconds(parts, efficiency) for count, parts in self.steps)
+
+
+PEAK = Efficiency()  # every rate at peak, serial, no overhead: the components a RowModel scales
+
+
+def row_model(row) -> RowModel:
+    """The `RowModel` of a row under the estimate's engine settings (the batch does not depend on the efficiencies,
+    only on `memory_utilization` and `max_sequences`). `RowModel.predicted(eff)` equals `compare(row, eff).predicted`
+    for any serial `eff` (a test checks it).
+
+    Used in chapter 11, *How close do real systems come?*.
+    """
+    _check_row(row, "row_model")
+    if isinstance(row, (ThroughputRow, RunRow)) and (isinstance(row, ThroughputRow) or row.kind.startswith("offline")):
+        if isinstance(row, ThroughputRow):
+            d, slots, measured = trtllm_deployment(row), None, row.output_tokens_per_s
+        else:
+            d, slots, measured = run_deployment(row), (row.batch if row.kind == "offline_b" else None), row.measured
+        est = offline_estimate(d, row.input_len, row.output_len, PEAK, slots=slots)
+        o = row.output_len
+        return RowModel(row, measured, d.replicas * est.batch * o / (o - 1), ((1, _components(est.step)),))
+    if isinstance(row, PopeRow):
+        d = pope_deployment(row)
+        if row.phase == "prefill":
+            return RowModel(row, 1.0 / row.latency_s, 1.0, ((1, _components(prefill(d, row.context_len, row.batch,
+                                                                                     PEAK))),))
+        return RowModel(row, 1.0 / row.latency_s, 1.0, ((row.decode_steps, _decode_mean(d, row.batch, row.context_len,
+                                                                                         row.decode_steps)),))
+    d = run_deployment(row)
+    if row.kind == "ttft":
+        return RowModel(row, 1.0 / row.measured, 1.0, ((1, _components(prefill(d, row.input_len, d.replicas,
+                                                                               PEAK))),))
+    batch = row.batch * d.replicas
+    steps = [(1, _components(prefill(d, row.input_len, batch, PEAK)))]
+    if row.output_len > 1:
+        steps.append((row.output_len - 1, _decode_mean(d, batch, row.input_len, row.output_len - 1)))
+    return RowModel(row, row.measured, batch * row.output_len, tuple(steps))
+
+
+def _decode_mean(d: Deployment, batch: int, context_len: int, steps: int) -> tuple:
+    """The components of `estimate.decode_time`'s mean step (it checks that the last step fits)."""
+    decode_step(d, batch, context_len + steps, PEAK)
+    per_replica = batch // d.replicas
+    return _components(step_estimate(d, decode_batch=per_replica, decode_context=context_len + (steps + 1) / 2,
+                                     held_sequences=per_replica, held_tokens_each=context_len + steps,
+                                     efficiency=PEAK))
+
+
+@functools.cache
+def _row_models(platform: str, split: str) -> tuple:
+    return tuple(row_model(row) for row in all_rows() if platform_of(row) == platform and split_of(row) == split)
+
+
+def _fast_loss(models, values: dict) -> float:
+    eff = Efficiency(**values)
+    return sum(math.log(m.predicted(eff) / m.measured) ** 2 for m in models)
+
+
+def loss(models, efficiency) -> float:
+    """The fit's loss: sum(log(predicted / measured)^2) of some `RowModel`s at a serial `Efficiency`.
+
+    Used in chapter 11, *How close do real systems come?*.
+    """
+    models = tuple(models)
+    if not models or not all(isinstance(m, RowModel) for m in models):
+        raise ValueError(f"models: loss wants a non-empty sequence of RowModel (calibration.row_model(row)), got "
+                         f"{models!r}")
+    if not isinstance(efficiency, Efficiency) or efficiency.overlap:
+        raise ValueError(f"efficiency must be a serial Efficiency (overlap=False), got {efficiency!r}")
+    return _fast_loss(models, {name: getattr(efficiency, name) for name in FIELDS})
+
+
+def fit_typical() -> Calibrated:
+    """`estimate.TYPICAL`'s values: for GPUs and for TPUs, the five efficiencies (`FIELDS`) minimising the sum of
+    squared log ratios over that platform's calibration rows (`split_of`), rounded as `fit_efficiency` rounds.
 
     Used in chapter 11, *How close do real systems come?*.
     """
     return _fit_typical()
 
 
+def fit_rows(models, rounds: int = 12, fixed: dict | None = None) -> Efficiency:
+    """The efficiencies (`FIELDS`) minimising sum(log(predicted / measured)^2) over some `RowModel`s, those in
+    `fixed` held at the values given (`fit_typical` on the calibration rows; tests give it rows with planted
+    efficiencies).
+
+    Used in chapter 11, *How close do real systems come?*.
+    """
+    models = tuple(models)
+    if not models or not all(isinstance(m, RowModel) for m in models):
+        raise ValueError(f"models: fit_rows wants a non-empty sequence of RowModel (calibration.row_model(row)), got "
+                         f"{models!r}")
+    fixed = dict(fixed or {})
+    for name in fixed:
+        choice("fixed field", name, FIELDS)
+    free = [name for name in FIELDS if name not in fixed]
+    values = _descend(lambda v: _fast_loss(models, {**fixed, **v}), {n: sum(RANGES[n]) / 2 for n in free},
+                      RANGES, positive_int("rounds", rounds))
+    return Efficiency(**fixed, **{name: round(value, _ROUND[name]) for name, value in values.items()})
+
+
+def gpu_network_efficiency() -> float:
+    """The GPU collective bandwidth efficiency, measured apart from any throughput row: the project's published NCCL
+    bus bandwidth (`measurements.nccl_rows`) of the algorithm `collectives` picks at that size, over the bus bandwidth
+    of its line-rate bandwidth term (480 GB/s of NVLS on 8 H100 against 700 at line rate: 0.69). Rounded to 0.01.
+
+    Used in chapter 11, *How close do real systems come?*.
+    """
+    ratios = []
+    for row in nccl_rows():
+        priced = collective_time(row.collective, row.array_bytes_min, row.gpu, row.n_gpus)
+        if priced.algorithm == row.algorithm:
+            line_rate = bus_bandwidth(row.collective, row.array_bytes_min, priced.bandwidth_s, row.n_gpus)
+            ratios.append(row.bus_bandwidth / line_rate)
+    if not ratios:
+        raise ValueError("no NCCL row measures the algorithm collectives picks for a large all-reduce; add one to "
+                         "scaling_lib/data/nccl_allreduce_busbw.csv")
+    return round(statistics.median(ratios), _ROUND["network"])
+
+
 @functools.cache  # a pure function of the published rows: fitted once per process
-def _fit_typical() -> Efficiency:
-    rows = [row for row in all_rows() if split_of(row) == "calibration"]
-    return fit_efficiency(lambda efficiency: [compare(row, efficiency).ratio for row in rows], low=0.05)
+def _fit_typical() -> Calibrated:
+    # GPUs: the network efficiency is measured by NCCL's own rows, so the throughput rows fit the other four and the
+    # latency scale alone takes the per-collective costs they show; TPUs have no such rows, so all five are fitted.
+    return Calibrated(gpu=fit_rows(_row_models("gpu", "calibration"), fixed={"network": gpu_network_efficiency()}),
+                      tpu=fit_rows(_row_models("tpu", "calibration")))
 
 
+@dataclass(frozen=True)
+class Range:
+    """How far one fitted efficiency can move, the others held at their fitted values, before the calibration
+    loss worsens by `worsening` (10%): [low, high], clipped to the field's search range."""
+
+    field: str
+    platform: str
+    value: float
+    low: float
+    high: float
+    worsening: float
+
+
+def uncertainty(platform: str, worsening: float = 0.1) -> tuple:
+    """A `Range` for each of the five efficiencies of `platform`'s fit (bisection on each side).
+
+    Used in chapter 11, *How close do real systems come?*.
+    """
+    choice("platform", platform, PLATFORMS)
+    fraction("worsening", worsening, "the relative increase of the loss that bounds the range")
+    return _uncertainty(platform, worsening)
+
+
+@functools.cache
+def _uncertainty(platform: str, worsening: float) -> tuple:
+    models = _row_models(platform, "calibration")
+    fitted = getattr(_fit_typical(), platform)
+    best = {name: getattr(fitted, name) for name in FIELDS}
+    limit = _fast_loss(models, best) * (1 + worsening)
+    ranges = []
+    for name in FIELDS:
+        ends = []
+        for edge in RANGES[name]:
+            inside, outside = best[name], edge
+            if _fast_loss(models, {**best, name: outside}) <= limit:
+                ends.append(outside)  # the whole side of the range stays within the limit
+                continue
+            for _ in range(40):
+                middle = (inside + outside) / 2
+                if _fast_loss(models, {**best, name: middle}) <= limit:
+                    inside = middle
+                else:
+                    outside = middle
+            ends.append(inside)
+        ranges.append(Range(name, platform, best[name], ends[0], ends[1], worsening))
+    return tuple(ranges)
+
+
+# --------------------------------------------------------------------------------------------- the validation
 @dataclass(frozen=True)
 class RatioSummary:
     """Median and worst predicted / measured ratio of a set of comparisons (worst = farthest from 1 either way)."""
@@ -179,10 +532,7 @@ class RatioSummary:
 
 
 def summarize(items) -> RatioSummary:
-    """The median and the worst (farthest from 1 in log) measured / predicted ratio of some comparisons.
-
-    Used in chapter 11, *How close do real systems come?*.
-    """
+    """The median and the worst (farthest from 1 in log) measured / predicted ratio of some comparisons."""
     items = tuple(items)
     if not items:
         raise ValueError("no comparisons to summarize; pass at least one")
@@ -191,8 +541,51 @@ def summarize(items) -> RatioSummary:
 
 
 def validation_summary(efficiency="typical") -> RatioSummary:
-    """Median and worst ratio of the `efficiency` estimate on the validation rows (chapter 11's headline).
+    """Median and worst ratio of the `efficiency` estimate on the validation rows."""
+    return summarize(comparisons(resolve_efficiency(efficiency), "validation"))
+
+
+@dataclass(frozen=True)
+class Metrics:
+    """How a set of comparisons scores: rows, the share within 1.5x and within 2x (either way), and the median of
+    measured / predicted speed (above 1: the system is faster than predicted)."""
+
+    name: str
+    n_rows: int
+    within_1_5: float
+    within_2: float
+    median_measured_over_predicted: float
+
+
+def metrics(items, name: str = "all") -> Metrics:
+    """`Metrics` of some comparisons.
 
     Used in chapter 11, *How close do real systems come?*.
     """
-    return summarize(comparisons(resolve_efficiency(efficiency), "validation"))
+    items = tuple(items)
+    if not items:
+        raise ValueError(f"no comparisons in {name!r} to score; pass at least one")
+    factors = [max(c.ratio, 1.0 / c.ratio) for c in items]
+    return Metrics(name, len(items), sum(f <= 1.5 for f in factors) / len(items),
+                   sum(f <= 2.0 for f in factors) / len(items), statistics.median(1.0 / c.ratio for c in items))
+
+
+def validation_metrics(efficiency="typical") -> dict:
+    """`Metrics` of the `efficiency` estimate on the validation rows: "all", then by group: "TP<n>", "gpu"/"tpu",
+    "dense"/"moe", and each weight precision.
+
+    Used in chapter 11, *How close do real systems come?*.
+    """
+    return _validation_metrics(resolve_efficiency(efficiency))
+
+
+@functools.lru_cache(maxsize=8)
+def _validation_metrics(efficiency) -> dict:
+    items = comparisons(efficiency, "validation")
+    keyed = [(group_of(c.row), c) for c in items]
+    result = {"all": metrics(items)}
+    for position, prefix in ((1, "TP"), (0, ""), (2, ""), (3, "")):
+        for value in sorted({key[position] for key, _ in keyed}, key=str):
+            name = f"{prefix}{value}"
+            result[name] = metrics([c for key, c in keyed if key[position] == value], name)
+    return result

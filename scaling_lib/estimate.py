@@ -13,29 +13,42 @@ tensor-parallel group (a "replica"):
   mixture of experts, only the experts a batch touches (`moe.expected_experts_touched`, uniform routing);
 - KV placement beyond K-way tensor parallelism, stated ("batch-split" or "replicated": `memory.kv_replication`);
 - memory capacity: a batch that does not fit raises ValueError naming the bytes needed and available;
-- an `Efficiency` per resource: `BOUND` (all 1.0) reproduces a bound; `TYPICAL` is calibrated on published
-  measurements (chapter 11; `calibration.fit_typical`).
+- an `Efficiency` per phenomenon: `BOUND` (all at peak, perfectly overlapped) is a lower bound on the step; `TYPICAL`
+  is calibrated on published measurements, separately for GPUs and TPUs (chapter 11; `calibration.fit_typical`).
 
-One step (decode, prefill, or a continuous-batching iteration mixing both) is
+One step (decode, prefill, or a continuous-batching iteration mixing both) is priced two ways.
 
-    T = max(T_kv, T_attention) + max(T_weights, T_matmul) + T_comm
+**The bound** (`BOUND`): every resource at its peak and everything that can overlap overlapped, so the step takes as
+long as its busiest resource:
 
-Attention streams the KV cache (memory-bound in decode) or computes (compute-bound in a long prefill), and the
-weight matmuls stream the weights or compute; attention and matmuls run one after the other, and so do the
-collectives (no overlap). With `BOUND` each term is a lower bound on its own time, so T bounds a real step
-from below as long as the engine does not overlap those phases (the book's chapter 5 composition).
+    T_bound = max(T_kv + T_weights (HBM traffic), T_matmul + T_attention (FLOPs), T_comm,bandwidth,
+                  T_comm,latency (the chain of collective latencies each token's layers wait on))
+
+Nothing an engine does beats it (Pope et al. overlap collectives with matmuls; chapter 12). It ignores the
+deployment's `memory_utilization` and `max_sequences`: all of HBM, no cap on the batch.
+
+**The estimate** (`TYPICAL`, or any `Efficiency` with `overlap=False`) keeps the serial structure real engines have,
+each resource at its calibrated efficiency, plus a fixed per-step overhead (scheduling, kernel launches):
+
+    T = overhead + max(T_kv, T_attention) + max(T_weights, T_matmul) + latency_scale x T_comm,latency
+        + T_comm,bandwidth / network
+
+Attention streams the KV cache or computes, the weight matmuls stream the weights or compute; attention, matmuls
+and collectives run one after another. The estimate applies the engine's memory reserve (`memory_utilization`) and
+its cap on concurrent sequences (`max_sequences`).
 
 `offline_throughput` turns it into the number an offline benchmark (identical requests, infinite arrival rate)
 measures: output tokens/s of the whole deployment, in the steady state of continuous batching at the largest batch
 that fits. Used in chapter 11, *How close do real systems come?*.
 """
 
+import functools
 import itertools
 import math
 from dataclasses import dataclass
 
-from ._validate import choice, positive, positive_int
-from .collectives import CollectiveTime, collective_time, mesh_collective
+from ._validate import choice, fraction, non_negative_int, positive, positive_int
+from .collectives import mesh_collective
 from .dtypes import bytes_per_element
 from .flops import decode_step_flops, forward_flops, matmul_params
 from .hardware import Torus, get_chip
@@ -48,44 +61,110 @@ from .moe import expected_experts_touched
 
 @dataclass(frozen=True)
 class Efficiency:
-    """Fractions of peak a real system achieves: matmul and attention FLOP/s (`mfu`), HBM bandwidth (`hbm`),
-    collective bandwidth (`network`). Each in (0, 1]; 1.0 everywhere is the bound."""
+    """How a real system uses each resource, one number per phenomenon (chapter 11):
+
+    - `mfu`: the fraction of peak matmul and attention FLOP/s achieved, in (0, 1];
+    - `hbm`: the fraction of peak HBM bandwidth achieved streaming weights and caches, in (0, 1];
+    - `network`: the fraction of a collective's line-rate bandwidth achieved (its bandwidth term is divided by it),
+      in (0, 1];
+    - `latency`: a scale on the collectives' sourced latency (alpha) terms, > 0 (1.0: as `collectives` prices it);
+    - `overhead_s`: fixed seconds per step that no resource explains (scheduling, kernel launches), >= 0;
+    - `overlap`: True composes the terms as the bound does (max over resources), False as a serial engine does
+      (module docstring).
+
+    `BOUND` is `Efficiency(overlap=True)`: every resource at peak, everything overlapped, no overhead.
+
+    Used in chapter 11, *How close do real systems come?*.
+    """
 
     mfu: float = 1.0
     hbm: float = 1.0
     network: float = 1.0
+    latency: float = 1.0
+    overhead_s: float = 0.0
+    overlap: bool = False
 
     def __post_init__(self):
         for name in ("mfu", "hbm", "network"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
                 raise ValueError(f"Efficiency.{name} must be a fraction of peak in (0, 1], got {value!r}")
+        if isinstance(self.latency, bool) or not isinstance(self.latency, (int, float)) or \
+                not 0 < self.latency < math.inf:
+            raise ValueError(f"Efficiency.latency must be a positive finite scale on the collectives' latency "
+                             f"(1.0: as sourced), got {self.latency!r}")
+        if isinstance(self.overhead_s, bool) or not isinstance(self.overhead_s, (int, float)) or \
+                not 0 <= self.overhead_s < math.inf:
+            raise ValueError(f"Efficiency.overhead_s must be non-negative finite seconds per step, got "
+                             f"{self.overhead_s!r}")
+        if not isinstance(self.overlap, bool):
+            raise ValueError(f"Efficiency.overlap must be True (the bound's composition) or False (serial), got "
+                             f"{self.overlap!r}")
+
+    def for_chip(self, chip) -> "Efficiency":
+        """The efficiency that applies on `chip`: itself (a `Calibrated` pair picks its GPU or TPU half)."""
+        return self
 
 
-BOUND = Efficiency()
-# Fitted by `calibration.fit_typical()` on the calibration rows (TensorRT-LLM on H100 with an fp8 KV cache, and Pope
-# et al.'s PaLM 540B rows; chapter 11);
-# tests/math/test_estimate.py re-runs the fit and checks these three numbers are its result.
-TYPICAL = Efficiency(mfu=0.76, hbm=0.57, network=0.16)
+@dataclass(frozen=True)
+class Calibrated:
+    """Efficiencies fitted separately for GPUs (switched) and TPUs (torus): `for_chip` picks the one a chip uses."""
+
+    gpu: Efficiency
+    tpu: Efficiency
+    overlap: bool = False
+
+    def __post_init__(self):
+        for name in ("gpu", "tpu"):
+            if not isinstance(getattr(self, name), Efficiency):
+                raise TypeError(f"Calibrated.{name} must be an Efficiency, got {getattr(self, name)!r}")
+
+    def for_chip(self, chip) -> Efficiency:
+        """`tpu` on a TPU torus, `gpu` on anything else."""
+        return self.tpu if isinstance(get_chip(chip).topology, Torus) else self.gpu
 
 
-def resolve_efficiency(efficiency) -> Efficiency:
-    """None -> BOUND, "bound" -> BOUND, "typical" -> TYPICAL, an Efficiency passes through."""
-    if efficiency is None or efficiency == "bound":
+BOUND = Efficiency(overlap=True)
+# Fitted by `calibration.fit_typical()` on the calibration split of the published rows (chapter 11;
+# `calibration.split_of` states the rule); tests/math/test_calibration.py re-runs the fit and checks these values
+# are its result, and measures them on the validation split the fit never saw.
+TYPICAL = Calibrated(gpu=Efficiency(mfu=0.53, hbm=0.51, network=0.69, latency=8.83, overhead_s=0.00122),
+                     tpu=Efficiency(mfu=0.92, hbm=0.36, network=0.2, latency=0.25, overhead_s=0.00422))
+
+
+def resolve_efficiency(efficiency):
+    """None -> BOUND, "bound" -> BOUND, "typical" -> TYPICAL, an Efficiency or Calibrated passes through."""
+    if efficiency is None or (isinstance(efficiency, str) and efficiency == "bound"):
         return BOUND
-    if efficiency == "typical":
+    if isinstance(efficiency, str) and efficiency == "typical":
         return TYPICAL
-    if isinstance(efficiency, Efficiency):
+    if isinstance(efficiency, (Efficiency, Calibrated)):
         return efficiency
-    raise ValueError(f"efficiency must be None (the bound), 'typical' or an Efficiency(mfu, hbm, network), "
-                     f"got {efficiency!r}")
+    raise ValueError(f"efficiency must be None (the bound), 'typical' or an Efficiency(mfu, hbm, network, latency, "
+                     f"overhead_s), got {efficiency!r}")
+
+
+def _divisors(n: int) -> list:
+    """Every divisor of n, ascending, in O(sqrt n)."""
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return small + [n // d for d in reversed(small) if d * d != n]
 
 
 def _torus_mesh(n: int, axes: int) -> tuple:
     """The most even factorisation of n into `axes` factors, largest first (2 x 2 x 2 for 8 on a 3D torus)."""
-    divisors = [d for d in range(1, n + 1) if n % d == 0]
+    divisors = _divisors(n)
     shapes = [s for s in itertools.product(divisors, repeat=axes) if math.prod(s) == n]
     return tuple(sorted(min(shapes, key=lambda s: (max(s), -min(s))), reverse=True))
+
+
+# No tensor-parallel group is larger than one ICI slice or NVLink domain: the largest TPU slice is Ironwood's 9,216
+# chips (Google Cloud TPU documentation). A larger group is refused before any mesh is searched.
+MAX_TENSOR_PARALLEL = 16_384
+# vLLM's defaults for the two engine settings (`gpu_memory_utilization=0.9`; `max_num_seqs` is 256 there, TensorRT-LLM
+# runs up to 2,048 and more): the fraction of HBM an engine lets weights and caches use, and its cap on the sequences
+# one replica decodes at once.
+MEMORY_UTILIZATION = 0.9
+MAX_SEQUENCES = 2048
 
 
 @dataclass(frozen=True)
@@ -94,9 +173,15 @@ class Deployment:
 
     `kv_placement` says what happens to the KV cache when tensor_parallel exceeds the K KV heads: "batch-split"
     (the Scaling Book's rule: split the batch, two all-to-alls per layer) or "replicated" (each chip keeps its
-    group's whole KV head). `ffn_layout` is Megatron's "1d-ws" (any chip) or one of Pope et al.'s torus layouts
-    ("2d-ws", "wg-x", "wg-xy", "wg-xyz"), laid on `mesh_shape` (default: the best 2D weight-stationary mesh for
-    Pope's layouts, the most even torus for "1d-ws").
+    group's whole KV head). Default None: "replicated" on GPUs (what vLLM and TensorRT-LLM do),
+    "batch-split" on a TPU torus. `ffn_layout` is Megatron's "1d-ws" (any chip) or one of Pope et al.'s torus
+    layouts ("2d-ws", "wg-x", "wg-xy", "wg-xyz"), laid on `mesh_shape` (default: the best 2D weight-stationary mesh
+    for Pope's layouts, the most even torus for "1d-ws").
+
+    Two engine settings, which the estimate applies and the bound ignores (all of HBM, no cap):
+    `memory_utilization` (default 0.9, vLLM's `gpu_memory_utilization`): the fraction of each chip's HBM the engine
+    lets weights and KV caches use, the rest being its runtime and activations; `max_sequences` (default 2,048): the
+    most sequences one replica decodes at once (vLLM's `max_num_seqs`, TensorRT-LLM's max batch size).
 
     Used in chapter 5, *A model of the decode step* and chapter 11, *How close do real systems come?*.
     """
@@ -109,24 +194,36 @@ class Deployment:
     compute_dtype: str = "bf16"
     activation_dtype: str = "bf16"
     tensor_parallel: int | None = None
-    kv_placement: str = "batch-split"
+    kv_placement: str | None = None
     ffn_layout: str = "1d-ws"
     mesh_shape: tuple | None = None
+    memory_utilization: float = MEMORY_UTILIZATION
+    max_sequences: int = MAX_SEQUENCES
 
     def __post_init__(self):
         model, chip = get_model(self.model), get_chip(self.chip)
         n = positive_int("n_chips", self.n_chips)
         tp = n if self.tensor_parallel is None else positive_int("tensor_parallel", self.tensor_parallel)
+        if tp > MAX_TENSOR_PARALLEL:
+            raise ValueError(f"tensor_parallel={tp} chips in one model copy: no ICI slice or NVLink domain is that "
+                             f"large (at most {MAX_TENSOR_PARALLEL:,} here); pass tensor_parallel=<chips per copy> "
+                             "and serve the rest as replicas")
         for name in ("weight_dtype", "kv_dtype", "activation_dtype"):
             bytes_per_element(getattr(self, name))
         chip.peak_flops(self.compute_dtype)  # refuses a compute dtype the chip has no rate for
-        choice("kv_placement", self.kv_placement, KV_PLACEMENTS)
+        placement = self.kv_placement
+        if placement is None:
+            placement = "batch-split" if isinstance(chip.topology, Torus) else "replicated"
+        choice("kv_placement", placement, KV_PLACEMENTS)
         choice("ffn_layout", self.ffn_layout, LAYOUTS)
+        utilization = fraction("memory_utilization", self.memory_utilization,
+                               "the share of HBM the engine may use for weights and KV caches")
+        max_sequences = positive_int("max_sequences", self.max_sequences)
         if n % tp:
             raise ValueError(f"tensor_parallel={tp} does not divide n_chips={n}: the chips form n / tensor_parallel "
                              f"identical replicas; pick a divisor of {n}")
         if self.ffn_layout == "1d-ws" and model.n_heads % tp:
-            divisors = [d for d in range(1, model.n_heads + 1) if model.n_heads % d == 0]
+            divisors = _divisors(model.n_heads)
             raise ValueError(f"tensor_parallel={tp} does not divide n_heads={model.n_heads} of {model.name}: "
                              f"Megatron tensor parallelism gives each chip whole query heads; use one of {divisors} "
                              "(or a Pope et al. layout such as ffn_layout='2d-ws' on a TPU torus)")
@@ -150,17 +247,30 @@ class Deployment:
         object.__setattr__(self, "chip", chip)
         object.__setattr__(self, "tensor_parallel", tp)
         object.__setattr__(self, "mesh_shape", mesh)
+        object.__setattr__(self, "kv_placement", placement)
+        object.__setattr__(self, "memory_utilization", float(utilization))
+        object.__setattr__(self, "max_sequences", max_sequences)
 
     @property
     def replicas(self) -> int:
         return self.n_chips // self.tensor_parallel
 
-    @property
+    def hbm_limit(self, efficiency=None) -> float:
+        """Bytes of one chip's HBM that weights and caches may use: all of it for the bound (`overlap` True),
+        `memory_utilization` of it for an estimate."""
+        overlap = resolve_efficiency(efficiency).overlap
+        return self.chip.hbm_capacity * (1.0 if overlap else self.memory_utilization)
+
+    def sequence_cap(self, efficiency=None) -> float:
+        """The most sequences one replica decodes at once: no cap for the bound, `max_sequences` for an estimate."""
+        return math.inf if resolve_efficiency(efficiency).overlap else self.max_sequences
+
+    @functools.cached_property
     def kv_copies(self) -> float:
         """Copies of the KV cache one replica holds (`memory.kv_replication`)."""
         return kv_replication(self.model, self.tensor_parallel, self.kv_placement)
 
-    @property
+    @functools.cached_property
     def weight_bytes_per_chip(self) -> float:
         """Every weight stored (all experts, both embedding tables), split tensor_parallel ways."""
         return model_param_bytes(self.model, self.weight_dtype) / self.tensor_parallel
@@ -171,12 +281,17 @@ class Deployment:
         total = kv_cache_bytes(self.model, tokens_each, sequences, self.kv_dtype)
         return total * self.kv_copies / self.tensor_parallel
 
+    @functools.cached_property
+    def matmul_params(self) -> float:
+        """`flops.matmul_params` of the model (k experts per token), computed once per deployment."""
+        return matmul_params(self.model)
+
     def weights_read_per_chip(self, tokens: float) -> float:
         """Weight bytes one step reads on one chip: the matmul weights (not the input embedding table) and, on each
         MoE layer, the shared experts plus the expected number of distinct routed experts that `tokens` tokens
         touch (`moe.expected_experts_touched`, uniform routing) instead of the k each token uses."""
         m = self.model
-        weights = matmul_params(m)
+        weights = self.matmul_params
         if m.n_experts > 1:
             touched = expected_experts_touched(m.n_experts, m.n_active_experts, tokens)
             weights += m.n_moe_layers * (touched - m.n_active_experts) * 3 * m.d_model * m.d_ff
@@ -194,22 +309,32 @@ class Deployment:
 
 @dataclass(frozen=True)
 class StepEstimate:
-    """One step of one replica, per chip, in seconds, by component, and what it holds in HBM.
+    """One step of one replica, per chip, in seconds, by component (each at the efficiency asked for), and what it
+    holds in HBM.
 
-    total_s = max(kv_s, attention_s) + max(weights_s, matmul_s) + comm_s (module docstring).
+    total_s: with `overlap` (the bound) max(kv_s + weights_s, matmul_s + attention_s, comm_bandwidth_s,
+    comm_latency_s); otherwise overhead_s + max(kv_s, attention_s) + max(weights_s, matmul_s) + comm_s (module
+    docstring).
     """
 
     weights_s: float  # reading the weights
     kv_s: float  # reading (decode) or writing (prefill) the KV cache
     matmul_s: float  # weight-matmul FLOPs
     attention_s: float  # attention FLOPs (Q K^T and P V)
-    comm_s: float  # collectives
-    comm_latency_s: float  # the part of comm_s spent in latency-bound collectives
+    comm_s: float  # collectives: their latency terms plus their bandwidth terms
+    comm_latency_s: float  # the latency (alpha) part of comm_s, summed over the step's collectives
     batch: float  # sequences in the step (per replica)
     tokens: float  # tokens pushed through the weights (per replica)
     kv_placement: str
     hbm_bytes_per_chip: float  # weights + KV caches held
-    hbm_capacity: float
+    hbm_capacity: float  # the bytes the step may use: all of HBM for the bound, memory_utilization of it otherwise
+    overhead_s: float = 0.0  # the fixed per-step overhead of an engine
+    overlap: bool = False  # True: the bound's composition
+
+    @property
+    def comm_bandwidth_s(self) -> float:
+        """The bandwidth part of comm_s."""
+        return self.comm_s - self.comm_latency_s
 
     @property
     def flops_s(self) -> float:
@@ -218,7 +343,9 @@ class StepEstimate:
 
     @property
     def total_s(self) -> float:
-        return max(self.kv_s, self.attention_s) + max(self.weights_s, self.matmul_s) + self.comm_s
+        if self.overlap:
+            return max(self.kv_s + self.weights_s, self.flops_s, self.comm_bandwidth_s, self.comm_latency_s)
+        return self.overhead_s + max(self.kv_s, self.attention_s) + max(self.weights_s, self.matmul_s) + self.comm_s
 
     @property
     def bound(self) -> str:
@@ -227,27 +354,50 @@ class StepEstimate:
         return max(parts, key=parts.get)
 
 
-def _fits_or_raise(deployment: Deployment, needed: float, what: str, fix: str):
-    """ValueError naming the bytes `what` needs per chip and the bytes a chip has, when it does not fit."""
-    capacity, weights = deployment.chip.hbm_capacity, deployment.weight_bytes_per_chip
+def _require_deployment(deployment, function: str):
+    """A ValueError for anything but a Deployment, pointing a model name at `inference`'s closed-form functions."""
+    if isinstance(deployment, Deployment):
+        return deployment
+    raise ValueError(f"deployment must be an estimate.Deployment (estimate.{function}'s first argument), got "
+                     f"{deployment!r}; build one "
+                    "with estimate.Deployment(model, chip, n_chips, ...), or for the sources' bound of a named model "
+                    "use inference.decode_step_time(model, chip, n_chips, batch, context_len) (and "
+                    "inference.prefill_time)")
+
+
+def _fits_or_raise(deployment: Deployment, needed: float, what: str, fix: str, efficiency=None):
+    """ValueError naming the bytes `what` needs per chip and the bytes a chip has (or, for an estimate, the share
+    `memory_utilization` lets the engine use), when it does not fit."""
+    capacity, weights = deployment.hbm_limit(efficiency), deployment.weight_bytes_per_chip
     if needed <= capacity:
         return
     if weights > capacity:
         fix = (f"the weights alone ({weights / 1e9:.1f} GB per chip) exceed it: quantize them or raise "
                "tensor_parallel")
+    has = f"one {deployment.chip.name} has {capacity / 1e9:.1f} GB"
+    if not resolve_efficiency(efficiency).overlap:
+        has = (f"the engine may use {capacity / 1e9:.1f} GB of one {deployment.chip.name}'s "
+               f"{deployment.chip.hbm_capacity / 1e9:.1f} GB (memory_utilization={deployment.memory_utilization:g})")
     raise ValueError(f"{what} does not fit: it needs {needed / 1e9:.1f} GB per chip ({weights / 1e9:.1f} GB of "
-                     f"weights + {(needed - weights) / 1e9:.1f} GB of KV cache) but one {deployment.chip.name} has "
-                     f"{capacity / 1e9:.1f} GB; {fix}")
+                     f"weights + {(needed - weights) / 1e9:.1f} GB of KV cache) but {has}; {fix}")
 
 
-def _layout_step(collective, chip) -> CollectiveTime:
-    """A `layouts.Collective` as a CollectiveTime: Pope et al.'s bandwidth (all of a chip's links), torus latency."""
-    return CollectiveTime(collective.op, collective.seconds(chip, "pope"),
-                          mesh_collective(collective.op, 0.0, chip, collective.group).latency_s)
+def _within_cap(deployment: Deployment, per_replica: float, efficiency, what: str):
+    """ValueError when an estimate's replica would run more sequences than the engine's `max_sequences`."""
+    if per_replica > deployment.sequence_cap(efficiency):
+        raise ValueError(f"{what}: {per_replica:,} sequences per replica exceed max_sequences="
+                         f"{deployment.max_sequences:,}, the engine's cap; use a smaller batch or raise max_sequences "
+                         "(the bound, efficiency=None, has no cap)")
 
 
-def _comm(deployment: Deployment, tokens: float, decode_batch: float, eff: Efficiency) -> tuple:
-    """(seconds, latency-bound seconds) of one step's collectives on one chip, all layers.
+# A collective priced at this many times its bytes shows its line-rate floor alone (the latency floor is negligible).
+_FLOOR_SCALE = 2.0**30
+
+
+def _collectives(deployment: Deployment, tokens: float, decode_batch: float, floors: bool = False) -> tuple:
+    """(bandwidth, latency) line-rate seconds of one step's collectives on one chip, all layers: as `collectives`
+    prices them (NCCL's algorithm at line rate and its latency), or with `floors` the bound's (the best algorithm's
+    line rate, the shortest physical latency: `CollectiveTime.bound_s` at zero bytes and at 2^30 x the bytes).
 
     "1d-ws": two all-reduces of the step's [tokens, D] activations per layer. Pope et al.'s layouts: the
     feed-forward collectives of `layouts.ffn_collectives` (PaLM's parallel block shares them with attention). A
@@ -259,23 +409,47 @@ def _comm(deployment: Deployment, tokens: float, decode_batch: float, eff: Effic
         return 0.0, 0.0
     act = bytes_per_element(d.activation_dtype)
     if d.ffn_layout == "1d-ws":
-        reduce = mesh_collective("all-reduce", tokens * m.d_model * act, chip, d.mesh_shape)
-        steps = [reduce, reduce]  # after attention's output projection, after the FFN's down projection
+        steps = [("all-reduce", d.mesh_shape, tokens * m.d_model * act, None)] * 2  # after attention, after the FFN
     else:
-        steps = [_layout_step(c, chip) for c in ffn_collectives(d.ffn_layout, m, tokens, d.mesh_shape,
-                                                                d.weight_dtype, d.activation_dtype)]
+        steps = [(c.op, c.group, None, c) for c in ffn_collectives(d.ffn_layout, m, tokens, d.mesh_shape,
+                                                                   d.weight_dtype, d.activation_dtype)]
     groups = kv_head_groups(m)
     if decode_batch and tp > groups and d.kv_placement == "batch-split":
         if d.ffn_layout != "1d-ws" and groups == 1 and decode_batch % tp == 0:
-            steps += [_layout_step(c, chip) for c in attention_collectives(
+            steps += [(c.op, c.group, None, c) for c in attention_collectives(
                 "batch", int(decode_batch), m.n_heads, m.head_dim, d.mesh_shape, d.activation_dtype)]
         else:
-            shards = tp // math.gcd(groups, tp)
-            swap = collective_time("all-to-all", decode_batch * m.n_heads * m.head_dim * act, chip, shards)
-            steps += [swap, swap]
-    seconds = sum(max(s.bandwidth_s / eff.network, s.latency_s) for s in steps)
-    latency_bound = sum(s.latency_s for s in steps if s.latency_s >= s.bandwidth_s / eff.network)
-    return m.n_layers * seconds, m.n_layers * latency_bound
+            shards = (tp // math.gcd(groups, tp),)
+            steps += [("all-to-all", shards, decode_batch * m.n_heads * m.head_dim * act, None)] * 2
+    bandwidth = latency = 0.0
+    priced = {}  # the same collective twice per layer (Megatron's two all-reduces) is priced once
+    for op, group, volume, layout in steps:
+        if layout is not None:  # Pope et al.'s layouts: their bandwidth (all of a chip's links), torus latency
+            bandwidth += layout.seconds(chip, "pope")
+            latency += _floor_latency(op, chip, group) if floors else _latency(op, chip, group)
+            continue
+        key = (op, group, volume)
+        if key not in priced:
+            if floors:
+                priced[key] = (mesh_collective(op, volume * _FLOOR_SCALE, chip, group).bound_s / _FLOOR_SCALE,
+                               _floor_latency(op, chip, group))
+            else:
+                step = mesh_collective(op, volume, chip, group)
+                priced[key] = (step.bandwidth_s, step.latency_s)
+        bandwidth, latency = bandwidth + priced[key][0], latency + priced[key][1]
+    return m.n_layers * bandwidth, m.n_layers * latency
+
+
+@functools.lru_cache(maxsize=256)
+def _latency(op: str, chip, group: tuple) -> float:
+    """The latency `collectives` prices for a collective over `group` (a torus's hops do not depend on the bytes)."""
+    return mesh_collective(op, 0.0, chip, group).latency_s
+
+
+@functools.lru_cache(maxsize=256)
+def _floor_latency(op: str, chip, group: tuple) -> float:
+    """The shortest latency physics allows a collective over `group`: its `bound_s` at zero bytes."""
+    return mesh_collective(op, 0.0, chip, group).bound_s
 
 
 def step_estimate(deployment: Deployment, *, decode_batch: float = 0.0, decode_context: float = 0.0,
@@ -284,8 +458,10 @@ def step_estimate(deployment: Deployment, *, decode_batch: float = 0.0, decode_c
     """One step of one replica mixing `decode_batch` sequences at mean context `decode_context` and
     `prefill_tokens` prompt tokens from prompts of `prefill_len` tokens; HBM holds `held_sequences` caches of
     `held_tokens_each` tokens. `decode_step`, `prefill` and `offline_throughput` call it; see the module docstring.
+    It prices what it is given (no capacity check: `decode_step` and `prefill` make it).
     """
-    d, eff = deployment, resolve_efficiency(efficiency)
+    d = _require_deployment(deployment, "step_estimate")
+    eff = resolve_efficiency(efficiency).for_chip(d.chip)
     for name, value in (("decode_batch", decode_batch), ("decode_context", decode_context),
                         ("prefill_tokens", prefill_tokens), ("held_sequences", held_sequences),
                         ("held_tokens_each", held_tokens_each)):
@@ -304,16 +480,19 @@ def step_estimate(deployment: Deployment, *, decode_batch: float = 0.0, decode_c
         attention += decode_batch * decode_step_flops(m, context, 1, skip_masked=True).attention
     if prefill_tokens:
         attention += prefill_tokens / prefill_len * forward_flops(m, prefill_len, 1, skip_masked=True).attention
-    matmul = 2.0 * tokens * matmul_params(m) / tp  # 2 FLOPs per weight per token, k experts per token
-    comm, comm_latency = _comm(d, tokens, decode_batch, eff)
+    matmul = 2.0 * tokens * d.matmul_params / tp  # 2 FLOPs per weight per token, k experts per token
+    # the bound: the best algorithm at line rate, the shortest latency physics allows; the estimate: NCCL's pick
+    bandwidth, latency = _collectives(d, tokens, decode_batch, floors=eff.overlap)
+    bandwidth, latency = bandwidth / eff.network, latency * eff.latency
     return StepEstimate(weights_s=d.weights_read_per_chip(tokens) / hbm if tokens else 0.0,
                         kv_s=kv_moved / hbm, matmul_s=matmul / rate,
-                        attention_s=attention / tp / rate, comm_s=comm,
-                        comm_latency_s=comm_latency, batch=decode_batch, tokens=tokens,
+                        attention_s=attention / tp / rate, comm_s=bandwidth + latency,
+                        comm_latency_s=latency, batch=decode_batch, tokens=tokens,
                         kv_placement=d.kv_placement,
                         hbm_bytes_per_chip=d.weight_bytes_per_chip + d.kv_bytes_per_chip(held_sequences,
                                                                                           held_tokens_each),
-                        hbm_capacity=chip.hbm_capacity)
+                        hbm_capacity=d.hbm_limit(eff), overhead_s=0.0 if eff.overlap else eff.overhead_s,
+                        overlap=eff.overlap)
 
 
 def _per_replica(deployment: Deployment, batch: int) -> int:
@@ -327,57 +506,69 @@ def _per_replica(deployment: Deployment, batch: int) -> int:
 
 def decode_step(deployment: Deployment, batch: int, context_len: int, efficiency=None) -> StepEstimate:
     """One decode step of `batch` sequences (the whole deployment's; split evenly over its replicas) that each
-    attend to `context_len` cached tokens. Raises ValueError when the weights and caches do not fit.
+    attend to `context_len` cached tokens. Raises ValueError when the weights and caches do not fit (in all of HBM
+    for the bound, in `memory_utilization` of it for an estimate) or, for an estimate, when a replica's share
+    exceeds `max_sequences`.
 
     Used in chapter 5, *A model of the decode step* and chapter 11, *How close do real systems come?*.
     """
-    d = deployment
+    d = _require_deployment(deployment, "decode_step")
+    eff = resolve_efficiency(efficiency)
     per_replica, context_len = _per_replica(d, batch), positive_int("context_len", context_len)
+    what = f"batch {batch} at {context_len:,} tokens of context on {d.describe()}"
+    _within_cap(d, per_replica, eff, what)
     needed = d.weight_bytes_per_chip + d.kv_bytes_per_chip(per_replica, context_len)
-    _fits_or_raise(d, needed, f"batch {batch} at {context_len:,} tokens of context on {d.describe()}",
-                   f"the largest batch that fits is {max_batch(d, context_len)}; shorten the context, quantize the "
-                   "KV cache or the weights, or add chips")
+    _fits_or_raise(d, needed, what,
+                   f"the largest batch that fits is {max_batch(d, context_len, eff)}; shorten the context, quantize "
+                   "the KV cache or the weights, or add chips", eff)
     return step_estimate(d, decode_batch=per_replica, decode_context=context_len, held_sequences=per_replica,
-                         held_tokens_each=context_len, efficiency=efficiency)
+                         held_tokens_each=context_len, efficiency=eff)
 
 
 def prefill(deployment: Deployment, prompt_len: int, batch: int = 1, efficiency=None) -> StepEstimate:
     """One prefill pass over `batch` prompts of `prompt_len` tokens (split evenly over the replicas): matmul FLOPs,
     causal attention FLOPs, writing the KV cache, reading the weights once, the collectives. Raises ValueError when
-    the weights and the new caches do not fit.
+    the weights and the new caches do not fit (as `decode_step`).
 
     Used in chapter 11, *How close do real systems come?*.
     """
-    d = deployment
+    d = _require_deployment(deployment, "prefill")
+    eff = resolve_efficiency(efficiency)
     per_replica, prompt_len = _per_replica(d, batch), positive_int("prompt_len", prompt_len)
+    what = f"a prefill of {batch} x {prompt_len:,} tokens on {d.describe()}"
+    _within_cap(d, per_replica, eff, what)
     needed = d.weight_bytes_per_chip + d.kv_bytes_per_chip(per_replica, prompt_len)
-    _fits_or_raise(d, needed, f"a prefill of {batch} x {prompt_len:,} tokens on {d.describe()}",
-                   "use fewer or shorter prompts per pass, quantize, or add chips")
+    _fits_or_raise(d, needed, what, "use fewer or shorter prompts per pass, quantize, or add chips", eff)
     return step_estimate(d, prefill_tokens=per_replica * prompt_len, prefill_len=prompt_len,
-                         held_sequences=per_replica, held_tokens_each=prompt_len, efficiency=efficiency)
+                         held_sequences=per_replica, held_tokens_each=prompt_len, efficiency=eff)
 
 
 def decode_time(deployment: Deployment, batch: int, context_len: int, steps: int, efficiency=None) -> float:
-    """Seconds for `steps` decode steps of `batch` sequences starting from `context_len` cached tokens: steps x the
-    step at the mean context, context_len + (steps + 1) / 2. Every term of a step is affine in the context, so this
-    is their sum (where the KV read and the attention FLOPs trade places it is slightly below the sum: still a
-    bound). The memory check uses the last step's context."""
+    """Seconds for `steps` decode steps of `batch` sequences starting from `context_len` cached tokens (a
+    non-negative integer): steps x the step at the mean context, context_len + (steps + 1) / 2. Every term of a step
+    is affine in the context, so this is their sum (where terms trade places inside a max it is slightly below the
+    sum: still a bound). The memory check uses the last step's context."""
+    d = _require_deployment(deployment, "decode_time")
     steps = positive_int("steps", steps)
-    positive("context_len", context_len, allow_zero=True)
-    decode_step(deployment, batch, context_len + steps, efficiency)  # raises if the last step does not fit
-    per_replica = batch // deployment.replicas
-    mean = step_estimate(deployment, decode_batch=per_replica, decode_context=context_len + (steps + 1) / 2,
+    context_len = non_negative_int("context_len", context_len)
+    decode_step(d, batch, context_len + steps, efficiency)  # raises if the last step does not fit
+    per_replica = batch // d.replicas
+    mean = step_estimate(d, decode_batch=per_replica, decode_context=context_len + (steps + 1) / 2,
                          held_sequences=per_replica, held_tokens_each=context_len + steps, efficiency=efficiency)
     return steps * mean.total_s
 
 
-def max_batch(deployment: Deployment, context_len: float) -> int:
-    """Sequences of `context_len` tokens whose caches fit next to the weights, over the whole deployment."""
+def max_batch(deployment: Deployment, context_len: float, efficiency=None) -> int:
+    """Sequences of `context_len` tokens whose caches fit next to the weights, over the whole deployment: in all of
+    HBM with no cap for the bound (efficiency None), in `memory_utilization` of it and at most `max_sequences` per
+    replica for an estimate."""
+    d = _require_deployment(deployment, "max_batch")
     positive("context_len", context_len)
-    d = deployment
-    free = d.chip.hbm_capacity - d.weight_bytes_per_chip
+    eff = resolve_efficiency(efficiency)
+    free = d.hbm_limit(eff) - d.weight_bytes_per_chip
     per_sequence = d.kv_bytes_per_chip(1, context_len)
-    return 0 if free <= 0 else d.replicas * int(math.floor(free / per_sequence))
+    per_replica = 0 if free <= 0 else min(int(math.floor(free / per_sequence)), d.sequence_cap(eff))
+    return d.replicas * per_replica
 
 
 @dataclass(frozen=True)
@@ -393,7 +584,7 @@ class OfflineEstimate:
     deployment: Deployment
     input_len: int
     output_len: int
-    efficiency: Efficiency
+    efficiency: object  # the Efficiency (or Calibrated pair) it was priced at
     batch: int  # per replica
     step: StepEstimate  # one iteration of one replica
 
@@ -407,23 +598,34 @@ class OfflineEstimate:
         return self.input_len + self.output_len / 2
 
 
-def offline_estimate(deployment: Deployment, input_len: int, output_len: int, efficiency=None) -> OfflineEstimate:
-    """`offline_throughput` for a `Deployment`, with the iteration's components (`OfflineEstimate`).
+def offline_estimate(deployment: Deployment, input_len: int, output_len: int, efficiency=None,
+                     slots: int | None = None) -> OfflineEstimate:
+    """`offline_throughput` for a `Deployment`, with the iteration's components (`OfflineEstimate`). `slots`: the
+    sequences each replica keeps decoding, when the engine fixes them (JetStream's slots); default the largest batch
+    that fits (`max_batch` at the mean context, which for an estimate applies the engine settings).
 
     Used in chapter 11, *How close do real systems come?*.
     """
-    d = deployment
+    d = _require_deployment(deployment, "offline_estimate")
     i, o = positive_int("input_len", input_len), positive_int("output_len", output_len)
     if o < 2:
         raise ValueError(f"output_len={o}: an offline decode benchmark needs at least 2 output tokens; "
                          "use estimate.prefill for prompt-only work")
     eff = resolve_efficiency(efficiency)
     mean_context = i + o / 2
-    batch = max_batch(d, mean_context) // d.replicas
-    if batch < 1:
-        _fits_or_raise(d, d.weight_bytes_per_chip + d.kv_bytes_per_chip(1, mean_context),
-                       f"one request of {i:,} + {o:,} tokens on {d.describe()}",
-                       "quantize the weights or the KV cache, or add chips")
+    what = f"one request of {i:,} + {o:,} tokens on {d.describe()}"
+    if slots is None:
+        batch = max_batch(d, mean_context, eff) // d.replicas
+        if batch < 1:
+            _fits_or_raise(d, d.weight_bytes_per_chip + d.kv_bytes_per_chip(1, mean_context), what,
+                           "quantize the weights or the KV cache, or add chips", eff)
+    else:
+        batch = positive_int("slots", slots)
+        what = f"{batch:,} slots of {i:,} + {o:,} tokens on {d.describe()}"
+        _within_cap(d, batch, eff, what)
+        _fits_or_raise(d, d.weight_bytes_per_chip + d.kv_bytes_per_chip(batch, mean_context), what,
+                       f"use fewer slots (at most {max_batch(d, mean_context, eff) // d.replicas} fit), quantize "
+                       "the weights or the KV cache, or add chips", eff)
     step = step_estimate(d, decode_batch=batch, decode_context=mean_context, prefill_tokens=batch * i / (o - 1),
                          prefill_len=i, held_sequences=batch, held_tokens_each=mean_context, efficiency=eff)
     return OfflineEstimate(deployment=d, input_len=i, output_len=o, efficiency=eff, batch=batch, step=step)
@@ -431,19 +633,22 @@ def offline_estimate(deployment: Deployment, input_len: int, output_len: int, ef
 
 def offline_throughput(model, chip, n_chips: int, input_len: int, output_len: int, *, weight_dtype: str = "bf16",
                        kv_dtype: str = "bf16", compute_dtype: str = "bf16", efficiency=None,
-                       tensor_parallel: int | None = None, kv_placement: str = "batch-split") -> float:
+                       tensor_parallel: int | None = None, kv_placement: str | None = None,
+                       memory_utilization: float = MEMORY_UTILIZATION, max_sequences: int = MAX_SEQUENCES) -> float:
     """Output tokens/s of the whole deployment for identical requests (input_len prompt tokens, output_len output
     tokens) arriving at an infinite rate, served with continuous batching at the largest batch that fits, prefill
     included: what an engine's offline throughput benchmark measures (`OfflineEstimate` has the formula).
 
-    `model`: a name or a `Transformer` (dense or MoE). `efficiency`: None (the bound: never beaten by a measured
-    system that runs attention, matmuls and collectives one after another), "typical" (calibrated on published
-    measurements, chapter 11), or an `Efficiency`.
+    `model`: a name or a `Transformer` (dense or MoE). `efficiency`: None (the bound: every resource at peak and
+    overlapped, all of HBM, no cap on the batch: never beaten by a measured system), "typical" (calibrated on
+    published measurements, chapter 11, with the engine settings `memory_utilization` and `max_sequences`), or an
+    `Efficiency`. `kv_placement` None: "replicated" on GPUs, "batch-split" on TPUs (`Deployment`).
 
     Used in chapter 11, *How close do real systems come?*.
     """
     deployment = Deployment(model, chip, n_chips, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
-                            compute_dtype=compute_dtype, tensor_parallel=tensor_parallel, kv_placement=kv_placement)
+                            compute_dtype=compute_dtype, tensor_parallel=tensor_parallel, kv_placement=kv_placement,
+                            memory_utilization=memory_utilization, max_sequences=max_sequences)
     return offline_estimate(deployment, input_len, output_len, efficiency).output_tokens_per_s
 
 
@@ -462,7 +667,7 @@ class Report:
     prompt_len: int
     weight_bytes: float  # every weight, all chips together
     kv_bytes_per_token: float  # one token of one sequence
-    max_batch: int  # sequences of context_len tokens that fit
+    max_batch: int  # sequences of context_len tokens the engine runs (memory_utilization, max_sequences)
     decode_step_bound_s: float
     decode_step_typical_s: float
     prefill_bound_s: float  # one prompt of prompt_len tokens
@@ -512,7 +717,9 @@ class Report:
                 ("weights", f"{self.weight_bytes / 1e9:,.1f} GB ({self.weight_bytes / self.deployment.n_chips / 1e9:,.1f}"
                             " GB per chip)"),
                 ("KV cache per token", f"{self.kv_bytes_per_token / 1e3:,.1f} kB"),
-                ("largest batch that fits", f"{self.max_batch:,} sequences of {self.context_len:,} tokens"),
+                ("largest batch that fits", f"{self.max_batch:,} sequences of {self.context_len:,} tokens (the "
+                                            f"engine's {self.deployment.memory_utilization:.0%} of HBM, at most "
+                                            f"{self.deployment.max_sequences:,} per replica)"),
                 ("batch", f"{self.batch:,}"),
                 ("decode step", f"{self.decode_step_bound_s * 1e3:,.2f} ms bound, "
                                 f"{self.decode_step_typical_s * 1e3:,.2f} ms typical"),
@@ -529,11 +736,15 @@ class Report:
 
 def report(model, chip, n_chips: int, *, batch: int | None = None, context_len: int = 8192,
            prompt_len: int | None = None, weight_dtype: str = "bf16", kv_dtype: str | None = None,
-           compute_dtype: str = "bf16", price_per_chip_hour: float | None = None) -> Report:
+           compute_dtype: str = "bf16", price_per_chip_hour: float | None = None,
+           memory_utilization: float = MEMORY_UTILIZATION, max_sequences: int = MAX_SEQUENCES,
+           kv_placement: str | None = None) -> Report:
     """Weights, KV per token, the largest batch that fits, the decode step (bound and typical), the prefill time,
     tokens/s and $ per million output tokens, for one deployment, in one call.
 
-    batch None: the largest batch that fits at `context_len`. kv_dtype None: the weight dtype. prompt_len None:
+    batch None: the largest batch the engine runs at `context_len` (`max_batch` with the engine settings
+    `memory_utilization` and `max_sequences` of `Deployment`; the bound and the typical step are both priced at
+    it). kv_dtype None: the weight dtype. kv_placement None: `Deployment`'s default. prompt_len None:
     context_len. The price is the user's (no price is built in): dollars per chip per hour. Each number is the
     corresponding function of this module (`max_batch`, `decode_step`, `prefill`) or of `memory`. Also behind
     `python -m scaling_lib estimate`.
@@ -541,15 +752,17 @@ def report(model, chip, n_chips: int, *, batch: int | None = None, context_len: 
     Used in the appendix *Apply the book to your model*.
     """
     deployment = Deployment(model, chip, n_chips, weight_dtype=weight_dtype,
-                            kv_dtype=weight_dtype if kv_dtype is None else kv_dtype, compute_dtype=compute_dtype)
+                            kv_dtype=weight_dtype if kv_dtype is None else kv_dtype, compute_dtype=compute_dtype,
+                            kv_placement=kv_placement, memory_utilization=memory_utilization,
+                            max_sequences=max_sequences)
     context_len = positive_int("context_len", context_len)
     prompt_len = context_len if prompt_len is None else positive_int("prompt_len", prompt_len)
     if price_per_chip_hour is not None:
         positive("price_per_chip_hour", price_per_chip_hour)
-    fits = max_batch(deployment, context_len)
+    fits = max_batch(deployment, context_len, TYPICAL)
     if batch is None:
         if fits < 1:
-            decode_step(deployment, deployment.replicas, context_len)  # raises, naming the bytes needed
+            decode_step(deployment, deployment.replicas, context_len, TYPICAL)  # raises, naming the bytes needed
         batch = fits
     step_bound = decode_step(deployment, batch, context_len, BOUND)
     step_typical = decode_step(deployment, batch, context_len, TYPICAL)

@@ -182,7 +182,7 @@ def kv_lever_table(model, context_len: int, batch: int, n_kv_heads: int = 8, win
     if m.n_kv_heads > 1:
         levers.append(("MQA", f"K = {m.n_kv_heads} -> 1", dict(model=m.with_(n_kv_heads=1))))
     levers += [
-        ("local attention", f"W = {window:,}, 1 global layer in {global_every}",
+        ("local attention", f"w = {window:,}, 1 global layer in {global_every}",
          dict(window=window, global_every=global_every)),
         ("cross-layer sharing", f"{share_every} layers per K/V", dict(share_every=share_every)),
         ("KV quantization", f"bf16 -> {kv_dtype} ({bytes_per_kv:g} B)", dict(dtype=kv_dtype)),

@@ -1,7 +1,7 @@
 """Published measurements of real systems, as data: each row carries its source.
 
 The numbers live in CSV files under `scaling_lib/data/` (typed once, there); this module only reads them into
-frozen rows. Three tables:
+frozen rows. The tables:
 
 - `trtllm_rows()`: TensorRT-LLM's published offline throughput (total output tokens/s of the whole deployment) for
   LLaMA-3.1-8B and LLaMA-3.3-70B FP8 checkpoints on H100 and H200, 10 input/output shapes each (40 rows). The
@@ -13,6 +13,9 @@ frozen rows. Three tables:
 - `collective_rows()`: published collective timings (nccl-tests on 2-72 H100, H200 and GB200 GPUs, 8 to 64 H100 across
   nodes, the Scaling Book's profiled TPU v5e all-gathers), each as the source gives it (a time, an algorithm
   bandwidth or a bus bandwidth) with its source.
+- `published_runs()`: 263 published inference runs for the calibration of chapter 11 (TensorRT-LLM v0.14 across
+  tensor-parallel degrees 1-8, FP8 and FP16, dense and Mixtral MoE; TensorRT-LLM 0.5/0.6.1 static batches and
+  first-token latencies; JetStream on TPU v5e), each with its source.
 
 Used in chapter 11, *How close do real systems come?*.
 """
@@ -137,6 +140,58 @@ def nccl_rows() -> tuple:
                                  algorithm=r["algorithm"], array_bytes_min=float(r["array_bytes_min"]),
                                  bus_bandwidth=float(r["bus_bandwidth_GBps"]) * 1e9, source=r["source"])
                  for r in _read("nccl_allreduce_busbw.csv"))
+
+
+# ------------------------------------------------------------------------------- published runs for the calibration
+@dataclass(frozen=True)
+class RunRow:
+    """One published inference run (`published_runs.csv`, 263 rows: TensorRT-LLM v0.14's table across TP 1-8, FP8
+    and FP16, dense and Mixtral MoE; TensorRT-LLM 0.5/0.6.1 static batches and first-token latency; JetStream on TPU
+    v5e-8).
+
+    `kind`: "offline" (output tokens/s of the deployment, the engine choosing its batch), "offline_b" (the same at
+    `batch` slots per replica), "static" (output tokens/s of one static batch of `batch` sequences: a prefill, then
+    output_len - 1 decode steps) or "ttft" (seconds to the first token at batch 1). `measured` is in `unit`.
+    """
+
+    source: str
+    engine: str
+    hardware: str
+    chip: str
+    n_chips: int
+    tensor_parallel: int
+    model: str
+    model_card: str
+    weights: str
+    kv_cache: str
+    compute: str
+    input_len: int
+    output_len: int
+    batch: int | None
+    kind: str
+    measured: float
+    unit: str
+    note: str
+
+    @property
+    def label(self) -> str:
+        extra = f" b{self.batch}" if self.batch else ""
+        return (f"{self.model} {self.chip} TP{self.tensor_parallel} {self.weights} {self.kind} "
+                f"{self.input_len}/{self.output_len}{extra} ({self.engine.split(' (')[0]})")
+
+
+def published_runs() -> tuple:
+    """The 263 published runs of `published_runs.csv`, in the file's order, each with its source.
+
+    Used in chapter 11, *How close do real systems come?*.
+    """
+    return tuple(RunRow(source=r["source"], engine=r["engine"], hardware=r["hardware"], chip=r["chip"],
+                        n_chips=int(r["n_chips"]), tensor_parallel=int(r["tensor_parallel"]), model=r["model"],
+                        model_card=r["model_card"], weights=r["weights"], kv_cache=r["kv_cache"],
+                        compute=r["compute"], input_len=int(r["input_len"]), output_len=int(r["output_len"]),
+                        batch=int(r["batch"]) if r["batch"] else None, kind=r["kind"], measured=float(r["measured"]),
+                        unit=r["unit"], note=r["note"])
+                 for r in _read("published_runs.csv"))
 
 
 @dataclass(frozen=True)

@@ -322,6 +322,18 @@ MODELS["deepseek-v3"] = Transformer(n_layers=61, d_model=7168, d_ff=2048, n_head
                                     source=_HF.format("deepseek-ai/DeepSeek-V3", "671B total, 37B active; the "
                                                       "multi-token-prediction module is not counted"))
 
+# The calibration rows of chapter 11 also measured these (book/data/hf_configs/ holds their configs;
+# tests/math/test_calibration.py checks `from_hf_config` of each file gives the same shapes).
+MODELS["llama2-7b"] = Transformer(n_layers=32, d_model=4096, d_ff=11008, n_heads=32, n_kv_heads=32, head_dim=128,
+                                  vocab_size=32000, name="llama2-7b",
+                                  source=_HF.format("meta-llama/Llama-2-7b-hf", "6.7B"))
+MODELS["llama2-70b"] = Transformer(n_layers=80, d_model=8192, d_ff=28672, n_heads=64, n_kv_heads=8, head_dim=128,
+                                   vocab_size=32000, name="llama2-70b",
+                                   source=_HF.format("meta-llama/Llama-2-70b-hf", "69B"))
+MODELS["mixtral-8x22b"] = Transformer(n_layers=56, d_model=6144, d_ff=16384, n_heads=48, n_kv_heads=8, head_dim=128,
+                                      vocab_size=32768, n_experts=8, n_active_experts=2, name="mixtral-8x22b",
+                                      source=_HF.format("mistralai/Mixtral-8x22B-v0.1", "141B total, 39B active"))
+ALIASES.update({"mixtral8x22b": "mixtral-8x22b", "mixtral8x22bv0.1": "mixtral-8x22b"})
 
 # ----------------------------------------------------------------------------------------------- your own model
 _HF_TYPES = ("llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3_text",

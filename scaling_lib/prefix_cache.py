@@ -15,18 +15,22 @@ replica of its first turn; "round-robin" spreads turns evenly and finds a prefix
 
 `route` replays a conversation workload through the caches (each turn's cache is stored when the turn ends, which
 assumes the user's think time outlasts the turn) and `simulate_chat` prices each replica's requests with
-`simulator.simulate`, the hits' prefill shortened and the host hits' load added. Used in chapter 14, *Serving
+`simulator.simulate`, the hits' prefill shortened and the host hits' load added. `cached_prefill_cost` prices one
+such shortened prefill under a layout of chapter 12: the new tokens' FLOPs, weight read and collectives, plus the
+read of the cached keys and values. Used in chapter 12, *Choosing a layout by the metric*, and chapter 14, *Serving
 details*.
 """
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ._numpy import np
 from ._validate import choice, non_negative_int, positive, positive_int
-from .hardware import GIB
+from .frontier import LayoutCost, layout_cost
+from .hardware import GIB, get_chip
 from .memory import kv_bytes_per_token
 from .models import get_model
 from .simulator import ENGINES, ServingConfig, Workload, simulate
@@ -210,3 +214,32 @@ def simulate_chat(config: ServingConfig, workload: ChatWorkload, n_replicas: int
                        cached_len=routed.cached_len[mine], cache_load_s=routed.load_s[mine])
         ttft[mine] = simulate(config, sub, engine).ttft_s
     return ChatResult(ttft, routed)
+
+
+def cached_prefill_cost(model, chip, n_chips: int, new_tokens: int, cached_tokens: int, ffn_layout: str,
+                        attention_sharding: str, *, batch: int = 1, weight_dtype: str = "bf16",
+                        kv_dtype: str = "bf16", mesh_shape=None) -> LayoutCost:
+    """Price a prefill of `new_tokens` per sequence that attends to `cached_tokens` already in the KV cache (a
+    prefix-cache hit, or the next turn of a conversation), under a layout (`frontier.layout_cost`):
+
+        step = max(2 P B T_new / (n C), weights + KV read) + network
+        KV read = B_chip S_cached 2 L K_chip H b_kv / W_hbm
+
+    The FLOPs, the weight read and the collectives are those of a prefill of T_new tokens; the cached tokens add only
+    the read of their keys and values, with the same per-chip sequences and KV heads as a decode step under that
+    attention sharding ("heads" replicates a multiquery head, so every chip reads every sequence's cache). As in
+    the frontier's model, attention's own FLOPs are left out (for 64 queries against 2,048 keys of PaLM 540B they
+    are about 1% of 2PT). cached_tokens = 0 is an ordinary prefill.
+
+    Pope et al. 2022, sec. 1 (the chatbot turn: 64 new tokens against a 1,920-token history); chapter 12 prices that
+    turn with it, through `book.claims.frontier.chatbot_turn`.
+    """
+    new_tokens = positive_int("new_tokens", new_tokens)
+    cached = non_negative_int("cached_tokens", cached_tokens)
+    base = layout_cost(model, chip, n_chips, "prefill", batch, ffn_layout, attention_sharding,
+                       context_len=new_tokens, weight_dtype=weight_dtype, kv_dtype=kv_dtype, mesh_shape=mesh_shape)
+    m, c = get_model(model), get_chip(chip)
+    kv_heads = math.ceil(m.n_kv_heads / base.n_chips) if attention_sharding == "heads" else m.n_kv_heads
+    sequences = base.batch if attention_sharding == "heads" else base.batch // base.n_chips
+    kv_bytes = sequences * cached * kv_bytes_per_token(m, kv_dtype) * kv_heads / m.n_kv_heads
+    return replace(base, kv_s=kv_bytes / c.hbm_bandwidth, bytes_per_chip=base.bytes_per_chip + kv_bytes)

@@ -119,8 +119,8 @@ def critical_batch_size(chip, weight_dtype: str = "bf16", compute_dtype: str = "
     doubles it back.
 
     Used in chapter 1, *Rooflines and the critical batch size*; chapter 4, *The KV cache dominates memory*; chapter 5,
-    *A model of the decode step*; chapter 6, *Shrinking the KV cache*; chapter 10, *Speculative decoding, mixture of
-    experts and quantization*; the appendix *Worked problems*; and the appendix *Apply the book to your model*.
+    *A model of the decode step*; chapter 10, *Speculative decoding, mixture of experts and quantization*; the appendix
+    *Worked problems*; and the appendix *Apply the book to your model*.
     """
     chip = get_chip(chip)
     return critical_batch_from_rates(chip.peak_flops(compute_dtype), chip.hbm_bandwidth, weight_dtype)

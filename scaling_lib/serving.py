@@ -117,21 +117,47 @@ def kv_transfer_time(model, prompt_len: int, chip, n_chips: int, bandwidth: floa
     return kv_transfer_bytes(model, prompt_len, kv_dtype) / bandwidth
 
 
-def prefill_saturating_batch(model, chip, prompt_len: int, mfu: float = 0.4, weight_dtype: str = "bf16",
-                             compute_dtype: str = "bf16") -> int:
-    """The fewest prompts of `prompt_len` tokens whose joint prefill is compute-bound: ceil(T_sat / T), where
-    T_sat = MFU x C / W x P_bytes / (2 P) is the token count at which `prefill_latency`'s FLOP time (2 P B T / (n C
-    MFU)) reaches its weight-read floor (P_bytes / (n W)); the chip count cancels.
+def prefill_saturating_tokens(model, chip, mfu: float = 0.4, weight_dtype: str = "bf16",
+                              compute_dtype: str = "bf16") -> float:
+    """T_sat = MFU x C / W x P_bytes / (2 P): the prompt tokens at which `prefill_latency`'s FLOP time
+    (2 P B T / (n C MFU)) reaches its weight-read floor (P_bytes / (n W)); the chip count cancels.
 
-    Above that batch, more prompts only add latency (the time grows with B T, tokens per second do not), so an
-    engine prefills at batch 1 unless prompts are shorter than T_sat (Scaling Book ch. 7, "interleaved"). About 96
-    tokens for LLaMA-3-70B in bf16 on TPU v5e at 40% MFU.
+    `prefill_latency` discounts the FLOPs by the MFU and reads the weights at full bandwidth, so T_sat here is MFU
+    times the Scaling Book's rule of thumb (ch. 7: about 240 tokens on v5e in bf16, peak rate and peak bandwidth);
+    `mfu=1.0` gives that rule. About 96 tokens for LLaMA-3-70B in bf16 on TPU v5e at 40% MFU.
 
     Used in chapter 14, *Serving details*.
     """
     m, c = get_model(model), get_chip(chip)
-    prompt_len = positive_int("prompt_len", prompt_len)
     mfu = fraction("mfu", mfu, "the fraction of peak FLOP/s achieved")
-    saturating_tokens = (mfu * c.peak_flops(compute_dtype) / c.hbm_bandwidth * param_bytes(m, weight_dtype)
-                         / (2.0 * active_param_count(m)))
+    return (mfu * c.peak_flops(compute_dtype) / c.hbm_bandwidth * param_bytes(m, weight_dtype)
+            / (2.0 * active_param_count(m)))
+
+
+def prefill_free_batch(model, chip, prompt_len: int, mfu: float = 0.4, weight_dtype: str = "bf16",
+                       compute_dtype: str = "bf16") -> int:
+    """The most prompts of `prompt_len` tokens whose joint prefill is still bound by the weight read, so each extra
+    prompt rides along at no cost in latency: floor(T_sat / T), at least 1 (`prefill_saturating_tokens`). One more
+    prompt makes the prefill compute-bound (`prefill_saturating_batch` is the first such batch when T does not
+    divide T_sat).
+
+    Used in chapter 14, *Serving details*.
+    """
+    prompt_len = positive_int("prompt_len", prompt_len)
+    return max(1, math.floor(prefill_saturating_tokens(model, chip, mfu, weight_dtype, compute_dtype) / prompt_len))
+
+
+def prefill_saturating_batch(model, chip, prompt_len: int, mfu: float = 0.4, weight_dtype: str = "bf16",
+                             compute_dtype: str = "bf16") -> int:
+    """The fewest prompts of `prompt_len` tokens whose joint prefill is compute-bound: ceil(T_sat / T)
+    (`prefill_saturating_tokens`). At that batch the FLOP time has already reached (or passed) the weight read; the
+    largest batch that still rides on the weight read is `prefill_free_batch`.
+
+    Above it, more prompts only add latency (the time grows with B T, tokens per second do not), so an engine
+    prefills at batch 1 unless prompts are shorter than T_sat (Scaling Book ch. 7, "interleaved").
+
+    Used in chapter 14, *Serving details*.
+    """
+    prompt_len = positive_int("prompt_len", prompt_len)
+    saturating_tokens = prefill_saturating_tokens(model, chip, mfu, weight_dtype, compute_dtype)
     return max(1, math.ceil(saturating_tokens / prompt_len))

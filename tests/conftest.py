@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
+# Appended to any XLA_FLAGS already set (e.g. `make test-portable`'s --xla_cpu_max_isa=AVX2), never replacing them.
+if "--xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=8".strip()
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 # Every figure a notebook shows must have a data check (scaling_lib.book.figure_checks); nbval's kernels inherit this.
 os.environ.setdefault("SCALING_BOOK_FIGURES", "strict")

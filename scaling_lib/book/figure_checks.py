@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ..calibration import compare
+from ..calibration import all_rows, compare, group_of, split_of
 from ..estimate import BOUND, TYPICAL
 from ..flops import forward_flops, generation_flops_curve
 from ..frontier import measured_mfu, measured_step_s, pareto_frontier, sweep
@@ -328,14 +328,13 @@ def _ch3_two_latencies(suptitle, axes, ns):
     largest batch that fits."""
     left, right = axes
     model, mfu = get_model("llama3-8b"), ns["MFU"]
-    book = left.line(r"the book's count")
+    book = left.line(r"the book's and the sources' count")
     prompts = [int(t) for t in book.x]
-    expected_book = np.array([prefill_time(model, "h100", 1, t, mfu, params="matmul") for t in prompts])
-    close(book.y / 1e3, expected_book, "TTFT, 2 P_mm T")
-    close(left.line(r"the sources' count").y / 1e3, [prefill_time(model, "h100", 1, t, mfu) for t in prompts],
-          "TTFT, 2 P T")
+    close(book.y / 1e3, [prefill_time(model, "h100", 1, t, mfu) for t in prompts], "TTFT, 2 P T")
+    expected_mm = np.array([prefill_time(model, "h100", 1, t, mfu, params="matmul") for t in prompts])
+    close(left.line(r"matmul FLOPs only").y / 1e3, expected_mm, "TTFT, 2 P_mm T")
     attention = [forward_flops(model, t, skip_masked=True).total / forward_flops(model, t).matmul for t in prompts]
-    close(left.line(r"causal attention$").y / 1e3, expected_book * attention, "TTFT with causal attention")
+    close(left.line(r"causal attention$").y / 1e3, expected_mm * attention, "TTFT with causal attention")
     close(_hline(left.line(r"TPOT")) / 1e3, decode_step_time(model, "h100", 1, 1, 2048).total_s, "TPOT at B = 1")
     flops = right.line(r"^matmul FLOPs alone")
     close(flops.y / 1e3, [decode_step_time(model, "h100", 1, int(b), 2048).compute_s for b in flops.x],
@@ -645,16 +644,23 @@ def _ch11_fractions(suptitle, axes, ns):
           "Pope et al.: achieved fraction")
 
 
-@figure_check(r"^TensorRT-LLM, whole deployment$")
-def _ch11_measured_vs_predicted(suptitle, axes, ns):
-    for ax, rows in zip(axes, (trtllm_rows(), pope_rows())):
-        for name, efficiency in (("bound", BOUND), ("typical", TYPICAL)):
-            for split in ("calibration", "validation"):
-                found = [c for c in (compare(row, efficiency) for row in rows) if c.split == split]
-                close(ax.points[f"{name} ({split})"], [(c.measured, c.predicted) for c in found],
-                      f"{ax.title}: {name} ({split})")
-        diagonal = ax.line(r"^y = x$")
-        close(diagonal.y, diagonal.x, f"{ax.title}: y = x")
+@figure_check(r"^Typical estimate on the validation rows$")
+def _ch11_validation(suptitle, axes, ns):
+    ax = axes[0]
+    expected = {}
+    for row in all_rows():
+        if split_of(row) == "validation":
+            platform, tp, kind, _ = group_of(row)
+            c = compare(row, TYPICAL)
+            expected.setdefault(f"{platform.upper()} TP{tp}, {kind}", []).append((c.predicted, c.measured))
+    if set(ax.points) != set(expected):
+        raise FigureDataError(f"{ax.title}: series {sorted(ax.points)} instead of {sorted(expected)}")
+    for label, points in expected.items():
+        close(ax.points[label], points, f"{ax.title}: {label}")
+    diagonal = ax.line(r"^y = x$")
+    close(diagonal.y, diagonal.x, f"{ax.title}: y = x")
+    band = ax.line(r"^1\.5x$")
+    close(band.y, 1.5 * band.x, f"{ax.title}: the 1.5x band")
 
 
 @figure_check(r" on one H100, [\d,]+ tokens of context \(bf16\)$")
@@ -757,6 +763,31 @@ def _ch13_bounds(suptitle, axes, ns):
         if np.any(dots[0].y > dots[0].x):
             raise FigureDataError(f"{ax.title}: an error exceeds its bound")
         close(ax.line(r"^error = bound$").x, [bound.min(), bound.max()], f"{ax.title}: the diagonal")
+
+
+@figure_check(r"^Quantization error of a \d+ x K x \d+ matmul against K$")
+def _ch13_growth(suptitle, axes, ns):
+    """Largest bound, largest and mean error at each K: recomputed with qwix_quant on the notebook's inputs."""
+    qq = sys.modules.get("scaling_lib.tiny.qwix_quant")
+    lengths, make = ns.get("LENGTHS"), ns.get("inputs_of_length")
+    if qq is None or lengths is None or make is None:
+        raise FigureDataError(f"{suptitle}: the check reads the notebook's LENGTHS and inputs_of_length and "
+                              "scaling_lib.tiny.qwix_quant")
+    for ax in axes:
+        expected = {"largest bound": [], "largest error": [], "mean error": []}
+        for k in lengths:
+            xs, ws = make(k)
+            error = np.abs(np.asarray(qq.matmul(xs, ws, ax.title), np.float64)
+                           - np.asarray(xs, np.float64) @ np.asarray(ws, np.float64))
+            expected["largest bound"].append(qq.matmul_error_bound(xs, ws, ax.title).max())
+            expected["largest error"].append(error.max())
+            expected["mean error"].append(error.mean())
+        for label, values in expected.items():
+            line = ax.line(f"^{label}$")
+            close(line.x, list(lengths), f"{ax.title}: {label}, K")
+            close(line.y, values, f"{ax.title}: {label}", rtol=1e-6)
+        if np.any(ax.line(r"^largest error$").y > ax.line(r"^largest bound$").y):
+            raise FigureDataError(f"{ax.title}: an error exceeds its bound")
 
 
 # ---------------------------------------------------------------------------------------------- chapter 14

@@ -17,7 +17,8 @@ and the knee of that curve (`roofline.fit_batch_roofline`) is set against `roofl
 `fit_machine_efficiency` then does on this machine what `calibration.fit_typical` does with published GPU rows:
 fit an `estimate.Efficiency` (mfu, hbm) on the shortest-cache steps and predict the longer ones, whose larger KV
 read the fit never saw. Timings vary from run to run and machine to machine: chapter 11 prints them in cells nbval
-ignores, and tests/tiny/test_estimate.py checks only conclusions that hold with wide tolerances.
+ignores, bench/bench_cpu_roofline.py prints what they show, and tests/tiny/test_estimate.py checks this code on
+synthetic machines with known answers (no test asserts on a timing).
 """
 
 import os
@@ -71,7 +72,7 @@ def measure_matmul_flops(n: int = 1024, repeats: int = 5) -> float:
 
 # How closely the knee of a timed CPU matmul is expected to match (C / W) x b_w / 2 from rates measured apart: within
 # this factor either way. Wide, because a CPU is a rough roofline (caches, prefetchers, threads, other processes);
-# chapter 1 states it and tests/tiny/test_estimate.py checks it.
+# chapter 1 states it and bench/bench_cpu_roofline.py reports it (a timing: not asserted by any test).
 KNEE_FACTOR = 4.0
 
 

@@ -6,7 +6,8 @@ import json
 import pytest
 
 from scaling_lib.book.exercises import exercises
-from scaling_lib.book.exercises.index import KINDS, kind_counts, scan_chapters, scan_notebook, toc_chapters
+from scaling_lib.book.exercises.index import (KINDS, kind_counts, scan_chapters, scan_notebook, toc_appendices,
+                                             toc_chapters)
 from tests import REPO
 
 CHAPTERS = sorted((REPO / "chapters").glob("*.ipynb"))
@@ -81,3 +82,29 @@ def test_scan_bad_input(tmp_path):
         scan_notebook(tmp_path / "missing.ipynb")
     with pytest.raises(ValueError, match="no table of contents"):
         toc_chapters(tmp_path / "_toc.yml")
+
+
+def test_the_index_lists_the_worked_problems_too():
+    # issue 24, item 22: the index says it lists every exercise; the appendix's 13 are among them.
+    appendices = toc_appendices(REPO / "_toc.yml")
+    assert "worked_problems" in appendices
+    rows = [row for stem in appendices for row in scan_notebook(REPO / "book" / f"{stem}.ipynb")]
+    worked = {row.check_id for row in rows if row.check_id}
+    assert worked == {eid for eid in exercises() if eid.startswith("wp.")}
+    assert len(rows) >= 13 and {row.kind for row in rows} == set(KINDS)
+    source = (REPO / "book" / "exercises.ipynb").read_text(encoding="utf-8")
+    assert "toc_appendices" in source and "scan_notebook" in source
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_each_chapter_climbs_from_recompute_to_explain_to_explore(path):
+    kinds = [row.kind for row in scan_notebook(path)]
+    ranks = [KINDS.index(kind) for kind in kinds]
+    assert ranks == sorted(ranks), f"{path.name}: {kinds}"
+
+
+def test_chapter_7_drills_the_crossing_that_decides_model_parallelism():
+    # Chapter 7: hop latency against the weight read decides how far decode shards, not F / (B beta).
+    crossing = exercises()["ch7.hop-crossing-llama3-8b-v5e-b32"]
+    assert "t_\\text{hop}" in crossing.question and "the bytes-only bound F/(B beta)" in [
+        slip.name for slip in crossing.answer.slips]

@@ -115,14 +115,44 @@ def _measured(cell) -> bool:
     return _source(cell).lstrip().startswith("# NBVAL_IGNORE_OUTPUT")
 
 
+_GLUE = re.compile(r"\{glue(?::text)?\}`(?P<name>[A-Za-z_][\w]*)(?::(?P<spec>[^`]*))?`")
+
+
+def _glued(cells) -> dict:
+    """{name: value} of every number a notebook glues into its prose (myst-nb's glue, stored as text)."""
+    values = {}
+    for cell in cells:
+        for output in cell.get("outputs", []):
+            name = output.get("metadata", {}).get("scrapbook", {}).get("name")
+            text = output.get("data", {}).get("application/papermill.record/text/plain")
+            if name and text is not None:
+                values[name] = "".join(text) if isinstance(text, list) else text
+    return values
+
+
+def _prose_as_rendered(cell, glued: dict) -> str:
+    """A markdown cell with each {glue:text}`name:spec` replaced by the number the reader sees."""
+    def render(match):
+        raw = glued.get(match.group("name"), "")
+        try:
+            return format(float(raw), match.group("spec") or "")
+        except ValueError:
+            return raw.strip("'\"")
+    return _GLUE.sub(render, _source(cell))
+
+
 def _leaks(cells) -> list:
-    """(id, part, text) for every answer printed in an output before the exercise's check cell (timings aside)."""
+    """(id, part, text) for every answer shown before the exercise's check cell: in an output (timings aside) or in
+    the prose, with the numbers it glues in rendered as a reader sees them (summaries and notes included)."""
     leaks = []
+    glued = _glued(cells)
     for index, cell in enumerate(cells):
         match = re.match(r'\s*check\("([^"]+)",\s*(None|\{)', _source(cell)) if cell["cell_type"] == "code" else None
         if not match:
             continue
-        before = "\n".join(_output_text(c) for c in cells[:index] if c["cell_type"] == "code" and not _measured(c))
+        before = "\n".join(_output_text(c) if c["cell_type"] == "code" else _prose_as_rendered(c, glued)
+                           for c in cells[:index] if c["cell_type"] == "markdown" and _GLUE.search(_source(c))
+                           or c["cell_type"] == "code" and not _measured(c))
         for part in REGISTRY[match.group(1)].parts:
             if not isinstance(part, Number):
                 continue
@@ -145,6 +175,18 @@ def test_the_leak_scan_finds_an_answer_printed_before_its_exercise():
                  {"cell_type": "code", "source": 'check("ch4.kv-32k-llama3-8b", None)', "outputs": []}]
         assert _leaks(cells), printed
         assert not _leaks(cells[::-1]), "an answer printed after its exercise (the solution) is fine"
+
+
+def test_the_leak_scan_reads_glued_prose_and_the_appendix():
+    kv = REGISTRY["ch4.kv-32k-llama3-8b"].answer.expected()
+    glue = {"output_type": "display_data", "data": {"application/papermill.record/text/plain": repr(kv / 1e9)},
+            "metadata": {"scrapbook": {"name": "kv_gb"}}}
+    cells = [{"cell_type": "code", "source": "glue(...)", "outputs": [glue]},
+             {"cell_type": "markdown", "source": "The cache is {glue:text}`kv_gb:.2f` GB."},
+             {"cell_type": "code", "source": 'check("ch4.kv-32k-llama3-8b", None)', "outputs": []}]
+    assert _leaks(cells)
+    worked = _cells(REPO / "book" / "worked_problems.ipynb")
+    assert not _leaks(worked), "the worked problems show no answer before its exercise"
 
 
 # --- solutions folded in JupyterLab ---------------------------------------------------------------------------------
@@ -181,3 +223,33 @@ def test_jupyterlab_shows_no_solution_or_quiz_answer_until_unfolded(path):
         elif index and _ANSWER.search(_source(cells[index - 1])) and "hide-cell" in cell["metadata"].get("tags", []):
             assert _hidden(cell, outputs=True), f"{path.name} cell {index}: a quiz's answer cell is visible"
     assert solutions >= 4 and not in_solution
+
+
+def _words(text: str) -> list:
+    return re.sub(r"[^a-z0-9 ]", " ", text.lower()).split()
+
+
+def test_no_correct_option_repeats_a_sentence_of_its_chapter():
+    """A right option recognisable by its wording tests memory, not reasoning (issue 24, item 21): no correct option
+    shares a run of six words with its chapter's prose (exercises and solutions aside)."""
+    prose = {}
+    for path in CHAPTERS:
+        texts = [_source(c) for c in _cells(path) if c["cell_type"] == "markdown"
+                 and "{exercise}" not in _source(c) and "{solution" not in _source(c)]
+        prose[_chapter_number(path.stem)] = " ".join(_words(" ".join(texts)))
+    for eid in BOOK_IDS:
+        text = prose[int(re.match(r"^ch(\d+)\.", eid).group(1))]
+        for part in REGISTRY[eid].parts:
+            if isinstance(part, Choice):
+                words = _words(part.options[part.correct])
+                runs = [" ".join(words[i:i + 6]) for i in range(len(words) - 5)]
+                assert not [run for run in runs if run in text], (eid, part.options[part.correct])
+
+
+def test_correct_letters_are_spread_over_the_options():
+    letters = [part.correct for ex in REGISTRY.values() for part in ex.parts if isinstance(part, Choice)]
+    four = [part.correct for ex in REGISTRY.values() for part in ex.parts
+            if isinstance(part, Choice) and len(part.options) == 4]
+    counts = {letter: letters.count(letter) for letter in "abcd"}
+    assert max(counts.values()) - min(counts.values()) <= 2, counts
+    assert all(four.count(letter) >= 3 for letter in "abcd"), four

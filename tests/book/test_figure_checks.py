@@ -134,3 +134,39 @@ def test_the_prefill_figure_catches_the_wrong_chip_count():
     with pytest.raises(FigureDataError, match="Latency of a batched prefill: T = 32"):
         check_figure(fig, namespace, strict=True)
     assert check_figure(fig, dict(namespace, N=8), strict=True) == 1
+
+
+def _growth_figure(scale_mean=1.0):
+    """Chapter 13's second figure (issue 24, item 23), drawn from qwix_quant on small inputs."""
+    from scaling_lib.tiny import qwix_quant as qq
+
+    lengths = (32, 128)
+
+    def inputs_of_length(k, seed=2):
+        g = np.random.default_rng(seed)
+        return g.standard_normal((8, k)).astype(np.float32), (g.standard_normal((k, 16)) / 16).astype(np.float32)
+
+    fig, axes = plt.subplots(1, len(qq.SCHEMES))
+    for ax, scheme in zip(axes, qq.SCHEMES):
+        bounds, worst, mean = [], [], []
+        for k in lengths:
+            xs, ws = inputs_of_length(k)
+            err = np.abs(np.asarray(qq.matmul(xs, ws, scheme), np.float64) - xs.astype(np.float64) @ ws)
+            bounds.append(qq.matmul_error_bound(xs, ws, scheme).max())
+            worst.append(err.max())
+            mean.append(err.mean() * scale_mean)
+        ax.loglog(lengths, bounds, label="largest bound")
+        ax.loglog(lengths, worst, label="largest error")
+        ax.loglog(lengths, mean, label="mean error")
+        ax.set_title(scheme)
+    fig.suptitle("Quantization error of a 8 x K x 16 matmul against K")
+    return fig, {"LENGTHS": lengths, "inputs_of_length": inputs_of_length}
+
+
+def test_chapter_13_error_growth_figure_is_checked_against_qwix():
+    fig, ns = _growth_figure()
+    assert check_figure(fig, strict=True, namespace=ns) == 1
+    plt.close(fig)
+    fig, ns = _growth_figure(scale_mean=2.0)
+    with pytest.raises(FigureDataError, match="mean error"):
+        check_figure(fig, strict=True, namespace=ns)

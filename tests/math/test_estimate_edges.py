@@ -3,6 +3,7 @@
 Each expected value is worked by hand (or read off the published row), not taken from the function under test.
 """
 
+import math
 import re
 
 import pytest
@@ -60,12 +61,16 @@ def test_decode_time_is_steps_times_the_step_at_the_mean_context():
     assert decode_time(d, 8, 1000, 4) == pytest.approx(4 * mean.total_s)
 
 
-def test_with_a_slow_network_no_collective_counts_as_latency_bound():
+def test_a_slow_network_stretches_only_the_bandwidth_part_of_the_collectives():
     d = Deployment("llama3-70b", "ironwood", 8)
-    at_bound = decode_step(d, 8, 1024)
-    assert 0 < at_bound.comm_latency_s <= at_bound.comm_s  # [8, D] all-reduces are latency-bound at full speed
-    slow = decode_step(d, 8, 1024, Efficiency(network=1e-6))  # a million times slower: every one bandwidth-bound
-    assert slow.comm_latency_s == 0.0 and slow.comm_s > 1e3 * at_bound.comm_s
+    at_peak = decode_step(d, 8, 1024, Efficiency())
+    assert 0 < at_peak.comm_latency_s < at_peak.comm_s  # [8, D] all-reduces: latency plus a small bandwidth term
+    slow = decode_step(d, 8, 1024, Efficiency(network=1e-6))  # a million times slower bandwidth
+    assert slow.comm_latency_s == pytest.approx(at_peak.comm_latency_s)
+    assert slow.comm_bandwidth_s == pytest.approx(1e6 * at_peak.comm_bandwidth_s)
+    later = decode_step(d, 8, 1024, Efficiency(latency=3.0))  # three times the sourced latency
+    assert later.comm_latency_s == pytest.approx(3 * at_peak.comm_latency_s)
+    assert later.comm_bandwidth_s == pytest.approx(at_peak.comm_bandwidth_s)
 
 
 def test_a_decode_batch_that_does_not_fit_says_what_to_change():
@@ -102,7 +107,8 @@ def test_report_describe_prints_each_row_with_its_numbers():
                           "decode step", "prefill", "output tokens/s", "$ per million output tokens"]
     gb = param_bytes(get_model("llama3-8b")) / 1e9  # 16.1 GB in bf16, 8.0 GB on each of 2 chips
     assert rows["weights"] == f"{gb:,.1f} GB ({gb / 2:,.1f} GB per chip)"
-    assert rows["largest batch that fits"] == f"{r.max_batch:,} sequences of 4,096 tokens"
+    assert rows["largest batch that fits"] == (f"{r.max_batch:,} sequences of 4,096 tokens (the engine's 90% of HBM, "
+                                               "at most 2,048 per replica)")
     numbers = [float(x) for x in re.findall(r"[\d.]+", rows["decode step"].replace(",", ""))]
     assert numbers == pytest.approx([r.decode_step_bound_s * 1e3, r.decode_step_typical_s * 1e3], abs=0.005)
     numbers = [float(x) for x in re.findall(r"[\d.]+", rows["prefill"].replace(",", ""))]
@@ -136,11 +142,12 @@ def test_each_comparison_keeps_its_rows_label_and_workload():
 
 def test_the_dominant_term_is_taken_at_the_efficiency_asked_for():
     # At the bound PaLM 540B's low-latency prefill is compute-bound (2 P T over 64 chips' FLOP/s); with the network at
-    # the calibrated 16% of its bandwidth the layout's collectives take longer than the matmuls.
+    # 1% of its bandwidth the layout's collectives take longer than the matmuls.
     prefill_row = pope_row("palm-540b", "low latency", "prefill")
-    assert (compare(prefill_row).dominant, compare(prefill_row, TYPICAL).dominant) == ("flops", "communication")
+    slow_network = Efficiency(network=0.01)
+    assert (compare(prefill_row).dominant, compare(prefill_row, slow_network).dominant) == ("flops", "communication")
     decode_row = pope_row("palm-540b", "high throughput", "decode")
-    assert (compare(decode_row).dominant, compare(decode_row, TYPICAL).dominant) == ("flops", "communication")
+    assert (compare(decode_row).dominant, compare(decode_row, slow_network).dominant) == ("flops", "communication")
 
 
 def test_trtllm_rows_carry_the_tensor_parallel_degree_their_label_names():
@@ -148,26 +155,29 @@ def test_trtllm_rows_carry_the_tensor_parallel_degree_their_label_names():
         assert row.tensor_parallel == int(re.search(r"\bTP(\d+)\b", row.label).group(1))
 
 
-def test_an_all_reduce_across_nodes_pays_three_fixed_latencies():
-    # reduce-scatter inside each node, all-reduce between nodes, all-gather inside: 3 x 6 us on H100
-    assert collective_time("all-reduce", 1e6, "h100", 16).latency_s == pytest.approx(3 * 6e-6)
+def test_an_all_reduce_across_nodes_costs_more_latency_than_inside_one():
+    # Two nodes of 8 H100: the network steps cost more than NVLink steps (collectives prices NCCL's model).
+    assert collective_time("all-reduce", 1e6, "h100", 16).latency_s > collective_time("all-reduce", 1e6, "h100", 8).latency_s
 
 
 def test_megatron_decode_collectives_by_hand_on_8_h100():
-    # LLaMA-3-70B, batch 16: two all-reduces of [16, 8192] bf16 = 262,144 B per layer on the NVSwitch; each is
-    # latency-bound (2 x 7/8 x 262,144 / 450e9 = 1.0 us < 6 us), so 80 x 2 x 6 us = 0.96 ms. tp = 8 = K: every chip
-    # holds one whole KV head, so the batch is not split and no all-to-all is added.
-    step = decode_step(Deployment("llama3-70b", "h100", 8), 16, 1024)
-    assert step.comm_s == pytest.approx(80 * 2 * 6e-6) and step.comm_latency_s == pytest.approx(step.comm_s)
+    # LLaMA-3-70B, batch 16: two all-reduces of [16, 8192] bf16 = 262,144 B per layer on the NVSwitch, 80 layers, each
+    # its latency plus its bandwidth term. tp = 8 = K: every chip holds one whole KV head, so the batch is not split
+    # and no all-to-all is added.
+    step = decode_step(Deployment("llama3-70b", "h100", 8), 16, 1024, Efficiency())
+    one = collective_time("all-reduce", 16 * 8192 * 2, "h100", 8)
+    assert step.comm_s == pytest.approx(80 * 2 * (one.latency_s + one.bandwidth_s))
+    assert step.comm_latency_s == pytest.approx(80 * 2 * one.latency_s)
 
 
 def test_a_batch_split_cache_adds_two_all_to_alls_per_layer():
     # 16-way tensor parallel over LLaMA-3-70B's 8 KV heads: each head's 2 chips split the batch between them and swap
     # queries and outputs, [B, N, H] in bf16 over 2 chips, twice per layer; the replicated cache does not.
-    split = decode_step(Deployment("llama3-70b", "ironwood", 16), 32, 1024)
-    replicated = decode_step(Deployment("llama3-70b", "ironwood", 16, kv_placement="replicated"), 32, 1024)
+    split = decode_step(Deployment("llama3-70b", "ironwood", 16), 32, 1024, Efficiency())
+    replicated = decode_step(Deployment("llama3-70b", "ironwood", 16, kv_placement="replicated"), 32, 1024,
+                             Efficiency())
     swap = collective_time("all-to-all", 32 * 64 * 128 * 2, "ironwood", 2)
-    assert split.comm_s - replicated.comm_s == pytest.approx(80 * 2 * max(swap.bandwidth_s, swap.latency_s))
+    assert split.comm_s - replicated.comm_s == pytest.approx(80 * 2 * (swap.bandwidth_s + swap.latency_s))
 
 
 def test_weights_too_large_for_the_chip_say_to_quantize_or_split_them():
@@ -232,10 +242,10 @@ def test_kv_heads_that_do_not_divide_the_chips_split_the_batch_over_the_remainin
     # LLaMA-2-13B with K = 8 KV heads on 10 chips: each KV head is shared by 10 / gcd(8, 10) = 5 chips, which split
     # the batch 5 ways: two all-to-alls over 5 chips per layer.
     m = get_model("llama2-13b").with_(n_kv_heads=8)
-    split = decode_step(Deployment(m, "tpu-v5e", 10), 20, 1024)
-    replicated = decode_step(Deployment(m, "tpu-v5e", 10, kv_placement="replicated"), 20, 1024)
+    split = decode_step(Deployment(m, "tpu-v5e", 10), 20, 1024, Efficiency())
+    replicated = decode_step(Deployment(m, "tpu-v5e", 10, kv_placement="replicated"), 20, 1024, Efficiency())
     swap = collective_time("all-to-all", 20 * 40 * 128 * 2, "tpu-v5e", 5)  # [B, N, H] in bf16 over 5 chips
-    assert split.comm_s - replicated.comm_s == pytest.approx(40 * 2 * max(swap.bandwidth_s, swap.latency_s))
+    assert split.comm_s - replicated.comm_s == pytest.approx(40 * 2 * (swap.bandwidth_s + swap.latency_s))
 
 
 # ------------------------------------------- survivors of the independent sample (seed 2), killed after it was measured
@@ -258,11 +268,12 @@ def test_cross_node_collectives_keep_their_name_and_bus_bandwidth_names_a_bad_on
 def test_bandwidth_bound_all_to_alls_move_the_queries_of_the_whole_batch():
     # As above, but batch 2,000: [2000, 40 heads, 128] bf16 = 20.5 MB over 5 chips is bandwidth-bound.
     m = get_model("llama2-13b").with_(n_kv_heads=8)
-    split = decode_step(Deployment(m, "tpu-v5e", 10), 2000, 128)
-    replicated = decode_step(Deployment(m, "tpu-v5e", 10, kv_placement="replicated"), 2000, 128)
+    split = decode_step(Deployment(m, "tpu-v5e", 10), 2000, 128, Efficiency())
+    replicated = decode_step(Deployment(m, "tpu-v5e", 10, kv_placement="replicated"), 2000, 128, Efficiency())
     swap = collective_time("all-to-all", 2000 * 40 * 128 * 2, "tpu-v5e", 5)
     assert swap.bandwidth_s > swap.latency_s
-    assert split.comm_s - replicated.comm_s == pytest.approx(40 * 2 * swap.bandwidth_s)
+    assert split.comm_s - replicated.comm_s == pytest.approx(40 * 2 * (swap.bandwidth_s + swap.latency_s))
+    assert split.comm_bandwidth_s - replicated.comm_bandwidth_s == pytest.approx(40 * 2 * swap.bandwidth_s)
 
 
 def test_what_does_not_fit_is_priced_in_gb():
@@ -295,3 +306,81 @@ def test_a_deployment_takes_an_explicit_mesh_and_tensor_parallel_degree():
 def test_pope_rows_cite_their_table():
     for row in pope_rows():
         assert row.source.startswith("Pope et al. 2022") and re.search(r"Table [23]", row.source)
+
+
+# ------------------------------------------------------------------ issue 23: engine settings, placement, mutants
+def test_output_tokens_per_s_counts_the_first_token_from_the_prefill():
+    # With O = 2 each finishing request produced 2 tokens but decoded only 1 of them: the factor O / (O - 1) = 2.
+    estimate = offline_estimate(Deployment("llama3-8b", "h100", 1), 128, 2)
+    assert estimate.output_tokens_per_s == pytest.approx(estimate.batch * 2 / estimate.step.total_s)
+
+
+def test_a_pope_decode_comparison_reads_the_first_decode_step():
+    # The dominant term of a decode row comes from the step that attends to context_len + 1 keys.
+    row = pope_row("palm-540b", "low latency", "decode")
+    from scaling_lib.calibration import pope_deployment
+    step = decode_step(pope_deployment(row), row.batch, row.context_len + 1)
+    assert compare(row).step.kv_s == pytest.approx(step.kv_s)
+    assert compare(row).step.kv_s != pytest.approx(decode_step(pope_deployment(row), row.batch, row.context_len).kv_s)
+
+
+def test_the_kv_cache_is_replicated_by_default_on_gpus_and_batch_split_on_tpus():
+    # LLaMA-3-8B has 8 KV heads: 16-way tensor parallelism on H100 keeps each head on 2 chips (2 copies).
+    gpu = Deployment("llama3-8b", "h100", 16)
+    assert gpu.kv_placement == "replicated" and gpu.kv_copies == 2
+    tpu = Deployment("llama3-8b", "tpu-v5e", 16)
+    assert tpu.kv_placement == "batch-split" and tpu.kv_copies == 1
+    assert Deployment("llama3-8b", "h100", 16, kv_placement="batch-split").kv_copies == 1
+
+
+def test_the_engine_settings_shape_the_estimate_and_not_the_bound():
+    # LLaMA-3-8B in fp8 on one H100 at 128/128: 8.0 GB of weights leave room for far more than 2,048 sequences.
+    d = Deployment("llama3-8b", "h100", 1, weight_dtype="fp8", kv_dtype="fp8", compute_dtype="fp8")
+    bound, typical = offline_estimate(d, 128, 128), offline_estimate(d, 128, 128, "typical")
+    per_sequence = d.kv_bytes_per_chip(1, 128 + 64)
+    assert bound.batch == int((d.chip.hbm_capacity - d.weight_bytes_per_chip) // per_sequence)  # all of HBM
+    assert typical.batch == 2048  # max_sequences caps it
+    small = Deployment("llama3-8b", "h100", 1, weight_dtype="fp8", kv_dtype="fp8", compute_dtype="fp8",
+                       memory_utilization=0.2, max_sequences=100_000)
+    assert offline_estimate(small, 128, 128, "typical").batch == int(
+        (0.2 * d.chip.hbm_capacity - d.weight_bytes_per_chip) // per_sequence)
+    assert offline_estimate(small, 128, 128).batch == bound.batch  # the bound ignores both settings
+    assert offline_throughput("llama3-8b", "h100", 1, 128, 128, memory_utilization=0.2) == \
+        offline_throughput("llama3-8b", "h100", 1, 128, 128)
+    assert offline_throughput("llama3-8b", "h100", 1, 128, 128, efficiency="typical", max_sequences=8) < \
+        offline_throughput("llama3-8b", "h100", 1, 128, 128, efficiency="typical")
+    r = report("llama3-8b", "h100", 1, context_len=1024, max_sequences=16, memory_utilization=0.5,
+               kv_placement="batch-split")
+    assert (r.batch, r.deployment.memory_utilization, r.deployment.kv_placement) == (16, 0.5, "batch-split")
+
+
+def test_an_estimate_refuses_a_batch_over_the_engine_cap_and_the_bound_does_not():
+    d = Deployment("llama3-8b", "h100", 1, weight_dtype="fp8", kv_dtype="fp8", max_sequences=4)
+    assert decode_step(d, 8, 128).batch == 8
+    with pytest.raises(ValueError, match=r"exceed max_sequences=4"):
+        decode_step(d, 8, 128, "typical")
+    with pytest.raises(ValueError, match=r"memory_utilization=0\.1"):
+        decode_step(Deployment("llama3-8b", "h100", 1, memory_utilization=0.1), 1, 128, "typical")
+
+
+@pytest.mark.parametrize("kwargs, name", [(dict(memory_utilization=0), "memory_utilization"),
+                                          (dict(memory_utilization=1.5), "memory_utilization"),
+                                          (dict(max_sequences=0), "max_sequences"),
+                                          (dict(max_sequences=2.5), "max_sequences"),
+                                          (dict(kv_placement="sharded"), "kv_placement")])
+def test_bad_engine_settings_name_the_field(kwargs, name):
+    with pytest.raises(ValueError, match=rf"\b{name}\b"):
+        Deployment("llama3-8b", "h100", 1, **kwargs)
+
+
+def test_efficiency_fields_beyond_the_rates_are_checked():
+    for kwargs, field in ((dict(latency=0), "latency"), (dict(latency=math.inf), "latency"),
+                          (dict(overhead_s=-1e-3), "overhead_s"), (dict(overlap=1), "overlap")):
+        with pytest.raises(ValueError, match=rf"Efficiency\.{field}\b"):
+            Efficiency(**kwargs)
+    assert BOUND == Efficiency(overlap=True)
+
+
+def test_the_kv_cache_is_replicated_on_a_full_mesh_gpu_too():
+    # MI300X joins its GPUs in a full mesh, not a switch: still a GPU, still a replicated cache beyond K heads.
+    assert Deployment("llama3-8b", "mi300x", 16).kv_placement == "replicated"

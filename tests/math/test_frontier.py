@@ -8,8 +8,8 @@ import math
 
 import pytest
 
-from scaling_lib.book.claims import published
-from scaling_lib.book.claims.frontier import LEDGER_ROWS_ELSEWHERE
+from scaling_lib.book.claims import claim, evaluate, published
+from scaling_lib.book.claims.frontier import LEDGER_ROWS_ELSEWHERE, chatbot_turn
 from scaling_lib.frontier import (BATCHES, CHIP_COUNTS, choose, choose_for, choose_layout, layer_collectives,
                                   layout_cost, longest_context, measured_mfu, measured_step_s, pareto_frontier, sweep)
 from scaling_lib.hardware import get_chip
@@ -203,3 +203,25 @@ def test_latency_bound_time_adds_a_fixed_cost_to_the_hops():
 def test_a_measured_decode_step_is_the_rows_latency_over_its_steps():
     for row in (r for r in ROWS if r.phase == "decode"):
         assert math.isclose(measured_step_s(row) * row.decode_steps, row.latency_s)
+
+
+def test_p7_serial_block_is_compared_at_the_papers_own_configuration():
+    # Pope et al. sec. 4.3: the serial block's step is 14% longer for PaLM 540B decode, 2D weight-stationary, 64
+    # chips, batch 512 (issue 24, item 5). The model prices only the collectives the shared block saves, so it must
+    # find a positive increase no larger than 14% there; it finds about 10%.
+    args = (PALM, V4, 64, "decode", 512, "2d-ws", "batch")
+    increase = layout_cost(*args, parallel_block=False).total_s / layout_cost(*args).total_s - 1
+    assert 0.05 < increase <= published("P7 parallel block")
+    assert evaluate(claim("P7 parallel block")).ours == pytest.approx(increase, rel=1e-12)
+
+
+def test_p6_chatbot_turn_is_a_cached_prefill_then_64_steps_and_beats_the_published_1_9_s():
+    # Pope et al. sec. 1: 64 new tokens against 1,920 cached, 64 generated, 1.9 s on 64 TPU v4 with int8 weights.
+    prefill, step = chatbot_turn()
+    assert (prefill.tokens, prefill.batch, prefill.attention_sharding) == (64, 1, "heads")
+    assert prefill.kv_s == pytest.approx(1920 * 120_832 / 1.2e12, rel=1e-9)  # 2 x 118 x 256 x 2 B per token
+    turn = prefill.total_s + 64 * step.total_s
+    assert turn < published("P6 chatbot turn")
+    # The measured decode row (its 64 steps are the reply) leaves 80 ms of the 1.9 s for the prefill.
+    assert 0 < prefill.total_s < published("P6 chatbot turn") - 1.82
+    assert evaluate(claim("P6 chatbot turn")).holds

@@ -359,6 +359,12 @@ SPECS = {
                                             rate_per_s=1.0, think_s=5.0), n_sessions="small", turns="small",
                                        system_len="count", user_len="count", output_len="count", rate_per_s="real",
                                        think_s="real", seed="count0"),
+    "prefix_cache.cached_prefill_cost": spec(dict(model="palm-540b", chip="tpu-v4", n_chips=64, new_tokens=64,
+                                                  cached_tokens=1920, ffn_layout="2d-ws", attention_sharding="heads"),
+                                             model="model", chip="chip", n_chips="small", new_tokens="count",
+                                             cached_tokens="count0", ffn_layout="layout",
+                                             attention_sharding="sharding", batch="count", weight_dtype="dtype",
+                                             kv_dtype="dtype", mesh_shape="mesh?"),
     "prefix_cache.route": spec(dict(workload=CHAT, model="llama3-8b", n_replicas=2, tiers=TIERS), workload="chat",
                                model="model", n_replicas="small", tiers="tiers", routing="routing",
                                kv_dtype="dtype"),
@@ -422,6 +428,11 @@ SPECS = {
     "serving.prefill_saturating_batch": spec(dict(model=M, chip="tpu-v5e", prompt_len=128), model="model",
                                              chip="chip", prompt_len="count", mfu="frac", weight_dtype="dtype",
                                              compute_dtype="dtype"),
+    "serving.prefill_free_batch": spec(dict(model=M, chip="tpu-v5e", prompt_len=128), model="model",
+                                             chip="chip", prompt_len="count", mfu="frac", weight_dtype="dtype",
+                                             compute_dtype="dtype"),
+    "serving.prefill_saturating_tokens": spec(dict(model=M, chip="tpu-v5e"), model="model", chip="chip", mfu="frac",
+                                              weight_dtype="dtype", compute_dtype="dtype"),
     "serving.prefill_to_decode_ratio": spec(dict(prefill_s=0.91, decode_step_s=0.019, decode_batch=32,
                                                  decode_steps=512), prefill_s="real", decode_step_s="real",
                                             decode_batch="count", decode_steps="count"),
@@ -474,6 +485,38 @@ SPECS = {
     "units.parse_quantity": spec(dict(text="4.98 ms"), text="text", default_unit="unit"),
     "units.parse_unit": spec(dict(unit="ms"), unit="unit"),
 }
+
+
+# Issue 23: the estimate's engine settings and the calibration's split, fit and validation (appended).
+GOOD["platform"] = st.sampled_from(scaling_lib.calibration.PLATFORMS)
+BAD["platform"] = BAD["choice"]
+GOOD["efficiency"] = st.sampled_from([None, "bound", "typical", scaling_lib.estimate.Efficiency(mfu=0.5, latency=2.0),
+                                      scaling_lib.estimate.BOUND])
+BAD["efficiency"] = ["fast", 3, ["typical"], NAN]
+_RUN = scaling_lib.measurements.published_runs()[0]
+SPECS.update({
+    "calibration.fit_rows": spec(dict(models=[scaling_lib.calibration.row_model(r) for r in pope_rows()[:2]]),
+                                 rounds="small"),
+    "calibration.gpu_network_efficiency": spec({}),
+    "calibration.group_of": spec(dict(row=_RUN)),
+    "calibration.loss": spec(dict(models=[scaling_lib.calibration.row_model(r) for r in pope_rows()[:2]],
+                                  efficiency=scaling_lib.estimate.Efficiency())),
+    "calibration.metrics": spec(dict(items=comparisons(split="validation")[:3])),
+    "calibration.platform_of": spec(dict(row=POPE)),
+    "calibration.row_model": spec(dict(row=POPE)),
+    "calibration.trtllm_memory_utilization": spec(dict(model=M, chip="h100", weight_dtype="fp8", tensor_parallel=8),
+                                                  model="model", chip="chip", weight_dtype="dtype",
+                                                  tensor_parallel="count"),
+    "calibration.uncertainty": spec(dict(platform="tpu"), platform="platform", worsening="frac"),
+    "calibration.validation_metrics": spec({}, efficiency="efficiency"),
+    "measurements.published_runs": spec({}),
+})
+SPECS["estimate.max_batch"][1].update(efficiency="efficiency")
+SPECS["calibration.loss"][1].update(efficiency="efficiency")
+SPECS["estimate.offline_estimate"][1].update(slots="count?")
+SPECS["estimate.offline_throughput"][1].update(memory_utilization="frac", max_sequences="count",
+                                               kv_placement="placement?")
+SPECS["estimate.report"][1].update(memory_utilization="frac", max_sequences="count", kv_placement="placement?")
 
 # Results that may legitimately be signed or infinite (field or function name -> why).
 SIGNED = {"free_bytes_per_chip": "negative when the weights do not fit", "gap_s": "negative if measured < bound",

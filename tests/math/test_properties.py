@@ -128,15 +128,10 @@ def test_fit_batch_roofline_recovers_a_synthetic_knee_and_rejects_bad_input():
         fit_batch_roofline([1], [1.0])
 
 
-def test_explain_matmul_agrees_with_the_roofline_pieces_and_is_fast():
-    import time
-
+def test_explain_matmul_agrees_with_the_roofline_pieces():
     from scaling_lib.roofline import explain_matmul
 
-    start = time.perf_counter()
-    report = explain_matmul("tpu-v5e", 64, 8192, 8192)
-    elapsed = time.perf_counter() - start
-    assert elapsed < 0.1  # the explorer recomputes this on every slider move
+    report = explain_matmul("tpu-v5e", 64, 8192, 8192)  # its speed (the explorer's slider): bench/bench_report.py
     assert report.time == matmul_time(64, 8192, 8192, "tpu-v5e")
     assert report.critical_batch == critical_batch_size("tpu-v5e")
     assert report.time.bound == "memory" and report.fraction_of_peak < 0.3

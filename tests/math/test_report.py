@@ -19,7 +19,7 @@ def test_report_agrees_with_the_individual_functions():
     d = Deployment("llama3-70b", "h100", 8, weight_dtype="fp8", kv_dtype="fp8")
     assert r.weight_bytes == param_bytes(get_model("llama3-70b"), "fp8")
     assert r.kv_bytes_per_token == kv_bytes_per_token("llama3-70b", "fp8")
-    assert r.max_batch == max_batch(d, 8192)
+    assert r.max_batch == max_batch(d, 8192, TYPICAL)  # the engine's batch: memory_utilization, max_sequences
     assert r.decode_step_bound_s == decode_step(d, 64, 8192).total_s
     assert r.decode_step_typical_s == decode_step(d, 64, 8192, TYPICAL).total_s
     assert r.prefill_bound_s == prefill(d, 8192).total_s

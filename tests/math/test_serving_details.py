@@ -9,7 +9,8 @@ from scaling_lib.inference import prefill_time
 from scaling_lib.memory import kv_bytes_per_token, kv_cache_bytes, param_bytes
 from scaling_lib.prefix_cache import CacheTiers, TieredLru, chat_workload, route, simulate_chat
 from scaling_lib.sequence_sharding import sequence_sharded_attention
-from scaling_lib.serving import prefill_latency, prefill_saturating_batch
+from scaling_lib.serving import (prefill_free_batch, prefill_latency, prefill_saturating_batch,
+                               prefill_saturating_tokens)
 from scaling_lib.simulator import ServingConfig, Workload, simulate, trace_workload
 
 CONFIG = ServingConfig("llama3-8b", "tpu-v5e", n_chips=8, max_batch=16, max_context_len=16384)
@@ -105,3 +106,23 @@ def test_the_saturating_batch_is_where_prefill_flops_reach_the_weight_read(promp
             for k in (b, 2 * b)]
     assert rate[1] == pytest.approx(rate[0], rel=1e-9)
     assert (b == 1) == (prompt_len >= 97)
+
+
+def test_saturating_tokens_by_hand_and_the_scaling_books_240_at_peak_rate():
+    # v5e: 197 TFLOP/s bf16, 820 GB/s; bf16 weights are 2 bytes per parameter, so P_bytes / (2P) = 1.
+    assert prefill_saturating_tokens("llama3-70b", "tpu-v5e", mfu=1.0) == pytest.approx(197e12 / 820e9, rel=1e-12)
+    assert prefill_saturating_tokens("llama3-70b", "tpu-v5e", mfu=1.0) == pytest.approx(240, rel=0.01)  # SB ch. 7
+    assert prefill_saturating_tokens("llama3-70b", "tpu-v5e") == pytest.approx(0.4 * 197e12 / 820e9, rel=1e-12)
+
+
+@pytest.mark.parametrize("prompt_len", [16, 40, 48, 95, 96, 97, 512])
+def test_prompts_ride_free_up_to_the_free_batch_and_not_one_more(prompt_len):
+    # 40-token prompts (chapter 14's pop quiz): T_sat = 96.1, so 2 ride free (80 tokens) and the 3rd (120) does not.
+    free = prefill_free_batch("llama3-70b", "tpu-v5e", prompt_len, mfu=0.4)
+    one = prefill_latency("llama3-70b", "tpu-v5e", 16, prompt_len, 0.4, batch=1)
+    assert prefill_latency("llama3-70b", "tpu-v5e", 16, prompt_len, 0.4, batch=free) == pytest.approx(one, rel=1e-12)
+    if prompt_len < 96:
+        assert prefill_latency("llama3-70b", "tpu-v5e", 16, prompt_len, 0.4, batch=free + 1) > one
+    assert free == max(1, int(96.0975 // prompt_len))
+    assert prefill_free_batch("llama3-70b", "tpu-v5e", 40) == 2 and prefill_saturating_batch("llama3-70b",
+                                                                                               "tpu-v5e", 40) == 3

@@ -43,3 +43,47 @@ def test_prefix_cache_defaults_leave_workloads_unchanged_and_bad_input_is_named(
         Workload([0.0], [10], [5], cached_len=[10])
     with pytest.raises(ValueError, match="shared_prefix_fraction must be a fraction"):
         poisson_workload(1.0, 10, shared_prefix_fraction=1.5)
+
+
+# --- A prefill against an existing cache (Pope et al.'s chatbot turn, chapter 12) -----------------------------------
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+from scaling_lib.frontier import layout_cost  # noqa: E402
+from scaling_lib.prefix_cache import cached_prefill_cost  # noqa: E402
+
+CHAT_TURN = dict(model="palm-540b", chip="tpu-v4", n_chips=64, ffn_layout="2d-ws", attention_sharding="heads",
+                 weight_dtype="int8")
+
+
+def test_cached_prefill_reads_the_history_once_per_chip_by_hand():
+    # PaLM 540B: 118 layers, one (multiquery) KV head of 256; bf16 keys and values: 2 x 118 x 256 x 2 B = 120,832 B
+    # per token. Heads-sharded attention replicates that head, so each of the 64 chips reads all 1,920 cached tokens
+    # at TPU v4's 1.2 TB/s: 1,920 x 120,832 / 1.2e12 = 193.3 us.
+    turn = cached_prefill_cost(new_tokens=64, cached_tokens=1920, **CHAT_TURN)
+    assert turn.kv_s == pytest.approx(1920 * 120_832 / 1.2e12, rel=1e-9)
+    # The FLOPs, the weight read and the collectives are those of a 64-token prefill: 2 x 540e9-ish x 64 FLOPs.
+    plain = layout_cost(CHAT_TURN["model"], "tpu-v4", 64, "prefill", 1, "2d-ws", "heads", context_len=64,
+                        weight_dtype="int8")
+    assert (turn.compute_s, turn.weight_s, turn.network_s, turn.tokens) == \
+        (plain.compute_s, plain.weight_s, plain.network_s, 64)
+    assert turn.total_s == pytest.approx(max(turn.compute_s, turn.weight_s + turn.kv_s) + turn.network_s, rel=1e-12)
+
+
+def test_cached_prefill_batch_sharded_reads_only_its_own_sequences():
+    # 64 sequences over 64 chips: each chip holds one sequence's 1,000 cached tokens.
+    turn = cached_prefill_cost("palm-540b", "tpu-v4", 64, 16, 1000, "2d-ws", "batch", batch=64)
+    assert turn.kv_s == pytest.approx(1000 * 120_832 / 1.2e12, rel=1e-9)
+
+
+@settings(max_examples=40, deadline=None)
+@given(new=st.integers(1, 4096), cached=st.integers(0, 32768), more=st.integers(1, 32768))
+def test_cached_prefill_grows_with_the_history_and_is_a_plain_prefill_without_one(new, cached, more):
+    base = cached_prefill_cost(new_tokens=new, cached_tokens=0, **CHAT_TURN)
+    plain = layout_cost(CHAT_TURN["model"], "tpu-v4", 64, "prefill", 1, "2d-ws", "heads", context_len=new,
+                        weight_dtype="int8")
+    assert base.total_s == plain.total_s and base.kv_s == 0.0
+    shorter = cached_prefill_cost(new_tokens=new, cached_tokens=cached, **CHAT_TURN)
+    longer = cached_prefill_cost(new_tokens=new, cached_tokens=cached + more, **CHAT_TURN)
+    assert longer.total_s >= shorter.total_s and longer.kv_s > shorter.kv_s
+    assert longer.compute_s == shorter.compute_s == plain.compute_s

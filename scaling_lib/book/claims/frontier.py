@@ -11,14 +11,18 @@ published numbers are typed here, once.
 from ...frontier import choose_for, layout_cost, measured_mfu, measured_step_s
 from ...hops import cube_torus, torus_diameter
 from ...layouts import comm_volume_curves
-from ...measurements import pope_rows
+from ...measurements import pope_row, pope_rows
 from ...memory import max_batch_size
+from ...prefix_cache import cached_prefill_cost
 from ...speculative import roofline_speedup
 from .framework import POPE, TPUI, Claim, Finding, between, holds_that, within
 
 TPU8 = "Google Cloud blog, eighth-generation TPUs (2026)"
-PARALLEL_BLOCK_GAIN = 0.14  # Pope et al.: the parallel formulation is about 14% faster
+PARALLEL_BLOCK_GAIN = 0.14  # Pope et al. sec. 4.3: the serial block's step is 14% longer (540B decode, 64 chips)
+PARALLEL_BLOCK_BATCH = 512  # ... at batch 512, 2D weight-stationary: the configuration the 14% was measured in
 LOOPED_EINSUM_GAIN = 1.4  # Pope et al. sec. 3.5: looped collective einsums, about 1.4x over compiler partitioning
+CHATBOT_TURN_S = 1.9  # Pope et al. sec. 1: PaLM 540B, int8, 64 TPU v4: 64 new tokens, 1,920 cached, 64 generated
+CHATBOT = dict(new_tokens=64, cached_tokens=1920, reply_tokens=64)  # ... the turn that 1.9 s prices
 TORUS_1024_DIAMETER = 16  # TPU 8 blog: a 1,024-chip 3D torus is 16 hops across (Boardfly: 7)
 
 
@@ -60,11 +64,40 @@ def _gains(options):
     return gains
 
 
+def chatbot_turn() -> tuple:
+    """Pope et al.'s chatbot turn priced by the cost model: (the prefill of the user's 64 new tokens against the
+    1,920 cached ones, in the layout of Table 2's low-latency prefill row; one step of the low-latency decode row,
+    which the reply repeats 64 times).
+
+    Used in chapter 12, *Choosing a layout by the metric*.
+    """
+    pre, dec = pope_row("palm-540b", "low latency", "prefill"), pope_row("palm-540b", "low latency", "decode")
+    prefill = cached_prefill_cost(pre.model, pre.chip, pre.chips, CHATBOT["new_tokens"], CHATBOT["cached_tokens"],
+                                  pre.ffn_layout, pre.attention_sharding, weight_dtype=pre.weight_dtype)
+    return prefill, _row_cost(dec)
+
+
+def _p6_chatbot():
+    prefill, step = chatbot_turn()
+    model = prefill.total_s + CHATBOT["reply_tokens"] * step.total_s
+    measured_decode = pope_row("palm-540b", "low latency", "decode").latency_s  # its 64 steps are the reply's
+    left = CHATBOT_TURN_S - measured_decode
+    ok = model < CHATBOT_TURN_S and 0 < prefill.total_s < left
+    return Finding(model, ok, f"model: {prefill.total_s * 1e3:.1f} ms prefill + {CHATBOT['reply_tokens']} x "
+                              f"{step.total_s * 1e3:.1f} ms; the measured decode row ({measured_decode:g} s) leaves "
+                              f"{left * 1e3:.0f} ms of the 1.9 s for the prefill")
+
+
 def _p7_parallel_block():
-    savings = [1 - 1 / g for g in _gains({"parallel_block": False}) if g > 1]  # rows with activation collectives
-    ok = min(savings) <= PARALLEL_BLOCK_GAIN <= max(savings)
-    return Finding(max(savings), ok, f"the model's saving from one shared gather/scatter per layer: "
-                                     f"{min(savings):.0%} to {max(savings):.0%} on the weight-stationary rows")
+    # The paper's 14% is one configuration (sec. 4.3): PaLM 540B decode, 2D weight-stationary, 64 chips, batch 512,
+    # which is Table 2's high-throughput decode row. Compare the model there, not its range over all rows.
+    row = next(r for r in pope_rows() if (r.model, r.phase, r.chips, r.batch, r.ffn_layout) ==
+               ("palm-540b", "decode", 64, PARALLEL_BLOCK_BATCH, "2d-ws"))
+    increase = _row_cost(row, parallel_block=False).total_s / _row_cost(row).total_s - 1
+    others = [g - 1 for g in _gains({"parallel_block": False}) if g > 1]
+    ok = 0 < increase <= PARALLEL_BLOCK_GAIN
+    return Finding(increase, ok, f"serial block on {row.label}: {increase:.0%} longer step (other weight-stationary "
+                                 f"rows: {min(others):.0%} to {max(others):.0%})")
 
 
 def _p7_looped_einsum():
@@ -90,10 +123,12 @@ def _v7_long_context():
                    f"{short:.2f}x at 1k context, {long:.2f}x at 32k")
 
 
-_PARALLEL_NOTE = ("The model prices only the collectives the shared block saves; the paper's block also fuses the "
-                  "attention and feed-forward input matmuls.")
-_LOOPED_NOTE = ("The paper's baseline is compiler partitioning, which also misses other overlaps; the model's "
-                "number is what hiding the collectives alone is worth.")
+_PARALLEL_NOTE = ("The model prices only the collectives the shared block saves, so it should find less than the "
+                  "paper: the paper's block also fuses the input matmuls and runs one layer norm instead of two.")
+_LOOPED_NOTE = ("Not like-for-like: the paper gives one figure for its whole implementation against the "
+                "compiler-partitioned one it started from, naming no configuration, and that baseline misses other "
+                "overlaps too. The model's comparable number is the most that hiding the collectives can buy, on its "
+                "most communication-bound row; on the others hiding buys less, least on the large prefills.")
 
 # Two rows of Table 2 already have ledger rows of their own in `layouts` (P4 "76% MFU", P4 "14% MFU decode").
 LEDGER_ROWS_ELSEWHERE = {("palm-540b", "high throughput", "prefill"): "P4 76% MFU",
@@ -118,9 +153,15 @@ CLAIMS = tuple(_p4_row(row) for row in pope_rows()
           "1D and 2D weight-stationary tie at 8-16 chips for PaLM 62B (2D with X = 1 is 1D)."),
     Claim("P6", "measured is slower", "every measured step is slower than the cost model's", f"{POPE}, Tables 2-3",
           "measured", None, "x", _p6_measured_slower, holds_that("measured / model ≥ 1 on all 8 rows")),
-    Claim("P7", "parallel block", "the parallel attention/feed-forward block is about 14% faster", POPE,
-          "about 14%", PARALLEL_BLOCK_GAIN, "%", _p7_parallel_block,
-          holds_that("the published gain lies in the model's range"), _PARALLEL_NOTE),
+    Claim("P6", "chatbot turn", "PaLM 540B (int8, 64 TPU v4) reads 64 new tokens against a 1,920-token cached "
+                                "history and writes 64 tokens in 1.9 s", POPE, "1.9 s", CHATBOT_TURN_S, "s",
+          _p6_chatbot, holds_that("the model's turn is faster than 1.9 s, and its 64-token prefill fits in what "
+                                  "the measured 64-step decode row leaves of the 1.9 s"),
+          "Not the sum of the low-latency prefill and decode rows: that prefill re-reads the whole 2,048 tokens."),
+    Claim("P7", "parallel block", "a serial attention/feed-forward block makes the decode step of PaLM 540B (2D "
+                                  "weight-stationary, 64 chips, batch 512) 14% longer than the parallel one", POPE,
+          "14%", PARALLEL_BLOCK_GAIN, "%", _p7_parallel_block,
+          holds_that("the model's increase at that configuration is above 0 and at most 14%"), _PARALLEL_NOTE),
     Claim("P7", "looped einsums", "looped collective einsums are about 1.4x faster than compiler partitioning",
           POPE, "about 1.4x", LOOPED_EINSUM_GAIN, "x", _p7_looped_einsum,
           holds_that("the model's largest gain within 10% of 1.4x"), _LOOPED_NOTE),

@@ -9,7 +9,7 @@ from ...memory import kv_bytes_per_token, max_batch_size, param_bytes
 from ...models import get_model, param_count
 from ...moe import as_moe, expert_sharded_memory, smallest_expert_sharded_slice
 from ...sharding import beta, decode_step_components, kv_cache_sharding, max_decode_model_parallelism
-from .exercise import Exercise, Number, Slip
+from .exercise import Choice, Exercise, Number, Slip
 
 MODEL = "sb7-worked"
 CHIP, CHIPS, CONTEXT = "tpu-v5e", 16, 8192
@@ -53,7 +53,7 @@ EXERCISES = (
                       "the gated feed-forward block has three D x F matrices."),
              ))),
     Exercise("wp.q1-kv-per-token", "Its KV cache per token in bf16, in kB.",
-             Number("kB", lambda: kv_bytes_per_token(MODEL, "bf16"), slips=(
+             Number("kB", lambda: kv_bytes_per_token(MODEL, "bf16"), quantity="kv", slips=(
                  Slip("keys only", lambda: kv_bytes_per_token(MODEL, "bf16") / 2,
                       "the cache stores a key and a value per KV head and layer."),
                  Slip("every query head", lambda: kv_bytes_per_token(get_model(MODEL).with_(n_kv_heads=32), "bf16"),
@@ -61,6 +61,8 @@ EXERCISES = (
              ))),
     Exercise("wp.q2-max-batch", "Largest batch of 8,192-token sequences on 16 v5e, everything int8 (round down).",
              Number("", q2_batch, integer=True, slips=(
+                 Slip("keys only", lambda: q2_batch(kv_dtype="int4"),  # half the cache bytes, as 4 bits would be
+                      "each cached token holds a key AND a value for every KV head of every layer."),
                  Slip("a bf16 cache", lambda: q2_batch(kv_dtype="bf16"),
                       "everything is int8: one byte per cached key or value."),
              ))),
@@ -114,4 +116,18 @@ EXERCISES = (
                                                                              dtype="int8"),
                       "bf16 weights take twice the bytes of int8 ones."),
              ))),
+    Exercise(
+        id="wp.explain-knee",
+        question="Check your reasoning: why does a CPU's measured knee sit far below a TPU v5e's, which is near 240 "
+                 "tokens?",
+        answer=Choice({"a": "the CPU does far fewer FLOPs per byte of memory bandwidth, so fewer tokens of arithmetic "
+                            "cover each weight read",
+                       "b": "float32 weights take 4 bytes, and more bytes per weight lower the critical batch",
+                       "c": "the CPU reads its memory faster than a TPU reads its HBM",
+                       "d": "the CPU's caches hold the weights, so there is no weight read to hide"}, "a", why={
+            "c": "the TPU's HBM is many times faster than a CPU's memory; the knee is a ratio of two rates.",
+            "b": "more bytes per weight make each weight read longer, which takes more tokens to cover: b_w / 2 "
+                 "raises the knee.",
+            "d": "the experiment's weights are larger than the caches, so every step reads them from memory."}),
+    ),
 )

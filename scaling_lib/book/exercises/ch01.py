@@ -42,12 +42,12 @@ EXERCISES = (
     Exercise(
         id="ch1.bcrit-h200-vs-h100",
         question="An H200 has the same bf16 FLOP rate as an H100 but more HBM bandwidth. First predict: is its "
-                 "critical batch size (bf16 weights and math) larger, smaller or the same? Then compute how many times "
+                 "critical batch size (bf16 weights and math) larger, the same or smaller? Then compute how many times "
                  "smaller or larger it is: the H100's B_crit divided by the H200's.",
         answer=(
-            Choice({"a": "larger", "b": "smaller", "c": "the same"}, "b", why={
+            Choice({"a": "larger", "b": "the same", "c": "smaller"}, "c", why={
                 "a": "B_crit = C / W_hbm: more bandwidth means a shorter weight load to hide, so fewer rows.",
-                "c": "B_crit depends on the bandwidth as well as on C."}, name="direction"),
+                "b": "B_crit depends on the bandwidth as well as on C."}, name="direction"),
             Number("x", lambda: critical_batch_size("h100") / critical_batch_size("h200"), name="factor", slips=(
                 Slip("the ratio upside down", lambda: critical_batch_size("h200") / critical_batch_size("h100"),
                      "the question asks for the H100's B_crit over the H200's."),
@@ -112,10 +112,11 @@ EXERCISES = (
         id="ch1.explain-batch",
         question="Check your reasoning: in a decode step of LLaMA-3-8B at 4,096 tokens of context, how does the "
                  "arithmetic intensity of attention change when the batch grows from 1 to 64 sequences?",
-        answer=Choice({"a": "it grows about 64 times", "b": "it does not change",
-                       "c": "it grows about 8 times, to G", "d": "it falls about 64 times"}, "b", why={
+        answer=Choice({"a": "it grows about 64 times", "b": "it falls about 64 times",
+                       "c": "it grows about 8 times, to G",
+                       "d": "it does not change"}, "d", why={
             "a": "that is what the weight matmuls do: the batch shares the weights, but not the KV caches.",
-            "c": "G sets the intensity at any batch; it does not grow with the batch.",
-            "d": "the FLOPs grow with the batch exactly as fast as the bytes."}),
+            "b": "the FLOPs grow with the batch exactly as fast as the bytes.",
+            "c": "G sets the intensity at any batch; it does not grow with the batch."}),
     ),
 )

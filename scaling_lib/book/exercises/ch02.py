@@ -9,10 +9,10 @@ from .exercise import Choice, Exercise, Number, Slip
 
 
 @cache  # a constant of the book, asked for by the answer and each slip
-def _naive_over_cached(skip_masked: bool = True) -> float:
+def _naive_over_cached(skip_masked: bool = True, part: str = "total") -> float:
     naive = naive_generation_flops("llama3-8b", 512, 2048, skip_masked=skip_masked)
     cached = cached_generation_flops("llama3-8b", 512, 2048, skip_masked=skip_masked)
-    return naive.total / cached.total
+    return getattr(naive, part) / getattr(cached, part)
 
 
 def _attention_share(skip_masked: bool = True) -> float:
@@ -26,7 +26,8 @@ EXERCISES = (
         question="How many FLOPs does one decode step of LLaMA-3-70B take at batch 32, with 8,192 keys in every "
                  "sequence's cache? Count the weight matmuls ($2P_\\text{mm}$ per token) and attention (every cached "
                  "key is visible to the new token). Answer in TFLOP.",
-        answer=Number("TFLOP", lambda: decode_step_flops("llama3-70b", 8192, batch=32).total, slips=(
+        answer=Number("TFLOP", lambda: decode_step_flops("llama3-70b", 8192, batch=32).total, quantity="flops",
+                      slips=(
             Slip("the matmuls without attention", lambda: decode_step_flops("llama3-70b", 8192, batch=32).matmul,
                  "attention adds 4 B L N H S FLOPs: Q K^T and P V over every cached key."),
             Slip("2 FLOPs per (query, key) pair and head dimension",
@@ -40,10 +41,15 @@ EXERCISES = (
     Exercise(
         id="ch2.naive-over-cached-llama3-8b",
         question="LLaMA-3-8B generates 2,048 tokens after a 512-token prompt. How many times more FLOPs does naive "
-                 "sampling spend than the KV cache (causal pairs only, batch 1)? Answer as a plain ratio.",
-        answer=Number("x", _naive_over_cached, slips=(
+                 "sampling spend than the KV cache (weight matmuls and attention, causal pairs only, batch 1)? "
+                 "Answer as a plain ratio, within ±0.5%: attention moves it by about a percent.",
+        answer=Number("x", _naive_over_cached, rel_tol=0.005, slips=(
             Slip("the ratio upside down", lambda: 1.0 / _naive_over_cached(),
                  "naive over cached: naive sampling is the expensive one."),
+            Slip("the matmuls only", lambda: _naive_over_cached(part="matmul"),
+                 "attention's FLOPs count too; they grow with the keys each query sees, in both loops."),
+            Slip("every pair scored", lambda: _naive_over_cached(skip_masked=False),
+                 "count causal pairs only: a query sees the keys up to its own position."),
         )),
     ),
     Exercise(
@@ -51,9 +57,7 @@ EXERCISES = (
         question="PaLM 62B uses multiquery attention: $L = 64$ layers share a single key/value head ($K = 1$) of "
                  "dimension $H = 256$. How many bytes of bf16 KV cache does one token occupy? Answer in kB "
                  "($10^3$ bytes).",
-        answer=Number("kB", lambda: kv_bytes_per_token("palm-62b", "bf16"), rel_tol=0.01, slips=(
-            Slip("half the factors", lambda: kv_bytes_per_token("palm-62b", "bf16") / 2,
-                 "count both a key and a value, and 2 bytes per bf16 element: 2 L K H x 2."),
+        answer=Number("kB", lambda: kv_bytes_per_token("palm-62b", "bf16"), rel_tol=0.01, quantity="kv", slips=(
             Slip("one KV head per query head", lambda: kv_bytes_per_token(get_model("palm-62b").with_(n_kv_heads=32),
                                                                           "bf16"),
                  "multiquery attention keeps K = 1 KV head, whatever the number of query heads."),
@@ -77,11 +81,12 @@ EXERCISES = (
         question="Check your reasoning: why are the cached and naive loops guaranteed the same tokens in exact "
                  "arithmetic?",
         answer=Choice({"a": "the cache stores each step's logits",
-                       "b": "a token's keys and values depend only on the tokens up to it",
-                       "c": "greedy decoding gives the same tokens whatever the model computes",
-                       "d": "XLA compiles both loops into the same program"}, "b", why={
+                       "b": "greedy decoding gives the same tokens whatever the model computes",
+                       "c": "a token's keys and values depend only on the tokens up to it",
+                       "d": "both loops do the same FLOPs in the same order, so they round identically"}, "c", why={
             "a": "the cache stores keys and values, not logits.",
-            "c": "greedy decoding is deterministic, but only for the same logits.",
-            "d": "the two programs have different shapes ([1, D] rows against [T, D] blocks)."}),
+            "b": "greedy decoding is deterministic, but only for the same logits.",
+            "d": "the naive loop does far more FLOPs, in [T, D] blocks where the cached one has [1, D] rows; the "
+                 "guarantee comes from what each token's keys and values depend on."}),
     ),
 )

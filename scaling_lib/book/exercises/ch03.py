@@ -2,17 +2,15 @@
 scaling_lib call."""
 
 from ...dtypes import bytes_per_element
-from ...flops import forward_flops
-from ...hardware import get_chip
 from ...inference import decode_step_time, prefill_time
 from ...models import get_model
 from ...roofline import attention_intensity, matmul_intensity
 from .exercise import Choice, Exercise, Number, Slip
 
 
-def _ttft_pmm(mfu_divisor: float = 0.4) -> float:
-    """2 T P_mm / (C x MFU): LLaMA-3-8B, 4,096 tokens, one H100 (pass 1.0 to forget the MFU)."""
-    return forward_flops("llama3-8b", 4096).matmul / (get_chip("h100").peak_flops("bf16") * mfu_divisor)
+def _ttft(mfu: float = 0.4) -> float:
+    """2 P T / (C x MFU), the book's prefill convention: LLaMA-3-8B, 4,096 tokens, one H100."""
+    return prefill_time("llama3-8b", "h100", 1, 4096, mfu=mfu)
 
 
 def _tpot(chip="h200"):
@@ -49,17 +47,14 @@ EXERCISES = (
     Exercise(
         id="ch3.ttft-llama3-8b-h100-4k",
         question="Estimate the time to first token for a 4,096-token prompt to LLaMA-3-8B on one H100 at 40% MFU, "
-                 "counting the weight matmuls only: $2P_\\text{mm}$ FLOPs per token, where $P_\\text{mm}$ leaves out "
-                 "the input embedding (a lookup, chapter 2). Answer in ms.",
-        answer=Number("ms", _ttft_pmm, slips=(
-            Slip("P instead of P_mm", lambda: prefill_time("llama3-8b", "h100", 1, 4096, mfu=0.4),
-                 "you counted all P parameters, as `prefill_time` does; the question counts 2 P_mm: the input "
-                 "embedding is a lookup, not a matmul."),
-            Slip("the peak rate (no MFU)", lambda: _ttft_pmm(1.0),
+                 "with the book's prefill convention: $2P$ FLOPs per token, $P$ every parameter (the input "
+                 "embedding included), attention's own FLOPs left out. Answer in ms.",
+        answer=Number("ms", _ttft, quantity="prefill", model="llama3-8b", slips=(
+            Slip("the peak rate (no MFU)", lambda: _ttft(1.0),
                  "at 40% MFU the chip achieves 0.4 C: divide by the achieved rate."),
-            Slip("multiplying by the MFU", lambda: _ttft_pmm(1.0) * 0.4,
+            Slip("multiplying by the MFU", lambda: _ttft(1.0) * 0.4,
                  "a lower MFU makes the prefill slower: divide by 0.4 C."),
-            Slip("6 FLOPs per parameter", lambda: 3 * _ttft_pmm(),
+            Slip("6 FLOPs per parameter", lambda: 3 * _ttft(),
                  "6P per token counts the backward pass of training; inference runs the forward pass, 2 per weight."),
         )),
     ),
@@ -80,12 +75,12 @@ EXERCISES = (
         id="ch3.explain-speculative",
         question="Check your reasoning: at batch 8, LLaMA-3-70B scores $\\gamma = 4$ drafted tokens against its "
                  "cache in one step. About how long does that step take, compared with an ordinary decode step?",
-        answer=Choice({"a": "about as long", "b": "about 4 times as long", "c": "about 5 times as long",
-                       "d": "about a quarter as long"}, "a", why={
-            "b": "both steps read the same weights and cache once; only the FLOPs grow, and they are far from "
-                 "the roof at this batch.",
-            "c": "both steps read the same weights and cache once; only the FLOPs grow, and they are far from "
-                 "the roof at this batch.",
+        answer=Choice({"a": "about 4 times as long", "b": "about as long", "c": "about 5 times as long",
+                       "d": "about a quarter as long"}, "b", why={
+            "a": "both steps read the same weights and cache once; only the FLOPs grow, and they are far from the "
+                  "roof at this batch.",
+            "c": "both steps read the same weights and cache once; only the FLOPs grow, and they are far from the "
+                  "roof at this batch.",
             "d": "the bytes read, which set a memory-bound step's time, do not shrink."}),
     ),
 )

@@ -3,6 +3,7 @@
 import dataclasses
 import math
 
+from ...flops import matmul_params
 from ...hardware import get_chip
 from ...inference import decode_step_time_kv_heads
 from ...memory import kv_bytes_per_token, kv_cache_bytes, max_batch_size, param_bytes
@@ -19,11 +20,13 @@ def _gqa_batch() -> int:
     return math.floor(free / kv_cache_bytes(mha.with_(n_kv_heads=GQA_KV_HEADS), 8192))
 
 
-def _free_over_sequence(hbm_per_chip=None, weights: bool = True) -> float:
-    """(16 HBM - weights) / one 8,192-token cache, LLaMA-3-70B on 16 TPU v5e, unrounded."""
+def _free_over_sequence(hbm_per_chip=None, weights: bool = True, weight_params=None, keys_only: bool = False) -> float:
+    """(16 HBM - weights) / one 8,192-token cache, LLaMA-3-70B on 16 TPU v5e, unrounded (bf16 weights of
+    `weight_params` parameters, all of them by default; `keys_only` halves the cache)."""
     capacity = 16 * (get_chip("tpu-v5e").hbm_capacity if hbm_per_chip is None else hbm_per_chip)
-    free = capacity - (param_bytes("llama3-70b") if weights else 0.0)
-    return free / kv_cache_bytes("llama3-70b", 8192)
+    weight_bytes = param_bytes("llama3-70b") if weight_params is None else 2 * weight_params
+    free = capacity - (weight_bytes if weights else 0.0)
+    return free / (kv_cache_bytes("llama3-70b", 8192) / (2 if keys_only else 1))
 
 
 def _gqa_throughput(n_kv_heads: int = GQA_KV_HEADS, n_chips_shown: int = 1) -> float:
@@ -37,9 +40,7 @@ EXERCISES = (
         id="ch4.kv-per-token-llama3-70b",
         question="LLaMA-3-70B has $L = 80$ layers and $K = 8$ key/value heads of dimension $H = 128$ (and $N = 64$ "
                  "query heads). How many bytes of bf16 KV cache does one token take, in kB?",
-        answer=Number("kB", lambda: kv_bytes_per_token("llama3-70b", "bf16"), rel_tol=0.01, slips=(
-            Slip("half the factors", lambda: kv_bytes_per_token("llama3-70b", "bf16") / 2,
-                 "count both a key and a value, and 2 bytes per bf16 element: 2 L K H x 2."),
+        answer=Number("kB", lambda: kv_bytes_per_token("llama3-70b", "bf16"), rel_tol=0.01, quantity="kv", slips=(
             Slip("query heads instead of KV heads",
                  lambda: kv_bytes_per_token(get_model("llama3-70b").with_(n_kv_heads=64), "bf16"),
                  "only the K = 8 KV heads are cached; the 64 query heads are not."),
@@ -49,7 +50,7 @@ EXERCISES = (
         id="ch4.kv-32k-llama3-8b",
         question="How large is the bf16 KV cache of one 32,768-token sequence of LLaMA-3-8B ($L = 32$, $K = 8$, "
                  "$H = 128$), in GB? Compare it with the model's weights.",
-        answer=Number("GB", lambda: kv_cache_bytes("llama3-8b", 32768, batch=1, dtype="bf16"), slips=(
+        answer=Number("GB", lambda: kv_cache_bytes("llama3-8b", 32768, batch=1, dtype="bf16"), quantity="kv", slips=(
             Slip("one KV head per query head",
                  lambda: kv_cache_bytes(get_model("llama3-8b").with_(n_kv_heads=32), 32768),
                  "LLaMA-3-8B caches K = 8 KV heads, not its 32 query heads."),
@@ -64,8 +65,12 @@ EXERCISES = (
                  "sequence does not fit.",
         answer=Number("sequences", lambda: max_batch_size("llama3-70b", "tpu-v5e", 16, 8192, "bf16", "bf16"),
                       integer=True, slips=(
-            Slip("rounding up", lambda: math.ceil(_free_over_sequence()),
-                 "the last, partial sequence does not fit: round down."),
+            Slip("rounding up, or weights without the input embedding (P_mm)",
+                 lambda: math.ceil(_free_over_sequence()),
+                 "the last, partial sequence does not fit: round down. And HBM holds every parameter, the input "
+                 "embedding table included (P, not P_mm): both slips land on this count here."),
+            Slip("keys only", lambda: math.floor(_free_over_sequence(keys_only=True)),
+                 "each cached token holds a key AND a value for every KV head of every layer."),
             Slip("16 GiB per chip", lambda: max_batch_size("llama3-70b", dataclasses.replace(
                 get_chip("tpu-v5e"), hbm_capacity=16 * 2**30), 16, 8192),
                  "a v5e has 16 GB of HBM, 16 x 10^9 bytes, not 16 GiB."),
@@ -93,12 +98,11 @@ EXERCISES = (
         id="ch4.explain-throughput",
         question="Check your reasoning: as the batch of a multi-head LLaMA-2-13B server grows far beyond a few "
                  "sequences, what does its decode throughput tend to?",
-        answer=Choice({"a": "it keeps growing in proportion to the batch",
-                       "b": "a ceiling of about n W_hbm / KV_seq tokens per second",
+        answer=Choice({"a": "it keeps growing in proportion to the batch", "b": "it falls towards zero",
                        "c": "a ceiling of about n C / (2P) tokens per second, the compute roof",
-                       "d": "it falls towards zero"}, "b", why={
+                       "d": "a ceiling of about n W_hbm / KV_seq tokens per second"}, "d", why={
             "a": "that needs a shared cost per step; each sequence brings its own cache to read.",
-            "c": "below B_crit the matmuls are memory-bound; the cache reads set the ceiling first.",
-            "d": "the step grows in proportion to the batch, so B / T_step levels off, it does not fall."}),
+            "b": "the step grows in proportion to the batch, so B / T_step levels off, it does not fall.",
+            "c": "below B_crit the matmuls are memory-bound; the cache reads set the ceiling first."}),
     ),
 )

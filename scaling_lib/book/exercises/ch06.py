@@ -4,7 +4,6 @@ from ...inference import decode_step_time
 from ...kv_levers import cross_layer_kv_bytes, local_global_kv_bytes, ragged_kv_reads
 from ...memory import kv_cache_bytes
 from ...models import get_model
-from ...roofline import critical_batch_size
 from ..claims.step_time import T4_DEPLOYMENT
 from .exercise import Choice, Exercise, Number, Slip
 
@@ -29,12 +28,10 @@ EXERCISES = (
         id="ch6.mqa-kv-llama3-70b",
         question="LLaMA-3-70B has $K = 8$ KV heads. How large would the bf16 KV cache of one 32,768-token sequence "
                  "be with multiquery attention ($K = 1$), in GB?",
-        answer=Number("GB", lambda: kv_cache_bytes(get_model("llama3-70b").with_(n_kv_heads=1), 32768), slips=(
+        answer=Number("GB", lambda: kv_cache_bytes(get_model("llama3-70b").with_(n_kv_heads=1), 32768), quantity="kv",
+                      slips=(
             Slip("the GQA cache (K = 8)", lambda: kv_cache_bytes("llama3-70b", 32768),
                  "multiquery attention keeps a single KV head per layer."),
-            Slip("keys only, or 1 byte per element",
-                 lambda: kv_cache_bytes(get_model("llama3-70b").with_(n_kv_heads=1), 32768) / 2,
-                 "the cache holds a key and a value, 2 bytes each in bf16."),
             Slip("one layer", lambda: kv_cache_bytes(get_model("llama3-70b").with_(n_kv_heads=1), 32768) / 80,
                  "each of the 80 layers keeps its own single KV head."),
         )),
@@ -43,7 +40,8 @@ EXERCISES = (
         id="ch6.local-global-llama3-8b",
         question="LLaMA-3-8B serves one 32,768-token sequence in bf16. If 3 of every 4 layers attended only to the "
                  "last 4,096 tokens and every 4th layer stayed global, how large would its KV cache be, in GB?",
-        answer=Number("GB", lambda: local_global_kv_bytes("llama3-8b", 32768, window=4096, global_every=4), slips=(
+        answer=Number("GB", lambda: local_global_kv_bytes("llama3-8b", 32768, window=4096, global_every=4),
+                      quantity="kv", slips=(
             Slip("every layer global", lambda: kv_cache_bytes("llama3-8b", 32768),
                  "the local layers keep only the last 4,096 tokens."),
             Slip("every layer local", lambda: kv_cache_bytes("llama3-8b", 4096),
@@ -80,11 +78,12 @@ EXERCISES = (
                  "and math but store the KV cache in int8. First predict which term of the step-time bound halves; "
                  "then compute the decode step lower bound, in ms.",
         answer=(
-            Choice({"a": "the KV term only", "b": "the weight term only", "c": "both", "d": "neither"}, "a",
-                   name="halves", why={
+            Choice({"a": "both the weight and the KV terms", "b": "the weight term only", "c": "the KV term only",
+                    "d": "neither: the step is compute-bound at batch 64"}, "c", name="halves", why={
+                       "a": "only the cache changes precision; the weights stay bf16.",
                        "b": "the weights stay bf16: their bytes do not change.",
-                       "c": "only the cache changes precision; the weights stay bf16.",
-                       "d": "int8 entries take 1 byte instead of 2, and the KV term is bytes read."}),
+                       "d": "at batch 64 the step is far below the critical batch: it is bytes read, and int8 "
+                            "entries take 1 byte instead of 2."}),
             Number("ms", lambda: _int8_kv_step().total_s, name="step", slips=(
                 Slip("a bf16 cache", lambda: _int8_kv_step(kv_dtype="bf16").total_s,
                      "int8 KV entries take 1 byte, half of bf16."),
@@ -101,13 +100,14 @@ EXERCISES = (
                  "pair of adjacent layers shares one K/V. How many GB of KV cache are stored, and how many GB does "
                  "one decode step read?",
         answer=(
-            Number("GB", lambda: _cla().stored_bytes, name="stored", slips=(
+            Number("GB", lambda: _cla().stored_bytes, name="stored", quantity="kv", slips=(
                 Slip("no sharing", lambda: _cla().read_bytes,
                      "pairs of layers store one cache between them: half the layers' worth."),
             )),
             Number("GB", lambda: _cla().read_bytes, name="read", slips=(
-                Slip("reads halved too", lambda: _cla().stored_bytes,
-                     "sharing saves capacity, not bandwidth: each layer still reads the shared cache."),
+                Slip("reads halved too, or keys only", lambda: _cla().stored_bytes,
+                     "sharing saves capacity, not bandwidth: each layer still reads the shared cache, a key AND a "
+                     "value for every KV head."),
             )),
         ),
     ),
@@ -115,31 +115,22 @@ EXERCISES = (
         id="ch6.int4-weights-llama3-70b-v5e16",
         question="Take the weight-quantization example (LLaMA-3-70B on 16 TPU v5e, batch 16, 2,048 tokens, bf16 KV "
                  "cache) with int4 weights (half a byte each) converted to bf16 for the math. What is the step-time "
-                 "lower bound, in ms, and the critical batch size, in tokens?",
-        answer=(
-            Number("ms", _lever5_step, name="step", slips=(
-                Slip("int8 weights", lambda: _lever5_step("int8"), "int4 weights take half a byte, not one."),
-                Slip("an int4 cache too", lambda: _lever5_step(kv_dtype="int4"),
-                     "only the weights are int4; the cache stays bf16."),
-            )),
-            Number("tokens", lambda: critical_batch_size("tpu-v5e", "int4", "bf16"), name="bcrit", slips=(
-                Slip("int8 weights", lambda: critical_batch_size("tpu-v5e", "int8", "bf16"),
-                     "b_w = 1/2 byte for int4: B_crit = (C / W_hbm) x b_w / 2."),
-                Slip("bf16 weights", lambda: critical_batch_size("tpu-v5e", "bf16", "bf16"),
-                     "fewer bytes per weight make the weight load shorter, so fewer rows hide it."),
-            )),
-        ),
+                 "lower bound, in ms?",
+        answer=Number("ms", _lever5_step, slips=(
+            Slip("int8 weights", lambda: _lever5_step("int8"), "int4 weights take half a byte, not one."),
+            Slip("an int4 cache too", lambda: _lever5_step(kv_dtype="int4"),
+                 "only the weights are int4; the cache stays bf16."),
+        )),
     ),
     Exercise(
         id="ch6.explain-paging",
         question="Check your reasoning: what must a paged-attention kernel know at run time to read only the blocks "
                  "a sequence uses?",
-        answer=Choice({"a": "the block table and each sequence's length",
-                       "b": "only the longest sequence's length",
+        answer=Choice({"a": "the number of tokens in the whole batch", "b": "only the longest sequence's length",
                        "c": "nothing: XLA infers it from the mask",
-                       "d": "the model's weights"}, "a", why={
+                       "d": "the block table and each sequence's length"}, "d", why={
+            "a": "a total does not say which blocks of the pool hold each sequence's keys and values.",
             "b": "that gives a rectangular read, padding included.",
-            "c": "a jitted program has static shapes; the mask only zeroes what was read.",
-            "d": "the weights do not say where a sequence's keys and values live."}),
+            "c": "a jitted program has static shapes; the mask only zeroes what was read."}),
     ),
 )

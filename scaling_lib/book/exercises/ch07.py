@@ -3,13 +3,26 @@
 import math
 
 from ...hardware import get_chip
+from ...memory import param_bytes
 from ...models import get_model
-from ...sharding import beta, fsdp_decode_cost, kv_cache_sharding, latency_bound_bytes, max_decode_model_parallelism
+from ...sharding import (TORUS_SHAPES, beta, decode_hops_per_layer, fsdp_decode_cost, kv_cache_sharding,
+                         latency_bound_bytes, max_decode_model_parallelism)
 from .exercise import Choice, Exercise, Number, Slip
 
 
 def _ways(beta_value: float, batch: int = 64) -> int:
     return math.floor(max_decode_model_parallelism(get_model("llama3-8b").d_ff, batch, beta_value))
+
+
+def _hop_crossing(chip: str = "tpu-v5e", hop_share: float = 1.0) -> int:
+    """The first of the chapter's tori on which L h(n) t_hop, LLaMA-3-8B's hop latency per decode step at batch 32,
+    exceeds its bf16 weight read per chip, P_bytes / (n W_hbm) (`hop_share` < 1 counts only part of the hops)."""
+    m, c = get_model("llama3-8b"), get_chip(chip)
+    for n, torus in sorted(TORUS_SHAPES[chip].items()):
+        hops_s = m.n_layers * decode_hops_per_layer(m, n, 32, torus) * hop_share * c.ici_hop_latency
+        if hops_s > param_bytes(m) / (n * c.hbm_bandwidth):
+            return n
+    raise ValueError("no torus of the chapter is large enough")
 
 
 def _kv_13b():
@@ -20,8 +33,9 @@ EXERCISES = (
     Exercise(
         id="ch7.max-mp-llama3-8b-ironwood-b64",
         question="How many ways can LLaMA-3-8B ($F = 14{,}336$) be model-sharded for decode at batch 64 on Ironwood "
-                 "before the ICI collectives outlast the weight read? Use the unrounded $\\beta$ and give the largest "
-                 "whole number of ways $n \\le F/(B\\beta)$.",
+                 "before the bytes of its ICI collectives take longer than the weight read (the bytes-only bound; "
+                 "their hops are left out)? Use the unrounded $\\beta$ and give the largest whole number of ways "
+                 "$n \\le F/(B\\beta)$.",
         answer=Number("ways", lambda: _ways(beta("ironwood")), integer=True, slips=(
             Slip("one-way link bandwidth", lambda: _ways(2 * beta("ironwood")),
                  "beta divides the HBM bandwidth by the bidirectional bandwidth of a link."),
@@ -40,6 +54,25 @@ EXERCISES = (
                  * get_chip("tpu-v5e").ici_hop_latency,
                  "the threshold uses one direction of one link: n x W_link x t_hop."),
             Slip("8 chips", lambda: latency_bound_bytes("tpu-v5e", 8), "the collective spans 16 chips."),
+        )),
+    ),
+    Exercise(
+        id="ch7.hop-crossing-llama3-8b-v5e-b32",
+        question="LLaMA-3-8B (bf16) decodes at batch 32 on TPU v5e, on the chapter's 2D tori (4 chips as 2 x 2, 8 as "
+                 "4 x 2, 16 as 4 x 4, 32 as 8 x 4, 64 as 8 x 8, 128 as 16 x 8, 256 as 16 x 16). Its collectives are "
+                 "latency-bound there, so one step's ICI time is $L\\,h(n)\\,t_\\text{hop}$, with $h(n)$ the hops of "
+                 "one layer (`decode_hops_per_layer`: two all-reduces, each a reduce-scatter and an all-gather over "
+                 "every torus axis, and the attention all-to-alls). On how many chips does it first exceed the "
+                 "weight read per chip, $P_\\text{bytes}/(n W_\\text{hbm})$?",
+        answer=Number("chips", _hop_crossing, integer=True, slips=(
+            Slip("the bytes-only bound F/(B beta)",
+                 lambda: math.floor(max_decode_model_parallelism(get_model("llama3-8b").d_ff, 32, beta("tpu-v5e"))),
+                 "F / (B beta) compares the bytes of the collectives with the weight read; these collectives are "
+                 "small, and their hops, not their bytes, set their time."),
+            Slip("an all-reduce as one pass", lambda: _hop_crossing(hop_share=0.5),
+                 "an all-reduce is a reduce-scatter and then an all-gather: two passes round each axis."),
+            Slip("Ironwood's tori", lambda: _hop_crossing("ironwood"),
+                 "the question's chips are TPU v5e, whose HBM is slower: each chip's weight read lasts longer."),
         )),
     ),
     Exercise(

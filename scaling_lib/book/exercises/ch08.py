@@ -21,8 +21,8 @@ def _bound_mfu(n_chips_counted: int = 64, at_bound: bool = True) -> float:
     return mfu(param_count(get_model("palm-540b")), run.tokens, seconds, "tpu-v4", n_chips_counted)
 
 
-def _context(sharding: str = "batch", kv_fraction: float = 0.3, chip="tpu-v4") -> int:
-    return max_context_length("palm-540b", chip, 64, 256, sharding, kv_fraction)
+def _context(sharding: str = "batch", kv_fraction: float = 0.3, chip="tpu-v4", kv_dtype: str = "bf16") -> int:
+    return max_context_length("palm-540b", chip, 64, 256, sharding, kv_fraction, kv_dtype)
 
 
 EXERCISES = (
@@ -63,7 +63,7 @@ EXERCISES = (
         question="Pope et al.'s low-latency decode run (PaLM 540B, 64 TPU v4, batch 64, 64 generated tokens) measured "
                  "steps several times slower than the chapter's roofline bound. What MFU would the run reach if every "
                  "step took exactly the bound (bf16 peak, $2P$ FLOPs per token)? Answer in %.",
-        answer=Number("%", _bound_mfu, slips=(
+        answer=Number("%", _bound_mfu, quantity="flops", slips=(
             Slip("the measured time", lambda: _bound_mfu(at_bound=False),
                  "that is the MFU of the measured run; take 64 steps of the bound instead."),
             Slip("one chip's peak", lambda: _bound_mfu(n_chips_counted=1),
@@ -80,6 +80,8 @@ EXERCISES = (
                  "with one KV head, head sharding replicates the whole cache on every chip; over the batch each "
                  "chip keeps 256 / 64 sequences."),
             Slip("all of HBM", lambda: _context(kv_fraction=1.0), "only 30% of HBM holds the cache."),
+            Slip("keys only", lambda: _context(kv_dtype="int8"),  # half the bytes per token, as one byte would be
+                 "each cached token holds a key AND a value for every layer."),
             Slip("32 GB instead of 32 GiB",
                  lambda: _context(chip=dataclasses.replace(get_chip("tpu-v4"), hbm_capacity=32e9)),
                  "a TPU v4 has 32 GiB = 32 x 2^30 bytes of HBM."),
@@ -89,9 +91,9 @@ EXERCISES = (
         id="ch8.explain-sqrt",
         question="Check your reasoning: when the tokens per batch grow 4 times, by about how much does the best "
                  "weight-gathered layout's communication grow (ignoring the torus' discrete choices)?",
-        answer=Choice({"a": "4 times", "b": "2 times", "c": "16 times", "d": "not at all"}, "b", why={
+        answer=Choice({"a": "4 times", "b": "not at all", "c": "16 times", "d": "2 times"}, "d", why={
             "a": "that is a weight-stationary layout: activations only, proportional to T.",
-            "c": "no term grows faster than T.",
-            "d": "only once every chip gathers all the weights does the volume stop growing."}),
+            "b": "only once every chip gathers all the weights does the volume stop growing.",
+            "c": "no term grows faster than T."}),
     ),
 )

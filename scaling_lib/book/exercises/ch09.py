@@ -23,9 +23,11 @@ def _ratio() -> float:
 EXERCISES = (
     Exercise(
         id="ch9.prefill-llama3-70b-8k-v6e8",
-        question="How long does an 8,192-token prefill of LLaMA-3-70B take on 8 TPU v6e chips at 40% MFU ($2P$ FLOPs "
-                 "per token), in seconds?",
-        answer=Number("s", lambda: prefill_latency("llama3-70b", "tpu-v6e", 8, 8192, mfu=0.4), slips=(
+        question="How long does an 8,192-token prefill of LLaMA-3-70B take on 8 TPU v6e chips at 40% MFU, with the "
+                 "book's prefill convention ($2P$ FLOPs per token, $P$ every parameter)? Answer in seconds, within "
+                 "±0.5%.",
+        answer=Number("s", lambda: prefill_latency("llama3-70b", "tpu-v6e", 8, 8192, mfu=0.4), rel_tol=0.005,
+                      quantity="prefill", model="llama3-70b", slips=(
             Slip("the peak rate (no MFU)", lambda: prefill_latency("llama3-70b", "tpu-v6e", 8, 8192, mfu=1.0),
                  "at 40% MFU the chips achieve 0.4 of their peak: divide by the achieved rate."),
             Slip("one chip", lambda: prefill_latency("llama3-70b", "tpu-v6e", 1, 8192, mfu=0.4),
@@ -40,8 +42,9 @@ EXERCISES = (
                  "of 4,096 tokens, 2,048 tokens generated per request, decode batch 48. How many prefill servers "
                  "does each decode server need? Take the decode step at the mean context of a generation, the prompt "
                  "plus half the generated tokens: the step time grows linearly with the context, so that step times "
-                 "the generated tokens is the whole decode.",
-        answer=Number("x", _ratio, slips=(
+                 "the generated tokens is the whole decode. Price the prefill with the book's $2PT$, $P$ every "
+                 "parameter; answer within ±0.5%.",
+        answer=Number("x", _ratio, rel_tol=0.005, quantity="prefill", model="llama3-70b", slips=(
             Slip("the step at the prompt length", lambda: _ratio_with_step_at(_PROMPT),
                  "the context grows during the generation: take the step at the prompt plus half the output."),
             Slip("the step at the final context", lambda: _ratio_with_step_at(_PROMPT + _OUTPUT),
@@ -58,7 +61,8 @@ EXERCISES = (
                  "slice over the data-centre network, every chip sending its share at "
                  f"{_DCN_GBIT:.0f} Gb/s (gigabits per second, the hardware table's DCN bandwidth per chip). How long "
                  "does the transfer take, in ms?",
-        answer=Number("ms", lambda: kv_transfer_time("llama3-70b", 32768, "tpu-v5e", 16, network="dcn"), slips=(
+        answer=Number("ms", lambda: kv_transfer_time("llama3-70b", 32768, "tpu-v5e", 16, network="dcn"), quantity="kv",
+                      slips=(
             Slip("gigabits read as gigabytes", lambda: kv_transfer_bytes("llama3-70b", 32768)
                  / (16 * 8 * get_chip("tpu-v5e").dcn_bandwidth),
                  "network speeds are quoted in bits per second: 8 bits to a byte."),
@@ -73,11 +77,11 @@ EXERCISES = (
         id="ch9.explain-chunked",
         question="Check your reasoning: at the same load, what does chunked prefill improve most over interleaved "
                  "prefill?",
-        answer=Choice({"a": "the time to first token",
-                       "b": "the time per output token, especially its tail (p99)",
-                       "c": "the total prefill work", "d": "the memory the KV caches take"}, "b", why={
-            "a": "both engines do the same prefill work on the same chips, so first tokens arrive at about the same "
-                 "times.",
+        answer=Choice({"a": "the time per output token, especially its tail (p99)", "b": "the time to first token",
+                       "c": "the total prefill work",
+                       "d": "the memory the KV caches take"}, "a", why={
+            "b": "both engines do the same prefill work on the same chips, so first tokens arrive at about the same "
+                  "times.",
             "c": "chunking cuts the same work into pieces; it does not remove any.",
             "d": "the caches hold the same tokens either way."}),
     ),

@@ -59,12 +59,11 @@ EXERCISES = (
         id="ch10.explain-greedy",
         question="Check your reasoning: a drafter whose every guess is wrong runs greedy speculative decoding. What "
                  "does the target return?",
-        answer=Choice({"a": "different tokens from plain greedy decoding",
-                       "b": "the same tokens as plain greedy decoding, about one per target pass",
-                       "c": "nothing: every step is rejected",
-                       "d": "the drafter's tokens, corrected at the end"}, "b", why={
+        answer=Choice({"a": "different tokens from plain greedy decoding", "b": "nothing: every step is rejected",
+                       "c": "the same tokens as plain greedy decoding, about one per target pass",
+                       "d": "the drafter's tokens, corrected at the end"}, "c", why={
             "a": "every kept token is the target's own argmax given the tokens before it.",
-            "c": "a rejected step still keeps the target's correction: one token per pass.",
+            "b": "a rejected step still keeps the target's correction: one token per pass.",
             "d": "corrections happen at the first disagreement of every step, not at the end."}),
     ),
 )

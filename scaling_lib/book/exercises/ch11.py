@@ -77,12 +77,13 @@ EXERCISES = (
     ),
     Exercise(
         id="ch11.explain-short",
-        question="Check your reasoning: which gap sets the pace when every request lives for only 128 decode steps?",
-        answer=Choice({"a": "HBM bandwidth", "b": "the matmul FLOPs",
-                       "c": "scheduling: admitting, prefilling and retiring requests every step",
-                       "d": "the KV-cache capacity"}, "c", why={
+        question="Check your reasoning: what sets the pace of these 128/128 runs on both GPUs?",
+        answer=Choice({"a": "HBM bandwidth",
+                       "b": "scheduling: admitting, prefilling and retiring requests every step",
+                       "c": "the KV-cache capacity", "d": "the matmul FLOPs"}, "d", why={
             "a": "a faster-memory GPU would then be faster, and the H200 is not.",
-            "b": "both GPUs have the same FLOP rate, but the short-request runs sit below both bounds.",
-            "d": "capacity limits the batch; here thousands of sequences fit on both GPUs."}),
+            "b": "both GPUs pay it, but it cannot by itself explain why faster memory buys nothing: look for the "
+                 "resource the two GPUs have equally.",
+            "c": "capacity limits the batch; here thousands of sequences fit on both GPUs."}),
     ),
 )

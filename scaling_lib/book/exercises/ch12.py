@@ -27,7 +27,7 @@ EXERCISES = (
         id="ch12.mfu-palm-62b-decode-run",
         question="A decode run of PaLM 62B generates 64 tokens for each of 256 sequences in 3.0 s on 8 TPU v4 chips "
                  "(275 TFLOP/s each, $2P$ FLOPs per token). What MFU is that, in %?",
-        answer=Number("%", _decode_mfu, slips=(
+        answer=Number("%", _decode_mfu, quantity="flops", slips=(
             Slip("one step's tokens", lambda: _decode_mfu(steps=1),
                  "the 3.0 s covers all 64 steps: the tokens are batch x steps."),
             Slip("64 chips", lambda: _decode_mfu(chips=64),
@@ -69,12 +69,13 @@ EXERCISES = (
         question="Check your reasoning: why do int8 weights (with bf16 arithmetic) lower the cost per token at low "
                  "latency but not at the throughput end of the decode frontier?",
         answer=Choice({"a": "int8 matrix units run twice as fast as bf16 ones on TPU v4",
-                       "b": "a small-batch step is the weight read, which int8 halves; a large-batch step is its "
-                            "FLOPs, which int8 weights with bf16 math do not change",
+                       "b": "a large-batch step is bound by reading the KV cache, which int8 weights do not shrink",
                        "c": "int8 weights leave more HBM for the KV cache, which only matters at small batch",
-                       "d": "int8 collectives are latency-bound at large batch"}, "b", why={
+                       "d": "at low latency the step streams the weights, and one byte each streams faster; at the "
+                            "throughput end it is arithmetic, which still runs in bf16"}, "d", why={
             "a": "TPU v4's int8 rate equals its bf16 rate, and here the math stays bf16.",
-            "c": "more room for the cache helps the large batches, not the small ones.",
-            "d": "weight-only quantization leaves the activations, and so the collectives, in bf16."}),
+            "b": "at 2,048 tokens the caches are a small part of the bytes; the large-batch step is bound by "
+                 "its FLOPs.",
+            "c": "more room for the cache helps the large batches, not the small ones."}),
     ),
 )

@@ -7,8 +7,13 @@ EXERCISES = (
     Exercise(
         id="ch13.int8-step-qwix",
         question="Qwix quantizes a weight column whose largest magnitude is 2.54 to int8 (symmetric absmax, the top "
-                 "bucket a whole step wide). What is the step (the scale) it stores for that column?",
-        answer=Number("", lambda: absmax_scale(2.54, "int8"), rel_tol=0.001, slips=(
+                 "bucket a whole step wide). What is the step (the scale) it stores for that column? Give three "
+                 "significant figures or more: answers within ±0.15% are accepted, because chapter 10's plain-JAX "
+                 "step differs from Qwix's by 0.4%.",
+        answer=Number("", lambda: absmax_scale(2.54, "int8"), rel_tol=0.0015, slips=(
+            Slip("chapter 10's step, amax / 127", lambda: 2.54 / 127,
+                 "the hand-written int8 path of chapter 10 divides by 127; Qwix maps [-a, a] onto [-127.5, 127.5], "
+                 "so its top bucket is as wide as the others."),
             Slip("the whole int8 range", lambda: 2.54 / 255.5,
                  "symmetric quantization uses half the int8 range on each side of zero."),
             Slip("int4", lambda: absmax_scale(2.54, "int4"), "int8 has 8 bits: 127 + 1/2 levels on each side."),
@@ -39,8 +44,8 @@ EXERCISES = (
         question="Check your reasoning: why did the tiny model's two attention einsums run unquantized under the "
                  "linear-layer regex?",
         answer=Choice({"a": "Qwix never intercepts einsums that have no weight",
-                       "b": "they run in the layer's own module, whose path the regex does not match, so no rule "
-                            "applies to them",
+                       "b": "no rule covered them: rules select modules by their path, and the einsums are called "
+                            "from a module the linear-layer pattern leaves out",
                        "c": "Qwix skips every op inside a jitted function",
                        "d": "attention runs inside a Pallas kernel"}, "b", why={
             "a": "Qwix intercepts every einsum; a matching rule with act_qtype would quantize both activations.",

@@ -161,12 +161,39 @@ _LEADING_NUMBER = re.compile(r"^([-+]?(?:\d[\d,_]*)?(?:\.\d*)?(?:[eE][-+]?\d+)?)
 _THOUSANDS = re.compile(r"^\d{1,3}(,\d{3})+$")
 
 
+_BIT_RATE = re.compile(r"^([kKMGTP]?)(?:b/s|bit/s|bits/s|bps|bit/sec)$")
+_COUNT_WORDS = {"B": 1e9, "bn": 1e9, "billion": 1e9, "billions": 1e9, "million": 1e6, "millions": 1e6,
+                "thousand": 1e3, "thousands": 1e3, "T": 1e12, "trillion": 1e12}
+
+
+def _read_bit_rate(text: str):
+    """(bytes-per-second factor, 'bandwidth') for a rate in bits ('32.9 Tb/s', '25 Gbps', '400 Gbit/s'), else None.
+    A lower-case b after an upper-case prefix is a bit, as link speeds are quoted; 8 bits make a byte."""
+    match = _BIT_RATE.match(text)
+    if not match:
+        return None
+    prefix = match.group(1)
+    return parse_unit(f"{prefix}B/s")[0] / 8.0, "bandwidth"
+
+
+def _read_count_word(text: str, default_unit: str):
+    """(factor, 'count') for a count written with a scale word: '18.4B' (billions, the book's own notation for
+    parameters), '3 million', '2 thousand'; None when the answer is not a count or the word is no scale."""
+    if parse_unit(default_unit)[1] != "count" or text not in _COUNT_WORDS:
+        return None
+    return _COUNT_WORDS[text], "count"
+
+
 def _read_unit(text: str, default_unit: str):
     """(factor, kind) of a unit a reader typed: exact spelling first, then 'k'/'M' on counts, then any letter case
-    when that leaves one meaning ('gb' is GB, 'Tokens' is tokens; 'MS' could be ms or Ms and is refused)."""
+    when that leaves one meaning ('gb' is GB, 'Tokens' is tokens; 'MS' could be ms or Ms and is refused). Rates in
+    bits ('Tb/s') and counts in billions ('18.4B' where a count is asked) are read first."""
     text = _SYNONYMS.get(text.strip(), text.strip())
     if not text:
         return parse_unit(default_unit)
+    for special in (_read_bit_rate(text), _read_count_word(text, default_unit)):
+        if special is not None:
+            return special
     try:
         return parse_unit(text)
     except ValueError:
@@ -321,6 +348,18 @@ def _answer_in(part: Number, value: float) -> str:
     return f"{text} {part.unit}".strip()
 
 
+def _asked(unit: str) -> str:
+    """How a verdict names the unit asked for: the unit, or 'a plain number' when there is none."""
+    return unit if unit else "a plain number"
+
+
+def _slip_window(part: Number) -> float:
+    """How close an answer must come to a slip's value to be named as that slip: the part's own band (at least
+    0.1%). A part whose band is under 1% has a slip close to its answer (P_mm is 1.5% below P for LLaMA-3-70B,
+    amax / 127 is 0.4% above amax / 127.5), and the two windows must not overlap."""
+    return max(part.rel_tol, 0.001)
+
+
 def _judge_number(part: Number, answer) -> PartVerdict:
     name = part.name
     try:
@@ -329,7 +368,7 @@ def _judge_number(part: Number, answer) -> PartVerdict:
         return PartVerdict(name, False, f"Cannot read that: {problem}.")
     expected_kind = parse_unit(part.unit)[1]
     if kind != expected_kind:
-        return PartVerdict(name, False, f"That answer is a {kind} quantity; this asks for {part.unit} "
+        return PartVerdict(name, False, f"That answer is a {kind} quantity; this asks for {_asked(part.unit)} "
                                         f"({expected_kind}).")
     scale = parse_unit(part.unit)[0]
     shown = _answer_in(part, value)
@@ -352,7 +391,7 @@ def _judge_number(part: Number, answer) -> PartVerdict:
     for distance, slip in slips:
         target = slip.value()
         matched = round(value / scale) == round(target / scale) if part.integer and is_whole(target / scale) \
-            else abs(value / target - 1.0) <= max(part.rel_tol, 0.01)
+            else abs(value / target - 1.0) <= _slip_window(part)
         if matched:
             return PartVerdict(name, False, f"Not yet: {shown} is too {direction}. It looks like {slip.name}: "
                                             f"{slip.hint}", direction, slip.name)

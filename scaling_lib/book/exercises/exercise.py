@@ -20,6 +20,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable
 
+from ...flops import matmul_params
+from ...models import active_param_count
 from ...units import parse_unit
 
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -44,13 +46,48 @@ class Convention:
     value: Callable[[], float]
 
 
+QUANTITIES = ("", "kv", "flops", "prefill")
+
+
+def _half(value: Callable[[], float]) -> Callable[[], float]:
+    return lambda: value() / 2
+
+
+def _with_matmul_params(value: Callable[[], float], model: str) -> Callable[[], float]:
+    return lambda: value() * matmul_params(model) / active_param_count(model)
+
+
+def standard_slips(quantity: str, value: Callable[[], float], model: str = "") -> tuple:
+    """The slips every answer of one kind of quantity gets, whatever the exercise (`Number.quantity`):
+
+    - "kv" (bytes of a KV cache, or a time that reads or moves them): keys only, half of it;
+    - "flops" (a FLOP count): the factor 2 of a multiply-add left out, half the FLOPs;
+    - "prefill" (a prefill time priced at 2PT, the book's convention, chapter 3): 2 P_mm T (the input embedding
+      left out; `model` names the model), and the factor 2 left out."""
+    keys_only = Slip("keys only", _half(value), "the cache holds a key AND a value for every KV head of every "
+                                                "layer: 2 L K H elements per token, at the cache's bytes each.")
+    factor_2 = Slip("the factor 2 left out", _half(value), "a multiply-add is 2 FLOPs: 2 per weight for every token "
+                                                           "(2PT), 2 per (query, key) pair and head dimension.")
+    if quantity == "kv":
+        return (keys_only,)
+    if quantity == "flops":
+        return (factor_2,)
+    if quantity == "prefill":
+        return (Slip("P_mm instead of P", _with_matmul_params(value, model),
+                     "the book prices prefill with 2PT, P every parameter, the input embedding table included "
+                     "(chapter 3); 2 P_mm T leaves the table out."), factor_2)
+    return ()
+
+
 @dataclass(frozen=True)
 class Number:
     """A numeric answer in `unit` (how the reader is asked for it; `expected()` returns SI units).
 
     A modelling answer is accepted within the band `rel_tol`; a count (`integer=True`) must be the exact whole number,
     and the question says how to round (down for what fits, up for what is needed). `slips` are checked by value,
-    nearest first; `also` lists other accepted conventions.
+    nearest first; `also` lists other accepted conventions. `quantity` says what kind of number it is ("kv",
+    "flops", "prefill"; `model` names the model of a prefill): each kind adds its `standard_slips`, so a slip the
+    book names for one KV-cache size is named for all of them.
 
     Used in the appendix *Exercises index*.
     """
@@ -62,9 +99,19 @@ class Number:
     slips: tuple = ()
     also: tuple = ()
     name: str = ""
+    quantity: str = ""
+    model: str = ""
 
     def __post_init__(self):
         parse_unit(self.unit)
+        if self.quantity not in QUANTITIES:
+            raise ValueError(f"quantity must be one of {QUANTITIES}, got {self.quantity!r}")
+        if self.quantity == "prefill" and not self.model:
+            raise ValueError("a prefill answer needs model=..., the model whose P_mm / P names the P_mm slip")
+        named = {slip.name for slip in self.slips if isinstance(slip, Slip)}
+        derived = tuple(slip for slip in standard_slips(self.quantity, self.expected, self.model)
+                        if slip.name not in named)
+        object.__setattr__(self, "slips", tuple(self.slips) + derived)
         if not 0 <= self.rel_tol < 1:
             raise ValueError(f"rel_tol must be in [0, 1), got {self.rel_tol!r}: it is the accepted relative band")
         if self.name and not _NAME.match(self.name):

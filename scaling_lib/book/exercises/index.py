@@ -97,7 +97,10 @@ def notebook_title(cells) -> str | None:
 
 
 def scan_notebook(path) -> tuple:
-    """The `ExerciseRow`s of one chapter notebook, in reading order."""
+    """The `ExerciseRow`s of one chapter notebook, in reading order.
+
+    Used in the appendix *Exercises index*.
+    """
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"no notebook at {path}; pass the path of a chapter .ipynb")
@@ -139,14 +142,8 @@ def scan_chapters(folder, only=None) -> tuple:
     return tuple(row for path in paths for row in scan_notebook(path))
 
 
-def toc_chapters(toc_file) -> tuple:
-    """Stems of the chapters/ notebooks listed in the book's _toc.yml (pass its path), in toc order.
-
-    A chapter still being written may sit in chapters/ before it is in the table of contents; the book's index lists
-    only built chapters, so that every link in it resolves.
-
-    Used in the appendix *Exercises index*.
-    """
+def _toc_stems(toc_file, folder: str, notebooks_only: bool = False) -> tuple:
+    """Stems of the `folder`/ files listed in _toc.yml, in toc order (only those that are notebooks, if asked)."""
     toc_file = Path(toc_file)
     if not toc_file.is_file():
         raise ValueError(f"no table of contents at {toc_file}; pass the path of the book's _toc.yml")
@@ -155,7 +152,8 @@ def toc_chapters(toc_file) -> tuple:
     def walk(node):
         if isinstance(node, dict):
             name = node.get("file")
-            if isinstance(name, str) and Path(name).parent.name == "chapters":
+            if isinstance(name, str) and Path(name).parent.name == folder and (
+                    not notebooks_only or (toc_file.parent / f"{name}.ipynb").is_file()):
                 found.append(Path(name).stem)
             for value in node.values():
                 walk(value)
@@ -165,6 +163,26 @@ def toc_chapters(toc_file) -> tuple:
 
     walk(yaml.safe_load(toc_file.read_text(encoding="utf-8")))
     return tuple(dict.fromkeys(found))
+
+
+def toc_chapters(toc_file) -> tuple:
+    """Stems of the chapters/ notebooks listed in the book's _toc.yml (pass its path), in toc order.
+
+    A chapter still being written may sit in chapters/ before it is in the table of contents; the book's index lists
+    only built chapters, so that every link in it resolves.
+
+    Used in the appendix *Exercises index*.
+    """
+    return _toc_stems(toc_file, "chapters")
+
+
+def toc_appendices(toc_file) -> tuple:
+    """Stems of the book/ notebooks listed in _toc.yml (pass its path), in toc order: the appendices, some of which
+    (the worked problems) have exercises of their own for the index to list.
+
+    Used in the appendix *Exercises index*.
+    """
+    return _toc_stems(toc_file, "book", notebooks_only=True)
 
 
 def kind_counts(rows) -> dict:

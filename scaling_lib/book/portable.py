@@ -1,0 +1,69 @@
+"""Printing a number that depends on the CPU's floating-point kernels as something that does not.
+
+The same JAX program rounds its float32 sums in another order on another CPU (vector width, threads, oneDNN), so
+its last digits differ from machine to machine; after a quantization step one value rounded the other way changes
+everything after it, and a quantized model's error moves by about a tenth of itself. A notebook that stored
+"2.14%" then fails on the next machine. The notebooks print instead what holds on any machine:
+
+- agreement with a reference within float32 rounding, `FLOAT32_ROUNDING` of the largest value (asserted by the
+  cell before it prints);
+- a value between two rungs of a fixed ladder (`between`, e.g. "1% to 3%") or at least a rung (`at_least`), which
+  holds as long as the value stays clear of the rungs; tests/tiny hold the exact values with their tolerances.
+
+`make test-portable` re-runs the JAX notebooks under a second XLA CPU configuration to catch any output that still
+depends on the CPU.
+"""
+
+import numpy as np
+
+from .._validate import real
+
+# 100 float32 roundings (eps = 2^-23 relative): the agreement of two float32 programs that compute the same sums in
+# different orders, relative to the largest value compared (about 1.2e-5).
+FLOAT32_ROUNDING = 100 * 2.0**-23
+
+
+
+def relative_difference(actual, expected) -> float:
+    """max |actual - expected| / max |expected|: what is compared with FLOAT32_ROUNDING (0 when both are all zeros)."""
+    actual, expected = np.asarray(actual, np.float64), np.asarray(expected, np.float64)
+    scale = float(np.max(np.abs(expected)))
+    difference = float(np.max(np.abs(actual - expected)))
+    return difference / scale if scale else difference
+
+
+ERROR_RUNGS = (0.01, 0.03, 0.1, 0.3)  # a half-decade ladder of relative errors
+AGREEMENT_RUNGS = (0.5, 0.75, 0.95)  # fractions of positions that agree
+
+
+def _rungs(rungs) -> tuple:
+    rungs = tuple(real("rung", r) for r in rungs)
+    if not rungs or list(rungs) != sorted(set(rungs)):
+        raise ValueError(f"rungs must be increasing and distinct, got {rungs!r}")
+    return rungs
+
+
+def between(value: float, rungs=ERROR_RUNGS, fmt: str = "{:.0%}") -> str:
+    """The two rungs around `value`: "1% to 3%" for 0.0214 on the default ladder; "below 1%" under the lowest rung,
+    "above 30%" from the highest on. A value equal to a rung counts as above it.
+
+    Used in chapter 6, *Shrinking the KV cache* and chapter 13, *Quantizing with Qwix*.
+    """
+    value, rungs = real("value", value), _rungs(rungs)
+    below = [r for r in rungs if r <= value]
+    above = [r for r in rungs if r > value]
+    if not below:
+        return f"below {fmt.format(above[0])}"
+    if not above:
+        return f"above {fmt.format(below[-1])}"
+    return f"{fmt.format(below[-1])} to {fmt.format(above[0])}"
+
+
+def at_least(value: float, rungs=AGREEMENT_RUNGS, fmt: str = "{:.0%}") -> str:
+    """The highest rung `value` reaches: "at least 95%" for 0.98 on the default ladder; "below 50%" under the lowest.
+
+    Used in chapter 6, *Shrinking the KV cache* and chapter 13, *Quantizing with Qwix*.
+    """
+    value, rungs = real("value", value), _rungs(rungs)
+    reached = [r for r in rungs if r <= value]
+    return f"at least {fmt.format(reached[-1])}" if reached else f"below {fmt.format(rungs[0])}"
