@@ -738,14 +738,14 @@ def report(model, chip, n_chips: int, *, batch: int | None = None, context_len: 
            prompt_len: int | None = None, weight_dtype: str = "bf16", kv_dtype: str | None = None,
            compute_dtype: str = "bf16", price_per_chip_hour: float | None = None,
            memory_utilization: float = MEMORY_UTILIZATION, max_sequences: int = MAX_SEQUENCES,
-           kv_placement: str | None = None) -> Report:
+           kv_placement: str | None = None, tensor_parallel: int | None = None) -> Report:
     """Weights, KV per token, the largest batch that fits, the decode step (bound and typical), the prefill time,
     tokens/s and $ per million output tokens, for one deployment, in one call.
 
     batch None: the largest batch the engine runs at `context_len` (`max_batch` with the engine settings
     `memory_utilization` and `max_sequences` of `Deployment`; the bound and the typical step are both priced at
-    it). kv_dtype None: the weight dtype. kv_placement None: `Deployment`'s default. prompt_len None:
-    context_len. The price is the user's (no price is built in): dollars per chip per hour. Each number is the
+    it). kv_dtype None: the weight dtype. kv_placement and tensor_parallel None: `Deployment`'s defaults.
+    prompt_len None: context_len. The price is the user's (no price is built in): dollars per chip per hour. Each number is the
     corresponding function of this module (`max_batch`, `decode_step`, `prefill`) or of `memory`. Also behind
     `python -m scaling_lib estimate`.
 
@@ -754,7 +754,7 @@ def report(model, chip, n_chips: int, *, batch: int | None = None, context_len: 
     deployment = Deployment(model, chip, n_chips, weight_dtype=weight_dtype,
                             kv_dtype=weight_dtype if kv_dtype is None else kv_dtype, compute_dtype=compute_dtype,
                             kv_placement=kv_placement, memory_utilization=memory_utilization,
-                            max_sequences=max_sequences)
+                            max_sequences=max_sequences, tensor_parallel=tensor_parallel)
     context_len = positive_int("context_len", context_len)
     prompt_len = context_len if prompt_len is None else positive_int("prompt_len", prompt_len)
     if price_per_chip_hour is not None:

@@ -127,9 +127,65 @@ def box_html(exercise) -> str:
             '<div class="verdict" aria-live="polite"></div></div>')
 
 
+ESTIMATE_PAGE = "book/your_model"  # the appendix *Apply the book to your model* gets the estimate form
+
+
+def estimate_form_html() -> str:
+    """The estimate form: the fields of `scaling_lib.estimate.report` (and of `python -m scaling_lib estimate`), the
+    lists of models, chips and formats taken from the library, and an output block for `Report.describe()`."""
+    from scaling_lib.dtypes import BYTES_PER_ELEMENT
+    from scaling_lib.hardware import chip_names
+    from scaling_lib.models import model_names
+
+    def select(name, options, selected, blank=None):
+        items = ([f'<option value="">{html.escape(blank)}</option>'] if blank else []) + [
+            f'<option value="{html.escape(o)}"{" selected" if o == selected else ""}>{html.escape(o)}</option>'
+            for o in options]
+        return f'<select name="{name}">{"".join(items)}</select>'
+
+    def field(label, control):
+        return f'<label class="estimate-field">{label} {control}</label>'
+
+    def number(name, value="", placeholder=""):
+        return (f'<input type="text" name="{name}" value="{value}" placeholder="{html.escape(placeholder)}" '
+                'inputmode="decimal" autocomplete="off">')
+
+    dtypes = sorted(BYTES_PER_ELEMENT)
+    return "".join([
+        '<form class="estimate-form" onsubmit="return false">',
+        field("model", select("model", model_names(), "llama3-70b")),
+        field("or paste its <code>config.json</code> (used when not empty)",
+              '<textarea name="config" rows="4" spellcheck="false"></textarea>'),
+        field("chip", select("chip", chip_names(), "h100")),
+        field("chips", number("chips", "8")),
+        field("tensor parallel", number("tensor_parallel", "", "the default layout")),
+        field("batch", number("batch", "", "the largest that fits")),
+        field("context (tokens)", number("context_len", "8192")),
+        field("weights", select("weight_dtype", dtypes, "bf16")),
+        field("KV cache", select("kv_dtype", dtypes, None, blank="as the weights")),
+        field("math", select("compute_dtype", dtypes, "bf16")),
+        field("price ($ per chip-hour)", number("price_per_chip_hour", "", "none")),
+        '<button type="button" class="estimate-run">Estimate</button>',
+        '<pre class="estimate-output" aria-live="polite"></pre></form>'])
+
+
+def _estimate_section(document) -> nodes.section:
+    section = nodes.section(ids=["estimate-in-the-page"], names=["estimate in the page"])
+    section += nodes.title("", "Estimate in the page")
+    section += nodes.paragraph("", "The same table as report(...).describe() above, for a deployment of your choice, "
+                                   "computed by the library in this page (Python in WebAssembly, loaded on the first "
+                                   "click; nothing leaves the page).")
+    section += nodes.raw("", estimate_form_html(), format="html")
+    top = [child for child in document.children if isinstance(child, nodes.section)]
+    (top[-1] if top else document).append(section)  # a subsection of the page's one top-level section
+    return section
+
+
 def _insert_boxes(app, doctree, docname):
     if app.builder.format != "html":
         return
+    if docname == ESTIMATE_PAGE:
+        _estimate_section(doctree)
     from sphinx_exercise.nodes import exercise_enumerable_node, exercise_node
 
     registry = _registry()
@@ -140,7 +196,8 @@ def _insert_boxes(app, doctree, docname):
 
 
 def _add_script_where_needed(app, pagename, templatename, context, doctree):
-    if 'class="answer-box"' in context.get("body", ""):
+    body = context.get("body", "")
+    if 'class="answer-box"' in body or 'class="estimate-form"' in body:
         app.add_js_file(f"{STATIC}/answer_boxes.js")
         app.add_css_file(f"{STATIC}/answer_boxes.css")
 

@@ -161,3 +161,47 @@ def test_a_page_without_a_box_does_not_load_pyodide(browser, site, book_html):
         assert not leaks and not errors
     finally:
         context.close()
+
+
+def _estimate_in_page(page, fields: dict) -> str:
+    form = page.locator("form.estimate-form")
+    for name, value in fields.items():
+        control = form.locator(f'[name="{name}"]')
+        if control.evaluate("(el) => el.tagName") == "SELECT":
+            control.select_option(value)
+        else:
+            control.fill(value)
+    output = form.locator(".estimate-output")
+    page.evaluate("(el) => { el.textContent = ''; }", output.element_handle())
+    form.locator("button").click()
+    page.wait_for_function("(el) => el.textContent && !el.textContent.startsWith('Loading')",
+                           arg=output.element_handle(), timeout=VERDICT_TIMEOUT_MS)
+    return output.inner_text()
+
+
+def test_estimate_form_prints_report_for_two_deployments(browser, site):
+    from scaling_lib.estimate import report
+    from scaling_lib.models import from_hf_config
+
+    config = REPO / "book" / "data" / "hf_configs" / "llama-2-7b.json"
+    context, page, leaks, errors, _ = _open(browser, site, "book/your_model.html")
+    try:
+        shown = _estimate_in_page(page, {"model": "llama3-70b", "config": "", "chip": "h100", "chips": "8",
+                                         "tensor_parallel": "4", "batch": "", "context_len": "8192",
+                                         "weight_dtype": "fp8", "kv_dtype": "", "compute_dtype": "bf16",
+                                         "price_per_chip_hour": "2.5"})
+        assert shown.strip() == report("llama3-70b", "h100", 8, tensor_parallel=4, weight_dtype="fp8",
+                                       price_per_chip_hour=2.5).describe().strip()
+        shown = _estimate_in_page(page, {"config": config.read_text(), "chip": "tpu-v5e", "chips": "4",
+                                         "tensor_parallel": "", "batch": "16", "context_len": "4096",
+                                         "weight_dtype": "bf16", "kv_dtype": "int8", "price_per_chip_hour": ""})
+        assert shown.strip() == report(from_hf_config(config), "tpu-v5e", 4, batch=16, context_len=4096,
+                                       kv_dtype="int8").describe().strip()
+        bad = _estimate_in_page(page, {"chips": "3"})  # llama-2-7b's heads do not split 3 ways: the library says so
+        with pytest.raises(ValueError) as refused:
+            report(from_hf_config(config), "tpu-v5e", 3, batch=16, context_len=4096, kv_dtype="int8")
+        assert bad.strip() == "error: " + " ".join(str(refused.value).split())
+        assert not leaks, f"requests left the page: {leaks}"
+        assert not errors, f"console errors: {errors}"
+    finally:
+        context.close()

@@ -101,3 +101,12 @@ import scaling_lib
 print(scaling_lib.__file__.startswith({str(unpacked)!r}), grade("ch4.kv-per-token-llama3-70b", "328 kB").correct)
 """)
     assert out.split()[-2:] == ["True", "True"]
+
+
+def test_report_takes_the_tensor_parallel_degree_of_its_deployment():
+    from scaling_lib.estimate import Deployment, report
+
+    assert report("llama3-70b", "h100", 8, tensor_parallel=4).deployment == Deployment("llama3-70b", "h100", 8,
+                                                                                       tensor_parallel=4)
+    assert report("llama3-70b", "h100", 8).describe() == report("llama3-70b", "h100", 8,
+                                                                tensor_parallel=None).describe()
