@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: book test venv clean lab refresh bench mutation test-portable
+.PHONY: book test venv clean lab refresh bench mutation test-portable probe
 
 venv: $(STAMP)
 
@@ -58,6 +58,7 @@ clean:
 bench: $(STAMP)
 	$(BIN)/python bench/bench_serving.py
 	$(BIN)/python bench/bench_report.py
+	$(BIN)/python bench/bench_plan.py
 	$(BIN)/python bench/bench_cpu_roofline.py
 
 # Mutation testing of the closed-form modules (not part of `make test`). Installs the dev extra (mutmut, hypothesis)
@@ -70,3 +71,9 @@ mutation: $(STAMP)
 	$(BIN)/python -m pip install --quiet --no-build-isolation -e ".[dev]"
 	$(BIN)/python -m pip check
 	$(BIN)/python tools/mutation_score.py $(MUTATION_ARGS)
+
+# Bad-input probes (not part of `make test`): a catalogue of bad inputs through every public function, the command
+# line and the tiny JAX entry points, each under a 1-second limit; prints how many get a clear error and every one
+# that does not, and fails if any is silently accepted or hangs. See tools/probe_bad_inputs.py.
+probe: $(STAMP)
+	$(BIN)/python tools/probe_bad_inputs.py

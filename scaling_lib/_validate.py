@@ -20,6 +20,12 @@ import sys
 # Integers above this are refused: every count in the book (tokens, chips, bytes of one array) is far below it, and
 # beyond 2**53 a float no longer holds every integer exactly, so arithmetic on such a count would silently round.
 MAX_INT = 2**53
+# Bounds on counts that a function loops over (or makes a list of), so that no call runs for minutes: more chips than
+# any machine has (the largest TPU pods and GPU clusters hold about 1e4-1e5), more requests than a simulation in
+# pure Python finishes in seconds, more steps of a per-token curve than a plot needs.
+MAX_CHIPS = 2**20
+MAX_REQUESTS = 10**6
+MAX_CURVE_POINTS = 2**16
 
 
 def _string_hint(name: str, value: str) -> str:
@@ -146,3 +152,48 @@ def flag(name: str, value) -> bool:
     if not (isinstance(value, bool) or _is_numpy_bool(value)):
         raise ValueError(f"{name} must be True or False, got {value!r}")
     return bool(value)
+
+
+def instances(name: str, values, kind: type, what: str) -> tuple:
+    """A tuple of the `kind` objects in the iterable `values`; a ValueError naming `name` and `what` (where such
+    objects come from) for anything else, a string or a single object included."""
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise ValueError(f"{name} must be a list of {what}, got {values!r}")
+    values = tuple(values)
+    for value in values:
+        if not isinstance(value, kind):
+            raise ValueError(f"{name} must hold {what}, got {value!r}")
+    return values
+
+
+def at_most(name: str, value: int, limit: int, reason: str) -> int:
+    """`value` (already checked to be a count) if it is at most `limit`, else a ValueError naming the argument, the
+    limit and why there is one (a loop or a list of that length would run for minutes, or exhaust memory)."""
+    if value > limit:
+        raise ValueError(f"{name}={value:,} is more than {limit:,}, the most this function takes: {reason}")
+    return value
+
+
+def divisors(n: int) -> list:
+    """The divisors of a positive integer n, in increasing order, found by trial division up to sqrt(n)."""
+    n = positive_int("n", n)
+    small, large, d = [], [], 1
+    while d * d <= n:
+        if n % d == 0:
+            small.append(d)
+            if d * d != n:
+                large.append(n // d)
+        d += 1
+    return small + large[::-1]
+
+
+def items(name: str, values, check, min_len: int = 1) -> tuple:
+    """A list or tuple (not a string, not a single number) of at least `min_len` entries, each passed through
+    `check(f"{name} entry", entry)`, returned as a tuple; errors name the argument."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, (tuple, list, range)) and not (
+            hasattr(values, "__iter__") and hasattr(values, "__len__")):
+        raise ValueError(f"{name} must be a list, got {values!r}")
+    values = tuple(values)
+    if len(values) < min_len:
+        raise ValueError(f"{name} must list at least {min_len} entr{'y' if min_len == 1 else 'ies'}, got {values!r}")
+    return tuple(check(f"{name} entry", value) for value in values)

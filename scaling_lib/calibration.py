@@ -38,7 +38,8 @@ from .estimate import (MEMORY_UTILIZATION, Calibrated, Deployment, Efficiency, d
                        resolve_efficiency, step_estimate)
 from .hardware import Torus, get_chip
 from .collectives import bus_bandwidth, collective_time
-from .measurements import PopeRow, RunRow, ThroughputRow, nccl_rows, pope_rows, published_runs, trtllm_rows
+from .measurements import (PopeRow, RunRow, ThroughputRow, nccl_rows, pope_rows, published_runs, trtllm_rows,
+                           validation_runs)
 from .memory import param_bytes
 from .models import get_model
 
@@ -588,4 +589,52 @@ def _validation_metrics(efficiency) -> dict:
         for value in sorted({key[position] for key, _ in keyed}, key=str):
             name = f"{prefix}{value}"
             result[name] = metrics([c for key, c in keyed if key[position] == value], name)
+    return result
+
+
+# ------------------------------------------------------------------------------ the out-of-sample check
+# `measurements.validation_runs()`: published runs no fit has seen (other TensorRT-LLM releases, B200/GB200 and
+# NVFP4, A100, more TPU v5e rows). They are priced exactly as the published runs are (`run_deployment`,
+# `_run_prediction`) and only scored: nothing here feeds `fit_typical`.
+OUT_OF_SAMPLE = "out-of-sample"
+
+
+def release_of(row: RunRow) -> str:
+    """The engine and release of a run without the parenthesised details ("TensorRT-LLM v0.17", "JetStream-PyTorch")."""
+    if not isinstance(row, RunRow):
+        raise ValueError(f"row must be a published run (measurements.validation_runs()), got {row!r}")
+    name = row.engine.split(" (")[0]
+    return "JetStream-PyTorch" if name.startswith("JetStream") else name
+
+
+def out_of_sample(efficiency="typical") -> tuple:
+    """A `Comparison` (split "out-of-sample") for every row of `measurements.validation_runs()` at `efficiency`
+    (None or "bound": the bound, whose ratio predicted / measured is at least 1 on every real run), priced once per
+    efficiency and cached.
+    """
+    return _out_of_sample(resolve_efficiency(efficiency))
+
+
+@functools.lru_cache(maxsize=8)
+def _out_of_sample(efficiency) -> tuple:
+    items = []
+    for row in validation_runs():
+        predicted, step = _run_prediction(row, efficiency)
+        system = "JetStream" if row.engine.startswith("JetStream") else "TensorRT-LLM"
+        items.append(Comparison(row.label, system, f"{row.input_len}/{row.output_len}", OUT_OF_SAMPLE,
+                                _measured_speed(row), predicted, step.bound, row, step))
+    return tuple(items)
+
+
+def out_of_sample_summary(efficiency="typical") -> dict:
+    """`Metrics` of `efficiency` on the out-of-sample rows: "all", then by group: "TP<n>", "gpu"/"tpu",
+    "dense"/"moe", each weight precision, each chip and each engine release (`release_of`).
+    """
+    items = out_of_sample(efficiency)
+    keys = [(c, (*group_of(c.row), c.row.chip, release_of(c.row))) for c in items]
+    result = {"all": metrics(items)}
+    for position, prefix in ((1, "TP"), (0, ""), (2, ""), (3, ""), (4, ""), (5, "")):
+        for value in sorted({key[position] for _, key in keys}, key=str):
+            name = f"{prefix}{value}"
+            result[name] = metrics([c for c, key in keys if key[position] == value], name)
     return result

@@ -22,7 +22,7 @@ the causal (and sliding-window) mask keeps, what a kernel that skips masked bloc
 
 from dataclasses import dataclass
 
-from ._validate import flag, positive_int
+from ._validate import MAX_CURVE_POINTS, at_most, flag, positive_int
 from .models import get_model, param_breakdown
 from .roofline import attention_flops, matmul_flops
 
@@ -135,6 +135,7 @@ def generation_flops_curve(model, prompt_len: int, n_tokens: int, batch: int = 1
     Used in chapter 2, *Sampling and the KV cache*.
     """
     prompt_len, n_tokens = positive_int("prompt_len", prompt_len), positive_int("n_tokens", n_tokens)
+    at_most("n_tokens", n_tokens, MAX_CURVE_POINTS, "the curve has one entry per generated token")
     cached = flag("cached", cached)
     if cache_len is not None and not cached:
         raise ValueError("cache_len applies to cached generation only; drop it or pass cached=True")

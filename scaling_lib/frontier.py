@@ -32,10 +32,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from itertools import product
 
-from ._validate import axes, choice, flag, positive, positive_int, real
+from ._validate import axes, choice, flag, instances, positive, positive_int, real
 from .collectives import collective_time
 from .dtypes import bytes_per_element
-from .hardware import get_chip
+from .hardware import Torus, get_chip
 from .hops import cube_torus
 from .layouts import ATTENTION_SHARDINGS, LAYOUTS, Collective, ffn_collectives, mfu, optimal_2d_mesh
 from .measurements import PopeRow
@@ -61,8 +61,11 @@ class NothingFits(ValueError):
 
 
 def _mesh(mesh_shape, layout: str, model, chip, n_chips: int) -> tuple:
-    """The mesh given (1 to 3 positive axes whose product is n_chips), or the layout's default for n chips."""
+    """The mesh given (1 to 3 positive axes whose product is n_chips), or the layout's default for n chips (a GPU
+    switch: one group of n, as `estimate.Deployment` lays it out)."""
     if mesh_shape is None:
+        if not isinstance(chip.topology, Torus):
+            return (n_chips,)
         return _mesh_for(layout, model, chip.name, n_chips)
     mesh = axes("mesh_shape", mesh_shape, max_axes=3)
     if math.prod(mesh) != n_chips:
@@ -85,7 +88,27 @@ def _check_step(model, chip, n_chips, phase, batch, ffn_layout, attention_shardi
             raise ValueError(f"{name} must be a dtype name such as 'bf16', got {dtype!r}")
         bytes_per_element(dtype)
     flag("parallel_block", parallel_block)
+    if ffn_layout != "1d-ws" and not isinstance(c.topology, Torus):  # as `estimate.Deployment` decides
+        raise ValueError(f"ffn_layout={ffn_layout!r} is one of Pope et al.'s torus layouts and {c.name} is not a TPU "
+                         f"torus ({c.interconnect}): use ffn_layout='1d-ws' (Megatron tensor parallelism)")
     return m, c, n, b, s, _mesh(mesh_shape, ffn_layout, m, c, n)
+
+
+def _heads_priced(model, n_chips: int, attention_sharding: str, pad_heads) -> object:
+    """The model whose heads are priced: `model`, or with its query heads padded up to a multiple of n when
+    attention is split by heads over n chips that do not divide them (`pad_heads=True`); else a ValueError."""
+    pad_heads = flag("pad_heads", pad_heads)
+    if attention_sharding != "heads" or model.n_heads % n_chips == 0:
+        return model
+    padded = math.ceil(model.n_heads / n_chips) * n_chips
+    if not pad_heads:
+        divisors = [d for d in range(1, model.n_heads + 1) if model.n_heads % d == 0]
+        raise ValueError(f"attention_sharding='heads' splits the n_heads={model.n_heads} query heads of {model.name} "
+                         f"n_chips={n_chips} ways, and {n_chips} does not divide {model.n_heads}: use "
+                         f"attention_sharding='batch', a chip count among {divisors}, or pad_heads=True to pad the "
+                         f"heads to {padded} (as Pope et al. padded PaLM 540B's 48 heads to 64 on 64 chips: the "
+                         "padded heads' weights are stored, read and multiplied, and MFU counts only the real ones)")
+    return model.with_(n_heads=padded)
 
 
 def _latency_s(collective: Collective, chip) -> float:
@@ -153,15 +176,18 @@ class LayoutCost:
 
 def layer_collectives(model, n_chips: int, phase: str, batch: int, ffn_layout: str, attention_sharding: str, *,
                       context_len: int = 2048, weight_dtype: str = "bf16", activation_dtype: str = "bf16",
-                      mesh_shape=None, parallel_block: bool = True, chip="tpu-v4") -> tuple:
+                      mesh_shape=None, parallel_block: bool = True, chip="tpu-v4", pad_heads: bool = False) -> tuple:
     """The collectives of one transformer layer (module docstring): feed-forward activations (`layouts`), a serial
     block's second D-sized gather and scatter, the whole layer's weight gather, attention's two all-to-alls.
+    Raises ValueError for a Pope et al. layout on a chip that is not a torus, and for heads that do not split
+    n ways under attention_sharding='heads' (unless `pad_heads`, as in `layout_cost`).
 
     Used in chapter 12, *Choosing a layout by the metric*.
     """
     m, _, n_chips, batch, context_len, mesh = _check_step(
         model, chip, n_chips, phase, batch, ffn_layout, attention_sharding, context_len,
         {"weight_dtype": weight_dtype, "activation_dtype": activation_dtype}, mesh_shape, parallel_block)
+    m = _heads_priced(m, n_chips, attention_sharding, pad_heads)
     tokens = batch * (context_len if phase == "prefill" else 1)
     ffn = ffn_collectives(ffn_layout, m, tokens, mesh, weight_dtype, activation_dtype)
     activations = [c for c in ffn if c.tensor == "activations"]
@@ -182,9 +208,13 @@ def layer_collectives(model, n_chips: int, phase: str, batch: int, ffn_layout: s
 def layout_cost(model, chip, n_chips: int, phase: str, batch: int, ffn_layout: str, attention_sharding: str, *,
                 context_len: int = 2048, weight_dtype: str = "bf16", kv_dtype: str = "bf16",
                 activation_dtype: str = "bf16", mesh_shape=None, parallel_block: bool = True,
-                overlap: bool = False) -> LayoutCost:
+                overlap: bool = False, pad_heads: bool = False) -> LayoutCost:
     """Price one prefill pass or decode step (module docstring). Raises ValueError for a sharding that cannot
-    split the batch: "batch" needs B divisible by n (each chip holds whole sequences).
+    split the batch: "batch" needs B divisible by n (each chip holds whole sequences); for "heads" over chips that
+    do not divide the query heads, unless `pad_heads=True` pads them to the next multiple of n (Pope et al. padded
+    PaLM 540B's 48 heads to 64): the padded heads' weights count in the compute and weight terms and in HBM, not
+    in the model FLOPs of MFU; and for Pope et al.'s layouts on a chip that is not a torus (a GPU's NVLink switch
+    runs "1d-ws", as `estimate.Deployment` decides).
 
     Used in chapter 12, *Choosing a layout by the metric*.
     """
@@ -196,11 +226,12 @@ def layout_cost(model, chip, n_chips: int, phase: str, batch: int, ffn_layout: s
     if attention_sharding == "batch" and b % n:
         raise ValueError(f"attention sharded over the batch needs batch={b} divisible by n_chips={n}; "
                          "use a multiple of the chip count or attention_sharding='heads'")
-    steps = layer_collectives(m, n, phase, b, ffn_layout, attention_sharding, context_len=context_len,
+    priced = _heads_priced(m, n, attention_sharding, pad_heads)
+    steps = layer_collectives(priced, n, phase, b, ffn_layout, attention_sharding, context_len=context_len,
                               weight_dtype=weight_dtype, activation_dtype=activation_dtype, mesh_shape=mesh,
                               parallel_block=parallel_block, chip=c)
     tokens = b * (context_len if phase == "prefill" else 1)
-    params = param_count(m)
+    params = param_count(priced)
     gathered = math.prod(mesh[:_GATHER_AXES[ffn_layout]])
     weight_bytes = params * bytes_per_element(weight_dtype) / n
     kv_heads = math.ceil(m.n_kv_heads / n) if attention_sharding == "heads" else m.n_kv_heads
@@ -217,7 +248,7 @@ def layout_cost(model, chip, n_chips: int, phase: str, batch: int, ffn_layout: s
         network_s=m.n_layers * sum(max(bw, lat) for bw, lat in per_collective),
         network_latency_s=m.n_layers * latency_bound,
         bytes_per_chip=weight_bytes * (1 + gathered / m.n_layers) + kv_bytes,
-        hbm_capacity=c.hbm_capacity, model_flops=2.0 * params * tokens, peak_flops=n * c.peak_flops("bf16"),
+        hbm_capacity=c.hbm_capacity, model_flops=2.0 * param_count(m) * tokens, peak_flops=n * c.peak_flops("bf16"),
         overlap=overlap)
 
 
@@ -248,8 +279,10 @@ class LayoutDecision:
 
 def choose_layout(model, chip, n_chips: int, phase: str, batch: int, *, tie: float = 0.01,
                   **options) -> LayoutDecision:
-    """The fastest feed-forward layout and attention sharding for one configuration, among those that fit in HBM
-    and can split the batch (`layout_cost` options pass through). `NothingFits` (a ValueError) when nothing fits.
+    """The fastest feed-forward layout and attention sharding for one configuration, among those that fit in HBM,
+    can split the batch and the heads (or pad them: `pad_heads=True`) and that the chip's network runs (Pope et
+    al.'s layouts on a TPU torus, "1d-ws" on a GPU switch), `layout_cost` options passing through. `NothingFits`
+    (a ValueError) when nothing fits.
 
     Used in chapter 12, *Choosing a layout by the metric*.
     """
@@ -259,15 +292,21 @@ def choose_layout(model, chip, n_chips: int, phase: str, batch: int, *, tie: flo
     n_chips, batch = positive_int("n_chips", n_chips), positive_int("batch", batch)
     choice("phase", phase, PHASES)
     costs = []
-    for layout, sharding in product(LAYOUTS, ATTENTION_SHARDINGS):
+    layouts = LAYOUTS if isinstance(c.topology, Torus) else ("1d-ws",)
+    pad = flag("pad_heads", options.get("pad_heads", False))
+    for layout, sharding in product(layouts, ATTENTION_SHARDINGS):
         if sharding == "batch" and batch % n_chips:
+            continue
+        if sharding == "heads" and m.n_heads % n_chips and not pad:
             continue
         cost = layout_cost(m, c, n_chips, phase, batch, layout, sharding, **options)
         if cost.fits:
             costs.append(cost)
     if not costs:
+        unsplit = (f"; the {m.n_heads} heads do not split {n_chips} ways and batch {batch} does not either: "
+                   "pad_heads=True pads them") if m.n_heads % n_chips and not pad else ""
         raise NothingFits(f"nothing fits: {m.name} at batch {batch} on {n_chips} x {c.name} in any layout; add "
-                          "chips, lower the batch or context, or quantize the weights")
+                          f"chips, lower the batch or context, or quantize the weights{unsplit}")
     return LayoutDecision(best=min(costs, key=lambda c: c.total_s), costs=tuple(costs), tie=tie)
 
 
@@ -303,12 +342,7 @@ def pareto_frontier(points) -> tuple:
 
     Used in chapter 12, *Choosing a layout by the metric*.
     """
-    if isinstance(points, (str, bytes)) or not hasattr(points, "__iter__"):
-        raise ValueError(f"points must be a list of LayoutCost (from sweep or layout_cost), got {points!r}")
-    points = tuple(points)
-    for point in points:
-        if not isinstance(point, LayoutCost):
-            raise ValueError(f"points must hold LayoutCost results (from sweep or layout_cost), got {point!r}")
+    points = instances("points", points, LayoutCost, "LayoutCost results (from sweep or layout_cost)")
     ordered = sorted(points, key=lambda p: (p.total_s, -p.mfu))
     frontier, best_mfu = [], -1.0
     for point in ordered:
@@ -335,7 +369,10 @@ def choose(model, chip, phase: str, metric: str = "cost", *, latency_target_s: f
     for dtype in weight_dtypes:
         if not isinstance(dtype, str):
             raise ValueError(f"weight_dtypes must hold dtype names such as 'bf16', got {dtype!r}")
-        bytes_per_element(dtype)
+        try:
+            bytes_per_element(dtype)
+        except ValueError as err:
+            raise ValueError(f"weight_dtypes: {err}") from None
     points = [p for dtype in weight_dtypes
               for p in sweep(model, chip, phase, chip_counts=chip_counts, batches=batches, weight_dtype=dtype,
                              **options)]
@@ -397,9 +434,12 @@ def measured_mfu(row) -> float:
 
 def choose_for(row, **options) -> LayoutDecision:
     """`choose_layout` for the configuration of a measured row (its model, chips, phase, batch, weights, context).
+    Pope et al. padded the query heads to a multiple of the chips (PaLM 540B: 48 to 64), so heads are padded
+    here too unless `pad_heads=False` is passed.
 
     Used in chapter 12, *Choosing a layout by the metric*.
     """
     row = _row(row)
+    options.setdefault("pad_heads", True)
     return choose_layout(row.model, row.chip, row.chips, row.phase, row.batch, weight_dtype=row.weight_dtype,
                          context_len=row.context_len, **options)

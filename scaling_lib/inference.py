@@ -9,12 +9,13 @@ the weights are either streamed from HBM once or, at large batch, the matmul FLO
 over the n chips that hold the model. P is the parameter count used for FLOPs (active parameters for an MoE).
 """
 
+import math
 from dataclasses import dataclass
 
-from ._validate import choice, fraction, non_negative_int, positive, positive_int
+from ._validate import choice, flag, fraction, non_negative_int, positive, positive_int
 from .flops import matmul_params
 from .hardware import get_chip
-from .memory import MemoryFootprint, kv_bytes_per_token, kv_cache_bytes, max_batch_size, memory_footprint
+from .memory import MemoryFootprint, kv_bytes_per_token, kv_cache_bytes, max_batch_size, memory_footprint, require_fit
 from .memory import param_bytes as model_param_bytes
 from .models import active_param_count, get_model
 from .roofline import critical_batch_size
@@ -39,8 +40,11 @@ class StepTime:
 
 
 def step_time_bound(*, batch: float, kv_bytes_per_sequence: float, param_bytes: float, param_count: float, chip,
-                    n_chips: int = 1, compute_dtype: str = "bf16") -> StepTime:
+                    n_chips: int = 1, compute_dtype: str = "bf16", check_capacity: bool = True) -> StepTime:
     """B KV / (n W) + max(2 B P / (n C), P_bytes / (n W)): the general decode step lower bound (Scaling Book ch. 7).
+
+    Raises ValueError when P_bytes + B KV exceeds the n chips' HBM (a step that cannot be held is not a bound);
+    `check_capacity=False` prices the step as if it fitted: used to show what would not fit.
 
     Used in chapter 5, *A model of the decode step* and chapter 10, *Speculative decoding, mixture of experts and
     quantization*.
@@ -51,6 +55,15 @@ def step_time_bound(*, batch: float, kv_bytes_per_sequence: float, param_bytes: 
     positive("param_bytes", param_bytes)
     positive("param_count", param_count)
     positive_int("n_chips", n_chips)
+    if flag("check_capacity", check_capacity) and param_bytes + batch * kv_bytes_per_sequence > n_chips * chip.hbm_capacity:
+        gb, capacity = 1e9, n_chips * chip.hbm_capacity
+        fix = ("the weights alone exceed it: quantize them or add chips" if param_bytes > capacity else
+               f"at most {math.floor((capacity - param_bytes) / kv_bytes_per_sequence):,} sequences fit; use fewer "
+               "sequences (batch), shorter ones (kv_bytes_per_sequence) or more chips (n_chips)")
+        raise ValueError(f"batch {batch:,} does not fit: it needs {(param_bytes + batch * kv_bytes_per_sequence) / gb:,.1f} "
+                         f"GB ({param_bytes / gb:,.1f} GB of weights + {batch * kv_bytes_per_sequence / gb:,.1f} GB of "
+                         f"KV cache) but {n_chips} x {chip.name} have {capacity / gb:,.1f} GB; {fix}; or pass "
+                         "check_capacity=False to price the step as if it fitted (to show what would not fit)")
     hbm = n_chips * chip.hbm_bandwidth
     flops = n_chips * chip.peak_flops(compute_dtype)
     return StepTime(kv_s=batch * kv_bytes_per_sequence / hbm,
@@ -59,10 +72,12 @@ def step_time_bound(*, batch: float, kv_bytes_per_sequence: float, param_bytes: 
 
 
 def decode_step_time(model, chip, n_chips: int, batch: int, context_len: int, weight_dtype: str = "bf16",
-                     kv_dtype: str = "bf16", compute_dtype: str = "bf16") -> StepTime:
+                     kv_dtype: str = "bf16", compute_dtype: str = "bf16", *, check_capacity: bool = True) -> StepTime:
     """`step_time_bound` for a named model: KV per sequence at `context_len`, all weights read, active params' FLOPs.
 
-    Memory capacity is not checked here; see `memory.max_batch_size`.
+    Raises ValueError when the weights and the B caches do not fit in the chips' HBM (`memory.require_fit`);
+    `check_capacity=False` prices the step as if it fitted: used to show what would not fit (`memory.max_batch_size`
+    says how many do).
 
     Used in chapter 3, *Prefill and generation are different workloads*; chapter 4, *The KV cache dominates memory*;
     chapter 5, *A model of the decode step*; chapter 6, *Shrinking the KV cache*; chapter 9, *Serving engines*; chapter
@@ -70,11 +85,14 @@ def decode_step_time(model, chip, n_chips: int, batch: int, context_len: int, we
     """
     m = get_model(model)
     positive("context_len", context_len, allow_zero=True)
-    return step_time_bound(batch=non_negative_int("batch", batch),
+    batch = non_negative_int("batch", batch)
+    if flag("check_capacity", check_capacity):
+        require_fit(m, chip, positive_int("n_chips", n_chips), batch, context_len, weight_dtype, kv_dtype)
+    return step_time_bound(batch=batch,
                            kv_bytes_per_sequence=kv_cache_bytes(m, context_len, 1, kv_dtype),
                            param_bytes=model_param_bytes(m, weight_dtype),
                            param_count=active_param_count(m),
-                           chip=chip, n_chips=n_chips, compute_dtype=compute_dtype)
+                           chip=chip, n_chips=n_chips, compute_dtype=compute_dtype, check_capacity=False)
 
 
 def full_hbm_step_time(chip) -> float:
@@ -93,32 +111,38 @@ def full_hbm_step_time(chip) -> float:
 
 def decode_step_time_kv_heads(model, n_kv_heads: int, chip, n_chips: int, batch: int, context_len: int,
                               weight_dtype: str = "bf16", kv_dtype: str = "bf16",
-                              compute_dtype: str = "bf16") -> StepTime:
+                              compute_dtype: str = "bf16", *, check_capacity: bool = True) -> StepTime:
     """`step_time_bound` with the KV cache of `model` rebuilt with `n_kv_heads` KV heads but its weights unchanged.
 
     The Scaling Book's ch. 7 GQA table does exactly this: LLaMA-2-13B with K = 8 instead of 40 ("GQA 1:5") shrinks
     the KV term 5x and keeps the 26e9 B of multi-head weights (a real GQA model would also have smaller W_K, W_V).
-    Claim M5.
+    Claim M5. Capacity is checked as in `decode_step_time` (`check_capacity=False` to show what would not fit).
 
     Used in chapter 4, *The KV cache dominates memory*.
     """
     m = get_model(model)
     positive("context_len", context_len, allow_zero=True)
-    return step_time_bound(batch=non_negative_int("batch", batch),
+    batch, n_kv_heads = non_negative_int("batch", batch), positive_int("n_kv_heads", n_kv_heads)
+    if flag("check_capacity", check_capacity):
+        require_fit(m, chip, positive_int("n_chips", n_chips), batch, context_len, weight_dtype, kv_dtype,
+                    n_kv_heads=n_kv_heads)
+    return step_time_bound(batch=batch,
                            kv_bytes_per_sequence=kv_cache_bytes(m.with_(n_kv_heads=n_kv_heads), context_len, 1,
                                                                 kv_dtype),
                            param_bytes=model_param_bytes(m, weight_dtype), param_count=active_param_count(m),
-                           chip=chip, n_chips=n_chips, compute_dtype=compute_dtype)
+                           chip=chip, n_chips=n_chips, compute_dtype=compute_dtype, check_capacity=False)
 
 
 def decode_throughput(model, chip, n_chips: int, batch: int, context_len: int, weight_dtype: str = "bf16",
-                      kv_dtype: str = "bf16", compute_dtype: str = "bf16") -> float:
-    """Generated tokens per second for the whole server: B / T_step.
+                      kv_dtype: str = "bf16", compute_dtype: str = "bf16", *, check_capacity: bool = True) -> float:
+    """Generated tokens per second for the whole server: B / T_step. Raises ValueError when the batch does not fit
+    (`decode_step_time`; `check_capacity=False` prices it as if it fitted: used to show what would not fit).
 
     Used in chapter 4, *The KV cache dominates memory* and chapter 5, *A model of the decode step*.
     """
     positive_int("batch", batch)  # a throughput of zero sequences is not a rate
-    step = decode_step_time(model, chip, n_chips, batch, context_len, weight_dtype, kv_dtype, compute_dtype)
+    step = decode_step_time(model, chip, n_chips, batch, context_len, weight_dtype, kv_dtype, compute_dtype,
+                            check_capacity=check_capacity)
     return batch / step.total_s
 
 
@@ -252,7 +276,9 @@ def explain_decode(model, chip, n_chips: int, batch: int, context_len: int, weig
     chip = get_chip(chip)
     n_chips, batch = positive_int("n_chips", n_chips), positive_int("batch", batch)
     context_len = positive_int("context_len", context_len)
-    step = decode_step_time(m, chip, n_chips, batch, context_len, weight_dtype, kv_dtype, compute_dtype)
+    # the report shows a batch that does not fit (`fits`, the "does NOT fit" line) rather than refusing it
+    step = decode_step_time(m, chip, n_chips, batch, context_len, weight_dtype, kv_dtype, compute_dtype,
+                            check_capacity=False)
     footprint = memory_footprint(m, chip, n_chips, batch, context_len, weight_dtype, kv_dtype)
     return DecodeReport(
         model=m.name, chip=chip.name, n_chips=n_chips, batch=batch, context_len=context_len,

@@ -18,7 +18,7 @@ the Scaling Book lists {cite}`scalingbook`, each changing one factor of  B x S x
 import math
 from dataclasses import dataclass
 
-from ._validate import flag, non_negative_int, positive, positive_int
+from ._validate import MAX_REQUESTS, at_most, flag, non_negative_int, positive, positive_int
 from .dtypes import bytes_per_element
 from .memory import kv_bytes_per_token
 from .models import get_model
@@ -109,6 +109,10 @@ def kv_footprint(model, lengths, dtype: str = "bf16", window: int | None = None,
     return KVBytes(stored_bytes=stored, read_bytes=sum(layer_bytes))
 
 
+def _batch(batch) -> int:
+    return at_most("batch", positive_int("batch", batch), MAX_REQUESTS, "the footprint lists one length per sequence")
+
+
 def local_global_kv_bytes(model, tokens: int, window: int, global_every: int, batch: int = 1,
                           dtype: str = "bf16") -> float:
     """KV bytes of `batch` sequences of `tokens` tokens when every `global_every`-th layer attends globally and the
@@ -116,7 +120,7 @@ def local_global_kv_bytes(model, tokens: int, window: int, global_every: int, ba
 
     Used in chapter 6, *Shrinking the KV cache*.
     """
-    return kv_footprint(model, [non_negative_int("tokens", tokens)] * positive_int("batch", batch), dtype,
+    return kv_footprint(model, [non_negative_int("tokens", tokens)] * _batch(batch), dtype,
                         positive_int("window", window), positive_int("global_every", global_every)).stored_bytes
 
 
@@ -126,7 +130,7 @@ def cross_layer_kv_bytes(model, tokens: int, share_every: int, batch: int = 1, d
 
     Used in chapter 6, *Shrinking the KV cache*.
     """
-    return kv_footprint(model, [non_negative_int("tokens", tokens)] * positive_int("batch", batch), dtype,
+    return kv_footprint(model, [non_negative_int("tokens", tokens)] * _batch(batch), dtype,
                         share_every=positive_int("share_every", share_every))
 
 
@@ -154,6 +158,7 @@ class LeverRow:
 def evenly_ragged_lengths(context_len: int, batch: int) -> list:
     """A ragged batch for costing paging: lengths (b + 1) / B x S for b = 0..B-1, rounded up (mean about S / 2)."""
     context_len, batch = positive_int("context_len", context_len), positive_int("batch", batch)
+    at_most("batch", batch, MAX_REQUESTS, "it lists one length per sequence")
     return [-(-(b + 1) * context_len // batch) for b in range(batch)]
 
 

@@ -30,7 +30,7 @@ import math
 from dataclasses import dataclass
 from itertools import product
 
-from ._validate import axes, choice, fraction, positive, positive_int
+from ._validate import MAX_CHIPS, at_most, axes, choice, divisors, fraction, items, positive, positive_int
 from .dtypes import bytes_per_element
 from .hardware import get_chip
 from .inference import StepTime, decode_step_time
@@ -273,7 +273,7 @@ def comm_volume_curves(model, mesh_shape, tokens, layouts=LAYOUTS, weight_dtype:
     tokens = tuple(positive("tokens", t) for t in tokens)
     if not tokens:
         raise ValueError("tokens must list at least one token count, e.g. [64, 1024, 16384]")
-    layouts = tuple(choice("layout", name, LAYOUTS) for name in layouts)
+    layouts = items("layouts", layouts, lambda what, name: choice(what, name, LAYOUTS))
 
     def volume(name, t):
         return ffn_comm_volume(name, model, t, mesh_shape, weight_dtype, activation_dtype).total_bytes
@@ -320,9 +320,10 @@ def ws_2d_crossover_chips(d_model: int, d_ff: int, convention: str = "pope") -> 
 
 def optimal_2d_mesh(n_chips: int, model, chip="tpu-v4", convention: str = "pope") -> tuple:
     """The integer mesh (X, Y, Z), X Y Z = n_chips, with the least 2D weight-stationary communication time."""
-    n_chips = positive_int("n_chips", n_chips)
-    divisors = [k for k in range(1, n_chips + 1) if n_chips % k == 0]
-    meshes = [(x, y, n_chips // (x * y)) for x, y in product(divisors, divisors) if n_chips % (x * y) == 0]
+    n_chips = at_most("n_chips", positive_int("n_chips", n_chips), MAX_CHIPS, "no slice has more chips, and the "
+                      "search tries every pair of divisors")
+    factors = divisors(n_chips)
+    meshes = [(x, y, n_chips // (x * y)) for x, y in product(factors, factors) if n_chips % (x * y) == 0]
     # Prefer the most even Y x Z split on ties (fewest degenerate axes).
     return min(meshes, key=lambda mesh: (ffn_comm_time("2d-ws", model, chip, 1.0, mesh, convention),
                                          abs(mesh[1] - mesh[2])))
@@ -335,7 +336,7 @@ def layout_switch_points(model, chip, mesh_shape, convention: str = "pope", layo
 
     Used in chapter 8, *Partitioning layouts*.
     """
-    layouts = tuple(choice("layout", name, LAYOUTS) for name in layouts)
+    layouts = items("layouts", layouts, lambda what, name: choice(what, name, LAYOUTS))
     if not isinstance(tokens_range, (tuple, list)) or len(tokens_range) != 2:
         raise ValueError(f"tokens_range must be a (start, stop) pair of token counts, got {tokens_range!r}")
     positive("tokens_range start", tokens_range[0])
@@ -444,7 +445,7 @@ def context_length_table(chip="tpu-v4", n_chips: int = 64, batches=(128, 512), k
     """
     if isinstance(batches, (str, bytes)) or not hasattr(batches, "__iter__") or not list(batches):
         raise ValueError(f"batches must list at least one batch size, e.g. (128, 512), got {batches!r}")
-    batches = tuple(positive_int("batch", b) for b in batches)
+    batches = items("batches", batches, positive_int)
     variants = (("multihead", "palm-540b-multihead", "heads"), ("baseline multiquery", "palm-540b", "heads"),
                 ("optimized multiquery", "palm-540b", "batch"))
     return tuple(ContextLengthRow(label, name, sharding, get_model(name).head_dim, tuple(batches),
@@ -489,15 +490,18 @@ class DecodeGap:
 
 
 def decode_latency_gap(model, chip, n_chips: int, batch: int, context_len: int, measured_step_s: float,
-                       weight_dtype: str = "int8", kv_dtype: str = "bf16", compute_dtype: str = "bf16") -> DecodeGap:
+                       weight_dtype: str = "int8", kv_dtype: str = "bf16", compute_dtype: str = "bf16", *,
+                       check_capacity: bool = True) -> DecodeGap:
     """`inference.decode_step_time` (weights / (n W_hbm) + KV / (n W_hbm), or FLOPs) beside a measured step.
 
     The bound leaves out communication, attention FLOPs, layer norms and sampling, so it sits below any real step.
+    Raises ValueError when the batch does not fit in HBM (`check_capacity=False` prices it as if it fitted).
 
     Used in chapter 8, *Partitioning layouts*.
     """
     positive("measured_step_s", measured_step_s)
-    bound = decode_step_time(model, chip, n_chips, batch, context_len, weight_dtype, kv_dtype, compute_dtype)
+    bound = decode_step_time(model, chip, n_chips, batch, context_len, weight_dtype, kv_dtype, compute_dtype,
+                             check_capacity=check_capacity)
     return DecodeGap(bound=bound, measured_s=measured_step_s)
 
 

@@ -16,13 +16,20 @@ frozen rows. The tables:
 - `published_runs()`: 263 published inference runs for the calibration of chapter 11 (TensorRT-LLM v0.14 across
   tensor-parallel degrees 1-8, FP8 and FP16, dense and Mixtral MoE; TensorRT-LLM 0.5/0.6.1 static batches and
   first-token latencies; JetStream on TPU v5e), each with its source.
+- `validation_runs()`: 1,441 further published runs kept out of every fit (TensorRT-LLM v0.9, v0.13, v0.15, v0.17,
+  v0.20 and v1.0 tables on H100, H200, A100, B200 and GB200, TP 1-8, FP16, FP8 and NVFP4; JetStream-PyTorch on TPU
+  v5e-8): the out-of-sample check of `calibration.out_of_sample_summary` (one further row, impossible as published,
+  is kept in the file but excluded).
 
 Used in chapter 11, *How close do real systems come?*.
 """
 
 import csv
+import functools
 from dataclasses import dataclass
 from pathlib import Path
+
+from .models import from_hf_config
 
 DATA = Path(__file__).resolve().parent / "data"
 
@@ -124,7 +131,14 @@ def pope_row(model: str, scenario: str, phase: str) -> PopeRow:
 
     Used in chapter 12, *Choosing a layout by the metric*.
     """
-    for row in pope_rows():
+    rows = pope_rows()
+    known_rows = ", ".join(f"({r.model!r}, {r.scenario!r}, {r.phase!r})" for r in rows)
+    for name, value in (("model", model), ("scenario", scenario), ("phase", phase)):
+        known = sorted({getattr(r, name) for r in rows})
+        if not isinstance(value, str) or value not in known:
+            raise ValueError(f"unknown {name} {value!r} for a Pope et al. row; use one of {', '.join(known)} "
+                             f"(known rows: {known_rows})")
+    for row in rows:
         if (row.model, row.scenario, row.phase) == (model, scenario, phase):
             return row
     known = ", ".join(f"({r.model!r}, {r.scenario!r}, {r.phase!r})" for r in pope_rows())
@@ -176,8 +190,18 @@ class RunRow:
     @property
     def label(self) -> str:
         extra = f" b{self.batch}" if self.batch else ""
-        return (f"{self.model} {self.chip} TP{self.tensor_parallel} {self.weights} {self.kind} "
+        model = getattr(self.model, "name", self.model)  # a Transformer read from a config file: its name
+        return (f"{model} {self.chip} TP{self.tensor_parallel} {self.weights} {self.kind} "
                 f"{self.input_len}/{self.output_len}{extra} ({self.engine.split(' (')[0]})")
+
+
+def _run_row(r: dict, model) -> RunRow:
+    return RunRow(source=r["source"], engine=r["engine"], hardware=r["hardware"], chip=r["chip"],
+                  n_chips=int(r["n_chips"]), tensor_parallel=int(r["tensor_parallel"]), model=model,
+                  model_card=r["model_card"], weights=r["weights"], kv_cache=r["kv_cache"], compute=r["compute"],
+                  input_len=int(r["input_len"]), output_len=int(r["output_len"]),
+                  batch=int(r["batch"]) if r["batch"] else None, kind=r["kind"], measured=float(r["measured"]),
+                  unit=r["unit"], note=r["note"])
 
 
 def published_runs() -> tuple:
@@ -185,13 +209,50 @@ def published_runs() -> tuple:
 
     Used in chapter 11, *How close do real systems come?*.
     """
-    return tuple(RunRow(source=r["source"], engine=r["engine"], hardware=r["hardware"], chip=r["chip"],
-                        n_chips=int(r["n_chips"]), tensor_parallel=int(r["tensor_parallel"]), model=r["model"],
-                        model_card=r["model_card"], weights=r["weights"], kv_cache=r["kv_cache"],
-                        compute=r["compute"], input_len=int(r["input_len"]), output_len=int(r["output_len"]),
-                        batch=int(r["batch"]) if r["batch"] else None, kind=r["kind"], measured=float(r["measured"]),
-                        unit=r["unit"], note=r["note"])
-                 for r in _read("published_runs.csv"))
+    return tuple(_run_row(r, r["model"]) for r in _read("published_runs.csv"))
+
+
+# Configs of models the library does not name (`book/data/hf_configs/`, each with its source in that README).
+HF_CONFIGS = Path(__file__).resolve().parent.parent / "book" / "data" / "hf_configs"
+_HF_PREFIX = "hf:"
+
+
+def _row_model(name: str):
+    """A row's model: a library name as it stands, or "hf:<stem>" read from `HF_CONFIGS/<stem>.json`."""
+    if not name.startswith(_HF_PREFIX):
+        return name
+    path = HF_CONFIGS / f"{name[len(_HF_PREFIX):]}.json"
+    if not path.is_file():
+        raise ValueError(f"model {name!r}: no config at {path}; add the model's config.json there (with its source "
+                         "in the README) or use a library model name")
+    return from_hf_config(path)
+
+
+EXCLUDED = "EXCLUDED:"  # a validation row's note that starts so states why the row cannot be a measurement as given
+
+
+def validation_runs(include_excluded: bool = False) -> tuple:
+    """Published inference runs kept out of every fit (`validation_runs.csv`): TensorRT-LLM's performance tables of
+    releases v0.9 (static batches and first-token latency), v0.13, v0.15, v0.17, v0.20 and v1.0 (H100, H200, A100, B200
+    and GB200; TP 1-8; FP16, FP8 and NVFP4; LLaMA-2 7B/70B, LLaMA-3/3.1/3.3 8B/70B/405B, Mistral 7B, Mixtral 8x7B/8x22B,
+    Qwen3-235B-A22B and Qwen3-30B-A3B) and JetStream-PyTorch's further TPU v5e-8 rows, each with its source. A model
+    the library does not name is read from its config file (`HF_CONFIGS`), so its row's `model` is a `Transformer`.
+    The out-of-sample check of chapter 11's estimate (`calibration.out_of_sample_summary`) prices these; nothing fits
+    on them.
+
+    A row whose note starts with `EXCLUDED` is physically impossible as published (it beats the bound by more than
+    any tolerance; the note gives the arithmetic and the likely page error); it is kept in the file for the record and
+    returned only with `include_excluded=True`.
+    """
+    if not isinstance(include_excluded, bool):
+        raise TypeError(f"include_excluded must be True or False, got {include_excluded!r}")
+    return _validation_runs() if include_excluded else tuple(r for r in _validation_runs()
+                                                            if not r.note.startswith(EXCLUDED))
+
+
+@functools.cache
+def _validation_runs() -> tuple:
+    return tuple(_run_row(r, _row_model(r["model"])) for r in _read("validation_runs.csv"))
 
 
 @dataclass(frozen=True)

@@ -112,7 +112,8 @@ def memory_footprint(model, chip, n_chips: int, batch: int, context_len: int, we
     """Weights + B sequences' KV caches (times `kv_replication`), against n_chips x HBM capacity (activations
     ignored).
 
-    Used in chapter 4, *The KV cache dominates memory*.
+    Used in chapter 4, *The KV cache dominates memory*; chapter 5, *A model of the decode step*; and chapter 7,
+    *Sharding prefill and generation*.
     """
     chip = get_chip(chip)
     positive_int("n_chips", n_chips)
@@ -122,6 +123,43 @@ def memory_footprint(model, chip, n_chips: int, batch: int, context_len: int, we
     return MemoryFootprint(weight_bytes=param_bytes(model, weight_dtype),
                            kv_bytes=copies * kv_cache_bytes(model, context_len, batch, kv_dtype),
                            capacity_bytes=n_chips * chip.hbm_capacity)
+
+
+def require_fit(model, chip, n_chips: int, batch: int, context_len: float, weight_dtype: str = "bf16",
+                kv_dtype: str = "bf16", kv_placement: str = "batch-split", *, n_kv_heads: int | None = None,
+                what: str = "") -> MemoryFootprint:
+    """`memory_footprint`, or a ValueError when the weights and the B caches do not fit in n_chips x HBM.
+
+    The closed-form step bounds (`inference.decode_step_time`, `speculative.roofline_step`, ...) call it so that a
+    batch that cannot be held is refused rather than priced; the message gives what is needed, what there is and the
+    fix, in the words of `estimate`'s capacity check. `what` names the configuration in the message; `n_kv_heads`
+    rebuilds the cache with that many KV heads and keeps the weights (`memory_footprint_kv_heads`).
+    """
+    chip = get_chip(chip)
+    if not isinstance(what, str):
+        raise ValueError(f"what must be a string naming the configuration, got {what!r}")
+    if n_kv_heads is None:
+        footprint = memory_footprint(model, chip, n_chips, batch, context_len, weight_dtype, kv_dtype, kv_placement)
+    else:
+        choice("kv_placement", kv_placement, KV_PLACEMENTS)
+        footprint = memory_footprint_kv_heads(model, n_kv_heads, chip, n_chips, batch, context_len, weight_dtype,
+                                              kv_dtype)
+    if footprint.fits:
+        return footprint
+    m = get_model(model)
+    what = what or f"{m.name} at batch {batch} with {context_len:,} tokens of context each on {n_chips} x {chip.name}"
+    gb = 1e9
+    if footprint.weight_bytes > footprint.capacity_bytes:
+        fix = (f"the weights alone ({footprint.weight_bytes / gb:,.1f} GB) exceed it: quantize them "
+               "(a smaller weight_dtype) or add chips")
+    else:
+        largest = math.floor((footprint.capacity_bytes - footprint.weight_bytes) / (footprint.kv_bytes / batch))
+        fix = (f"the largest batch that fits is {largest:,}; use fewer sequences (batch), a shorter context_len, a "
+               "smaller kv_dtype (e.g. 'int8') or more chips (n_chips)")
+    raise ValueError(f"{what} does not fit: it needs {footprint.total_bytes / gb:,.1f} GB "
+                     f"({footprint.weight_bytes / gb:,.1f} GB of weights + {footprint.kv_bytes / gb:,.1f} GB of KV "
+                     f"cache) but {n_chips} x {chip.name} {'has' if n_chips == 1 else 'have'} {footprint.capacity_bytes / gb:,.1f} GB; {fix}; or "
+                     "pass check_capacity=False to price the step as if it fitted (to show what would not fit)")
 
 
 def memory_footprint_kv_heads(model, n_kv_heads: int, chip, n_chips: int, batch: int, context_len: int,
@@ -152,8 +190,8 @@ def max_batch_size(model, chip, n_chips: int, context_len: int, weight_dtype: st
     the Scaling Book's rule: no copies) or "replicated" (n / K copies; see `kv_replication`).
 
     Used in chapter 3, *Prefill and generation are different workloads*; chapter 4, *The KV cache dominates memory*;
-    chapter 5, *A model of the decode step*; chapter 9, *Serving engines*; chapter 14, *Serving details*; and the
-    appendix *Apply the book to your model*.
+    chapter 5, *A model of the decode step*; chapter 9, *Serving engines*; chapter 10, *Speculative decoding, mixture of
+    experts and quantization*; chapter 14, *Serving details*; and the appendix *Apply the book to your model*.
     """
     chip = get_chip(chip)
     positive_int("n_chips", n_chips)

@@ -337,7 +337,17 @@ ALIASES.update({"mixtral8x22b": "mixtral-8x22b", "mixtral8x22bv0.1": "mixtral-8x
 
 # ----------------------------------------------------------------------------------------------- your own model
 _HF_TYPES = ("llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3_text",
-             "deepseek_v3")
+             "deepseek_v3", "deepseek_v2", "phi3", "phimoe", "olmo2", "qwen2_moe", "gemma3", "llama4", "llama4_text",
+             "gpt_oss")
+# Multimodal configs whose language model is a nested text_config of another type (read with that type's defaults).
+_NESTED = {"gemma3": "gemma3_text", "llama4": "llama4_text"}
+# Hugging Face's defaults (transformers' Gemma3TextConfig) for the fields a Gemma 3 text_config may leave out: the
+# released configs omit vocab_size, sliding_window_pattern and, for the 4B, the head counts.
+_GEMMA3_TEXT_DEFAULTS = dict(vocab_size=262_208, hidden_size=2304, intermediate_size=9216, num_hidden_layers=26,
+                             num_attention_heads=8, num_key_value_heads=4, head_dim=256, sliding_window=4096,
+                             sliding_window_pattern=6, max_position_embeddings=131_072, tie_word_embeddings=True)
+_MLA_TYPES = ("deepseek_v2", "deepseek_v3")  # multi-head latent attention, shared experts, leading dense layers
+_WINDOWED_TYPES = ("mistral", "phi3", "phimoe")  # a sliding_window on every layer when set
 _REQUIRED = object()  # the default of a field that must be present
 _MAX_CONFIG_BYTES = 10**7  # the largest config.json read: real ones are a few kB; a larger file is something else
 # config.json's name for each Transformer field, so an error raised by the model's own checks names the file's field.
@@ -441,8 +451,11 @@ def _load_config(path_or_dict) -> tuple:
     except OSError as err:  # a name too long for the file system, a loop of links, ...
         raise ValueError(f"cannot open the config file {str(path)[:200]}: {err.strerror or err}") from None
     if is_dir:
-        raise ValueError(f"{path} is a directory; pass the path of the config.json file in it, e.g. "
-                         f"{path / 'config.json'}")
+        try:
+            path, is_file = _config_in_folder(path)
+            size = path.stat().st_size
+        except OSError as err:
+            raise ValueError(f"cannot read the model folder {str(path)[:200]}: {err.strerror or err}") from None
     if not is_file:
         raise ValueError(f"no config file at {path}; pass the path of a Hugging Face config.json or its dict")
     if size > _MAX_CONFIG_BYTES:
@@ -467,7 +480,36 @@ def _load_config(path_or_dict) -> tuple:
     if not isinstance(config, dict):
         raise ValueError(f"{path} holds {_json_text(config)} at its top level; a config.json is one JSON object "
                          "{...} of fields such as \"model_type\" and \"hidden_size\"")
-    return config, path.parent.name or path.stem, str(path)
+    return config, _origin(path), str(path)
+
+
+def _config_in_folder(folder: Path) -> tuple:
+    """The config.json of a model folder, or of a Hugging Face cache entry (models--org--name, whose snapshots/
+    hold one folder per revision: the one refs/main names, else the only one); a ValueError otherwise."""
+    if (folder / "config.json").is_file():
+        return folder / "config.json", True
+    snapshots = folder / "snapshots"
+    if snapshots.is_dir():
+        ref = folder / "refs" / "main"
+        revision = ref.read_text().strip() if ref.is_file() else None
+        found = sorted(p for p in snapshots.iterdir() if (p / "config.json").is_file())
+        chosen = [p for p in found if p.name == revision] or (found if len(found) == 1 else [])
+        if chosen:
+            return chosen[0] / "config.json", True
+        if found:
+            raise ValueError(f"{folder} holds {len(found)} snapshots with a config.json and no refs/main naming one; "
+                             f"pass one of them, e.g. {found[0] / 'config.json'}")
+    raise ValueError(f"{folder} is a directory with no config.json in it (nor a Hugging Face cache snapshot); pass "
+                     "the model's folder or the path of its config.json")
+
+
+def _origin(path: Path) -> str:
+    """The model's name when the config does not give one: org/name of a Hugging Face cache entry
+    (.../models--org--name/snapshots/<hash>/config.json), else the folder holding the file."""
+    for part in reversed(path.parts):
+        if part.startswith("models--"):
+            return part[len("models--"):].replace("--", "/")
+    return path.parent.name or path.stem
 
 
 def _layer_pattern(fields: _Fields, n_layers: int) -> int | None:
@@ -480,16 +522,70 @@ def _layer_pattern(fields: _Fields, n_layers: int) -> int | None:
             raise ValueError(f"layer_types {types[:8]}... is not a periodic local/global pattern with the global "
                              f"layer last in each period; this book's models cannot represent it ({fields.where})")
         return period
-    if fields.config["model_type"] == "gemma2":
-        return 2  # Gemma 2 alternates sliding-window and global layers
+    if fields.config["model_type"] in ("gemma2", "gpt_oss"):
+        return 2  # Gemma 2 and gpt-oss alternate sliding-window and global layers
     return fields.count("sliding_window_pattern")
 
 
-def from_hf_config(path_or_dict) -> Transformer:
-    """A `Transformer` from a Hugging Face `config.json` (a path or the parsed dict).
+def _language_model(config: dict, where: str) -> tuple:
+    """(the config of the language model, where it is): a multimodal config's text_config (Gemma 3, Llama 4) with
+    the outer name, quantization and embedding tying where it has none; a Gemma 3 text config with Hugging Face's
+    defaults for the fields it leaves out."""
+    kind = config.get("model_type")
+    if isinstance(kind, str) and kind in _NESTED:
+        text = config.get("text_config")
+        if not isinstance(text, dict):
+            raise ValueError(f"field 'text_config' of {where} must be an object holding the language model's fields "
+                             f"(model_type {kind!r}), got {_json_text(text)}")
+        outer = {key: config[key] for key in ("_name_or_path", "quantization_config", "tie_word_embeddings")
+                 if key in config}
+        config, where = {**outer, **text, "model_type": _NESTED[kind]}, f"{where} (its text_config)"
+    if config.get("model_type") == "gemma3_text":
+        config = {**_GEMMA3_TEXT_DEFAULTS, **config}
+    return config, where
 
-    Understood model types: LLaMA, Mistral, Mixtral, Qwen2, Qwen3 (dense and MoE), Gemma 1-3 (local/global layers)
-    and DeepSeek-V3 (multi-head latent attention, shared experts, leading dense layers). A field this book cannot
+
+def _llama4(f: _Fields, n_layers: int) -> dict:
+    """Llama 4's feed-forward and attention: MoE layers (every interleave_moe_layer_step-th, or those moe_layers
+    lists) with one shared expert of the routed width beside the routed ones, dense layers of intermediate_size_mlp
+    between them (counted as n_dense_layers: their number, not their places, sets the weights and the FLOPs), and
+    chunked attention (attention_chunk_size) on every layer but each no_rope_layer_interval-th, whose NoPE layers
+    attend globally: a chunk keeps at most that many tokens, as a window does."""
+    step = f.count("interleave_moe_layer_step", 1)
+    moe_layers = f.config.get("moe_layers")
+    if moe_layers is None:
+        n_moe = len(range(step - 1, n_layers, step))
+    elif isinstance(moe_layers, list) and all(type(i) is int and 0 <= i < n_layers for i in moe_layers):
+        n_moe = len(set(moe_layers))
+    else:
+        raise f.error("moe_layers", f"must be a list of layer indices below {n_layers}, got {_json_text(moe_layers)}")
+    extra = dict(n_shared_experts=1, n_dense_layers=n_layers - n_moe)
+    if n_moe < n_layers:
+        extra["d_ff_dense"] = f.count("intermediate_size_mlp")
+    chunk = f.count("attention_chunk_size", None)
+    if chunk is not None:
+        period = f.count("no_rope_layer_interval", 4)
+        no_rope = f.config.get("no_rope_layers")
+        expected = [0 if (i + 1) % period == 0 else 1 for i in range(n_layers)]
+        if no_rope not in (None, [], expected):
+            raise f.error("no_rope_layers", f"is not the pattern of every {period}th layer global (NoPE) that this "
+                                            "book can represent")
+        extra.update(sliding_window=chunk, global_every=period)
+    return extra
+
+
+def from_hf_config(path_or_dict) -> Transformer:
+    """A `Transformer` from a Hugging Face `config.json` (a path, the model's folder, a Hugging Face cache entry
+    models--org--name or one of its snapshots, or the parsed dict), named from `_name_or_path` (else the cache
+    entry's org/name, else the folder).
+
+    Understood model types: LLaMA, Mistral, Mixtral, Qwen2, Qwen3 (dense and MoE), Qwen2-MoE (its shared expert,
+    of a multiple of the routed width, counted as that many routed-width experts; its one-row gate, D weights per
+    layer, is not counted), Gemma 1-3 (local/global layers), Phi-3 and Phi-3.5-MoE (a window on every layer when
+    set), OLMo 2, DeepSeek-V2/V3 (multi-head latent attention, shared experts, leading dense layers), Gemma 3's
+    multimodal config (its text_config, with Hugging Face's defaults), Llama 4 (`_llama4`) and gpt-oss (alternating
+    128-token windows; its biases and attention sinks, under 0.1% of the weights, are not counted). A field
+    this book cannot
     represent (a sparse-step MoE, a shared expert of another width, ...), a missing one, one of the wrong JSON type
     (sizes are integers; flags are true or false, never the strings "true"/"false"), or values that make no model
     (heads that do not divide, zero layers) raise ValueError naming the field and the file.
@@ -497,6 +593,7 @@ def from_hf_config(path_or_dict) -> Transformer:
     Used in the appendix *Apply the book to your model*.
     """
     config, origin, where = _load_config(path_or_dict)
+    config, where = _language_model(config, where)
     kind = config.get("model_type")
     if not isinstance(kind, str) or kind not in _HF_TYPES:
         raise ValueError(f"model_type {kind!r} in {where} is not one this book reads; supported: "
@@ -508,7 +605,7 @@ def from_hf_config(path_or_dict) -> Transformer:
         raise f.error("num_key_value_heads", f"({n_kv_heads}) does not divide 'num_attention_heads' ({n_heads}); "
                                              "each KV head serves a whole group of query heads")
     head_dim = f.count("head_dim", None)
-    if kind == "deepseek_v3":
+    if kind in _MLA_TYPES:
         head_dim = None  # MLA's heads are qk_nope_head_dim + qk_rope_head_dim wide, read below
     elif head_dim is None:
         if d_model % n_heads:
@@ -518,23 +615,30 @@ def from_hf_config(path_or_dict) -> Transformer:
     fields = dict(n_layers=n_layers, d_model=d_model, n_heads=n_heads, n_kv_heads=n_kv_heads, head_dim=head_dim,
                   vocab_size=f.count("vocab_size"), d_ff=f.count("intermediate_size"),
                   tied_embeddings=f.flag("tie_word_embeddings", kind.startswith("gemma")))
-    if kind in ("mistral", "gemma2", "gemma3_text"):
+    if kind in _WINDOWED_TYPES + ("gemma2", "gemma3_text", "gpt_oss"):
         window = f.count("sliding_window", None)
         if window is not None:
             fields["sliding_window"] = window
-            if kind != "mistral":
+            if kind not in _WINDOWED_TYPES:
                 fields["global_every"] = _layer_pattern(f, n_layers)
-    if kind in ("qwen2", "qwen3") and f.flag("use_sliding_window", False):
+    if kind in ("qwen2", "qwen3", "qwen2_moe") and f.flag("use_sliding_window", False):
         raise ValueError(f"use_sliding_window=true in {where} with max_window_layers: a per-layer window this "
                          "book's models cannot represent; set it to false to estimate the full-attention model")
     experts = None
-    if kind in ("mixtral", "qwen3_moe", "deepseek_v3"):
-        experts = {"mixtral": "num_local_experts", "qwen3_moe": "num_experts", "deepseek_v3": "n_routed_experts"}[kind]
+    if kind in ("mixtral", "phimoe", "qwen3_moe", "qwen2_moe", "llama4_text", "gpt_oss") + _MLA_TYPES:
+        experts = {"mixtral": "num_local_experts", "phimoe": "num_local_experts", "llama4_text": "num_local_experts",
+                   "gpt_oss": "num_local_experts", "qwen3_moe": "num_experts",
+                   "qwen2_moe": "num_experts", "deepseek_v2": "n_routed_experts",
+                   "deepseek_v3": "n_routed_experts"}[kind]
         fields.update(n_experts=f.count(experts), n_active_experts=f.count("num_experts_per_tok"))
         if fields["n_active_experts"] > fields["n_experts"]:
             raise f.error("num_experts_per_tok", f"({fields['n_active_experts']}) exceeds {experts!r} "
                                                  f"({fields['n_experts']}); a token cannot use more experts than exist")
-    if kind == "qwen3_moe":
+    if kind == "qwen3_moe" and config.get("shared_expert_intermediate_size") is not None:
+        raise f.error("shared_expert_intermediate_size", "describes a shared expert, which model_type qwen3_moe does "
+                                                         "not have (Hugging Face ignores it there); if the model has "
+                                                         "one, its model_type is qwen2_moe")
+    if kind in ("qwen3_moe", "qwen2_moe"):
         mlp_only = config.get("mlp_only_layers")
         if mlp_only is not None and not isinstance(mlp_only, list):
             raise f.error("mlp_only_layers", f"must be a list of layer indices, got {_json_text(mlp_only)}")
@@ -543,7 +647,16 @@ def from_hf_config(path_or_dict) -> Transformer:
                              "layers are not representable; this book's MoE models put experts in every layer after "
                              "the first dense")
         fields.update(d_ff=f.count("moe_intermediate_size"))
-    if kind == "deepseek_v3":
+    if kind == "llama4_text":
+        fields.update(_llama4(f, n_layers))
+    if kind == "qwen2_moe":  # one shared expert of its own width, gated: counted as that many routed-width experts
+        shared = f.count("shared_expert_intermediate_size", 0, minimum=0)
+        if shared % fields["d_ff"]:
+            raise f.error("shared_expert_intermediate_size", f"({shared}) is not a multiple of "
+                                                             f"'moe_intermediate_size' ({fields['d_ff']}); this book's "
+                                                             "MoE models count shared experts in routed-expert widths")
+        fields.update(n_shared_experts=shared // fields["d_ff"])
+    if kind in _MLA_TYPES:
         if f.count("moe_layer_freq", 1) != 1:
             raise ValueError(f"moe_layer_freq != 1 in {where}: MoE layers interleaved with dense ones are not "
                              "representable")
@@ -565,3 +678,55 @@ def from_hf_config(path_or_dict) -> Transformer:
         hf_names = dict(_HF_NAMES, n_experts=experts) if fields.get("n_experts") else _HF_NAMES
         named = [f"{field} is {hf!r}" for field, hf in hf_names.items() if re.search(rf"\b{field}\b", str(err))]
         raise ValueError(f"{err} (in {where}, where {', '.join(named)})" if named else f"{err} (in {where})") from None
+
+
+# quantization_config's quant_method -> the weight format it stores (the bits decide for the integer methods).
+_QUANT_METHODS = {"fp8": "fp8", "fbgemm_fp8": "fp8", "mxfp4": "mxfp4", "awq": None, "gptq": None}
+_INT_BITS = {4: "int4", 8: "int8"}
+
+
+@dataclass(frozen=True)
+class HfConfig:
+    """What a Hugging Face config says besides the shape: the weight format its `quantization_config` stores (None:
+    unquantized, the checkpoint's bf16 or fp16) and its `max_position_embeddings` (None when absent)."""
+
+    model: Transformer
+    weight_dtype: str | None
+    max_position_embeddings: int | None
+
+
+def _quantized_format(fields: _Fields) -> str | None:
+    """The weight format of `quantization_config`: fp8 (quant_method fp8 or fbgemm_fp8), mxfp4, int4 or int8 (AWQ
+    and GPTQ by their `bits`), NVIDIA ModelOpt's FP8 and NVFP4 (`quant_algo`); anything else a ValueError."""
+    q = fields.config.get("quantization_config")
+    if q is None:
+        return None
+    if not isinstance(q, dict):
+        raise fields.error("quantization_config", f"must be an object with a 'quant_method', got {_json_text(q)}")
+    method = q.get("quant_method")
+    if method == "modelopt":
+        algo = q.get("quant_algo")
+        if algo in ("FP8", "NVFP4"):
+            return algo.lower()
+        raise fields.error("quantization_config", f"has quant_algo {algo!r}; this book reads FP8 and NVFP4")
+    if method not in _QUANT_METHODS:
+        raise fields.error("quantization_config", f"has quant_method {method!r}; this book reads "
+                                                  f"{', '.join(_QUANT_METHODS)} and modelopt")
+    if _QUANT_METHODS[method] is not None:
+        return _QUANT_METHODS[method]
+    bits = q.get("bits")
+    if bits not in _INT_BITS or isinstance(bits, bool):
+        raise fields.error("quantization_config", f"{method} with bits={bits!r}; this book stores 4 or 8 bits")
+    return _INT_BITS[bits]
+
+
+def read_hf_config(path_or_dict) -> HfConfig:
+    """`from_hf_config` of a config (a file, a model folder, a Hugging Face cache entry or a dict), with the weight
+    format its `quantization_config` names and its `max_position_embeddings`. Behind `python -m scaling_lib
+    estimate --config` and `plan --config`, which default the weights to that format and refuse a longer context.
+    """
+    model = from_hf_config(path_or_dict)
+    config, _, where = _load_config(path_or_dict)
+    fields = _Fields(config, where)
+    return HfConfig(model=model, weight_dtype=_quantized_format(fields),
+                    max_position_embeddings=fields.count("max_position_embeddings", None))

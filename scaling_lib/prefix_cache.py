@@ -28,7 +28,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, replace
 
 from ._numpy import np
-from ._validate import choice, non_negative_int, positive, positive_int
+from ._validate import MAX_REQUESTS, at_most, choice, non_negative_int, positive, positive_int
 from .frontier import LayoutCost, layout_cost
 from .hardware import GIB, get_chip
 from .memory import kv_bytes_per_token
@@ -62,11 +62,14 @@ class TieredLru:
     """Two LRU tiers of one replica: `lookup` promotes a host hit to HBM; `store` evicts HBM -> host -> dropped."""
 
     def __init__(self, tiers: CacheTiers):
+        if not isinstance(tiers, CacheTiers):
+            raise ValueError(f"tiers must be a CacheTiers (HBM bytes, host bytes, host bandwidth), got {tiers!r}")
         self.tiers = tiers
         self.hbm, self.host = OrderedDict(), OrderedDict()  # key -> (tokens, bytes), least recent first
 
     def lookup(self, key):
         """(tier, tokens) of a cached prefix ("hbm", "host"), or ("miss", 0). A hit becomes most recent, in HBM."""
+        _hashable_key(key)
         for name, tier in (("hbm", self.hbm), ("host", self.host)):
             if key in tier:
                 tokens, size = tier.pop(key)
@@ -75,7 +78,11 @@ class TieredLru:
         return "miss", 0
 
     def store(self, key, tokens: int, size: float):
-        """Keep `tokens` tokens (`size` bytes) of prefix under `key`, replacing an older entry."""
+        """Keep `tokens` tokens (`size` bytes) of prefix under `key`, replacing an older entry. `size` must be a
+        finite number of bytes >= 0 (a NaN would make every byte total NaN, and nothing would ever be evicted)."""
+        _hashable_key(key)
+        tokens = non_negative_int("tokens", tokens)
+        size = positive("size", size, allow_zero=True)
         self.hbm.pop(key, None)
         self.host.pop(key, None)
         self._put(key, tokens, size)
@@ -91,6 +98,13 @@ class TieredLru:
     @staticmethod
     def _bytes(tier) -> float:
         return sum(size for _, size in tier.values())
+
+
+def _hashable_key(key):
+    try:
+        hash(key)
+    except TypeError:
+        raise ValueError(f"key must be hashable (a conversation id such as an int or a string), got {key!r}") from None
 
 
 @dataclass(frozen=True)
@@ -117,6 +131,9 @@ def chat_workload(n_sessions: int, turns: int, system_len: int, user_len: int, o
     Used in chapter 14, *Serving details*.
     """
     n, t = positive_int("n_sessions", n_sessions), positive_int("turns", turns)
+    if n * t > MAX_REQUESTS:
+        raise ValueError(f"n_sessions x turns = {n * t:,} requests, more than {MAX_REQUESTS:,}: the simulation runs "
+                         "each one in Python; use fewer sessions or turns")
     for name, value in (("system_len", system_len), ("user_len", user_len), ("output_len", output_len)):
         positive_int(name, value)
     positive("rate_per_s", rate_per_s)
@@ -163,12 +180,14 @@ def route(workload: ChatWorkload, model, n_replicas: int, tiers: CacheTiers, rou
     n = positive_int("n_replicas", n_replicas)
     choice("routing", routing, ROUTINGS)
     per_token = kv_bytes_per_token(m, kv_dtype)
-    caches = [TieredLru(tiers) for _ in range(n)]
+    caches = {}  # replica -> TieredLru, made when it gets its first request (n may far exceed the requests)
     size = workload.n_requests
     replica, cached, tier, load = np.zeros(size, int), np.zeros(size, int), np.empty(size, object), np.zeros(size)
     for i in range(size):
         key, prompt = int(workload.session[i]), int(workload.prompt_len[i])
         r = key % n if routing == "affinity" else i % n
+        if r not in caches:
+            caches[r] = TieredLru(tiers)
         found, tokens = caches[r].lookup(key)
         replica[i], tier[i] = r, found
         cached[i] = min(tokens, prompt - 1)
@@ -206,10 +225,8 @@ def simulate_chat(config: ServingConfig, workload: ChatWorkload, n_replicas: int
     choice("engine", engine, ENGINES)
     routed = route(workload, config.model, n_replicas, tiers, routing, config.kv_dtype)
     ttft = np.full(workload.n_requests, np.nan)
-    for r in range(n_replicas):
+    for r in np.unique(routed.replica):  # the replicas that got a request
         mine = np.flatnonzero(routed.replica == r)
-        if not len(mine):
-            continue
         sub = Workload(workload.arrival_s[mine], workload.prompt_len[mine], workload.output_len[mine],
                        cached_len=routed.cached_len[mine], cache_load_s=routed.load_s[mine])
         ttft[mine] = simulate(config, sub, engine).ttft_s

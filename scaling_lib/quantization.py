@@ -12,7 +12,8 @@ low-precision rate, quantization still saves bytes and capacity (`roofline.criti
 
 from dataclasses import dataclass
 
-from ._validate import choice, positive, positive_int
+from ._validate import MAX_REQUESTS, choice, items, positive, positive_int
+from .dtypes import bytes_per_element
 from .hardware import get_chip
 from .inference import decode_step_time
 from .memory import kv_bytes_per_token, max_batch_size, param_bytes
@@ -55,6 +56,18 @@ class QuantizationRow:
         return self.batch / self.step_s
 
 
+def _scheme(name: str, scheme) -> tuple:
+    """A (weight_dtype, kv_dtype, compute_dtype) triple of dtype names; errors name the argument."""
+    if isinstance(scheme, str) or not isinstance(scheme, (tuple, list)) or len(scheme) != 3:
+        raise ValueError(f"{name} is a (weight_dtype, kv_dtype, compute_dtype) triple, got {scheme!r}")
+    for dtype in scheme:
+        try:
+            bytes_per_element(dtype)
+        except ValueError as err:
+            raise ValueError(f"{name} {tuple(scheme)!r}: {err}") from None
+    return tuple(scheme)
+
+
 def quantization_table(model, chip, n_chips: int, context_len: int, batch: int,
                        schemes=DEFAULT_SCHEMES) -> tuple:
     """One `QuantizationRow` per (weight dtype, KV dtype, compute dtype) scheme, in the order given.
@@ -71,23 +84,17 @@ def quantization_table(model, chip, n_chips: int, context_len: int, batch: int,
     positive_int("n_chips", n_chips)
     positive("context_len", context_len)
     positive_int("batch", batch)
-    if isinstance(schemes, (str, bytes)) or not hasattr(schemes, "__iter__"):
-        raise ValueError(f"schemes must list (weight_dtype, kv_dtype, compute_dtype) triples, got {schemes!r}")
-    schemes = tuple(schemes)
-    if not schemes:
-        raise ValueError("schemes must list at least one (weight_dtype, kv_dtype, compute_dtype) triple")
+    schemes = items("schemes", schemes, _scheme)
     rows = []
-    for scheme in schemes:
-        if isinstance(scheme, str) or not isinstance(scheme, (tuple, list)) or len(scheme) != 3:
-            raise ValueError(f"a scheme is (weight_dtype, kv_dtype, compute_dtype), got {scheme!r}")
-        weight, kv, compute = scheme
+    for weight, kv, compute in schemes:
         rows.append(QuantizationRow(
             weight_dtype=weight, kv_dtype=kv, compute_dtype=compute,
             weight_bytes=param_bytes(m, weight),
             kv_bytes_per_token=kv_bytes_per_token(m, kv),
             max_batch=max_batch_size(m, chip, n_chips, context_len, weight, kv),
             batch=batch,
-            step_s=decode_step_time(m, chip, n_chips, batch, context_len, weight, kv, compute).total_s,
+            step_s=decode_step_time(m, chip, n_chips, batch, context_len, weight, kv, compute,
+                                    check_capacity=False).total_s,  # reported, with `fits`, not refused
             critical_batch=critical_batch_size(chip, weight, compute)))
     return tuple(rows)
 
@@ -125,21 +132,19 @@ def step_ratio_grid(model, chip, n_chips: int, batches, context_lens, scheme=("f
     """
     m = get_model(model)
     chip = get_chip(chip)
-    positive("n_chips", n_chips)
-    batches, context_lens = tuple(batches), tuple(context_lens)
-    if not batches or not context_lens:
-        raise ValueError("batches and context_lens must each list at least one value, e.g. [1, 64] and [8192]")
-    for name, value in (("scheme", scheme), ("baseline", baseline)):
-        if len(tuple(value)) != 3:
-            raise ValueError(f"{name} is (weight_dtype, kv_dtype, compute_dtype), got {value!r}")
+    positive_int("n_chips", n_chips)
+    batches, context_lens = items("batches", batches, positive_int), items("context_lens", context_lens, positive_int)
+    scheme, baseline = _scheme("scheme", scheme), _scheme("baseline", baseline)
+    if len(batches) * len(context_lens) > MAX_REQUESTS:
+        raise ValueError(f"batches x context_lens make {len(batches) * len(context_lens):,} points, more than "
+                         f"{MAX_REQUESTS:,}: the grid prices each one; sample fewer")
     points = []
     for context in context_lens:
-        positive("context_len", context)
         capacity = {key: max_batch_size(m, chip, n_chips, context, key[0], key[1]) for key in (baseline, scheme)}
         for batch in batches:
-            positive("batch", batch)
-            base = decode_step_time(m, chip, n_chips, batch, context, *baseline)
-            quantized = decode_step_time(m, chip, n_chips, batch, context, *scheme)
+            # capacity is reported (`baseline_fits`, `scheme_fits`), not refused: the grid shows where each fits
+            base = decode_step_time(m, chip, n_chips, batch, context, *baseline, check_capacity=False)
+            quantized = decode_step_time(m, chip, n_chips, batch, context, *scheme, check_capacity=False)
             points.append(SchemeRatio(batch=batch, context_len=context, baseline_s=base.total_s,
                                       scheme_s=quantized.total_s, scheme_bound=quantized.bound,
                                       baseline_fits=batch <= capacity[baseline],

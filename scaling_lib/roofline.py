@@ -226,8 +226,8 @@ def fit_batch_roofline(batches, seconds, n_floor: int = 3) -> MeasuredRoofline:
         raise ValueError(f"need at least two (batch, seconds) pairs of equal length, got {len(batches)} batches "
                          f"and {len(seconds)} times")
     for b, t in zip(batches, seconds):
-        positive("batch", b)
-        positive("seconds", t)
+        positive("batches entry", b)
+        positive("seconds entry", t)
     if list(batches) != sorted(batches):
         raise ValueError(f"batches must be increasing, got {batches!r}")
     if not 1 <= positive_int("n_floor", n_floor) < len(batches):

@@ -66,11 +66,13 @@ class ServerRatio:
 
 def server_ratio(model, chip, prompt_len: int, output_len: int, decode_batch: int, n_prefill_chips: int,
                  n_decode_chips: int, mfu: float = 0.4, weight_dtype: str = "bf16", kv_dtype: str = "bf16",
-                 compute_dtype: str = "bf16") -> ServerRatio:
+                 compute_dtype: str = "bf16", *, check_capacity: bool = True) -> ServerRatio:
     """`prefill_to_decode_ratio` from the model: T_prefill from `prefill_latency`, T_step from `decode_step_time`.
 
     The step is taken at the mean context of a generation, prompt_len + output_len / 2: the bound is linear in
-    context, so that mean step times output_len equals the sum over the generation.
+    context, so that mean step times output_len equals the sum over the generation. Raises ValueError when the
+    decode batch does not fit in the decode server's HBM at that context (`check_capacity=False` prices it as if it
+    fitted: used to show what would not fit).
 
     Used in chapter 9, *Serving engines* and the appendix *Apply the book to your model*.
     """
@@ -80,7 +82,7 @@ def server_ratio(model, chip, prompt_len: int, output_len: int, decode_batch: in
     positive_int("n_decode_chips", n_decode_chips)
     t_prefill = prefill_latency(model, chip, n_prefill_chips, prompt_len, mfu, 1, weight_dtype, compute_dtype)
     t_step = decode_step_time(model, chip, n_decode_chips, decode_batch, prompt_len + output_len / 2,
-                              weight_dtype, kv_dtype, compute_dtype).total_s
+                              weight_dtype, kv_dtype, compute_dtype, check_capacity=check_capacity).total_s
     return ServerRatio(prefill_s=t_prefill, decode_step_s=t_step, prefill_requests_per_s=1.0 / t_prefill,
                        decode_requests_per_s=decode_batch / (t_step * output_len))
 

@@ -211,21 +211,23 @@ def decode_hops_per_layer(model, n_chips: int, batch: int, mesh_shape=None) -> i
 
 def decode_step_components(model, chip, n_chips: int, batch: int, context_len: int, weight_dtype: str = "bf16",
                            kv_dtype: str = "bf16", compute_dtype: str = "bf16", activation_dtype: str = "bf16",
-                           mesh_shape=None) -> DecodeStepComponents:
+                           mesh_shape=None, *, check_capacity: bool = True) -> DecodeStepComponents:
     """Per-step time of Megatron decode on n chips, by component (Scaling Book ch. 7, "Sharding generation").
 
     weights P_bytes / (n W_hbm), KV B KV_seq / (n W_hbm), FLOPs 2 B P / (n C) come from `decode_step_time`; the ICI
     term is L x [2 all-reduces of B D b_a bytes + (2 all-to-alls of the B N H b_a queries/outputs over the
     batch shards, when `kv_cache_sharding` splits the batch)], each hop latency + bandwidth by
     `collective_time` and `mesh_collective` (whether an axis wraps follows the chip's rule for that slice).
-    mesh_shape: the torus the n chips form, e.g. (4, 4) (default a ring of n).
+    mesh_shape: the torus the n chips form, e.g. (4, 4) (default a ring of n). Raises ValueError when the batch does
+    not fit in HBM; `check_capacity=False` prices it as if it fitted: used to show what would not fit.
 
     Used in chapter 7, *Sharding prefill and generation*.
     """
     m = get_model(model)
     positive_int("n_chips", n_chips)
     mesh_shape = _torus(n_chips, mesh_shape)
-    step = decode_step_time(m, chip, n_chips, batch, context_len, weight_dtype, kv_dtype, compute_dtype)
+    step = decode_step_time(m, chip, n_chips, batch, context_len, weight_dtype, kv_dtype, compute_dtype,
+                            check_capacity=check_capacity)
     b_act = bytes_per_element(activation_dtype)
     reduce = mesh_collective("all-reduce", batch * m.d_model * b_act, chip, mesh_shape)
     ici, latency = 2 * reduce.total_s, 2 * reduce.latency_s

@@ -26,7 +26,8 @@ import heapq
 from dataclasses import dataclass
 
 from ._numpy import np
-from ._validate import choice, fraction, non_negative_int, positive, positive_int, probability
+from ._validate import (MAX_REQUESTS, at_most, choice, fraction, non_negative_int, positive, positive_int,
+                        probability)
 from .hardware import get_chip
 from .inference import decode_step_time, prefill_time
 from .memory import max_batch_size
@@ -37,6 +38,7 @@ ENGINES = ("naive", "interleaved", "chunked", "disaggregated")
 # Longest prompt or output a workload may hold: far beyond any context window, and small enough that no sum of
 # lengths in the simulator can overflow int64.
 MAX_REQUEST_TOKENS = 2**31 - 1
+MAX_BATCH = 2**16  # sequences one server decodes together: engines run hundreds to thousands
 
 # ---------------------------------------------------------------------------------------------------------------
 # Inputs of the simulator: a server configuration and a workload
@@ -68,10 +70,12 @@ class ServingConfig:
         model, chip = get_model(self.model), get_chip(self.chip)
         for name in ("n_chips", "max_batch", "max_context_len", "prefill_chunk_tokens"):
             positive_int(name, getattr(self, name))
+        # the simulator tabulates one decode step per batch size, so the batch is bounded (engines run thousands)
+        at_most("max_batch", self.max_batch, MAX_BATCH, "the simulator tabulates a decode step for every batch size")
         fraction("mfu", self.mfu, "the fraction of peak FLOP/s achieved")
         chip.peak_flops(self.compute_dtype)  # the chip must have this matrix rate
         fit = max_batch_size(model, chip, self.n_chips, self.max_context_len, self.weight_dtype, self.kv_dtype)
-        if fit == 0:
+        if fit == 0 and max_batch_size(model, chip, self.n_chips, 1, self.weight_dtype, self.kv_dtype) == 0:
             raise ValueError(f"the {self.weight_dtype} weights of {model.name} do not fit in {self.n_chips} x "
                              f"{chip.name} HBM; add chips or quantize the weights")
         if self.max_batch > fit:
@@ -80,6 +84,14 @@ class ServingConfig:
                 f"{self.weight_dtype} weights of {model.name} and at most {fit} KV caches of {self.max_context_len} "
                 f"tokens in {self.kv_dtype} (memory.max_batch_size); lower max_batch or max_context_len, or add chips"
             )
+
+
+def _float_array(name: str, values) -> np.ndarray:
+    """`values` as a float array, or a ValueError naming the argument (a string or an object is not seconds)."""
+    try:
+        return np.asarray(values, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must hold numbers of seconds, one per request, got {values!r}") from None
 
 
 def _readonly(values, dtype):
@@ -106,13 +118,14 @@ class Workload:
     cache_load_s: np.ndarray | None = None
 
     def __post_init__(self):
-        arrival = np.asarray(self.arrival_s, dtype=float)
+        arrival = _float_array("arrival_s", self.arrival_s)
         prompt, output = np.asarray(self.prompt_len), np.asarray(self.output_len)
         if not (arrival.ndim == prompt.ndim == output.ndim == 1) or not (len(arrival) == len(prompt) == len(output)):
             raise ValueError(f"arrival_s, prompt_len and output_len must be 1-D of one length, got shapes "
                              f"{arrival.shape}, {prompt.shape}, {output.shape}")
         if len(arrival) == 0:
             raise ValueError("a workload needs at least one request")
+        at_most("the number of requests", len(arrival), MAX_REQUESTS, "the simulator runs each one in Python")
         if not np.all(np.isfinite(arrival)) or np.any(arrival < 0):
             raise ValueError("arrival_s must be finite and non-negative")
         for name, lengths in (("prompt_len", prompt), ("output_len", output)):
@@ -138,7 +151,7 @@ class Workload:
         if np.any(cached < 0) or np.any(cached >= prompt):
             raise ValueError("cached_len must lie in [0, prompt_len - 1]: prefill needs at least one new token")
         object.__setattr__(self, "cached_len", _readonly(cached, np.int64))
-        load = np.zeros(len(prompt)) if self.cache_load_s is None else np.asarray(self.cache_load_s, dtype=float)
+        load = np.zeros(len(prompt)) if self.cache_load_s is None else _float_array("cache_load_s", self.cache_load_s)
         if load.shape != prompt.shape or not np.all(np.isfinite(load)) or np.any(load < 0):
             raise ValueError("cache_load_s must hold one finite, non-negative number of seconds per request")
         object.__setattr__(self, "cache_load_s", _readonly(load, float))
@@ -178,7 +191,8 @@ def poisson_workload(rate_per_s: float, n_requests: int, prompt_len=1024, output
         positive("rate_per_s", rate_per_s)
     except ValueError as err:
         raise ValueError(f"rate_per_s must be a positive, finite number of requests per second ({err})") from None
-    n = positive_int("n_requests", n_requests)
+    n = at_most("n_requests", positive_int("n_requests", n_requests), MAX_REQUESTS,
+                "the simulator runs each one in Python")
     rng = np.random.default_rng(non_negative_int("seed", seed))
     try:
         probability("shared_prefix_fraction", shared_prefix_fraction)
@@ -198,14 +212,25 @@ def trace_workload(trace) -> Workload:
     """A workload from a list of (arrival_s, prompt_len, output_len) tuples."""
     rows = list(trace) if hasattr(trace, "__iter__") and not isinstance(trace, (str, bytes)) else []
     if not rows or any(not isinstance(row, (tuple, list)) or len(row) != 3 for row in rows):
-        raise ValueError("a trace is a non-empty list of (arrival_s, prompt_len, output_len) tuples")
+        raise ValueError(f"trace must be a non-empty list of (arrival_s, prompt_len, output_len) tuples, got "
+                         f"{trace!r}")
     arrival, prompt, output = zip(*rows)
-    return Workload(np.array(arrival, float), np.array(prompt), np.array(output))
+    try:
+        return Workload(_float_array("arrival_s", arrival), np.array(prompt), np.array(output))
+    except ValueError as err:
+        raise ValueError(f"trace: {err}") from None
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # The result
 # ---------------------------------------------------------------------------------------------------------------
+
+def _percent(q) -> float:
+    """A percentile rank in [0, 100]."""
+    if not 0 <= positive("q", q, allow_zero=True) <= 100:
+        raise ValueError(f"q must be a percentile in [0, 100] (50 for the median), got {q!r}")
+    return q
+
 
 @dataclass(frozen=True)
 class SimulationResult:
@@ -238,9 +263,10 @@ class SimulationResult:
         return self.total_tokens / (self.makespan_s * self.n_chips) if self.makespan_s > 0 else float("inf")
 
     def ttft_percentile(self, q: float) -> float:
-        return float(np.nanpercentile(self.ttft_s, q))
+        return float(np.nanpercentile(self.ttft_s, _percent(q)))
 
     def tpot_percentile(self, q: float) -> float:
+        q = _percent(q)
         return float(np.nanpercentile(self.tpot_s, q)) if np.any(np.isfinite(self.tpot_s)) else float("nan")
 
     @property
@@ -498,7 +524,7 @@ def _chunked_server(costs, ids, ready, prompt, output, rec, cached, load):
 
 def _prefill_pool(costs, n_servers, order, arrival, prompt, rec, cached, load):
     """R_p batch-1 prefill servers fed first come, first served; returns when each prefill finished."""
-    free = [(0.0, s) for s in range(n_servers)]
+    free = [(0.0, s) for s in range(min(n_servers, len(order)))]  # more servers than requests: each gets its own
     done = np.empty(len(arrival))
     for i in order:
         free_at, server = heapq.heappop(free)
@@ -575,14 +601,14 @@ def simulate(config: ServingConfig, workload: Workload, engine: str = "interleav
         kv_bytes = np.array([kv_transfer_bytes(costs.model, int(p), config.kv_dtype) for p in lengths])[which]
         ready = (prefill_done + kv_bytes / transfer_bandwidth).tolist()
         decode_order = np.argsort(ready, kind="stable").tolist()
-        for s in range(n_decode_servers):
+        for s in range(min(n_decode_servers, len(decode_order))):  # servers past the requests get none
             _continuous_server(costs, decode_order[s::n_decode_servers], ready, prompt, output, rec, cached, load,
                                prefill=False)
         n_chips = n_prefill_servers * pcfg.n_chips + n_decode_servers * config.n_chips
     else:
         server = {"naive": _naive_server, "interleaved": _continuous_server, "chunked": _chunked_server}[engine]
         ready = arrival.tolist()
-        for s in range(n_servers):
+        for s in range(min(n_servers, len(order))):  # servers past the requests get none
             server(costs, order[s::n_servers], ready, prompt, output, rec, cached, load)
         n_chips = n_servers * config.n_chips
 

@@ -19,7 +19,7 @@ general step-time bound. Used in chapter 10, *Speculative decoding, mixture of e
 
 from dataclasses import dataclass
 
-from ._validate import non_negative_int, positive, positive_int, probability
+from ._validate import at_most, non_negative_int, positive, positive_int, probability
 from .inference import decode_step_time, step_time_bound
 from .memory import kv_cache_bytes, param_bytes
 from .models import active_param_count, get_model
@@ -65,12 +65,17 @@ def draft_cost_ratio(draft_params: float, target_params: float) -> float:
     return draft_params / target_params
 
 
+MAX_LOOKAHEAD = 1024  # the searches below try every lookahead; speculation pays for a handful of tokens
+_LOOKAHEAD_REASON = "the search tries every lookahead from 0 up, and speculation pays only for a handful of tokens"
+
+
 def best_lookahead(acceptance: float, draft_cost_ratio: float, max_lookahead: int = 16) -> int:
     """The γ in 0..max_lookahead that maximises `speedup` (0 means: do not speculate).
 
     Used in chapter 10, *Speculative decoding, mixture of experts and quantization*.
     """
-    max_lookahead = non_negative_int("max_lookahead", max_lookahead)
+    max_lookahead = at_most("max_lookahead", non_negative_int("max_lookahead", max_lookahead), MAX_LOOKAHEAD,
+                            _LOOKAHEAD_REASON)
     probability("acceptance", acceptance)
     positive("draft_cost_ratio", draft_cost_ratio, allow_zero=True)
     return max(range(max_lookahead + 1), key=lambda k: (speedup(k, acceptance, draft_cost_ratio), -k))
@@ -93,12 +98,14 @@ class SpeculativeStep:
 
 def roofline_step(model, chip, n_chips: int, batch: int, context_len: int, lookahead: int, acceptance: float,
                   draft_cost_ratio: float, weight_dtype: str = "bf16", kv_dtype: str = "bf16",
-                  compute_dtype: str = "bf16") -> SpeculativeStep:
+                  compute_dtype: str = "bf16", *, check_capacity: bool = True) -> SpeculativeStep:
     """Price a speculative step with the general step bound (`inference.step_time_bound`).
 
     Verification runs the target on B (γ + 1) query positions: the matmul FLOPs are those of batch B (γ + 1),
     the weights are read once, and each sequence's KV cache is read once for all γ + 1 of its positions (so the
-    KV term stays that of batch B). Drafting costs γ x c plain steps.
+    KV term stays that of batch B). Drafting costs γ x c plain steps. Raises ValueError when the B caches and the
+    weights do not fit in HBM (`inference.decode_step_time`); `check_capacity=False` prices the step as if it
+    fitted: used to show what would not fit.
 
     Used in chapter 10, *Speculative decoding, mixture of experts and quantization*.
     """
@@ -108,11 +115,11 @@ def roofline_step(model, chip, n_chips: int, batch: int, context_len: int, looka
     probability("acceptance", acceptance)
     positive("draft_cost_ratio", draft_cost_ratio, allow_zero=True)
     dtypes = (weight_dtype, kv_dtype, compute_dtype)
-    plain = decode_step_time(m, chip, n_chips, batch, context_len, *dtypes).total_s
+    plain = decode_step_time(m, chip, n_chips, batch, context_len, *dtypes, check_capacity=check_capacity).total_s
     verify = step_time_bound(batch=batch * (k + 1),
                              kv_bytes_per_sequence=kv_cache_bytes(m, context_len, 1, kv_dtype) / (k + 1),
                              param_bytes=param_bytes(m, weight_dtype), param_count=active_param_count(m),
-                             chip=chip, n_chips=n_chips, compute_dtype=compute_dtype).total_s
+                             chip=chip, n_chips=n_chips, compute_dtype=compute_dtype, check_capacity=False).total_s
     return SpeculativeStep(plain_step_s=plain, draft_s=k * draft_cost_ratio * plain, verify_s=verify,
                            tokens_per_step=expected_tokens_per_step(k, acceptance))
 
@@ -133,7 +140,8 @@ def best_roofline_lookahead(model, chip, n_chips: int, batch: int, context_len: 
 
     Used in chapter 10, *Speculative decoding, mixture of experts and quantization*.
     """
-    max_lookahead = non_negative_int("max_lookahead", max_lookahead)
+    max_lookahead = at_most("max_lookahead", non_negative_int("max_lookahead", max_lookahead), MAX_LOOKAHEAD,
+                            _LOOKAHEAD_REASON)
     return max(range(max_lookahead + 1),
                key=lambda k: (roofline_speedup(model, chip, n_chips, batch, context_len, k, acceptance,
                                                draft_cost_ratio, **dtypes), -k))

@@ -80,6 +80,8 @@ def format_quantity(value: float, unit: str, digits: int = 3) -> str:
     factor, _ = parse_unit(unit)
     real("value", value)
     digits = positive_int("digits", digits)
+    if digits > 17:  # a double holds 17 significant digits; Python refuses a precision past a limit of its own
+        raise ValueError(f"digits={digits} is more than the 17 significant digits a float holds")
     scaled = value / factor
     text = f"{scaled:.{digits}g}"
     if "e" not in text and abs(scaled) >= 10 ** digits:

@@ -166,7 +166,8 @@ def step_time_explorer(configs=STEP_CONFIGS, contexts=STEP_CONTEXTS, batches=STE
     data = {}
     for model, chip, n in configs:
         for context in contexts:
-            steps = [decode_step_time(model, chip, n, b, context) for b in batches]
+            # the explorer draws the bound past the largest batch that fits and marks where that is (`fits`)
+            steps = [decode_step_time(model, chip, n, b, context, check_capacity=False) for b in batches]
             fits = max_batch_size(model, chip, n, context)
             data[(model, chip, n, context)] = ([[getattr(s, term) * 1e3 for s in steps] for term, _ in _TERMS],
                                                fits)

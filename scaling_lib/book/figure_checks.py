@@ -35,6 +35,7 @@ from ..measurements import pope_rows, trtllm_rows
 from ..memory import kv_bytes_per_token, kv_cache_bytes, max_batch_size, memory_footprint, param_bytes
 from ..models import get_model
 from ..moe import routing_all_to_all
+from ..plan import plan
 from ..roofline import (attainable_flops, attention_intensity, critical_batch_from_rates, critical_batch_size,
                         explain_matmul, fit_batch_roofline, matmul_flops, matmul_intensity, ridge_point)
 from ..serving import prefill_latency
@@ -337,7 +338,7 @@ def _ch3_two_latencies(suptitle, axes, ns):
     close(left.line(r"causal attention$").y / 1e3, expected_mm * attention, "TTFT with causal attention")
     close(_hline(left.line(r"TPOT")) / 1e3, decode_step_time(model, "h100", 1, 1, 2048).total_s, "TPOT at B = 1")
     flops = right.line(r"^matmul FLOPs alone")
-    close(flops.y / 1e3, [decode_step_time(model, "h100", 1, int(b), 2048).compute_s for b in flops.x],
+    close(flops.y / 1e3, [decode_step_time(model, "h100", 1, int(b), 2048, check_capacity=False).compute_s for b in flops.x],
           "the FLOP term")
     close(_vline(right.line(r"^HBM full")), max_batch_size(model, "h100", 1, 2048), "the largest batch")
 
@@ -371,7 +372,7 @@ def _ch4_throughput_vs_batch(suptitle, axes, ns):
         cache_model = model.with_(n_kv_heads=kv_heads)
         for part in ("fits in HBM", "does not fit"):
             line = ax.line(r"^" + re.escape(label) + r".*: " + part)
-            expected = [b / decode_step_time_kv_heads(model, kv_heads, chip, 8, int(b), 8192).total_s for b in line.x]
+            expected = [b / decode_step_time_kv_heads(model, kv_heads, chip, 8, int(b), 8192, check_capacity=False).total_s for b in line.x]
             close(line.y, expected, f"{label} throughput ({part})")
         close(_hline(ax.line(r"^" + re.escape(label) + r".*: ceiling")),
               8 * chip.hbm_bandwidth / kv_cache_bytes(cache_model, 8192), f"{label} ceiling")
@@ -392,12 +393,12 @@ def _ch5_pareto(suptitle, axes, ns):
                 continue
             context = contexts[line.color]
             batches = np.round(line.y * line.x / 1e3).astype(int)  # throughput x step time = batch
-            steps = [decode_step_time(name, chip, n_chips, int(b), context) for b in batches]
+            steps = [decode_step_time(name, chip, n_chips, int(b), context, check_capacity=False) for b in batches]
             close(line.x, [s.total_s * 1e3 for s in steps], f"{ax.title}, S = {context}: step times")
             close(line.y, [b / s.total_s for b, s in zip(batches, steps)], f"{ax.title}, S = {context}: throughput")
             if len(line.x) == 1:  # the star: the first batch whose matmuls are compute-bound
                 b = int(batches[0])
-                if steps[0].bound != "compute" or decode_step_time(name, chip, n_chips, b - 1, context).bound != \
+                if steps[0].bound != "compute" or decode_step_time(name, chip, n_chips, b - 1, context, check_capacity=False).bound != \
                         "memory":
                     raise FigureDataError(f"{ax.title}, S = {context}: the star at B = {b} is not where the step "
                                           "turns compute-bound")
@@ -410,7 +411,7 @@ def _ch5_kv_share(suptitle, axes, ns):
     for line in ax.lines:
         if line.label.startswith("B = "):
             b = int(line.label[4:])
-            steps = [decode_step_time(name, chip, int(n_chips), b, int(s)) for s in line.x]
+            steps = [decode_step_time(name, chip, int(n_chips), b, int(s), check_capacity=False) for s in line.x]
             close(line.y, [s.kv_s / s.total_s for s in steps], f"{ax.title}: KV share at {line.label}")
     close(_vline(ax.line(r"^\$S\^\*\$")), kv_compute_crossover_context(name, chip), "the crossover S*")
 
@@ -509,7 +510,8 @@ def _ch7_components(suptitle, axes, ns):
         tori = ns.get("TORI", {}).get(chip)
         total = ax.line(r"^total$")
         chips = [int(n) for n in total.x]
-        parts = [decode_step_components(llama, chip, n, batch, context, mesh_shape=tori[n] if tori else None)
+        parts = [decode_step_components(llama, chip, n, batch, context, mesh_shape=tori[n] if tori else None,
+                                        check_capacity=False)
                  for n in chips]
         for label, attribute in (("weights (HBM)", "weights_s"), ("KV cache (HBM)", "kv_s"), ("FLOPs", "flops_s"),
                                  ("ICI collectives", "ici_s"), ("total", "total_s")):
@@ -612,7 +614,8 @@ def _ch10_roofline_speedup(suptitle, axes, ns):
     for line in ax.lines:
         if line.label.startswith("$\\gamma$ = "):
             k = int(line.label.split("= ")[1])
-            close(line.y, [roofline_speedup(model, chip, int(n_chips), int(b), int(context), k, float(accept), cost)
+            close(line.y, [roofline_speedup(model, chip, int(n_chips), int(b), int(context), k, float(accept), cost,
+                                            check_capacity=False)
                            for b in line.x], f"roofline speedup, {line.label}")
     bcrit = critical_batch_size(chip)
     drawn = sorted(_vline(line) for line in ax.lines if not line.label and line.x[0] == line.x[-1])
@@ -673,8 +676,25 @@ def _appendix_your_model(suptitle, axes, ns):
     for term, label in (("kv_s", "reading the KV cache"), ("weight_s", "loading the weights"),
                         ("compute_s", "the matmul FLOPs"), ("total_s", "the step (bound)")):
         line = ax.line(f"^{re.escape(label)}$")
-        close(line.y, [getattr(decode_step_time(model, "h100", 1, int(b), context), term) * 1e3 for b in line.x],
+        close(line.y, [getattr(decode_step_time(model, "h100", 1, int(b), context, check_capacity=False), term) * 1e3 for b in line.x],
               f"{ax.title}: {label}")
+
+
+@figure_check(r"^Cost against time per output token: ")
+def _appendix_your_model_plan(suptitle, axes, ns):
+    """The frontier and the choice are `plan.plan` of the notebook's PLAN_ARGS, recomputed."""
+    ax = axes[0]
+    args = ns.get("PLAN_ARGS")
+    if args is None:
+        raise FigureDataError(f"{ax.title}: the figure reads the notebook's `PLAN_ARGS`")
+    result = plan(**args)
+    front = ax.line(r"^the cheapest deployment for each TPOT$")
+    close(front.x, [p.tpot_s * 1e3 for p in result.frontier], f"{ax.title}: frontier TPOT")
+    close(front.y, [p.dollars_per_million_output_tokens_all_in for p in result.frontier], f"{ax.title}: frontier cost")
+    choice = ax.line(r"^the plan's choice$")
+    close([choice.x[0], choice.y[0]], [result.best.tpot_s * 1e3, result.best.dollars_per_million_output_tokens_all_in],
+          f"{ax.title}: the choice")
+    close([_vline(ax.line(r"^the TPOT target$"))], [args["tpot"] * 1e3], f"{ax.title}: the TPOT target")
 
 
 # ---------------------------------------------------------------------------------------------- chapter 12
@@ -684,8 +704,9 @@ def _chip_named(text: str) -> str:
 
 
 def _frontier_of(model: str, chip: str, phase: str, dtype: str) -> tuple:
-    """The cost model's frontier, recomputed: `pareto_frontier(sweep(...))` with the default chips and batches."""
-    return pareto_frontier(sweep(model, chip, phase, weight_dtype=dtype))
+    """The cost model's frontier, recomputed: `pareto_frontier(sweep(...))` with the default chips and batches, heads
+    padded to split over the chips as Pope et al. did (chapter 12's `PAD`)."""
+    return pareto_frontier(sweep(model, chip, phase, weight_dtype=dtype, pad_heads=True))
 
 
 @figure_check(r"^Latency against MFU on .+: the cost model's frontier")
@@ -851,7 +872,7 @@ def _ch14_speculation(suptitle, axes, ns):
             continue
         batch = int(line.label.split()[1])
         speed = [roofline_speedup(model, chip, n_chips, batch, int(s), lookahead, acceptance,
-                                  spec["draft_cost_ratio"]) for s in line.x]
+                                  spec["draft_cost_ratio"], check_capacity=False) for s in line.x]
         close(line.y, speed, f"{ax.title}: {line.label}")
         dots = [d for d in ax.lines if not d.label and d.color == line.color]
         fits = [max_batch_size(model, chip, n_chips, int(s) + lookahead) >= batch for s in line.x]

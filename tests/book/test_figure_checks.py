@@ -31,7 +31,7 @@ def kv_share_figure(share):
     contexts = np.unique(np.geomspace(64, 131072, 30).astype(int))
     fig, ax = plt.subplots()
     for batch in (1, 64):
-        steps = [decode_step_time("llama3-70b", "tpu-7x", 8, batch, int(s)) for s in contexts]
+        steps = [decode_step_time("llama3-70b", "tpu-7x", 8, batch, int(s), check_capacity=False) for s in contexts]
         ax.semilogx(contexts, [share(s) for s in steps], label=f"B = {batch}")
     ax.axvline(kv_compute_crossover_context("llama3-70b", "tpu-7x"), label="$S^*$ = 2,000 tokens")
     ax.set_title("llama3-70b on 8 x tpu-7x (bf16): when the cache takes over")
@@ -107,7 +107,7 @@ def frontier_figure(dtype_of):
     """Chapter 12's latency-MFU panel for PaLM 62B decode; `dtype_of(label_dtype)` is the dtype actually swept."""
     fig, ax = plt.subplots()
     for dtype in ("bf16", "int8"):
-        front = pareto_frontier(sweep("palm-62b", "tpu-v4", "decode", weight_dtype=dtype_of(dtype)))
+        front = pareto_frontier(sweep("palm-62b", "tpu-v4", "decode", weight_dtype=dtype_of(dtype), pad_heads=True))
         ax.plot([p.total_s * 1e3 for p in front], [100 * p.mfu for p in front], label=f"model frontier, {dtype} weights")
     for row in (r for r in pope_rows() if (r.model, r.phase) == ("palm-62b", "decode")):
         ax.plot(measured_step_s(row) * 1e3, 100 * measured_mfu(row), "k*")

@@ -244,7 +244,8 @@ def test_v4_best_lookahead_3_to_4_for_70b_target_4b_drafter():
     a, c = V4_ACCEPTANCE, draft_cost_ratio(V4_DRAFT_PARAMS, V4_TARGET_PARAMS)
     # Independent oracle: at batch 1 both steps are bandwidth-bound, so c is the ratio of their step-time bounds.
     draft, target = (step_time_bound(batch=1, kv_bytes_per_sequence=0, param_bytes=2 * params, param_count=params,
-                                     chip="tpu-v5e") for params in (V4_DRAFT_PARAMS, V4_TARGET_PARAMS))
+                                     chip="tpu-v5e", check_capacity=False)  # a ratio: one chip need not hold them
+                      for params in (V4_DRAFT_PARAMS, V4_TARGET_PARAMS))
     assert c == pytest.approx(draft.total_s / target.total_s, rel=1e-12)
     low, high = published_range("V4 best lookahead")
     assert low <= best_lookahead(a, c) <= high
@@ -261,9 +262,12 @@ def test_v4_past_b_crit_verification_costs_less_than_gamma_plus_1_steps_while_th
     bcrit = critical_batch_size("tpu-v5e")
     quiz = roofline_step(*args, 64, 2048, gamma, V4_ACCEPTANCE, c)  # chapter 10's pop quiz: batch 64
     assert 64 * (gamma + 1) > bcrit and 1 < quiz.verify_s / quiz.plain_step_s < gamma + 1 and quiz.speedup > 1.5
-    big = roofline_step(*args, 256, 2048, gamma, V4_ACCEPTANCE, c)  # the plain step itself is compute-bound
+    # the plain step itself is compute-bound; batch 256 does not fit (171 do): chapter 10 prices it as if it did
+    big = roofline_step(*args, 256, 2048, gamma, V4_ACCEPTANCE, c, check_capacity=False)
     assert 256 > bcrit and big.verify_s / big.plain_step_s < 0.6 * (gamma + 1)
-    assert big.speedup < 1 < roofline_speedup(*args, 256, 2048, gamma, 0.9, c)
+    assert big.speedup < 1 < roofline_speedup(*args, 256, 2048, gamma, 0.9, c, check_capacity=False)
+    with pytest.raises(ValueError, match="the largest batch that fits is 171"):
+        roofline_step(*args, 256, 2048, gamma, V4_ACCEPTANCE, c)
     # Only when the cache read vanishes does verification cost gamma + 1 steps (B (gamma + 1) P FLOPs against B P),
     # and then no acceptance below 1 pays for it: a step yields at most gamma + 1 tokens.
     no_cache = roofline_step(*args, 512, 0, gamma, 0.99, c)
@@ -276,11 +280,11 @@ def test_v4_scoring_k_tokens_costs_one_step_when_bandwidth_bound_and_gains_shrin
     k, a, c = 4, V4_ACCEPTANCE, draft_cost_ratio(V4_DRAFT_PARAMS, V4_TARGET_PARAMS)
     # Batch 1: B (k + 1) = 5 tokens is far below B_crit, verification costs one step, the gain is Leviathan's.
     assert roofline_speedup(*args, 1, 2048, k, a, c) == pytest.approx(speedup(k, a, c), rel=1e-6)
-    gains = [roofline_speedup(*args, b, 2048, k, a, c) for b in (1, 16, 32, 64, 128, 256)]
+    gains = [roofline_speedup(*args, b, 2048, k, a, c, check_capacity=False) for b in (1, 16, 32, 64, 128, 256)]
     assert all(x >= y - 1e-12 for x, y in zip(gains, gains[1:]))
     bcrit = critical_batch_size("tpu-v5e")
     assert 128 * (k + 1) > bcrit and gains[-1] < 1.0  # far past B_crit speculation costs more than it yields
-    assert best_roofline_lookahead(*args, 256, 2048, a, c) < best_roofline_lookahead(*args, 1, 2048, a, c)
+    assert best_roofline_lookahead(*args, 128, 2048, a, c) < best_roofline_lookahead(*args, 1, 2048, a, c)
 
 
 # --- V5: mixture of experts -----------------------------------------------------------------------------------
@@ -428,10 +432,10 @@ def test_speculative_moe_quantization_bad_input():
         expected_experts_touched(2, 4, 10)
     with pytest.raises(ValueError, match="unknown dtype"):
         quantization_table("llama3-8b", "h100", 1, 1024, 8, schemes=[("int3", "bf16", "bf16")])
-    with pytest.raises(ValueError, match="batches and context_lens must each list at least one value"):
+    with pytest.raises(ValueError, match="batches must list at least 1 entry"):
         step_ratio_grid("llama3-8b", "h100", 1, (), (1024,))
-    with pytest.raises(ValueError, match=r"scheme is \(weight_dtype, kv_dtype, compute_dtype\)"):
+    with pytest.raises(ValueError, match=r"scheme is a \(weight_dtype, kv_dtype, compute_dtype\) triple"):
         step_ratio_grid("llama3-8b", "h100", 1, (8,), (1024,), scheme=("fp8", "fp8"))
-    with pytest.raises(ValueError, match="batch must be positive"):
+    with pytest.raises(ValueError, match="batches entry must be a positive integer"):
         step_ratio_grid("llama3-8b", "h100", 1, (0,), (1024,))
     assert math.isfinite(speedup(0, 0.5, 0.1)) and speedup(0, 0.5, 0.1) == 1.0

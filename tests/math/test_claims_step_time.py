@@ -18,7 +18,9 @@ from scaling_lib.roofline import critical_batch_size
 
 def test_t1_general_step_time_limits_slope_and_switch_at_bcrit():
     chip = get_chip("tpu-v5e")
-    kwargs = dict(kv_bytes_per_sequence=1e9, param_bytes=26e9, param_count=13e9, chip=chip, n_chips=8)
+    # a property of the formula at any batch: 240 caches of 1e9 B do not fit in 8 x 16 GB, so priced as if they did
+    kwargs = dict(kv_bytes_per_sequence=1e9, param_bytes=26e9, param_count=13e9, chip=chip, n_chips=8,
+                  check_capacity=False)
     # B -> 0: only the weight load remains.
     assert step_time_bound(batch=0, **kwargs).total_s == pytest.approx(26e9 / (8 * chip.hbm_bandwidth))
     # Below B_crit the step grows only by each sequence's KV read.
@@ -45,6 +47,6 @@ def test_t3_step_never_faster_than_reading_the_weights_once():
     for model, chip, n_chips in (("llama2-13b", "tpu-v5e", 8), ("llama3-70b", "tpu-7x", 8), ("llama3-8b", "h100", 1)):
         floor = param_bytes(model, "bf16") / (n_chips * get_chip(chip).hbm_bandwidth)
         for batch, context in itertools.product((0, 1, 32, 1024), (0, 128, 32768)):
-            step = decode_step_time(get_model(model), chip, n_chips, batch, context)
+            step = decode_step_time(get_model(model), chip, n_chips, batch, context, check_capacity=False)
             assert step.total_s >= floor
         assert decode_step_time(model, chip, n_chips, 0, 0).total_s == pytest.approx(floor, rel=1e-12)

@@ -91,7 +91,8 @@ def test_chapter_7_tori_hold_their_chip_counts():
 def _first_ici_bound(chip, batch):
     tori = TORUS_SHAPES[chip]
     return next(n for n in sorted(tori)
-                if decode_step_components("llama3-70b", chip, n, batch, 8192, mesh_shape=tori[n]).ici_bound)
+                if decode_step_components("llama3-70b", chip, n, batch, 8192, mesh_shape=tori[n],
+                                          check_capacity=False).ici_bound)  # chapter 7's figure: every n
 
 
 def _first_past_hop_latency(chip, batch):

@@ -95,7 +95,7 @@ def test_fit_batch_roofline_floor_is_the_median_odd_or_even():
     batches, seconds = [1, 2, 4, 8], [1.0, 3.0, 5.0, 8.0]
     assert fit_batch_roofline(batches, seconds, n_floor=2).floor_s == 2.0  # mean of the middle two
     assert fit_batch_roofline(batches, seconds, n_floor=3).floor_s == 3.0
-    with pytest.raises(ValueError, match="^seconds must be positive"):
+    with pytest.raises(ValueError, match="^seconds entry must be positive"):
         fit_batch_roofline([1, 2], [1.0, -2.0])
 
 
@@ -157,7 +157,7 @@ def test_messages_of_the_validation_helpers_are_exact():
         _validate.fraction("x", 0)
     with pytest.raises(ValueError, match="^lengths must list at least one sequence length$"):
         kv_footprint("llama3-8b", [])
-    with pytest.raises(ValueError, match="^schemes must list at least one"):
+    with pytest.raises(ValueError, match="^schemes must list at least 1 entry"):
         quantization_table("llama3-8b", "h100", 1, 1024, 8, schemes=[])
 
 
@@ -249,7 +249,7 @@ def test_layouts_edges_by_hand():
     rows = context_length_table("tpu-v4", 64, (128,))
     assert [(r.model, r.head_dim) for r in rows] == [("palm-540b-multihead", 128), ("palm-540b", 256),
                                                       ("palm-540b", 256)]
-    with pytest.raises(ValueError, match="^batch must be a positive integer"):
+    with pytest.raises(ValueError, match="^batches entry must be a positive integer"):
         context_length_table("tpu-v4", 64, (0,))
     with pytest.raises(ValueError, match="^tokens must be positive"):
         comm_volume_curves("palm-540b", (4, 4, 4), [64, -1])
@@ -281,12 +281,14 @@ def test_serving_and_sharding_use_the_compute_dtype():
     from scaling_lib.sharding import decode_step_components
 
     # batch 1,024: the matmul FLOPs (not the weight read) set the step, so the compute dtype shows
-    ratio = server_ratio("llama3-70b", "tpu-7x", 8192, 512, 1024, 8, 8, compute_dtype="fp8")
-    step = decode_step_time("llama3-70b", "tpu-7x", 8, 1024, 8192 + 256, compute_dtype="fp8")
+    # (1,024 caches of 8k tokens do not fit in 8 x 192 GB: priced as if they did, to see the compute dtype)
+    ratio = server_ratio("llama3-70b", "tpu-7x", 8192, 512, 1024, 8, 8, compute_dtype="fp8", check_capacity=False)
+    step = decode_step_time("llama3-70b", "tpu-7x", 8, 1024, 8192 + 256, compute_dtype="fp8", check_capacity=False)
     assert step.bound == "compute" and ratio.decode_step_s == step.total_s
-    parts = decode_step_components("llama3-70b", "tpu-7x", 8, 256, 8192, compute_dtype="fp8")
-    assert parts.flops_s == decode_step_time("llama3-70b", "tpu-7x", 8, 256, 8192, compute_dtype="fp8").compute_s
-    one = decode_step_components("llama3-70b", "tpu-7x", 1, 256, 8192)
+    parts = decode_step_components("llama3-70b", "tpu-7x", 8, 256, 8192, compute_dtype="fp8", check_capacity=False)
+    assert parts.flops_s == decode_step_time("llama3-70b", "tpu-7x", 8, 256, 8192, compute_dtype="fp8",
+                                             check_capacity=False).compute_s
+    one = decode_step_components("llama3-70b", "tpu-7x", 1, 256, 8192, check_capacity=False)
     assert (one.ici_s, one.ici_latency_s) == (0.0, 0.0)  # one chip: no collectives
     with pytest.raises(ValueError, match="pass axis sizes that multiply to n_chips$"):
         decode_step_components("llama3-70b", "tpu-7x", 8, 256, 8192, mesh_shape=(2, 2))
@@ -304,8 +306,9 @@ def test_hf_config_edges():
         with pytest.raises(ValueError, match="is not a periodic local/global pattern with the global layer last in "
                                              "each period; this book's models cannot represent it"):
             from_hf_config({**base, "layer_types": broken})
-    with pytest.raises(ValueError, match=r"no usable 'sliding_window_pattern' \(model_type 'gemma3_text'\)"):
-        from_hf_config(base)
+    assert from_hf_config(base).global_every == 6  # Hugging Face's default sliding_window_pattern (issue 25)
+    with pytest.raises(ValueError, match=r"field 'sliding_window_pattern' .* must be a positive integer"):
+        from_hf_config({**base, "sliding_window_pattern": 0})
     llama = dict(base, model_type="llama", _name_or_path="org/My-Model")
     del llama["num_key_value_heads"], llama["sliding_window"]
     model = from_hf_config(llama)

@@ -83,8 +83,9 @@ def test_a_serial_block_repeats_the_d_sized_gather_and_scatter_of_2d_weight_stat
     # 2D on 4 x 4 x 4 (X = 4): the D-sized collectives run over Y Z = (4, 4) on B D / X values: 64 x 18,432 / 4 x 2 B
     # = 589,824 B; the F-sized ones over X. A serial block adds attention's own D-sized gather and scatter, not the
     # F-sized ones.
-    parallel = layer_collectives(PALM, 64, "decode", 64, "2d-ws", "heads", mesh_shape=SLICE)
-    serial = layer_collectives(PALM, 64, "decode", 64, "2d-ws", "heads", mesh_shape=SLICE, parallel_block=False)
+    parallel = layer_collectives(PALM, 64, "decode", 64, "2d-ws", "heads", mesh_shape=SLICE, pad_heads=True)
+    serial = layer_collectives(PALM, 64, "decode", 64, "2d-ws", "heads", mesh_shape=SLICE, parallel_block=False,
+                                pad_heads=True)
     assert serial[:len(parallel)] == parallel
     extra = serial[len(parallel):]
     assert [(c.op, c.group) for c in extra] == [("all-gather", (4, 4)), ("reduce-scatter", (4, 4))]

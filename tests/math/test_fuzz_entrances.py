@@ -40,7 +40,10 @@ GEMMA3 = dict(model_type="gemma3_text", num_hidden_layers=12, hidden_size=64, nu
 # A config of each model type whose reader uses the field (the field is in that config or read with a default).
 BASES = {"llama": _shipped("llama-3.1-8b"), "qwen2": _shipped("qwen2.5-7b"), "mistral": _shipped("mistral-7b-v0.1"),
          "mixtral": _shipped("mixtral-8x7b"), "qwen3_moe": _shipped("qwen3-235b-a22b"),
-         "deepseek_v3": _shipped("deepseek-v3"), "gemma3_text": GEMMA3}
+         "deepseek_v3": _shipped("deepseek-v3"), "gemma3_text": GEMMA3,
+         "qwen2_moe": dict(model_type="qwen2_moe", num_hidden_layers=2, hidden_size=64, num_attention_heads=4,
+                           intermediate_size=128, moe_intermediate_size=16, shared_expert_intermediate_size=64,
+                           num_experts=8, num_experts_per_tok=2, vocab_size=256)}
 
 # field -> (kind, the config it is read from). Kinds: "size" a positive integer, "size0" a non-negative one,
 # "size?" a positive integer or null, "flag" a JSON boolean, "freq" an integer that must be 1, and a few of their own.
@@ -58,6 +61,7 @@ FIELDS = {
     "n_shared_experts": ("size0", "deepseek_v3"), "first_k_dense_replace": ("size0", "deepseek_v3"),
     "moe_layer_freq": ("freq", "deepseek_v3"), "sliding_window_pattern": ("size", "gemma3_text"),
     "layer_types": ("layers", "gemma3_text"), "model_type": ("type", "llama"), "_name_or_path": ("name", "llama"),
+    "shared_expert_intermediate_size": ("size0", "qwen2_moe"),
 }
 
 JSON_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70), st.floats(allow_nan=True),
@@ -158,6 +162,9 @@ OPTIONS = {  # option -> the texts Hypothesis tries
     "--compute": st.sampled_from(["bf16", "fp8", "int8", "int4", "fp32", "x"]),
     "--price": st.one_of(st.floats(allow_nan=True).map(str), st.sampled_from(["2", "-1", "0", "abc", "", "1e400"])),
     "--json": st.just(None),  # a flag: present or not
+    "--tensor-parallel": _COUNTS, "--input-len": _COUNTS, "--output-len": _COUNTS,
+    "--memory-utilization": st.one_of(st.floats(allow_nan=True).map(str), st.sampled_from(["0.9", "1", "0", "1.5",
+                                                                                          "abc", ""])),
 }
 BASE_ARGV = ["estimate", "--model", "llama3-8b", "--chip", "h100", "--chips", "1", "--batch", "8"]
 

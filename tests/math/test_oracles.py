@@ -59,7 +59,7 @@ def test_decode_step_components_ici_term_llama3_70b_16_v5e_batch_32_by_hand():
     assert parts.ici_latency_s == pytest.approx(80 * 2 * (16e-6 + 1e-6), rel=1e-12)
     # With 8 chips the KV heads absorb the whole split: no all-to-all, only the two all-reduces. An axis of 8 v5e
     # chips is a line: 2 passes of 7 hops, and each end chip takes in 7/8 of the array over its one link, per pass.
-    eight = decode_step_components("llama3-70b", "tpu-v5e", 8, 32, 8192)
+    eight = decode_step_components("llama3-70b", "tpu-v5e", 8, 32, 8192, check_capacity=False)  # 227 GB > 128 GB
     assert eight.ici_s == pytest.approx(80 * 2 * (14e-6 + 2 * 7 / 8 * 524_288 / 4.5e10), rel=1e-12)
     assert eight.ici_latency_s == pytest.approx(80 * 2 * 14e-6, rel=1e-12)
 

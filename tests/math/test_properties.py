@@ -95,14 +95,16 @@ def test_max_batch_size_is_zero_when_weights_do_not_fit():
 
 def test_step_time_and_throughput_monotone_in_batch_and_context():
     model = get_model("llama3-70b")
-    times = [decode_step_time(model, "tpu-v5e", 16, b, 4096).total_s for b in (1, 4, 16, 64, 256, 1024)]
+    # a property of the formula, past the 171 sequences that fit too
+    times = [decode_step_time(model, "tpu-v5e", 16, b, 4096, check_capacity=False).total_s
+             for b in (1, 4, 16, 64, 256, 1024)]
     assert times == sorted(times)
-    rates = [decode_throughput(model, "tpu-v5e", 16, b, 4096) for b in (1, 4, 16, 64, 256, 1024)]
+    rates = [decode_throughput(model, "tpu-v5e", 16, b, 4096, check_capacity=False) for b in (1, 4, 16, 64, 256, 1024)]
     assert rates == sorted(rates)
-    by_context = [decode_step_time(model, "tpu-v5e", 16, 32, s).total_s for s in (128, 1024, 8192, 32768)]
+    by_context = [decode_step_time(model, "tpu-v5e", 16, 32, s, check_capacity=False).total_s for s in (128, 1024, 8192, 32768)]
     assert by_context == sorted(by_context)
     # Halving the bytes of weights and KV at most halves the step (FLOP term unchanged).
-    bf16 = decode_step_time(model, "tpu-7x", 8, 64, 32768)
+    bf16 = decode_step_time(model, "tpu-7x", 8, 64, 32768, check_capacity=False)
     fp8 = decode_step_time(model, "tpu-7x", 8, 64, 32768, "fp8", "fp8", "fp8")
     assert fp8.total_s == pytest.approx(bf16.total_s / 2, rel=0.01)
 

@@ -15,7 +15,8 @@ from tests import REPO
 
 
 def test_report_agrees_with_the_individual_functions():
-    r = report("llama3-70b", "h100", 8, batch=64, context_len=8192, weight_dtype="fp8", price_per_chip_hour=2.0)
+    r = report("llama3-70b", "h100", 8, batch=64, context_len=8192, weight_dtype="fp8", kv_dtype="fp8",
+               price_per_chip_hour=2.0)
     d = Deployment("llama3-70b", "h100", 8, weight_dtype="fp8", kv_dtype="fp8")
     assert r.weight_bytes == param_bytes(get_model("llama3-70b"), "fp8")
     assert r.kv_bytes_per_token == kv_bytes_per_token("llama3-70b", "fp8")
@@ -29,10 +30,21 @@ def test_report_agrees_with_the_individual_functions():
     assert r.decode_step_typical_s > r.decode_step_bound_s and r.prefill_typical_s > r.prefill_bound_s
 
 
-def test_report_defaults_batch_to_the_largest_that_fits_and_kv_to_the_weight_dtype():
-    r = report("llama3-8b", "tpu-v5e", 4, context_len=4096, weight_dtype="int8")
-    assert r.deployment.kv_dtype == "int8" and r.batch == r.max_batch > 0 and r.prompt_len == 4096
+def test_report_defaults_batch_to_the_largest_that_fits_and_kv_to_bf16_whatever_the_weights():
+    # Real int4/int8/fp8 checkpoints keep a bf16 cache unless the engine is told otherwise (issue 25).
+    for weights in ("int8", "int4", "fp8"):
+        r = report("llama3-8b", "tpu-v5e", 4, context_len=4096, weight_dtype=weights)
+        assert r.deployment.kv_dtype == "bf16" and r.batch == r.max_batch > 0 and r.prompt_len == 4096
     assert r.dollars_per_million_tokens_bound is None and "$" not in r.describe()
+
+
+def test_report_takes_tensor_parallel_as_replicas_and_refuses_a_prompt_longer_than_the_context():
+    r = report("llama3-70b", "h100", 16, tensor_parallel=8, context_len=4096, kv_dtype="fp8")
+    assert r.deployment.replicas == 2 and r.deployment.tensor_parallel == 8
+    assert r.max_batch == max_batch(Deployment("llama3-70b", "h100", 16, kv_dtype="fp8", tensor_parallel=8), 4096,
+                                    TYPICAL)
+    with pytest.raises(ValueError, match="prompt_len=5000 is longer than context_len=4096"):
+        report("llama3-8b", "h100", 1, context_len=4096, prompt_len=5000)
 
 
 def test_report_refuses_what_does_not_fit_naming_the_bytes():

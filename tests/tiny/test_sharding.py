@@ -160,7 +160,7 @@ def test_s4_fsdp_decode_cost_counts_the_bytes_the_hlo_moves_and_is_an_order_of_m
     assert tiny_cost.ici_s * chip.ici_bidirectional == pytest.approx(received, rel=0.02)
     real = fsdp_decode_cost("llama3-70b", chip, n)
     assert real.slowdown > 10  # all-gathering 141 GB over ICI vs reading 1/8 of it from HBM
-    assert real.hbm_s == pytest.approx(decode_step_time("llama3-70b", chip, n, 1, 0).weight_s, rel=1e-9)
+    assert real.hbm_s == pytest.approx(decode_step_time("llama3-70b", chip, n, 1, 0, check_capacity=False).weight_s, rel=1e-9)
 
 
 def test_s6_sequence_parallel_prefill_all_gathers_k_and_v_once_per_layer(params):
@@ -193,14 +193,16 @@ def test_sequence_parallel_prefill_rejects_a_prompt_that_does_not_split():
 
 # ------------------------------------------------------------------------------------------ step components (math)
 def test_decode_step_components_on_one_chip_is_the_step_time_bound_without_ici():
-    parts = decode_step_components("llama3-70b", "ironwood", 1, 32, 8192)
-    step = decode_step_time("llama3-70b", "ironwood", 1, 32, 8192)
+    # (227 GB on one 192 GB chip: priced as if it fitted, a property of the formula)
+    parts = decode_step_components("llama3-70b", "ironwood", 1, 32, 8192, check_capacity=False)
+    step = decode_step_time("llama3-70b", "ironwood", 1, 32, 8192, check_capacity=False)
     assert (parts.weights_s, parts.kv_s, parts.flops_s, parts.ici_s) == (step.weight_s, step.kv_s, step.compute_s, 0)
     assert parts.total_s == pytest.approx(step.total_s)
 
 
 def test_decode_step_components_hbm_terms_fall_as_1_over_n_while_ici_does_not():
-    parts = {n: decode_step_components("llama3-70b", "tpu-v5e", n, 64, 8192) for n in (2, 4, 8, 16, 32)}
+    parts = {n: decode_step_components("llama3-70b", "tpu-v5e", n, 64, 8192, check_capacity=False)
+             for n in (2, 4, 8, 16, 32)}  # (the small n do not fit: the terms are a property of the formula)
     for n in (4, 8, 16, 32):
         assert parts[n].weights_s == pytest.approx(parts[2].weights_s * 2 / n)
         assert parts[n].ici_s >= parts[n // 2].ici_s  # a ring's all-reduce costs the same bytes and more hops
@@ -221,7 +223,8 @@ def test_s1_ici_overtakes_the_weight_read_near_f_over_b_beta():
 
 
 def test_s3_decode_collectives_of_a_small_batch_are_all_latency_bound():
-    parts = decode_step_components("llama3-70b", "tpu-v5e", 8, 16, 8192, activation_dtype="int8")
+    parts = decode_step_components("llama3-70b", "tpu-v5e", 8, 16, 8192, activation_dtype="int8",
+                                   check_capacity=False)
     assert parts.ici_latency_s == parts.ici_s > 0
 
 

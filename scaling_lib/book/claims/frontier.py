@@ -27,8 +27,9 @@ TORUS_1024_DIAMETER = 16  # TPU 8 blog: a 1,024-chip 3D torus is 16 hops across 
 
 
 def _row_cost(row, **options):
+    # Pope et al. padded the query heads to a multiple of the chips (PaLM 540B: 48 to 64 on 64 chips)
     return layout_cost(row.model, row.chip, row.chips, row.phase, row.batch, row.ffn_layout, row.attention_sharding,
-                       weight_dtype=row.weight_dtype, context_len=row.context_len, **options)
+                       weight_dtype=row.weight_dtype, context_len=row.context_len, **{"pad_heads": True, **options})
 
 
 def _p6_agreement():

@@ -14,7 +14,7 @@ def _quiz(weight_bytes_per_param: float = 1.0, n_chips: int = 16, kv: bool = Tru
     inputs = dict(T2_INPUTS)
     inputs.update(param_bytes=inputs["param_count"] * weight_bytes_per_param, n_chips=n_chips,
                   kv_bytes_per_sequence=inputs["kv_bytes_per_sequence"] if kv else 0.0)
-    return step_time_bound(batch=64, **inputs)
+    return step_time_bound(batch=64, **inputs, check_capacity=False)  # a slip (one chip) need not fit
 
 
 def _weight_floor(dtype: str = "int4", n_chips: int = 16) -> float:

@@ -1,0 +1,493 @@
+"""Plan a deployment: the cheapest way to serve a model that meets latency targets, and what tighter targets cost.
+
+`plan(model, chips, max_chips, input_len, output_len, ttft=..., tpot=..., prices=...)` searches
+
+    chip x tensor parallelism x weight format x KV-cache format x batch
+
+with the estimate of `estimate` (the calibrated `TYPICAL` efficiencies by default) and returns the deployment with
+the lowest cost per request that meets the targets, plus the Pareto frontier of cost against time per output token.
+This is the question chapter 12 answers for one model on a TPU torus (Pope et al.'s frontier of cost against
+latency), asked for any model, chip and workload; NVIDIA's AIConfigurator, GenZ and Vidur search the same space.
+
+**The workload** is the offline steady state of `estimate.OfflineEstimate`: identical requests of I prompt tokens
+and O output tokens, continuous batching, each replica keeping b sequences decoding. One iteration of a replica
+decodes one token for each of its b sequences (at the mean context I + O/2) and prefills the b I / (O - 1) prompt
+tokens of the requests that replace the b / (O - 1) that finish; it takes T_iter (`estimate.step_estimate`).
+
+- **TPOT** (time per output token) = T_iter: every running sequence gets one token per iteration.
+- **TTFT** (time to first token) = the iteration that prefills a request's whole prompt: the b decodes plus
+  max(I, b I / (O - 1)) prompt tokens. It counts no queueing (a request that arrives as an iteration starts).
+- **Output tokens/s** = replicas x b x O / (O - 1) / T_iter (the first token of each request comes from its
+  prefill), as `estimate.offline_estimate` with `slots=b`.
+
+**Pricing.** A replica of t chips at p dollars per chip-hour costs p t / 3600 dollars per second. Its chip time is
+split between the two kinds of work by what each adds to the iteration: the decode pays for T_decode, the iteration
+it would run with no prompts to prefill (the same b sequences, the same contexts), and the prefill pays for the
+rest, T_iter - T_decode, the time its prompt tokens add. Per iteration a replica produces b O / (O - 1) output
+tokens and reads b I / (O - 1) input tokens, so
+
+    $ per million output tokens = p t / 3600 x T_decode / (b O / (O - 1)) x 1e6
+    $ per million input tokens  = p t / 3600 x (T_iter - T_decode) / (b I / (O - 1)) x 1e6
+
+and I x (input price) + O x (output price) is the whole cost of a request. `plan` minimises that whole cost,
+reported as `dollars_per_million_output_tokens_all_in` (= cost per request / O x 1e6: every chip-second, prefill
+included, charged to the output tokens).
+
+**The search, pruned.** Replicas are independent copies, so TTFT, TPOT and the cost per token of a design (chip,
+tensor parallelism t, formats, batch per replica) do not depend on how many replicas run it; more replicas only
+multiply the throughput. Each design is therefore priced once on one replica and served on as many replicas as
+`max_chips` holds (replicas = max_chips // t, n_chips = replicas x t). TTFT and TPOT grow with the batch, so the
+largest batch meeting the targets is found by bisection (about log2(2,048) = 11 steps instead of 2,048), and a
+design whose batch of 1 misses a target cannot meet it. The cost per token falls as the batch grows (each term of
+the step is fixed, shared by more sequences, or grows in proportion to the batch) except where the estimate switches
+a collective to another algorithm (it prices the one NCCL would pick for the message size, whose latency is then
+scaled by the calibrated factor), where it can jump up by some percent: the cheapest batch of a design is the largest
+meeting the targets or the last one before a switch below it, and the switches are found by bisection on the
+collectives' latency. Designs are visited from the least cost they could reach at any batch up, and the search stops
+at the first that cannot beat the best found (branch and bound). The frontier is drawn from batches 1, 2, 4, ... up
+to the largest that fits, the largest, and the best, skipping designs whose every point is beaten on both axes.
+Tensor parallelism takes the divisors of the query heads up to `max_chips` (Megatron's rule, `estimate.Deployment`).
+
+**Formats.** The weights are tried in each of `weight_dtypes` and the KV cache in each of `kv_dtypes`,
+independently (an int4-weight deployment keeps a bf16 or fp8 cache). The matmuls run in the weight format when
+the chip has a native rate for it and it is an 8- or 4-bit float or int8 (fp8 or int8 weights with 8-bit
+activations, fp4 on Blackwell), else in bf16 (int4 weights are upcast: W4A16). The plan does not model accuracy:
+list only the formats your model's quality allows.
+
+From a terminal: `python -m scaling_lib plan` (and `estimate --input-len ... --output-len ...` for one deployment).
+"""
+
+import math
+from dataclasses import asdict, dataclass
+
+from ._validate import instances, positive, positive_int
+from .dtypes import bytes_per_element
+from .estimate import MEMORY_UTILIZATION, Deployment, max_batch, offline_estimate, resolve_efficiency, step_estimate
+from .hardware import get_chip
+from .models import get_model
+
+# The formats tried by default: weights in bf16, fp8 and int4 (the three a serving engine most often runs), the KV
+# cache in bf16 and fp8 (4-bit caches are rare in production).
+WEIGHT_DTYPES = ("bf16", "fp8", "int4")
+KV_DTYPES = ("bf16", "fp8")
+# Weight formats whose matmuls run natively in that format when the chip has a rate for it (8-bit activations, or
+# fp4 on Blackwell); any other format is upcast to bf16 for the matmul.
+_NATIVE_MATMUL = ("fp8", "int8", "nvfp4", "mxfp4")
+
+
+class TargetUnreachable(ValueError):
+    """No deployment searched meets a target: `target` ("ttft" or "tpot"), the `requested` seconds, and the
+    `closest` seconds the best deployment reached (`deployment`, a `PlannedDeployment` at batch 1)."""
+
+    def __init__(self, target: str, requested: float, closest: float, deployment, condition: str = ""):
+        self.target, self.requested, self.closest, self.deployment = target, requested, closest, deployment
+        label = {"ttft": "time to first token", "tpot": "time per output token"}[target]
+        super().__init__(
+            f"{target}={requested:g} s is out of reach: the lowest {label} of any deployment searched{condition} is "
+            f"{closest:.4g} s ({closest / requested:.2f}x the target), by {deployment.describe()}; relax {target}, "
+            "raise max_chips, or add chips or faster formats to the search")
+
+
+@dataclass(frozen=True)
+class PlannedDeployment:
+    """One deployment the plan priced: `replicas` copies of the model, each on `tensor_parallel` chips, each
+    decoding `batch_per_replica` sequences (`batch` over the whole deployment). Seconds, tokens/s and dollars;
+    the module docstring defines TTFT, TPOT and the two prices."""
+
+    model: str
+    chip: str
+    n_chips: int
+    tensor_parallel: int
+    replicas: int
+    batch: int
+    batch_per_replica: int
+    weight_dtype: str
+    kv_dtype: str
+    compute_dtype: str
+    kv_placement: str
+    ttft_s: float
+    tpot_s: float
+    output_tokens_per_s: float
+    input_tokens_per_s: float
+    price_per_chip_hour: float | None  # None (from price_deployment without a price): the dollars are None too
+    dollars_per_million_input_tokens: float | None
+    dollars_per_million_output_tokens: float | None
+    dollars_per_million_output_tokens_all_in: float | None  # the whole cost of a request over its output tokens
+
+    def as_dict(self) -> dict:
+        """Every field, for JSON."""
+        return asdict(self)
+
+    def describe(self) -> str:
+        """One line: chips, the split, the batch, the formats."""
+        return (f"{self.replicas} replica(s) of {self.tensor_parallel}-way tensor parallelism on {self.n_chips} x "
+                f"{self.chip}, batch {self.batch_per_replica} per replica, weights {self.weight_dtype}, KV "
+                f"{self.kv_dtype}")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What `plan` found: the cheapest deployment meeting the targets (`best`), the frontier of cost
+    (`dollars_per_million_output_tokens_all_in`) against TPOT over the deployments meeting the TTFT target, sorted
+    by TPOT, and how many steps the search priced (`evaluated`: each an `estimate.step_estimate`)."""
+
+    best: PlannedDeployment
+    frontier: tuple
+    input_len: int
+    output_len: int
+    ttft: float | None
+    tpot: float | None
+    evaluated: int
+
+    def as_dict(self) -> dict:
+        return {"input_len": self.input_len, "output_len": self.output_len, "ttft": self.ttft, "tpot": self.tpot,
+                "best": self.best.as_dict(), "frontier": [point.as_dict() for point in self.frontier]}
+
+    def describe(self) -> str:
+        """The best deployment as a table, then the frontier, for a terminal or a notebook."""
+        b = self.best
+        rows = [("model", b.model),
+                ("workload", f"{self.input_len:,} prompt + {self.output_len:,} output tokens per request"),
+                ("targets", ", ".join(f"{name} <= {value:g} s" for name, value in
+                                      (("TTFT", self.ttft), ("TPOT", self.tpot)) if value is not None) or "none"),
+                ("best deployment", b.describe()),
+                ("time to first token (TTFT)", f"{b.ttft_s * 1e3:,.1f} ms"),
+                ("time per output token (TPOT)", f"{b.tpot_s * 1e3:,.2f} ms"),
+                ("output tokens/s", f"{b.output_tokens_per_s:,.0f} (all replicas)"),
+                ("$ per million input tokens", f"{b.dollars_per_million_input_tokens:,.3f}"),
+                ("$ per million output tokens", f"{b.dollars_per_million_output_tokens:,.3f} (decode), "
+                                                f"{b.dollars_per_million_output_tokens_all_in:,.3f} with the "
+                                                f"prefill's share (at ${b.price_per_chip_hour:g} per chip-hour)")]
+        width = max(len(name) for name, _ in rows)
+        lines = [f"{name:<{width}}  {value}" for name, value in rows]
+        lines.append(f"\nfrontier (the cheapest for each TPOT; {self.evaluated:,} iterations priced):")
+        lines.append(f"  {'TPOT ms':>9}  {'TTFT ms':>9}  {'$/M out':>9}  deployment")
+        for p in self.frontier:
+            lines.append(f"  {p.tpot_s * 1e3:9.2f}  {p.ttft_s * 1e3:9.1f}  "
+                         f"{p.dollars_per_million_output_tokens_all_in:9.3f}  {p.describe()}")
+        return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------------------------- the arguments
+def _names(kind: str, values, check) -> tuple:
+    """A non-empty tuple of distinct names from a string or a sequence, each accepted by `check`; a ValueError
+    naming `kind` otherwise."""
+    if isinstance(values, str):
+        values = (values,)
+    if not isinstance(values, (tuple, list)) or not values:
+        raise ValueError(f"{kind} must be a name or a non-empty list of names, got {values!r}")
+    try:
+        return tuple(dict.fromkeys(check(value) for value in values))
+    except ValueError as error:
+        raise ValueError(f"{kind}: {error}") from None
+
+
+def _chip_list(chips) -> tuple:
+    if not isinstance(chips, (str, tuple, list)):
+        chips = (chips,)  # a Chip
+    return _names("chips", chips, get_chip)
+
+
+def _dtype(value) -> str:
+    bytes_per_element(value)
+    return value
+
+
+def _prices(prices, chips: tuple) -> dict:
+    """{chip name: $ per chip-hour}: one number for every chip, or a mapping that names each chip searched."""
+    if isinstance(prices, dict):
+        table = {}
+        for name, price in prices.items():
+            try:
+                chip = get_chip(name)
+            except ValueError as error:
+                raise ValueError(f"prices: {error}") from None
+            table[chip.name] = positive(f"prices[{name!r}]", price)
+        missing = [chip.name for chip in chips if chip.name not in table]
+        if missing:
+            raise ValueError(f"prices has no price for {', '.join(missing)}; give every chip searched a price in $ "
+                             "per chip-hour, e.g. prices={'h100': 2.5}")
+        return {chip.name: float(table[chip.name]) for chip in chips}
+    price = positive("prices", prices)
+    return {chip.name: float(price) for chip in chips}
+
+
+def _target(name: str, value):
+    return None if value is None else float(positive(name, value))
+
+
+def _compute_dtype(chip, weight_dtype: str) -> str:
+    """The matmul format: the weights' own when native and 8 bits or fewer (module docstring), else bf16."""
+    if weight_dtype in _NATIVE_MATMUL and weight_dtype in chip.compute_dtypes:
+        return weight_dtype
+    return "bf16"
+
+
+# ----------------------------------------------------------------------------------------------- pricing one design
+class _Design:
+    """One replica of one design (chip, tensor parallelism, formats), priced at any batch b, each step once."""
+
+    def __init__(self, model, chip, tp: int, weight_dtype: str, kv_dtype: str, input_len: int, output_len: int,
+                 efficiency, price: float | None, max_chips: int, compute_dtype: str | None = None,
+                 memory_utilization: float = MEMORY_UTILIZATION):
+        compute_dtype = _compute_dtype(get_chip(chip), weight_dtype) if compute_dtype is None else compute_dtype
+        self.deployment = Deployment(model, chip, tp, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
+                                     compute_dtype=compute_dtype, tensor_parallel=tp,
+                                     memory_utilization=memory_utilization)
+        self.i, self.o, self.eff, self.price = input_len, output_len, efficiency, price
+        self.replicas = max_chips // tp
+        self.mean_context = input_len + output_len / 2
+        self.max_batch = max_batch(self.deployment, self.mean_context, efficiency)  # per replica (one replica)
+        self.per_second = (1.0 if price is None else price) * tp / 3600.0  # dollars per second of one replica
+        self.order = (tp, get_chip(chip).name, weight_dtype, kv_dtype)  # breaks ties between equal costs
+        self._steps = {}
+
+    def _step(self, b: int, prefill_tokens: float):
+        """One iteration of one replica (`estimate.StepEstimate`): b decodes at the mean context plus
+        `prefill_tokens`."""
+        key = (b, prefill_tokens)
+        if key not in self._steps:
+            extra = dict(prefill_tokens=prefill_tokens, prefill_len=self.i) if prefill_tokens else {}
+            self._steps[key] = step_estimate(self.deployment, decode_batch=b, decode_context=self.mean_context,
+                                             held_sequences=b, held_tokens_each=self.mean_context,
+                                             efficiency=self.eff, **extra)
+        return self._steps[key]
+
+    def tpot(self, b: int) -> float:
+        """T_iter: b decodes and the b I / (O - 1) prompt tokens of the steady state."""
+        return self._step(b, b * self.i / (self.o - 1)).total_s
+
+    def latency_s(self, b: int) -> float:
+        """The collectives' latency in T_iter: constant while the same algorithms carry them."""
+        return self._step(b, b * self.i / (self.o - 1)).comm_latency_s
+
+    def ttft(self, b: int) -> float:
+        """The iteration that prefills a whole prompt: b decodes and max(I, b I / (O - 1)) prompt tokens."""
+        return self._step(b, max(self.i, b * self.i / (self.o - 1))).total_s
+
+    def cost(self, b: int) -> float:
+        """The whole cost of the work over its output tokens, $ per million (module docstring)."""
+        return self.per_second * self.tpot(b) / (b * self.o / (self.o - 1)) * 1e6
+
+    def key(self, b: int) -> tuple:
+        """Cheapest first; among equal costs the faster, then fewer chips per replica, then by name."""
+        return (self.cost(b), self.tpot(b)) + self.order
+
+    def meets(self, b: int, ttft, tpot) -> bool:
+        return (tpot is None or self.tpot(b) <= tpot) and (ttft is None or self.ttft(b) <= ttft)
+
+    def record(self, b: int) -> PlannedDeployment:
+        d, i, o = self.deployment, self.i, self.o
+        iteration, decode = self.tpot(b), self._step(b, 0.0).total_s
+
+        def priced(dollars):
+            return None if self.price is None else dollars
+
+        out_per_iteration, in_per_iteration = b * o / (o - 1), b * i / (o - 1)
+        return PlannedDeployment(
+            model=d.model.name, chip=d.chip.name, n_chips=self.replicas * d.tensor_parallel,
+            tensor_parallel=d.tensor_parallel, replicas=self.replicas, batch=self.replicas * b, batch_per_replica=b,
+            weight_dtype=d.weight_dtype, kv_dtype=d.kv_dtype, compute_dtype=d.compute_dtype,
+            kv_placement=d.kv_placement, ttft_s=self.ttft(b), tpot_s=iteration,
+            output_tokens_per_s=self.replicas * out_per_iteration / iteration,
+            input_tokens_per_s=self.replicas * in_per_iteration / iteration, price_per_chip_hour=self.price,
+            dollars_per_million_input_tokens=priced(self.per_second * (iteration - decode) / in_per_iteration * 1e6),
+            dollars_per_million_output_tokens=priced(self.per_second * decode / out_per_iteration * 1e6),
+            dollars_per_million_output_tokens_all_in=priced(self.cost(b)))
+
+    def largest_batch_meeting(self, ttft, tpot) -> int:
+        """The largest b in [1, max_batch] that meets both targets (0 if none): a bisection, since TTFT and TPOT
+        grow with b."""
+        if not self.meets(1, ttft, tpot):
+            return 0
+        low, high = 1, self.max_batch  # meets(low) holds
+        if self.meets(high, ttft, tpot):
+            return high
+        while high - low > 1:
+            middle = (low + high) // 2
+            if self.meets(middle, ttft, tpot):
+                low = middle
+            else:
+                high = middle
+        return low
+
+    def switches(self, low: int, high: int) -> list:
+        """The batches b in [low, high) after which the collectives' latency changes (the estimate prices each
+        collective with the algorithm NCCL would pick for its size, and a larger batch can switch it), found by
+        bisection, assuming each switch happens once as the batch grows."""
+        if high <= low or self.latency_s(low) == self.latency_s(high):
+            return []
+        if high - low == 1:
+            return [low]
+        middle = (low + high) // 2
+        return self.switches(low, middle) + self.switches(middle, high)
+
+    def cheapest_batch_meeting(self, ttft, tpot) -> int:
+        """The batch of least cost meeting both targets (0 if none). Between two switches of the collectives'
+        algorithms, every term of the step either stays fixed or grows in proportion to the batch, so the cost
+        per token never rises with the batch: the cheapest batch is the largest that meets the targets, or the
+        last batch before a switch below it."""
+        largest = self.largest_batch_meeting(ttft, tpot)
+        if not largest:
+            return 0
+        return min(self.switches(1, largest) + [largest], key=self.key)
+
+    @property
+    def evaluated(self) -> int:
+        return len(self._steps)
+
+
+def pareto_frontier(points) -> tuple:
+    """The `PlannedDeployment`s no other beats on both TPOT and cost (`dollars_per_million_output_tokens_all_in`),
+    sorted by TPOT: sweep by increasing TPOT and keep each point cheaper than every point before it."""
+    points = instances("points", points, PlannedDeployment, "plan.PlannedDeployment records (what plan() prices)")
+    frontier, cheapest = [], math.inf
+    for point in sorted(points, key=lambda p: (p.tpot_s, p.dollars_per_million_output_tokens_all_in,
+                                                p.tensor_parallel, p.chip, p.weight_dtype, p.kv_dtype)):
+        if point.dollars_per_million_output_tokens_all_in < cheapest:
+            frontier.append(point)
+            cheapest = point.dollars_per_million_output_tokens_all_in
+    return tuple(frontier)
+
+
+def tensor_parallel_sizes(model, max_chips: int) -> tuple:
+    """The tensor-parallel group sizes `plan` tries: divisors of the model's query heads, at most `max_chips`."""
+    model = get_model(model)
+    max_chips = positive_int("max_chips", max_chips)
+    return tuple(t for t in range(1, min(model.n_heads, max_chips) + 1) if model.n_heads % t == 0)
+
+
+def plan(model, chips, max_chips: int, input_len: int, output_len: int, *, ttft: float | None = None,
+         tpot: float | None = None, prices, weight_dtypes=WEIGHT_DTYPES, kv_dtypes=KV_DTYPES,
+         efficiency="typical") -> Plan:
+    """The cheapest deployment of `model` on at most `max_chips` of one of `chips` that serves requests of
+    `input_len` prompt and `output_len` output tokens within `ttft` seconds to the first token and `tpot` seconds
+    per output token (None: no target), and the frontier of cost against TPOT (module docstring: the workload, the
+    two prices, the search).
+
+    `chips`: a chip name or a list of them. `prices`: dollars per chip-hour, one number for every chip or a dict
+    {chip: price} naming each chip searched (no price is built in). `weight_dtypes`, `kv_dtypes`: the formats to
+    try. `efficiency`: "typical" (the calibrated estimate, chapter 11), None (the bound) or an
+    `estimate.Efficiency`. Raises `TargetUnreachable` (a ValueError) naming the target no deployment meets and how
+    close the best came; ValueError for a bad argument or a model that fits nowhere.
+
+    Used in the appendix *Apply the book to your model*.
+    """
+    model = get_model(model)
+    chip_list = _chip_list(chips)
+    max_chips = positive_int("max_chips", max_chips)
+    input_len = positive_int("input_len", input_len)
+    output_len = positive_int("output_len", output_len)
+    if output_len < 2:
+        raise ValueError(f"output_len={output_len}: the plan prices continuous batching, which needs at least 2 "
+                         "output tokens per request (the first comes from the prefill)")
+    ttft, tpot = _target("ttft", ttft), _target("tpot", tpot)
+    price_of = _prices(prices, chip_list)
+    weights = _names("weight_dtypes", weight_dtypes, _dtype)
+    caches = _names("kv_dtypes", kv_dtypes, _dtype)
+    eff = resolve_efficiency(efficiency)
+    designs = []
+    for chip in chip_list:
+        for tp in tensor_parallel_sizes(model, max_chips):
+            for weight_dtype in weights:
+                for kv_dtype in caches:
+                    design = _Design(model, chip, tp, weight_dtype, kv_dtype, input_len, output_len, eff,
+                                     price_of[chip.name], max_chips)
+                    if design.max_batch >= 1:
+                        designs.append(design)
+    if not designs:
+        raise ValueError(f"max_chips={max_chips}: {model.name} does not fit on {max_chips} x "
+                         f"{' or '.join(chip.name for chip in chip_list)} with weights in any of {', '.join(weights)} "
+                         f"and a {input_len + output_len:,}-token request; raise max_chips or add a smaller format")
+    _check_reachable(designs, ttft, tpot)
+    best, best_batch = _cheapest(designs, ttft, tpot)
+    frontier = _frontier(designs, ttft, {id(best): best_batch})
+    return Plan(best=best.record(best_batch), frontier=frontier, input_len=input_len, output_len=output_len,
+                ttft=ttft, tpot=tpot, evaluated=sum(design.evaluated for design in designs))
+
+
+def _cheapest(designs, ttft, tpot) -> tuple:
+    """(design, batch) of the least `_Design.key` meeting the targets. Branch and bound: a design's least cost at
+    any batch that fits (at its largest batch or just before a switch of the collectives, `_Design.switches`)
+    bounds its cost under the targets from below; designs are visited from the lowest bound up, and the search
+    stops at the first whose bound is above the best deployment found."""
+    def least(design):
+        return min(design.cost(b) for b in design.switches(1, design.max_batch) + [design.max_batch])
+
+    feasible = sorted((design for design in designs if design.meets(1, ttft, tpot)), key=least)
+    best, best_batch = None, 0
+    for design in feasible:
+        if best is not None and least(design) > best.cost(best_batch):
+            break
+        batch = design.cheapest_batch_meeting(ttft, tpot)
+        if best is None or design.key(batch) < best.key(best_batch):
+            best, best_batch = design, batch
+    return best, best_batch
+
+
+def _frontier(designs, ttft, known: dict) -> tuple:
+    """The Pareto frontier of cost against TPOT over each design's batches 1, 2, 4, ... and the largest that fits
+    (those meeting the TTFT target), plus the best deployment. A design whose every point is beaten on both axes by
+    a point already found (one with a lower TPOT than the design's batch of 1 and a lower cost than its largest
+    batch) is skipped."""
+    points = []  # (tpot, cost, design, batch)
+    for design, batch in ((d, b) for d in designs for b in (1, d.max_batch, known.get(id(d), 0)) if b):
+        if design.meets(batch, ttft, None):
+            points.append((design.tpot(batch), design.cost(batch), design, batch))
+    for design in sorted(designs, key=lambda design: design.tpot(1)):
+        fastest, cheapest = design.tpot(1), design.cost(design.max_batch)
+        if any(tpot < fastest and cost < cheapest for tpot, cost, _, _ in points):
+            continue
+        for k in range(1, design.max_batch.bit_length()):
+            batch = 1 << k
+            if batch < design.max_batch and design.meets(batch, ttft, None):
+                points.append((design.tpot(batch), design.cost(batch), design, batch))
+    unique = {(id(design), batch): (design, batch) for _, _, design, batch in points}
+    return pareto_frontier(design.record(batch) for design, batch in unique.values())
+
+
+def price_deployment(model, chip, n_chips: int, input_len: int, output_len: int, *,
+                     tensor_parallel: int | None = None, batch: int | None = None, weight_dtype: str = "bf16",
+                     kv_dtype: str = "bf16", compute_dtype: str | None = None,
+                     price_per_chip_hour: float | None = None, efficiency="typical",
+                     memory_utilization: float = MEMORY_UTILIZATION) -> PlannedDeployment:
+    """One deployment priced as `plan` prices each it searches: TTFT, TPOT, output tokens/s and the two prices
+    (module docstring), for n_chips / tensor_parallel replicas (tensor_parallel None: one replica of all n_chips)
+    decoding `batch` sequences in all (None: the most that fit at the mean context, `estimate.max_batch`).
+    compute_dtype None: `plan`'s rule (the weight format where native and 8 bits or fewer, else bf16). Without a
+    price the dollar fields are None. Behind `python -m scaling_lib estimate --input-len ... --output-len ...`.
+    """
+    chip = get_chip(chip)
+    n_chips = positive_int("n_chips", n_chips)
+    tp = n_chips if tensor_parallel is None else positive_int("tensor_parallel", tensor_parallel)
+    if price_per_chip_hour is not None:
+        price_per_chip_hour = float(positive("price_per_chip_hour", price_per_chip_hour))
+    whole = Deployment(model, chip, n_chips, weight_dtype=weight_dtype, kv_dtype=kv_dtype, tensor_parallel=tp,
+                       compute_dtype=_compute_dtype(chip, _dtype(weight_dtype)) if compute_dtype is None
+                       else compute_dtype, memory_utilization=memory_utilization)
+    per_replica = None
+    if batch is not None:
+        per_replica = positive_int("batch", batch) // whole.replicas
+        if per_replica * whole.replicas != batch:
+            raise ValueError(f"batch={batch} does not split over {whole.replicas} replicas; use a multiple of "
+                             f"{whole.replicas}")
+    # validates the workload, the batch and its memory, with the estimate's own messages
+    run = offline_estimate(whole, input_len, output_len, efficiency, slots=per_replica)
+    design = _Design(whole.model, chip, tp, whole.weight_dtype, whole.kv_dtype, run.input_len, run.output_len,
+                     resolve_efficiency(efficiency), price_per_chip_hour, n_chips, whole.compute_dtype,
+                     whole.memory_utilization)
+    return design.record(run.batch)
+
+
+def _check_reachable(designs, ttft, tpot):
+    """TargetUnreachable when no design meets the targets at batch 1 (where TTFT and TPOT are smallest): the TTFT
+    target if no design meets it, else the TPOT target among the designs that meet the TTFT one."""
+    if any(design.meets(1, ttft, tpot) for design in designs):
+        return
+    fastest = min(designs, key=lambda design: design.ttft(1))
+    if ttft is not None and fastest.ttft(1) > ttft:
+        raise TargetUnreachable("ttft", ttft, fastest.ttft(1), fastest.record(1))
+    within = [design for design in designs if design.meets(1, ttft, None)]
+    closest = min(within, key=lambda design: design.tpot(1))
+    condition = "" if ttft is None else f" with a time to first token within {ttft:g} s"
+    raise TargetUnreachable("tpot", tpot, closest.tpot(1), closest.record(1), condition)

@@ -1,0 +1,225 @@
+"""More Hypothesis specs for `test_fuzz_inputs` (issue 21, item 10): every public parameter of every public function
+and input class of the closed-form modules has a kind, so `test_fuzz_coverage` finds none without one.
+
+`extend(GOOD, BAD, SPECS)` adds the kinds these parameters need (a `Deployment`, an efficiency, a serving config, a
+workload, lists of lengths, dtype triples, ...) and the specs; it is called once from `test_fuzz_inputs`, which
+draws them like the others. `XFAIL` lists the (function, parameter) pairs whose bad values the code on this branch
+still lets through in modules other branches are changing; each is a strict xfail, so the fix turns it into a
+failure that says to drop the entry.
+"""
+
+from hypothesis import strategies as st
+
+from scaling_lib.calibration import SPLITS, comparisons
+from scaling_lib.estimate import Deployment, Efficiency
+from scaling_lib.hardware import get_chip
+from scaling_lib.layouts import LAYOUTS, Collective
+from scaling_lib.prefix_cache import CacheTiers, chat_workload
+from scaling_lib.simulator import ServingConfig, trace_workload
+
+NAN, INF = float("nan"), float("inf")
+M = "llama3-70b"
+DEPLOYMENTS = (Deployment(M, "tpu-v5e", 16), Deployment("llama3-8b", "h100", 1),
+               Deployment(M, "h100", 8, weight_dtype="fp8", kv_dtype="fp8", compute_dtype="fp8"))
+CONFIG = ServingConfig("llama3-8b", "h100", n_chips=1, max_batch=4, max_context_len=4096)
+TRACE = [(0.0, 100, 5), (0.01, 300, 3), (0.02, 50, 1)]
+WORKLOAD = trace_workload(TRACE)
+CHAT = chat_workload(n_sessions=4, turns=3, system_len=100, user_len=20, output_len=20, rate_per_s=1.0, think_s=5.0)
+TIERS = CacheTiers(hbm_bytes=1e6, host_bytes=1e8, host_bandwidth=16e9)
+COLLECTIVE = Collective("all-gather", "weights", 1e6, (4, 4))
+ITEMS = comparisons(split="validation")[:3]
+TORUS = get_chip("tpu-v5e").topology
+SWITCH = get_chip("h100").topology
+
+
+def _ratio_of(efficiency):
+    return [efficiency.mfu / 0.4, efficiency.hbm / 0.8]
+
+
+# kind -> (good strategy, bad values)
+KINDS = {
+    "deployment": (st.sampled_from(DEPLOYMENTS), [None, 3, M, {"model": M}, DEPLOYMENTS[:1]]),
+    "efficiency": (st.sampled_from([None, "bound", "typical", Efficiency(0.5, 0.8, 0.7)]),
+                   ["fast", 3, 0.5, NAN, [0.5, 0.8, 0.7], ("typical",)]),
+    "split": (st.sampled_from(SPLITS), ["nope", 3, ["validation"]]),
+    "ratio_of": (st.sampled_from([_ratio_of]),
+                 [None, 3, "mfu", lambda efficiency: [NAN], lambda efficiency: [], lambda efficiency: "x"]),
+    "fields": (st.sampled_from([("mfu",), ("mfu", "hbm"), ("mfu", "hbm", "network")]),
+               [(), ("speed",), "mfu", None, [3], ("mfu", "mfu")]),
+    "items": (st.sampled_from([ITEMS, ITEMS[:1], list(ITEMS)]), [None, 3, [], [None], "abc", [ITEMS]]),
+    "pope_model": (st.sampled_from(["palm-540b", "palm-62b"]), ["gpt-9", 3, None, ["palm-540b"]]),
+    "scenario": (st.sampled_from(["low latency", "high throughput"]), ["medium", 3, None]),
+    "config": (st.sampled_from([CONFIG]), [None, 3, "llama3-8b", DEPLOYMENTS[0]]),
+    "workload": (st.sampled_from([WORKLOAD]), [None, 3, CHAT, TRACE]),
+    "chat": (st.sampled_from([CHAT]), [None, 3, "abc", WORKLOAD]),
+    "trace": (st.sampled_from([TRACE, TRACE[:1], [(0.0, 1, 1)]]),
+              [None, 3, [], [(0.0, 1)], [(NAN, 1, 1)], [(0.0, -1, 1)], [(0.0, 1.5, 1)], "abc"]),
+    "collective": (st.sampled_from([COLLECTIVE, Collective("all-reduce", "activations", 1.0, (8,))]),
+                   [None, 3, "all-gather", ("all-gather", "weights", 1e6, (4, 4))]),
+    "batches_fit": (st.sampled_from([[1, 2, 4, 8, 64]]), [None, "abc", [], [NAN, 2, 4, 8, 64], [-1, 2, 4, 8, 64],
+                                                          [1, 2, 4]]),
+    "seconds_fit": (st.sampled_from([[2e-3, 2e-3, 2e-3, 2e-3, 6.4e-3]]),
+                    [None, "abc", [], [NAN, 2e-3, 2e-3, 2e-3, 6.4e-3], [-1.0, 2e-3, 2e-3, 2e-3, 6.4e-3]]),
+    "token_list": (st.sampled_from([[64, 4096], [1.0], (64, 2**20)]), [None, [], [0], [-1], [NAN], "abc", 3]),
+    "layout_list": (st.sampled_from([("1d-ws", "2d-ws"), LAYOUTS, ["wg-x"]]),
+                    [(), ("bogus",), "1d-ws", None, 3, [None]]),
+    "token_range": (st.sampled_from([(1.0, 1e8), (10, 1e4)]), [(0, 1), (5, 1), (1,), None, "abc", (1, INF)]),
+    "scheme": (st.sampled_from([("fp8", "fp8", "bf16"), ("int8", "int8", "bf16"), ["bf16", "bf16", "bf16"]]),
+               [None, "fp8", ("fp8",), ("fp7", "fp8", "bf16"), 3, ("fp8", "fp8", "bf16", "bf16")]),
+    "schemes": (st.sampled_from([[("bf16", "bf16", "bf16")], (("int8", "int8", "bf16"), ("fp8", "fp8", "bf16"))]),
+                [None, [], "abc", [("fp8",)], 3, [("fp7", "fp8", "bf16")]]),
+    "weight_dtypes": (st.sampled_from([("bf16",), ("int8", "bf16")]), [None, (), "bf16", (8,), ("fp7",)]),
+    "arrival": (st.sampled_from([[0.0, 0.1, 0.2], [0.0, 0.0, 0.0]]), [None, "abc", [NAN, 0.1, 0.2],
+                                                                       [-1.0, 0.1, 0.2], [0.0, 0.1], [[0.0]]]),
+    "tokens3": (st.sampled_from([[100, 20, 5], [1, 1, 1]]), [None, "abc", [0, 1, 1], [1.5, 1, 1], [1, 1],
+                                                             [NAN, 1, 1], [2**40, 1, 1]]),
+    "cached3": (st.sampled_from([[0, 0, 0], [1, 0, 0]]), ["abc", [-1, 0, 0], [1.5, 0, 0], [1, 2], [NAN, 0, 0]]),
+    "load3": (st.sampled_from([[0.0, 0.1, 0.0]]), ["abc", [-1.0, 0.0, 0.0], [NAN, 0.0, 0.0], [0.0, 0.0]]),
+    "tiers": (st.sampled_from([TIERS, CacheTiers(0, 0, 1e9)]), [None, 3, (1e9, 1e9, 1e9)]),
+    "name": (st.sampled_from(["my-chip", "x"]), [None, 3, ["x"]]),
+    "source": (st.sampled_from(["a spec sheet", ""]), [None, 3, ["x"]]),
+    "flops_table": (st.sampled_from([(("bf16", 1e15),), (("bf16", 1e15), ("int8", 2e15))]),
+                    [None, (), "abc", (("bf16", -1.0),), (("bf16", NAN),), (("fp7", 1e15),), 3]),
+    "topology": (st.sampled_from([None, TORUS, SWITCH]), [3, "torus", (2, 4.5e10, 1e-6)]),
+}
+
+
+def spec(base, **kinds):
+    return base, kinds
+
+
+# Parameters of the specs `test_fuzz_inputs` already has, which had no kind.
+MORE_KINDS = {
+    "calibration.split_of": dict(row="row"),
+    "calibration.predicted_latency": dict(row="row", efficiency="efficiency"),
+    "calibration.compare": dict(row="row", efficiency="efficiency"),
+    "calibration.comparisons": dict(efficiency="efficiency", split="split?"),
+    "calibration.fit_efficiency": dict(ratio_of="ratio_of", fields="fields"),
+    "calibration.summarize": dict(items="items"),
+    "calibration.validation_summary": dict(efficiency="efficiency"),
+    "collectives.collective_time": dict(wraparound="flag?"),
+    "estimate.resolve_efficiency": dict(efficiency="efficiency"),
+    "estimate.step_estimate": dict(deployment="deployment", prefill_tokens="real0", prefill_len="count",
+                                   held_sequences="real0", held_tokens_each="real0", efficiency="efficiency"),
+    "estimate.decode_step": dict(deployment="deployment", efficiency="efficiency"),
+    "estimate.prefill": dict(deployment="deployment", efficiency="efficiency"),
+    "estimate.decode_time": dict(deployment="deployment", efficiency="efficiency"),
+    "estimate.max_batch": dict(deployment="deployment"),
+    "estimate.offline_estimate": dict(deployment="deployment", efficiency="efficiency"),
+    "estimate.offline_throughput": dict(weight_dtype="dtype", kv_dtype="dtype", compute_dtype="dtype",
+                                        efficiency="efficiency", tensor_parallel="small?", kv_placement="placement"),
+    "estimate.report": dict(batch="count?", prompt_len="count?", weight_dtype="dtype", kv_dtype="dtype?",
+                            compute_dtype="dtype", price_per_chip_hour="real?"),
+    "frontier.layer_collectives": dict(pad_heads="flag"),
+    "frontier.layout_cost": dict(pad_heads="flag"),
+    "frontier.choose": dict(weight_dtypes="weight_dtypes"),
+    "inference.step_time_bound": dict(check_capacity="flag"),
+    "inference.decode_step_time": dict(check_capacity="flag"),
+    "inference.decode_step_time_kv_heads": dict(compute_dtype="dtype", check_capacity="flag"),
+    "inference.decode_throughput": dict(weight_dtype="dtype", compute_dtype="dtype", check_capacity="flag"),
+    "inference.prefill_time": dict(params="choice_params"),
+    "kv_levers.kv_lever_table": dict(n_kv_heads="small"),
+    "layouts.ffn_comm_time": dict(activation_dtype="dtype"),
+    "layouts.ffn_layer_time": dict(activation_dtype="dtype"),
+    "layouts.comm_volume_curves": dict(tokens="token_list", layouts="layout_list"),
+    "layouts.layout_switch_points": dict(layouts="layout_list", tokens_range="token_range",
+                                         activation_dtype="dtype"),
+    "layouts.context_length_table": dict(batches="counts"),
+    "layouts.decode_latency_gap": dict(compute_dtype="dtype", check_capacity="flag"),
+    "layouts.ring_bytes_sent": dict(collective="collective"),
+    "measurements.pope_row": dict(model="pope_model", scenario="scenario", phase="phase"),
+    "memory.memory_footprint": dict(kv_placement="placement"),
+    "memory.require_fit": dict(what="source"),
+    "memory.max_batch_size": dict(kv_placement="placement"),
+    "prefix_cache.simulate_chat": dict(config="config"),
+    "quantization.quantization_table": dict(schemes="schemes"),
+    "quantization.step_ratio_grid": dict(batches="counts", context_lens="counts", scheme="scheme",
+                                         baseline="scheme"),
+    "roofline.moe_critical_batch_size": dict(compute_dtype="dtype"),
+    "roofline.fit_batch_roofline": dict(batches="batches_fit", seconds="seconds_fit"),
+    "serving.server_ratio": dict(weight_dtype="dtype", compute_dtype="dtype", check_capacity="flag"),
+    "serving.default_transfer_bandwidth": dict(network="network"),
+    "serving.kv_transfer_time": dict(network="network"),
+    "sharding.decode_hops_per_layer": dict(mesh_shape="axes?"),
+    "sharding.decode_step_components": dict(weight_dtype="dtype", compute_dtype="dtype", mesh_shape="axes?",
+                                            check_capacity="flag"),
+    "simulator.trace_workload": dict(trace="trace"),
+    # (the base runs "chunked", so the disaggregated engine's arguments are refused whatever their value)
+    "simulator.simulate": dict(config="config", workload="workload", n_prefill_servers="small?",
+                               n_decode_servers="small?", transfer_bandwidth="real?", prefill_config="config?"),
+    "speculative.roofline_step": dict(check_capacity="flag"),
+}
+
+# The input classes: constructing one checks what a caller passes.
+MORE_SPECS = {
+    "estimate.Deployment": spec(dict(model=M, chip="tpu-v5e", n_chips=16), model="model", chip="chip",
+                                n_chips="count", weight_dtype="dtype", kv_dtype="dtype", compute_dtype="dtype",
+                                activation_dtype="dtype", tensor_parallel="small?", kv_placement="placement",
+                                ffn_layout="layout", mesh_shape="axes?"),
+    "estimate.Efficiency": spec({}, mfu="frac", hbm="frac", network="frac"),
+    "simulator.ServingConfig": spec(dict(model="llama3-8b", chip="h100", n_chips=1, max_batch=4, max_context_len=4096),
+                                    model="model", chip="chip", n_chips="count", max_batch="small",
+                                    max_context_len="count", mfu="frac", weight_dtype="dtype", kv_dtype="dtype",
+                                    compute_dtype="dtype", prefill_chunk_tokens="count"),
+    "simulator.Workload": spec(dict(arrival_s=[0.0, 0.1, 0.2], prompt_len=[100, 20, 5], output_len=[5, 3, 1]),
+                               arrival_s="arrival", prompt_len="tokens3", output_len="tokens3", cached_len="cached3?",
+                               cache_load_s="load3?"),
+    "prefix_cache.CacheTiers": spec(dict(hbm_bytes=1e6, host_bytes=1e8, host_bandwidth=16e9), hbm_bytes="real0",
+                                    host_bytes="real0", host_bandwidth="real"),
+    "prefix_cache.TieredLru": spec(dict(tiers=TIERS), tiers="tiers"),
+    "models.Transformer": spec(dict(n_layers=2, d_model=64, d_ff=128, n_heads=4, n_kv_heads=2, head_dim=16,
+                                    vocab_size=256),
+                               n_layers="small", d_model="count", d_ff="count", n_heads="small", n_kv_heads="small",
+                               head_dim="small", vocab_size="count", n_experts="small", n_active_experts="small",
+                               tied_embeddings="flag", sliding_window="count?", name="name", source="source",
+                               global_every="small?", n_shared_experts="small0", n_dense_layers="small0",
+                               d_ff_dense="count?", kv_lora_rank="count?", q_lora_rank="count?",
+                               rope_head_dim="small0", v_head_dim="small?"),
+    "hardware.Chip": spec(dict(name="my-chip", peak_flops_table=(("bf16", 1e15),), hbm_bandwidth=3e12,
+                               hbm_capacity=8e10, topology=None, source="a spec sheet"),
+                          name="name", peak_flops_table="flops_table", hbm_bandwidth="real", hbm_capacity="real",
+                          topology="topology", source="source"),
+}
+
+_OTHERS = "fixed on branch h-estimate/h-collectives"
+_HARDWARE = "hardware.py is not this branch's: Chip lets a non-string name or source, an empty or malformed " \
+            "peak_flops_table and inf or True bandwidths and capacities through, or fails without naming them"
+# (spec, parameter) -> why the bad values still get through on this branch: estimate.py, calibration.py and
+# hardware.py are changed on other branches. Strict: once fixed, the case XPASSes, fails, and the entry goes.
+XFAIL = {
+    **{(f"estimate.{name}", "deployment"): f"{_OTHERS}: a non-Deployment raises AttributeError"
+       for name in ("decode_step", "decode_time", "max_batch", "offline_estimate", "prefill", "step_estimate")},
+    ("estimate.Deployment", "mesh_shape"): f"{_OTHERS}: says 'mesh axis', not mesh_shape; 8 raises TypeError",
+    ("calibration.compare", "row"): f"{_OTHERS}: a non-row raises AttributeError",
+    ("calibration.predicted_latency", "row"): f"{_OTHERS}: a non-row raises AttributeError",
+    ("calibration.split_of", "row"): f"{_OTHERS}: a non-row raises AttributeError",
+    ("calibration.summarize", "items"): f"{_OTHERS}: AttributeError / TypeError without naming items",
+    ("calibration.fit_efficiency", "ratio_of"): f"{_OTHERS}: a NaN or empty ratio list is silently accepted",
+    ("calibration.fit_efficiency", "fields"): f"{_OTHERS}: () and repeated fields accepted; others TypeError",
+    **{("hardware.Chip", name): _HARDWARE
+       for name in ("name", "peak_flops_table", "hbm_bandwidth", "hbm_capacity", "source")},
+}
+
+
+def extend(good: dict, bad: dict, specs: dict) -> None:
+    """Add the kinds and specs above to `test_fuzz_inputs`' registries (in place)."""
+    for kind, (strategy, values) in KINDS.items():
+        good.setdefault(kind, strategy)
+        bad.setdefault(kind, values)
+    good.setdefault("choice_params", st.sampled_from(["all", "matmul"]))
+    bad.setdefault("choice_params", bad["choice"])
+    for name, kinds in MORE_KINDS.items():
+        base, existing = specs[name]
+        specs[name] = (base, {**existing, **{k: v for k, v in kinds.items() if k not in existing}})
+    for name, entry in MORE_SPECS.items():
+        specs.setdefault(name, entry)
+
+
+def is_input_class(value) -> bool:
+    """A public class whose constructor checks its arguments: its own __post_init__ (a dataclass) or __init__."""
+    import dataclasses
+    import inspect
+    if not inspect.isclass(value) or issubclass(value, BaseException):
+        return False
+    return "__post_init__" in vars(value) if dataclasses.is_dataclass(value) else "__init__" in vars(value)
+

@@ -1,0 +1,190 @@
+"""The command line's `plan` command and the `estimate` options of issue 25: every option, the JSON schema, a closed
+pipe and every error path. In-process (`main`) where that tests the same thing; a subprocess where only a process
+shows it (a closed pipe, `python -m`)."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from scaling_lib.__main__ import SCHEMA, main
+from scaling_lib.estimate import TYPICAL, report
+from scaling_lib.models import active_param_count, get_model, param_count
+from scaling_lib.plan import plan, price_deployment
+from tests import REPO
+
+EXAMPLE = ["plan", "--model", "llama3-70b", "--chip", "h100", "--max-chips", "16", "--input-len", "2000",
+           "--output-len", "500", "--ttft", "2", "--tpot", "0.05", "--price", "2.5"]
+ESTIMATE = ["estimate", "--model", "llama3-70b", "--chip", "h100", "--chips", "64", "--tensor-parallel", "8"]
+DEPLOYMENT_KEYS = {"chip", "n_chips", "tensor_parallel", "replicas", "batch", "weight_dtype", "kv_dtype", "ttft_s",
+                   "tpot_s", "output_tokens_per_s", "dollars_per_million_input_tokens",
+                   "dollars_per_million_output_tokens"}
+
+
+def _strict(text: str):
+    """json.loads that refuses NaN and Infinity, which are not JSON."""
+    def refuse(constant):
+        raise AssertionError(f"not strict JSON: {constant}")
+    return json.loads(text, parse_constant=refuse)
+
+
+def _ok(argv, capsys):
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert captured.err == ""
+    return captured.out
+
+
+def _json(argv, capsys):
+    return _strict(_ok(argv + ["--json"], capsys))
+
+
+# ---------------------------------------------------------------------------------------------------- estimate
+def test_estimate_with_tensor_parallelism_reports_the_replicas_and_scales_one_replicas_report(capsys):
+    data = _json(ESTIMATE, capsys)
+    one = report("llama3-70b", "h100", 8, kv_dtype="bf16")  # one replica of the same deployment
+    assert data["schema"] == SCHEMA and data["replicas"] == 8 and data["n_chips"] == 64
+    assert data["tensor_parallel"] == 8 and data["batch"] == 8 * one.batch and data["max_batch"] == 8 * one.max_batch
+    assert data["tokens_per_s_typical"] == pytest.approx(8 * one.tokens_per_s_typical, rel=1e-12)
+    assert data["tpot_typical_s"] == data["decode_step_typical"]["total_s"] == one.decode_step_typical_s
+    assert data["decode_step_bound"]["total_s"] == pytest.approx(one.decode_step_bound_s, rel=1e-12)
+    assert data["parameters"] == param_count(get_model("llama3-70b"))
+    assert data["active_parameters"] == active_param_count(get_model("llama3-70b"))
+    assert data["efficiency"]["typical"]["mfu"] == TYPICAL.for_chip("h100").mfu
+    assert data["efficiency"]["bound"]["overlap"] is True
+    assert set(data["decode_step_typical"]) >= {"weights_s", "kv_s", "matmul_s", "attention_s", "comm_s",
+                                                "overhead_s"}
+
+
+def test_estimate_table_names_ttft_tpot_the_limit_and_the_split_in_words(capsys):
+    table = _ok(ESTIMATE + ["--price", "2.5"], capsys)
+    assert "64 x h100: 8 replicas of 8-way tensor parallelism; KV heads split 8 ways" in table
+    for words in ("time per output token (TPOT)", "time to first token (TTFT)", "what limits the step",
+                  "$ per million output tokens", "70.55B parameters"):
+        assert words in table, words
+    mqa = _ok(["estimate", "--model", "palm-62b", "--chip", "h100", "--chips", "16", "--tensor-parallel", "16"],
+              capsys)
+    assert "1 replica of 16-way tensor parallelism; the KV cache replicated on all 16 chips" in mqa
+
+
+def test_estimate_with_a_workload_prices_input_and_output_tokens_prefill_included(capsys):
+    argv = ESTIMATE + ["--input-len", "7680", "--output-len", "512", "--price", "2.5"]
+    data = _json(argv, capsys)["workload"]
+    expected = price_deployment("llama3-70b", "h100", 64, 7680, 512, tensor_parallel=8, kv_dtype="bf16",
+                                price_per_chip_hour=2.5)
+    assert data == {"input_len": 7680, "output_len": 512, **expected.as_dict()}
+    assert DEPLOYMENT_KEYS <= set(data) and data["replicas"] == 8
+    whole = 512 * data["dollars_per_million_output_tokens_all_in"]
+    assert 7680 * data["dollars_per_million_input_tokens"] + 512 * data["dollars_per_million_output_tokens"] == \
+        pytest.approx(whole, rel=1e-9)
+    table = _ok(argv, capsys)
+    assert "$ per million input / output tokens" in table and "workload of 7,680 + 512 tokens" in table
+
+
+def test_estimate_memory_utilization_kv_default_and_batch_per_replica(capsys):
+    full = _json(ESTIMATE, capsys)
+    half = _json(ESTIMATE + ["--memory-utilization", "0.5"], capsys)
+    assert half["memory_utilization"] == 0.5 and half["max_batch"] < full["max_batch"]
+    int4 = _json(ESTIMATE + ["--weights", "int4"], capsys)
+    assert int4["weight_dtype"] == "int4" and int4["kv_dtype"] == "bf16"  # the cache does not follow the weights
+    fixed = _json(ESTIMATE + ["--batch", "64", "--kv", "fp8", "--compute", "fp8", "--context", "4096",
+                              "--prompt", "1024"], capsys)
+    assert fixed["batch"] == 64 and fixed["kv_dtype"] == "fp8" and fixed["compute_dtype"] == "fp8"
+    assert fixed["context_len"] == 4096 and fixed["prompt_len"] == 1024
+    config = _json(["estimate", "--config", str(REPO / "book/data/hf_configs/qwen3-8b.json"), "--chip", "tpu-v5e",
+                    "--chips", "8", "--tensor-parallel", "4"], capsys)
+    assert config["model"] == "qwen3-8b" and config["replicas"] == 2
+
+
+# ---------------------------------------------------------------------------------------------------- plan
+def test_plan_json_is_the_library_plan_with_a_schema(capsys):
+    data = _json(EXAMPLE, capsys)
+    expected = plan("llama3-70b", ["h100"], 16, 2000, 500, ttft=2.0, tpot=0.05, prices=2.5)
+    assert data == {"schema": SCHEMA, **expected.as_dict()}
+    assert DEPLOYMENT_KEYS <= set(data["best"]) and all(DEPLOYMENT_KEYS <= set(p) for p in data["frontier"])
+    best = data["best"]
+    assert best["ttft_s"] <= 2 and best["tpot_s"] <= 0.05 and best["replicas"] * best["tensor_parallel"] == \
+        best["n_chips"] <= 16
+    assert "best deployment" in _ok(EXAMPLE, capsys)
+
+
+def test_plan_options_chips_prices_formats_and_efficiency(capsys):
+    argv = ["plan", "--config", str(REPO / "book/data/hf_configs/qwen3-8b.json"), "--chip", "h100,tpu-v5e",
+            "--max-chips", "4", "--input-len", "1000", "--output-len", "200", "--price", "h100=2.5,tpu-v5e=1.2",
+            "--weights", "bf16,fp8", "--kv", "fp8"]
+    data = _json(argv, capsys)
+    points = [data["best"]] + data["frontier"]
+    assert {p["chip"] for p in points} <= {"h100", "tpu-v5e"} and {p["kv_dtype"] for p in points} == {"fp8"}
+    assert {p["weight_dtype"] for p in points} <= {"bf16", "fp8"} and data["best"]["model"] == "qwen3-8b"
+    assert all(p["price_per_chip_hour"] == {"h100": 2.5, "tpu-v5e": 1.2}[p["chip"]] for p in points)
+    bound = _json(argv + ["--efficiency", "bound"], capsys)
+    assert bound["best"]["dollars_per_million_output_tokens_all_in"] <= \
+        data["best"]["dollars_per_million_output_tokens_all_in"]
+
+
+# ---------------------------------------------------------------------------------------------------- errors
+ERRORS = [
+    (EXAMPLE[:-6] + ["--ttft", "0.001", "--price", "2.5"], "ttft=0.001 s is out of reach"),
+    (EXAMPLE[:-6] + ["--tpot", "0.0001", "--price", "2.5"], "tpot=0.0001 s is out of reach"),
+    (EXAMPLE[:3] + ["--chip", "h100,tpu-v5e"] + EXAMPLE[5:-2] + ["--price", "h100=2.5"], "no price for tpu-v5e"),
+    (EXAMPLE[:-2] + ["--price", "h100="], "argument --price"),
+    (EXAMPLE[:-2] + ["--price", "abc"], "argument --price"),
+    (EXAMPLE[:-2] + ["--price", "h100=-1"], "argument --price"),
+    (EXAMPLE[:-2] + ["--price", "h999=1"], "unknown chip 'h999'"),
+    (EXAMPLE[:3] + ["--chip", "h100,,h200"] + EXAMPLE[5:], "argument --chip"),
+    (EXAMPLE[:3] + ["--chip", "h999"] + EXAMPLE[5:], "unknown chip 'h999'"),
+    (EXAMPLE + ["--weights", "fp7"], "weight_dtypes: unknown dtype 'fp7'"),
+    (EXAMPLE + ["--kv", "int3"], "kv_dtypes: unknown dtype 'int3'"),
+    (EXAMPLE + ["--efficiency", "fast"], "argument --efficiency"),
+    (EXAMPLE + ["--max-chips", "0"], "argument --max-chips"),
+    (EXAMPLE + ["--output-len", "1"], "output_len=1"),
+    (EXAMPLE + ["--input-len", "2.5"], "argument --input-len"),
+    (EXAMPLE + ["--ttft", "0"], "argument --ttft"),
+    (EXAMPLE + ["--tpot", "nan"], "argument --tpot"),
+    (EXAMPLE[:1] + ["--model", "gpt-9"] + EXAMPLE[3:], "unknown model"),
+    (EXAMPLE[:1] + EXAMPLE[3:], "one of the arguments --model --config is required"),
+    (EXAMPLE[:7] + ["--max-chips", "1", "--chip", "tpu-v5e"] + EXAMPLE[7:], "does not fit on 1 x tpu-v5e"),
+    (ESTIMATE[:-1] + ["3"], "argument --tensor-parallel: 3 does not divide --chips 64"),
+    (ESTIMATE + ["--batch", "12"], "argument --batch: 12 sequences do not split over 8 replicas"),
+    (ESTIMATE + ["--input-len", "100"], "give both"),
+    (ESTIMATE + ["--output-len", "100"], "give both"),
+    (ESTIMATE + ["--memory-utilization", "1.5"], "argument --memory-utilization"),
+    (ESTIMATE + ["--memory-utilization", "0.1"], "does not fit"),
+    (ESTIMATE + ["--input-len", "100", "--output-len", "1"], "output_len=1"),
+    (ESTIMATE + ["--tensor-parallel", "0"], "argument --tensor-parallel"),
+]
+
+
+@pytest.mark.parametrize("argv, names", ERRORS, ids=[" ".join(a[1:]) for a, _ in ERRORS])
+def test_every_error_is_one_line_naming_it_and_exit_2_and_json_in_json_mode(argv, names, capsys):
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.startswith("error: ") and captured.err.count("\n") == 1
+    assert names in captured.err, captured.err
+    assert main(argv + ["--json"]) == 2
+    captured = capsys.readouterr()
+    error = _strict(captured.out)
+    assert error["schema"] == SCHEMA and names in error["error"] and captured.err.count("\n") == 1
+
+
+def test_an_unreachable_target_in_json_says_how_close_the_best_came(capsys):
+    assert main(EXAMPLE[:-6] + ["--ttft", "0.001", "--price", "2.5", "--json"]) == 2
+    error = _strict(capsys.readouterr().out)
+    assert error["target"] == "ttft" and error["requested_s"] == 0.001
+    assert error["closest_s"] == error["closest"]["ttft_s"] > 0.001
+
+
+# ---------------------------------------------------------------------------------------------------- processes
+@pytest.mark.parametrize("argv", [EXAMPLE, ESTIMATE], ids=["plan", "estimate"])
+def test_a_closed_pipe_ends_quietly_without_a_traceback(argv):
+    process = subprocess.Popen([sys.executable, "-m", "scaling_lib", *argv, "--json"], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, cwd=REPO)
+    process.stdout.close()  # the reader is gone before the first byte (what `| head -1` does to a long output)
+    stderr = process.communicate()[1].decode()
+    assert "Traceback" not in stderr and "BrokenPipe" not in stderr and process.returncode == 0, stderr
+
+
+def test_plan_runs_as_a_module_and_prints_the_table():
+    done = subprocess.run([sys.executable, "-m", "scaling_lib", *EXAMPLE], capture_output=True, text=True, cwd=REPO)
+    assert done.returncode == 0 and done.stderr == "" and "frontier" in done.stdout

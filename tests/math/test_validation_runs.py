@@ -1,0 +1,149 @@
+"""The out-of-sample check (measurements.validation_runs, calibration.out_of_sample): published runs no fit has seen
+(TensorRT-LLM v0.17, v0.20 and v1.0 tables; JetStream-PyTorch TPU v5e rows), priced through the public estimate.
+
+The oracle is the published measurement of each row. The bound must never be beaten; the typical estimate is held to
+issue 23's targets (within 1.5x on >= 85% of rows, within 2x on >= 97%, median measured / typical per TP degree in
+[0.8, 1.25], TPU median in [0.67, 1.5]). Nothing is fitted on these rows: the targets are stated before the rows are
+priced, and `TYPICAL` comes from `calibration.fit_typical` on the calibration split alone."""
+
+import collections
+import math
+
+import pytest
+
+from scaling_lib import calibration
+from scaling_lib.calibration import OUT_OF_SAMPLE, group_of, out_of_sample, out_of_sample_summary, release_of
+from scaling_lib.estimate import BOUND
+from scaling_lib.measurements import RunRow, published_runs, trtllm_rows, validation_runs
+from scaling_lib.models import Transformer
+
+
+def _key(row) -> tuple:
+    """What a run is: the page it was read from, the system and the workload (the value is not part of it)."""
+    model = getattr(row, "model", None)
+    return (row.source, row.engine, row.hardware, row.chip, row.n_chips, row.tensor_parallel,
+            getattr(model, "name", model), row.model_card, row.weights, row.input_len, row.output_len, row.batch,
+            row.kind)
+
+
+# --- the rows ------------------------------------------------------------------------------------------------------
+
+def test_validation_rows_are_sourced_distinct_and_none_is_a_fit_row():
+    rows = validation_runs()
+    assert all(isinstance(row, RunRow) for row in rows)
+    assert all(row.source and row.engine and row.measured > 0 for row in rows)
+    keys = [_key(row) for row in rows]
+    assert len(set(keys)) == len(keys)  # no run transcribed twice
+    assert not (set(keys) & {_key(row) for row in published_runs()})  # none is a calibration-pool row
+    # The earlier table (trtllm_offline_throughput.csv) is TensorRT-LLM v1.0's H200/H100 FP8 LLaMA columns: the v1.0
+    # rows here are its other columns only.
+    earlier = {(r.model, r.gpu, r.tensor_parallel, r.input_len, r.output_len) for r in trtllm_rows()}
+    v1 = [row for row in rows if release_of(row) == "TensorRT-LLM v1.0"]
+    assert v1 and not (earlier & {(r.model, r.chip, r.tensor_parallel, r.input_len, r.output_len) for r in v1})
+
+
+def test_validation_rows_span_releases_parallelism_formats_and_platforms():
+    rows = validation_runs()
+    releases = {f"TensorRT-LLM v{v}" for v in ("0.9", "0.13", "0.15", "0.17", "0.20", "1.0")}
+    assert {release_of(row) for row in rows} == releases | {"JetStream-PyTorch"}
+    assert {row.tensor_parallel for row in rows} == {1, 2, 4, 8}
+    assert {row.weights for row in rows} >= {"bf16", "fp8", "nvfp4", "int8"}
+    assert {row.chip for row in rows} >= {"h100", "h200", "a100", "b200", "gb200", "tpu-v5e"}
+    assert {group_of(row)[2] for row in rows} == {"dense", "moe"}
+
+
+def test_models_the_library_does_not_name_come_from_their_config_files():
+    by_name = {row.model.name: row.model for row in validation_runs() if isinstance(row.model, Transformer)}
+    assert set(by_name) == {"mistral-7b-v0.1", "qwen3-30b-a3b"}
+    # Model cards: Qwen3-30B-A3B has 30.5B parameters, 3.3B activated; Mistral 7B has 7.3B (7.24e9 by its config).
+    from scaling_lib.models import active_param_count, param_count
+    assert param_count(by_name["qwen3-30b-a3b"]) == pytest.approx(30.5e9, rel=0.01)
+    assert active_param_count(by_name["qwen3-30b-a3b"]) == pytest.approx(3.3e9, rel=0.02)
+    assert param_count(by_name["mistral-7b-v0.1"]) == pytest.approx(7.24e9, rel=0.01)
+
+
+def test_a_row_names_an_unknown_config_clearly():
+    from scaling_lib.measurements import _row_model
+    with pytest.raises(ValueError, match="no config at"):
+        _row_model("hf:no-such-model")
+
+
+# --- the bound -----------------------------------------------------------------------------------------------------
+
+def test_no_out_of_sample_measurement_beats_the_bound():
+    # The bound (every resource at peak, all overlapped, all of HBM, no cap on sequences) against every row, the
+    # NVFP4 rows on B200/GB200 included.
+    items = out_of_sample(BOUND)
+    assert len(items) == len(validation_runs()) == 1441
+    assert sum(c.row.weights == "nvfp4" for c in items) >= 100
+    beaten = [(c.label, round(c.ratio, 3)) for c in items if c.ratio < 1.0]
+    assert beaten == []
+    assert all(c.split == OUT_OF_SAMPLE for c in items)
+
+
+def test_the_excluded_row_is_impossible_as_published():
+    # The one excluded row (TensorRT-LLM v0.9, Mixtral 8x7B FP16 on two A100s, static batch 32, 2048/2048): its mean
+    # decode step, by hand, is shorter than reading each GPU's half of the weights once at the A100's HBM rate, so no
+    # engine could have run it; the estimate's bound agrees.
+    from scaling_lib.calibration import run_deployment
+    from scaling_lib.estimate import decode_time, prefill
+    from scaling_lib.hardware import get_chip
+    from scaling_lib.memory import param_bytes
+    from scaling_lib.models import get_model
+    from scaling_lib.measurements import EXCLUDED
+    excluded = [row for row in validation_runs(include_excluded=True) if row.note.startswith(EXCLUDED)]
+    assert len(validation_runs(include_excluded=True)) == len(validation_runs()) + len(excluded) == 1442
+    assert [(row.chip, row.tensor_parallel, row.kind, row.batch) for row in excluded] == [("a100", 2, "static", 32)]
+    row = excluded[0]
+    step = row.batch / row.measured  # mean seconds per decode step, generously ignoring the prefill
+    weights_once = param_bytes(get_model(row.model), "bf16") / row.tensor_parallel / get_chip(row.chip).hbm_bandwidth
+    assert step < weights_once
+    d = run_deployment(row)
+    bound = row.batch * row.output_len / (prefill(d, row.input_len, row.batch, BOUND).total_s +
+                                          decode_time(d, row.batch, row.input_len, row.output_len - 1, BOUND))
+    assert row.measured > bound
+    with pytest.raises(TypeError, match="include_excluded"):
+        validation_runs(include_excluded="yes")
+
+
+# --- the typical estimate ------------------------------------------------------------------------------------------
+
+def test_out_of_sample_accuracy_meets_the_issue_targets():
+    summary = out_of_sample_summary("typical")
+    overall = summary["all"]
+    assert overall.n_rows == len(validation_runs())
+    assert overall.within_1_5 >= 0.85
+    assert overall.within_2 >= 0.97
+    for tp in (1, 2, 4, 8):
+        assert 0.8 <= summary[f"TP{tp}"].median_measured_over_predicted <= 1.25, tp
+    assert 0.67 <= summary["tpu"].median_measured_over_predicted <= 1.5
+
+
+def test_the_summary_scores_each_group_from_the_priced_rows():
+    # An independent count: the share of rows whose measured / typical lies in [1/1.5, 1.5], by TP degree, against
+    # the summary's.
+    items = out_of_sample("typical")
+    by_tp = collections.defaultdict(list)
+    for c in items:
+        by_tp[c.row.tensor_parallel].append(abs(math.log(c.measured / c.predicted)) <= math.log(1.5))
+    summary = out_of_sample_summary("typical")
+    for tp, hits in by_tp.items():
+        assert summary[f"TP{tp}"].within_1_5 == pytest.approx(sum(hits) / len(hits))
+        assert summary[f"TP{tp}"].n_rows == len(hits)
+    assert {"gpu", "tpu", "dense", "moe", "nvfp4", "gb200", "TensorRT-LLM v0.20"} <= set(summary)
+
+
+@pytest.mark.xfail(strict=True, reason="measured 2026-12-01 on 1,441 rows: within 2x on 0.98 of all rows but 0.94 of "
+                   "TP1, 0.92 of NVFP4, 0.80 of GB200 and 0.90 of TensorRT-LLM v1.0 rows; the misses are "
+                   "Qwen3-30B-A3B on one B200/GB200 (typical 2-8x too fast), LLaMA-70B FP8 on one H100 (memory "
+                   "reserve), Mistral 7B at 20000/2000 (its config's 4,096-token window, which the engine did not use) "
+                   "and Qwen3-235B on 8 B200 (typical 2x too slow: collective latency)")
+def test_every_group_meets_the_two_x_target():
+    summary = out_of_sample_summary("typical")
+    assert all(m.within_2 >= 0.97 for m in summary.values())
+
+
+def test_release_of_refuses_what_is_not_a_run():
+    with pytest.raises(ValueError, match="published run"):
+        release_of(trtllm_rows()[0])
+    assert calibration.out_of_sample("typical") is calibration.out_of_sample("typical")  # priced once, cached
