@@ -744,15 +744,10 @@ def report(model, chip, n_chips: int, *, batch: int | None = None, context_len: 
 
     batch None: the largest batch the engine runs at `context_len` (`max_batch` with the engine settings
     `memory_utilization` and `max_sequences` of `Deployment`; the bound and the typical step are both priced at
-<<<<<<< HEAD
-    it). kv_dtype None: the weight dtype. kv_placement and tensor_parallel None: `Deployment`'s defaults.
-    prompt_len None: context_len. The price is the user's (no price is built in): dollars per chip per hour. Each number is the
-=======
     it). kv_dtype None: bf16, whatever the weights (an int4 or fp8 checkpoint does not make the engine's cache 4 or 8
     bits; say kv_dtype="fp8" for an 8-bit cache). kv_placement None: `Deployment`'s default. tensor_parallel None:
     one group of all n_chips (`Deployment`'s default); otherwise n_chips / tensor_parallel replicas. prompt_len None:
     context_len; a prompt longer than the context is refused. The price is the user's (no price is built in): dollars per chip per hour. Each number is the
->>>>>>> main
     corresponding function of this module (`max_batch`, `decode_step`, `prefill`) or of `memory`. Also behind
     `python -m scaling_lib estimate`.
 

@@ -162,7 +162,7 @@ def estimate_form_html() -> str:
         field("batch", number("batch", "", "the largest that fits")),
         field("context (tokens)", number("context_len", "8192")),
         field("weights", select("weight_dtype", dtypes, "bf16")),
-        field("KV cache", select("kv_dtype", dtypes, None, blank="as the weights")),
+        field("KV cache", select("kv_dtype", dtypes, None, blank="report's default")),
         field("math", select("compute_dtype", dtypes, "bf16")),
         field("price ($ per chip-hour)", number("price_per_chip_hour", "", "none")),
         '<button type="button" class="estimate-run">Estimate</button>',
