@@ -403,10 +403,7 @@ def loss(models, efficiency) -> float:
 
     Used in chapter 11, *How close do real systems come?*.
     """
-    models = tuple(models)
-    if not models or not all(isinstance(m, RowModel) for m in models):
-        raise ValueError(f"models: loss wants a non-empty sequence of RowModel (calibration.row_model(row)), got "
-                         f"{models!r}")
+    models = _as_row_models(models, "loss")
     if not isinstance(efficiency, Efficiency) or efficiency.overlap:
         raise ValueError(f"efficiency must be a serial Efficiency (overlap=False), got {efficiency!r}")
     return _fast_loss(models, {name: getattr(efficiency, name) for name in FIELDS})
@@ -421,6 +418,18 @@ def fit_typical() -> Calibrated:
     return _fit_typical()
 
 
+def _as_row_models(models, who: str) -> tuple:
+    """`models` as a tuple of RowModel, or a ValueError naming the argument."""
+    if isinstance(models, (str, bytes)) or not hasattr(models, "__iter__"):
+        models = None
+    else:
+        models = tuple(models)
+    if not models or not all(isinstance(m, RowModel) for m in models):
+        raise ValueError(f"models: {who} wants a non-empty sequence of RowModel (calibration.row_model(row)), got "
+                         f"{models!r}")
+    return models
+
+
 def fit_rows(models, rounds: int = 12, fixed: dict | None = None) -> Efficiency:
     """The efficiencies (`FIELDS`) minimising sum(log(predicted / measured)^2) over some `RowModel`s, those in
     `fixed` held at the values given (`fit_typical` on the calibration rows; tests give it rows with planted
@@ -428,13 +437,16 @@ def fit_rows(models, rounds: int = 12, fixed: dict | None = None) -> Efficiency:
 
     Used in chapter 11, *How close do real systems come?*.
     """
-    models = tuple(models)
-    if not models or not all(isinstance(m, RowModel) for m in models):
-        raise ValueError(f"models: fit_rows wants a non-empty sequence of RowModel (calibration.row_model(row)), got "
-                         f"{models!r}")
+    models = _as_row_models(models, "fit_rows")
+    if fixed is not None and not isinstance(fixed, dict):
+        raise ValueError(f"fixed must be a dict of efficiency field -> value (or None), got {fixed!r}")
     fixed = dict(fixed or {})
     for name in fixed:
         choice("fixed field", name, FIELDS)
+    try:
+        Efficiency(**fixed)
+    except ValueError as error:
+        raise ValueError(f"fixed={fixed!r}: {error}") from None
     free = [name for name in FIELDS if name not in fixed]
     values = _descend(lambda v: _fast_loss(models, {**fixed, **v}), {n: sum(RANGES[n]) / 2 for n in free},
                       RANGES, positive_int("rounds", rounds))
@@ -563,9 +575,15 @@ def metrics(items, name: str = "all") -> Metrics:
 
     Used in chapter 11, *How close do real systems come?*.
     """
+    if not isinstance(name, str):
+        raise ValueError(f"name must be a string (the group's label), got {name!r}")
+    if isinstance(items, (str, bytes)) or not hasattr(items, "__iter__"):
+        raise ValueError(f"items must be a list of Comparison (calibration.compare(row)), got {items!r}")
     items = tuple(items)
     if not items:
-        raise ValueError(f"no comparisons in {name!r} to score; pass at least one")
+        raise ValueError(f"items: no comparisons in {name!r} to score; pass at least one")
+    if not all(isinstance(c, Comparison) for c in items):
+        raise ValueError(f"items must hold Comparison objects (calibration.compare(row)), got {items!r}")
     factors = [max(c.ratio, 1.0 / c.ratio) for c in items]
     return Metrics(name, len(items), sum(f <= 1.5 for f in factors) / len(items),
                    sum(f <= 2.0 for f in factors) / len(items), statistics.median(1.0 / c.ratio for c in items))
@@ -611,6 +629,8 @@ def out_of_sample(efficiency="typical") -> tuple:
     """A `Comparison` (split "out-of-sample") for every row of `measurements.validation_runs()` at `efficiency`
     (None or "bound": the bound, whose ratio predicted / measured is at least 1 on every real run), priced once per
     efficiency and cached.
+
+    Used in chapter 11, *How close do real systems come?*.
     """
     return _out_of_sample(resolve_efficiency(efficiency))
 
@@ -629,6 +649,8 @@ def _out_of_sample(efficiency) -> tuple:
 def out_of_sample_summary(efficiency="typical") -> dict:
     """`Metrics` of `efficiency` on the out-of-sample rows: "all", then by group: "TP<n>", "gpu"/"tpu",
     "dense"/"moe", each weight precision, each chip and each engine release (`release_of`).
+
+    Used in chapter 11, *How close do real systems come?*.
     """
     items = out_of_sample(efficiency)
     keys = [(c, (*group_of(c.row), c.row.chip, release_of(c.row))) for c in items]

@@ -118,6 +118,8 @@ class Calibrated:
         for name in ("gpu", "tpu"):
             if not isinstance(getattr(self, name), Efficiency):
                 raise TypeError(f"Calibrated.{name} must be an Efficiency, got {getattr(self, name)!r}")
+        if not isinstance(self.overlap, bool):
+            raise ValueError(f"Calibrated.overlap must be True or False, got {self.overlap!r}")
 
     def for_chip(self, chip) -> Efficiency:
         """`tpu` on a TPU torus, `gpu` on anything else."""

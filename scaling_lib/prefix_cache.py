@@ -235,7 +235,7 @@ def simulate_chat(config: ServingConfig, workload: ChatWorkload, n_replicas: int
 
 def cached_prefill_cost(model, chip, n_chips: int, new_tokens: int, cached_tokens: int, ffn_layout: str,
                         attention_sharding: str, *, batch: int = 1, weight_dtype: str = "bf16",
-                        kv_dtype: str = "bf16", mesh_shape=None) -> LayoutCost:
+                        kv_dtype: str = "bf16", mesh_shape=None, pad_heads: bool = False) -> LayoutCost:
     """Price a prefill of `new_tokens` per sequence that attends to `cached_tokens` already in the KV cache (a
     prefix-cache hit, or the next turn of a conversation), under a layout (`frontier.layout_cost`):
 
@@ -246,7 +246,8 @@ def cached_prefill_cost(model, chip, n_chips: int, new_tokens: int, cached_token
     the read of their keys and values, with the same per-chip sequences and KV heads as a decode step under that
     attention sharding ("heads" replicates a multiquery head, so every chip reads every sequence's cache). As in
     the frontier's model, attention's own FLOPs are left out (for 64 queries against 2,048 keys of PaLM 540B they
-    are about 1% of 2PT). cached_tokens = 0 is an ordinary prefill.
+    are about 1% of 2PT). cached_tokens = 0 is an ordinary prefill. pad_heads: as in `frontier.layout_cost` (heads
+    sharded over chips that do not divide them are padded, as Pope et al. padded PaLM 540B's 48 heads to 64).
 
     Pope et al. 2022, sec. 1 (the chatbot turn: 64 new tokens against a 1,920-token history); chapter 12 prices that
     turn with it, through `book.claims.frontier.chatbot_turn`.
@@ -254,7 +255,8 @@ def cached_prefill_cost(model, chip, n_chips: int, new_tokens: int, cached_token
     new_tokens = positive_int("new_tokens", new_tokens)
     cached = non_negative_int("cached_tokens", cached_tokens)
     base = layout_cost(model, chip, n_chips, "prefill", batch, ffn_layout, attention_sharding,
-                       context_len=new_tokens, weight_dtype=weight_dtype, kv_dtype=kv_dtype, mesh_shape=mesh_shape)
+                       context_len=new_tokens, weight_dtype=weight_dtype, kv_dtype=kv_dtype, mesh_shape=mesh_shape,
+                       pad_heads=pad_heads)
     m, c = get_model(model), get_chip(chip)
     kv_heads = math.ceil(m.n_kv_heads / base.n_chips) if attention_sharding == "heads" else m.n_kv_heads
     sequences = base.batch if attention_sharding == "heads" else base.batch // base.n_chips

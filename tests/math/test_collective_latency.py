@@ -99,8 +99,8 @@ def _first_past_hop_latency(chip, batch):
     """The first chip count whose hop latency alone (the latency part of the ICI term) exceeds its weight read."""
     tori = TORUS_SHAPES[chip]
     return next(n for n in sorted(tori)
-                if (p := decode_step_components("llama3-70b", chip, n, batch, 8192, mesh_shape=tori[n])).ici_latency_s
-                > p.weights_s)
+                if (p := decode_step_components("llama3-70b", chip, n, batch, 8192, mesh_shape=tori[n],
+                                                check_capacity=False)).ici_latency_s > p.weights_s)
 
 
 @pytest.mark.parametrize("chip", ["tpu-v5e", "ironwood"])

@@ -210,7 +210,7 @@ def test_offline_throughput_passes_the_parallelism_and_the_kv_placement_through(
 def test_report_serves_a_single_sequence_when_only_one_fits():
     # LLaMA-3-70B in fp8 on one H200: 70.6 GB of weights leave 70.4 GB; a 300,000-token fp8 cache is
     # 300,000 x 163,840 B = 49.2 GB, so one sequence fits and two (98.3 GB) do not.
-    assert report("llama3-70b", "h200", 1, context_len=300_000, weight_dtype="fp8").batch == 1
+    assert report("llama3-70b", "h200", 1, context_len=300_000, weight_dtype="fp8", kv_dtype="fp8").batch == 1
 
 
 def test_prefill_writes_the_cache_in_its_own_dtype():

@@ -53,7 +53,7 @@ from scaling_lib.frontier import layout_cost  # noqa: E402
 from scaling_lib.prefix_cache import cached_prefill_cost  # noqa: E402
 
 CHAT_TURN = dict(model="palm-540b", chip="tpu-v4", n_chips=64, ffn_layout="2d-ws", attention_sharding="heads",
-                 weight_dtype="int8")
+                 weight_dtype="int8", pad_heads=True)  # 48 heads on 64 chips: padded to 64, as Pope et al. did
 
 
 def test_cached_prefill_reads_the_history_once_per_chip_by_hand():
@@ -64,7 +64,7 @@ def test_cached_prefill_reads_the_history_once_per_chip_by_hand():
     assert turn.kv_s == pytest.approx(1920 * 120_832 / 1.2e12, rel=1e-9)
     # The FLOPs, the weight read and the collectives are those of a 64-token prefill: 2 x 540e9-ish x 64 FLOPs.
     plain = layout_cost(CHAT_TURN["model"], "tpu-v4", 64, "prefill", 1, "2d-ws", "heads", context_len=64,
-                        weight_dtype="int8")
+                        weight_dtype="int8", pad_heads=True)
     assert (turn.compute_s, turn.weight_s, turn.network_s, turn.tokens) == \
         (plain.compute_s, plain.weight_s, plain.network_s, 64)
     assert turn.total_s == pytest.approx(max(turn.compute_s, turn.weight_s + turn.kv_s) + turn.network_s, rel=1e-12)
@@ -81,7 +81,7 @@ def test_cached_prefill_batch_sharded_reads_only_its_own_sequences():
 def test_cached_prefill_grows_with_the_history_and_is_a_plain_prefill_without_one(new, cached, more):
     base = cached_prefill_cost(new_tokens=new, cached_tokens=0, **CHAT_TURN)
     plain = layout_cost(CHAT_TURN["model"], "tpu-v4", 64, "prefill", 1, "2d-ws", "heads", context_len=new,
-                        weight_dtype="int8")
+                        weight_dtype="int8", pad_heads=True)
     assert base.total_s == plain.total_s and base.kv_s == 0.0
     shorter = cached_prefill_cost(new_tokens=new, cached_tokens=cached, **CHAT_TURN)
     longer = cached_prefill_cost(new_tokens=new, cached_tokens=cached + more, **CHAT_TURN)

@@ -74,7 +74,8 @@ def chatbot_turn() -> tuple:
     """
     pre, dec = pope_row("palm-540b", "low latency", "prefill"), pope_row("palm-540b", "low latency", "decode")
     prefill = cached_prefill_cost(pre.model, pre.chip, pre.chips, CHATBOT["new_tokens"], CHATBOT["cached_tokens"],
-                                  pre.ffn_layout, pre.attention_sharding, weight_dtype=pre.weight_dtype)
+                                  pre.ffn_layout, pre.attention_sharding, weight_dtype=pre.weight_dtype,
+                                  pad_heads=True)  # Pope et al. padded the 48 heads to 64
     return prefill, _row_cost(dec)
 
 
