@@ -18,11 +18,17 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/python -m pip check
 	@touch $(STAMP)
 
-book: $(STAMP)
+book: $(STAMP) node_modules/.installed
 	$(BIN)/jupyter-book build . -W -n --keep-going
-	@echo "The book is at: file://$(CURDIR)/_build/html/index.html"
+	@echo "The book is at: file://$(CURDIR)/_build/html/index.html (answer boxes: python3 -m http.server -d _build/html)"
 
-test: $(STAMP)
+# Pyodide (pinned in package-lock.json), which the answer boxes load into the page; npm takes it from its cache after
+# the first install. book/_ext/answer_boxes.py copies its core files into _build/html/_static/pyodide.
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund --prefer-offline
+	@touch $@
+
+test: $(STAMP) node_modules/.installed
 	$(BIN)/python -m pytest -n 2 --dist loadfile --nbval --nbval-current-env tests chapters book
 
 # Portability check (not part of `make test`): nbval over the notebooks that run JAX, under a second XLA CPU

@@ -15,8 +15,7 @@ The rules, the same for every argument:
 
 import math
 import numbers
-
-from numpy import bool_ as np_bool
+import sys
 
 # Integers above this are refused: every count in the book (tokens, chips, bytes of one array) is far below it, and
 # beyond 2**53 a float no longer holds every integer exactly, so arithmetic on such a count would silently round.
@@ -141,9 +140,16 @@ def axes(name: str, value, max_axes: int | None = None) -> tuple:
     return tuple(positive_int(f"{name} axis {i}", size) for i, size in enumerate(value))
 
 
+def _is_numpy_bool(value) -> bool:
+    """Whether `value` is a NumPy bool, without importing NumPy: one can only exist once NumPy is imported, and the
+    library must import where NumPy is absent (the rendered book runs the checker in the page, in Pyodide)."""
+    numpy = sys.modules.get("numpy")
+    return numpy is not None and isinstance(value, numpy.bool_)
+
+
 def flag(name: str, value) -> bool:
     """True or False (a NumPy bool too), returned as a Python bool; 0, 1, "yes" and None are refused."""
-    if not isinstance(value, (bool, np_bool)):
+    if not (isinstance(value, bool) or _is_numpy_bool(value)):
         raise ValueError(f"{name} must be True or False, got {value!r}")
     return bool(value)
 

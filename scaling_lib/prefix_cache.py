@@ -21,12 +21,13 @@ read of the cached keys and values. Used in chapter 12, *Choosing a layout by th
 details*.
 """
 
+from __future__ import annotations
+
 import math
 from collections import OrderedDict
 from dataclasses import dataclass, replace
 
-import numpy as np
-
+from ._numpy import np
 from ._validate import MAX_REQUESTS, at_most, choice, non_negative_int, positive, positive_int
 from .frontier import LayoutCost, layout_cost
 from .hardware import GIB, get_chip

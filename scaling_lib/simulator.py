@@ -20,11 +20,12 @@ plus `decode_step_time(1, 1).kv_s` per cached token. A prefill of T tokens costs
 configured MFU, never less than one read of the weights).
 """
 
+from __future__ import annotations
+
 import heapq
 from dataclasses import dataclass
 
-import numpy as np
-
+from ._numpy import np
 from ._validate import (MAX_REQUESTS, at_most, choice, fraction, non_negative_int, positive, positive_int,
                         probability)
 from .hardware import get_chip

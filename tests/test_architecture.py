@@ -17,7 +17,8 @@ CLOSED_FORM = sorted(p.stem for p in PACKAGE.glob("*.py") if p.stem != "__init__
 NOTEBOOKS = sorted(REPO.glob("chapters/*.ipynb")) + sorted(REPO.glob("book/*.ipynb"))
 SETUP_LINE = "from scaling_lib.book.notebook import setup; setup()"
 # Function-level imports that are allowed: an optional dependency only present in some environments.
-OPTIONAL_IMPORTS = {("scaling_lib.book.notebook", "matplotlib_inline.backend_inline")}
+OPTIONAL_IMPORTS = {("scaling_lib.book.notebook", "matplotlib_inline.backend_inline"),
+                    ("scaling_lib._numpy", "numpy")}  # NumPy on first use: the page (Pyodide) has none
 
 
 def _module_name(path) -> str:
