@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 
 from ...units import parse_unit
-from ..display import wrap_text
+from ..text import wrap_text
 from . import ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08, ch09, ch10, ch11, ch12, ch13, ch14, appendix_worked
 from .exercise import Choice, Exercise, Number, is_whole
 
