@@ -163,6 +163,7 @@ def _growth_figure(scale_mean=1.0):
     return fig, {"LENGTHS": lengths, "inputs_of_length": inputs_of_length}
 
 
+@pytest.mark.tiny  # runs Qwix and JAX
 def test_chapter_13_error_growth_figure_is_checked_against_qwix():
     fig, ns = _growth_figure()
     assert check_figure(fig, strict=True, namespace=ns) == 1
