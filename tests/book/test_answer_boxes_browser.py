@@ -10,13 +10,9 @@ Needs Debian's Chromium (`apt-get install -y chromium`) and npm (`apt-get instal
 """
 
 import functools
-import os
 import re
-import subprocess
-import sys
 import threading
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import pytest
 
@@ -28,19 +24,6 @@ from tests.book.test_build import browser  # noqa: F401  (the same headless Chro
 pytestmark = [pytest.mark.tiny]
 
 VERDICT_TIMEOUT_MS = 120_000  # the first check starts Python in the page; on 2 shared cores that can take a while
-
-
-@pytest.fixture(scope="module")
-def book_html():
-    """`make book`'s build (strict), into the repository's _build: unchanged notebooks come from its cache.
-    BOOK_HTML=_build/html in the environment tests a build already made instead."""
-    if os.environ.get("BOOK_HTML"):
-        return Path(os.environ["BOOK_HTML"]).resolve()
-    jupyter_book = Path(sys.executable).with_name("jupyter-book")
-    result = subprocess.run([str(jupyter_book), "build", str(REPO), "-W", "-n", "--keep-going"],
-                            capture_output=True, text=True, timeout=1800)
-    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-4000:]
-    return REPO / "_build" / "html"
 
 
 class _Quiet(SimpleHTTPRequestHandler):

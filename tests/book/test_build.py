@@ -13,8 +13,6 @@ skipped with that message.
 import json
 import re
 import shutil
-import subprocess
-import sys
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -65,14 +63,9 @@ def test_notebook_is_in_toc_titled_and_stored_executed(path):
 
 
 @pytest.fixture(scope="module")
-def built_book(tmp_path_factory):
-    """Build the book once per test module, strictly, into a temporary folder; return the HTML folder."""
-    out = tmp_path_factory.mktemp("book")
-    jupyter_book = Path(sys.executable).with_name("jupyter-book")
-    result = subprocess.run([str(jupyter_book), "build", str(ROOT), "--path-output", str(out), "-W", "-n",
-                             "--keep-going"], capture_output=True, text=True, timeout=1200)
-    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-4000:]
-    return out / "_build" / "html"
+def built_book(book_html):
+    """The run's one strict build of the book (tests/book/conftest.py); return the HTML folder."""
+    return book_html
 
 
 def test_strict_build_renders_every_page_with_local_mathjax(built_book):

@@ -6,8 +6,8 @@ scrolls inside itself still counts: the reader meets a scrollbar), and no chapte
 than 25 rows outside a fold (a <details> or a dropdown/toggle container). At 390 x 844 no page scrolls sideways as a
 whole: wide blocks scroll inside themselves.
 
-The test measures the book already built in `_build/html` (`make book` first after an edit; it builds the book there
-when the folder is missing). Each failure lists the page, the element's kind and position, its width against the
+The test measures the run's one strict build of the book (`book_html` in tests/book/conftest.py: `make book`'s build
+into `_build/html`, made once per test run and shared with the other browser tests). Each failure lists the page, the element's kind and position, its width against the
 column in CSS pixels and a snippet, which is the to-do list the check exists for. It also writes, as build artefacts
 that git ignores, a screenshot of each page at 1280 x 900 into `_build/screenshots/` and the full measurement (both
 widths) into `_build/screenshots/page_fit.json`.
@@ -19,8 +19,6 @@ already wrap at 76 columns). The column itself holds 88 characters of code: see 
 """
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -31,7 +29,6 @@ from tests.book.test_build import _open_offline, _toc_files, _wait_for_mathjax, 
 
 pytestmark = [pytest.mark.tiny, pytest.mark.browser]
 
-HTML = REPO / "_build" / "html"
 SHOTS = REPO / "_build" / "screenshots"
 WIDE, PHONE = {"width": 1280, "height": 900}, {"width": 390, "height": 844}
 LONG_TABLE_ROWS = 25
@@ -141,18 +138,14 @@ def _chapters_and_appendices():
 
 
 @pytest.fixture(scope="module")
-def measured(browser):  # noqa: F811 (the fixture imported above)
+def measured(browser, book_html):  # noqa: F811 (the fixture imported above)
     """{viewport: {page: measurement}} for both viewports; screenshots at 1280 as a side effect."""
-    if not (HTML / "index.html").exists():
-        jupyter_book = Path(sys.executable).with_name("jupyter-book")
-        subprocess.run([str(jupyter_book), "build", str(REPO), "-W", "-n", "--keep-going"], check=True,
-                       capture_output=True, timeout=3600)
     SHOTS.mkdir(parents=True, exist_ok=True)
     result = {}
     for label, viewport in (("1280", WIDE), ("390", PHONE)):
         result[label] = {}
         for name in _pages():
-            context, page, _, _ = _open_offline(browser, (HTML / f"{name}.html").as_uri())
+            context, page, _, _ = _open_offline(browser, (book_html / f"{name}.html").as_uri())
             try:
                 page.set_viewport_size(viewport)
                 _wait_for_mathjax(page)
