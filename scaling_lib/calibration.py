@@ -32,7 +32,7 @@ import math
 import statistics
 from dataclasses import dataclass
 
-from ._validate import choice, fraction, positive_int
+from ._validate import at_most, choice, fraction, positive_int
 from .dtypes import bytes_per_element
 from .estimate import (MEMORY_UTILIZATION, Calibrated, Deployment, Efficiency, decode_step, decode_time, offline_estimate, prefill,
                        resolve_efficiency, step_estimate)
@@ -261,8 +261,10 @@ def comparisons(efficiency=None, split: str | None = None, kv_dtype: str = "fp8"
 def _ratios_or_raise(ratio_of, efficiency) -> list:
     ratios = ratio_of(efficiency)
     try:
+        if isinstance(ratios, (str, bytes)):
+            raise TypeError("a string is not a list of ratios")
         ratios = [float(r) for r in ratios]
-    except TypeError as err:
+    except (TypeError, ValueError) as err:
         raise ValueError(f"ratio_of must return the predicted / measured ratios of the rows (a list of positive "
                          f"numbers), got {ratios!r}") from err
     if not ratios:
@@ -283,9 +285,16 @@ def fit_efficiency(ratio_of, fields=("mfu", "hbm", "network"), rounds: int = 3, 
     Coordinate descent: a golden-section search on each field in its range (`RANGES`; the rates from `low` to 1) in
     turn, `rounds` times, from the middle of each range. Deterministic. A `ratio_of` that returns no ratios, or a
     NaN, infinite or non-positive one, is a ValueError."""
-    rounds = positive_int("rounds", rounds)
+    if not callable(ratio_of):
+        raise ValueError(f"ratio_of must be a function of an Efficiency returning the rows' predicted / measured "
+                         f"ratios, got {ratio_of!r}")
+    rounds = at_most("rounds", positive_int("rounds", rounds), 1000, "each round searches every field again")
     fraction("low", low, "the smallest efficiency searched")
-    fields = tuple(choice("field", name, FIELDS) for name in fields)
+    if isinstance(fields, (str, bytes)) or not isinstance(fields, (tuple, list)) or not fields:
+        raise ValueError(f"fields must be a non-empty list of efficiency fields among {FIELDS}, got {fields!r}")
+    fields = tuple(choice("fields entry", name, FIELDS) for name in fields)
+    if len(set(fields)) != len(fields):
+        raise ValueError(f"fields names a field twice: {fields!r}; list each once")
     ranges = {name: ((low, 1.0) if name in ("mfu", "hbm", "network") else RANGES[name]) for name in fields}
     values = _descend(lambda candidate: _loss(ratio_of, candidate), {n: sum(r) / 2 for n, r in ranges.items()},
                       ranges, rounds)
@@ -449,7 +458,7 @@ def fit_rows(models, rounds: int = 12, fixed: dict | None = None) -> Efficiency:
         raise ValueError(f"fixed={fixed!r}: {error}") from None
     free = [name for name in FIELDS if name not in fixed]
     values = _descend(lambda v: _fast_loss(models, {**fixed, **v}), {n: sum(RANGES[n]) / 2 for n in free},
-                      RANGES, positive_int("rounds", rounds))
+                      RANGES, at_most("rounds", positive_int("rounds", rounds), 1000, "each round searches every field again"))
     return Efficiency(**fixed, **{name: round(value, _ROUND[name]) for name, value in values.items()})
 
 
@@ -544,11 +553,21 @@ class RatioSummary:
         return max(self.worst, 1.0 / self.worst)
 
 
-def summarize(items) -> RatioSummary:
-    """The median and the worst (farthest from 1 in log) measured / predicted ratio of some comparisons."""
+def _comparisons(items, what: str) -> tuple:
+    """`items` as a non-empty tuple of `Comparison`, or a ValueError naming the argument."""
+    if isinstance(items, (str, bytes)) or not hasattr(items, "__iter__"):
+        raise ValueError(f"items must be a list of Comparison (calibration.compare(row)) to {what}, got {items!r}")
     items = tuple(items)
     if not items:
-        raise ValueError("no comparisons to summarize; pass at least one")
+        raise ValueError(f"items: no comparisons to {what}; pass at least one")
+    if not all(isinstance(c, Comparison) for c in items):
+        raise ValueError(f"items must hold Comparison objects (calibration.compare(row)) to {what}, got {items!r}")
+    return items
+
+
+def summarize(items) -> RatioSummary:
+    """The median and the worst (farthest from 1 in log) measured / predicted ratio of some comparisons."""
+    items = _comparisons(items, "summarize")
     worst = max(items, key=lambda c: abs(math.log(c.ratio)))
     return RatioSummary(len(items), statistics.median(c.ratio for c in items), worst.ratio, worst.label)
 
@@ -577,13 +596,7 @@ def metrics(items, name: str = "all") -> Metrics:
     """
     if not isinstance(name, str):
         raise ValueError(f"name must be a string (the group's label), got {name!r}")
-    if isinstance(items, (str, bytes)) or not hasattr(items, "__iter__"):
-        raise ValueError(f"items must be a list of Comparison (calibration.compare(row)), got {items!r}")
-    items = tuple(items)
-    if not items:
-        raise ValueError(f"items: no comparisons in {name!r} to score; pass at least one")
-    if not all(isinstance(c, Comparison) for c in items):
-        raise ValueError(f"items must hold Comparison objects (calibration.compare(row)), got {items!r}")
+    items = _comparisons(items, f"score {name!r}")
     factors = [max(c.ratio, 1.0 / c.ratio) for c in items]
     return Metrics(name, len(items), sum(f <= 1.5 for f in factors) / len(items),
                    sum(f <= 2.0 for f in factors) / len(items), statistics.median(1.0 / c.ratio for c in items))

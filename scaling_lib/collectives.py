@@ -135,7 +135,7 @@ def collective_hops(op: str, n_shards: int, wraparound: bool = True) -> int:
 
     Used in chapter 7, *Sharding prefill and generation*.
     """
-    choice("collective", op, COLLECTIVES)
+    choice("collective op", op, COLLECTIVES)
     n = positive_int("n_shards", n_shards)
     wraparound = flag("wraparound", wraparound)
     passes = 2 if op == "all-reduce" else 1
@@ -298,7 +298,7 @@ def collective_time(op: str, array_bytes: float, chip, n_shards: int, wraparound
 
     Used in chapter 7, *Sharding prefill and generation* and chapter 11, *How close do real systems come?*.
     """
-    choice("collective", op, COLLECTIVES)
+    choice("collective op", op, COLLECTIVES)
     chip = get_chip(chip)
     positive("array_bytes", array_bytes, allow_zero=True)
     n = positive_int("n_shards", n_shards)
@@ -337,7 +337,7 @@ def mesh_collective(op: str, array_bytes: float, chip, mesh_shape, wraparound=No
     each axis by `hardware.Torus.axis_wraps` (the (4, 4) group of a v5p 4 x 4 x 4 wraps). A switch sees one group of
     prod(shape).
     """
-    choice("collective", op, COLLECTIVES)
+    choice("collective op", op, COLLECTIVES)
     chip = get_chip(chip)
     positive("array_bytes", array_bytes, allow_zero=True)
     shape = check_axes("mesh_shape", mesh_shape)
@@ -393,7 +393,7 @@ def bus_bandwidth(op: str, array_bytes: float, seconds: float, n_shards: int) ->
 
     Used in chapter 11, *How close do real systems come?*.
     """
-    choice("collective", op, COLLECTIVES)
+    choice("collective op", op, COLLECTIVES)
     positive("array_bytes", array_bytes)
     positive("seconds", seconds)
     n = positive_int("n_shards", n_shards)

@@ -47,6 +47,7 @@ import itertools
 import math
 from dataclasses import dataclass
 
+from ._validate import axes as check_axes
 from ._validate import choice, fraction, non_negative_int, positive, positive_int
 from .collectives import mesh_collective
 from .dtypes import bytes_per_element
@@ -207,7 +208,9 @@ class Deployment:
         n = positive_int("n_chips", self.n_chips)
         tp = n if self.tensor_parallel is None else positive_int("tensor_parallel", self.tensor_parallel)
         if tp > MAX_TENSOR_PARALLEL:
-            raise ValueError(f"tensor_parallel={tp} chips in one model copy: no ICI slice or NVLink domain is that "
+            given = f"n_chips={n} (with tensor_parallel unset, " if self.tensor_parallel is None else ""
+            raise ValueError(f"{given}tensor_parallel={tp}{')' if given else ''} chips in one model copy: no ICI slice "
+                             f"or NVLink domain is that "
                              f"large (at most {MAX_TENSOR_PARALLEL:,} here); pass tensor_parallel=<chips per copy> "
                              "and serve the rest as replicas")
         for name in ("weight_dtype", "kv_dtype", "activation_dtype"):
@@ -241,7 +244,7 @@ class Deployment:
             else:
                 mesh = optimal_2d_mesh(tp, model, chip)
         else:
-            mesh = tuple(positive_int("mesh axis", a) for a in self.mesh_shape)
+            mesh = check_axes("mesh_shape", self.mesh_shape)
         if math.prod(mesh) != tp:
             raise ValueError(f"mesh_shape {mesh} holds {math.prod(mesh)} chips, not tensor_parallel={tp}; "
                              f"pick axes whose product is {tp}")

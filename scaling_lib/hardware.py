@@ -45,7 +45,7 @@ Sources (full references in book/references.bib):
 from dataclasses import dataclass
 
 from ._validate import axes as axes_of
-from ._validate import positive_int
+from ._validate import positive, positive_int
 from .dtypes import FP4_DTYPES, bytes_per_element
 
 GB = 1e9
@@ -265,9 +265,18 @@ class Chip:
     source: str
 
     def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"Chip name must be a non-empty string, got {self.name!r}")
+        if not isinstance(self.source, str) or not self.source:
+            raise ValueError(f"{self.name}: source must be a string saying where the numbers come from, got "
+                             f"{self.source!r}")
         for field_name in ("hbm_bandwidth", "hbm_capacity"):
-            if not getattr(self, field_name) > 0:
-                raise ValueError(f"{self.name}: {field_name} must be positive, got {getattr(self, field_name)!r}")
+            positive(f"{self.name}: {field_name}", getattr(self, field_name))  # finite, > 0, not a bool or a string
+        table = self.peak_flops_table
+        if isinstance(table, (str, bytes)) or not isinstance(table, (tuple, list)) or not table or not all(
+                isinstance(entry, (tuple, list)) and len(entry) == 2 for entry in table):
+            raise ValueError(f"{self.name}: peak_flops_table must be a non-empty tuple of (dtype, FLOP/s) pairs, got "
+                             f"{table!r}")
         if not isinstance(self.topology, (Torus, SwitchDomain, FullMesh, type(None))):
             raise ValueError(f"{self.name}: topology must be a Torus, a SwitchDomain, a FullMesh or None (a lone device), "
                              f"got {self.topology!r}")
@@ -277,9 +286,11 @@ class Chip:
             if value is not None and not value > 0:
                 raise ValueError(f"{self.name}: topology {field_name} must be positive or None, got {value!r}")
         for dtype, rate in self.peak_flops_table:
-            bytes_per_element(dtype)  # validates the dtype name
-            if not rate > 0:
-                raise ValueError(f"{self.name}: peak FLOP/s for {dtype} must be positive, got {rate!r}")
+            try:
+                bytes_per_element(dtype)  # validates the dtype name
+            except ValueError as error:
+                raise ValueError(f"{self.name}: peak_flops_table: {error}") from None
+            positive(f"{self.name}: peak_flops_table's FLOP/s for {dtype}", rate)
 
     @property
     def network(self) -> Torus | SwitchDomain | FullMesh:

@@ -210,12 +210,6 @@ _HARDWARE = "hardware.py is not this branch's: Chip lets a non-string name or so
 # (spec, parameter) -> why the bad values still get through on this branch: estimate.py, calibration.py and
 # hardware.py are changed on other branches. Strict: once fixed, the case XPASSes, fails, and the entry goes.
 XFAIL = {
-    ("estimate.Deployment", "mesh_shape"): f"{_OTHERS}: says 'mesh axis', not mesh_shape; 8 raises TypeError",
-    ("calibration.summarize", "items"): f"{_OTHERS}: AttributeError / TypeError without naming items",
-    ("calibration.fit_efficiency", "ratio_of"): f"{_OTHERS}: a NaN or empty ratio list is silently accepted",
-    ("calibration.fit_efficiency", "fields"): f"{_OTHERS}: () and repeated fields accepted; others TypeError",
-    **{("hardware.Chip", name): _HARDWARE
-       for name in ("name", "peak_flops_table", "hbm_bandwidth", "hbm_capacity", "source")},
 }
 
 

@@ -79,7 +79,7 @@ def test_collective_costs_relative_to_each_other():
 
 
 def test_sharding_bad_input():
-    with pytest.raises(ValueError, match="unknown collective 'broadcast'"):
+    with pytest.raises(ValueError, match="unknown collective op 'broadcast'"):
         collective_time("broadcast", 1e6, "tpu-v5e", 8)
     with pytest.raises(ValueError, match=r"batch=7 does not split 2 ways.*multiple of 2"):
         kv_cache_sharding(8, 7, 16)

@@ -53,7 +53,7 @@ def test_the_chapter_7_quiz_all_reduce_on_a_ring_of_8_takes_4_hops_per_pass_and_
 
 
 def test_collective_hops_rejects_an_unknown_op_and_a_zero_ring():
-    with pytest.raises(ValueError, match="unknown collective 'broadcast'"):
+    with pytest.raises(ValueError, match="unknown collective op 'broadcast'"):
         collective_hops("broadcast", 8)
     with pytest.raises(ValueError, match="n_shards"):
         collective_hops("all-gather", 0)

@@ -185,7 +185,7 @@ def test_mesh_collectives_split_bandwidth_over_torus_axes_and_add_their_latencie
 
 
 def test_mesh_collective_refuses_bad_input_before_pricing_it():
-    with pytest.raises(ValueError, match="unknown collective 'bogus'"):
+    with pytest.raises(ValueError, match="unknown collective op 'bogus'"):
         mesh_collective("bogus", -5, "tpu-v5e", (4, 4))
     with pytest.raises(ValueError, match="array_bytes"):
         mesh_collective("all-gather", -5, "tpu-v5e", (4, 4))
@@ -213,7 +213,7 @@ def test_transfer_bandwidth_between_slices_is_the_dcn_and_within_a_slice_the_ici
 
 
 def test_bad_collective_input_names_the_problem():
-    with pytest.raises(ValueError, match="unknown collective 'broadcast'"):
+    with pytest.raises(ValueError, match="unknown collective op 'broadcast'"):
         collective_time("broadcast", 1.0, "tpu-v5e", 8)
     with pytest.raises(ValueError, match="n_shards must be a positive integer"):
         collective_time("all-gather", 1.0, "tpu-v5e", 0)

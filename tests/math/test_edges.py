@@ -137,7 +137,7 @@ def test_chip_fields_must_be_positive(field):
         dataclasses.replace(chip, **{field: 0})
     with pytest.raises(ValueError, match="^tpu-v5e: topology link_bandwidth must be positive or None, got 0"):
         dataclasses.replace(chip, topology=dataclasses.replace(chip.topology, link_bandwidth=0))
-    with pytest.raises(ValueError, match=r"peak FLOP/s for bf16 must be positive"):
+    with pytest.raises(ValueError, match=r"FLOP/s for bf16 must be positive"):
         dataclasses.replace(chip, peak_flops_table=(("bf16", 0.0),))
     assert chip.peak_flops() == chip.peak_flops("bf16")
     with pytest.raises(ValueError, match="aliases: ironwood"):

@@ -226,7 +226,7 @@ def test_decode_attention_is_linear_in_the_keys_from_the_first_and_capped_by_a_w
     assert decode_step(windowed, 1, 8192).attention_s == pytest.approx(decode_step(windowed, 1, 1024).attention_s)
 
 
-@pytest.mark.parametrize("kwargs, name", [(dict(mesh_shape=(0, 8)), "mesh axis"), (dict(ffn_layout="3d"), "ffn_layout")])
+@pytest.mark.parametrize("kwargs, name", [(dict(mesh_shape=(0, 8)), "mesh_shape"), (dict(ffn_layout="3d"), "ffn_layout")])
 def test_a_bad_deployment_names_the_field(kwargs, name):
     with pytest.raises(ValueError, match=rf"\b{name}\b"):
         Deployment("llama3-70b", "tpu-v5e", 8, **kwargs)
@@ -261,7 +261,7 @@ def test_the_smallest_efficiency_searched_is_named_when_it_is_out_of_range():
 
 def test_cross_node_collectives_keep_their_name_and_bus_bandwidth_names_a_bad_one():
     assert collective_time("all-reduce", 1e9, "h100", 16).op == "all-reduce"
-    with pytest.raises(ValueError, match=r"unknown collective 'all-sum'"):
+    with pytest.raises(ValueError, match=r"unknown collective op 'all-sum'"):
         bus_bandwidth("all-sum", 1e9, 1e-3, 8)
 
 
