@@ -12,12 +12,13 @@ Three layers, and imports flow one way (top-level <- tiny <- book):
 - `scaling_lib.book` is the book's own tooling: exercises and their checker, the claims ledger, plotting, display
   and notebook set-up.
 
-`from scaling_lib import check, solution, get_chip, get_model` gives the names readers use most.
+`from scaling_lib import get_chip, get_model` gives the inputs readers use most; the exercise checker is the book's
+tooling, not math: `from scaling_lib.book import check, solution`. Importing the package loads no `scaling_lib.book`
+module (a test checks it).
 """
 
-from .book.exercises import check, solution
 from .hardware import get_chip
 from .models import get_model
 
-__all__ = ["check", "get_chip", "get_model", "solution"]
+__all__ = ["get_chip", "get_model"]
 __version__ = "0.2.0"

@@ -85,7 +85,7 @@ def test_there_is_no_import_cycle_and_imports_flow_top_level_then_tiny_then_book
     layer = {name: (2 if name.startswith("scaling_lib.book") else 1 if name.startswith("scaling_lib.tiny") else 0)
              for name in graph}
     for name, deps in graph.items():
-        upward = [dep for dep in deps if layer[dep] > layer[name] and not name == "scaling_lib"]
+        upward = [dep for dep in deps if layer[dep] > layer[name]]
         assert not upward, f"{name} imports {upward}, a layer above it"
     state = {}
 
@@ -182,3 +182,11 @@ def test_the_package_has_one_version():
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     assert "version" not in project and "version" in project["dynamic"], "pyproject must take scaling_lib.__version__"
     assert scaling_lib.__version__.count(".") == 2
+
+
+def test_importing_the_math_layer_loads_none_of_the_books_tooling():
+    code = ("import sys, scaling_lib.roofline, scaling_lib.estimate\n"
+            "loaded = sorted(m for m in sys.modules if m.startswith('scaling_lib.book'))\n"
+            "print('ok' if not loaded else loaded)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
+    assert result.stdout.strip() == "ok", result.stdout + result.stderr

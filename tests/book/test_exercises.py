@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pytest
 
-from scaling_lib import check as top_level_check, solution as top_level_solution
+from scaling_lib.book import check as top_level_check, solution as top_level_solution
 from scaling_lib.book.exercises import checker
 from scaling_lib.book.exercises import (Choice, Convention, Exercise, Number, Slip, check, exercises, get_exercise,
                                         grade, register, solution)

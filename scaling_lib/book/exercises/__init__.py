@@ -1,6 +1,6 @@
 """The book's exercises: one declarative set per chapter, the checker, and the index of every exercise in the book.
 
-    from scaling_lib import check, solution   # the same functions
+    from scaling_lib.book import check, solution   # the same functions
     check("ch4.kv-per-token-llama3-70b", "328 kB")
     solution("ch4.kv-per-token-llama3-70b")    # the answer, when you want it
 """
