@@ -190,3 +190,14 @@ def test_importing_the_math_layer_loads_none_of_the_books_tooling():
             "print('ok' if not loaded else loaded)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert result.stdout.strip() == "ok", result.stdout + result.stderr
+
+
+def test_the_package_docstring_and_the_readme_name_every_closed_form_module():
+    import scaling_lib
+
+    readme = (REPO / "README.md").read_text()
+    public = [name for name in CLOSED_FORM if not name.startswith("_")]
+    missing_doc = [name for name in public if f"`{name}`" not in scaling_lib.__doc__]
+    missing_readme = [name for name in public if f"`{name}`" not in readme]
+    assert not missing_doc, f"scaling_lib's docstring does not name {missing_doc}"
+    assert not missing_readme, f"README.md's layout table does not name {missing_readme}"
