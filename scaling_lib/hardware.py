@@ -419,32 +419,32 @@ _CHIPS = (
     ),
     Chip(
         name="h100",
-        peak_flops_table=(("bf16", 9.89e14), ("fp8", 1.979e15), ("int8", 1.979e15)),
+        peak_flops_table=(("bf16", 9.89e14), ("fp16", 9.89e14), ("fp8", 1.979e15), ("int8", 1.979e15)),
         hbm_bandwidth=3.35e12,
         hbm_capacity=81559 * MIB,
         topology=SwitchDomain(**_NVLINK4),
-        source="NVIDIA H100 SXM data sheet (dense rates; NVLink 900 GB/s both directions = 450 GB/s each way); "
+        source="NVIDIA H100 SXM data sheet (dense rates; FP16 tensor cores run at the BF16 rate; NVLink 900 GB/s both directions = 450 GB/s each way); "
         f"Scaling Book ch. 7 (9.89e14 / 3.35e12); HBM as the device exposes it: nvidia-smi reports 81559 MiB of "
         f"memory.total on an 'NVIDIA H100 80GB HBM3' [SMI]; {_NV_NET}",
     ),
     Chip(
         name="h200",
-        peak_flops_table=(("bf16", 9.89e14), ("fp8", 1.979e15), ("int8", 1.979e15)),
+        peak_flops_table=(("bf16", 9.89e14), ("fp16", 9.89e14), ("fp8", 1.979e15), ("int8", 1.979e15)),
         hbm_bandwidth=4.8e12,
         hbm_capacity=143771 * MIB,
         topology=SwitchDomain(**_NVLINK4),
-        source="NVIDIA H200 SXM data sheet (dense rates; NVLink 900 GB/s both directions); MLPerf DGX H200 system "
+        source="NVIDIA H200 SXM data sheet (dense rates; FP16 tensor cores run at the BF16 rate; NVLink 900 GB/s both directions); MLPerf DGX H200 system "
         "description (18 x NVLink 4, 900 GB/s; 8 GPUs; 400 Gb/s InfiniBand); HBM as the device exposes it: "
         f"nvidia-smi reports 143771 MiB of memory.total on an 'NVIDIA H200' [SMI]; {_NV_NET}",
     ),
     Chip(
         name="b200",
-        peak_flops_table=(("bf16", 2.25e15), ("fp8", 4.5e15), ("int8", 4.5e15),
+        peak_flops_table=(("bf16", 2.25e15), ("fp16", 2.25e15), ("fp8", 4.5e15), ("int8", 4.5e15),
                           *((fp4, _B200_FP4) for fp4 in FP4_DTYPES)),
         hbm_bandwidth=8e12,
         hbm_capacity=_DGX_B200_HBM / 8,
         topology=SwitchDomain(**_NVLINK5),
-        source="NVIDIA B200 data sheet (dense rates; NVLink 5: 18 links, 1.8 TB/s both directions = 900 GB/s each "
+        source="NVIDIA B200 data sheet (dense rates, FP16 at the BF16 rate; NVLink 5: 18 links, 1.8 TB/s both directions = 900 GB/s each "
         "way); dense FP4 9,000 TFLOPS on HGX B200 at 1,000 W (glennklockwood.com/garden/processors/B200, from "
         "NVIDIA's Blackwell data sheet; DGX B200: 72 PFLOPS dense FP4 for 8 GPUs); HBM: DGX B200 has 1,440 GB for 8 "
         "GPUs (NVIDIA DGX B200 page, as summarised at brent-newsom-nvidia.github.io/AIPS-Boom/wiki/NVIDIA-DGX-B200), "
@@ -452,13 +452,13 @@ _CHIPS = (
     ),
     Chip(
         name="gb200",
-        peak_flops_table=(("bf16", 2.5e15), ("fp8", 5e15), ("int8", 5e15),
+        peak_flops_table=(("bf16", 2.5e15), ("fp16", 2.5e15), ("fp8", 5e15), ("int8", 5e15),
                           *((fp4, _GB200_FP4) for fp4 in FP4_DTYPES)),
         hbm_bandwidth=8e12,
         hbm_capacity=_NVL72_HBM / _NVL72_GPUS,
         topology=SwitchDomain(**dict(_NVLINK5, domain_size=_NVL72_GPUS, scale_out_bandwidth=None)),
         source="the B200 GPU of GB200 at 1,200 W (glennklockwood.com/garden/processors/B200, from NVIDIA's data "
-        "sheet): dense 2,500 TFLOPS bf16, 5,000 fp8 and int8, 10,000 FP4; 8 TB/s HBM; GB200 NVL72: 72 GPUs in one "
+        "sheet): dense 2,500 TFLOPS bf16 and fp16, 5,000 fp8 and int8, 10,000 FP4; 8 TB/s HBM; GB200 NVL72: 72 GPUs in one "
         "NVLink 5 domain at 1.8 TB/s per GPU (both directions), about 13.4 TB of HBM3e for the 72 "
         "(aiwiki.ai/wiki/nvidia_gb200_nvl72, quoting NVIDIA); NVLink SHARP (NVLS) in the NVLink switches; no "
         "scale-out figure in the sources (a collective beyond 72 GPUs is refused)",

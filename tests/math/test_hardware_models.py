@@ -137,7 +137,7 @@ def test_fp4_compute_on_blackwell_runs_at_twice_fp8_and_is_refused_elsewhere():
         chip = get_chip(name)
         for fp4 in ("nvfp4", "mxfp4"):
             assert chip.peak_flops(fp4) == pytest.approx(2 * chip.peak_flops("fp8"))
-    with pytest.raises(ValueError, match=r"h100 has no native nvfp4 matrix rate.*'bf16', 'fp8', 'int8'"):
+    with pytest.raises(ValueError, match=r"h100 has no native nvfp4 matrix rate.*'bf16', 'fp16', 'fp8', 'int8'"):
         get_chip("h100").peak_flops("nvfp4")
     with pytest.raises(ValueError, match=r"tpu-v5e has no native mxfp4"):
         get_chip("tpu-v5e").peak_flops("mxfp4")
@@ -147,3 +147,15 @@ def test_fp4_formats_count_their_block_scales():
     # nvfp4: 4 bits + one 8-bit scale per 16 values = 4.5 bits; mxfp4: one 8-bit scale per 32 = 4.25 bits.
     assert 8 * bytes_per_element("nvfp4") == pytest.approx(4 + 8 / 16) == pytest.approx(4.5)
     assert 8 * bytes_per_element("mxfp4") == pytest.approx(4 + 8 / 32) == pytest.approx(4.25)
+
+
+def test_nvidia_tensor_cores_run_fp16_at_the_bf16_rate_so_fp16_math_is_priced_not_refused():
+    # Data sheets (H100, H200, B200, GB200): dense FP16 and BF16 tensor-core rates are the same figure (issue 25).
+    from scaling_lib.estimate import report
+
+    for name in ("h100", "h200", "b200", "gb200", "a100", "mi300x"):
+        chip = get_chip(name)
+        assert chip.peak_flops("fp16") == chip.peak_flops("bf16")
+    fp16 = report("llama3-8b", "h100", 1, context_len=4096, compute_dtype="fp16")
+    bf16 = report("llama3-8b", "h100", 1, context_len=4096)
+    assert fp16.decode_step_bound_s == bf16.decode_step_bound_s
