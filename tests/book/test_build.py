@@ -62,20 +62,14 @@ def test_notebook_is_in_toc_titled_and_stored_executed(path):
     assert "widgets" not in notebook.get("metadata", {}), f"{path.name}: strip the saved widget state"
 
 
-@pytest.fixture(scope="module")
-def built_book(book_html):
-    """The run's one strict build of the book (tests/book/conftest.py); return the HTML folder."""
-    return book_html
-
-
-def test_strict_build_renders_every_page_with_local_mathjax(built_book):
+def test_strict_build_renders_every_page_with_local_mathjax(book_html):
     """jupyter-book build -W -n --keep-going: a warning or a notebook that fails to execute fails this test."""
-    assert (built_book / "index.html").exists()
+    assert (book_html / "index.html").exists()
     for name in _toc_files():
-        assert (built_book / f"{name}.html").exists(), f"{name}.html was not rendered"
-    assert (built_book / "_static" / "mathjax" / "tex-chtml.js").exists(), "MathJax was not copied locally"
+        assert (book_html / f"{name}.html").exists(), f"{name}.html was not rendered"
+    assert (book_html / "_static" / "mathjax" / "tex-chtml.js").exists(), "MathJax was not copied locally"
     remote = re.compile(r"<script[^>]+src=\"https?://|<link[^>]+href=\"https?://[^\"]+\.(?:css|js)\"")
-    for page in built_book.rglob("*.html"):
+    for page in book_html.rglob("*.html"):
         assert not remote.search(page.read_text(errors="replace")), f"{page.name} loads a script or style remotely"
 
 
@@ -98,8 +92,8 @@ def _parse(page: Path) -> _LinksAndIds:
     return parser
 
 
-def test_internal_links_resolve(built_book):
-    pages = [built_book / f"{name}.html" for name in _toc_files()] + [built_book / "genindex.html"]
+def test_internal_links_resolve(book_html):
+    pages = [book_html / f"{name}.html" for name in _toc_files()] + [book_html / "genindex.html"]
     parsed = {}
     broken = []
     for page in pages:
@@ -109,12 +103,12 @@ def test_internal_links_resolve(built_book):
                 continue
             target = (page.parent / unquote(parts.path)).resolve() if parts.path else page
             if not target.exists():
-                broken.append(f"{page.relative_to(built_book)} -> {href}")
+                broken.append(f"{page.relative_to(book_html)} -> {href}")
                 continue
             if parts.fragment and target.suffix == ".html":
                 ids = parsed.setdefault(target, _parse(target).ids)
                 if unquote(parts.fragment) not in ids:
-                    broken.append(f"{page.relative_to(built_book)} -> {href} (no such anchor)")
+                    broken.append(f"{page.relative_to(book_html)} -> {href} (no such anchor)")
     assert not broken, "broken internal links:\n" + "\n".join(broken)
 
 
@@ -150,9 +144,9 @@ def _wait_for_mathjax(page):
     page.evaluate("() => MathJax.startup.promise")
 
 
-def test_every_page_loads_offline_with_math_typeset_and_figures(built_book, browser):
+def test_every_page_loads_offline_with_math_typeset_and_figures(book_html, browser):
     for name in _toc_files():
-        context, page, leaks, errors = _open_offline(browser, (built_book / f"{name}.html").as_uri())
+        context, page, leaks, errors = _open_offline(browser, (book_html / f"{name}.html").as_uri())
         try:
             _wait_for_mathjax(page)
             assert not leaks, f"{name}: requests left the machine: {leaks}"
@@ -171,11 +165,11 @@ def test_every_page_loads_offline_with_math_typeset_and_figures(built_book, brow
             context.close()
 
 
-def test_exercise_solutions_are_hidden_until_clicked(built_book, browser):
+def test_exercise_solutions_are_hidden_until_clicked(book_html, browser):
     chapters = [name for name in _toc_files() if name.startswith("chapters/")]
     assert chapters
     for name in chapters:
-        context, page, _, _ = _open_offline(browser, (built_book / f"{name}.html").as_uri())
+        context, page, _, _ = _open_offline(browser, (book_html / f"{name}.html").as_uri())
         try:
             solutions = page.locator("div.solution")
             assert solutions.count() >= 4, f"{name}: expected at least four exercise solutions"
@@ -188,8 +182,8 @@ def test_exercise_solutions_are_hidden_until_clicked(built_book, browser):
             context.close()
 
 
-def test_search_page_finds_a_term(built_book, browser):
-    context, page, leaks, _ = _open_offline(browser, (built_book / "search.html").as_uri() + "?q=roofline")
+def test_search_page_finds_a_term(book_html, browser):
+    context, page, leaks, _ = _open_offline(browser, (book_html / "search.html").as_uri() + "?q=roofline")
     try:
         page.wait_for_function("() => /found [1-9]\\d* page/.test(document.body.innerText)", timeout=15000)
         assert page.locator("#search-results li").count() >= 1
@@ -206,12 +200,12 @@ def _traces(page, div_id):
     return page.evaluate(f"() => document.getElementById('{div_id}').data.map(t => [t.x, t.y, t.visible])")
 
 
-def test_live_explorers_respond_to_their_controls_offline(built_book, browser):
+def test_live_explorers_respond_to_their_controls_offline(book_html, browser):
     """Each explorer draws with the book's own plotly.js, and moving its slider or choosing from its dropdown changes
     the plotted data, with no request leaving the page."""
-    assert (built_book / "_static" / "explorers" / "plotly.min.js").is_file()
+    assert (book_html / "_static" / "explorers" / "plotly.min.js").is_file()
     for name, div_id in EXPLORER_PAGES.items():
-        context, page, leaks, errors = _open_offline(browser, (built_book / f"{name}.html").as_uri())
+        context, page, leaks, errors = _open_offline(browser, (book_html / f"{name}.html").as_uri())
         try:
             page.wait_for_function(f"() => document.getElementById('{div_id}') && "
                                    f"document.getElementById('{div_id}').data", timeout=20000)
@@ -235,6 +229,6 @@ def test_live_explorers_respond_to_their_controls_offline(built_book, browser):
             context.close()
 
 
-def test_pages_without_an_explorer_do_not_load_plotly(built_book):
-    page = (built_book / "chapters" / "04_memory.html").read_text(encoding="utf-8")
+def test_pages_without_an_explorer_do_not_load_plotly(book_html):
+    page = (book_html / "chapters" / "04_memory.html").read_text(encoding="utf-8")
     assert "plotly.min.js" not in page
