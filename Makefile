@@ -29,7 +29,7 @@ node_modules/.installed: package.json package-lock.json
 	@touch $@
 
 test: $(STAMP) node_modules/.installed
-	$(BIN)/python -m pytest -n 2 --dist loadfile --nbval --nbval-current-env tests chapters book
+	SCALING_BOOK_FUZZ=thorough $(BIN)/python -m pytest -n 2 --dist loadfile --nbval --nbval-current-env tests chapters book
 
 # Portability check (not part of `make test`): nbval over the notebooks that run JAX, under a second XLA CPU
 # configuration: at most AVX2 in XLA's code generation and in oneDNN, OpenBLAS's AVX2 (Haswell) kernels for NumPy, one

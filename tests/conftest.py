@@ -32,8 +32,9 @@ def pytest_ignore_collect(collection_path, config):
 
 
 def pytest_collection_modifyitems(items):
+    resolved = {}  # a module's path, resolved once (thousands of items share a few dozen modules)
     for item in items:
-        path = Path(str(item.fspath)).resolve()
+        path = resolved.setdefault(item.path, item.path.resolve())
         if path.suffix == ".ipynb" or path == _BUILD_TESTS or _TINY_TESTS in path.parents:
             item.add_marker(pytest.mark.tiny)
         if "browser" in getattr(item, "fixturenames", ()):

@@ -3,6 +3,7 @@ book) with no cycle, private names stay in their module, imports sit at the top 
 starts with the same one-line set-up and builds its tables with `markdown_table`."""
 
 import ast
+import functools
 import json
 import subprocess
 import sys
@@ -26,8 +27,14 @@ def _module_name(path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _imports(path):
-    """(imported module, names, node, at module level) for every import in a module, relative ones resolved."""
+@functools.cache
+def _imports(path) -> tuple:
+    """(imported module, names, node, at module level) for every import in a module, relative ones resolved (each
+    module parsed once per test run: five tests walk every module's imports)."""
+    return tuple(_walk_imports(path))
+
+
+def _walk_imports(path):
     name = _module_name(path)
     package = name if path.stem == "__init__" else name.rsplit(".", 1)[0]
     tree = ast.parse(path.read_text())

@@ -19,6 +19,7 @@ from the score and the reasons printed. Timeouts count as killed (the mutant mad
 
 import argparse
 import math
+import os
 import random
 import re
 import shutil
@@ -94,6 +95,7 @@ def main():
                         help="sample only mutants of these modules (e.g. collectives estimate), as for a new module")
     parser.add_argument("--report-only", action="store_true", help="do not run mutmut, only read its results")
     args = parser.parse_args()
+    os.environ["SCALING_BOOK_FUZZ"] = "thorough"  # mutmut's test runs draw every Hypothesis example, as `make test` does
 
     if not args.report_only:
         # Generating the mutants and collecting which tests cover which function happens on any run; a run of the

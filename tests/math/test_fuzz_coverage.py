@@ -13,6 +13,8 @@ import inspect
 import pkgutil
 
 import scaling_lib
+import tests
+from tests import REPO
 from tests.math.fuzz_more_specs import is_input_class
 from tests.math.test_fuzz_inputs import BAD, GOOD, SPECS
 
@@ -59,3 +61,15 @@ def test_the_count_is_what_the_modules_hold():
     total = sum(len(params) for params in found.values())
     covered = sum(len(kinds) for where, (_, kinds) in SPECS.items() if where in found)
     assert total >= 704 and covered == total
+
+
+def test_the_inner_loop_draws_fewer_examples_and_make_test_and_mutation_draw_them_all(monkeypatch):
+    """The seconds-long inner loop trades examples for time; the runs that gate a change (`make test`, which CI runs,
+    and `make mutation`) draw every example the property tests ask for."""
+    monkeypatch.setattr(tests, "THOROUGH", False)
+    assert [tests.examples(n) for n in (8, 12, 25, 40)] == [5, 5, 10, 16]
+    monkeypatch.setattr(tests, "THOROUGH", True)
+    assert [tests.examples(n) for n in (8, 12, 25, 40)] == [8, 12, 25, 40]
+    test_recipe = REPO.joinpath("Makefile").read_text().split("\ntest:", 1)[1].split("\n\n", 1)[0]
+    assert f"{tests.FUZZ_ENV}=thorough" in test_recipe
+    assert f'os.environ["{tests.FUZZ_ENV}"] = "thorough"' in REPO.joinpath("tools", "mutation_score.py").read_text()

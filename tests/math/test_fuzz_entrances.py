@@ -23,9 +23,9 @@ from hypothesis import strategies as st
 from scaling_lib import models
 from scaling_lib.__main__ import _parser, main
 from scaling_lib.models import Transformer, from_hf_config
-from tests import REPO
+from tests import REPO, examples
 
-SETTINGS = settings(max_examples=15, deadline=None, derandomize=True, database=None,
+SETTINGS = settings(max_examples=examples(15), deadline=None, derandomize=True, database=None,
                     suppress_health_check=list(HealthCheck))
 CONFIGS = REPO / "book" / "data" / "hf_configs"
 
@@ -182,7 +182,7 @@ def _run(argv, capsys):
 
 @pytest.mark.parametrize("option", sorted(OPTIONS))
 def test_any_value_of_any_option_exits_0_or_2_with_one_line(option, capsys):
-    @settings(SETTINGS, max_examples=12)
+    @settings(SETTINGS, max_examples=examples(12))
     @given(OPTIONS[option])
     def check(value):
         argv = list(BASE_ARGV)
@@ -199,7 +199,7 @@ def test_any_value_of_any_option_exits_0_or_2_with_one_line(option, capsys):
     check()
 
 
-@settings(SETTINGS, max_examples=25)
+@settings(SETTINGS, max_examples=examples(25))
 @given(st.binary(max_size=48) | JSON_VALUES.map(lambda v: json.dumps(v).encode()))
 def test_any_bytes_as_config_exit_2_with_one_line_naming_the_file(tmp_path_factory, content):
     path = tmp_path_factory.mktemp("cli") / "fuzzed.json"

@@ -24,7 +24,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import scaling_lib
-from tests import REPO
+import scaling_lib.quantization
+from tests import REPO, examples
 from scaling_lib.calibration import comparisons
 from scaling_lib.estimate import Deployment
 from scaling_lib.frontier import sweep
@@ -36,7 +37,7 @@ from scaling_lib.simulator import ServingConfig, trace_workload
 from tests.math.fuzz_more_specs import XFAIL, extend, is_input_class
 
 MODULES = sorted(m.name for m in pkgutil.iter_modules(scaling_lib.__path__) if not m.ispkg and not m.name.startswith("_"))
-SETTINGS = settings(max_examples=25, deadline=None, derandomize=True, database=None,
+SETTINGS = settings(max_examples=examples(25), deadline=None, derandomize=True, database=None,
                     suppress_health_check=list(HealthCheck))
 
 NAN, INF = float("nan"), float("inf")
@@ -675,7 +676,7 @@ def test_edge_values_give_a_value_error_or_a_sane_result(name):
     strategies = {param: GOOD[kind.rstrip("?")] if not kind.endswith("?") else
                   st.one_of(st.none(), GOOD[kind.rstrip("?")]) for param, kind in kinds.items()}
 
-    @settings(SETTINGS, max_examples=8 if name in EXPENSIVE else SETTINGS.max_examples)
+    @settings(SETTINGS, max_examples=examples(8) if name in EXPENSIVE else SETTINGS.max_examples)
     @given(st.fixed_dictionaries({}, optional=strategies))
     def check(changes):
         try:

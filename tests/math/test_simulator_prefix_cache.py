@@ -51,6 +51,7 @@ from hypothesis import given, settings, strategies as st  # noqa: E402
 
 from scaling_lib.frontier import layout_cost  # noqa: E402
 from scaling_lib.prefix_cache import cached_prefill_cost  # noqa: E402
+from tests import examples  # noqa: E402
 
 CHAT_TURN = dict(model="palm-540b", chip="tpu-v4", n_chips=64, ffn_layout="2d-ws", attention_sharding="heads",
                  weight_dtype="int8", pad_heads=True)  # 48 heads on 64 chips: padded to 64, as Pope et al. did
@@ -76,7 +77,7 @@ def test_cached_prefill_batch_sharded_reads_only_its_own_sequences():
     assert turn.kv_s == pytest.approx(1000 * 120_832 / 1.2e12, rel=1e-9)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(new=st.integers(1, 4096), cached=st.integers(0, 32768), more=st.integers(1, 32768))
 def test_cached_prefill_grows_with_the_history_and_is_a_plain_prefill_without_one(new, cached, more):
     base = cached_prefill_cost(new_tokens=new, cached_tokens=0, **CHAT_TURN)
