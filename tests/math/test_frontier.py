@@ -13,6 +13,7 @@ from scaling_lib.book.claims import claim, evaluate, published
 from scaling_lib.book.claims.frontier import LEDGER_ROWS_ELSEWHERE, chatbot_turn
 from scaling_lib.frontier import (BATCHES, CHIP_COUNTS, choose, choose_for, choose_layout, layer_collectives,
                                   layout_cost, longest_context, measured_mfu, measured_step_s, pareto_frontier, sweep)
+from scaling_lib.estimate import Deployment
 from scaling_lib.hardware import GIB, get_chip
 from scaling_lib.inference import decode_step_time
 from scaling_lib.layouts import POPE_HEADLINE_RUNS, comm_volume_curves, ffn_comm_time, max_context_length, mfu
@@ -231,7 +232,6 @@ def test_an_nvlink_switch_gets_megatron_1d_weight_stationary_and_never_a_torus_l
                                          r"a TPU torus \(NVLink\): use ffn_layout='1d-ws'"):
         layout_cost("llama3-70b", "h100", 8, "decode", 64, "2d-ws", "heads")
     # the same refusal as estimate.Deployment's
-    from scaling_lib.estimate import Deployment
     with pytest.raises(ValueError, match="is not a TPU torus"):
         Deployment("llama3-70b", "h100", 8, ffn_layout="2d-ws")
 
