@@ -151,7 +151,7 @@ def test_nvidia_tensor_cores_run_fp16_at_the_bf16_rate_so_fp16_math_is_priced_no
     assert fp16.decode_step_bound_s == bf16.decode_step_bound_s
 
 
-# --- a chip checks its own fields ---------------------------------------------------------------------------------------
+# --- a chip checks its own fields -------------------------------------------------------------------------------------
 @pytest.mark.parametrize("field", ["hbm_bandwidth", "hbm_capacity"])
 def test_a_chips_memory_fields_must_be_positive(field):
     with pytest.raises(ValueError, match=rf"tpu-v5e: {field} must be positive, got 0"):

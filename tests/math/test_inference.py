@@ -135,7 +135,7 @@ def test_explain_decode_rejects_bad_input_with_the_fix(kwargs, message):
         explain_decode(**args)
 
 
-# --- dtypes, describe() and the inputs the bounds accept ----------------------------------------------------------------
+# --- dtypes, describe() and the inputs the bounds accept --------------------------------------------------------------
 def test_decode_throughput_and_explain_decode_price_every_dtype_they_are_given():
     step = decode_step_time("llama3-70b", "h100", 8, 64, 4096, "int8", "fp8", "fp8")
     assert decode_throughput("llama3-70b", "h100", 8, 64, 4096, "int8", "fp8", "fp8") == 64 / step.total_s

@@ -80,7 +80,7 @@ def test_context_length_table_lists_the_multihead_model_then_palm_per_sharding()
                                                       ("palm-540b", 256)]
 
 
-# --- argument checks ----------------------------------------------------------------------------------------------------
+# --- argument checks --------------------------------------------------------------------------------------------------
 def test_context_length_table_refuses_a_batch_of_zero():
     with pytest.raises(ValueError, match="batches entry must be a positive integer"):
         context_length_table("tpu-v4", 64, (0,))

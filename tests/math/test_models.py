@@ -15,7 +15,7 @@ LLAMA_CONFIG = dict(model_type="llama", num_hidden_layers=2, hidden_size=64, num
                     intermediate_size=128)
 
 
-# --- the table ----------------------------------------------------------------------------------------------------------
+# --- the table --------------------------------------------------------------------------------------------------------
 def test_every_required_model_exists_and_every_model_has_a_source():
     assert set(REQUIRED_MODELS) <= set(model_names())
     for name in model_names():
@@ -27,7 +27,7 @@ def test_an_unknown_model_name_shows_the_spellings_that_work():
         get_model("gpt-9")
 
 
-# --- the Transformer's fields -------------------------------------------------------------------------------------------
+# --- the Transformer's fields -----------------------------------------------------------------------------------------
 def test_transformer_refuses_a_name_that_is_not_a_string():
     with pytest.raises(ValueError, match="name must be a string, got 3"):
         Transformer(**SMALL, name=3)
@@ -59,7 +59,7 @@ def test_shared_experts_need_an_moe_layer():
         get_model("llama3-8b").with_(n_shared_experts=1)
 
 
-# --- from_hf_config: defaults and refusals ------------------------------------------------------------------------------
+# --- from_hf_config: defaults and refusals ----------------------------------------------------------------------------
 def test_a_periodic_local_global_pattern_gives_the_period():
     assert from_hf_config({**GEMMA3, "layer_types": EVERY_SIXTH * 2}).global_every == 6
 

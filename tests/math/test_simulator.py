@@ -173,7 +173,7 @@ def test_serving_config_refuses_an_mfu_above_one_and_says_what_mfu_is():
         ServingConfig("llama3-70b", "tpu-v5e", 16, 8, 8192, mfu=2)
 
 
-# --- workloads ----------------------------------------------------------------------------------------------------------
+# --- workloads --------------------------------------------------------------------------------------------------------
 def test_poisson_workload_outputs_default_to_256_tokens():
     assert poisson_workload(1.0, 3).output_len.tolist() == [256] * 3
 
@@ -231,7 +231,7 @@ def test_a_workload_refuses_lengths_whose_sum_wraps_around_int64():
         Workload([0.0], [2**62], [2**62])  # each fits int64, their sum does not
 
 
-# --- simulate's arguments -----------------------------------------------------------------------------------------------
+# --- simulate's arguments ---------------------------------------------------------------------------------------------
 def test_simulate_refuses_a_workload_that_is_not_a_workload():
     with pytest.raises(ValueError, match="workload must be a Workload"):
         simulate(FOUR_SLOTS, [(0.0, 10, 5)], "naive")
