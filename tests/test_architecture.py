@@ -208,3 +208,36 @@ def test_the_package_docstring_and_the_readme_name_every_closed_form_module():
     missing_readme = [name for name in public if f"`{name}`" not in readme]
     assert not missing_doc, f"scaling_lib's docstring does not name {missing_doc}"
     assert not missing_readme, f"README.md's layout table does not name {missing_readme}"
+
+
+# Tests are filed by subject: each top-level module `scaling_lib/<module>.py` has a file `tests/**/test_<module>.py`.
+# A leading underscore is dropped (`_validate` -> test_validate.py, `_numpy` -> test_numpy.py), the command line
+# (`__main__`) is tested in test_cli.py, and the package root (`__init__`, which only re-exports) is held by the
+# import rules above. A test file is named for what it tests, never for how its tests arose (a mutation run's
+# survivors, an issue's list of edges, a round of stricter checks).
+TEST_FILE_OF_MODULE = {"__main__": "cli"}
+HISTORY_WORDS = ("edges", "strict", "survivors", "mutants")
+TEST_FILES = sorted((REPO / "tests").rglob("test_*.py"))
+TOP_LEVEL = sorted(p.stem for p in PACKAGE.glob("*.py") if p.stem != "__init__")
+
+
+def _subject_of(module: str) -> str:
+    return TEST_FILE_OF_MODULE.get(module, module.lstrip("_"))
+
+
+def test_the_subject_mapping_names_only_modules_that_exist():
+    assert set(TEST_FILE_OF_MODULE) <= set(TOP_LEVEL)
+
+
+@pytest.mark.parametrize("module", TOP_LEVEL)
+def test_every_top_level_module_has_a_test_file_named_after_it(module):
+    wanted = f"test_{_subject_of(module)}.py"
+    assert any(path.name == wanted for path in TEST_FILES), (
+        f"scaling_lib/{module}.py has no tests/**/{wanted}; file its tests there (tests/math/ for closed-form math)")
+
+
+def test_no_test_file_is_named_for_how_its_tests_arose():
+    named = [str(path.relative_to(REPO)) for path in TEST_FILES
+             if set(path.stem.split("_")) & set(HISTORY_WORDS)]
+    assert not named, (f"{named} are named for how their tests arose ({', '.join(HISTORY_WORDS)}); move each test to "
+                       "the test_<module>.py of the module whose behaviour it pins, named for that behaviour")

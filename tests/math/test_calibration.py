@@ -7,12 +7,14 @@ import re
 
 import pytest
 
-from scaling_lib import calibration
+from scaling_lib import calibration, estimate
 from scaling_lib.calibration import (FIELDS, RANGES, all_rows, compare, fit_efficiency, fit_rows, fit_typical,
-                                     group_of, predicted_latency, row_model, split_of, uncertainty,
+                                     group_of, pope_deployment, predicted_latency, row_model, split_of, uncertainty,
                                      validation_metrics)
-from scaling_lib.estimate import BOUND, TYPICAL, Deployment, Efficiency
-from scaling_lib.measurements import published_runs, pope_rows, trtllm_rows
+from scaling_lib.estimate import BOUND, TYPICAL, Calibrated, Deployment, Efficiency, decode_step, decode_time, prefill
+from scaling_lib.hardware import get_chip
+from scaling_lib.measurements import pope_row, published_runs, pope_rows, trtllm_rows
+from scaling_lib.memory import param_bytes
 from scaling_lib.models import MODELS, from_hf_config
 
 REPO_CONFIGS = __import__("pathlib").Path(__file__).resolve().parents[2] / "book" / "data" / "hf_configs"
@@ -32,7 +34,6 @@ def test_no_published_measurement_beats_the_bound():
 
 def test_the_bound_is_the_busiest_resource_and_the_estimate_is_slower_than_it():
     d = Deployment("llama3-70b", "h100", 8, weight_dtype="fp8", kv_dtype="fp8", compute_dtype="fp8")
-    from scaling_lib.estimate import decode_step
     bound, serial = decode_step(d, 64, 4096, BOUND), decode_step(d, 64, 4096, Efficiency())
     resources = (bound.kv_s + bound.weights_s, bound.matmul_s + bound.attention_s, bound.comm_bandwidth_s,
                  bound.comm_latency_s)
@@ -195,7 +196,6 @@ def test_a_huge_pope_deployment_is_refused_quickly():
 
 def test_estimate_functions_want_a_deployment_and_point_a_model_name_elsewhere():
     # estimate.decode_step("llama3-70b", 32, 8192) is a likely mix-up with inference.decode_step_time.
-    from scaling_lib import estimate
     for call in (lambda: estimate.decode_step("llama3-70b", 32, 8192), lambda: estimate.prefill("llama3-70b", 128),
                  lambda: estimate.max_batch("llama3-70b", 8192),
                  lambda: estimate.offline_estimate("llama3-70b", 128, 128)):
@@ -206,7 +206,6 @@ def test_estimate_functions_want_a_deployment_and_point_a_model_name_elsewhere()
 
 def test_decode_time_names_the_context_it_was_given():
     d = Deployment("llama3-8b", "h100", 1)
-    from scaling_lib.estimate import decode_time
     with pytest.raises(ValueError, match=r"context_len must be a non-negative integer, got 0\.5"):
         decode_time(d, 8, 0.5, 16)
 
@@ -225,7 +224,6 @@ def test_the_gpu_network_efficiency_is_measured_by_nccl_not_fitted_to_throughput
 
 
 def test_typical_prices_a_tpu_with_its_tpu_half_and_a_gpu_with_its_gpu_half():
-    from scaling_lib.estimate import Calibrated, decode_step
     tpu, gpu = Deployment("llama3-8b", "tpu-v5e", 8), Deployment("llama3-8b", "h100", 8)
     assert decode_step(tpu, 8, 1024, TYPICAL) == decode_step(tpu, 8, 1024, TYPICAL.tpu)
     assert decode_step(gpu, 8, 1024, TYPICAL) == decode_step(gpu, 8, 1024, TYPICAL.gpu)
@@ -236,8 +234,6 @@ def test_typical_prices_a_tpu_with_its_tpu_half_and_a_gpu_with_its_gpu_half():
 
 def test_tensorrt_llm_gives_its_cache_nine_tenths_of_the_memory_the_weights_leave():
     # LLaMA-3-70B in fp8 on 2 H100: 35.3 GB of weights per chip; the cache gets 0.9 of the rest.
-    from scaling_lib.hardware import get_chip
-    from scaling_lib.memory import param_bytes
     capacity, weights = get_chip("h100").hbm_capacity, param_bytes("llama3-70b", "fp8") / 2
     assert calibration.trtllm_memory_utilization("llama3-70b", "h100", "fp8", 2) == pytest.approx(
         (weights + 0.9 * (capacity - weights)) / capacity)
@@ -245,7 +241,6 @@ def test_tensorrt_llm_gives_its_cache_nine_tenths_of_the_memory_the_weights_leav
 
 
 def test_a_static_batch_is_one_prefill_then_the_remaining_decode_steps():
-    from scaling_lib.estimate import decode_time, prefill
     row = next(r for r in published_runs() if r.kind == "static" and r.tensor_parallel == 1)
     d = calibration.run_deployment(row)
     eff = TYPICAL.gpu
@@ -262,3 +257,48 @@ def test_jetstream_rows_run_at_their_stated_slots():
     row = next(r for r in published_runs() if r.kind == "offline_b")
     c = compare(row, TYPICAL)
     assert c.system == "JetStream" and c.step.batch == row.batch
+
+
+# --- each comparison: its row, its system, its workload, its dominant term ----------------------------------------
+
+def test_each_comparison_names_the_system_that_was_measured():
+    assert compare(trtllm_rows()[0]).system == "TensorRT-LLM"
+    assert compare(pope_rows()[0]).system == "Pope et al."
+
+
+def test_each_comparison_keeps_its_rows_label_and_workload():
+    for row in trtllm_rows():
+        c = compare(row)
+        assert c.label == row.label and c.shape in row.label  # "llama3-70b h200 TP1 128/128" -> "128/128"
+        assert c.shape == f"{row.input_len}/{row.output_len}"
+    for row in pope_rows():
+        c = compare(row)
+        assert (c.label, c.shape) == (row.label, row.phase)
+
+
+def test_the_dominant_term_is_taken_at_the_efficiency_asked_for():
+    # At the bound PaLM 540B's low-latency prefill is compute-bound (2 P T over 64 chips' FLOP/s); with the network at
+    # 1% of its bandwidth the layout's collectives take longer than the matmuls.
+    prefill_row = pope_row("palm-540b", "low latency", "prefill")
+    slow_network = Efficiency(network=0.01)
+    assert (compare(prefill_row).dominant, compare(prefill_row, slow_network).dominant) == ("flops", "communication")
+    decode_row = pope_row("palm-540b", "high throughput", "decode")
+    assert (compare(decode_row).dominant, compare(decode_row, slow_network).dominant) == ("flops", "communication")
+
+
+def test_a_comparison_carries_its_row():
+    for row in trtllm_rows()[:2] + pope_rows()[:2]:
+        assert compare(row).row is row
+
+
+def test_the_smallest_efficiency_searched_is_named_when_it_is_out_of_range():
+    with pytest.raises(ValueError, match=r"\blow\b.*the smallest efficiency searched"):
+        fit_efficiency(lambda efficiency: [1.0], low=0)
+
+
+def test_a_pope_decode_comparison_reads_the_first_decode_step():
+    # The dominant term of a decode row comes from the step that attends to context_len + 1 keys.
+    row = pope_row("palm-540b", "low latency", "decode")
+    step = decode_step(pope_deployment(row), row.batch, row.context_len + 1)
+    assert compare(row).step.kv_s == pytest.approx(step.kv_s)
+    assert compare(row).step.kv_s != pytest.approx(decode_step(pope_deployment(row), row.batch, row.context_len).kv_s)

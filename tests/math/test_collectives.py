@@ -229,3 +229,17 @@ def test_an_all_to_all_across_hgx_nodes_by_hand():
     fast_network = dataclasses.replace(h100, topology=dataclasses.replace(h100.topology, scale_out_bandwidth=1e15))
     assert collective_time("all-to-all", 1e9, fast_network, 16).bandwidth_s == pytest.approx(1e9 / 16 * 7 / 16 / 450e9)
     assert collective_time("all-to-all", 1e9, fast_network, 32).bandwidth_s == pytest.approx(1e9 / 32 * 7 / 32 / 450e9)
+
+
+def test_an_all_reduce_across_nodes_costs_more_latency_than_inside_one():
+    # Two nodes of 8 H100: the network steps cost more than NVLink steps (collectives prices NCCL's model).
+    assert collective_time("all-reduce", 1e6, "h100", 16).latency_s > collective_time("all-reduce", 1e6, "h100", 8).latency_s
+
+
+def test_a_cross_node_collective_keeps_its_name():
+    assert collective_time("all-reduce", 1e9, "h100", 16).op == "all-reduce"
+
+
+def test_bus_bandwidth_names_an_unknown_collective():
+    with pytest.raises(ValueError, match=r"unknown collective op 'all-sum'"):
+        bus_bandwidth("all-sum", 1e9, 1e-3, 8)

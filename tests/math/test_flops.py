@@ -115,3 +115,18 @@ def test_generation_curve_ends_at_the_totals_and_grows_every_step():
 def test_cache_len_for_naive_generation_is_rejected():
     with pytest.raises(ValueError, match="cached=True"):
         generation_flops_curve(LLAMA, 8, 4, cached=False, cache_len=16)
+
+
+def test_decode_step_attention_flops_scale_with_the_batch():
+    assert decode_step_flops("llama3-8b", 4096, batch=8).attention == 8 * decode_step_flops("llama3-8b", 4096).attention
+
+
+def test_mla_forward_attention_flops_by_hand():
+    # DeepSeek-V3 (61 layers, 128 heads, H = 192 with RoPE, H_v = 128): a forward pass over 16 tokens scores 16 x 16
+    # pairs per layer at 2 N (H + H_v) = 2 x 128 x 320 FLOPs each.
+    assert forward_flops("deepseek-v3", 16).attention == pytest.approx(61 * 16 * 16 * 2 * 128 * 320, rel=1e-12)
+
+
+def test_attention_pairs_refuse_a_kv_len_shorter_than_the_queries():
+    with pytest.raises(ValueError, match="context, so kv_len must count them too"):
+        attention_pairs(8, 4)

@@ -1,9 +1,10 @@
-"""Chapter 12: the per-layout cost model of a whole step (scaling_lib.frontier), the hop counts of chip networks
-(scaling_lib.hops), and the cost model set against Pope et al.'s Tables 2-3 (scaling_lib.measurements).
+"""Chapter 12: the per-layout cost model of a whole step (scaling_lib.frontier), set against Pope et al.'s Tables 2-3
+(scaling_lib.measurements); the hop counts of chip networks are in test_hops.py.
 
 Oracles: the step-time terms of `inference.decode_step_time` and the collective times of `layouts` (independent
 implementations of the same sources), hop counts read off the torus by hand, and the published tables."""
 
+import dataclasses
 import math
 
 import pytest
@@ -12,14 +13,16 @@ from scaling_lib.book.claims import claim, evaluate, published
 from scaling_lib.book.claims.frontier import LEDGER_ROWS_ELSEWHERE, chatbot_turn
 from scaling_lib.frontier import (BATCHES, CHIP_COUNTS, choose, choose_for, choose_layout, layer_collectives,
                                   layout_cost, longest_context, measured_mfu, measured_step_s, pareto_frontier, sweep)
-from scaling_lib.hardware import get_chip
-from scaling_lib.hops import cube_torus, decode_collective_latency, latency_bound_time, ring_hops, torus_diameter
+from scaling_lib.estimate import Deployment
+from scaling_lib.hardware import GIB, get_chip
 from scaling_lib.inference import decode_step_time
 from scaling_lib.layouts import POPE_HEADLINE_RUNS, comm_volume_curves, ffn_comm_time, max_context_length, mfu
 from scaling_lib.measurements import pope_rows
 from scaling_lib.models import get_model, param_count
 
 PALM, V4, SLICE = "palm-540b", "tpu-v4", (4, 4, 4)
+# LLaMA 3 70B: L = 80, K = 8 KV heads, H = 128: 2 (K and V) x 80 x 8 x 128 x 2 B = 327,680 B of bf16 KV per token.
+LLAMA70, LLAMA70_KV_PER_TOKEN, LLAMA70_KV_PER_HEAD = "llama3-70b", 327_680, 40_960
 L540 = get_model(PALM).n_layers
 ROWS = pope_rows()
 
@@ -191,25 +194,7 @@ def test_bad_inputs_name_the_fix():
         choose_layout(PALM, V4, 64, "decode", 64, tie=1.5)
 
 
-# --- hops ---------------------------------------------------------------------------------------------------------
-
-def test_torus_diameter_and_ring_hops_by_hand():
-    assert cube_torus(1024) == (8, 8, 16) and cube_torus(64) == (4, 4, 4) and cube_torus(8) == (2, 2, 2)
-    assert torus_diameter((8, 8, 16)) == 4 + 4 + 8 == published("S7 16-hop torus")
-    assert torus_diameter((8, 8, 16), wraparound=False) == 7 + 7 + 15
-    assert ring_hops((4, 4, 4)) == 6 and ring_hops((1, 2, 8)) == 1 + 4
-
-
-def test_latency_bound_time_adds_a_fixed_cost_to_the_hops():
-    assert latency_bound_time(7, 1e-6) == pytest.approx(7e-6)
-    assert latency_bound_time(16, 1e-6, fixed_s=2e-6, rounds=2) == pytest.approx(36e-6)
-    assert decode_collective_latency(80, 2, 16, 1e-6) == pytest.approx(80 * 2 * 16e-6)
-    for bad in (dict(hops=-1, hop_latency_s=1e-6), dict(hops=2.5, hop_latency_s=1e-6), dict(hops=2, hop_latency_s=0)):
-        with pytest.raises(ValueError):
-            latency_bound_time(**bad)
-    with pytest.raises(ValueError, match="mesh_shape"):
-        torus_diameter((4, 0, 4))
-
+# --- measured rows ---------------------------------------------------------------------------------------------
 
 def test_a_measured_decode_step_is_the_rows_latency_over_its_steps():
     for row in (r for r in ROWS if r.phase == "decode"):
@@ -247,7 +232,6 @@ def test_an_nvlink_switch_gets_megatron_1d_weight_stationary_and_never_a_torus_l
                                          r"a TPU torus \(NVLink\): use ffn_layout='1d-ws'"):
         layout_cost("llama3-70b", "h100", 8, "decode", 64, "2d-ws", "heads")
     # the same refusal as estimate.Deployment's
-    from scaling_lib.estimate import Deployment
     with pytest.raises(ValueError, match="is not a TPU torus"):
         Deployment("llama3-70b", "h100", 8, ffn_layout="2d-ws")
 
@@ -273,3 +257,131 @@ def test_head_sharding_that_does_not_divide_the_heads_is_refused_unless_padded_a
     with pytest.raises(ValueError, match="nothing fits"):
         choose_layout(PALM, V4, 64, "decode", 1, weight_dtype="int8")  # batch 1 needs heads: pad them
     assert choose_layout(PALM, V4, 64, "decode", 1, weight_dtype="int8", pad_heads=True).best.attention_sharding == "heads"
+
+# --- arguments, options reaching choose_layout, multi-head KV caches, the Pareto frontier ---------------------------
+
+
+@pytest.mark.parametrize("bad", [(), []])
+def test_choose_names_weight_dtypes_when_the_list_is_empty(bad):
+    with pytest.raises(ValueError, match=r"\bweight_dtypes\b must be a non-empty list"):
+        choose(PALM, V4, "decode", weight_dtypes=bad)
+
+
+def test_choose_names_weight_dtypes_when_the_list_holds_a_non_name():
+    with pytest.raises(ValueError, match=r"\bweight_dtypes\b must hold dtype names"):
+        choose(PALM, V4, "decode", weight_dtypes=("int8", 8))
+
+
+def test_an_unmet_latency_target_says_how_to_relax_it():
+    # One point: 64 chips, batch 1. Reading 540 GB of int8 weights at 64 x 1.2 TB/s alone takes 7 ms >> 0.1 ms.
+    with pytest.raises(ValueError, match=r"\blatency_target_s=0\.0001\b.*relax the target or allow more chips"):
+        choose(PALM, V4, "decode", latency_target_s=1e-4, weight_dtypes=("int8",), chip_counts=(64,), batches=(1,))
+
+
+def test_batch_sharding_that_cannot_split_the_batch_names_the_alternative():
+    with pytest.raises(ValueError, match=r"batch=48 divisible by n_chips=64.*attention_sharding='heads'"):
+        layout_cost(PALM, V4, 64, "decode", 48, "2d-ws", "batch")
+
+
+def test_a_tie_of_zero_is_allowed_and_keeps_only_the_fastest():
+    decision = choose_layout(PALM, V4, 64, "decode", 64, tie=0)
+    assert decision.tie == 0
+    assert decision.best in decision.equivalent
+    assert all(c.total_s == decision.best.total_s for c in decision.equivalent)
+
+
+def test_a_negative_tie_is_refused_by_name():
+    with pytest.raises(ValueError, match=r"\btie\b"):
+        choose_layout(PALM, V4, 64, "decode", 64, tie=-0.01)
+
+
+def test_choose_for_passes_its_options_to_choose_layout():
+    row = next(r for r in pope_rows() if r.phase == "decode")
+    decision = choose_for(row, tie=0.5, overlap=True)
+    assert decision.tie == 0.5
+    assert all(c.overlap for c in decision.costs)
+
+
+# --- a layer's collectives --------------------------------------------------------------------------------
+
+def test_fp32_activations_double_every_activation_collective_and_the_all_to_alls_carry_activations():
+    # 1D weight-stationary, decode at batch 64 on 4 x 4 x 4: the layer input all-gather and output reduce-scatter move
+    # B x D x 4 B = 64 x 18,432 x 4 = 4,718,592 B; attention's all-to-alls move B N H x 4 B / n = 64 x 48 x 256 x 4
+    # / 64 = 49,152 B each.
+    steps = layer_collectives(PALM, 64, "decode", 64, "1d-ws", "batch", activation_dtype="fp32", mesh_shape=SLICE)
+    assert [(c.op, c.tensor) for c in steps] == [("all-gather", "activations"), ("reduce-scatter", "activations"),
+                                                  ("all-to-all", "activations"), ("all-to-all", "activations")]
+    assert [c.bytes_per_chip for c in steps] == pytest.approx([4_718_592, 4_718_592, 49_152, 49_152])
+    assert all(c.group == SLICE for c in steps)
+
+
+def test_a_serial_block_repeats_the_d_sized_gather_and_scatter_of_2d_weight_stationary():
+    # 2D on 4 x 4 x 4 (X = 4): the D-sized collectives run over Y Z = (4, 4) on B D / X values: 64 x 18,432 / 4 x 2 B
+    # = 589,824 B; the F-sized ones over X. A serial block adds attention's own D-sized gather and scatter, not the
+    # F-sized ones.
+    parallel = layer_collectives(PALM, 64, "decode", 64, "2d-ws", "heads", mesh_shape=SLICE, pad_heads=True)
+    serial = layer_collectives(PALM, 64, "decode", 64, "2d-ws", "heads", mesh_shape=SLICE, parallel_block=False,
+                                pad_heads=True)
+    assert serial[:len(parallel)] == parallel
+    extra = serial[len(parallel):]
+    assert [(c.op, c.group) for c in extra] == [("all-gather", (4, 4)), ("reduce-scatter", (4, 4))]
+    assert [c.bytes_per_chip for c in extra] == pytest.approx([589_824, 589_824])
+
+
+# --- KV heads ---------------------------------------------------------------------------------------------
+
+def test_a_multi_head_cache_splits_its_heads_or_its_batch_by_hand():
+    # LLaMA 3 70B (K = 8) decoding batch 16 at context 2,048 on 16 v4 chips (1.2 TB/s each).
+    # heads: 8 heads over 16 chips, so each chip holds one head (replicated twice) of all 16 sequences:
+    #        16 x 2,048 x 40,960 B = 1,342,177,280 B -> 1.1185 ms.
+    # batch: one sequence per chip, all 8 heads: 1 x 2,048 x 327,680 B = 671,088,640 B -> 0.5592 ms.
+    heads = layout_cost(LLAMA70, V4, 16, "decode", 16, "2d-ws", "heads", context_len=2048)
+    batch = layout_cost(LLAMA70, V4, 16, "decode", 16, "2d-ws", "batch", context_len=2048)
+    assert heads.kv_s == pytest.approx(16 * 2048 * LLAMA70_KV_PER_HEAD / 1.2e12, rel=1e-12)
+    assert batch.kv_s == pytest.approx(1 * 2048 * LLAMA70_KV_PER_TOKEN / 1.2e12, rel=1e-12)
+    assert (heads.context_len, heads.n_chips, heads.batch, heads.tokens) == (2048, 16, 16, 16)
+
+
+def test_longest_context_of_a_multi_head_cache_by_hand():
+    # 16 v4 chips of 32 GiB, int8 weights: each chip has 32 GiB - P / 16 bytes free for the cache of batch 16.
+    # batch: one sequence of all 8 heads per chip: 327,680 B per token; heads: 16 sequences x 1 head: 655,360 B.
+    free = 32 * GIB - param_count(LLAMA70) / 16
+    batch = longest_context(LLAMA70, V4, 16, 16, "batch", weight_dtype="int8")
+    heads = longest_context(LLAMA70, V4, 16, 16, "heads", weight_dtype="int8")
+    assert get_chip(V4).hbm_capacity == 32 * GIB
+    assert batch == int(free // LLAMA70_KV_PER_TOKEN)
+    assert heads == int(free // (16 * LLAMA70_KV_PER_HEAD))
+
+
+# --- the Pareto frontier ----------------------------------------------------------------------------------
+
+def test_a_point_no_better_in_mfu_and_slower_is_off_the_frontier_and_duplicates_count_once():
+    base = layout_cost(PALM, V4, 64, "decode", 64, "2d-ws", "batch")
+
+    def point(step_s, flops):  # total = compute = step_s; MFU = flops / (step_s x 2)
+        return dataclasses.replace(base, compute_s=step_s, weight_s=0.0, kv_s=0.0, network_s=0.0,
+                                   model_flops=flops, peak_flops=2.0)
+
+    fast, slow_same_mfu, slow_better = point(1.0, 1.0), point(2.0, 2.0), point(3.0, 4.5)  # MFU 0.5, 0.5, 0.75
+    assert (fast.mfu, slow_same_mfu.mfu, slow_better.mfu) == (0.5, 0.5, 0.75)
+    assert pareto_frontier([slow_better, slow_same_mfu, fast]) == (fast, slow_better)
+    assert pareto_frontier([fast, fast]) == (fast,)
+
+
+def test_weight_dtypes_that_are_not_a_list_get_a_value_error():
+    with pytest.raises(ValueError, match=r"\bweight_dtypes\b"):
+        choose(PALM, V4, "decode", weight_dtypes=5)
+
+
+def test_choose_for_keeps_the_rows_weight_dtype_and_the_best_choice_has_no_margin():
+    for row in pope_rows():
+        decision = choose_for(row)
+        assert decision.best.weight_dtype == row.weight_dtype  # int8 rows are priced in int8
+        assert decision.margin(decision.best.ffn_layout, decision.best.attention_sharding) == 0.0
+
+
+def test_the_mesh_a_step_is_laid_on_changes_its_collectives():
+    # 64 chips as 2 x 4 x 8 instead of 4 x 4 x 4: a longer axis, more hops per collective, a longer network term.
+    cube = layout_cost(PALM, V4, 64, "decode", 64, "2d-ws", "batch")
+    flat = layout_cost(PALM, V4, 64, "decode", 64, "2d-ws", "batch", mesh_shape=(2, 4, 8))
+    assert flat.network_s > cube.network_s

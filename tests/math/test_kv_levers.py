@@ -5,8 +5,8 @@ import pytest
 from scaling_lib.book.claims import REL, claim, evaluate, published
 from scaling_lib.book.claims.step_time import T4_DEPLOYMENT
 from scaling_lib.inference import decode_step_time
-from scaling_lib.kv_levers import (cross_layer_kv_bytes, evenly_ragged_lengths, kv_footprint, kv_lever_table,
-                                   local_global_kv_bytes, ragged_kv_reads)
+from scaling_lib.kv_levers import (cross_layer_kv_bytes, decode_attention_cost, evenly_ragged_lengths, kv_footprint,
+                                   kv_lever_table, local_global_kv_bytes, ragged_kv_reads)
 from scaling_lib.memory import kv_cache_bytes
 from scaling_lib.models import get_model
 
@@ -81,3 +81,48 @@ def test_ragged_kv_reads_contiguous_pads_to_the_longest_paged_to_a_block():
     assert ragged_kv_reads([8, 5, 3, 1], block_size=1).paged_slots == 17  # block of 1: no padding at all
     assert ragged_kv_reads([16, 16], block_size=4).contiguous_padding == 0.0  # equal lengths: nothing to save
     assert evenly_ragged_lengths(8192, 4) == [2048, 4096, 6144, 8192]
+
+
+# ------------------------------------------------------------------------------------------------- the lever table
+def test_kv_lever_table_has_no_gqa_row_when_the_model_already_has_that_many_kv_heads():
+    rows = kv_lever_table("llama3-8b", 8192, 4, n_kv_heads=8)  # K is already 8: no GQA row
+    assert [r.lever for r in rows][0] == "MQA"
+
+
+def test_kv_lever_tables_last_row_combines_every_lever():
+    rows = kv_lever_table("llama3-8b", 8192, 4, n_kv_heads=8)
+    combined = kv_footprint("llama3-8b", evenly_ragged_lengths(8192, 4), "int8", 1024, 6, 2, 16)
+    assert rows[-1].stored_bytes == combined.stored_bytes and rows[-1].read_bytes == combined.read_bytes
+
+
+def test_mla_decode_attention_without_absorption_by_hand():
+    # DeepSeek-V3: 61 layers, 128 heads, H = 128 + 64 (RoPE) = 192, H_v = 128, latent r = 512. Not absorbed, each
+    # cached token costs 2 x 128 x (192 + 128) + 2 x 512 x 128 x (192 - 64 + 128) = 33,636,352 FLOPs per layer.
+    cost = decode_attention_cost("deepseek-v3", 1000, absorbed=False)
+    assert cost.flops == 61 * 1000 * 33_636_352
+
+
+# ------------------------------------------------------------------------------------------------- argument checks
+def test_kv_footprint_refuses_an_empty_list_of_lengths():
+    with pytest.raises(ValueError, match="lengths must list at least one sequence length"):
+        kv_footprint("llama3-8b", [])
+
+
+def test_kv_footprint_refuses_a_fractional_sharing_group():
+    with pytest.raises(ValueError, match="share_every must be a positive integer, got 1.5"):
+        kv_footprint("llama3-8b", [1024], share_every=1.5)
+
+
+def test_cross_layer_kv_bytes_refuses_a_fractional_sharing_group():
+    with pytest.raises(ValueError, match="share_every"):
+        cross_layer_kv_bytes("llama3-8b", 1024, share_every=1.5)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: local_global_kv_bytes("llama3-8b", 4096, 1024, 6, batch=2.9),
+    lambda: cross_layer_kv_bytes("llama3-8b", 4096, 2, batch=2.9),
+    lambda: evenly_ragged_lengths(4096, 2.9),
+])
+def test_a_fractional_batch_is_refused_not_floored(call):
+    with pytest.raises(ValueError, match="batch must be a positive integer, got 2.9"):
+        call()

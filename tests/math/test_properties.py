@@ -8,8 +8,8 @@ from scaling_lib.hardware import chip_names, get_chip
 from scaling_lib.inference import decode_step_time, decode_throughput, prefill_time
 from scaling_lib.memory import kv_bytes_per_token, kv_cache_bytes, max_batch_size, memory_footprint
 from scaling_lib.models import active_param_count, get_model, model_names, param_breakdown, param_count
-from scaling_lib.roofline import (attainable_flops, attention_intensity, critical_batch_size, matmul_intensity,
-                                  matmul_time, ridge_point, roofline_time)
+from scaling_lib.roofline import (attainable_flops, attention_intensity, critical_batch_size, explain_matmul,
+                                  fit_batch_roofline, matmul_intensity, matmul_time, ridge_point, roofline_time)
 
 
 @pytest.mark.parametrize("name", chip_names())
@@ -118,8 +118,6 @@ def test_prefill_time_scales_with_tokens_and_inversely_with_chips_and_mfu():
 
 
 def test_fit_batch_roofline_recovers_a_synthetic_knee_and_rejects_bad_input():
-    from scaling_lib.roofline import fit_batch_roofline
-
     # Synthetic machine: 2 ms to load the weights, 10 us per row -> knee at 200 rows.
     batches = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
     seconds = [max(2e-3, b * 1e-5) for b in batches]
@@ -131,8 +129,6 @@ def test_fit_batch_roofline_recovers_a_synthetic_knee_and_rejects_bad_input():
 
 
 def test_explain_matmul_agrees_with_the_roofline_pieces():
-    from scaling_lib.roofline import explain_matmul
-
     report = explain_matmul("tpu-v5e", 64, 8192, 8192)  # its speed (the explorer's slider): bench/bench_report.py
     assert report.time == matmul_time(64, 8192, 8192, "tpu-v5e")
     assert report.critical_batch == critical_batch_size("tpu-v5e")

@@ -12,10 +12,13 @@ import math
 import pytest
 
 from scaling_lib import calibration
-from scaling_lib.calibration import OUT_OF_SAMPLE, group_of, out_of_sample, out_of_sample_summary, release_of
-from scaling_lib.estimate import BOUND
-from scaling_lib.measurements import RunRow, published_runs, trtllm_rows, validation_runs
-from scaling_lib.models import Transformer
+from scaling_lib.calibration import (OUT_OF_SAMPLE, group_of, out_of_sample, out_of_sample_summary, release_of,
+                                     run_deployment)
+from scaling_lib.estimate import BOUND, decode_time, prefill
+from scaling_lib.hardware import get_chip
+from scaling_lib.measurements import EXCLUDED, RunRow, _row_model, published_runs, trtllm_rows, validation_runs
+from scaling_lib.memory import param_bytes
+from scaling_lib.models import Transformer, active_param_count, get_model, param_count
 
 
 def _key(row) -> tuple:
@@ -56,14 +59,12 @@ def test_models_the_library_does_not_name_come_from_their_config_files():
     by_name = {row.model.name: row.model for row in validation_runs() if isinstance(row.model, Transformer)}
     assert set(by_name) == {"mistral-7b-v0.1", "qwen3-30b-a3b"}
     # Model cards: Qwen3-30B-A3B has 30.5B parameters, 3.3B activated; Mistral 7B has 7.3B (7.24e9 by its config).
-    from scaling_lib.models import active_param_count, param_count
     assert param_count(by_name["qwen3-30b-a3b"]) == pytest.approx(30.5e9, rel=0.01)
     assert active_param_count(by_name["qwen3-30b-a3b"]) == pytest.approx(3.3e9, rel=0.02)
     assert param_count(by_name["mistral-7b-v0.1"]) == pytest.approx(7.24e9, rel=0.01)
 
 
 def test_a_row_names_an_unknown_config_clearly():
-    from scaling_lib.measurements import _row_model
     with pytest.raises(ValueError, match="no config at"):
         _row_model("hf:no-such-model")
 
@@ -85,12 +86,6 @@ def test_the_excluded_row_is_impossible_as_published():
     # The one excluded row (TensorRT-LLM v0.9, Mixtral 8x7B FP16 on two A100s, static batch 32, 2048/2048): its mean
     # decode step, by hand, is shorter than reading each GPU's half of the weights once at the A100's HBM rate, so no
     # engine could have run it; the estimate's bound agrees.
-    from scaling_lib.calibration import run_deployment
-    from scaling_lib.estimate import decode_time, prefill
-    from scaling_lib.hardware import get_chip
-    from scaling_lib.memory import param_bytes
-    from scaling_lib.models import get_model
-    from scaling_lib.measurements import EXCLUDED
     excluded = [row for row in validation_runs(include_excluded=True) if row.note.startswith(EXCLUDED)]
     assert len(validation_runs(include_excluded=True)) == len(validation_runs()) + len(excluded) == 1442
     assert [(row.chip, row.tensor_parallel, row.kind, row.batch) for row in excluded] == [("a100", 2, "static", 32)]

@@ -1,11 +1,14 @@
-"""inference.explain_decode (chapter 5's explorer) and kv_compute_crossover_context: consistency, crossovers, errors."""
+"""scaling_lib.inference: explain_decode (chapter 5's explorer) and kv_compute_crossover_context (consistency,
+crossovers, errors), and the step bounds' handling of dtypes and of numbers passed in other types."""
 
 import itertools
 
+import numpy as np
 import pytest
 
 from scaling_lib.hardware import get_chip
-from scaling_lib.inference import decode_step_time, decode_throughput, explain_decode, kv_compute_crossover_context
+from scaling_lib.inference import (decode_step_time, decode_throughput, explain_decode, kv_compute_crossover_context,
+                                   prefill_time)
 from scaling_lib.memory import max_batch_size, memory_footprint
 from scaling_lib.models import get_model, param_count
 from scaling_lib.roofline import critical_batch_size
@@ -130,3 +133,43 @@ def test_explain_decode_rejects_bad_input_with_the_fix(kwargs, message):
     args.update(kwargs)
     with pytest.raises(ValueError, match=message):
         explain_decode(**args)
+
+
+# --- dtypes, describe() and the inputs the bounds accept --------------------------------------------------------------
+def test_decode_throughput_and_explain_decode_price_every_dtype_they_are_given():
+    step = decode_step_time("llama3-70b", "h100", 8, 64, 4096, "int8", "fp8", "fp8")
+    assert decode_throughput("llama3-70b", "h100", 8, 64, 4096, "int8", "fp8", "fp8") == 64 / step.total_s
+    assert explain_decode("llama3-70b", "h100", 8, 64, 4096, "int8", "fp8", "fp8").step == step
+
+
+def test_explain_decode_describe_prints_the_step_and_the_memory_in_five_lines():
+    report = explain_decode("llama2-13b", "tpu-v5e", 8, 16, 8192)
+    text = report.describe().splitlines()
+    assert len(text) == 5
+    assert f"FLOPs {report.step.compute_s * 1e3:.2f} ms)" in text[1]
+    assert text[3].startswith(f"memory: {report.weight_bytes / 1e9:.1f} GB weights + {report.kv_bytes / 1e9:.1f} GB")
+
+
+def test_prefill_time_refuses_an_mfu_of_zero_and_says_what_mfu_is():
+    with pytest.raises(ValueError, match=r"it is the fraction of peak FLOP/s achieved"):
+        prefill_time("llama3-70b", "tpu-v5e", 16, 8192, mfu=0)
+
+
+def test_an_mfu_typed_as_a_string_says_to_drop_the_quotes():
+    with pytest.raises(ValueError, match=r"mfu must be a number, got the string '0.4'; pass 0.4 without quotes"):
+        prefill_time("llama3-70b", "tpu-v5e", 16, 8192, mfu="0.4")
+
+
+def test_a_chip_count_typed_as_a_string_is_named():
+    with pytest.raises(ValueError, match=r"n_chips must be a number, got the string '16'"):
+        prefill_time("llama3-70b", "tpu-v5e", "16", 8192, mfu=0.4)
+
+
+def test_decode_step_time_accepts_numpy_integers_and_floats_like_python_numbers():
+    assert decode_step_time("llama3-70b", "tpu-v5e", np.int64(16), np.int64(32), np.float64(8192.0)) == \
+        decode_step_time("llama3-70b", "tpu-v5e", 16, 32, 8192)
+
+
+def test_prefill_time_accepts_numpy_integers_and_floats_like_python_numbers():
+    assert prefill_time("llama3-70b", "tpu-v5e", np.int16(16), np.int64(8192), np.float32(0.5)) == \
+        pytest.approx(prefill_time("llama3-70b", "tpu-v5e", 16, 8192, 0.5), rel=1e-7)

@@ -1,11 +1,12 @@
-"""Symmetric absmax rounding (scaling_lib.quantization: absmax_scale, rounding_bound, dot_error_bound), checked
-against NumPy/ml_dtypes rounding of real values: the bounds hold and are reached."""
+"""scaling_lib.quantization: symmetric absmax rounding (absmax_scale, rounding_bound, dot_error_bound), checked
+against NumPy/ml_dtypes rounding of real values (the bounds hold and are reached), and the quantization table's
+arguments (the chapter 10 claims are in test_claims_serving.py)."""
 
 import ml_dtypes
 import numpy as np
 import pytest
 
-from scaling_lib.quantization import absmax_scale, dot_error_bound, rounding_bound
+from scaling_lib.quantization import absmax_scale, dot_error_bound, quantization_table, rounding_bound
 
 
 def test_int8_uses_a_whole_top_bucket_and_errs_by_at_most_half_a_step():
@@ -40,3 +41,8 @@ def test_dot_error_bound_holds_for_adversarial_weights_and_adds_the_activation_t
     assert dot_error_bound(k, 1.0, amax, "int8", "int8") > dot_error_bound(k, 1.0, amax)
     with pytest.raises(ValueError, match="int8"):
         absmax_scale(1.0, "bf16")
+
+
+def test_quantization_table_refuses_an_empty_list_of_schemes():
+    with pytest.raises(ValueError, match="schemes must list at least 1 entry"):
+        quantization_table("llama3-8b", "h100", 1, 1024, 8, schemes=[])

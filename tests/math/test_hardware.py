@@ -1,24 +1,22 @@
-"""The input tables: every chip and model of claims.md is present, sourced and self-consistent."""
+"""scaling_lib.hardware: every chip of claims.md is present, sourced and self-consistent, and a chip checks its own
+fields (the models' table is in test_models.py)."""
+
+import dataclasses
 
 import pytest
 
 from scaling_lib.book.claims import published
 from scaling_lib.collectives import collective_bandwidth, collective_time
-from scaling_lib.dtypes import bytes_per_element
 from scaling_lib.hardware import chip_names, get_chip
-from scaling_lib.models import get_model, model_names
+from scaling_lib.estimate import report
 
 REQUIRED_CHIPS = ("tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e", "tpu-7x", "h100", "h200", "b200")
-REQUIRED_MODELS = ("llama2-13b", "llama3-8b", "llama3-70b", "palm-8b", "palm-62b", "palm-540b")
 
 
-def test_every_required_chip_and_model_exists_with_a_source():
+def test_every_required_chip_exists_and_every_chip_has_a_source():
     assert set(REQUIRED_CHIPS) <= set(chip_names())
-    assert set(REQUIRED_MODELS) <= set(model_names())
     for name in chip_names():
         assert get_chip(name).source
-    for name in model_names():
-        assert get_model(name).source
 
 
 @pytest.mark.parametrize("name", chip_names())
@@ -143,19 +141,39 @@ def test_fp4_compute_on_blackwell_runs_at_twice_fp8_and_is_refused_elsewhere():
         get_chip("tpu-v5e").peak_flops("mxfp4")
 
 
-def test_fp4_formats_count_their_block_scales():
-    # nvfp4: 4 bits + one 8-bit scale per 16 values = 4.5 bits; mxfp4: one 8-bit scale per 32 = 4.25 bits.
-    assert 8 * bytes_per_element("nvfp4") == pytest.approx(4 + 8 / 16) == pytest.approx(4.5)
-    assert 8 * bytes_per_element("mxfp4") == pytest.approx(4 + 8 / 32) == pytest.approx(4.25)
-
-
 def test_nvidia_tensor_cores_run_fp16_at_the_bf16_rate_so_fp16_math_is_priced_not_refused():
     # Data sheets (H100, H200, B200, GB200): dense FP16 and BF16 tensor-core rates are the same figure (issue 25).
-    from scaling_lib.estimate import report
-
     for name in ("h100", "h200", "b200", "gb200", "a100", "mi300x"):
         chip = get_chip(name)
         assert chip.peak_flops("fp16") == chip.peak_flops("bf16")
     fp16 = report("llama3-8b", "h100", 1, context_len=4096, compute_dtype="fp16")
     bf16 = report("llama3-8b", "h100", 1, context_len=4096)
     assert fp16.decode_step_bound_s == bf16.decode_step_bound_s
+
+
+# --- a chip checks its own fields -------------------------------------------------------------------------------------
+@pytest.mark.parametrize("field", ["hbm_bandwidth", "hbm_capacity"])
+def test_a_chips_memory_fields_must_be_positive(field):
+    with pytest.raises(ValueError, match=rf"tpu-v5e: {field} must be positive, got 0"):
+        dataclasses.replace(get_chip("tpu-v5e"), **{field: 0})
+
+
+def test_a_chips_topology_link_bandwidth_must_be_positive_or_none():
+    chip = get_chip("tpu-v5e")
+    with pytest.raises(ValueError, match="tpu-v5e: topology link_bandwidth must be positive or None, got 0"):
+        dataclasses.replace(chip, topology=dataclasses.replace(chip.topology, link_bandwidth=0))
+
+
+def test_a_chips_peak_flops_must_be_positive():
+    with pytest.raises(ValueError, match=r"FLOP/s for bf16 must be positive"):
+        dataclasses.replace(get_chip("tpu-v5e"), peak_flops_table=(("bf16", 0.0),))
+
+
+def test_peak_flops_defaults_to_bf16():
+    chip = get_chip("tpu-v5e")
+    assert chip.peak_flops() == chip.peak_flops("bf16")
+
+
+def test_an_unknown_chip_lists_the_aliases():
+    with pytest.raises(ValueError, match="aliases: ironwood"):
+        get_chip("tpu-v9")

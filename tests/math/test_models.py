@@ -1,0 +1,111 @@
+"""scaling_lib.models: the model table, the Transformer's field checks and `from_hf_config`'s defaults and refusals
+(the shipped config.json files and the config types are in test_hf_config.py and test_hf_config_types.py)."""
+
+import numpy as np
+import pytest
+
+from scaling_lib.models import Transformer, from_hf_config, get_model, model_names
+
+REQUIRED_MODELS = ("llama2-13b", "llama3-8b", "llama3-70b", "palm-8b", "palm-62b", "palm-540b")
+SMALL = dict(n_layers=2, d_model=64, d_ff=128, n_heads=4, n_kv_heads=2, head_dim=16, vocab_size=256)
+GEMMA3 = dict(model_type="gemma3_text", num_hidden_layers=12, hidden_size=64, num_attention_heads=4,
+              num_key_value_heads=2, head_dim=16, vocab_size=256, intermediate_size=128, sliding_window=32)
+EVERY_SIXTH = ["sliding_attention"] * 5 + ["full_attention"]
+LLAMA_CONFIG = dict(model_type="llama", num_hidden_layers=2, hidden_size=64, num_attention_heads=4, vocab_size=256,
+                    intermediate_size=128)
+
+
+# --- the table --------------------------------------------------------------------------------------------------------
+def test_every_required_model_exists_and_every_model_has_a_source():
+    assert set(REQUIRED_MODELS) <= set(model_names())
+    for name in model_names():
+        assert get_model(name).source
+
+
+def test_an_unknown_model_name_shows_the_spellings_that_work():
+    with pytest.raises(ValueError, match=r"'llama-2-13b' or 'meta-llama/Llama-3\.1-8B' work too"):
+        get_model("gpt-9")
+
+
+# --- the Transformer's fields -----------------------------------------------------------------------------------------
+def test_transformer_refuses_a_name_that_is_not_a_string():
+    with pytest.raises(ValueError, match="name must be a string, got 3"):
+        Transformer(**SMALL, name=3)
+
+
+def test_transformer_refuses_a_tie_that_is_not_a_bool():
+    with pytest.raises(ValueError, match="tied_embeddings must be True or False, got 1"):
+        Transformer(**SMALL, tied_embeddings=1)
+
+
+def test_transformer_takes_numpy_integers_and_stores_python_ints():
+    small = Transformer(n_layers=np.int64(2), d_model=np.int32(64), d_ff=128, n_heads=4, n_kv_heads=np.int8(2),
+                        head_dim=16, vocab_size=256)
+    assert small.n_layers == 2 and type(small.n_layers) is int and type(small.n_kv_heads) is int
+
+
+def test_an_mla_rope_head_dim_must_be_smaller_than_the_head_dim():
+    with pytest.raises(ValueError, match="rope_head_dim=16 must be smaller than head_dim=16"):
+        Transformer(**dict(SMALL, n_kv_heads=4), kv_lora_rank=8, rope_head_dim=16)
+
+
+def test_the_number_of_leading_dense_layers_must_be_non_negative():
+    with pytest.raises(ValueError, match="n_dense_layers must be a non-negative integer"):
+        Transformer(**dict(SMALL, n_kv_heads=4), n_dense_layers=-1)
+
+
+def test_shared_experts_need_an_moe_layer():
+    with pytest.raises(ValueError, match="shared experts belong to an MoE layer"):
+        get_model("llama3-8b").with_(n_shared_experts=1)
+
+
+# --- from_hf_config: defaults and refusals ----------------------------------------------------------------------------
+def test_a_periodic_local_global_pattern_gives_the_period():
+    assert from_hf_config({**GEMMA3, "layer_types": EVERY_SIXTH * 2}).global_every == 6
+
+
+@pytest.mark.parametrize("layer_types", [
+    ["sliding_attention"] * 12,
+    (["full_attention"] + ["sliding_attention"] * 5) * 2,
+    EVERY_SIXTH + ["sliding_attention"] * 3 + ["full_attention"] + ["sliding_attention"] * 2,
+])
+def test_a_local_global_pattern_that_is_not_periodic_with_the_global_layer_last_is_refused(layer_types):
+    with pytest.raises(ValueError, match="is not a periodic local/global pattern with the global layer last in "
+                                         "each period; this book's models cannot represent it"):
+        from_hf_config({**GEMMA3, "layer_types": layer_types})
+
+
+def test_gemma3_without_a_pattern_takes_hugging_faces_default_of_every_sixth_layer_global():
+    assert from_hf_config(GEMMA3).global_every == 6  # Hugging Face's default sliding_window_pattern (issue 25)
+
+
+def test_a_sliding_window_pattern_of_zero_is_refused_by_field_name():
+    with pytest.raises(ValueError, match=r"field 'sliding_window_pattern' .* must be a positive integer"):
+        from_hf_config({**GEMMA3, "sliding_window_pattern": 0})
+
+
+def _llama_from_gemma3():
+    llama = dict(GEMMA3, model_type="llama", _name_or_path="org/My-Model")
+    del llama["num_key_value_heads"], llama["sliding_window"]
+    return llama
+
+
+def test_kv_heads_default_to_the_query_heads_and_the_name_to_the_repository():
+    model = from_hf_config(_llama_from_gemma3())
+    assert (model.n_kv_heads, model.name) == (4, "my-model")  # K defaults to N (multi-head)
+
+
+@pytest.mark.parametrize("config", [dict(_llama_from_gemma3(), model_type="qwen2", use_sliding_window=True),
+                                    dict(LLAMA_CONFIG, model_type="qwen3", use_sliding_window=True)])
+def test_a_qwen_config_that_uses_its_sliding_window_is_refused(config):
+    with pytest.raises(ValueError, match="use_sliding_window=true"):
+        from_hf_config(config)
+
+
+def test_tied_word_embeddings_are_read():
+    assert from_hf_config({**LLAMA_CONFIG, "tie_word_embeddings": True}).tied_embeddings is True
+
+
+def test_a_config_missing_its_shape_says_how_to_build_the_model_by_hand():
+    with pytest.raises(ValueError, match=r"add it, or build the model with scaling_lib\.models\.Transformer"):
+        from_hf_config({"model_type": "llama"})

@@ -1,0 +1,51 @@
+"""scaling_lib.serving: the batch at which prefill saturates, the prompts that ride free, and the server ratio (the
+chapter 9 claims are in test_claims_serving.py)."""
+
+import pytest
+
+from scaling_lib.inference import decode_step_time, prefill_time
+from scaling_lib.memory import param_bytes
+from scaling_lib.serving import (prefill_free_batch, prefill_latency, prefill_saturating_batch,
+                                 prefill_saturating_tokens, server_ratio)
+
+
+@pytest.mark.parametrize("prompt_len", [16, 64, 95, 97, 512, 8192])
+def test_the_saturating_batch_is_where_prefill_flops_reach_the_weight_read(prompt_len):
+    b = prefill_saturating_batch("llama3-70b", "tpu-v5e", prompt_len, mfu=0.4)
+    weights = param_bytes("llama3-70b") / (16 * 8.2e11)
+    assert prefill_time("llama3-70b", "tpu-v5e", 16, prompt_len, 0.4, batch=b) >= weights * (1 - 1e-12)
+    if b > 1:
+        assert prefill_time("llama3-70b", "tpu-v5e", 16, prompt_len, 0.4, batch=b - 1) < weights
+    # Above it a bigger batch only adds latency: tokens per second stay put.
+    rate = [k * prompt_len / prefill_latency("llama3-70b", "tpu-v5e", 16, prompt_len, 0.4, batch=k)
+            for k in (b, 2 * b)]
+    assert rate[1] == pytest.approx(rate[0], rel=1e-9)
+    assert (b == 1) == (prompt_len >= 97)
+
+
+def test_saturating_tokens_by_hand_and_the_scaling_books_240_at_peak_rate():
+    # v5e: 197 TFLOP/s bf16, 820 GB/s; bf16 weights are 2 bytes per parameter, so P_bytes / (2P) = 1.
+    assert prefill_saturating_tokens("llama3-70b", "tpu-v5e", mfu=1.0) == pytest.approx(197e12 / 820e9, rel=1e-12)
+    assert prefill_saturating_tokens("llama3-70b", "tpu-v5e", mfu=1.0) == pytest.approx(240, rel=0.01)  # SB ch. 7
+    assert prefill_saturating_tokens("llama3-70b", "tpu-v5e") == pytest.approx(0.4 * 197e12 / 820e9, rel=1e-12)
+
+
+@pytest.mark.parametrize("prompt_len", [16, 40, 48, 95, 96, 97, 512])
+def test_prompts_ride_free_up_to_the_free_batch_and_not_one_more(prompt_len):
+    # 40-token prompts (chapter 14's pop quiz): T_sat = 96.1, so 2 ride free (80 tokens) and the 3rd (120) does not.
+    free = prefill_free_batch("llama3-70b", "tpu-v5e", prompt_len, mfu=0.4)
+    one = prefill_latency("llama3-70b", "tpu-v5e", 16, prompt_len, 0.4, batch=1)
+    assert prefill_latency("llama3-70b", "tpu-v5e", 16, prompt_len, 0.4, batch=free) == pytest.approx(one, rel=1e-12)
+    if prompt_len < 96:
+        assert prefill_latency("llama3-70b", "tpu-v5e", 16, prompt_len, 0.4, batch=free + 1) > one
+    assert free == max(1, int(96.0975 // prompt_len))
+    assert prefill_free_batch("llama3-70b", "tpu-v5e", 40) == 2 and prefill_saturating_batch("llama3-70b",
+                                                                                               "tpu-v5e", 40) == 3
+
+
+def test_server_ratio_prices_decode_in_the_compute_dtype():
+    # batch 1,024: the matmul FLOPs (not the weight read) set the step, so the compute dtype shows
+    # (1,024 caches of 8k tokens do not fit in 8 x 192 GB: priced as if they did, to see the compute dtype)
+    ratio = server_ratio("llama3-70b", "tpu-7x", 8192, 512, 1024, 8, 8, compute_dtype="fp8", check_capacity=False)
+    step = decode_step_time("llama3-70b", "tpu-7x", 8, 1024, 8192 + 256, compute_dtype="fp8", check_capacity=False)
+    assert step.bound == "compute" and ratio.decode_step_s == step.total_s

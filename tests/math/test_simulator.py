@@ -1,0 +1,260 @@
+"""scaling_lib.simulator: the serving engines (naive, interleaved, chunked, disaggregated), their workloads and their
+results. Expected values come from the closed-form step bounds of `inference` (another module than the one under
+test) and hand-worked KV reads; prefix caching: cached prompt tokens skip prefill but not decode."""
+
+import math
+
+import numpy as np
+import pytest
+
+from scaling_lib.inference import decode_step_time, prefill_time
+from scaling_lib.memory import max_batch_size
+from scaling_lib.models import get_model
+from scaling_lib.serving import prefill_latency
+from scaling_lib.simulator import ENGINES, ServingConfig, Workload, poisson_workload, simulate, trace_workload
+
+CONFIG = ServingConfig("llama3-70b", "tpu-v5e", n_chips=16, max_batch=32, max_context_len=8192)
+FOUR_SLOTS = ServingConfig("llama3-70b", "tpu-v5e", n_chips=16, max_batch=4, max_context_len=4096)
+H100_CONFIG = ServingConfig("llama3-8b", "h100", n_chips=1, max_batch=8, max_context_len=4096)
+V5E_W = 8.2e11  # B/s of HBM per TPU v5e
+LLAMA70_KV_PER_TOKEN = 327_680  # bf16: 2 (K and V) x 80 layers x 8 KV heads x 128 x 2 B
+
+
+def test_prefix_cache_shortens_prefill_to_the_new_tokens_only():
+    plain = trace_workload([(0.0, 4000, 64)])
+    cached = Workload(plain.arrival_s, plain.prompt_len, plain.output_len, cached_len=np.array([3000]))
+    for engine in ("interleaved", "naive", "disaggregated"):
+        a, b = simulate(CONFIG, plain, engine), simulate(CONFIG, cached, engine)
+        assert b.ttft_s[0] == pytest.approx(prefill_latency("llama3-70b", "tpu-v5e", 16, 1000), rel=1e-9)
+        assert a.ttft_s[0] == pytest.approx(prefill_latency("llama3-70b", "tpu-v5e", 16, 4000), rel=1e-9)
+        # Decode still reads the whole 4,000-token prompt's cache: the time per output token is unchanged.
+        assert b.tpot_s[0] == pytest.approx(a.tpot_s[0], rel=1e-9)
+
+
+def test_shared_prefix_lowers_ttft_under_load_for_every_engine():
+    kwargs = dict(rate_per_s=1.0, n_requests=200, prompt_len=(2048, 4096), output_len=(32, 256), seed=3)
+    plain = poisson_workload(**kwargs)
+    shared = poisson_workload(**kwargs, shared_prefix_len=2000, shared_prefix_fraction=0.8)
+    np.testing.assert_array_equal(plain.arrival_s, shared.arrival_s)  # same requests, only the cache differs
+    np.testing.assert_array_equal(plain.prompt_len, shared.prompt_len)
+    assert 0.7 < np.mean(shared.cached_len > 0) < 0.9
+    for engine in ENGINES:
+        extra = dict(n_prefill_servers=1, n_decode_servers=1) if engine == "disaggregated" else {}
+        a, b = simulate(CONFIG, plain, engine, **extra), simulate(CONFIG, shared, engine, **extra)
+        assert b.p50_ttft_s < a.p50_ttft_s, engine
+        assert b.total_tokens == a.total_tokens == int(plain.output_len.sum())
+
+
+def test_prefix_cache_defaults_leave_workloads_unchanged_and_bad_input_is_named():
+    a = poisson_workload(2.0, 50, prompt_len=(10, 100), seed=1)
+    b = poisson_workload(2.0, 50, prompt_len=(10, 100), seed=1, shared_prefix_len=0, shared_prefix_fraction=0.5)
+    np.testing.assert_array_equal(a.prompt_len, b.prompt_len)
+    assert not a.cached_len.any() and not b.cached_len.any()
+    with pytest.raises(ValueError, match="cached_len must lie in"):
+        Workload([0.0], [10], [5], cached_len=[10])
+    with pytest.raises(ValueError, match="shared_prefix_fraction must be a fraction"):
+        poisson_workload(1.0, 10, shared_prefix_fraction=1.5)
+
+
+def test_a_cache_load_adds_to_a_lone_requests_ttft_exactly():
+    config = ServingConfig("llama3-8b", "tpu-v5e", n_chips=8, max_batch=16, max_context_len=16384)
+    plain = trace_workload([(0.0, 4000, 8)])
+    loaded = Workload(plain.arrival_s, plain.prompt_len, plain.output_len, cached_len=[3000], cache_load_s=[0.05])
+    for engine in ("interleaved", "naive", "chunked", "disaggregated"):
+        a = simulate(config, Workload(plain.arrival_s, plain.prompt_len, plain.output_len, cached_len=[3000]), engine)
+        b = simulate(config, loaded, engine)
+        assert b.ttft_s[0] - a.ttft_s[0] == pytest.approx(0.05, rel=1e-9), engine
+
+
+def test_a_negative_cache_load_is_refused_by_name():
+    with pytest.raises(ValueError, match="cache_load_s"):
+        Workload([0.0], [10], [5], cache_load_s=[-1.0])
+
+
+# --- the engines against the closed-form step bounds ------------------------------------------------------------------
+def _chunk(tokens):
+    return prefill_time("llama3-70b", "tpu-v5e", 16, tokens, 0.4)
+
+
+def test_chunked_engine_fills_every_chunk_to_its_last_token():
+    # 511 + 513 prompt tokens, chunks of 512: step 1 takes A's 511 and 1 of B's; step 2 the other 512 of B, reading
+    # the 1 token of B already cached (327,680 B of KV, bf16 LLaMA-3-70B) -- B's first token ends step 2.
+    result = simulate(FOUR_SLOTS, trace_workload([(0.0, 511, 1), (0.0, 513, 1)]), "chunked")
+    assert result.first_token_s[1] == pytest.approx(2 * _chunk(512) + LLAMA70_KV_PER_TOKEN / (16 * V5E_W), rel=1e-9)
+
+
+def test_chunked_engine_reads_at_most_a_window_of_the_prefix():
+    # A 256-token sliding window: the second chunk of a 1,024-token prompt reads 256 cached tokens, not 512.
+    windowed = ServingConfig(get_model("llama3-70b").with_(sliding_window=256, name="llama3-70b-w256"), "tpu-v5e",
+                             n_chips=16, max_batch=4, max_context_len=4096)
+    result = simulate(windowed, trace_workload([(0.0, 1024, 1)]), "chunked")
+    assert result.ttft_s[0] - 2 * _chunk(512) == pytest.approx(256 * LLAMA70_KV_PER_TOKEN / (16 * V5E_W), rel=1e-6)
+
+
+def test_chunks_of_several_prompts_each_read_their_own_prefix():
+    # Three 600-token prompts at once, chunks of 512: step 2 carries 88 tokens of A (reading A's 512 cached) and 424
+    # of B (nothing cached yet); step 3 carries 176 of B (reading its 424) and 336 of C: every chunk reads the prefix
+    # of its own sequence, and the reads add up over the sequences in the step.
+    result = simulate(FOUR_SLOTS, trace_workload([(0.0, 600, 1)] * 3), "chunked")
+    per_token = LLAMA70_KV_PER_TOKEN / (16 * V5E_W)
+    assert result.first_token_s[1] == pytest.approx(3 * _chunk(512) + (512 + 424) * per_token, rel=1e-9)
+
+
+def test_chunked_engine_admits_at_most_max_batch_requests():
+    # Five requests on four slots: the fifth starts only when one finishes.
+    five = simulate(FOUR_SLOTS, trace_workload([(0.0, 100, 3)] * 5), "chunked")
+    assert np.sum(five.start_s == 0.0) == 4
+
+
+def test_chunked_prefill_uses_the_configured_compute_dtype():
+    # One 512-token chunk in fp8 on 8 Ironwood chips: max(weight read, 2 P x 512 / (8 x 4.614e15 x 0.4)).
+    config = ServingConfig("llama3-70b", "tpu-7x", n_chips=8, max_batch=4, max_context_len=4096, compute_dtype="fp8")
+    result = simulate(config, trace_workload([(0.0, 512, 1)]), "chunked")
+    weights = decode_step_time("llama3-70b", "tpu-7x", 8, 0, 0).weight_s
+    assert result.ttft_s[0] == pytest.approx(max(weights, prefill_time("llama3-70b", "tpu-7x", 8, 512, 0.4,
+                                                                      compute_dtype="fp8")), rel=1e-12)
+
+
+def test_a_full_batch_makes_its_second_tokens_in_one_decode_step():
+    # Four requests fill max_batch = 4; each makes its second token in one decode step at batch 4.
+    result = simulate(FOUR_SLOTS, trace_workload([(0.0, 100, 2)] * 4), "naive")
+    step = decode_step_time("llama3-70b", "tpu-v5e", 16, 4, 101)
+    assert np.allclose(result.finish_s - result.first_token_s, step.total_s, rtol=1e-9)
+    assert result.generated_tokens.tolist() == [2, 2, 2, 2]
+
+
+def test_windowed_decode_before_any_sequence_reaches_the_window():
+    model = get_model("llama3-8b").with_(sliding_window=512, name="llama3-8b-local")
+    config = ServingConfig(model, "h100", n_chips=1, max_batch=4, max_context_len=2048)
+    result = simulate(config, trace_workload([(0.0, 100, 600), (0.0, 200, 600)]), "naive")
+    expected = sum(decode_step_time(model, "h100", 1, 2, (min(100 + j, 512) + min(200 + j, 512)) / 2).total_s
+                   for j in range(1, 600))
+    assert result.finish_s[0] - result.first_token_s[0] == pytest.approx(expected, rel=1e-9)
+
+
+def test_one_token_outputs_have_no_time_per_output_token():
+    result = simulate(FOUR_SLOTS, trace_workload([(0.0, 100, 1), (0.1, 50, 1)]), "interleaved")
+    assert math.isnan(result.p50_tpot_s) and math.isnan(result.p99_tpot_s)
+
+
+def test_queue_length_over_staggered_arrivals():
+    result = simulate(FOUR_SLOTS, trace_workload([(0.0, 4000, 2), (0.01, 4000, 2), (0.02, 4000, 2)]), "interleaved")
+    times, lengths = result.queue_length()
+    assert lengths.tolist() == [0, 1, 2, 1, 0]
+    np.testing.assert_allclose(times[:3], [0.0, 0.01, 0.02])
+
+
+def test_a_result_keeps_its_engine_output_lengths_and_time_per_output_token():
+    result = simulate(FOUR_SLOTS, trace_workload([(0.0, 100, 2)]), "chunked")
+    assert result.engine == "chunked" and result.output_len.tolist() == [2]
+    assert result.tpot_s[0] == pytest.approx(decode_step_time("llama3-70b", "tpu-v5e", 16, 1, 101).total_s, rel=1e-9)
+
+
+def test_the_queue_length_is_a_count():
+    result = simulate(FOUR_SLOTS, trace_workload([(0.0, 100, 2)]), "chunked")
+    assert result.queue_length()[1].dtype.kind == "i"
+
+
+def test_the_disaggregated_engine_defaults_to_one_prefill_and_one_decode_server():
+    assert simulate(FOUR_SLOTS, trace_workload([(0.0, 100, 3)]), "disaggregated").n_chips == 2 * 16
+
+
+# --- the serving config -----------------------------------------------------------------------------------------------
+def test_serving_config_checks_the_batch_against_hbm_in_the_kv_dtype():
+    # 16 v5e hold LLaMA-3-70B and 20 caches of 8,192 bf16 tokens, about twice as many in int8.
+    fit_bf16 = max_batch_size("llama3-70b", "tpu-v5e", 16, 8192, "bf16", "bf16")
+    ServingConfig("llama3-70b", "tpu-v5e", 16, fit_bf16 + 1, 8192, kv_dtype="int8")  # fits in int8
+    with pytest.raises(ValueError, match="does not fit in HBM"):
+        ServingConfig("llama3-70b", "tpu-v5e", 16, fit_bf16 + 1, 8192)
+
+
+def test_serving_config_refuses_an_mfu_above_one_and_says_what_mfu_is():
+    with pytest.raises(ValueError, match=r"mfu must be in \(0, 1\], got 2: it is the fraction of peak FLOP/s achieved"):
+        ServingConfig("llama3-70b", "tpu-v5e", 16, 8, 8192, mfu=2)
+
+
+# --- workloads --------------------------------------------------------------------------------------------------------
+def test_poisson_workload_outputs_default_to_256_tokens():
+    assert poisson_workload(1.0, 3).output_len.tolist() == [256] * 3
+
+
+def test_poisson_workload_seed_defaults_to_zero():
+    np.testing.assert_array_equal(poisson_workload(1.0, 3).arrival_s, poisson_workload(1.0, 3, seed=0).arrival_s)
+
+
+def test_poisson_workload_takes_a_function_for_the_prompt_lengths():
+    fixed = poisson_workload(1.0, 3, prompt_len=lambda rng, n: np.full(n, 77))
+    assert fixed.prompt_len.tolist() == [77] * 3
+
+
+def test_a_length_function_of_the_wrong_shape_is_refused():
+    with pytest.raises(ValueError, match=r"prompt_len: the function gave shape \(2,\)"):
+        poisson_workload(1.0, 3, prompt_len=lambda rng, n: np.ones(2, int))
+
+
+def test_a_workload_reads_whole_floats_as_token_counts_and_is_read_only():
+    workload = Workload([0.0], [10.0], [5])  # whole floats are token counts too
+    assert workload.prompt_len.dtype == np.int64 and not workload.output_len.flags.writeable
+
+
+def test_a_workload_keeps_its_cached_lengths():
+    assert Workload([0.0], [10], [5], cached_len=[1]).cached_len.tolist() == [1]
+
+
+def test_a_workload_refuses_a_negative_arrival():
+    with pytest.raises(ValueError, match="arrival_s must be finite and non-negative"):
+        Workload([-1.0], [10], [5])
+
+
+def test_a_workload_refuses_columns_of_different_lengths():
+    with pytest.raises(ValueError, match="arrival_s, prompt_len and output_len must be 1-D of one length"):
+        Workload([0.0, 1.0], [10], [5])
+
+
+def test_a_workload_refuses_a_cache_that_holds_the_whole_prompt():
+    with pytest.raises(ValueError, match=r"cached_len must lie in \[0, prompt_len - 1\]"):
+        Workload([0.0], [10], [5], cached_len=[10])
+
+
+def test_a_workload_refuses_a_fractional_cached_length():
+    with pytest.raises(ValueError, match="cached_len must hold whole numbers of tokens"):
+        Workload([0.0], [10], [5], cached_len=[0.5])
+
+
+def test_a_workload_refuses_an_output_length_beyond_int64():
+    with pytest.raises(ValueError, match="output_len"):
+        Workload([0.0], [10], [2**63])
+
+
+def test_a_workload_refuses_lengths_whose_sum_wraps_around_int64():
+    with pytest.raises(ValueError, match="prompt_len"):
+        Workload([0.0], [2**62], [2**62])  # each fits int64, their sum does not
+
+
+# --- simulate's arguments ---------------------------------------------------------------------------------------------
+def test_simulate_refuses_a_workload_that_is_not_a_workload():
+    with pytest.raises(ValueError, match="workload must be a Workload"):
+        simulate(FOUR_SLOTS, [(0.0, 10, 5)], "naive")
+
+
+def test_simulate_refuses_a_config_that_is_not_a_serving_config():
+    with pytest.raises(ValueError, match="config must be a ServingConfig, got dict"):
+        simulate({}, trace_workload([(0.0, 10, 2)]))
+
+
+def test_the_disaggregated_engine_refuses_n_servers_and_names_its_own_arguments():
+    with pytest.raises(ValueError, match="n_servers applies to the co-located engines .* the 'disaggregated' engine "
+                                         "takes n_prefill_servers and n_decode_servers"):
+        simulate(FOUR_SLOTS, trace_workload([(0.0, 10, 2)]), "disaggregated", n_servers=2)
+
+
+@pytest.mark.parametrize("engine, kwargs, message", [
+    ("interleaved", dict(n_prefill_servers=2), "n_prefill_servers applies to the 'disaggregated' engine only"),
+    ("chunked", dict(n_decode_servers=2), "n_decode_servers applies to the 'disaggregated' engine only"),
+    ("naive", dict(transfer_bandwidth=1e9), "transfer_bandwidth applies to the 'disaggregated' engine only"),
+    ("interleaved", dict(prefill_config=H100_CONFIG), "prefill_config applies to the 'disaggregated' engine only"),
+    ("disaggregated", dict(n_servers=3), "n_servers applies to the co-located engines"),
+])
+def test_simulate_refuses_arguments_that_do_not_apply_to_the_engine(engine, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        simulate(H100_CONFIG, trace_workload([(0.0, 100, 10), (0.1, 200, 5)]), engine, **kwargs)
