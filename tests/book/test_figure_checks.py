@@ -86,6 +86,7 @@ def test_an_unchecked_figure_raises_only_in_strict_mode():
     ax.plot([1, 2], [3, 4])
     ax.set_title("a reader's own figure")
     assert check_figure(fig, strict=False) == 0
+    assert check_figure(fig, dict(chip="tpu-v4"), strict=False) == 0  # a retitled chapter figure, shown with inputs
     with pytest.raises(FigureDataError, match=r"a reader's own figure.*has no data check"):
         check_figure(fig, strict=True)
     plt.close(fig)

@@ -7,7 +7,7 @@ import numpy as np
 from ...flops import generation_flops_curve
 from ...memory import kv_bytes_per_token, kv_cache_bytes, param_bytes
 from ...models import get_model
-from .core import FigureDataError, close, figure_check, hline
+from .core import RTOL, FigureDataError, close, figure_check, hline
 
 
 @figure_check(r"^Cumulative FLOPs of generation")
