@@ -555,10 +555,13 @@ SPECS.update({
 })
 
 extend(GOOD, BAD, SPECS)  # issue 21: a kind for every public parameter, and the input classes (tests/math/fuzz_more_specs.py)
+# Issue 22: the one reader of "number plus unit" (units.read_number, which parse_quantity and the checker share).
+SPECS["units.read_number"] = spec(dict(text="4.98 ms"), text="text")
 
 # Results that may legitimately be signed or infinite (field or function name -> why).
 SIGNED = {"free_bytes_per_chip": "negative when the weights do not fit", "gap_s": "negative if measured < bound",
-          "format_quantity": "a string", "parse_quantity": "a signed value (the reader typed '-3 us')"}
+          "format_quantity": "a string", "parse_quantity": "a signed value (the reader typed '-3 us')",
+          "read_number": "a signed value (the reader typed '-3 us')"}
 INFINITE = {"kv_compute_crossover_context": "inf when a sliding window stops the cache from ever crossing",
             "tpot_s": "NaN for one-token outputs (no time per output token)"}
 
