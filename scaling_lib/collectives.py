@@ -412,3 +412,47 @@ def transfer_bandwidth(chip, n_chips: int, network: str = "dcn") -> float:
         return n * chip.dcn_bandwidth
     per_chip = chip.ici_link_bandwidth if isinstance(chip.topology, Torus) else collective_bandwidth(chip)
     return n * per_chip
+
+
+# --- Pope et al.'s per-chip collectives (chapter 8): bytes per chip, priced by one of two conventions ---------------
+# Two conventions turn a collective's bytes per chip into seconds (`layouts` explains where they differ):
+#   "pope"          every collective uses the chip's whole interconnect, ici_links x ici_link_bandwidth (6 x 45 GB/s
+#                   = 270 GB/s on TPU v4), as in Pope et al. sec. 2 and App. A;
+#   "scaling-book"  a collective over n_axes mesh axes gets n_axes x the bidirectional bandwidth of one link
+#                   (Scaling Book ch. 3, used in ch. 7 Question 7).
+CONVENTIONS = ("pope", "scaling-book")
+
+
+@dataclass(frozen=True)
+class Collective:
+    """One collective of Pope et al.'s cost model: bytes on each chip (the gathered output, the unreduced input, the
+    resharded block) and the sizes of the mesh axes it runs over. `layouts.ffn_collectives` and
+    `attention_sharding.attention_collectives` build them."""
+
+    op: str  # "all-gather", "reduce-scatter" or "all-to-all"
+    tensor: str  # "activations" or "weights"
+    bytes_per_chip: float
+    group: tuple  # sizes of the mesh axes it runs over
+
+    def seconds(self, chip, convention: str = "pope") -> float:
+        """bytes / bandwidth, with the bandwidth of the named convention (CONVENTIONS, above)."""
+        chip = get_chip(chip)
+        choice("convention", convention, CONVENTIONS)
+        if convention == "pope":
+            return self.bytes_per_chip / (chip.ici_links * chip.ici_link_bandwidth)
+        axes = sum(1 for size in self.group if size > 1)
+        return self.bytes_per_chip / (axes * chip.ici_bidirectional)
+
+
+def ring_bytes_sent(collective: Collective) -> float:
+    """Bytes one chip sends for `collective` over a ring of m = prod(group) chips: (m-1)/m x bytes_per_chip.
+
+    The cost model (Pope et al. App. A) counts bytes_per_chip -- the gathered output, the unreduced input, the
+    resharded block -- and drops (m-1)/m; a ring all-gather passes m-1 of the m blocks through each chip.
+
+    Used in chapter 8, *Partitioning layouts*.
+    """
+    if not isinstance(collective, Collective):
+        raise ValueError(f"collective must be a collectives.Collective, got {type(collective).__name__}")
+    k = math.prod(collective.group)
+    return collective.bytes_per_chip * (k - 1) / k

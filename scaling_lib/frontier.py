@@ -33,14 +33,16 @@ from functools import lru_cache
 from itertools import product
 
 from ._validate import axes, choice, flag, instances, positive, positive_int, real
-from .collectives import collective_time
+from .attention_sharding import ATTENTION_SHARDINGS
+from .collectives import Collective, collective_time
 from .dtypes import bytes_per_element
 from .hardware import Torus, get_chip
 from .hops import cube_torus
-from .layouts import ATTENTION_SHARDINGS, LAYOUTS, Collective, ffn_collectives, mfu, optimal_2d_mesh
+from .layouts import LAYOUTS, ffn_collectives, optimal_2d_mesh
 from .measurements import PopeRow
 from .memory import kv_bytes_per_token
 from .models import get_model, param_count
+from .utilization import mfu
 
 PHASES = ("prefill", "decode")
 METRICS = ("latency", "cost")
@@ -423,7 +425,7 @@ def measured_step_s(row) -> float:
 
 
 def measured_mfu(row) -> float:
-    """A `measurements.PopeRow`'s MFU recomputed from its published latency: `layouts.mfu` (2 P tokens / (latency x
+    """A `measurements.PopeRow`'s MFU recomputed from its published latency: `utilization.mfu` (2 P tokens / (latency x
     chips x C_bf16)).
 
     Used in chapter 12, *Choosing a layout by the metric*.

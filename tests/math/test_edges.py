@@ -13,7 +13,9 @@ from scaling_lib.flops import decode_step_flops
 from scaling_lib.hardware import get_chip
 from scaling_lib.inference import decode_step_time, decode_throughput, explain_decode, prefill_time
 from scaling_lib.kv_levers import kv_footprint, kv_lever_table, evenly_ragged_lengths
-from scaling_lib.layouts import Collective, ffn_collectives, ffn_layer_time, max_context_length, ring_bytes_sent
+from scaling_lib.collectives import Collective, ring_bytes_sent
+from scaling_lib.context_limits import max_context_length
+from scaling_lib.layouts import ffn_collectives, ffn_layer_time
 from scaling_lib.models import Transformer, get_model
 from scaling_lib.moe import as_moe, expected_experts_touched, expert_sharded_memory, moe_weights
 from scaling_lib.quantization import quantization_table
@@ -237,8 +239,9 @@ def test_workload_and_simulate_messages():
 
 # --- second round: survivors of the measured sample -------------------------------------------------------------
 def test_layouts_edges_by_hand():
-    from scaling_lib.layouts import (attention_collectives, best_layout, comm_volume_curves, context_length_table,
-                                     layout_switch_points, wg_optimal_gather_size)
+    from scaling_lib.attention_sharding import attention_collectives
+    from scaling_lib.context_limits import context_length_table
+    from scaling_lib.layouts import best_layout, comm_volume_curves, layout_switch_points, wg_optimal_gather_size
 
     # Batch-sharded multiquery attention, 512 x 48 heads x 256 bf16 over 64 chips: 196,608 B per all-to-all.
     assert attention_collectives("batch", 512, 48, 256, (4, 4, 4))[0].bytes_per_chip == 2 * 512 * 48 * 256 / 64
@@ -367,7 +370,7 @@ def test_mla_attention_flops_by_hand():
 
 
 def test_small_closed_forms_by_hand():
-    from scaling_lib.layouts import attention_collectives
+    from scaling_lib.attention_sharding import attention_collectives
     from scaling_lib.roofline import matmul_bytes, roofline_time
 
     assert matmul_bytes(3, 5, 7) == 2 * 3 * 5 + 2 * 5 * 7 + 2 * 3 * 7  # X, W, output in bf16
@@ -383,7 +386,7 @@ def test_small_closed_forms_by_hand():
     with pytest.raises(ValueError, match="^unknown convention 'x'"):
         gather.seconds("tpu-v4", "x")
     assert fit_batch_roofline([1, 2, 4, 8, 16], [4.0, 1.0, 2.0, 3.0, 16.0]).floor_s == 2.0  # default: 3 smallest
-    from scaling_lib.layouts import kv_versus_weights
+    from scaling_lib.context_limits import kv_versus_weights
     from scaling_lib.memory import memory_footprint_kv_heads
 
     assert kv_versus_weights("palm-540b", 8, 0).kv_bytes == 0.0

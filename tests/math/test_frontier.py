@@ -15,7 +15,10 @@ from scaling_lib.frontier import (BATCHES, CHIP_COUNTS, choose, choose_for, choo
 from scaling_lib.hardware import get_chip
 from scaling_lib.hops import cube_torus, decode_collective_latency, latency_bound_time, ring_hops, torus_diameter
 from scaling_lib.inference import decode_step_time
-from scaling_lib.layouts import POPE_HEADLINE_RUNS, comm_volume_curves, ffn_comm_time, max_context_length, mfu
+from scaling_lib.context_limits import max_context_length
+from scaling_lib.layouts import comm_volume_curves, ffn_comm_time
+from scaling_lib.measurements import POPE_HEADLINE_RUNS
+from scaling_lib.utilization import mfu
 from scaling_lib.measurements import pope_rows
 from scaling_lib.models import get_model, param_count
 
