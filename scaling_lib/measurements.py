@@ -179,7 +179,8 @@ def _published_run(row) -> PublishedRun:
 def pope_headline_runs() -> dict:
     """The two runs Pope et al.'s abstract quotes, read from their tables (scaling_lib/data/pope2022_tables.csv):
     "prefill-high-throughput" (PaLM 540B, batch 512 x 2,048 tokens, bf16) and "decode-low-latency" (batch 64, 64
-    steps, int8 weights), as `PublishedRun`s. Also importable as the constant `POPE_HEADLINE_RUNS` (read on first use)."""
+    steps, int8 weights), as `PublishedRun`s. Also importable as the constant `POPE_HEADLINE_RUNS` (read on first
+    use)."""
     return {"prefill-high-throughput": _published_run(pope_row("palm-540b", "high throughput", "prefill")),
             "decode-low-latency": _published_run(pope_row("palm-540b", "low latency", "decode"))}
 

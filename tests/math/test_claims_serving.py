@@ -13,6 +13,7 @@ from scaling_lib.book.claims import REL, claim, evaluate, published, published_r
 from scaling_lib.book.claims.serving import (V2_SOURCE_INPUTS, V2_SOURCE_SERVER, V3_CONFIG, V3_MIX, v3_servers,
                                              V4_ACCEPTANCE, V4_DRAFT_PARAMS, V4_TARGET_PARAMS)
 from scaling_lib.book.claims.step_time import T4_DEPLOYMENT
+from scaling_lib.collectives import latency_bound_bytes
 from scaling_lib.flops import forward_flops, matmul_params
 from scaling_lib.hardware import get_chip
 from scaling_lib.inference import decode_step_time, full_hbm_step_time, prefill_time, step_time_bound
@@ -24,7 +25,6 @@ from scaling_lib.roofline import critical_batch_size
 from scaling_lib.roofline import moe_critical_batch_size as moe_critical_batch
 from scaling_lib.serving import (kv_transfer_bytes, kv_transfer_time, prefill_latency, prefill_to_decode_ratio,
                                  server_ratio)
-from scaling_lib.sharding import latency_bound_bytes
 from scaling_lib.simulator import ENGINES, ServingConfig, poisson_workload, simulate, trace_workload
 from scaling_lib.speculative import (best_lookahead, best_roofline_lookahead, draft_cost_ratio,
                                      expected_tokens_per_step, roofline_speedup, roofline_step, speedup)

@@ -10,13 +10,14 @@ import numpy as np
 import pytest
 
 from scaling_lib import _validate
+from scaling_lib.collectives import collective_time
 from scaling_lib.inference import decode_step_time, prefill_time
 from scaling_lib.kv_levers import cross_layer_kv_bytes, evenly_ragged_lengths, kv_footprint, local_global_kv_bytes
 from scaling_lib.memory import kv_cache_bytes, max_batch_size
 from scaling_lib.models import Transformer
 from scaling_lib.moe import as_moe, routing_all_to_all
 from scaling_lib.roofline import attention_bytes
-from scaling_lib.sharding import collective_time, decode_step_components
+from scaling_lib.sharding import decode_step_components
 from scaling_lib.simulator import ServingConfig, Workload, simulate, trace_workload
 from scaling_lib.units import parse_quantity
 
