@@ -164,9 +164,7 @@ MORE_KINDS = {
     "sharding.decode_step_components": dict(weight_dtype="dtype", compute_dtype="dtype", mesh_shape="axes?",
                                             check_capacity="flag"),
     "simulator.trace_workload": dict(trace="trace"),
-    # (the base runs "chunked", so the disaggregated engine's arguments are refused whatever their value)
-    "simulator.simulate": dict(config="config", workload="workload", n_prefill_servers="small?",
-                               n_decode_servers="small?", transfer_bandwidth="real?", prefill_config="config?"),
+    "simulator.simulate": dict(config="config", workload="workload"),
     "speculative.roofline_step": dict(check_capacity="flag"),
 }
 

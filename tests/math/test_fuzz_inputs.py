@@ -559,6 +559,10 @@ extend(GOOD, BAD, SPECS)  # issue 21: a kind for every public parameter, and the
 # Issue 22: the one reader of "number plus unit" (units.read_number, which parse_quantity and the checker share).
 SPECS["units.read_number"] = spec(dict(text="4.98 ms"), text="text")
 SPECS["measurements.pope_headline_runs"] = spec({})  # the two runs that were layouts.POPE_HEADLINE_RUNS
+SPECS["simulator.simulate_disaggregated"] = spec(dict(config=CONFIG, workload=WORKLOAD), config="config",
+                                                 workload="workload", n_prefill_servers="small",
+                                                 n_decode_servers="small", transfer_bandwidth="real?",
+                                                 prefill_config="config?")
 
 # Results that may legitimately be signed or infinite (field or function name -> why).
 SIGNED = {"free_bytes_per_chip": "negative when the weights do not fit", "gap_s": "negative if measured < bound",

@@ -28,8 +28,7 @@ def test_shared_prefix_lowers_ttft_under_load_for_every_engine():
     np.testing.assert_array_equal(plain.prompt_len, shared.prompt_len)
     assert 0.7 < np.mean(shared.cached_len > 0) < 0.9
     for engine in ENGINES:
-        extra = dict(n_prefill_servers=1, n_decode_servers=1) if engine == "disaggregated" else {}
-        a, b = simulate(CONFIG, plain, engine, **extra), simulate(CONFIG, shared, engine, **extra)
+        a, b = simulate(CONFIG, plain, engine), simulate(CONFIG, shared, engine)  # disaggregated: 1 + 1 servers
         assert b.p50_ttft_s < a.p50_ttft_s, engine
         assert b.total_tokens == a.total_tokens == int(plain.output_len.sum())
 

@@ -97,15 +97,15 @@ def test_numpy_integers_and_floats_are_accepted_like_python_numbers():
         collective_time("all-gather", 1e6, "tpu-v5e", 8)
 
 
-@pytest.mark.parametrize("engine, kwargs, message", [
-    ("interleaved", dict(n_prefill_servers=2), "n_prefill_servers applies to the 'disaggregated' engine only"),
-    ("chunked", dict(n_decode_servers=2), "n_decode_servers applies to the 'disaggregated' engine only"),
-    ("naive", dict(transfer_bandwidth=1e9), "transfer_bandwidth applies to the 'disaggregated' engine only"),
-    ("interleaved", dict(prefill_config=CONFIG), "prefill_config applies to the 'disaggregated' engine only"),
-    ("disaggregated", dict(n_servers=3), "n_servers applies to the co-located engines"),
+@pytest.mark.parametrize("engine, kwargs, error, message", [
+    ("interleaved", dict(n_prefill_servers=2), TypeError, "n_prefill_servers"),  # simulate_disaggregated's arguments
+    ("chunked", dict(n_decode_servers=2), TypeError, "n_decode_servers"),
+    ("naive", dict(transfer_bandwidth=1e9), TypeError, "transfer_bandwidth"),
+    ("interleaved", dict(prefill_config=CONFIG), TypeError, "prefill_config"),
+    ("disaggregated", dict(n_servers=3), ValueError, "n_servers applies to the co-located engines.*simulate_disaggregated"),
 ])
-def test_simulate_refuses_arguments_that_do_not_apply_to_the_engine(engine, kwargs, message):
-    with pytest.raises(ValueError, match=message):
+def test_simulate_refuses_arguments_that_do_not_apply_to_the_engine(engine, kwargs, error, message):
+    with pytest.raises(error, match=message):
         simulate(CONFIG, WORKLOAD, engine, **kwargs)
 
 
