@@ -59,7 +59,12 @@ def ffn_collectives(layout: str, model, tokens: float, mesh_shape, weight_dtype:
     m = get_model(model)
     choice("layout", layout, LAYOUTS)
     positive("tokens", tokens)
-    x, y, z = torus_mesh(mesh_shape)
+    return _ffn_collectives(layout, m, tokens, torus_mesh(mesh_shape), weight_dtype, activation_dtype)
+
+
+def _ffn_collectives(layout: str, m, tokens: float, mesh: tuple, weight_dtype: str, activation_dtype: str) -> tuple:
+    """`ffn_collectives` for a `Transformer`, a checked layout and token count, and an (X, Y, Z) mesh."""
+    x, y, z = mesh
     n = x * y * z
     d, f = m.d_model, m.d_ff
     a, w = bytes_per_element(activation_dtype), bytes_per_element(weight_dtype)
@@ -295,11 +300,16 @@ def optimal_2d_mesh(n_chips: int, model, chip="tpu-v4", convention: str = "pope"
     """The integer mesh (X, Y, Z), X Y Z = n_chips, with the least 2D weight-stationary communication time."""
     n_chips = at_most("n_chips", positive_int("n_chips", n_chips), MAX_CHIPS, "no slice has more chips, and the "
                       "search tries every pair of divisors")
+    m, chip = get_model(model), get_chip(chip)
+    choice("convention", convention, CONVENTIONS)
     factors = divisors(n_chips)
     meshes = [(x, y, n_chips // (x * y)) for x, y in product(factors, factors) if n_chips % (x * y) == 0]
+
+    def seconds(mesh):  # one token's 2D weight-stationary collectives: the time is linear in T, so T = 1 ranks them
+        return sum(c.seconds(chip, convention) for c in _ffn_collectives("2d-ws", m, 1.0, mesh, "bf16", "bf16"))
+
     # Prefer the most even Y x Z split on ties (fewest degenerate axes).
-    return min(meshes, key=lambda mesh: (ffn_comm_time("2d-ws", model, chip, 1.0, mesh, convention),
-                                         abs(mesh[1] - mesh[2])))
+    return min(meshes, key=lambda mesh: (seconds(mesh), abs(mesh[1] - mesh[2])))
 
 
 def layout_switch_points(model, chip, mesh_shape, convention: str = "pope", layouts=LAYOUTS,

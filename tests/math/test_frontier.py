@@ -10,17 +10,16 @@ import pytest
 
 from scaling_lib.book.claims import claim, evaluate, published
 from scaling_lib.book.claims.frontier import LEDGER_ROWS_ELSEWHERE, chatbot_turn
+from scaling_lib.context_limits import max_context_length
 from scaling_lib.frontier import (BATCHES, CHIP_COUNTS, choose, choose_for, choose_layout, layer_collectives,
                                   layout_cost, longest_context, measured_mfu, measured_step_s, pareto_frontier, sweep)
 from scaling_lib.hardware import get_chip
 from scaling_lib.hops import cube_torus, decode_collective_latency, latency_bound_time, ring_hops, torus_diameter
 from scaling_lib.inference import decode_step_time
-from scaling_lib.context_limits import max_context_length
 from scaling_lib.layouts import comm_volume_curves, ffn_comm_time
-from scaling_lib.measurements import POPE_HEADLINE_RUNS
-from scaling_lib.utilization import mfu
-from scaling_lib.measurements import pope_rows
+from scaling_lib.measurements import POPE_HEADLINE_RUNS, pope_rows
 from scaling_lib.models import get_model, param_count
+from scaling_lib.utilization import mfu
 
 PALM, V4, SLICE = "palm-540b", "tpu-v4", (4, 4, 4)
 L540 = get_model(PALM).n_layers
@@ -276,3 +275,26 @@ def test_head_sharding_that_does_not_divide_the_heads_is_refused_unless_padded_a
     with pytest.raises(ValueError, match="nothing fits"):
         choose_layout(PALM, V4, 64, "decode", 1, weight_dtype="int8")  # batch 1 needs heads: pad them
     assert choose_layout(PALM, V4, 64, "decode", 1, weight_dtype="int8", pad_heads=True).best.attention_sharding == "heads"
+
+
+def test_choose_for_resolves_the_model_once_and_passes_the_object_inward(monkeypatch):
+    # Issue 22, item 9: the public entrance resolves the row's model name; every helper inside takes the object.
+    import sys
+
+    import scaling_lib.models
+
+    original, names, in_frontier = scaling_lib.models.get_model, [], []
+
+    def counting(name):
+        if isinstance(name, str):
+            names.append(name)
+        if sys._getframe(1).f_globals["__name__"] == "scaling_lib.frontier":
+            in_frontier.append(name)
+        return original(name)
+
+    for module in list(sys.modules.values()):
+        if getattr(module, "__name__", "").startswith("scaling_lib") and getattr(module, "get_model", None) is original:
+            monkeypatch.setattr(module, "get_model", counting)
+    row = next(r for r in pope_rows() if r.model == "palm-540b" and r.phase == "decode")
+    choose_for(row)
+    assert names == ["palm-540b"] and in_frontier == ["palm-540b"]
