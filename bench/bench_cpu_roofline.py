@@ -3,17 +3,17 @@
 Run: .venv/bin/python bench/bench_cpu_roofline.py   (or make bench)
 
 Timings depend on the machine and on whatever else it runs, so `make test` asserts none of them
-(tests/tiny/test_estimate.py and tests/tiny/test_critical_batch.py check the same code on synthetic machines with
+(tests/tiny/test_measure.py and tests/tiny/test_estimate.py check the same code on synthetic machines with
 known answers). This script prints what the timings show, and whether each expectation held on this run:
 
 1. Chapter 1's knee: `time_batched_matmul` over B = 1 .. 512 on a 64 MiB float32 weight, its knee fitted with
    `roofline.fit_batch_roofline`, against (C / W) x 4 / 2 from W and C measured apart (`measure_memory_bandwidth`,
-   `measure_matmul_flops`). Expected within `estimate.KNEE_FACTOR` either way; the best of KNEE_ATTEMPTS tries.
+   `measure_matmul_flops`). Expected within `measure.KNEE_FACTOR` either way; the best of KNEE_ATTEMPTS tries.
 2. Chapter 11's decode sweep: `decode_sweep` at batches 1 and 32, caches 256 and 2,048, beside the bound priced with
    this machine's constants; `fit_machine_efficiency` on the short caches, then its predicted / measured ratio on
    every point. Expected: no step beats its bound by more than 2x of noise, the fitted points within 1.5x, the
    held-out long caches never predicted more than 2x too slow.
-3. The worked problems' critical-batch rule (`critical_batch.batch_rule`): the layer time at each batch, the
+3. The worked problems' critical-batch rule (`measure.batch_rule`): the layer time at each batch, the
    predicted critical batch and the measured knee. Expected: batch 1 within 4x of one weight read, and batch 256
    giving over 3x the throughput of batch 1.
 """
@@ -23,8 +23,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from scaling_lib.roofline import critical_batch_from_rates, fit_batch_roofline, matmul_flops
-from scaling_lib.tiny import estimate as bench
-from scaling_lib.tiny.critical_batch import batch_rule
+from scaling_lib.tiny import estimate as bench, measure
+from scaling_lib.tiny.measure import batch_rule
 from scaling_lib.tiny.xla import setup_devices
 
 KNEE_D = KNEE_F = 4096  # chapter 1's weight: 64 MiB of float32, larger than a CPU's last-level cache
@@ -37,12 +37,12 @@ def verdict(ok: bool) -> str:
 
 
 def knee() -> None:
-    factor = bench.KNEE_FACTOR
+    factor = measure.KNEE_FACTOR
     w = jax.random.normal(jax.random.key(0), (KNEE_D, KNEE_F), jnp.float32)
     print(f"1. chapter 1's knee: [B, {KNEE_D}] x [{KNEE_D}, {KNEE_F}] float32, B = 1 .. {KNEE_BATCHES[-1]}")
     for attempt in range(1, KNEE_ATTEMPTS + 1):
-        bandwidth, flops = bench.measure_memory_bandwidth(repeats=10), bench.measure_matmul_flops()
-        fit = fit_batch_roofline(KNEE_BATCHES, bench.time_batched_matmul(w, KNEE_BATCHES))
+        bandwidth, flops = measure.measure_memory_bandwidth(repeats=10), measure.measure_matmul_flops()
+        fit = fit_batch_roofline(KNEE_BATCHES, measure.time_batched_matmul(w, KNEE_BATCHES))
         predicted = critical_batch_from_rates(flops, bandwidth, "fp32")
         ratio = fit.knee_batch / predicted
         ok = 1 / factor <= ratio <= factor
@@ -55,8 +55,8 @@ def knee() -> None:
 
 
 def decode_sweep() -> None:
-    bandwidth = bench.measure_memory_bandwidth(n_bytes=128e6, repeats=3)
-    flops = bench.measure_matmul_flops(n=768, repeats=3)
+    bandwidth = measure.measure_memory_bandwidth(n_bytes=128e6, repeats=3)
+    flops = measure.measure_matmul_flops(n=768, repeats=3)
     timings = bench.decode_sweep(bench.machine_chip(bandwidth, flops), batches=(1, 32), cache_lens=(256, 2048),
                                  repeats=4)
     efficiency = bench.fit_machine_efficiency(timings)

@@ -197,3 +197,13 @@ def items(name: str, values, check, min_len: int = 1) -> tuple:
     if len(values) < min_len:
         raise ValueError(f"{name} must list at least {min_len} entr{'y' if min_len == 1 else 'ies'}, got {values!r}")
     return tuple(check(f"{name} entry", value) for value in values)
+
+
+def torus_mesh(mesh_shape, n_chips: int | None = None) -> tuple:
+    """A torus mesh of 1 to 3 positive axis sizes padded to (X, Y, Z); with n_chips, their product must equal it."""
+    shape = axes("mesh_shape", mesh_shape, max_axes=3)
+    shape = shape + (1,) * (3 - len(shape))
+    if n_chips is not None and math.prod(shape) != n_chips:
+        raise ValueError(f"mesh_shape {shape} holds {math.prod(shape)} chips, not n_chips={n_chips}; "
+                         f"pick axes whose product is {n_chips}")
+    return shape

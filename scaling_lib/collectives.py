@@ -13,7 +13,7 @@ wraparound the axis is a bidirectional ring (Scaling Book ch. 3):
     all-gather, reduce-scatter:  V / W          all-reduce:  2 V / W          all-to-all:  V / (4 W)
 
 and a pass takes floor(n / 2) hops of ~1 us: chunks travel both ways round the ring, and the farthest chip is
-floor(n / 2) hops away (`collective_hops`); an all-reduce (a reduce-scatter then an all-gather) is two passes.
+floor(n / 2) hops away (`hops.collective_hops`); an all-reduce (a reduce-scatter then an all-gather) is two passes.
 Whether an axis wraps depends on the slice, not the chip: `hardware.Torus.wraparound_axes`. Without wraparound the
 axis is a line: the chip at each end has a single link on it, through which it must receive the other n - 1
 shards, (n - 1) V / n bytes at W_ici, so an all-gather takes 2 (n - 1) / n x V / W (1.5 V / W on 4 chips, the
@@ -60,8 +60,8 @@ from dataclasses import dataclass
 from ._validate import axes as check_axes
 from ._validate import choice, flag, positive, positive_int
 from .hardware import NCCL_LATENCY, FullMesh, SwitchDomain, Torus, get_chip
+from .hops import COLLECTIVES, collective_hops
 
-COLLECTIVES = ("all-gather", "reduce-scatter", "all-reduce", "all-to-all")
 _TORUS_FACTOR = {"all-gather": 1.0, "reduce-scatter": 1.0, "all-reduce": 2.0, "all-to-all": 0.25}
 NETWORKS = ("ici", "dcn")
 PROTOCOLS = ("LL", "LL128", "Simple")
@@ -120,26 +120,6 @@ def _switch_volume(op: str, n: int) -> float:
     """Bytes one GPU moves per byte of the array, for op over n GPUs behind a switch (module docstring)."""
     share = (n - 1) / n
     return {"all-gather": share, "reduce-scatter": share, "all-reduce": 2 * share, "all-to-all": share / n}[op]
-
-
-def collective_hops(op: str, n_shards: int, wraparound: bool = True) -> int:
-    """Hops one collective takes on a bidirectional ring of n chips: floor(n / 2) per pass, two passes for an
-    all-reduce.
-
-    Chunks travel both ways round the ring at once. Chip k is min(k, n - k) hops from chip 0, largest at
-    k = floor(n / 2), where it is floor(n / 2) (on a ring of 7, chip 3 is 3 hops one way and 4 the other): an
-    all-gather, reduce-scatter or all-to-all is one pass of floor(n / 2) hops; an all-reduce is a reduce-scatter
-    followed by an all-gather, 2 floor(n / 2) hops (8 on a ring of 8). Without wraparound a pass is n - 1 hops, end
-    to end. A latency-bound collective takes hops x the hop latency. Chapter 7's section *Decode collectives are
-    latency-bound*.
-
-    Used in chapter 7, *Sharding prefill and generation*.
-    """
-    choice("collective op", op, COLLECTIVES)
-    n = positive_int("n_shards", n_shards)
-    wraparound = flag("wraparound", wraparound)
-    passes = 2 if op == "all-reduce" else 1
-    return passes * (n // 2 if wraparound else n - 1)
 
 
 def _torus_bandwidth(op: str, array_bytes: float, topology: Torus, n: int, wraparound: bool) -> float:
@@ -412,3 +392,47 @@ def transfer_bandwidth(chip, n_chips: int, network: str = "dcn") -> float:
         return n * chip.dcn_bandwidth
     per_chip = chip.ici_link_bandwidth if isinstance(chip.topology, Torus) else collective_bandwidth(chip)
     return n * per_chip
+
+
+# --- Pope et al.'s per-chip collectives (chapter 8): bytes per chip, priced by one of two conventions ---------------
+# Two conventions turn a collective's bytes per chip into seconds (`layouts` explains where they differ):
+#   "pope"          every collective uses the chip's whole interconnect, ici_links x ici_link_bandwidth (6 x 45 GB/s
+#                   = 270 GB/s on TPU v4), as in Pope et al. sec. 2 and App. A;
+#   "scaling-book"  a collective over n_axes mesh axes gets n_axes x the bidirectional bandwidth of one link
+#                   (Scaling Book ch. 3, used in ch. 7 Question 7).
+CONVENTIONS = ("pope", "scaling-book")
+
+
+@dataclass(frozen=True)
+class Collective:
+    """One collective of Pope et al.'s cost model: bytes on each chip (the gathered output, the unreduced input, the
+    resharded block) and the sizes of the mesh axes it runs over. `layouts.ffn_collectives` and
+    `attention_sharding.attention_collectives` build them."""
+
+    op: str  # "all-gather", "reduce-scatter" or "all-to-all"
+    tensor: str  # "activations" or "weights"
+    bytes_per_chip: float
+    group: tuple  # sizes of the mesh axes it runs over
+
+    def seconds(self, chip, convention: str = "pope") -> float:
+        """bytes / bandwidth, with the bandwidth of the named convention (CONVENTIONS, above)."""
+        chip = get_chip(chip)
+        choice("convention", convention, CONVENTIONS)
+        if convention == "pope":
+            return self.bytes_per_chip / (chip.ici_links * chip.ici_link_bandwidth)
+        axes = sum(1 for size in self.group if size > 1)
+        return self.bytes_per_chip / (axes * chip.ici_bidirectional)
+
+
+def ring_bytes_sent(collective: Collective) -> float:
+    """Bytes one chip sends for `collective` over a ring of m = prod(group) chips: (m-1)/m x bytes_per_chip.
+
+    The cost model (Pope et al. App. A) counts bytes_per_chip -- the gathered output, the unreduced input, the
+    resharded block -- and drops (m-1)/m; a ring all-gather passes m-1 of the m blocks through each chip.
+
+    Used in chapter 8, *Partitioning layouts*.
+    """
+    if not isinstance(collective, Collective):
+        raise ValueError(f"collective must be a collectives.Collective, got {type(collective).__name__}")
+    k = math.prod(collective.group)
+    return collective.bytes_per_chip * (k - 1) / k

@@ -53,7 +53,8 @@ from .collectives import mesh_collective
 from .dtypes import bytes_per_element
 from .flops import decode_step_flops, forward_flops, matmul_params
 from .hardware import Torus, get_chip
-from .layouts import LAYOUTS, attention_collectives, ffn_collectives, optimal_2d_mesh
+from .attention_sharding import attention_collectives
+from .layouts import LAYOUTS, ffn_collectives, optimal_2d_mesh
 from .memory import KV_PLACEMENTS, kv_bytes_per_token, kv_cache_bytes, kv_head_groups, kv_replication
 from .memory import param_bytes as model_param_bytes
 from .models import get_model

@@ -33,14 +33,16 @@ from functools import lru_cache
 from itertools import product
 
 from ._validate import axes, choice, flag, instances, positive, positive_int, real
-from .collectives import collective_time
+from .attention_sharding import ATTENTION_SHARDINGS
+from .collectives import Collective, collective_time
 from .dtypes import bytes_per_element
 from .hardware import Torus, get_chip
 from .hops import cube_torus
-from .layouts import ATTENTION_SHARDINGS, LAYOUTS, Collective, ffn_collectives, mfu, optimal_2d_mesh
+from .layouts import LAYOUTS, ffn_collectives, optimal_2d_mesh
 from .measurements import PopeRow
 from .memory import kv_bytes_per_token
 from .models import get_model, param_count
+from .utilization import mfu
 
 PHASES = ("prefill", "decode")
 METRICS = ("latency", "cost")
@@ -74,10 +76,10 @@ def _mesh(mesh_shape, layout: str, model, chip, n_chips: int) -> tuple:
     return mesh
 
 
-def _check_step(model, chip, n_chips, phase, batch, ffn_layout, attention_sharding, context_len, dtypes,
+def _check_step(m, c, n_chips, phase, batch, ffn_layout, attention_sharding, context_len, dtypes,
                 mesh_shape, parallel_block) -> tuple:
-    """Validate the arguments `layer_collectives` and `layout_cost` share; (model, chip, n, batch, context, mesh)."""
-    m, c = get_model(model), get_chip(chip)
+    """Validate the arguments `layer_collectives` and `layout_cost` share, for the model and chip their public
+    entrance resolved (a `Transformer`, a `Chip`); (n, batch, context, mesh)."""
     n, b = positive_int("n_chips", n_chips), positive_int("batch", batch)
     s = positive_int("context_len", context_len)
     choice("phase", phase, PHASES)
@@ -91,7 +93,7 @@ def _check_step(model, chip, n_chips, phase, batch, ffn_layout, attention_shardi
     if ffn_layout != "1d-ws" and not isinstance(c.topology, Torus):  # as `estimate.Deployment` decides
         raise ValueError(f"ffn_layout={ffn_layout!r} is one of Pope et al.'s torus layouts and {c.name} is not a TPU "
                          f"torus ({c.interconnect}): use ffn_layout='1d-ws' (Megatron tensor parallelism)")
-    return m, c, n, b, s, _mesh(mesh_shape, ffn_layout, m, c, n)
+    return n, b, s, _mesh(mesh_shape, ffn_layout, m, c, n)
 
 
 def _heads_priced(model, n_chips: int, attention_sharding: str, pad_heads) -> object:
@@ -184,10 +186,18 @@ def layer_collectives(model, n_chips: int, phase: str, batch: int, ffn_layout: s
 
     Used in chapter 12, *Choosing a layout by the metric*.
     """
-    m, _, n_chips, batch, context_len, mesh = _check_step(
-        model, chip, n_chips, phase, batch, ffn_layout, attention_sharding, context_len,
+    m = get_model(model)
+    n_chips, batch, context_len, mesh = _check_step(
+        m, get_chip(chip), n_chips, phase, batch, ffn_layout, attention_sharding, context_len,
         {"weight_dtype": weight_dtype, "activation_dtype": activation_dtype}, mesh_shape, parallel_block)
-    m = _heads_priced(m, n_chips, attention_sharding, pad_heads)
+    return _layer_collectives(_heads_priced(m, n_chips, attention_sharding, pad_heads), n_chips, phase, batch,
+                              ffn_layout, attention_sharding, context_len, weight_dtype, activation_dtype, mesh,
+                              parallel_block)
+
+
+def _layer_collectives(m, n_chips, phase, batch, ffn_layout, attention_sharding, context_len, weight_dtype,
+                       activation_dtype, mesh, parallel_block) -> tuple:
+    """`layer_collectives` for a `Transformer` (heads as priced) and arguments already checked."""
     tokens = batch * (context_len if phase == "prefill" else 1)
     ffn = ffn_collectives(ffn_layout, m, tokens, mesh, weight_dtype, activation_dtype)
     activations = [c for c in ffn if c.tensor == "activations"]
@@ -218,8 +228,19 @@ def layout_cost(model, chip, n_chips: int, phase: str, batch: int, ffn_layout: s
 
     Used in chapter 12, *Choosing a layout by the metric*.
     """
-    m, c, n, b, context_len, mesh = _check_step(
-        model, chip, n_chips, phase, batch, ffn_layout, attention_sharding, context_len,
+    return _layout_cost(get_model(model), get_chip(chip), n_chips, phase, batch, ffn_layout, attention_sharding,
+                        context_len=context_len, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
+                        activation_dtype=activation_dtype, mesh_shape=mesh_shape, parallel_block=parallel_block,
+                        overlap=overlap, pad_heads=pad_heads)
+
+
+def _layout_cost(m, c, n_chips: int, phase: str, batch: int, ffn_layout: str, attention_sharding: str, *,
+                 context_len: int = 2048, weight_dtype: str = "bf16", kv_dtype: str = "bf16",
+                 activation_dtype: str = "bf16", mesh_shape=None, parallel_block: bool = True,
+                 overlap: bool = False, pad_heads: bool = False) -> LayoutCost:
+    """`layout_cost` for a `Transformer` and a `Chip` (the public entrance resolved them); the rest checked here."""
+    n, b, context_len, mesh = _check_step(
+        m, c, n_chips, phase, batch, ffn_layout, attention_sharding, context_len,
         {"weight_dtype": weight_dtype, "kv_dtype": kv_dtype, "activation_dtype": activation_dtype}, mesh_shape,
         parallel_block)
     overlap = flag("overlap", overlap)
@@ -227,9 +248,8 @@ def layout_cost(model, chip, n_chips: int, phase: str, batch: int, ffn_layout: s
         raise ValueError(f"attention sharded over the batch needs batch={b} divisible by n_chips={n}; "
                          "use a multiple of the chip count or attention_sharding='heads'")
     priced = _heads_priced(m, n, attention_sharding, pad_heads)
-    steps = layer_collectives(priced, n, phase, b, ffn_layout, attention_sharding, context_len=context_len,
-                              weight_dtype=weight_dtype, activation_dtype=activation_dtype, mesh_shape=mesh,
-                              parallel_block=parallel_block, chip=c)
+    steps = _layer_collectives(priced, n, phase, b, ffn_layout, attention_sharding, context_len, weight_dtype,
+                               activation_dtype, mesh, parallel_block)
     tokens = b * (context_len if phase == "prefill" else 1)
     params = param_count(priced)
     gathered = math.prod(mesh[:_GATHER_AXES[ffn_layout]])
@@ -286,9 +306,13 @@ def choose_layout(model, chip, n_chips: int, phase: str, batch: int, *, tie: flo
 
     Used in chapter 12, *Choosing a layout by the metric*.
     """
+    return _choose_layout(get_model(model), get_chip(chip), n_chips, phase, batch, tie=tie, **options)
+
+
+def _choose_layout(m, c, n_chips: int, phase: str, batch: int, *, tie: float = 0.01, **options) -> LayoutDecision:
+    """`choose_layout` for a `Transformer` and a `Chip` (the public entrance resolved them)."""
     if not 0 <= real("tie", tie) < 1:
         raise ValueError(f"tie must be a fraction in [0, 1), got {tie!r}")
-    m, c = get_model(model), get_chip(chip)
     n_chips, batch = positive_int("n_chips", n_chips), positive_int("batch", batch)
     choice("phase", phase, PHASES)
     costs = []
@@ -299,7 +323,7 @@ def choose_layout(model, chip, n_chips: int, phase: str, batch: int, *, tie: flo
             continue
         if sharding == "heads" and m.n_heads % n_chips and not pad:
             continue
-        cost = layout_cost(m, c, n_chips, phase, batch, layout, sharding, **options)
+        cost = _layout_cost(m, c, n_chips, phase, batch, layout, sharding, **options)
         if cost.fits:
             costs.append(cost)
     if not costs:
@@ -315,13 +339,17 @@ def sweep(model, chip, phase: str, *, chip_counts=CHIP_COUNTS, batches=BATCHES, 
 
     Used in chapter 12, *Choosing a layout by the metric*.
     """
-    m, c = get_model(model), get_chip(chip)
+    return _sweep(get_model(model), get_chip(chip), phase, chip_counts=chip_counts, batches=batches, **options)
+
+
+def _sweep(m, c, phase: str, *, chip_counts=CHIP_COUNTS, batches=BATCHES, **options) -> tuple:
+    """`sweep` for a `Transformer` and a `Chip` (the public entrance resolved them)."""
     choice("phase", phase, PHASES)
     chip_counts, batches = _counts("chip_counts", chip_counts), _counts("batches", batches)
     points = []
     for n, b in product(chip_counts, batches):
         try:
-            points.append(choose_layout(m, c, n, phase, b, **options).best)
+            points.append(_choose_layout(m, c, n, phase, b, **options).best)
         except NothingFits:
             continue  # does not fit on n chips; a bad argument still raises
     return tuple(points)
@@ -360,6 +388,7 @@ def choose(model, chip, phase: str, metric: str = "cost", *, latency_target_s: f
 
     Used in chapter 12, *Choosing a layout by the metric*.
     """
+    m, c = get_model(model), get_chip(chip)
     choice("metric", metric, METRICS)
     if latency_target_s is not None:
         positive("latency_target_s", latency_target_s)
@@ -374,12 +403,11 @@ def choose(model, chip, phase: str, metric: str = "cost", *, latency_target_s: f
         except ValueError as err:
             raise ValueError(f"weight_dtypes: {err}") from None
     points = [p for dtype in weight_dtypes
-              for p in sweep(model, chip, phase, chip_counts=chip_counts, batches=batches, weight_dtype=dtype,
-                             **options)]
+              for p in _sweep(m, c, phase, chip_counts=chip_counts, batches=batches, weight_dtype=dtype, **options)]
     if latency_target_s is not None:
         points = [p for p in points if p.total_s <= latency_target_s]
     if not points:
-        raise ValueError(f"no configuration of {get_model(model).name} meets latency_target_s={latency_target_s}; "
+        raise ValueError(f"no configuration of {m.name} meets latency_target_s={latency_target_s}; "
                          "relax the target or allow more chips")
     if metric == "latency":
         return min(points, key=lambda p: (p.total_s, p.cost_chip_s_per_token))
@@ -423,7 +451,7 @@ def measured_step_s(row) -> float:
 
 
 def measured_mfu(row) -> float:
-    """A `measurements.PopeRow`'s MFU recomputed from its published latency: `layouts.mfu` (2 P tokens / (latency x
+    """A `measurements.PopeRow`'s MFU recomputed from its published latency: `utilization.mfu` (2 P tokens / (latency x
     chips x C_bf16)).
 
     Used in chapter 12, *Choosing a layout by the metric*.
@@ -441,5 +469,5 @@ def choose_for(row, **options) -> LayoutDecision:
     """
     row = _row(row)
     options.setdefault("pad_heads", True)
-    return choose_layout(row.model, row.chip, row.chips, row.phase, row.batch, weight_dtype=row.weight_dtype,
-                         context_len=row.context_len, **options)
+    return _choose_layout(get_model(row.model), get_chip(row.chip), row.chips, row.phase, row.batch,
+                          weight_dtype=row.weight_dtype, context_len=row.context_len, **options)

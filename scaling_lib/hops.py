@@ -7,20 +7,44 @@ bytes / bandwidth but a count of serial steps, each with a fixed cost:
 
 t_hop is the time to cross one link (about 1 us on a TPU torus, Scaling Book ch. 7 App. C); t_fixed is what a
 collective costs before any byte moves (launching it, synchronising the chips, reducing on chip). On a ring of k
-chips a bidirectional all-gather or reduce-scatter takes floor(k / 2) hops (the book's `collectives.collective_time`);
+chips a bidirectional all-gather or reduce-scatter takes floor(k / 2) hops (`collective_hops`; `collectives` prices it);
 on a torus the axes run one after another, so the hops add up. An all-to-all, the pattern of MoE routing and of
 batch-sharded attention, must reach the farthest chip: at least the network's diameter in hops, which for a
 wraparound torus X x Y x Z is floor(X/2) + floor(Y/2) + floor(Z/2).
 
 A lower-diameter network (TPU 8i's Boardfly) shrinks `hops`; an engine that does the collective's bookkeeping in
 hardware (its Collectives Acceleration Engine) shrinks `t_fixed`. Neither changes the bandwidth term, which decode's
-small messages hardly use. Used in chapter 12, *What TPU 8i changes*.
+small messages hardly use. This module owns the counting of hops (`collective_hops`, `ring_hops`, `torus_diameter`)
+and the latency-bound time; `collectives` prices a collective's bytes and latency with them. Used in chapter 7,
+*Sharding prefill and generation*, and chapter 12, *What TPU 8i changes*.
 """
 
 import math
 
-from ._validate import axes, flag, non_negative_int, positive, positive_int
-from .collectives import collective_hops
+from ._validate import axes, choice, flag, non_negative_int, positive, positive_int
+
+# The four collectives the library counts hops for and prices (`collectives.collective_time`).
+COLLECTIVES = ("all-gather", "reduce-scatter", "all-reduce", "all-to-all")
+
+
+def collective_hops(op: str, n_shards: int, wraparound: bool = True) -> int:
+    """Hops one collective takes on a bidirectional ring of n chips: floor(n / 2) per pass, two passes for an
+    all-reduce.
+
+    Chunks travel both ways round the ring at once. Chip k is min(k, n - k) hops from chip 0, largest at
+    k = floor(n / 2), where it is floor(n / 2) (on a ring of 7, chip 3 is 3 hops one way and 4 the other): an
+    all-gather, reduce-scatter or all-to-all is one pass of floor(n / 2) hops; an all-reduce is a reduce-scatter
+    followed by an all-gather, 2 floor(n / 2) hops (8 on a ring of 8). Without wraparound a pass is n - 1 hops, end
+    to end. A latency-bound collective takes hops x the hop latency. Chapter 7's section *Decode collectives are
+    latency-bound*.
+
+    Used in chapter 7, *Sharding prefill and generation*.
+    """
+    choice("collective op", op, COLLECTIVES)
+    n = positive_int("n_shards", n_shards)
+    wraparound = flag("wraparound", wraparound)
+    passes = 2 if op == "all-reduce" else 1
+    return passes * (n // 2 if wraparound else n - 1)
 
 
 def torus_diameter(mesh_shape, wraparound: bool = True) -> int:
@@ -33,7 +57,7 @@ def torus_diameter(mesh_shape, wraparound: bool = True) -> int:
 
 
 def ring_hops(mesh_shape, op: str = "all-gather") -> int:
-    """Hops of one collective run over every axis of a torus in turn: `collectives.collective_hops` summed over the
+    """Hops of one collective run over every axis of a torus in turn: `collective_hops` summed over the
     axes (floor(a / 2) per axis of a chips for an all-gather, reduce-scatter or all-to-all; twice that for an
     all-reduce).
 

@@ -24,57 +24,30 @@ Two conventions turn bytes into seconds (CONVENTIONS):
 They agree for a collective spanning all three axes (3 x 90 GB/s = 270 GB/s) and differ for 2d-ws, whose
 F-collectives run over the X axis alone: the book gives them a third of the paper's bandwidth, which moves the
 1D/2D crossover from n > 4F/D (16 chips for F = 4D) to n > 18F/D (72 chips); see `ws_2d_crossover_chips`.
+
+The rest of Pope et al.'s analysis lives beside this module, one idea each: a collective and its pricing under the two
+conventions (`collectives.Collective`, `collectives.ring_bytes_sent`), multiquery attention's collectives
+(`attention_sharding`), the KV cache against the weights and the longest context (`context_limits`), MFU and the
+decode bound beside a measured step (`utilization`), and the paper's measured runs (`measurements`).
 """
 
 import math
 from dataclasses import dataclass
 from itertools import product
 
-from ._validate import MAX_CHIPS, at_most, axes, choice, divisors, fraction, items, positive, positive_int
+from ._validate import MAX_CHIPS, at_most, choice, divisors, items, positive, positive_int, torus_mesh
+from .collectives import CONVENTIONS, Collective
+from .context_limits import max_context_length  # noqa: F401 - DESIGN.md documents layouts.max_context_length
 from .dtypes import bytes_per_element
 from .hardware import get_chip
-from .inference import StepTime, decode_step_time
-from .measurements import pope_row
-from .memory import kv_bytes_per_token, kv_cache_bytes, param_bytes
+from .memory import kv_bytes_per_token
 from .models import get_model
 from .roofline import matmul_flops
-from .sharding import kv_cache_sharding
+from .utilization import mfu  # noqa: F401 - DESIGN.md documents layouts.mfu
 
 LAYOUTS = ("1d-ws", "2d-ws", "wg-x", "wg-xy", "wg-xyz")
-CONVENTIONS = ("pope", "scaling-book")
 PHASES = ("prefill", "decode")
-ATTENTION_SHARDINGS = ("heads", "batch")
 _GATHER_AXES = {"1d-ws": 0, "2d-ws": 0, "wg-x": 1, "wg-xy": 2, "wg-xyz": 3}  # leading mesh axes weights gather over
-
-
-
-def _mesh(mesh_shape, n_chips=None) -> tuple:
-    """Validate a mesh shape of 1 to 3 positive ints and pad it to (X, Y, Z)."""
-    shape = axes("mesh_shape", mesh_shape, max_axes=3)
-    shape = shape + (1,) * (3 - len(shape))
-    if n_chips is not None and math.prod(shape) != n_chips:
-        raise ValueError(f"mesh_shape {shape} holds {math.prod(shape)} chips, not n_chips={n_chips}; "
-                         f"pick axes whose product is {n_chips}")
-    return shape
-
-
-@dataclass(frozen=True)
-class Collective:
-    """One all-gather or reduce-scatter: bytes on each chip (gathered output / unreduced input) and its axes."""
-
-    op: str  # "all-gather" or "reduce-scatter"
-    tensor: str  # "activations" or "weights"
-    bytes_per_chip: float
-    group: tuple  # sizes of the mesh axes it runs over
-
-    def seconds(self, chip, convention: str = "pope") -> float:
-        """bytes / bandwidth, with the bandwidth of the named convention (module docstring)."""
-        chip = get_chip(chip)
-        choice("convention", convention, CONVENTIONS)
-        if convention == "pope":
-            return self.bytes_per_chip / (chip.ici_links * chip.ici_link_bandwidth)
-        axes = sum(1 for size in self.group if size > 1)
-        return self.bytes_per_chip / (axes * chip.ici_bidirectional)
 
 
 def ffn_collectives(layout: str, model, tokens: float, mesh_shape, weight_dtype: str = "bf16",
@@ -86,7 +59,12 @@ def ffn_collectives(layout: str, model, tokens: float, mesh_shape, weight_dtype:
     m = get_model(model)
     choice("layout", layout, LAYOUTS)
     positive("tokens", tokens)
-    x, y, z = _mesh(mesh_shape)
+    return _ffn_collectives(layout, m, tokens, torus_mesh(mesh_shape), weight_dtype, activation_dtype)
+
+
+def _ffn_collectives(layout: str, m, tokens: float, mesh: tuple, weight_dtype: str, activation_dtype: str) -> tuple:
+    """`ffn_collectives` for a `Transformer`, a checked layout and token count, and an (X, Y, Z) mesh."""
+    x, y, z = mesh
     n = x * y * z
     d, f = m.d_model, m.d_ff
     a, w = bytes_per_element(activation_dtype), bytes_per_element(weight_dtype)
@@ -182,7 +160,7 @@ def ffn_layer_time(layout: str, model, chip, mesh_shape, tokens_per_batch: float
     choice("phase", phase, PHASES)
     positive("tokens_per_batch", tokens_per_batch)
     positive("context_len", context_len, allow_zero=True)
-    x, y, z = _mesh(mesh_shape, None if n_chips is None else positive_int("n_chips", n_chips))
+    x, y, z = torus_mesh(mesh_shape, None if n_chips is None else positive_int("n_chips", n_chips))
     n = x * y * z
     gathered = math.prod((x, y, z)[:_GATHER_AXES[choice("layout", layout, LAYOUTS)]])
     weight_bytes = 2 * m.d_model * m.d_ff * bytes_per_element(weight_dtype) * gathered / n
@@ -322,11 +300,16 @@ def optimal_2d_mesh(n_chips: int, model, chip="tpu-v4", convention: str = "pope"
     """The integer mesh (X, Y, Z), X Y Z = n_chips, with the least 2D weight-stationary communication time."""
     n_chips = at_most("n_chips", positive_int("n_chips", n_chips), MAX_CHIPS, "no slice has more chips, and the "
                       "search tries every pair of divisors")
+    m, chip = get_model(model), get_chip(chip)
+    choice("convention", convention, CONVENTIONS)
     factors = divisors(n_chips)
     meshes = [(x, y, n_chips // (x * y)) for x, y in product(factors, factors) if n_chips % (x * y) == 0]
+
+    def seconds(mesh):  # one token's 2D weight-stationary collectives: the time is linear in T, so T = 1 ranks them
+        return sum(c.seconds(chip, convention) for c in _ffn_collectives("2d-ws", m, 1.0, mesh, "bf16", "bf16"))
+
     # Prefer the most even Y x Z split on ties (fewest degenerate axes).
-    return min(meshes, key=lambda mesh: (ffn_comm_time("2d-ws", model, chip, 1.0, mesh, convention),
-                                         abs(mesh[1] - mesh[2])))
+    return min(meshes, key=lambda mesh: (seconds(mesh), abs(mesh[1] - mesh[2])))
 
 
 def layout_switch_points(model, chip, mesh_shape, convention: str = "pope", layouts=LAYOUTS,
@@ -383,198 +366,3 @@ def wg_switch_tokens(model, gather_from: int, gather_to: int, n_chips: int, weig
     return ratio * m.d_ff * gather_from * gather_to / n_chips
 
 
-# --- Claims P2, P3: the KV cache and attention sharding for multiquery attention (sec. 3.3, Table 1) ----------------
-
-@dataclass(frozen=True)
-class KvVersusWeights:
-    kv_bytes: float
-    weight_bytes: float
-
-    @property
-    def ratio(self) -> float:
-        return self.kv_bytes / self.weight_bytes
-
-
-def kv_versus_weights(model, batch: int, context_len: int, kv_dtype: str = "bf16",
-                      weight_dtype: str = "bf16") -> KvVersusWeights:
-    """Claim P2: B x S x 2 L K H bytes of KV cache against the weight bytes (Pope et al. sec. 2.1).
-
-    Used in chapter 8, *Partitioning layouts*.
-    """
-    positive("context_len", context_len, allow_zero=True)
-    return KvVersusWeights(kv_cache_bytes(model, context_len, batch, kv_dtype), param_bytes(model, weight_dtype))
-
-
-def max_context_length(model, chip, n_chips: int, batch: int, attention_sharding: str, kv_fraction: float = 0.3,
-                       kv_dtype: str = "bf16") -> int:
-    """Longest context whose KV cache fits in kv_fraction of each chip's HBM (Pope et al. sec. 3.3, Table 1).
-
-    S_max = floor(kv_fraction x HBM / (sequences per chip x 2 L x heads per chip x H x bytes)), with
-      "heads": KV heads split over chips, ceil(K / n) per chip (a multiquery head is replicated on every chip;
-               48 multihead heads on 64 chips take one each, as if padded to 64), every chip holds all B sequences;
-      "batch": sequences split over chips, ceil(B / n) per chip, all K heads each.
-
-    Used in chapter 8, *Partitioning layouts*.
-    """
-    m, chip = get_model(model), get_chip(chip)
-    choice("attention_sharding", attention_sharding, ATTENTION_SHARDINGS)
-    n_chips, batch = positive_int("n_chips", n_chips), positive_int("batch", batch)
-    fraction("kv_fraction", kv_fraction, "the share of HBM kept for the KV cache")
-    if attention_sharding == "heads":
-        heads, sequences = math.ceil(m.n_kv_heads / n_chips), batch
-    else:
-        heads, sequences = m.n_kv_heads, math.ceil(batch / n_chips)
-    per_token = kv_bytes_per_token(m, kv_dtype) * heads / m.n_kv_heads
-    return int(kv_fraction * chip.hbm_capacity // (sequences * per_token))
-
-
-@dataclass(frozen=True)
-class ContextLengthRow:
-    variant: str
-    model: str
-    attention_sharding: str
-    head_dim: int
-    batches: tuple
-    context_lengths: tuple
-
-
-def context_length_table(chip="tpu-v4", n_chips: int = 64, batches=(128, 512), kv_fraction: float = 0.3) -> tuple:
-    """Claim P3, Pope et al. Table 1: multihead, multiquery sharded over heads, multiquery sharded over batch.
-
-    Used in chapter 8, *Partitioning layouts*.
-    """
-    if isinstance(batches, (str, bytes)) or not hasattr(batches, "__iter__") or not list(batches):
-        raise ValueError(f"batches must list at least one batch size, e.g. (128, 512), got {batches!r}")
-    batches = items("batches", batches, positive_int)
-    variants = (("multihead", "palm-540b-multihead", "heads"), ("baseline multiquery", "palm-540b", "heads"),
-                ("optimized multiquery", "palm-540b", "batch"))
-    return tuple(ContextLengthRow(label, name, sharding, get_model(name).head_dim, tuple(batches),
-                                  tuple(max_context_length(name, chip, n_chips, b, sharding, kv_fraction)
-                                        for b in batches))
-                 for label, name, sharding in variants)
-
-
-# --- Claim P4: MFU from published latencies, and the decode roofline against the measured step ----------------------
-
-def mfu(param_count: float, tokens: float, seconds: float, chip, n_chips: int, compute_dtype: str = "bf16") -> float:
-    """Model FLOPs utilization: 2 x params x tokens / (seconds x n x peak)  (Pope et al. sec. 2; attention excluded).
-
-    Used in chapter 8, *Partitioning layouts* and chapter 12, *Choosing a layout by the metric*.
-    """
-    chip = get_chip(chip)
-    for name, value in (("param_count", param_count), ("tokens", tokens), ("seconds", seconds)):
-        positive(name, value)
-    positive_int("n_chips", n_chips)
-    return 2.0 * param_count * tokens / (seconds * n_chips * chip.peak_flops(compute_dtype))
-
-
-@dataclass(frozen=True)
-class DecodeGap:
-    """A decode step's roofline lower bound next to a measured step time."""
-
-    bound: StepTime
-    measured_s: float
-
-    @property
-    def bound_s(self) -> float:
-        return self.bound.total_s
-
-    @property
-    def gap_s(self) -> float:
-        return self.measured_s - self.bound_s
-
-    @property
-    def ratio(self) -> float:
-        """measured / bound: how far the real system sits above the roofline."""
-        return self.measured_s / self.bound_s
-
-
-def decode_latency_gap(model, chip, n_chips: int, batch: int, context_len: int, measured_step_s: float,
-                       weight_dtype: str = "int8", kv_dtype: str = "bf16", compute_dtype: str = "bf16", *,
-                       check_capacity: bool = True) -> DecodeGap:
-    """`inference.decode_step_time` (weights / (n W_hbm) + KV / (n W_hbm), or FLOPs) beside a measured step.
-
-    The bound leaves out communication, attention FLOPs, layer norms and sampling, so it sits below any real step.
-    Raises ValueError when the batch does not fit in HBM (`check_capacity=False` prices it as if it fitted).
-
-    Used in chapter 8, *Partitioning layouts*.
-    """
-    positive("measured_step_s", measured_step_s)
-    bound = decode_step_time(model, chip, n_chips, batch, context_len, weight_dtype, kv_dtype, compute_dtype,
-                             check_capacity=check_capacity)
-    return DecodeGap(bound=bound, measured_s=measured_step_s)
-
-
-# --- Per-chip collectives of multiquery attention, and the ring factor (checked against HLO in executed_layouts) ----
-
-def attention_collectives(attention_sharding: str, batch: int, n_heads: int, head_dim: int, mesh_shape,
-                          activation_dtype: str = "bf16") -> tuple:
-    """The collectives of one multiquery attention layer in a decode step (Pope et al. sec. 3.3, Fig. 4).
-
-    The projections leave q [B, N, H] split over heads on all n chips. "heads": the one KV head is replicated on every
-    chip and each chip attends with its N/n heads: no communication. "batch": the KV cache is split over the batch,
-    so q is resharded to [B/n, N, H] by an all-to-all and the output returned to head sharding by a second one; each
-    moves the chip's b_a B N H / n block (sharding.kv_cache_sharding counts the two all-to-alls).
-    """
-    choice("attention_sharding", attention_sharding, ATTENTION_SHARDINGS)
-    for name, value in (("batch", batch), ("n_heads", n_heads), ("head_dim", head_dim)):
-        positive_int(name, value)
-    group = _mesh(mesh_shape)
-    n = math.prod(group)
-    if attention_sharding == "heads" or n == 1:
-        return ()
-    count = kv_cache_sharding(1, batch, n).all_to_alls_per_attention_layer  # one KV head: the rest splits B
-    block = bytes_per_element(activation_dtype) * batch * n_heads * head_dim / n
-    return tuple(Collective("all-to-all", "activations", block, group) for _ in range(count))
-
-
-def ring_bytes_sent(collective: Collective) -> float:
-    """Bytes one chip sends for `collective` over a ring of m = prod(group) chips: (m-1)/m x bytes_per_chip.
-
-    The cost model (Pope et al. App. A) counts bytes_per_chip -- the gathered output, the unreduced input, the
-    resharded block -- and drops (m-1)/m; a ring all-gather passes m-1 of the m blocks through each chip.
-
-    Used in chapter 8, *Partitioning layouts*.
-    """
-    if not isinstance(collective, Collective):
-        raise ValueError(f"collective must be a layouts.Collective, got {type(collective).__name__}")
-    k = math.prod(collective.group)
-    return collective.bytes_per_chip * (k - 1) / k
-
-
-@dataclass(frozen=True)
-class PublishedRun:
-    """A configuration Pope et al. 2022 measured for PaLM 540B on 64 TPU v4 chips (Table 2, sec. 4.4).
-
-    `tokens` is the tokens the run processed: batch x prompt length for prefill, batch x generated steps for decode.
-    """
-
-    phase: str
-    batch: int
-    tokens_per_sequence: int
-    seconds: float
-    weight_dtype: str
-    context_len: int
-    source: str
-
-    @property
-    def tokens(self) -> int:
-        return self.batch * self.tokens_per_sequence
-
-    @property
-    def seconds_per_step(self) -> float:
-        """Decode: seconds per generated token (the whole batch steps together)."""
-        return self.seconds / self.tokens_per_sequence
-
-
-def _published_run(row) -> PublishedRun:
-    per_sequence = row.decode_steps if row.phase == "decode" else row.context_len
-    return PublishedRun(row.phase, row.batch, per_sequence, row.latency_s, row.weight_dtype, row.context_len,
-                        f"{row.source}, MFU {row.mfu:.0%}")
-
-
-# The two runs the abstract quotes, read from the published tables (scaling_lib/data/pope2022_tables.csv).
-POPE_HEADLINE_RUNS = {
-    "prefill-high-throughput": _published_run(pope_row("palm-540b", "high throughput", "prefill")),
-    "decode-low-latency": _published_run(pope_row("palm-540b", "low latency", "decode")),
-}

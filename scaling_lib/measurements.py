@@ -145,6 +145,54 @@ def pope_row(model: str, scenario: str, phase: str) -> PopeRow:
     raise ValueError(f"no Pope et al. row ({model!r}, {scenario!r}, {phase!r}); known rows: {known}")
 
 
+@dataclass(frozen=True)
+class PublishedRun:
+    """A configuration Pope et al. 2022 measured for PaLM 540B on 64 TPU v4 chips (Table 2, sec. 4.4).
+
+    `tokens` is the tokens the run processed: batch x prompt length for prefill, batch x generated steps for decode.
+    """
+
+    phase: str
+    batch: int
+    tokens_per_sequence: int
+    seconds: float
+    weight_dtype: str
+    context_len: int
+    source: str
+
+    @property
+    def tokens(self) -> int:
+        return self.batch * self.tokens_per_sequence
+
+    @property
+    def seconds_per_step(self) -> float:
+        """Decode: seconds per generated token (the whole batch steps together)."""
+        return self.seconds / self.tokens_per_sequence
+
+
+def _published_run(row) -> PublishedRun:
+    per_sequence = row.decode_steps if row.phase == "decode" else row.context_len
+    return PublishedRun(row.phase, row.batch, per_sequence, row.latency_s, row.weight_dtype, row.context_len,
+                        f"{row.source}, MFU {row.mfu:.0%}")
+
+
+def pope_headline_runs() -> dict:
+    """The two runs Pope et al.'s abstract quotes, read from their tables (scaling_lib/data/pope2022_tables.csv):
+    "prefill-high-throughput" (PaLM 540B, batch 512 x 2,048 tokens, bf16) and "decode-low-latency" (batch 64, 64
+    steps, int8 weights), as `PublishedRun`s. Also importable as the constant `POPE_HEADLINE_RUNS` (read on first
+    use)."""
+    return {"prefill-high-throughput": _published_run(pope_row("palm-540b", "high throughput", "prefill")),
+            "decode-low-latency": _published_run(pope_row("palm-540b", "low latency", "decode"))}
+
+
+def __getattr__(name: str):
+    """`POPE_HEADLINE_RUNS`, read from the CSV when first asked for (importing this module reads no file)."""
+    if name == "POPE_HEADLINE_RUNS":
+        runs = globals()["POPE_HEADLINE_RUNS"] = pope_headline_runs()
+        return runs
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def nccl_rows() -> tuple:
     """Published NCCL all-reduce bus bandwidths (B/s) on 8 H100s: the ring algorithm and NVLink SHARP.
 

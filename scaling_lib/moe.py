@@ -15,11 +15,11 @@ import math
 from dataclasses import dataclass
 
 from ._validate import divides, positive, positive_int
+from .collectives import collective_time, latency_bound_bytes
 from .dtypes import bytes_per_element
 from .hardware import get_chip
 from .memory import kv_bytes_per_token
 from .models import active_param_count, get_model, param_breakdown, param_count
-from .sharding import collective_time, latency_bound_bytes
 
 
 def as_moe(model, n_experts: int, n_active_experts: int):
@@ -144,7 +144,7 @@ class RoutingAllToAll:
 
     bytes_each: float  # the dispatched array: B x k x D activations
     latency_bound_bytes: float  # below this a collective over these shards is latency-bound
-    time_each_s: float  # sharding.collective_time("all-to-all", ...)
+    time_each_s: float  # collectives.collective_time("all-to-all", ...)
     n_layers: int
 
     per_layer: int = 2
@@ -164,7 +164,7 @@ def routing_all_to_all(model, chip, batch: int, expert_shards: int, activation_d
 
     Each of the B tokens sends its D-wide activation to each of its k experts (and gets k results back), so the
     array resharded is B k D elements. Decode batches make it small: compare with
-    `sharding.latency_bound_bytes(chip, expert_shards)` (Scaling Book ch. 7, on latency-bound decode collectives).
+    `collectives.latency_bound_bytes(chip, expert_shards)` (Scaling Book ch. 7, on latency-bound decode collectives).
 
     Used in chapter 10, *Speculative decoding, mixture of experts and quantization*.
     """

@@ -15,7 +15,7 @@ collectives. In exchange each chip reads 1/n of the cache:
     KV read per chip = B S 2 L K H b / (n W_hbm),    network = L x 2 all-reduces of ~B N (H + 1) b bytes.
 
 On a torus the all-reduces run axis by axis: a reduce-scatter and an all-gather, each ceil(a / 2) hops per axis of
-a chips (`sharding.collective_hops`), and the axes' links share the bandwidth term.
+a chips (`hops.collective_hops`), and the axes' links share the bandwidth term.
 
 The new token's key and value are written by the one chip that owns its position. `scaling_lib.tiny.
 sequence_sharding` runs this on the emulated mesh. Used in chapter 14, *Serving details*.

@@ -1,15 +1,14 @@
 """Sharding arithmetic: how far prefill and decode can be split, and what the collectives cost.
 
-The collective costs themselves are in `collectives` (a TPU torus ring, a GPU NVLink switch); this module re-exports
-`collective_time`, `collective_hops`, `CollectiveTime`, `latency_bound_bytes` and `COLLECTIVES` from there and
-builds on them. In the book's notation W_ici is one direction of one ICI link (`chip.ici_link_bandwidth`) and
-W_ici,bidi = 2 W_ici both directions (`chip.ici_bidirectional`); on a torus ring of n chips, V = bytes of the full
-array,
+The collective costs themselves are in `collectives` (a TPU torus ring, a GPU NVLink switch) and the hop counts in
+`hops`; this module builds on them. In the book's notation W_ici is one direction of one ICI link
+(`chip.ici_link_bandwidth`) and W_ici,bidi = 2 W_ici both directions (`chip.ici_bidirectional`); on a torus ring of n
+chips, V = bytes of the full array,
     all-gather, reduce-scatter:  V / W_ici,bidi      all-reduce:  2 V / W_ici,bidi      all-to-all:  V / (4 W_ici,bidi)
-and each takes `collective_hops` hops of ~1 us: floor(n / 2) per pass on a ring, n - 1 on an axis without
-wraparound, two passes for an all-reduce. On a GPU the
-collective bandwidth W is the NVLink injection bandwidth instead (`collectives.collective_bandwidth`), and beta,
-the model-parallelism limits and FSDP's cost below use it.
+and each takes `hops.collective_hops` hops of ~1 us: floor(n / 2) per pass on a ring, n - 1 on an axis without
+wraparound, two passes for an all-reduce. On a GPU the collective bandwidth W is the NVLink injection bandwidth
+instead (`collectives.collective_bandwidth`), and beta, the model-parallelism limits and FSDP's cost below use it.
+`latency_bound_bytes` is importable from here as DESIGN.md documents it; it lives in `collectives`.
 """
 
 import math
@@ -17,18 +16,17 @@ from dataclasses import dataclass
 
 from types import MappingProxyType
 
+from . import collectives, hops
 from ._validate import axes, positive, positive_int
-from .collectives import (COLLECTIVES, CollectiveTime, collective_bandwidth, collective_hops, collective_time,
-                          latency_bound_bytes, mesh_collective)
+from .collectives import latency_bound_bytes  # noqa: F401 - DESIGN.md documents sharding.latency_bound_bytes
 from .dtypes import bytes_per_element
 from .hardware import get_chip
 from .inference import decode_step_time
 from .memory import param_bytes as model_param_bytes
 from .models import get_model
 
-__all__ = ["COLLECTIVES", "TORUS_SHAPES", "CollectiveTime", "DecodeStepComponents", "FsdpDecodeCost", "KvSharding",
-           "beta", "collective_hops", "collective_time", "decode_hops_per_layer", "decode_step_components",
-           "fsdp_decode_cost", "kv_cache_sharding", "latency_bound_bytes", "max_decode_model_parallelism",
+__all__ = ["TORUS_SHAPES", "DecodeStepComponents", "FsdpDecodeCost", "KvSharding", "beta", "decode_hops_per_layer",
+           "decode_step_components", "fsdp_decode_cost", "kv_cache_sharding", "max_decode_model_parallelism",
            "max_prefill_model_parallelism"]
 
 
@@ -43,7 +41,7 @@ def beta(chip) -> float:
     *Worked problems*; and the appendix *Apply the book to your model*.
     """
     chip = get_chip(chip)
-    return chip.hbm_bandwidth / collective_bandwidth(chip)
+    return chip.hbm_bandwidth / collectives.collective_bandwidth(chip)
 
 
 def max_decode_model_parallelism(d_ff: int, batch: int, beta_value: float) -> float:
@@ -74,7 +72,7 @@ def max_prefill_model_parallelism(chip, d_ff: int, compute_dtype: str = "bf16") 
     """
     chip = get_chip(chip)
     positive("d_ff", d_ff)
-    return d_ff * collective_bandwidth(chip) / chip.peak_flops(compute_dtype)
+    return d_ff * collectives.collective_bandwidth(chip) / chip.peak_flops(compute_dtype)
 
 
 @dataclass(frozen=True)
@@ -101,7 +99,7 @@ def fsdp_decode_cost(model, chip, n_chips: int, weight_dtype: str = "bf16") -> F
     if n_chips < 2:
         raise ValueError(f"FSDP needs at least 2 chips, got n_chips={n_chips}")
     weights = model_param_bytes(model, weight_dtype)
-    return FsdpDecodeCost(ici_s=weights * (n_chips - 1) / n_chips / collective_bandwidth(chip),
+    return FsdpDecodeCost(ici_s=weights * (n_chips - 1) / n_chips / collectives.collective_bandwidth(chip),
                           hbm_s=weights / (n_chips * chip.hbm_bandwidth))
 
 
@@ -174,11 +172,6 @@ class DecodeStepComponents:
         return self.ici_s > self.weights_s
 
 
-def _mesh_hops(op: str, mesh_shape: tuple) -> int:
-    """Hops of a collective over every chip of a torus: the axes are reduced one after another, so their hops add."""
-    return sum(collective_hops(op, a) for a in mesh_shape)
-
-
 def _torus(n_chips: int, mesh_shape) -> tuple:
     n_chips = positive_int("n_chips", n_chips)
     mesh_shape = (n_chips,) if mesh_shape is None else axes("mesh_shape", mesh_shape)
@@ -193,7 +186,7 @@ def decode_hops_per_layer(model, n_chips: int, batch: int, mesh_shape=None) -> i
 
     h = 2 all-reduces x sum over the torus axes a of 2 floor(a / 2) + (2 all-to-alls x floor(n_B / 2) when
     `kv_cache_sharding` splits the batch n_B ways); e.g. 2 x 2 x (2 + 2) + 2 x 1 = 18 for LLaMA-3-70B at batch 64
-    on a 4 x 4 torus with wraparound (the ring hops of `collective_hops`; `decode_step_components` prices the slice's
+    on a 4 x 4 torus with wraparound (the ring hops of `hops.ring_hops`; `decode_step_components` prices the slice's
     own wraparound). When every collective is latency-bound the step's ICI time is L h t_hop, which grows with the
     torus while the weight read P_bytes / (n W_hbm) falls: where they meet, more chips stop paying, whatever the
     batch (Scaling Book ch. 7, latency-bound collectives). Chapter 7's section *Where the step time goes*.
@@ -203,10 +196,10 @@ def decode_hops_per_layer(model, n_chips: int, batch: int, mesh_shape=None) -> i
     """
     m = get_model(model)
     mesh_shape = _torus(n_chips, mesh_shape)
-    hops = 2 * _mesh_hops("all-reduce", mesh_shape)
+    count = 2 * hops.ring_hops(mesh_shape, "all-reduce")  # the axes are reduced one after another: their hops add
     if n_chips > 1:
-        hops += 2 * collective_hops("all-to-all", kv_cache_sharding(m.n_kv_heads, batch, n_chips).batch_shards)
-    return hops
+        count += 2 * hops.collective_hops("all-to-all", kv_cache_sharding(m.n_kv_heads, batch, n_chips).batch_shards)
+    return count
 
 
 def decode_step_components(model, chip, n_chips: int, batch: int, context_len: int, weight_dtype: str = "bf16",
@@ -217,7 +210,8 @@ def decode_step_components(model, chip, n_chips: int, batch: int, context_len: i
     weights P_bytes / (n W_hbm), KV B KV_seq / (n W_hbm), FLOPs 2 B P / (n C) come from `decode_step_time`; the ICI
     term is L x [2 all-reduces of B D b_a bytes + (2 all-to-alls of the B N H b_a queries/outputs over the
     batch shards, when `kv_cache_sharding` splits the batch)], each hop latency + bandwidth by
-    `collective_time` and `mesh_collective` (whether an axis wraps follows the chip's rule for that slice).
+    `collectives.collective_time` and `collectives.mesh_collective` (whether an axis wraps follows the chip's rule for
+    that slice).
     mesh_shape: the torus the n chips form, e.g. (4, 4) (default a ring of n). Raises ValueError when the batch does
     not fit in HBM; `check_capacity=False` prices it as if it fitted: used to show what would not fit.
 
@@ -229,11 +223,11 @@ def decode_step_components(model, chip, n_chips: int, batch: int, context_len: i
     step = decode_step_time(m, chip, n_chips, batch, context_len, weight_dtype, kv_dtype, compute_dtype,
                             check_capacity=check_capacity)
     b_act = bytes_per_element(activation_dtype)
-    reduce = mesh_collective("all-reduce", batch * m.d_model * b_act, chip, mesh_shape)
+    reduce = collectives.mesh_collective("all-reduce", batch * m.d_model * b_act, chip, mesh_shape)
     ici, latency = 2 * reduce.total_s, 2 * reduce.latency_s
     kv = kv_cache_sharding(m.n_kv_heads, batch, n_chips) if n_chips > 1 else None
     if kv is not None and kv.batch_shards > 1:
-        swap = collective_time("all-to-all", batch * m.n_heads * m.head_dim * b_act, chip, kv.batch_shards)
+        swap = collectives.collective_time("all-to-all", batch * m.n_heads * m.head_dim * b_act, chip, kv.batch_shards)
         ici += 2 * swap.total_s
         latency += 2 * swap.latency_s
     return DecodeStepComponents(weights_s=step.weight_s, kv_s=step.kv_s, flops_s=step.compute_s,

@@ -12,6 +12,9 @@ two on its chips. Four designs are simulated here, every step priced by `inferen
     disaggregated  R_p prefill servers and R_d decode servers; each KV cache crosses the network once
                    (Scaling Book ch. 7, "disaggregated")
 
+`simulate` runs the three co-located engines on n copies of one server; `simulate_disaggregated` takes what only the
+disaggregated engine has (the two server counts, the network between them, a prefill server of its own).
+
 Time is simulated from event to event, not step by step: between two events (an arrival that can be admitted, a
 sequence finishing) the decode batch is fixed and its step time grows linearly with context, so a whole run of
 steps is one vectorised sum. A decode step costs `decode_step_time(B, mean context)`; that bound is linear in the
@@ -536,82 +539,28 @@ def _prefill_pool(costs, n_servers, order, arrival, prompt, rec, cached, load):
     return done
 
 
-def simulate(config: ServingConfig, workload: Workload, engine: str = "interleaved", n_servers: int | None = None,
-             n_prefill_servers: int | None = None, n_decode_servers: int | None = None,
-             transfer_bandwidth: float | None = None, prefill_config: ServingConfig | None = None) -> SimulationResult:
-    """Run `workload` through an engine and time every request (see the module docstring for the engines).
-
-    Co-located engines ("naive", "interleaved", "chunked") run `n_servers` copies of `config`; requests are dealt
-    to them in turn (round robin, in arrival order). "disaggregated" runs `n_prefill_servers` prefill servers
-    (`prefill_config`, default `config`) fed first come, first served, and `n_decode_servers` decode servers
-    dealt to in turn; each request's KV cache takes `kv_transfer_time` (bandwidth `transfer_bandwidth`, default
-    `default_transfer_bandwidth` of the prefill server) to move, and the prefill server does not wait for it.
-    Prefix caching: a request's `workload.cached_len` prompt tokens skip prefill (their cache is already there, after
-    `workload.cache_load_s` to bring it from host memory); the disaggregated engine still ships the whole prompt's
-    cache to the decode server. Deterministic: the same inputs
-    give the same result.
-
-    Used in chapter 9, *Serving engines*.
-    """
-    choice("engine", engine, ENGINES)
-    # An argument the chosen engine would ignore is a mistake (a sweep that changes nothing): refuse it.
-    split = dict(n_prefill_servers=n_prefill_servers, n_decode_servers=n_decode_servers,
-                 transfer_bandwidth=transfer_bandwidth, prefill_config=prefill_config)
-    for name, value in split.items():
-        if engine != "disaggregated" and value is not None:
-            raise ValueError(f"{name} applies to the 'disaggregated' engine only, not to {engine!r}; drop it, or use "
-                             "n_servers for the number of co-located servers")
-    if engine == "disaggregated" and n_servers is not None:
-        raise ValueError("n_servers applies to the co-located engines (naive, interleaved, chunked); the "
-                         "'disaggregated' engine takes n_prefill_servers and n_decode_servers")
-    n_servers = 1 if n_servers is None else n_servers
-    n_prefill_servers = 1 if n_prefill_servers is None else n_prefill_servers
-    n_decode_servers = 1 if n_decode_servers is None else n_decode_servers
+def _checked(config, workload) -> None:
+    """The checks every engine makes: a ServingConfig, a Workload, and every request within max_context_len."""
     if not isinstance(config, ServingConfig):
         raise ValueError(f"config must be a ServingConfig, got {type(config).__name__}")
     if not isinstance(workload, Workload):
         raise ValueError(f"workload must be a Workload (see poisson_workload, trace_workload), got "
                          f"{type(workload).__name__}")
-    n_servers = positive_int("n_servers", n_servers)
-    n_prefill_servers = positive_int("n_prefill_servers", n_prefill_servers)
-    n_decode_servers = positive_int("n_decode_servers", n_decode_servers)
     longest = int((workload.prompt_len + workload.output_len).max())
     if longest > config.max_context_len:
         raise ValueError(f"a request needs {longest} tokens of context but max_context_len="
                          f"{config.max_context_len}; raise max_context_len (if it still fits) or shorten requests")
 
+
+def _columns(workload: Workload) -> tuple:
+    """The per-request lists the servers read (prompt, output, cached tokens, load seconds) and the arrival order."""
+    return (workload.prompt_len.tolist(), workload.output_len.tolist(), workload.cached_len.tolist(),
+            workload.cache_load_s.tolist(), np.argsort(workload.arrival_s, kind="stable").tolist())
+
+
+def _result(engine: str, n_chips: int, workload: Workload, rec: _Record) -> SimulationResult:
+    """The timings `rec` recorded, as the result of one run of `engine` on n_chips."""
     arrival = workload.arrival_s
-    prompt, output = workload.prompt_len.tolist(), workload.output_len.tolist()
-    cached, load = workload.cached_len.tolist(), workload.cache_load_s.tolist()
-    order = np.argsort(arrival, kind="stable").tolist()
-    rec = _Record(workload.n_requests)
-    costs = _Costs(config)
-
-    if engine == "disaggregated":
-        pcfg = config if prefill_config is None else prefill_config
-        if not isinstance(pcfg, ServingConfig):
-            raise ValueError(f"prefill_config must be a ServingConfig, got {type(pcfg).__name__}")
-        if get_model(pcfg.model) != costs.model:
-            raise ValueError("prefill_config and config must serve the same model")
-        if transfer_bandwidth is None:
-            transfer_bandwidth = default_transfer_bandwidth(pcfg.chip, pcfg.n_chips)
-        positive("transfer_bandwidth", transfer_bandwidth)
-        prefill_done = _prefill_pool(_Costs(pcfg), n_prefill_servers, order, arrival, prompt, rec, cached, load)
-        lengths, which = np.unique(workload.prompt_len, return_inverse=True)
-        kv_bytes = np.array([kv_transfer_bytes(costs.model, int(p), config.kv_dtype) for p in lengths])[which]
-        ready = (prefill_done + kv_bytes / transfer_bandwidth).tolist()
-        decode_order = np.argsort(ready, kind="stable").tolist()
-        for s in range(min(n_decode_servers, len(decode_order))):  # servers past the requests get none
-            _continuous_server(costs, decode_order[s::n_decode_servers], ready, prompt, output, rec, cached, load,
-                               prefill=False)
-        n_chips = n_prefill_servers * pcfg.n_chips + n_decode_servers * config.n_chips
-    else:
-        server = {"naive": _naive_server, "interleaved": _continuous_server, "chunked": _chunked_server}[engine]
-        ready = arrival.tolist()
-        for s in range(min(n_servers, len(order))):  # servers past the requests get none
-            server(costs, order[s::n_servers], ready, prompt, output, rec, cached, load)
-        n_chips = n_servers * config.n_chips
-
     out = workload.output_len
     with np.errstate(invalid="ignore", divide="ignore"):
         tpot = np.where(out > 1, (rec.finish - rec.first) / np.maximum(out - 1, 1), np.nan)
@@ -620,3 +569,72 @@ def simulate(config: ServingConfig, workload: Workload, engine: str = "interleav
         first_token_s=_readonly(rec.first, float), finish_s=_readonly(rec.finish, float),
         output_len=_readonly(out, np.int64), generated_tokens=_readonly(rec.generated, np.int64),
         total_tokens=int(rec.total), ttft_s=_readonly(rec.first - arrival, float), tpot_s=_readonly(tpot, float))
+
+
+def simulate(config: ServingConfig, workload: Workload, engine: str = "interleaved",
+             n_servers: int | None = None) -> SimulationResult:
+    """Run `workload` through a co-located engine and time every request (the engines: module docstring).
+
+    "naive", "interleaved" and "chunked" run `n_servers` copies of `config` (default 1); requests are dealt to them in
+    turn (round robin, in arrival order). `engine="disaggregated"` is `simulate_disaggregated` with one prefill and
+    one decode server; that function takes the server counts, the transfer bandwidth and a prefill configuration.
+    Prefix caching: a request's `workload.cached_len` prompt tokens skip prefill (their cache is already there, after
+    `workload.cache_load_s` to bring it from host memory). Deterministic: the same inputs give the same result.
+
+    Used in chapter 9, *Serving engines*.
+    """
+    choice("engine", engine, ENGINES)
+    if engine == "disaggregated":
+        if n_servers is not None:
+            raise ValueError("n_servers applies to the co-located engines (naive, interleaved, chunked); the "
+                             "'disaggregated' engine takes n_prefill_servers and n_decode_servers: call "
+                             "simulate_disaggregated(config, workload, n_prefill_servers, n_decode_servers)")
+        return simulate_disaggregated(config, workload)
+    _checked(config, workload)
+    n_servers = positive_int("n_servers", 1 if n_servers is None else n_servers)
+    prompt, output, cached, load, order = _columns(workload)
+    rec, costs = _Record(workload.n_requests), _Costs(config)
+    server = {"naive": _naive_server, "interleaved": _continuous_server, "chunked": _chunked_server}[engine]
+    ready = workload.arrival_s.tolist()
+    for s in range(min(n_servers, len(order))):  # servers past the requests get none
+        server(costs, order[s::n_servers], ready, prompt, output, rec, cached, load)
+    return _result(engine, n_servers * config.n_chips, workload, rec)
+
+
+def simulate_disaggregated(config: ServingConfig, workload: Workload, n_prefill_servers: int = 1,
+                           n_decode_servers: int = 1, transfer_bandwidth: float | None = None,
+                           prefill_config: ServingConfig | None = None) -> SimulationResult:
+    """Run `workload` through the disaggregated engine: `n_prefill_servers` prefill servers (`prefill_config`, default
+    `config`) fed first come, first served, and `n_decode_servers` decode servers of `config` dealt to in turn.
+
+    Each request's KV cache takes `kv_transfer_time` (bandwidth `transfer_bandwidth`, default
+    `default_transfer_bandwidth` of the prefill server) to move, and the prefill server does not wait for it.
+    Prefix caching as in `simulate`; the whole prompt's cache is still shipped to the decode server. Deterministic.
+
+    Used in chapter 9, *Serving engines*.
+    """
+    _checked(config, workload)
+    n_prefill_servers = positive_int("n_prefill_servers", n_prefill_servers)
+    n_decode_servers = positive_int("n_decode_servers", n_decode_servers)
+    pcfg = config if prefill_config is None else prefill_config
+    if not isinstance(pcfg, ServingConfig):
+        raise ValueError(f"prefill_config must be a ServingConfig, got {type(pcfg).__name__}")
+    costs = _Costs(config)
+    if get_model(pcfg.model) != costs.model:
+        raise ValueError("prefill_config and config must serve the same model")
+    if transfer_bandwidth is None:
+        transfer_bandwidth = default_transfer_bandwidth(pcfg.chip, pcfg.n_chips)
+    positive("transfer_bandwidth", transfer_bandwidth)
+    prompt, output, cached, load, order = _columns(workload)
+    rec = _Record(workload.n_requests)
+    prefill_done = _prefill_pool(_Costs(pcfg), n_prefill_servers, order, workload.arrival_s, prompt, rec, cached,
+                                 load)
+    lengths, which = np.unique(workload.prompt_len, return_inverse=True)
+    kv_bytes = np.array([kv_transfer_bytes(costs.model, int(p), config.kv_dtype) for p in lengths])[which]
+    ready = (prefill_done + kv_bytes / transfer_bandwidth).tolist()
+    decode_order = np.argsort(ready, kind="stable").tolist()
+    for s in range(min(n_decode_servers, len(decode_order))):  # servers past the requests get none
+        _continuous_server(costs, decode_order[s::n_decode_servers], ready, prompt, output, rec, cached, load,
+                           prefill=False)
+    return _result("disaggregated", n_prefill_servers * pcfg.n_chips + n_decode_servers * config.n_chips, workload,
+                   rec)

@@ -25,9 +25,16 @@ _BASES = {
 _PREFIXES = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18,
              "Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40,
              "m": 1e-3, "u": 1e-6, "µ": 1e-6, "μ": 1e-6, "n": 1e-9}
-_NUMBER = re.compile(r"^\s*([-+]?(?:\d[\d,_]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(.*?)\s*$")
-# A comma is read only as a thousands separator, the way the book prints numbers ("1,920"): groups of three digits.
-_THOUSANDS = re.compile(r"^[-+]?\d{1,3}(?:,\d{3})+(?:\.\d*)?(?:[eE][-+]?\d+)?$")
+# The leading number of a typed quantity: sign, digits (with "," or "_" between them), fraction, exponent; the rest is
+# its unit. Only the shape is matched here; `read_number` then applies the thousands rule and requires a digit.
+_LEADING_NUMBER = re.compile(r"^([-+]?(?:\d[\d,_]*)?(?:\.\d*)?(?:[eE][-+]?\d+)?)(.*)$", re.DOTALL)
+# The thousands rule, the same for every reader of a quantity (`parse_quantity`, `exercises.check`): a comma is a
+# thousands separator, the way the book prints numbers ("1,920"; "12,345,678.5"), and nothing else. It may stand only
+# between groups of three digits in the whole part; any other comma ("1,5", "0,5", "1,53", "1.5,3") could be a
+# decimal comma and is refused with a hint, never guessed. Underscores ("1_000", as in Python) are dropped.
+_THOUSANDS = re.compile(r"^\d{1,3}(?:,\d{3})+$")
+# Characters a reader's keyboard or a copied page may put in a number: the minus sign and the no-break spaces.
+_TYPOGRAPHY = {"\u2212": "-", "\u00a0": " ", "\u202f": " "}
 
 
 def parse_unit(unit: str):
@@ -44,6 +51,36 @@ def parse_unit(unit: str):
     raise ValueError(f"unknown unit {unit!r}; try one like s, ms, us, B, kB, GB, GiB, FLOP/s, TFLOP/s, tokens, tok/s")
 
 
+def read_number(text: str) -> tuple:
+    """'4.98 ms' -> (4.98, 'ms'); '1,920 tokens' -> (1920.0, 'tokens'); '240' -> (240.0, ''): the leading number of
+    a typed quantity and the text after it (its unit, stripped, not yet read). The one reader of "number plus unit"
+    text: `parse_quantity` reads the rest with `parse_unit`, the exercise checker with its more forgiving unit reader.
+    Commas follow the thousands rule above; a typographic minus and no-break spaces are read as '-' and ' '.
+    ValueError saying what to write when no finite number leads the text."""
+    if not isinstance(text, str):
+        raise ValueError(f"text must be a string such as '4.98 ms', got {type(text).__name__}")
+    for char, plain in _TYPOGRAPHY.items():
+        text = text.replace(char, plain)
+    text = " ".join(text.split())
+    number, rest = _LEADING_NUMBER.match(text).groups()
+    mantissa = re.split(r"[eE]", number)[0].lstrip("+-")
+    if not re.search(r"\d", mantissa):
+        raise ValueError(f"could not read a number from {text!r}; write it like '4.98 ms' or '240'")
+    whole = mantissa.split(".")[0]
+    if "," in whole or rest.startswith(","):
+        if rest.startswith(",") or not _THOUSANDS.match(whole):
+            example = (number.replace(",", ".", 1) if number.count(",") == 1 else number.replace(",", "")) + \
+                ("" if rest.startswith(",") or not rest.strip() else " " + rest.strip())
+            raise ValueError(f"could not read {text!r}: its comma is ambiguous (a decimal comma or a thousands "
+                             "separator?); a comma is read only as a thousands separator between groups of three "
+                             f"digits (1,920); for a fraction write the decimal point as '.', e.g. '{example}'")
+        number = number.replace(",", "")
+    value = float(number.replace("_", ""))
+    if not math.isfinite(value):
+        raise ValueError(f"could not read a finite number from {text!r}")
+    return value, rest.strip()
+
+
 def parse_quantity(text, default_unit: str = ""):
     """'4.98 ms' -> (0.00498, 'time'). A bare number is read in `default_unit`. Returns (SI value, kind)."""
     parse_unit(default_unit)  # a bad default unit is an error even when `text` names its own unit
@@ -54,20 +91,8 @@ def parse_quantity(text, default_unit: str = ""):
         return float(real("the answer", text)) * factor, kind
     if not isinstance(text, str):
         raise ValueError(f"expected a number or a string such as '4.98 ms', got {text!r}")
-    match = _NUMBER.match(text)
-    if not match:
-        raise ValueError(f"could not read a number from {text!r}; write it like '4.98 ms' or '240'")
-    digits = match.group(1)
-    if "," in digits and not _THOUSANDS.match(digits):
-        raise ValueError(f"could not read {text!r}: a comma is read only as a thousands separator in groups of three "
-                         f"digits (1,920); for a fraction write the decimal point as '.', e.g. "
-                         f"'{digits.replace(',', '.', 1) if digits.count(',') == 1 else digits.replace(',', '')}"
-                         f"{' ' + match.group(2) if match.group(2) else ''}'")
-    number = float(digits.replace(",", "").replace("_", ""))
-    if not math.isfinite(number):
-        raise ValueError(f"could not read a finite number from {text!r}")
-    unit = match.group(2) or default_unit
-    factor, kind = parse_unit(unit)
+    number, unit = read_number(text)
+    factor, kind = parse_unit(unit or default_unit)
     return number * factor, kind
 
 

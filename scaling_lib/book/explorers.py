@@ -21,7 +21,7 @@ from ..inference import decode_step_time
 from ..memory import max_batch_size
 from ..roofline import attainable_flops, matmul_intensity, ridge_point
 from ..serving import prefill_latency
-from ..simulator import ENGINES, ServingConfig, poisson_workload, simulate
+from ..simulator import ENGINES, ServingConfig, poisson_workload, simulate, simulate_disaggregated
 from .plotting import CHIP_COLORS
 
 _CONFIG = {"displaylogo": False, "responsive": True, "modeBarButtonsToRemove": ["select2d", "lasso2d"]}
@@ -211,7 +211,7 @@ def serving_explorer(config: ServingConfig | None = None, loads=SERVING_LOADS, w
                      percentiles=SERVING_PERCENTILES, n_requests: int = 200, seed: int = 0) -> Explorer:
     """Chapter 9's engines under load: pick a workload, slide the percentile; TTFT and TPOT per engine vs load.
 
-    Each point is one seeded `simulator.simulate` run of `n_requests` Poisson requests on three co-located servers
+    Each point is one seeded `simulator.simulate` (or `simulate_disaggregated`) run of `n_requests` Poisson requests on three co-located servers
     (or two prefill + one decode server when disaggregated), with outputs of 64 to 512 tokens.
 
     Used in chapter 9, *Serving engines*.
@@ -224,7 +224,7 @@ def serving_explorer(config: ServingConfig | None = None, loads=SERVING_LOADS, w
             work = poisson_workload(rate, n_requests, prompt_len=prompt_len, output_len=(64, 512), seed=seed)
             for engine in ENGINES:
                 if engine == "disaggregated":
-                    run = simulate(config, work, engine, n_prefill_servers=2, n_decode_servers=1)
+                    run = simulate_disaggregated(config, work, n_prefill_servers=2, n_decode_servers=1)
                 else:
                     run = simulate(config, work, engine, n_servers=3)
                 results[(w, rate, engine)] = run

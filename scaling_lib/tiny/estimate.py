@@ -1,18 +1,10 @@
 """This machine as a measured system: what `scaling_lib.estimate` predicts for a decode step, run on the reader's CPU.
 
-Three measurements, each the best of a few repeats (other work on the machine only ever adds time):
-
-- `measure_memory_bandwidth`: a jitted sum over a large float32 array (it reads every byte once, as a decode step
-  reads its weights and cache): bytes / seconds, this machine's W_hbm;
-- `measure_matmul_flops`: a jitted float32 square matmul: 2 n^3 / seconds, this machine's C;
-- `decode_sweep`: the jitted decode step of `tiny.model` (its cache donated, so it is updated in place) across
-  batch sizes and cache lengths, each beside `estimate.decode_step` priced with the two constants above
-  (`machine_chip`). The model is bigger than `tiny_config` (`bench_config`, about 45 MB of float32 weights) so that
-  its weights do not sit in the CPU's caches, as a real model's do not sit in a GPU's.
-
-Chapter 1 uses the first two for its roofline experiment: `time_batched_matmul` times `x @ w` over a growing batch,
-and the knee of that curve (`roofline.fit_batch_roofline`) is set against `roofline.critical_batch_from_rates(C, W,
-"fp32")` from the two rates measured apart, within KNEE_FACTOR.
+`tiny.measure` measures this machine's memory bandwidth W_hbm and matmul rate C (chapter 1 uses them for its
+roofline experiment); `machine_chip` makes a `hardware.Chip` of the two, and `decode_sweep` times the jitted decode
+step of `tiny.model` (its cache donated, so it is updated in place) across batch sizes and cache lengths, each beside
+`estimate.decode_step` priced on that chip. The model is bigger than `tiny_config` (`bench_config`, about 45 MB of
+float32 weights) so that its weights do not sit in the CPU's caches, as a real model's do not sit in a GPU's.
 
 `fit_machine_efficiency` then does on this machine what `calibration.fit_typical` does with published GPU rows:
 fit an `estimate.Efficiency` (mfu, hbm) on the shortest-cache steps and predict the longer ones, whose larger KV
@@ -27,7 +19,6 @@ from dataclasses import dataclass
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from .._validate import positive_int
 from ..calibration import fit_efficiency
@@ -35,65 +26,6 @@ from ..estimate import Deployment, Efficiency, StepEstimate, decode_step as esti
 from ..hardware import Chip
 from ..models import Transformer
 from . import model
-
-
-def _best_seconds(fn, repeats: int) -> float:
-    """The fastest of `repeats` timed calls of fn() (after one warm-up call that also compiles)."""
-    jax.block_until_ready(fn())
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        jax.block_until_ready(fn())
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
-def measure_memory_bandwidth(n_bytes: float = 256e6, repeats: int = 5) -> float:
-    """B/s this machine streams from memory: a jitted float32 sum over an array of n_bytes (read once).
-
-    Used in chapter 1, *Rooflines and the critical batch size* and chapter 11, *How close do real systems come?*.
-    """
-    x = jnp.ones(int(n_bytes) // 4, jnp.float32)
-    total = jax.jit(jnp.sum)
-    return x.nbytes / _best_seconds(lambda: total(x), repeats)
-
-
-def measure_matmul_flops(n: int = 1024, repeats: int = 5) -> float:
-    """FLOP/s of a jitted float32 n x n by n x n matmul: 2 n^3 / seconds.
-
-    Used in chapter 1, *Rooflines and the critical batch size* and chapter 11, *How close do real systems come?*.
-    """
-    rng = np.random.default_rng(0)
-    a = jnp.asarray(rng.standard_normal((n, n), np.float32))
-    b = jnp.asarray(rng.standard_normal((n, n), np.float32))
-    product = jax.jit(jnp.matmul)
-    return 2.0 * n**3 / _best_seconds(lambda: product(a, b), repeats)
-
-
-# How closely the knee of a timed CPU matmul is expected to match (C / W) x b_w / 2 from rates measured apart: within
-# this factor either way. Wide, because a CPU is a rough roofline (caches, prefetchers, threads, other processes);
-# chapter 1 states it and bench/bench_cpu_roofline.py reports it (a timing: not asserted by any test).
-KNEE_FACTOR = 4.0
-
-
-def time_batched_matmul(w, batches, repeats: int = 5) -> tuple:
-    """Best seconds of a jitted `x @ w` for x of shape [B, D] (ones, w's dtype) at each B in `batches`: the curve
-    whose knee is this machine's critical batch size. Chapter 1's section *Experiment: find the knee on your own CPU*.
-
-    Used in chapter 1, *Rooflines and the critical batch size*.
-    """
-    if getattr(w, "ndim", None) != 2:
-        raise ValueError(f"w must be a 2-D weight [D, F], got shape {getattr(w, 'shape', None)!r}")
-    batches = [positive_int("batch", b) for b in batches]
-    if not batches:
-        raise ValueError("batches is empty: give the batch sizes to time, e.g. [1, 2, 4, ..., 512]")
-    repeats = positive_int("repeats", repeats)
-    matmul = jax.jit(lambda x, weight: x @ weight)
-    seconds = []
-    for batch in batches:
-        x = jnp.ones((batch, w.shape[0]), w.dtype)
-        seconds.append(_best_seconds(lambda: matmul(x, w), repeats))
-    return tuple(seconds)
 
 
 def machine_chip(memory_bandwidth: float, matmul_flops: float) -> Chip:
@@ -145,6 +77,7 @@ def time_decode_step(params: model.Params, batch: int, cache_len: int, repeats: 
     """Seconds of the fastest of `repeats` calls of `model.decode_step` (jitted, cache donated) for `batch` sequences
     in a cache of cache_len slots. Every step attends to all cache_len slots (masked past each sequence's position), so its cost does not
     depend on the positions; they start near the end so that every timed step has room."""
+    repeats = positive_int("repeats", repeats)
     cfg = params.config
     shape = (cfg.n_layers, batch, cache_len, cfg.n_kv_heads, cfg.head_dim)
     cache = model.KVCache(jnp.zeros(shape, jnp.float32), jnp.zeros(shape, jnp.float32),

@@ -28,7 +28,7 @@ each collective's RESULT bytes on one device:
     all-reduce       the reduced array                                    -> x 2 (a reduce-scatter + an all-gather).
 The cost model (Pope et al. App. A) then drops the ring factor (K-1)/K: in a ring over K chips each chip actually
 sends (K-1)/K of those bytes (2 (K-1)/K for an all-reduce); `hlo_sent_bytes` applies it, matching
-`layouts.ring_bytes_sent` on the prediction. On CPU, bf16 collectives are compiled as f32, hence f32 throughout.
+`collectives.ring_bytes_sent` on the prediction. On CPU, bf16 collectives are compiled as f32, hence f32 throughout.
 """
 
 import math
@@ -42,13 +42,13 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from .. import layouts
+from ..attention_sharding import ATTENTION_SHARDINGS, attention_collectives
 from .._validate import choice
 from ..models import Transformer
 from .xla import parse_collectives
 
 AXES = ("x", "y", "z")
 FFN_LAYOUTS = layouts.LAYOUTS
-ATTENTION_SHARDINGS = layouts.ATTENTION_SHARDINGS
 _GATHER = {"wg-x": ("x",), "wg-xy": ("x", "y"), "wg-xyz": ("x", "y", "z")}
 _ALL = ("x", "y", "z")
 
@@ -284,12 +284,12 @@ def predicted_ffn(layout: str, mesh, tokens: int, d_model: int, d_ff: int) -> tu
 
 
 def predicted_attention(attention_sharding: str, mesh, batch: int, n_heads: int, head_dim: int) -> tuple:
-    """`layouts.attention_collectives` for this mesh and these shapes in f32.
+    """`attention_sharding.attention_collectives` for this mesh and these shapes in f32.
 
     Used in chapter 8, *Partitioning layouts*.
     """
     shape = tuple(_mesh_sizes(mesh)[axis] for axis in AXES)
-    return layouts.attention_collectives(attention_sharding, batch, n_heads, head_dim, shape, "fp32")
+    return attention_collectives(attention_sharding, batch, n_heads, head_dim, shape, "fp32")
 
 
 def random_ffn_inputs(tokens: int, d_model: int, d_ff: int, seed: int = 0) -> tuple:

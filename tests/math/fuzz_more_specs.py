@@ -11,9 +11,10 @@ failure that says to drop the entry.
 from hypothesis import strategies as st
 
 from scaling_lib.calibration import SPLITS, comparisons, row_model
+from scaling_lib.collectives import Collective
 from scaling_lib.estimate import Deployment, Efficiency
 from scaling_lib.hardware import get_chip
-from scaling_lib.layouts import LAYOUTS, Collective
+from scaling_lib.layouts import LAYOUTS
 from scaling_lib.prefix_cache import CacheTiers, chat_workload
 from scaling_lib.simulator import ServingConfig, trace_workload
 
@@ -143,9 +144,9 @@ MORE_KINDS = {
     "layouts.comm_volume_curves": dict(tokens="token_list", layouts="layout_list"),
     "layouts.layout_switch_points": dict(layouts="layout_list", tokens_range="token_range",
                                          activation_dtype="dtype"),
-    "layouts.context_length_table": dict(batches="counts"),
-    "layouts.decode_latency_gap": dict(compute_dtype="dtype", check_capacity="flag"),
-    "layouts.ring_bytes_sent": dict(collective="collective"),
+    "context_limits.context_length_table": dict(batches="counts"),
+    "utilization.decode_latency_gap": dict(compute_dtype="dtype", check_capacity="flag"),
+    "collectives.ring_bytes_sent": dict(collective="collective"),
     "measurements.pope_row": dict(model="pope_model", scenario="scenario", phase="phase"),
     "memory.memory_footprint": dict(kv_placement="placement"),
     "memory.require_fit": dict(what="source"),
@@ -163,9 +164,7 @@ MORE_KINDS = {
     "sharding.decode_step_components": dict(weight_dtype="dtype", compute_dtype="dtype", mesh_shape="axes?",
                                             check_capacity="flag"),
     "simulator.trace_workload": dict(trace="trace"),
-    # (the base runs "chunked", so the disaggregated engine's arguments are refused whatever their value)
-    "simulator.simulate": dict(config="config", workload="workload", n_prefill_servers="small?",
-                               n_decode_servers="small?", transfer_bandwidth="real?", prefill_config="config?"),
+    "simulator.simulate": dict(config="config", workload="workload"),
     "speculative.roofline_step": dict(check_capacity="flag"),
 }
 

@@ -7,7 +7,7 @@ import pytest
 
 from scaling_lib.hardware import get_chip
 from scaling_lib.inference import decode_step_time, decode_step_time_kv_heads, decode_throughput, step_time_bound
-from scaling_lib.layouts import decode_latency_gap
+from scaling_lib.utilization import decode_latency_gap
 from scaling_lib.memory import kv_cache_bytes, max_batch_size, param_bytes, require_fit
 from scaling_lib.serving import server_ratio
 from scaling_lib.sharding import decode_step_components

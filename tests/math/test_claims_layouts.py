@@ -1,7 +1,7 @@
 """Claims P1-P5 of book/claims.md: Pope et al. 2022's partitioning layouts, attention sharding and MFU.
 
 Every number a source publishes is read from the claims ledger (`published(key)`), and the paper's measured runs
-from `layouts.POPE_HEADLINE_RUNS`; the literals left are hand derivations (marked), each an independent oracle.
+from `measurements.POPE_HEADLINE_RUNS`; the literals left are hand derivations (marked), each an independent oracle.
 """
 
 import math
@@ -10,12 +10,15 @@ import pytest
 
 from scaling_lib.book.claims import REL, claim, evaluate, published, published_range
 from scaling_lib.book.claims.layouts import P3_BATCHES, P3_PUBLISHED_KEYS
-from scaling_lib.layouts import (CONVENTIONS, LAYOUTS, POPE_HEADLINE_RUNS, best_layout, comm_volume_curves,
-                                 context_length_table, decode_latency_gap, ffn_comm_time, ffn_comm_volume,
-                                 ffn_layer_time, kv_versus_weights, layout_switch_points, max_context_length, mfu,
-                                 optimal_2d_mesh, wg_switch_tokens, ws_2d_crossover_chips, ws_2d_optimal_x)
+from scaling_lib.collectives import CONVENTIONS
+from scaling_lib.context_limits import context_length_table, kv_versus_weights
+from scaling_lib.layouts import (LAYOUTS, best_layout, comm_volume_curves, ffn_comm_time, ffn_comm_volume,
+                                 ffn_layer_time, layout_switch_points, optimal_2d_mesh, wg_switch_tokens,
+                                 ws_2d_crossover_chips, ws_2d_optimal_x)
+from scaling_lib.measurements import POPE_HEADLINE_RUNS
 from scaling_lib.memory import kv_cache_bytes
 from scaling_lib.models import get_model, param_count
+from scaling_lib.utilization import decode_latency_gap, mfu
 
 PALM = "palm-540b"
 SLICE = (4, 4, 4)  # the 64-chip TPU v4 slice of the paper
@@ -159,13 +162,6 @@ def test_p3_table_1_has_the_paper_s_value_beside_every_cell_of_ours():
             assert ours == pytest.approx(published(key), rel=0.01), key
 
 
-def test_p3_context_length_limits():
-    # One chip: head and batch sharding coincide; more HBM for the cache means proportionally longer contexts.
-    assert max_context_length(PALM, "tpu-v4", 1, 8, "heads") == max_context_length(PALM, "tpu-v4", 1, 8, "batch")
-    half = max_context_length(PALM, "tpu-v4", 64, 128, "batch", kv_fraction=0.15)
-    assert max_context_length(PALM, "tpu-v4", 64, 128, "batch", kv_fraction=0.3) == pytest.approx(2 * half, abs=1)
-
-
 def test_p4_mfu_76_percent_prefill_and_29_ms_decode_on_64_tpu_v4():
     params = param_count(get_model(PALM))
     assert (PREFILL.tokens, DECODE.tokens) == (512 * 2048, 64 * 64)  # batch x prompt; batch x generated steps
@@ -231,10 +227,6 @@ def test_p5_both_conventions_switch_to_weight_gathered_as_tokens_grow():
     (lambda: best_layout(PALM, "tpu-v4", (4, 4, 0), 64), "mesh_shape"),
     (lambda: best_layout(PALM, "tpu-v4", (2, 2, 2, 2), 64), "mesh_shape"),
     (lambda: comm_volume_curves(PALM, SLICE, []), "at least one"),
-    (lambda: max_context_length(PALM, "tpu-v4", 64, 128, "sequence"), "unknown attention_sharding"),
-    (lambda: max_context_length(PALM, "tpu-v4", 64, 0, "batch"), "batch must be a positive integer"),
-    (lambda: max_context_length(PALM, "tpu-v4", 64, 128, "batch", kv_fraction=1.5), "kv_fraction"),
-    (lambda: mfu(5.4e11, 1000, 0, "tpu-v4", 64), "seconds must be positive"),
     (lambda: ws_2d_crossover_chips(18432, 73728, "paper"), "unknown convention"),
 ])
 def test_layouts_bad_input(call, message):

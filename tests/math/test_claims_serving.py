@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 
 from scaling_lib.book.claims import REL, claim, evaluate, published, published_range
-from scaling_lib.book.claims.serving import (V2_SOURCE_INPUTS, V2_SOURCE_SERVER, V3_CONFIG, V3_MIX, v3_servers,
+from scaling_lib.book.claims.serving import (V2_SOURCE_INPUTS, V2_SOURCE_SERVER, V3_CONFIG, V3_MIX, v3_simulate,
                                              V4_ACCEPTANCE, V4_DRAFT_PARAMS, V4_TARGET_PARAMS)
 from scaling_lib.book.claims.step_time import T4_DEPLOYMENT
+from scaling_lib.collectives import latency_bound_bytes
 from scaling_lib.flops import forward_flops, matmul_params
 from scaling_lib.hardware import get_chip
 from scaling_lib.inference import decode_step_time, full_hbm_step_time, prefill_time, step_time_bound
@@ -24,8 +25,8 @@ from scaling_lib.roofline import critical_batch_size
 from scaling_lib.roofline import moe_critical_batch_size as moe_critical_batch
 from scaling_lib.serving import (kv_transfer_bytes, kv_transfer_time, prefill_latency, prefill_to_decode_ratio,
                                  server_ratio)
-from scaling_lib.sharding import latency_bound_bytes
-from scaling_lib.simulator import ENGINES, ServingConfig, poisson_workload, simulate, trace_workload
+from scaling_lib.simulator import (ENGINES, ServingConfig, poisson_workload, simulate, simulate_disaggregated,
+                                   trace_workload)
 from scaling_lib.speculative import (best_lookahead, best_roofline_lookahead, draft_cost_ratio,
                                      expected_tokens_per_step, roofline_speedup, roofline_step, speedup)
 
@@ -35,7 +36,7 @@ CONFIG, MIXED = V3_CONFIG, V3_MIX
 
 def _run(engine, workload, **overrides):
     """Claim V3's scenario: every engine on the same 48 chips (3 servers, or 2 prefill + 1 decode), or `overrides`."""
-    return simulate(CONFIG, workload, engine, **{**v3_servers(engine), **overrides})
+    return v3_simulate(engine, workload, **overrides)
 
 
 # --- V1, V2: prefill and the prefill-to-decode server ratio ---------------------------------------------------
@@ -401,7 +402,7 @@ def test_serving_bad_input_names_the_problem():
     with pytest.raises(ValueError, match="n_servers must be a positive integer"):
         simulate(CONFIG, workload, "interleaved", n_servers=0)
     with pytest.raises(ValueError, match="n_decode_servers must be a positive integer"):
-        simulate(CONFIG, workload, "disaggregated", n_decode_servers=0)
+        simulate_disaggregated(CONFIG, workload, n_decode_servers=0)
     fit = max_batch_size("llama3-70b", "tpu-v5e", 16, 8192)
     with pytest.raises(ValueError, match=rf"max_batch={fit + 1} does not fit in HBM.*at most {fit} KV caches"):
         ServingConfig("llama3-70b", "tpu-v5e", n_chips=16, max_batch=fit + 1, max_context_len=8192)
@@ -416,7 +417,7 @@ def test_serving_bad_input_names_the_problem():
     with pytest.raises(ValueError, match="mfu must be in"):
         ServingConfig("llama3-70b", "tpu-v5e", 16, 8, 8192, mfu=1.5)
     with pytest.raises(ValueError, match="transfer_bandwidth must be positive"):
-        simulate(CONFIG, workload, "disaggregated", transfer_bandwidth=0.0)
+        simulate_disaggregated(CONFIG, workload, transfer_bandwidth=0.0)
 
 
 def test_speculative_moe_quantization_bad_input():

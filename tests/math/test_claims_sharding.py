@@ -7,11 +7,12 @@ import pytest
 
 from scaling_lib.book.claims import REL, published, published_range
 from scaling_lib.book.claims.sharding import S1_ROUNDED_BETA
+from scaling_lib.collectives import collective_time, latency_bound_bytes
 from scaling_lib.dtypes import bytes_per_element
 from scaling_lib.hardware import get_chip
 from scaling_lib.models import get_model
-from scaling_lib.sharding import (beta, collective_time, fsdp_decode_cost, kv_cache_sharding, latency_bound_bytes,
-                                  max_decode_model_parallelism, max_prefill_model_parallelism)
+from scaling_lib.sharding import (beta, fsdp_decode_cost, kv_cache_sharding, max_decode_model_parallelism,
+                                  max_prefill_model_parallelism)
 
 
 def test_s1_decode_model_parallelism_64_ways_on_v5e():

@@ -4,7 +4,7 @@ import dataclasses
 
 import pytest
 
-from scaling_lib.collectives import (bus_bandwidth, collective_bandwidth, collective_time, latency_bound_bytes,
+from scaling_lib.collectives import (CONVENTIONS, Collective, ring_bytes_sent, bus_bandwidth, collective_bandwidth, collective_time, latency_bound_bytes,
                                      mesh_collective, transfer_bandwidth)
 from scaling_lib.hardware import get_chip
 from scaling_lib.measurements import nccl_rows
@@ -243,3 +243,35 @@ def test_a_cross_node_collective_keeps_its_name():
 def test_bus_bandwidth_names_an_unknown_collective():
     with pytest.raises(ValueError, match=r"unknown collective op 'all-sum'"):
         bus_bandwidth("all-sum", 1e9, 1e-3, 8)
+
+
+def test_pope_collectives_are_priced_by_either_convention_and_a_ring_sends_all_but_its_own_block():
+    # By hand: TPU v4 has 6 ICI links of 45 GB/s one way (270 GB/s, the "pope" convention) and 90 GB/s per link both
+    # ways ("scaling-book": one link's two directions per mesh axis the collective spans).
+    gather = Collective("all-gather", "weights", 270e9, (4, 4, 4))
+    assert CONVENTIONS == ("pope", "scaling-book")
+    assert gather.seconds("tpu-v4") == gather.seconds("tpu-v4", "pope") == pytest.approx(1.0, rel=1e-12)
+    assert gather.seconds("tpu-v4", "scaling-book") == pytest.approx(1.0, rel=1e-12)  # 3 axes x 90 GB/s
+    assert Collective("all-gather", "weights", 90e9, (4, 1, 1)).seconds("tpu-v4", "scaling-book") == pytest.approx(1.0)
+    # A ring of 16 chips passes 15 of the 16 blocks of 1.6 MB through each chip: 1.5 MB.
+    assert ring_bytes_sent(Collective("all-gather", "weights", 1.6e6, (4, 4))) == pytest.approx(1.5e6, rel=1e-12)
+    with pytest.raises(ValueError, match="convention"):
+        gather.seconds("tpu-v4", "x")
+    with pytest.raises(ValueError, match="collectives.Collective"):
+        ring_bytes_sent((1.6e6, (4, 4)))
+
+
+# --- moved from test_layouts.py with the functions (issue 22) --------------------------------------------------
+def test_a_ring_all_gather_sends_all_but_the_chips_own_shard():
+    assert ring_bytes_sent(Collective("all-gather", "weights", 1.6e6, (4, 4))) == pytest.approx(1.5e6, rel=1e-12)
+
+
+def test_a_collective_of_one_second_by_hand_in_either_convention():
+    # 270e9 bytes per chip gathered over a 4 x 4 x 4 v4 slice take one second.
+    gather = Collective("all-gather", "weights", 270e9, (4, 4, 4))
+    assert gather.seconds("tpu-v4") == gather.seconds("tpu-v4", "pope") == pytest.approx(1.0, rel=1e-12)
+
+
+def test_an_unknown_convention_is_refused():
+    with pytest.raises(ValueError, match="unknown convention 'x'"):
+        Collective("all-gather", "weights", 270e9, (4, 4, 4)).seconds("tpu-v4", "x")

@@ -11,14 +11,16 @@ import pytest
 
 from scaling_lib.book.claims import claim, evaluate, published
 from scaling_lib.book.claims.frontier import LEDGER_ROWS_ELSEWHERE, chatbot_turn
+from scaling_lib.context_limits import max_context_length
 from scaling_lib.frontier import (BATCHES, CHIP_COUNTS, choose, choose_for, choose_layout, layer_collectives,
                                   layout_cost, longest_context, measured_mfu, measured_step_s, pareto_frontier, sweep)
 from scaling_lib.estimate import Deployment
 from scaling_lib.hardware import GIB, get_chip
 from scaling_lib.inference import decode_step_time
-from scaling_lib.layouts import POPE_HEADLINE_RUNS, comm_volume_curves, ffn_comm_time, max_context_length, mfu
-from scaling_lib.measurements import pope_rows
+from scaling_lib.layouts import comm_volume_curves, ffn_comm_time
+from scaling_lib.measurements import POPE_HEADLINE_RUNS, pope_rows
 from scaling_lib.models import get_model, param_count
+from scaling_lib.utilization import mfu
 
 PALM, V4, SLICE = "palm-540b", "tpu-v4", (4, 4, 4)
 # LLaMA 3 70B: L = 80, K = 8 KV heads, H = 128: 2 (K and V) x 80 x 8 x 128 x 2 B = 327,680 B of bf16 KV per token.
@@ -385,3 +387,27 @@ def test_the_mesh_a_step_is_laid_on_changes_its_collectives():
     cube = layout_cost(PALM, V4, 64, "decode", 64, "2d-ws", "batch")
     flat = layout_cost(PALM, V4, 64, "decode", 64, "2d-ws", "batch", mesh_shape=(2, 4, 8))
     assert flat.network_s > cube.network_s
+
+
+
+def test_choose_for_resolves_the_model_once_and_passes_the_object_inward(monkeypatch):
+    # Issue 22, item 9: the public entrance resolves the row's model name; every helper inside takes the object.
+    import sys
+
+    import scaling_lib.models
+
+    original, names, in_frontier = scaling_lib.models.get_model, [], []
+
+    def counting(name):
+        if isinstance(name, str):
+            names.append(name)
+        if sys._getframe(1).f_globals["__name__"] == "scaling_lib.frontier":
+            in_frontier.append(name)
+        return original(name)
+
+    for module in list(sys.modules.values()):
+        if getattr(module, "__name__", "").startswith("scaling_lib") and getattr(module, "get_model", None) is original:
+            monkeypatch.setattr(module, "get_model", counting)
+    row = next(r for r in pope_rows() if r.model == "palm-540b" and r.phase == "decode")
+    choose_for(row)
+    assert names == ["palm-540b"] and in_frontier == ["palm-540b"]

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from scaling_lib.inference import decode_step_time
-from scaling_lib.sharding import collective_time, decode_step_components
+from scaling_lib.collectives import collective_time
+from scaling_lib.sharding import decode_step_components
 
 
 def test_decode_step_components_price_the_matmuls_in_the_compute_dtype():

@@ -11,7 +11,8 @@ from scaling_lib.inference import decode_step_time, prefill_time
 from scaling_lib.memory import max_batch_size
 from scaling_lib.models import get_model
 from scaling_lib.serving import prefill_latency
-from scaling_lib.simulator import ENGINES, ServingConfig, Workload, poisson_workload, simulate, trace_workload
+from scaling_lib.simulator import (ENGINES, ServingConfig, Workload, poisson_workload, simulate, simulate_disaggregated,
+                                   trace_workload)
 
 CONFIG = ServingConfig("llama3-70b", "tpu-v5e", n_chips=16, max_batch=32, max_context_len=8192)
 FOUR_SLOTS = ServingConfig("llama3-70b", "tpu-v5e", n_chips=16, max_batch=4, max_context_len=4096)
@@ -39,8 +40,7 @@ def test_shared_prefix_lowers_ttft_under_load_for_every_engine():
     np.testing.assert_array_equal(plain.prompt_len, shared.prompt_len)
     assert 0.7 < np.mean(shared.cached_len > 0) < 0.9
     for engine in ENGINES:
-        extra = dict(n_prefill_servers=1, n_decode_servers=1) if engine == "disaggregated" else {}
-        a, b = simulate(CONFIG, plain, engine, **extra), simulate(CONFIG, shared, engine, **extra)
+        a, b = simulate(CONFIG, plain, engine), simulate(CONFIG, shared, engine)  # disaggregated: 1 + 1 servers
         assert b.p50_ttft_s < a.p50_ttft_s, engine
         assert b.total_tokens == a.total_tokens == int(plain.output_len.sum())
 
@@ -248,13 +248,43 @@ def test_the_disaggregated_engine_refuses_n_servers_and_names_its_own_arguments(
         simulate(FOUR_SLOTS, trace_workload([(0.0, 10, 2)]), "disaggregated", n_servers=2)
 
 
-@pytest.mark.parametrize("engine, kwargs, message", [
-    ("interleaved", dict(n_prefill_servers=2), "n_prefill_servers applies to the 'disaggregated' engine only"),
-    ("chunked", dict(n_decode_servers=2), "n_decode_servers applies to the 'disaggregated' engine only"),
-    ("naive", dict(transfer_bandwidth=1e9), "transfer_bandwidth applies to the 'disaggregated' engine only"),
-    ("interleaved", dict(prefill_config=H100_CONFIG), "prefill_config applies to the 'disaggregated' engine only"),
-    ("disaggregated", dict(n_servers=3), "n_servers applies to the co-located engines"),
+@pytest.mark.parametrize("engine, kwargs, error, message", [
+    ("interleaved", dict(n_prefill_servers=2), TypeError, "n_prefill_servers"),  # simulate_disaggregated's arguments
+    ("chunked", dict(n_decode_servers=2), TypeError, "n_decode_servers"),
+    ("naive", dict(transfer_bandwidth=1e9), TypeError, "transfer_bandwidth"),
+    ("interleaved", dict(prefill_config=H100_CONFIG), TypeError, "prefill_config"),
+    ("disaggregated", dict(n_servers=3), ValueError, "n_servers applies to the co-located engines.*simulate_disaggregated"),
 ])
-def test_simulate_refuses_arguments_that_do_not_apply_to_the_engine(engine, kwargs, message):
-    with pytest.raises(ValueError, match=message):
+def test_simulate_refuses_arguments_that_do_not_apply_to_the_engine(engine, kwargs, error, message):
+    with pytest.raises(error, match=message):
         simulate(H100_CONFIG, trace_workload([(0.0, 100, 10), (0.1, 200, 5)]), engine, **kwargs)
+
+
+# --- the split: simulate (co-located engines) and simulate_disaggregated (issue 22) -------------------------------
+
+SPLIT_CONFIG = ServingConfig("llama3-8b", "h100", n_chips=1, max_batch=8, max_context_len=4096)
+SPLIT_WORKLOAD = poisson_workload(4.0, 40, prompt_len=(100, 1000), output_len=(10, 100), seed=3)
+
+
+def test_the_disaggregated_engine_named_in_simulate_is_one_prefill_and_one_decode_server():
+    named = simulate(SPLIT_CONFIG, SPLIT_WORKLOAD, "disaggregated")
+    direct = simulate_disaggregated(SPLIT_CONFIG, SPLIT_WORKLOAD, n_prefill_servers=1, n_decode_servers=1)
+    assert named.engine == direct.engine == "disaggregated" and named.n_chips == direct.n_chips == 2
+    np.testing.assert_array_equal(named.ttft_s, direct.ttft_s)
+    np.testing.assert_array_equal(named.finish_s, direct.finish_s)
+
+
+def test_each_function_counts_the_chips_of_its_own_servers():
+    assert simulate(SPLIT_CONFIG, SPLIT_WORKLOAD, "chunked", n_servers=3).n_chips == 3
+    assert simulate_disaggregated(SPLIT_CONFIG, SPLIT_WORKLOAD, n_prefill_servers=2, n_decode_servers=3).n_chips == 5
+
+
+def test_each_function_refuses_the_other_engines_arguments_and_names_the_right_call():
+    with pytest.raises(ValueError, match="simulate_disaggregated"):
+        simulate(SPLIT_CONFIG, SPLIT_WORKLOAD, "disaggregated", n_servers=2)
+    with pytest.raises(TypeError, match="n_prefill_servers"):
+        simulate(SPLIT_CONFIG, SPLIT_WORKLOAD, "interleaved", n_prefill_servers=2)
+    with pytest.raises(TypeError, match="n_servers"):
+        simulate_disaggregated(SPLIT_CONFIG, SPLIT_WORKLOAD, n_servers=2)
+    with pytest.raises(ValueError, match="prefill_config must be a ServingConfig"):
+        simulate_disaggregated(SPLIT_CONFIG, SPLIT_WORKLOAD, prefill_config="h100")

@@ -1,9 +1,82 @@
-"""scaling_lib.units: reading a number with its unit (parse_quantity, parse_unit) and writing one (format_quantity)."""
+"""The one reader of "number plus unit" (units.read_number), its thousands rule, and parse_quantity on top of it.
+
+The exercise checker reads a reader's typed answer with the same `read_number` (then its own, more forgiving unit
+reader), so every string below is read, or refused, the same way by both; tests/book/test_exercises.py checks the
+checker's verdicts. Expected values are the numbers as written, by hand.
+"""
 
 import numpy as np
 import pytest
 
-from scaling_lib.units import format_quantity, parse_quantity, parse_unit
+from scaling_lib.book.exercises import grade
+from scaling_lib.units import format_quantity, parse_quantity, parse_unit, read_number
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("4.98 ms", (4.98, "ms")),
+    ("240", (240.0, "")),
+    ("1,920 tokens", (1920.0, "tokens")),
+    ("12,345,678.5 B", (12345678.5, "B")),
+    ("-1,234", (-1234.0, "")),
+    ("1_000 tokens", (1000.0, "tokens")),
+    (".5 s", (0.5, "s")),
+    ("6.7e9B", (6.7e9, "B")),
+    ("\u22123 us", (-3.0, "us")),  # a typographic minus
+    ("4.6\u00a0k   tokens", (4.6, "k tokens")),  # a no-break space, runs of spaces collapsed
+])
+def test_read_number_splits_the_leading_number_from_its_unit(text, expected):
+    assert read_number(text) == expected
+
+
+@pytest.mark.parametrize("text, example", [
+    ("1,5 ms", "1.5 ms"),  # a decimal comma, or a thousands separator missing two digits: never guessed
+    ("0,5", "0.5"),
+    ("1,53 s", "1.53 s"),
+    ("4,6", "4.6"),
+    ("1,2345", "1.2345"),
+    ("12,34,567", "1234567"),  # groups of two (as in lakh notation): not the book's separator
+    ("1.5,3", "1.5"),  # a comma after the decimal point
+])
+def test_a_comma_is_only_a_thousands_separator_between_groups_of_three_digits(text, example):
+    with pytest.raises(ValueError, match="ambiguous") as refused:
+        read_number(text)
+    assert "thousands separator" in str(refused.value) and f"e.g. '{example}'" in str(refused.value)
+
+
+@pytest.mark.parametrize("text", ["", "   ", "abc", "--3", "e5", ".", ",", "ms 4"])
+def test_text_with_no_leading_number_is_refused_with_what_to_write(text):
+    with pytest.raises(ValueError, match="write it like '4.98 ms'"):
+        read_number(text)
+
+
+def test_a_number_past_any_float_and_a_non_string_are_refused():
+    with pytest.raises(ValueError, match="finite"):
+        read_number("1e400 s")
+    with pytest.raises(ValueError, match="string"):
+        read_number(4.98)
+
+
+def test_parse_quantity_reads_the_unit_and_falls_back_to_the_default():
+    assert parse_quantity("4.98 ms") == (pytest.approx(4.98e-3), "time")
+    assert parse_quantity("6.7 GB") == (pytest.approx(6.7e9), "bytes")
+    assert parse_quantity("2 GiB") == (2.0 * 2**30, "bytes")
+    assert parse_quantity("1,536", "tokens") == (1536.0, "count")
+    assert parse_quantity("2.5", "ms") == (pytest.approx(2.5e-3), "time")
+    with pytest.raises(ValueError, match="unknown unit"):
+        parse_quantity("3 parsecs")
+
+
+@pytest.mark.parametrize("text, readable", [("1,920 tokens", True), ("1,920", True), ("4,6", False),
+                                            ("1,92 tokens", False), ("1,920,", False), ("1_920", True)])
+def test_the_checker_and_parse_quantity_apply_the_same_thousands_rule(text, readable):
+    # ch10.moe-bcrit-8e-top1-v6e asks for a count of tokens: an answer the checker cannot read says "Cannot read".
+    verdict = grade("ch10.moe-bcrit-8e-top1-v6e", text)
+    assert ("Cannot read" not in verdict.message) == readable, verdict.message
+    if readable:
+        assert parse_quantity(text, "tokens") == (1920.0, "count")
+    else:
+        with pytest.raises(ValueError, match="ambiguous"):
+            parse_quantity(text, "tokens")
 
 
 def test_format_quantity_keeps_scientific_notation_and_groups_large_plain_numbers():

@@ -1,84 +1,19 @@
 """This machine as a measured system (scaling_lib.tiny.estimate), tested without trusting any clock.
 
-What the timings show on a real CPU (chapter 1's knee, chapter 11's decode sweep) depends on the machine and on
-whatever else it runs, so it is printed by `bench/bench_cpu_roofline.py`, never asserted here. These tests run the
-same code on synthetic machines whose answers are known by construction: a fake clock with known durations, and
-decode steps that take exactly what `estimate.decode_step` predicts at a known `Efficiency`. The oracle is the
-construction (and the hand derivations in the comments), not the code's own output on this machine.
+What the timings show on a real CPU (chapter 11's decode sweep) depends on the machine and on whatever else it runs,
+so it is printed by `bench/bench_cpu_roofline.py`, never asserted here. These tests run the same code on synthetic
+machines whose answers are known by construction: decode steps that take exactly what `estimate.decode_step` predicts
+at a known `Efficiency`. The oracle is the construction (and the hand derivations in the comments), not the code's
+own output on this machine. The microbenchmarks that measure the machine are tested in test_measure.py.
 """
 
 import math
 
-import jax.numpy as jnp
 import pytest
 
 from scaling_lib.estimate import Deployment, Efficiency, decode_step
-from scaling_lib.roofline import critical_batch_from_rates, fit_batch_roofline, matmul_flops
 from scaling_lib.tiny import estimate as bench
 from scaling_lib.tiny import model
-
-
-class FakeClock:
-    """Stands in for the `time` module inside scaling_lib.tiny.estimate: each timed call lasts the next of
-    `durations` seconds (perf_counter is read once before and once after every timed call)."""
-
-    def __init__(self, durations):
-        self.durations, self.now, self.reads = list(durations), 0.0, 0
-
-    def perf_counter(self):
-        if self.reads % 2:  # the read after a timed call: that call took the next duration
-            self.now += self.durations.pop(0)
-        self.reads += 1
-        return self.now
-
-
-def test_best_seconds_is_the_fastest_timed_call_after_an_untimed_warm_up(monkeypatch):
-    calls = []
-    monkeypatch.setattr(bench, "time", FakeClock([0.3, 0.1, 0.2]))
-    assert bench._best_seconds(lambda: calls.append(1) or 0.0, repeats=3) == pytest.approx(0.1)
-    assert len(calls) == 4  # one warm-up (it compiles) + 3 timed
-
-
-def test_the_micro_benchmarks_divide_the_work_they_do_by_the_best_time(monkeypatch):
-    # A sum over n_bytes reads each byte once: W = n_bytes / t. Here 64 MB read in 2 ms (best of 3) = 32 GB/s.
-    monkeypatch.setattr(bench, "time", FakeClock([3e-3, 2e-3, 2.5e-3]))
-    assert bench.measure_memory_bandwidth(n_bytes=64e6, repeats=3) == pytest.approx(32e9, rel=1e-12)
-    # A square matmul of side n does 2 n^3 FLOPs: 2 x 256^3 = 33,554,432 in 1 ms = 33.55 GFLOP/s.
-    monkeypatch.setattr(bench, "time", FakeClock([1e-3, 4e-3]))
-    assert bench.measure_matmul_flops(n=256, repeats=2) == pytest.approx(2 * 256**3 / 1e-3, rel=1e-12)
-
-
-# Chapter 1's experiment on a synthetic roofline machine: reading the [D, F] float32 weight takes 4 D F / W, each row
-# of the batch 2 D F / C; a call takes the larger. The knee fitted to the curve must then be (C / W) x 4 / 2, the
-# prediction from the two rates (hand derivation: t_0 / t_1 = (4 D F / W) / (2 D F / C) = 2 C / W).
-KNEE_BATCHES = [2**k for k in range(10)]  # 1 .. 512, as in chapter 1
-
-
-@pytest.mark.parametrize("flops_per_s, bytes_per_s", [(2e11, 2e10), (1e11, 4e10), (5e11, 1e10)])
-def test_the_knee_of_a_roofline_machine_is_the_critical_batch_from_its_rates(monkeypatch, flops_per_s, bytes_per_s):
-    d, f = 64, 32
-    w = jnp.ones((d, f), jnp.float32)
-    per_call = [max(4 * d * f / bytes_per_s, matmul_flops(b, d, f) / flops_per_s) for b in KNEE_BATCHES]
-    repeats = 2
-    monkeypatch.setattr(bench, "time", FakeClock([t for t in per_call for _ in range(repeats)]))
-    seconds = bench.time_batched_matmul(w, KNEE_BATCHES, repeats=repeats)
-    assert seconds == pytest.approx(per_call, rel=1e-9)
-    fit = fit_batch_roofline(KNEE_BATCHES, seconds)
-    assert fit.knee_batch == pytest.approx(critical_batch_from_rates(flops_per_s, bytes_per_s, "fp32"), rel=1e-9)
-    assert fit.knee_batch == pytest.approx(2 * flops_per_s / bytes_per_s, rel=1e-9)
-    # The floor and the slope give back the machine's own W and C (chapter 1 prints both beside the measured ones).
-    assert w.nbytes / fit.floor_s == pytest.approx(bytes_per_s, rel=1e-9)
-    assert matmul_flops(1, d, f) / fit.per_row_s == pytest.approx(flops_per_s, rel=1e-9)
-
-
-def test_time_batched_matmul_refuses_bad_input():
-    with pytest.raises(ValueError, match="2-D"):
-        bench.time_batched_matmul(jnp.ones(4), [1])
-    with pytest.raises(ValueError, match="batch"):
-        bench.time_batched_matmul(jnp.ones((4, 4)), [0])
-    with pytest.raises(ValueError, match="empty"):
-        bench.time_batched_matmul(jnp.ones((4, 4)), [])
-    assert all(t > 0 for t in bench.time_batched_matmul(jnp.ones((8, 8)), [1, 2], repeats=1))
 
 
 # Chapter 11's fit on a synthetic machine: every decode step takes exactly the estimate at TRUE, so the fit on the

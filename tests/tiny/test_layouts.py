@@ -5,7 +5,7 @@ import jax
 import numpy as np
 import pytest
 
-from scaling_lib import layouts
+from scaling_lib import attention_sharding, collectives, layouts
 from scaling_lib.book.portable import FLOAT32_ROUNDING, relative_difference
 from scaling_lib.tiny.layouts import (ATTENTION_SPECS, FFN_LAYOUTS, FFN_SPECS, attention_reference, block_model,
                                       ffn_reference, hlo_model_bytes, hlo_sent_bytes, predicted_attention,
@@ -57,7 +57,7 @@ def test_executed_ffn_hlo_collective_bytes_equal_cost_model(ffn_runs, mesh, layo
     assert run.model_bytes == layouts.ffn_comm_volume(layout, block_model(D, F), T, (2, 2, 2), "fp32",
                                                       "fp32").total_bytes
     # With the ring factor (K-1)/K put back, the HLO and the model still agree collective by collective.
-    assert run.sent_bytes == pytest.approx(sum(layouts.ring_bytes_sent(c) for c in predicted), rel=1e-12)
+    assert run.sent_bytes == pytest.approx(sum(collectives.ring_bytes_sent(c) for c in predicted), rel=1e-12)
 
 
 def test_executed_ffn_weight_gathered_xyz_moves_no_activations(ffn_runs):
@@ -118,12 +118,12 @@ def test_layout_blocks_cover_each_tensor_once_per_replica(mesh):
 
 
 def test_attention_collectives_and_ring_factor_model():
-    two = layouts.attention_collectives("batch", 512, 48, 256, (4, 4, 4))
+    two = attention_sharding.attention_collectives("batch", 512, 48, 256, (4, 4, 4))
     assert [c.op for c in two] == ["all-to-all"] * 2
     assert two[0].bytes_per_chip == 2 * 512 * 48 * 256 / 64
-    assert layouts.attention_collectives("heads", 512, 48, 256, (4, 4, 4)) == ()
-    assert layouts.attention_collectives("batch", 512, 48, 256, (1,)) == ()
-    assert layouts.ring_bytes_sent(two[0]) == pytest.approx(two[0].bytes_per_chip * 63 / 64, rel=1e-12)
+    assert attention_sharding.attention_collectives("heads", 512, 48, 256, (4, 4, 4)) == ()
+    assert attention_sharding.attention_collectives("batch", 512, 48, 256, (1,)) == ()
+    assert collectives.ring_bytes_sent(two[0]) == pytest.approx(two[0].bytes_per_chip * 63 / 64, rel=1e-12)
 
 
 @pytest.mark.parametrize("call, message", [

@@ -7,11 +7,14 @@ the rows that use them.
 import math
 from types import MappingProxyType
 
+from ...collectives import CONVENTIONS
+from ...context_limits import context_length_table, kv_versus_weights
 from ...hardware import get_chip
-from ...layouts import (CONVENTIONS, POPE_HEADLINE_RUNS, comm_volume_curves, context_length_table, decode_latency_gap,
-                        ffn_comm_volume, kv_versus_weights, layout_switch_points, mfu, ws_2d_crossover_chips)
+from ...layouts import comm_volume_curves, ffn_comm_volume, layout_switch_points, ws_2d_crossover_chips
+from ...measurements import POPE_HEADLINE_RUNS
 from ...models import get_model, param_count
 from ...units import format_quantity
+from ...utilization import decode_latency_gap, mfu
 from .framework import POPE, REL, SB7, Claim, Finding, between, holds_that, within
 
 _PALM = "palm-540b"
@@ -65,7 +68,7 @@ def _p3_table():
     return {row.variant: row.context_lengths for row in context_length_table("tpu-v4", 64, P3_BATCHES, 0.3)}
 
 
-# Pope et al.'s Table 1, cell by cell: the ledger keys of each variant of layouts.context_length_table at batches 128
+# Pope et al.'s Table 1, cell by cell: the ledger keys of each variant of context_limits.context_length_table at batches 128
 # and 512 (chapter 8 shows published(key) beside our value).
 P3_PUBLISHED_KEYS = MappingProxyType({
     "multihead": ("P3 multihead b128", "P3 multihead b512"),

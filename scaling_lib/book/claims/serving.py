@@ -11,7 +11,7 @@ from ...memory import max_batch_size
 from ...moe import as_moe, moe_weights, routing_all_to_all
 from ...quantization import quantization_table
 from ...serving import prefill_latency, prefill_to_decode_ratio, server_ratio
-from ...simulator import ServingConfig, poisson_workload, simulate
+from ...simulator import ServingConfig, poisson_workload, simulate, simulate_disaggregated
 from ...speculative import best_lookahead, draft_cost_ratio, roofline_speedup
 from ...units import format_quantity
 from .framework import SB7, SB8, TPUI, Claim, Finding, between, holds_that
@@ -48,27 +48,29 @@ def _v2_from_model():
 
 # Claim V3's scenario (chapter 9 runs it too): servers of LLaMA-3-70B on 16 TPU v5e with 32 slots of 8,192 tokens
 # (the Scaling Book's ch. 8 server), requests of 512-4,096 prompt and 64-512 output tokens, and every engine on the
-# same 48 chips: simulate(V3_CONFIG, workload, engine, **v3_servers(engine)) runs 3 co-located servers, or 2
-# prefill + 1 decode servers for "disaggregated" (simulate refuses counts its engine would not use).
+# same 48 chips: v3_simulate(engine, workload) runs 3 co-located servers, or 2 prefill + 1 decode servers for
+# "disaggregated".
 V3_CONFIG = ServingConfig("llama3-70b", "tpu-v5e", n_chips=16, max_batch=32, max_context_len=8192)
 V3_MIX = MappingProxyType(dict(prompt_len=(512, 4096), output_len=(64, 512)))
 V3_SERVERS = MappingProxyType(dict(n_servers=3, n_prefill_servers=2, n_decode_servers=1))
 
 
-def v3_servers(engine: str) -> dict:
-    """The counts of V3_SERVERS that `engine` uses (simulate refuses the others): n_servers for the co-located
-    engines, n_prefill_servers and n_decode_servers for "disaggregated".
+def v3_simulate(engine: str, workload, config=V3_CONFIG, **overrides):
+    """Claim V3's deployment of `engine` on 48 chips: `simulator.simulate` on the 3 co-located servers of V3_SERVERS,
+    or `simulator.simulate_disaggregated` on its 2 prefill + 1 decode servers; `overrides` replace the counts or pass
+    the disaggregated engine's other options (transfer_bandwidth, prefill_config).
 
     Used in chapter 9, *Serving engines*.
     """
     if engine == "disaggregated":
-        return {name: V3_SERVERS[name] for name in ("n_prefill_servers", "n_decode_servers")}
-    return {"n_servers": V3_SERVERS["n_servers"]}
+        counts = {name: V3_SERVERS[name] for name in ("n_prefill_servers", "n_decode_servers")}
+        return simulate_disaggregated(config, workload, **{**counts, **overrides})
+    return simulate(config, workload, engine, **{"n_servers": V3_SERVERS["n_servers"], **overrides})
 
 
 def _v3_engines():
     def run(engine, workload):
-        return simulate(V3_CONFIG, workload, engine, **v3_servers(engine))
+        return v3_simulate(engine, workload)
 
     low = poisson_workload(0.5, 300, **V3_MIX, seed=5)
     naive_low, inter_low = run("naive", low), run("interleaved", low)

@@ -4,11 +4,12 @@ Each row below is a published number and the scaling_lib call that recomputes it
 the rows that use them.
 """
 
+from ...collectives import collective_time, latency_bound_bytes
 from ...dtypes import bytes_per_element
 from ...hardware import get_chip
 from ...models import get_model
-from ...sharding import (beta, collective_time, fsdp_decode_cost, kv_cache_sharding, latency_bound_bytes,
-                         max_decode_model_parallelism, max_prefill_model_parallelism)
+from ...sharding import (beta, fsdp_decode_cost, kv_cache_sharding, max_decode_model_parallelism,
+                         max_prefill_model_parallelism)
 from ...units import format_quantity
 from .framework import SB7, TPUI, Claim, Finding, between, holds_that
 

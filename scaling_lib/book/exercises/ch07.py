@@ -2,11 +2,12 @@
 
 import math
 
+from ...collectives import latency_bound_bytes
 from ...hardware import get_chip
 from ...memory import param_bytes
 from ...models import get_model
 from ...sharding import (TORUS_SHAPES, beta, decode_hops_per_layer, fsdp_decode_cost, kv_cache_sharding,
-                         latency_bound_bytes, max_decode_model_parallelism)
+                         max_decode_model_parallelism)
 from .exercise import Choice, Exercise, Number, Slip
 
 

@@ -3,10 +3,12 @@ call."""
 
 import dataclasses
 
+from ...context_limits import max_context_length
 from ...hardware import get_chip
-from ...layouts import (POPE_HEADLINE_RUNS, comm_volume_curves, decode_latency_gap, ffn_comm_volume,
-                        max_context_length, mfu, wg_switch_tokens)
+from ...layouts import comm_volume_curves, ffn_comm_volume, wg_switch_tokens
+from ...measurements import POPE_HEADLINE_RUNS
 from ...models import get_model, param_count
+from ...utilization import decode_latency_gap, mfu
 from .exercise import Choice, Convention, Exercise, Number, Slip
 
 _SLICE = (4, 4, 4)

@@ -2,7 +2,7 @@
 
 from ...frontier import layout_cost
 from ...hops import torus_diameter
-from ...layouts import mfu
+from ...utilization import mfu
 from ...measurements import pope_row
 from ...models import get_model, param_count
 from .exercise import Choice, Exercise, Number, Slip

@@ -16,7 +16,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from ...units import parse_unit
+from ...units import parse_unit, read_number
 from ..text import wrap_text
 from . import ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08, ch09, ch10, ch11, ch12, ch13, ch14, appendix_worked
 from .exercise import Choice, Exercise, Number, is_whole
@@ -158,8 +158,6 @@ def _finite(value: float, answer, unit: str) -> float:
 _SYNONYMS = {"times": "x", "×": "x", "percent": "%", "pct": "%", "tok": "tokens"}
 _COUNT_KINDS = ("count", "token_rate")
 _MULTIPLIERS = {"k": 1e3, "K": 1e3, "M": 1e6}
-_LEADING_NUMBER = re.compile(r"^([-+]?(?:\d[\d,_]*)?(?:\.\d*)?(?:[eE][-+]?\d+)?)(.*)$")
-_THOUSANDS = re.compile(r"^\d{1,3}(,\d{3})+$")
 
 
 _BIT_RATE = re.compile(r"^([kKMGTP]?)(?:b/s|bit/s|bits/s|bps|bit/sec)$")
@@ -261,23 +259,10 @@ def _read_number(answer, unit: str) -> tuple:
             raise _Unreadable(f"{value} is not a finite number; check the arithmetic that produced it")
         factor, kind = parse_unit(unit)
         return _finite(value * factor, answer, unit), kind
-    text = " ".join(answer.replace("\u2212", "-").replace("\u00a0", " ").replace("\u202f", " ").split())
-    match = _LEADING_NUMBER.match(text)
-    number, rest = match.group(1), match.group(2)
-    mantissa = re.split(r"[eE]", number)[0].lstrip("+-")
-    if not re.search(r"\d", mantissa):
-        raise _Unreadable(f"could not read a number from {answer!r}; write it like '4.98 ms' or '240'")
-    whole = mantissa.split(".")[0]
-    if "," in whole or rest.startswith(","):
-        if _THOUSANDS.match(whole) and not rest.startswith(","):
-            number = number.replace(",", "")
-        else:
-            raise _Unreadable(f"{answer!r} is ambiguous: a comma there could be a decimal comma or a thousands "
-                              "separator; write decimals with a point (1.5) and commas only between groups of "
-                              "three digits (1,234)")
-    value = float(number.replace("_", ""))
-    if not math.isfinite(value):
-        raise _Unreadable(f"{answer!r} is not a finite number")
+    try:
+        value, rest = read_number(answer)
+    except ValueError as problem:
+        raise _Unreadable(str(problem)) from None
     factor, kind = _read_unit(rest, unit)
     return _finite(value * factor, answer, unit), kind
 

@@ -1,0 +1,158 @@
+"""This CPU's microbenchmarks (scaling_lib.tiny.measure), tested without trusting any clock.
+
+What the timings show on a real CPU (chapter 1's knee, the worked problems' critical-batch rule) depends on the
+machine and on whatever else it runs, so `bench/bench_cpu_roofline.py` prints it and no test asserts on a timing.
+These tests run the same code on synthetic machines whose answers are known by construction: a fake clock with known
+durations, or every timed program taking exactly its roofline time on a machine with known rates C and W:
+  a sum over n bytes:            n / W
+  a float32 [m, k] x [k, n] matmul: 2 m k n / C
+  the layer x W_in W_out:        max(8 D F / W, 4 D F B / C)  (two [D, F] float32 weights; 2 matmuls of 2 D F B)
+The measured rates are then C and W, the predicted critical batch C / W x 4 / 2 = 2 C / W, and the knee (the first
+batch from which every time is at least 1.5x the fastest) the first grid batch at or above 1.5 x 2 C / W = 3 C / W.
+"""
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from scaling_lib.roofline import critical_batch_from_rates, fit_batch_roofline, matmul_flops
+from scaling_lib.tiny import measure
+from scaling_lib.tiny.measure import BatchRule, batch_rule
+
+
+class FakeClock:
+    """Stands in for the `time` module inside scaling_lib.tiny.measure: each timed call lasts the next of
+    `durations` seconds (perf_counter is read once before and once after every timed call)."""
+
+    def __init__(self, durations):
+        self.durations, self.now, self.reads = list(durations), 0.0, 0
+
+    def perf_counter(self):
+        if self.reads % 2:  # the read after a timed call: that call took the next duration
+            self.now += self.durations.pop(0)
+        self.reads += 1
+        return self.now
+
+
+def roofline_machine(monkeypatch, flops_per_s, bytes_per_s):
+    """Replace the timer with the roofline time of each program on a machine of these rates."""
+
+    def seconds(fn, *args, repeats):
+        if fn is measure._read:
+            return args[0].nbytes / bytes_per_s
+        if fn is measure._matmul:
+            (m, k), n = args[0].shape, args[1].shape[1]
+            return 2.0 * m * k * n / flops_per_s
+        assert fn is measure._layer
+        x, w_in, w_out = args
+        (batch, d), f = x.shape, w_in.shape[1]
+        return max((w_in.nbytes + w_out.nbytes) / bytes_per_s, 4.0 * d * f * batch / flops_per_s)
+
+    monkeypatch.setattr(measure, "_best_seconds", seconds)
+
+
+def test_best_seconds_is_the_fastest_timed_call_after_an_untimed_warm_up(monkeypatch):
+    calls = []
+    monkeypatch.setattr(measure, "time", FakeClock([0.5, 0.2, 0.9]))
+    assert measure._best_seconds(lambda x: calls.append(x) or x, 1.0, repeats=3) == pytest.approx(0.2)
+    assert calls == [1.0] * 4  # one untimed call (it compiles), then three timed ones
+
+
+def test_the_micro_benchmarks_divide_the_work_they_do_by_the_best_time(monkeypatch):
+    # A sum over n_bytes reads each byte once: W = n_bytes / t. Here 64 MB read in 2 ms (best of 3) = 32 GB/s.
+    monkeypatch.setattr(measure, "time", FakeClock([3e-3, 2e-3, 2.5e-3]))
+    assert measure.measure_memory_bandwidth(n_bytes=64e6, repeats=3) == pytest.approx(32e9, rel=1e-12)
+    # A square matmul of side n does 2 n^3 FLOPs: 2 x 256^3 = 33,554,432 in 1 ms = 33.55 GFLOP/s.
+    monkeypatch.setattr(measure, "time", FakeClock([1e-3, 4e-3]))
+    assert measure.measure_matmul_flops(n=256, repeats=2) == pytest.approx(2 * 256**3 / 1e-3, rel=1e-12)
+
+
+@pytest.mark.parametrize("call, argument", [
+    (lambda: measure.measure_memory_bandwidth(1e6, repeats=0), "repeats"),
+    (lambda: measure.measure_memory_bandwidth(0), "n_bytes"),
+    (lambda: measure.measure_memory_bandwidth(3), "n_bytes"),
+    (lambda: measure.measure_memory_bandwidth(2.5e6 + 0.5), "n_bytes"),
+    (lambda: measure.measure_matmul_flops(0), "n"),
+    (lambda: measure.measure_matmul_flops(64, repeats=-1), "repeats"),
+    (lambda: measure.time_batched_matmul(jnp.ones((4, 4)), [1], repeats=0), "repeats"),
+    (lambda: measure.batch_rule(d_model=8, d_ff=8, batches=(1,), repeats=0), "repeats"),
+    (lambda: measure._best_seconds(lambda: 0.0, repeats=0), "repeats"),
+])
+def test_every_microbenchmark_refuses_a_count_that_measures_nothing(call, argument):
+    # measure_memory_bandwidth(1e6, repeats=0) used to return 0.0 B/s: no call was timed, so the best was inf.
+    with pytest.raises(ValueError, match=argument):
+        call()
+
+
+# Chapter 1's experiment on a synthetic roofline machine: reading the [D, F] float32 weight takes 4 D F / W, each row
+# of the batch 2 D F / C; a call takes the larger. The knee fitted to the curve must then be (C / W) x 4 / 2, the
+# prediction from the two rates (hand derivation: t_0 / t_1 = (4 D F / W) / (2 D F / C) = 2 C / W).
+KNEE_BATCHES = [2**k for k in range(10)]  # 1 .. 512, as in chapter 1
+
+
+@pytest.mark.parametrize("flops_per_s, bytes_per_s", [(2e11, 2e10), (1e11, 4e10), (5e11, 1e10)])
+def test_the_knee_of_a_roofline_machine_is_the_critical_batch_from_its_rates(monkeypatch, flops_per_s, bytes_per_s):
+    d, f = 64, 32
+    w = jnp.ones((d, f), jnp.float32)
+    per_call = [max(4 * d * f / bytes_per_s, matmul_flops(b, d, f) / flops_per_s) for b in KNEE_BATCHES]
+    repeats = 2
+    monkeypatch.setattr(measure, "time", FakeClock([t for t in per_call for _ in range(repeats)]))
+    seconds = measure.time_batched_matmul(w, KNEE_BATCHES, repeats=repeats)
+    assert seconds == pytest.approx(per_call, rel=1e-9)
+    fit = fit_batch_roofline(KNEE_BATCHES, seconds)
+    assert fit.knee_batch == pytest.approx(critical_batch_from_rates(flops_per_s, bytes_per_s, "fp32"), rel=1e-9)
+    assert fit.knee_batch == pytest.approx(2 * flops_per_s / bytes_per_s, rel=1e-9)
+    # The floor and the slope give back the machine's own W and C (chapter 1 prints both beside the measured ones).
+    assert w.nbytes / fit.floor_s == pytest.approx(bytes_per_s, rel=1e-9)
+    assert matmul_flops(1, d, f) / fit.per_row_s == pytest.approx(flops_per_s, rel=1e-9)
+
+
+def test_time_batched_matmul_refuses_bad_input():
+    with pytest.raises(ValueError, match="2-D"):
+        measure.time_batched_matmul(jnp.ones(4), [1])
+    with pytest.raises(ValueError, match="batch"):
+        measure.time_batched_matmul(jnp.ones((4, 4)), [0])
+    with pytest.raises(ValueError, match="empty"):
+        measure.time_batched_matmul(jnp.ones((4, 4)), [])
+    assert all(t > 0 for t in measure.time_batched_matmul(jnp.ones((8, 8)), [1, 2], repeats=1))
+
+
+@pytest.mark.parametrize("flops_per_s, bytes_per_s, knee", [
+    (2e11, 2e10, 32),  # 2 C / W = 20, so 1.5 x that = 30: the first grid batch at or above is 32
+    (6.7e10, 1.1e10, 32),  # the worked-problems run: 2 C / W = 12.2, 1.5 x = 18.3 -> 32
+    (4e11, 1e10, 128),  # 2 C / W = 80, 1.5 x = 120 -> 128
+])
+def test_the_rule_on_a_roofline_machine_finds_its_rates_and_its_knee(monkeypatch, flops_per_s, bytes_per_s, knee):
+    roofline_machine(monkeypatch, flops_per_s, bytes_per_s)
+    d, f = 64, 256
+    rule = batch_rule(d_model=d, d_ff=f, batches=(1, 2, 4, 8, 16, 32, 64, 128, 256), repeats=1)
+    assert rule.flops_per_s == pytest.approx(flops_per_s, rel=1e-12)
+    assert rule.bytes_per_s == pytest.approx(bytes_per_s, rel=1e-12)
+    assert rule.weight_bytes == 2 * d * f * 4 and rule.layer_flops_per_token == 4.0 * d * f
+    assert rule.predicted_batch == pytest.approx(critical_batch_from_rates(flops_per_s, bytes_per_s, "fp32"))
+    assert rule.predicted_batch == pytest.approx(2 * flops_per_s / bytes_per_s)
+    assert rule.knee == knee
+    for batch, seconds in zip(rule.batches, rule.seconds):  # the measured curve is the roofline itself
+        assert rule.predicted_seconds(batch) == pytest.approx(seconds, rel=1e-12)
+    # Below the critical batch the layer costs one read of its weights; batching is nearly free there.
+    read = rule.weight_bytes / rule.bytes_per_s
+    assert all(t == pytest.approx(read) for b, t in zip(rule.batches, rule.seconds) if b <= rule.predicted_batch)
+
+
+def test_a_machine_whose_time_never_grows_enough_has_no_knee(monkeypatch):
+    roofline_machine(monkeypatch, 1e15, 1e9)  # 2 C / W = 2e6: far beyond the largest batch timed
+    assert batch_rule(d_model=16, d_ff=32, batches=(1, 8, 64), repeats=1).knee == float("inf")
+
+
+def test_knee_is_the_first_batch_from_which_every_time_is_slow():
+    fake = BatchRule(batches=(1, 2, 4, 8, 16), seconds=(1.0, 1.8, 0.9, 1.0, 3.0), flops_per_s=1.0, bytes_per_s=1.0,
+                     weight_bytes=1, layer_flops_per_token=1.0)
+    assert fake.knee == 16  # the outlier at 2 does not count
+    with pytest.raises(ValueError, match="increasing"):
+        batch_rule(batches=(4, 2))
+
+
+def test_the_real_layer_runs_and_is_timed():
+    # The one real timing: only that each batch was timed (no bound on how long it took).
+    rule = batch_rule(d_model=32, d_ff=64, batches=(1, 4), repeats=1)
+    assert len(rule.seconds) == 2 and all(np.isfinite(t) and t > 0 for t in rule.seconds)
