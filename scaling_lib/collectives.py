@@ -110,7 +110,7 @@ def collective_bandwidth(chip) -> float:
     The bandwidth at which an all-gather's output grows on a large group: V / W. 9e10 B/s on TPU v5e, 2e11 on
     Ironwood, 4.5e11 on H100 (18 NVLink links x 25 GB/s, one way).
 
-    Used in chapter 7, *Sharding prefill and generation*.
+    Defined in chapter 7, *Sharding prefill and generation*.
     """
     topology = get_chip(chip).network
     return topology.axis_bandwidth if isinstance(topology, Torus) else topology.injection_bandwidth
@@ -133,7 +133,7 @@ def collective_hops(op: str, n_shards: int, wraparound: bool = True) -> int:
     to end. A latency-bound collective takes hops x the hop latency. Chapter 7's section *Decode collectives are
     latency-bound*.
 
-    Used in chapter 7, *Sharding prefill and generation*.
+    Defined in chapter 7, *Sharding prefill and generation*.
     """
     choice("collective op", op, COLLECTIVES)
     n = positive_int("n_shards", n_shards)
@@ -296,7 +296,7 @@ def collective_time(op: str, array_bytes: float, chip, n_shards: int, wraparound
     axis of n chips (`hardware.Torus.axis_wraps`; ignored on a switch). `algorithm` ("ring", "tree" or "nvls",
     switches only) prices that algorithm, as NCCL_ALGO forces it; None (the default) picks as NCCL's model does.
 
-    Used in chapter 7, *Sharding prefill and generation* and chapter 11, *How close do real systems come?*.
+    Defined in chapter 7, *Sharding prefill and generation*.
     """
     choice("collective op", op, COLLECTIVES)
     chip = get_chip(chip)
@@ -375,8 +375,7 @@ def latency_bound_bytes(chip, n_shards: int) -> float:
     8 Ironwood chips); on a switch NCCL's small-message latency (the ring with the LL protocol) x W_inj x n / (n - 1)
     (about 5.6 MB on 8 H100).
 
-    Used in chapter 7, *Sharding prefill and generation*; chapter 10, *Speculative decoding, mixture of experts and
-    quantization*; and chapter 11, *How close do real systems come?*.
+    Defined in chapter 7, *Sharding prefill and generation*.
     """
     chip = get_chip(chip)
     n = positive_int("n_shards", n_shards)
@@ -391,7 +390,7 @@ def bus_bandwidth(op: str, array_bytes: float, seconds: float, n_shards: int) ->
     (n-1)/n (all-gather, reduce-scatter, all-to-all), so that it can be compared with a link's line rate
     (nccl-tests, doc/PERFORMANCE.md). For the switch model above it equals the injection bandwidth.
 
-    Used in chapter 11, *How close do real systems come?*.
+    Defined in chapter 11, *How close do real systems come?*.
     """
     choice("collective op", op, COLLECTIVES)
     positive("array_bytes", array_bytes)

@@ -182,7 +182,7 @@ def layer_collectives(model, n_chips: int, phase: str, batch: int, ffn_layout: s
     Raises ValueError for a Pope et al. layout on a chip that is not a torus, and for heads that do not split
     n ways under attention_sharding='heads' (unless `pad_heads`, as in `layout_cost`).
 
-    Used in chapter 12, *Choosing a layout by the metric*.
+    Defined in chapter 12, *Choosing a layout by the metric*.
     """
     m, _, n_chips, batch, context_len, mesh = _check_step(
         model, chip, n_chips, phase, batch, ffn_layout, attention_sharding, context_len,
@@ -216,7 +216,7 @@ def layout_cost(model, chip, n_chips: int, phase: str, batch: int, ffn_layout: s
     in the model FLOPs of MFU; and for Pope et al.'s layouts on a chip that is not a torus (a GPU's NVLink switch
     runs "1d-ws", as `estimate.Deployment` decides).
 
-    Used in chapter 12, *Choosing a layout by the metric*.
+    Defined in chapter 12, *Choosing a layout by the metric*.
     """
     m, c, n, b, context_len, mesh = _check_step(
         model, chip, n_chips, phase, batch, ffn_layout, attention_sharding, context_len,
@@ -284,7 +284,7 @@ def choose_layout(model, chip, n_chips: int, phase: str, batch: int, *, tie: flo
     al.'s layouts on a TPU torus, "1d-ws" on a GPU switch), `layout_cost` options passing through. `NothingFits`
     (a ValueError) when nothing fits.
 
-    Used in chapter 12, *Choosing a layout by the metric*.
+    Defined in chapter 12, *Choosing a layout by the metric*.
     """
     if not 0 <= real("tie", tie) < 1:
         raise ValueError(f"tie must be a fraction in [0, 1), got {tie!r}")
@@ -313,7 +313,7 @@ def choose_layout(model, chip, n_chips: int, phase: str, batch: int, *, tie: flo
 def sweep(model, chip, phase: str, *, chip_counts=CHIP_COUNTS, batches=BATCHES, **options) -> tuple:
     """The best `LayoutCost` at every (chip count, batch) that fits: the points behind the frontier.
 
-    Used in chapter 12, *Choosing a layout by the metric*.
+    Defined in chapter 12, *Choosing a layout by the metric*.
     """
     m, c = get_model(model), get_chip(chip)
     choice("phase", phase, PHASES)
@@ -340,7 +340,7 @@ def _counts(name: str, values) -> tuple:
 def pareto_frontier(points) -> tuple:
     """The points no other point beats on both latency (lower) and MFU (higher), sorted by latency.
 
-    Used in chapter 12, *Choosing a layout by the metric*.
+    Defined in chapter 12, *Choosing a layout by the metric*.
     """
     points = instances("points", points, LayoutCost, "LayoutCost results (from sweep or layout_cost)")
     ordered = sorted(points, key=lambda p: (p.total_s, -p.mfu))
@@ -358,7 +358,7 @@ def choose(model, chip, phase: str, metric: str = "cost", *, latency_target_s: f
     "cost" = the lowest chip-seconds per token whose latency (the step, or the prefill pass) meets
     `latency_target_s` (None: any). Options (context_len, overlap, ...) pass to `layout_cost`.
 
-    Used in chapter 12, *Choosing a layout by the metric*.
+    Defined in chapter 12, *Choosing a layout by the metric*.
     """
     choice("metric", metric, METRICS)
     if latency_target_s is not None:
@@ -391,7 +391,7 @@ def longest_context(model, chip, n_chips: int, batch: int, attention_sharding: s
     """The longest context whose KV cache fits next to the weights in each chip's HBM (0 if the weights do not):
     S = (HBM - P b_w / n) / (sequences per chip x KV bytes per token x heads per chip / K).
 
-    Used in chapter 12, *Choosing a layout by the metric*.
+    Defined in chapter 12, *Choosing a layout by the metric*.
     """
     m, c = get_model(model), get_chip(chip)
     n, b = positive_int("n_chips", n_chips), positive_int("batch", batch)
@@ -416,7 +416,7 @@ def _row(row) -> PopeRow:
 def measured_step_s(row) -> float:
     """The latency a user sees per step of a `measurements.PopeRow`: the prefill pass, or one of its decode steps.
 
-    Used in chapter 12, *Choosing a layout by the metric*.
+    Defined in chapter 12, *Choosing a layout by the metric*.
     """
     row = _row(row)
     return row.latency_s / row.decode_steps if row.phase == "decode" else row.latency_s
@@ -426,7 +426,7 @@ def measured_mfu(row) -> float:
     """A `measurements.PopeRow`'s MFU recomputed from its published latency: `layouts.mfu` (2 P tokens / (latency x
     chips x C_bf16)).
 
-    Used in chapter 12, *Choosing a layout by the metric*.
+    Defined in chapter 12, *Choosing a layout by the metric*.
     """
     row = _row(row)
     return mfu(param_count(get_model(row.model)), row.tokens, row.latency_s, row.chip, row.chips)
@@ -437,7 +437,7 @@ def choose_for(row, **options) -> LayoutDecision:
     Pope et al. padded the query heads to a multiple of the chips (PaLM 540B: 48 to 64), so heads are padded
     here too unless `pad_heads=False` is passed.
 
-    Used in chapter 12, *Choosing a layout by the metric*.
+    Defined in chapter 12, *Choosing a layout by the metric*.
     """
     row = _row(row)
     options.setdefault("pad_heads", True)

@@ -125,7 +125,7 @@ def ffn_comm_volume(layout: str, model, tokens: float, mesh_shape, weight_dtype:
                     activation_dtype: str = "bf16") -> CommVolume:
     """Per-chip communication volume of one feed-forward layer (formulas in the module docstring).
 
-    Used in chapter 8, *Partitioning layouts*.
+    Defined in chapter 8, *Partitioning layouts*.
     """
     steps = ffn_collectives(layout, model, tokens, mesh_shape, weight_dtype, activation_dtype)
     return CommVolume(activation_bytes=sum(c.bytes_per_chip for c in steps if c.tensor == "activations"),
@@ -136,7 +136,7 @@ def ffn_comm_time(layout: str, model, chip, tokens: float, mesh_shape, conventio
                   weight_dtype: str = "bf16", activation_dtype: str = "bf16") -> float:
     """Seconds of communication per feed-forward layer: the sum of its collectives' bytes / bandwidth.
 
-    Used in chapter 8, *Partitioning layouts*.
+    Defined in chapter 8, *Partitioning layouts*.
     """
     steps = ffn_collectives(layout, model, tokens, mesh_shape, weight_dtype, activation_dtype)
     choice("convention", convention, CONVENTIONS)
@@ -266,7 +266,7 @@ def comm_volume_curves(model, mesh_shape, tokens, layouts=LAYOUTS, weight_dtype:
                        activation_dtype: str = "bf16") -> CommCurves:
     """Claim P1: `ffn_comm_volume` over a range of tokens per batch, and the exact switch points between layouts.
 
-    Used in chapter 8, *Partitioning layouts* and chapter 12, *Choosing a layout by the metric*.
+    Defined in chapter 8, *Partitioning layouts*.
     """
     if isinstance(tokens, (str, bytes)) or not hasattr(tokens, "__iter__"):
         raise ValueError(f"tokens must list token counts, e.g. [64, 1024, 16384], got {tokens!r}")
@@ -292,7 +292,7 @@ def ws_2d_optimal_x(n_chips: float, d_model: int, d_ff: int, convention: str = "
     pope: minimize D/X + F X/n               -> X = sqrt(n D / F)       (Pope et al. App. A.2.1)
     scaling-book: minimize D/X + 2 F X/n     -> X = sqrt(n D / (2 F))   (Scaling Book ch. 7 Q7: X = sqrt(n/8), F = 4D)
 
-    Used in chapter 8, *Partitioning layouts*.
+    Defined in chapter 8, *Partitioning layouts*.
     """
     choice("convention", convention, CONVENTIONS)
     for name, value in (("n_chips", n_chips), ("d_model", d_model), ("d_ff", d_ff)):
@@ -310,7 +310,7 @@ def ws_2d_crossover_chips(d_model: int, d_ff: int, convention: str = "pope") -> 
     versions of the book print 81 for F = 4D, but its own expression 128 x (3/4)^2 equals 72; summaries of the
     paper state the F = 4D case as sqrt(n) > F / D, which agrees with 4F / D only at F = 4D (both give 16).
 
-    Used in chapter 8, *Partitioning layouts*.
+    Defined in chapter 8, *Partitioning layouts*.
     """
     choice("convention", convention, CONVENTIONS)
     positive("d_model", d_model)
@@ -334,7 +334,7 @@ def layout_switch_points(model, chip, mesh_shape, convention: str = "pope", layo
                          activation_dtype: str = "bf16") -> tuple:
     """Token counts where the layout with the least communication *time* changes, under `convention`.
 
-    Used in chapter 8, *Partitioning layouts*.
+    Defined in chapter 8, *Partitioning layouts*.
     """
     layouts = items("layouts", layouts, lambda what, name: choice(what, name, LAYOUTS))
     if not isinstance(tokens_range, (tuple, list)) or len(tokens_range) != 2:
@@ -355,7 +355,7 @@ def layout_switch_points(model, chip, mesh_shape, convention: str = "pope", layo
 def wg_optimal_gather_size(tokens: float, n_chips: int, d_ff: int) -> float:
     """n_wg = sqrt(T n / F): chips to all-gather weights over, minimizing 2 D F n_wg / n + 2 T D / n_wg (App. A.2.2).
 
-    Used in chapter 8, *Partitioning layouts*.
+    Defined in chapter 8, *Partitioning layouts*.
     """
     for name, value in (("tokens", tokens), ("n_chips", n_chips), ("d_ff", d_ff)):
         positive(name, value)
@@ -372,7 +372,7 @@ def wg_switch_tokens(model, gather_from: int, gather_to: int, n_chips: int, weig
     switch (to N = n) sits lower, at (w / a) F N1 (n - N1) / n: 12 F instead of 16 F from XY to XYZ on 4x4x4.
     Chapter 8's exercise on the switch to wg-xyz uses it.
 
-    Used in chapter 8, *Partitioning layouts*.
+    Defined in chapter 8, *Partitioning layouts*.
     """
     m = get_model(model)
     gather_from, gather_to = positive_int("gather_from", gather_from), positive_int("gather_to", gather_to)
@@ -399,7 +399,7 @@ def kv_versus_weights(model, batch: int, context_len: int, kv_dtype: str = "bf16
                       weight_dtype: str = "bf16") -> KvVersusWeights:
     """Claim P2: B x S x 2 L K H bytes of KV cache against the weight bytes (Pope et al. sec. 2.1).
 
-    Used in chapter 8, *Partitioning layouts*.
+    Defined in chapter 8, *Partitioning layouts*.
     """
     positive("context_len", context_len, allow_zero=True)
     return KvVersusWeights(kv_cache_bytes(model, context_len, batch, kv_dtype), param_bytes(model, weight_dtype))
@@ -414,7 +414,7 @@ def max_context_length(model, chip, n_chips: int, batch: int, attention_sharding
                48 multihead heads on 64 chips take one each, as if padded to 64), every chip holds all B sequences;
       "batch": sequences split over chips, ceil(B / n) per chip, all K heads each.
 
-    Used in chapter 8, *Partitioning layouts*.
+    Defined in chapter 8, *Partitioning layouts*.
     """
     m, chip = get_model(model), get_chip(chip)
     choice("attention_sharding", attention_sharding, ATTENTION_SHARDINGS)
@@ -441,7 +441,7 @@ class ContextLengthRow:
 def context_length_table(chip="tpu-v4", n_chips: int = 64, batches=(128, 512), kv_fraction: float = 0.3) -> tuple:
     """Claim P3, Pope et al. Table 1: multihead, multiquery sharded over heads, multiquery sharded over batch.
 
-    Used in chapter 8, *Partitioning layouts*.
+    Defined in chapter 8, *Partitioning layouts*.
     """
     if isinstance(batches, (str, bytes)) or not hasattr(batches, "__iter__") or not list(batches):
         raise ValueError(f"batches must list at least one batch size, e.g. (128, 512), got {batches!r}")
@@ -459,7 +459,7 @@ def context_length_table(chip="tpu-v4", n_chips: int = 64, batches=(128, 512), k
 def mfu(param_count: float, tokens: float, seconds: float, chip, n_chips: int, compute_dtype: str = "bf16") -> float:
     """Model FLOPs utilization: 2 x params x tokens / (seconds x n x peak)  (Pope et al. sec. 2; attention excluded).
 
-    Used in chapter 8, *Partitioning layouts* and chapter 12, *Choosing a layout by the metric*.
+    Defined in chapter 8, *Partitioning layouts*.
     """
     chip = get_chip(chip)
     for name, value in (("param_count", param_count), ("tokens", tokens), ("seconds", seconds)):
@@ -497,7 +497,7 @@ def decode_latency_gap(model, chip, n_chips: int, batch: int, context_len: int, 
     The bound leaves out communication, attention FLOPs, layer norms and sampling, so it sits below any real step.
     Raises ValueError when the batch does not fit in HBM (`check_capacity=False` prices it as if it fitted).
 
-    Used in chapter 8, *Partitioning layouts*.
+    Defined in chapter 8, *Partitioning layouts*.
     """
     positive("measured_step_s", measured_step_s)
     bound = decode_step_time(model, chip, n_chips, batch, context_len, weight_dtype, kv_dtype, compute_dtype,
@@ -534,7 +534,7 @@ def ring_bytes_sent(collective: Collective) -> float:
     The cost model (Pope et al. App. A) counts bytes_per_chip -- the gathered output, the unreduced input, the
     resharded block -- and drops (m-1)/m; a ring all-gather passes m-1 of the m blocks through each chip.
 
-    Used in chapter 8, *Partitioning layouts*.
+    Defined in chapter 8, *Partitioning layouts*.
     """
     if not isinstance(collective, Collective):
         raise ValueError(f"collective must be a layouts.Collective, got {type(collective).__name__}")

@@ -52,7 +52,7 @@ class ServingConfig:
     (`memory.max_batch_size`). `mfu` prices prefill (40% is the Scaling Book's ch. 8 assumption);
     `prefill_chunk_tokens` is the prompt-token budget per step of the "chunked" engine.
 
-    Used in chapter 9, *Serving engines* and chapter 14, *Serving details*.
+    Defined in chapter 9, *Serving engines*.
     """
 
     model: object
@@ -185,7 +185,7 @@ def poisson_workload(rate_per_s: float, n_requests: int, prompt_len=1024, output
     `shared_prefix_len` tokens already cached (`Workload.cached_len`); a prompt no longer than the prefix reuses all
     but its last token. With the defaults (no sharing) the random stream, hence the workload, is unchanged.
 
-    Used in chapter 9, *Serving engines*.
+    Defined in chapter 9, *Serving engines*.
     """
     try:
         positive("rate_per_s", rate_per_s)
@@ -551,7 +551,7 @@ def simulate(config: ServingConfig, workload: Workload, engine: str = "interleav
     cache to the decode server. Deterministic: the same inputs
     give the same result.
 
-    Used in chapter 9, *Serving engines*.
+    Defined in chapter 9, *Serving engines*.
     """
     choice("engine", engine, ENGINES)
     # An argument the chosen engine would ignore is a mistake (a sweep that changes nothing): refuse it.

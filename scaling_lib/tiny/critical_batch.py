@@ -99,7 +99,7 @@ def batch_rule(d_model: int = 1024, d_ff: int = 8192, batches=(1, 2, 4, 8, 16, 3
                repeats: int = 3, seed: int = 0) -> BatchRule:
     """Measure C and W, then the best time of x[B, D] @ W_in[D, F] @ W_out[F, D] (float32) for each batch.
 
-    Used in the appendix *Worked problems*.
+    Defined in the appendix *Worked problems*.
     """
     d, f = positive_int("d_model", d_model), positive_int("d_ff", d_ff)
     batches = tuple(positive_int("batch", b) for b in batches)

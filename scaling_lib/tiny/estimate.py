@@ -51,7 +51,7 @@ def _best_seconds(fn, repeats: int) -> float:
 def measure_memory_bandwidth(n_bytes: float = 256e6, repeats: int = 5) -> float:
     """B/s this machine streams from memory: a jitted float32 sum over an array of n_bytes (read once).
 
-    Used in chapter 1, *Rooflines and the critical batch size* and chapter 11, *How close do real systems come?*.
+    Defined in chapter 1, *Rooflines and the critical batch size*.
     """
     x = jnp.ones(int(n_bytes) // 4, jnp.float32)
     total = jax.jit(jnp.sum)
@@ -61,7 +61,7 @@ def measure_memory_bandwidth(n_bytes: float = 256e6, repeats: int = 5) -> float:
 def measure_matmul_flops(n: int = 1024, repeats: int = 5) -> float:
     """FLOP/s of a jitted float32 n x n by n x n matmul: 2 n^3 / seconds.
 
-    Used in chapter 1, *Rooflines and the critical batch size* and chapter 11, *How close do real systems come?*.
+    Defined in chapter 1, *Rooflines and the critical batch size*.
     """
     rng = np.random.default_rng(0)
     a = jnp.asarray(rng.standard_normal((n, n), np.float32))
@@ -80,7 +80,7 @@ def time_batched_matmul(w, batches, repeats: int = 5) -> tuple:
     """Best seconds of a jitted `x @ w` for x of shape [B, D] (ones, w's dtype) at each B in `batches`: the curve
     whose knee is this machine's critical batch size. Chapter 1's section *Experiment: find the knee on your own CPU*.
 
-    Used in chapter 1, *Rooflines and the critical batch size*.
+    Defined in chapter 1, *Rooflines and the critical batch size*.
     """
     if getattr(w, "ndim", None) != 2:
         raise ValueError(f"w must be a 2-D weight [D, F], got shape {getattr(w, 'shape', None)!r}")
@@ -99,7 +99,7 @@ def time_batched_matmul(w, batches, repeats: int = 5) -> tuple:
 def machine_chip(memory_bandwidth: float, matmul_flops: float) -> Chip:
     """This machine as a `hardware.Chip`: the measured constants, float32 math, its RAM as capacity, no network.
 
-    Used in chapter 11, *How close do real systems come?*.
+    Defined in chapter 11, *How close do real systems come?*.
     """
     ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     return Chip(name="this-cpu", peak_flops_table=(("fp32", float(matmul_flops)),),
@@ -111,7 +111,7 @@ def bench_config() -> Transformer:
     """The decode model of the sweep: 2 layers, D = 512, F = 2,048, 8 query heads sharing 2 KV heads of 64, V = 4,096
     (about 11M parameters, 45 MB in float32: more than a laptop CPU's last-level cache).
 
-    Used in chapter 11, *How close do real systems come?*.
+    Defined in chapter 11, *How close do real systems come?*.
     """
     return Transformer(n_layers=2, d_model=512, d_ff=2048, n_heads=8, n_kv_heads=2, head_dim=64, vocab_size=4096,
                        name="bench", source="scaling_lib.tiny.estimate: a decode model sized for CPU timing")
@@ -166,7 +166,7 @@ def decode_sweep(chip: Chip, batches=(1, 32), cache_lens=(256, 2048), repeats: i
     """`time_decode_step` for every (batch, cache_len), each beside `estimate.decode_step` on `chip` (float32
     weights, cache and math): a tuple of `DecodeTiming`.
 
-    Used in chapter 11, *How close do real systems come?*.
+    Defined in chapter 11, *How close do real systems come?*.
     """
     cfg = bench_config() if config is None else config
     params = model.init_params(cfg, seed=0)
@@ -181,7 +181,7 @@ def fit_machine_efficiency(timings) -> Efficiency:
     """The Efficiency (mfu, hbm; network unused on one device) that best predicts the steps with the shortest cache
     (`calibration.fit_efficiency`); the longer caches are left out to validate it.
 
-    Used in chapter 11, *How close do real systems come?*.
+    Defined in chapter 11, *How close do real systems come?*.
     """
     timings = tuple(timings)
     if not timings:

@@ -57,10 +57,7 @@ V3_SERVERS = MappingProxyType(dict(n_servers=3, n_prefill_servers=2, n_decode_se
 
 def v3_servers(engine: str) -> dict:
     """The counts of V3_SERVERS that `engine` uses (simulate refuses the others): n_servers for the co-located
-    engines, n_prefill_servers and n_decode_servers for "disaggregated".
-
-    Used in chapter 9, *Serving engines*.
-    """
+    engines, n_prefill_servers and n_decode_servers for "disaggregated"."""
     if engine == "disaggregated":
         return {name: V3_SERVERS[name] for name in ("n_prefill_servers", "n_decode_servers")}
     return {"n_servers": V3_SERVERS["n_servers"]}
