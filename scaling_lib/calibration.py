@@ -84,7 +84,7 @@ def _check_row(row, function: str):
 def platform_of(row) -> str:
     """"tpu" for a row measured on a TPU torus, "gpu" otherwise.
 
-    Used in chapter 11, *How close do real systems come?*.
+    Defined in chapter 11, *How close do real systems come?*.
     """
     _check_row(row, "platform_of")
     chip = row.gpu if isinstance(row, ThroughputRow) else row.chip
@@ -95,7 +95,7 @@ def group_of(row) -> tuple:
     """(platform, tensor-parallel degree, "dense" or "moe", weight precision): the strata of the split and of the
     validation report.
 
-    Used in chapter 11, *How close do real systems come?*.
+    Defined in chapter 11, *How close do real systems come?*.
     """
     _check_row(row, "group_of")
     if isinstance(row, ThroughputRow):
@@ -130,7 +130,7 @@ def split_of(row) -> str:
     """"calibration" or "validation" (module docstring): TensorRT-LLM's earlier H100 rows and PaLM 540B calibrate,
     its H200 rows and PaLM 62B validate; the published runs by the stratified every-third rule.
 
-    Used in chapter 11, *How close do real systems come?*.
+    Defined in chapter 11, *How close do real systems come?*.
     """
     _check_row(row, "split_of")
     if isinstance(row, ThroughputRow):
@@ -220,7 +220,7 @@ def compare(row, efficiency=None, kv_dtype: str = "fp8") -> Comparison:
     """A `Comparison` for one row of `measurements.trtllm_rows()`, `pope_rows()` or `published_runs()`
     (`kv_dtype` applies to the first, whose page does not state it).
 
-    Used in chapter 11, *How close do real systems come?*.
+    Defined in chapter 11, *How close do real systems come?*.
     """
     _check_row(row, "compare")
     bytes_per_element(kv_dtype)
@@ -244,7 +244,7 @@ def compare(row, efficiency=None, kv_dtype: str = "fp8") -> Comparison:
 def all_rows() -> tuple:
     """Every published row: the 40 earlier TensorRT-LLM rows, Pope et al.'s 8, then the 263 published runs.
 
-    Used in chapter 11, *How close do real systems come?*.
+    Defined in chapter 11, *How close do real systems come?*.
     """
     return trtllm_rows() + pope_rows() + published_runs()
 
@@ -359,7 +359,7 @@ def row_model(row) -> RowModel:
     only on `memory_utilization` and `max_sequences`). `RowModel.predicted(eff)` equals `compare(row, eff).predicted`
     for any serial `eff` (a test checks it).
 
-    Used in chapter 11, *How close do real systems come?*.
+    Defined in chapter 11, *How close do real systems come?*.
     """
     _check_row(row, "row_model")
     if isinstance(row, (ThroughputRow, RunRow)) and (isinstance(row, ThroughputRow) or row.kind.startswith("offline")):
@@ -410,7 +410,7 @@ def _fast_loss(models, values: dict) -> float:
 def loss(models, efficiency) -> float:
     """The fit's loss: sum(log(predicted / measured)^2) of some `RowModel`s at a serial `Efficiency`.
 
-    Used in chapter 11, *How close do real systems come?*.
+    Defined in chapter 11, *How close do real systems come?*.
     """
     models = _as_row_models(models, "loss")
     if not isinstance(efficiency, Efficiency) or efficiency.overlap:
@@ -422,7 +422,7 @@ def fit_typical() -> Calibrated:
     """`estimate.TYPICAL`'s values: for GPUs and for TPUs, the five efficiencies (`FIELDS`) minimising the sum of
     squared log ratios over that platform's calibration rows (`split_of`), rounded as `fit_efficiency` rounds.
 
-    Used in chapter 11, *How close do real systems come?*.
+    Defined in chapter 11, *How close do real systems come?*.
     """
     return _fit_typical()
 
@@ -444,7 +444,7 @@ def fit_rows(models, rounds: int = 12, fixed: dict | None = None) -> Efficiency:
     `fixed` held at the values given (`fit_typical` on the calibration rows; tests give it rows with planted
     efficiencies).
 
-    Used in chapter 11, *How close do real systems come?*.
+    Defined in chapter 11, *How close do real systems come?*.
     """
     models = _as_row_models(models, "fit_rows")
     if fixed is not None and not isinstance(fixed, dict):
@@ -467,7 +467,7 @@ def gpu_network_efficiency() -> float:
     bus bandwidth (`measurements.nccl_rows`) of the algorithm `collectives` picks at that size, over the bus bandwidth
     of its line-rate bandwidth term (480 GB/s of NVLS on 8 H100 against 700 at line rate: 0.69). Rounded to 0.01.
 
-    Used in chapter 11, *How close do real systems come?*.
+    Defined in chapter 11, *How close do real systems come?*.
     """
     ratios = []
     for row in nccl_rows():
@@ -505,7 +505,7 @@ class Range:
 def uncertainty(platform: str, worsening: float = 0.1) -> tuple:
     """A `Range` for each of the five efficiencies of `platform`'s fit (bisection on each side).
 
-    Used in chapter 11, *How close do real systems come?*.
+    Defined in chapter 11, *How close do real systems come?*.
     """
     choice("platform", platform, PLATFORMS)
     fraction("worsening", worsening, "the relative increase of the loss that bounds the range")
@@ -592,7 +592,7 @@ class Metrics:
 def metrics(items, name: str = "all") -> Metrics:
     """`Metrics` of some comparisons.
 
-    Used in chapter 11, *How close do real systems come?*.
+    Defined in chapter 11, *How close do real systems come?*.
     """
     if not isinstance(name, str):
         raise ValueError(f"name must be a string (the group's label), got {name!r}")
@@ -606,7 +606,7 @@ def validation_metrics(efficiency="typical") -> dict:
     """`Metrics` of the `efficiency` estimate on the validation rows: "all", then by group: "TP<n>", "gpu"/"tpu",
     "dense"/"moe", and each weight precision.
 
-    Used in chapter 11, *How close do real systems come?*.
+    Defined in chapter 11, *How close do real systems come?*.
     """
     return _validation_metrics(resolve_efficiency(efficiency))
 
@@ -643,7 +643,7 @@ def out_of_sample(efficiency="typical") -> tuple:
     (None or "bound": the bound, whose ratio predicted / measured is at least 1 on every real run), priced once per
     efficiency and cached.
 
-    Used in chapter 11, *How close do real systems come?*.
+    Defined in chapter 11, *How close do real systems come?*.
     """
     return _out_of_sample(resolve_efficiency(efficiency))
 
@@ -663,7 +663,7 @@ def out_of_sample_summary(efficiency="typical") -> dict:
     """`Metrics` of `efficiency` on the out-of-sample rows: "all", then by group: "TP<n>", "gpu"/"tpu",
     "dense"/"moe", each weight precision, each chip and each engine release (`release_of`).
 
-    Used in chapter 11, *How close do real systems come?*.
+    Defined in chapter 11, *How close do real systems come?*.
     """
     items = out_of_sample(efficiency)
     keys = [(c, (*group_of(c.row), c.row.chip, release_of(c.row))) for c in items]

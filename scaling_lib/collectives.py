@@ -110,7 +110,7 @@ def collective_bandwidth(chip) -> float:
     The bandwidth at which an all-gather's output grows on a large group: V / W. 9e10 B/s on TPU v5e, 2e11 on
     Ironwood, 4.5e11 on H100 (18 NVLink links x 25 GB/s, one way).
 
-    Used in chapter 7, *Sharding prefill and generation*.
+    Defined in chapter 7, *Sharding prefill and generation*.
     """
     topology = get_chip(chip).network
     return topology.axis_bandwidth if isinstance(topology, Torus) else topology.injection_bandwidth
@@ -276,7 +276,7 @@ def collective_time(op: str, array_bytes: float, chip, n_shards: int, wraparound
     axis of n chips (`hardware.Torus.axis_wraps`; ignored on a switch). `algorithm` ("ring", "tree" or "nvls",
     switches only) prices that algorithm, as NCCL_ALGO forces it; None (the default) picks as NCCL's model does.
 
-    Used in chapter 7, *Sharding prefill and generation* and chapter 11, *How close do real systems come?*.
+    Defined in chapter 7, *Sharding prefill and generation*.
     """
     choice("collective op", op, COLLECTIVES)
     chip = get_chip(chip)
@@ -355,8 +355,7 @@ def latency_bound_bytes(chip, n_shards: int) -> float:
     8 Ironwood chips); on a switch NCCL's small-message latency (the ring with the LL protocol) x W_inj x n / (n - 1)
     (about 5.6 MB on 8 H100).
 
-    Used in chapter 7, *Sharding prefill and generation*; chapter 10, *Speculative decoding, mixture of experts and
-    quantization*; and chapter 11, *How close do real systems come?*.
+    Defined in chapter 7, *Sharding prefill and generation*.
     """
     chip = get_chip(chip)
     n = positive_int("n_shards", n_shards)
@@ -371,7 +370,7 @@ def bus_bandwidth(op: str, array_bytes: float, seconds: float, n_shards: int) ->
     (n-1)/n (all-gather, reduce-scatter, all-to-all), so that it can be compared with a link's line rate
     (nccl-tests, doc/PERFORMANCE.md). For the switch model above it equals the injection bandwidth.
 
-    Used in chapter 11, *How close do real systems come?*.
+    Defined in chapter 11, *How close do real systems come?*.
     """
     choice("collective op", op, COLLECTIVES)
     positive("array_bytes", array_bytes)
@@ -430,7 +429,7 @@ def ring_bytes_sent(collective: Collective) -> float:
     The cost model (Pope et al. App. A) counts bytes_per_chip -- the gathered output, the unreduced input, the
     resharded block -- and drops (m-1)/m; a ring all-gather passes m-1 of the m blocks through each chip.
 
-    Used in chapter 8, *Partitioning layouts*.
+    Defined in chapter 8, *Partitioning layouts*.
     """
     if not isinstance(collective, Collective):
         raise ValueError(f"collective must be a collectives.Collective, got {type(collective).__name__}")

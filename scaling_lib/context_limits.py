@@ -33,7 +33,7 @@ def kv_versus_weights(model, batch: int, context_len: int, kv_dtype: str = "bf16
                       weight_dtype: str = "bf16") -> KvVersusWeights:
     """Claim P2: B x S x 2 L K H bytes of KV cache against the weight bytes (Pope et al. sec. 2.1).
 
-    Used in chapter 8, *Partitioning layouts*.
+    Defined in chapter 8, *Partitioning layouts*.
     """
     positive("context_len", context_len, allow_zero=True)
     return KvVersusWeights(kv_cache_bytes(model, context_len, batch, kv_dtype), param_bytes(model, weight_dtype))
@@ -48,7 +48,7 @@ def max_context_length(model, chip, n_chips: int, batch: int, attention_sharding
                48 multihead heads on 64 chips take one each, as if padded to 64), every chip holds all B sequences;
       "batch": sequences split over chips, ceil(B / n) per chip, all K heads each.
 
-    Used in chapter 8, *Partitioning layouts*.
+    Defined in chapter 8, *Partitioning layouts*.
     """
     m, chip = get_model(model), get_chip(chip)
     choice("attention_sharding", attention_sharding, ATTENTION_SHARDINGS)
@@ -75,7 +75,7 @@ class ContextLengthRow:
 def context_length_table(chip="tpu-v4", n_chips: int = 64, batches=(128, 512), kv_fraction: float = 0.3) -> tuple:
     """Claim P3, Pope et al. Table 1: multihead, multiquery sharded over heads, multiquery sharded over batch.
 
-    Used in chapter 8, *Partitioning layouts*.
+    Defined in chapter 8, *Partitioning layouts*.
     """
     if isinstance(batches, (str, bytes)) or not hasattr(batches, "__iter__") or not list(batches):
         raise ValueError(f"batches must list at least one batch size, e.g. (128, 512), got {batches!r}")

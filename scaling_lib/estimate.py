@@ -76,7 +76,7 @@ class Efficiency:
 
     `BOUND` is `Efficiency(overlap=True)`: every resource at peak, everything overlapped, no overhead.
 
-    Used in chapter 11, *How close do real systems come?*.
+    Defined in chapter 11, *How close do real systems come?*.
     """
 
     mfu: float = 1.0
@@ -187,7 +187,7 @@ class Deployment:
     lets weights and KV caches use, the rest being its runtime and activations; `max_sequences` (default 2,048): the
     most sequences one replica decodes at once (vLLM's `max_num_seqs`, TensorRT-LLM's max batch size).
 
-    Used in chapter 5, *A model of the decode step* and chapter 11, *How close do real systems come?*.
+    Defined in chapter 5, *A model of the decode step*.
     """
 
     model: object
@@ -516,7 +516,7 @@ def decode_step(deployment: Deployment, batch: int, context_len: int, efficiency
     for the bound, in `memory_utilization` of it for an estimate) or, for an estimate, when a replica's share
     exceeds `max_sequences`.
 
-    Used in chapter 5, *A model of the decode step* and chapter 11, *How close do real systems come?*.
+    Defined in chapter 5, *A model of the decode step*.
     """
     d = _require_deployment(deployment, "decode_step")
     eff = resolve_efficiency(efficiency)
@@ -536,7 +536,7 @@ def prefill(deployment: Deployment, prompt_len: int, batch: int = 1, efficiency=
     causal attention FLOPs, writing the KV cache, reading the weights once, the collectives. Raises ValueError when
     the weights and the new caches do not fit (as `decode_step`).
 
-    Used in chapter 11, *How close do real systems come?*.
+    Defined in chapter 11, *How close do real systems come?*.
     """
     d = _require_deployment(deployment, "prefill")
     eff = resolve_efficiency(efficiency)
@@ -610,7 +610,7 @@ def offline_estimate(deployment: Deployment, input_len: int, output_len: int, ef
     sequences each replica keeps decoding, when the engine fixes them (JetStream's slots); default the largest batch
     that fits (`max_batch` at the mean context, which for an estimate applies the engine settings).
 
-    Used in chapter 11, *How close do real systems come?*.
+    Defined in chapter 11, *How close do real systems come?*.
     """
     d = _require_deployment(deployment, "offline_estimate")
     i, o = positive_int("input_len", input_len), positive_int("output_len", output_len)
@@ -650,7 +650,7 @@ def offline_throughput(model, chip, n_chips: int, input_len: int, output_len: in
     published measurements, chapter 11, with the engine settings `memory_utilization` and `max_sequences`), or an
     `Efficiency`. `kv_placement` None: "replicated" on GPUs, "batch-split" on TPUs (`Deployment`).
 
-    Used in chapter 11, *How close do real systems come?*.
+    Defined in chapter 11, *How close do real systems come?*.
     """
     deployment = Deployment(model, chip, n_chips, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
                             compute_dtype=compute_dtype, tensor_parallel=tensor_parallel, kv_placement=kv_placement,
@@ -757,7 +757,7 @@ def report(model, chip, n_chips: int, *, batch: int | None = None, context_len: 
     corresponding function of this module (`max_batch`, `decode_step`, `prefill`) or of `memory`. Also behind
     `python -m scaling_lib estimate`.
 
-    Used in the appendix *Apply the book to your model*.
+    Defined in the appendix *Apply the book to your model*.
     """
     deployment = Deployment(model, chip, n_chips, weight_dtype=weight_dtype,
                             kv_dtype="bf16" if kv_dtype is None else kv_dtype, compute_dtype=compute_dtype,

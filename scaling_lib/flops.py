@@ -49,8 +49,7 @@ def matmul_params(model) -> int:
     That is `models.active_param_count` without the input embedding table, which is a lookup (a gather, no FLOPs),
     while the output projection D x V is a matmul (it is the same table when embeddings are tied).
 
-    Used in chapter 2, *Sampling and the KV cache*; chapter 3, *Prefill and generation are different workloads*; and the
-    appendix *Apply the book to your model*.
+    Defined in chapter 2, *Sampling and the KV cache*.
     """
     m = get_model(model)
     blocks = param_breakdown(m, active_only=True)
@@ -100,8 +99,7 @@ def forward_flops(model, tokens: int, batch: int = 1, skip_masked: bool = False)
     matmul = 2 B T P_mm; attention = 4 B L N H x pairs, pairs = T^2 (or the causally visible T(T+1)/2 when
     skip_masked). Scaling Book ch. 7; 2 FLOPs per parameter per token is Kaplan et al. 2020's rule of thumb.
 
-    Used in chapter 2, *Sampling and the KV cache*; chapter 3, *Prefill and generation are different workloads*; and the
-    appendix *Apply the book to your model*.
+    Defined in chapter 2, *Sampling and the KV cache*.
     """
     m = get_model(model)
     tokens, batch = positive_int("tokens", tokens), positive_int("batch", batch)
@@ -116,7 +114,7 @@ def decode_step_flops(model, context_len: int, batch: int = 1, skip_masked: bool
     cache reads all its slots; pass the number of valid tokens for a kernel that reads only those). With skip_masked
     and a sliding window w, S is capped at w.
 
-    Used in chapter 2, *Sampling and the KV cache*.
+    Defined in chapter 2, *Sampling and the KV cache*.
     """
     m = get_model(model)
     context_len, batch = positive_int("context_len", context_len), positive_int("batch", batch)
@@ -132,7 +130,7 @@ def generation_flops_curve(model, prompt_len: int, n_tokens: int, batch: int = 1
     sequence so far. cached=True: the prefill `forward_flops(T_0)` gives token 1, then decode step j (j = 1..n-1)
     costs `decode_step_flops(S)` with S = T_0 + j keys, or all `cache_len` slots of a fixed-size cache when given.
 
-    Used in chapter 2, *Sampling and the KV cache*.
+    Defined in chapter 2, *Sampling and the KV cache*.
     """
     prompt_len, n_tokens = positive_int("prompt_len", prompt_len), positive_int("n_tokens", n_tokens)
     at_most("n_tokens", n_tokens, MAX_CURVE_POINTS, "the curve has one entry per generated token")
@@ -165,7 +163,7 @@ def naive_generation_flops(model, prompt_len: int, n_tokens: int, batch: int = 1
     Sum over j of `forward_flops(T_0 + j)`: matmuls ~ P_mm n^2 and attention ~ (4/3) L N H n^3 for n >> T_0
     (Scaling Book ch. 7: naive sampling is quadratic in the FFW and cubic in attention).
 
-    Used in chapter 2, *Sampling and the KV cache*.
+    Defined in chapter 2, *Sampling and the KV cache*.
     """
     return generation_flops_curve(model, prompt_len, n_tokens, batch, cached=False, skip_masked=skip_masked)[-1]
 
@@ -177,7 +175,7 @@ def cached_generation_flops(model, prompt_len: int, n_tokens: int, batch: int = 
     Step j (j = 1..n-1) attends to T_0 + j keys, or to all `cache_len` slots of a fixed-size cache when cache_len is
     given (as the tiny JAX model does). Matmuls ~ 2 P_mm n and attention ~ 2 L N H n^2: linear and quadratic.
 
-    Used in chapter 2, *Sampling and the KV cache*.
+    Defined in chapter 2, *Sampling and the KV cache*.
     """
     return generation_flops_curve(model, prompt_len, n_tokens, batch, cached=True, skip_masked=skip_masked,
                                   cache_len=cache_len)[-1]

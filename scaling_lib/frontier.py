@@ -184,7 +184,7 @@ def layer_collectives(model, n_chips: int, phase: str, batch: int, ffn_layout: s
     Raises ValueError for a Pope et al. layout on a chip that is not a torus, and for heads that do not split
     n ways under attention_sharding='heads' (unless `pad_heads`, as in `layout_cost`).
 
-    Used in chapter 12, *Choosing a layout by the metric*.
+    Defined in chapter 12, *Choosing a layout by the metric*.
     """
     m = get_model(model)
     n_chips, batch, context_len, mesh = _check_step(
@@ -226,7 +226,7 @@ def layout_cost(model, chip, n_chips: int, phase: str, batch: int, ffn_layout: s
     in the model FLOPs of MFU; and for Pope et al.'s layouts on a chip that is not a torus (a GPU's NVLink switch
     runs "1d-ws", as `estimate.Deployment` decides).
 
-    Used in chapter 12, *Choosing a layout by the metric*.
+    Defined in chapter 12, *Choosing a layout by the metric*.
     """
     return _layout_cost(get_model(model), get_chip(chip), n_chips, phase, batch, ffn_layout, attention_sharding,
                         context_len=context_len, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
@@ -304,7 +304,7 @@ def choose_layout(model, chip, n_chips: int, phase: str, batch: int, *, tie: flo
     al.'s layouts on a TPU torus, "1d-ws" on a GPU switch), `layout_cost` options passing through. `NothingFits`
     (a ValueError) when nothing fits.
 
-    Used in chapter 12, *Choosing a layout by the metric*.
+    Defined in chapter 12, *Choosing a layout by the metric*.
     """
     return _choose_layout(get_model(model), get_chip(chip), n_chips, phase, batch, tie=tie, **options)
 
@@ -337,7 +337,7 @@ def _choose_layout(m, c, n_chips: int, phase: str, batch: int, *, tie: float = 0
 def sweep(model, chip, phase: str, *, chip_counts=CHIP_COUNTS, batches=BATCHES, **options) -> tuple:
     """The best `LayoutCost` at every (chip count, batch) that fits: the points behind the frontier.
 
-    Used in chapter 12, *Choosing a layout by the metric*.
+    Defined in chapter 12, *Choosing a layout by the metric*.
     """
     return _sweep(get_model(model), get_chip(chip), phase, chip_counts=chip_counts, batches=batches, **options)
 
@@ -368,7 +368,7 @@ def _counts(name: str, values) -> tuple:
 def pareto_frontier(points) -> tuple:
     """The points no other point beats on both latency (lower) and MFU (higher), sorted by latency.
 
-    Used in chapter 12, *Choosing a layout by the metric*.
+    Defined in chapter 12, *Choosing a layout by the metric*.
     """
     points = instances("points", points, LayoutCost, "LayoutCost results (from sweep or layout_cost)")
     ordered = sorted(points, key=lambda p: (p.total_s, -p.mfu))
@@ -386,7 +386,7 @@ def choose(model, chip, phase: str, metric: str = "cost", *, latency_target_s: f
     "cost" = the lowest chip-seconds per token whose latency (the step, or the prefill pass) meets
     `latency_target_s` (None: any). Options (context_len, overlap, ...) pass to `layout_cost`.
 
-    Used in chapter 12, *Choosing a layout by the metric*.
+    Defined in chapter 12, *Choosing a layout by the metric*.
     """
     m, c = get_model(model), get_chip(chip)
     choice("metric", metric, METRICS)
@@ -419,7 +419,7 @@ def longest_context(model, chip, n_chips: int, batch: int, attention_sharding: s
     """The longest context whose KV cache fits next to the weights in each chip's HBM (0 if the weights do not):
     S = (HBM - P b_w / n) / (sequences per chip x KV bytes per token x heads per chip / K).
 
-    Used in chapter 12, *Choosing a layout by the metric*.
+    Defined in chapter 12, *Choosing a layout by the metric*.
     """
     m, c = get_model(model), get_chip(chip)
     n, b = positive_int("n_chips", n_chips), positive_int("batch", batch)
@@ -444,7 +444,7 @@ def _row(row) -> PopeRow:
 def measured_step_s(row) -> float:
     """The latency a user sees per step of a `measurements.PopeRow`: the prefill pass, or one of its decode steps.
 
-    Used in chapter 12, *Choosing a layout by the metric*.
+    Defined in chapter 12, *Choosing a layout by the metric*.
     """
     row = _row(row)
     return row.latency_s / row.decode_steps if row.phase == "decode" else row.latency_s
@@ -454,7 +454,7 @@ def measured_mfu(row) -> float:
     """A `measurements.PopeRow`'s MFU recomputed from its published latency: `utilization.mfu` (2 P tokens / (latency x
     chips x C_bf16)).
 
-    Used in chapter 12, *Choosing a layout by the metric*.
+    Defined in chapter 12, *Choosing a layout by the metric*.
     """
     row = _row(row)
     return mfu(param_count(get_model(row.model)), row.tokens, row.latency_s, row.chip, row.chips)
@@ -465,7 +465,7 @@ def choose_for(row, **options) -> LayoutDecision:
     Pope et al. padded the query heads to a multiple of the chips (PaLM 540B: 48 to 64), so heads are padded
     here too unless `pad_heads=False` is passed.
 
-    Used in chapter 12, *Choosing a layout by the metric*.
+    Defined in chapter 12, *Choosing a layout by the metric*.
     """
     row = _row(row)
     options.setdefault("pad_heads", True)

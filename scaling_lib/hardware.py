@@ -500,23 +500,12 @@ ALIASES = {"ironwood": "tpu-7x", "tpu7x": "tpu-7x", "v5e": "tpu-v5e", "v5p": "tp
 
 
 def chip_names() -> tuple:
-    """Canonical names of every chip in the table.
-
-    Used in chapter 1, *Rooflines and the critical batch size*; chapter 5, *A model of the decode step*; and the
-    appendix *Hardware specification table*.
-    """
+    """Canonical names of every chip in the table."""
     return tuple(CHIPS)
 
 
 def get_chip(name) -> Chip:
-    """Look a chip up by name (case-insensitive; "ironwood" is an alias of "tpu-7x"). A `Chip` passes through.
-
-    Used in chapter 1, *Rooflines and the critical batch size*; chapter 3, *Prefill and generation are different
-    workloads*; chapter 4, *The KV cache dominates memory*; chapter 5, *A model of the decode step*; chapter 7,
-    *Sharding prefill and generation*; chapter 8, *Partitioning layouts*; chapter 9, *Serving engines*; chapter 11, *How
-    close do real systems come?*; chapter 12, *Choosing a layout by the metric*; chapter 14, *Serving details*; the
-    appendix *Worked problems*; and the appendix *Hardware specification table*.
-    """
+    """Look a chip up by name (case-insensitive; "ironwood" is an alias of "tpu-7x"). A `Chip` passes through."""
     if isinstance(name, Chip):
         return name
     if not isinstance(name, str):

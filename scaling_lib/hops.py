@@ -38,7 +38,7 @@ def collective_hops(op: str, n_shards: int, wraparound: bool = True) -> int:
     to end. A latency-bound collective takes hops x the hop latency. Chapter 7's section *Decode collectives are
     latency-bound*.
 
-    Used in chapter 7, *Sharding prefill and generation*.
+    Defined in chapter 7, *Sharding prefill and generation*.
     """
     choice("collective op", op, COLLECTIVES)
     n = positive_int("n_shards", n_shards)
@@ -50,7 +50,7 @@ def collective_hops(op: str, n_shards: int, wraparound: bool = True) -> int:
 def torus_diameter(mesh_shape, wraparound: bool = True) -> int:
     """Most hops between two chips: sum of floor(a / 2) over the axes with wraparound links, a - 1 without.
 
-    Used in chapter 12, *Choosing a layout by the metric*.
+    Defined in chapter 12, *Choosing a layout by the metric*.
     """
     wraparound = flag("wraparound", wraparound)
     return sum((a // 2) if wraparound else (a - 1) for a in axes("mesh_shape", mesh_shape))
@@ -61,7 +61,7 @@ def ring_hops(mesh_shape, op: str = "all-gather") -> int:
     axes (floor(a / 2) per axis of a chips for an all-gather, reduce-scatter or all-to-all; twice that for an
     all-reduce).
 
-    Used in chapter 12, *Choosing a layout by the metric*.
+    Defined in chapter 12, *Choosing a layout by the metric*.
     """
     return sum(collective_hops(op, a) for a in axes("mesh_shape", mesh_shape))
 
@@ -78,7 +78,7 @@ def cube_torus(n_chips: int) -> tuple:
     """The most cube-like X <= Y <= Z torus of n chips (8 x 8 x 16 for 1,024): what a TPU slice of that size is.
     n is at most `MAX_TORUS_CHIPS` (2^20), so the search over divisors stays fast.
 
-    Used in chapter 12, *Choosing a layout by the metric*.
+    Defined in chapter 12, *Choosing a layout by the metric*.
     """
     n = positive_int("n_chips", n_chips)
     if n > MAX_TORUS_CHIPS:
@@ -100,7 +100,7 @@ def decode_collective_latency(n_layers: int, collectives_per_layer: int, hops: i
                               fixed_s: float = 0.0) -> float:
     """A decode step's time in latency-bound collectives: L x c x (t_fixed + hops x t_hop).
 
-    Used in chapter 12, *Choosing a layout by the metric*.
+    Defined in chapter 12, *Choosing a layout by the metric*.
     """
     n_layers, per_layer = positive_int("n_layers", n_layers), positive_int("collectives_per_layer",
                                                                            collectives_per_layer)

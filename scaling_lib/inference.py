@@ -46,8 +46,7 @@ def step_time_bound(*, batch: float, kv_bytes_per_sequence: float, param_bytes: 
     Raises ValueError when P_bytes + B KV exceeds the n chips' HBM (a step that cannot be held is not a bound);
     `check_capacity=False` prices the step as if it fitted: used to show what would not fit.
 
-    Used in chapter 5, *A model of the decode step* and chapter 10, *Speculative decoding, mixture of experts and
-    quantization*.
+    Defined in chapter 5, *A model of the decode step*.
     """
     chip = get_chip(chip)
     positive("batch", batch, allow_zero=True)
@@ -77,12 +76,7 @@ def decode_step_time(model, chip, n_chips: int, batch: int, context_len: int, we
 
     Raises ValueError when the weights and the B caches do not fit in the chips' HBM (`memory.require_fit`);
     `check_capacity=False` prices the step as if it fitted: used to show what would not fit (`memory.max_batch_size`
-    says how many do).
-
-    Used in chapter 3, *Prefill and generation are different workloads*; chapter 4, *The KV cache dominates memory*;
-    chapter 5, *A model of the decode step*; chapter 6, *Shrinking the KV cache*; chapter 9, *Serving engines*; chapter
-    11, *How close do real systems come?*; and the appendix *Apply the book to your model*.
-    """
+    says how many do)."""
     m = get_model(model)
     positive("context_len", context_len, allow_zero=True)
     batch = non_negative_int("batch", batch)
@@ -103,7 +97,7 @@ def full_hbm_step_time(chip) -> float:
     about 19 ms on TPU v5e). It is the step at `memory.max_batch_size`, not at a smaller batch. Chapter 9's section
     *How many prefill servers per decode server?*
 
-    Used in chapter 9, *Serving engines*.
+    Defined in chapter 9, *Serving engines*.
     """
     chip = get_chip(chip)
     return chip.hbm_capacity / chip.hbm_bandwidth
@@ -118,7 +112,7 @@ def decode_step_time_kv_heads(model, n_kv_heads: int, chip, n_chips: int, batch:
     the KV term 5x and keeps the 26e9 B of multi-head weights (a real GQA model would also have smaller W_K, W_V).
     Claim M5. Capacity is checked as in `decode_step_time` (`check_capacity=False` to show what would not fit).
 
-    Used in chapter 4, *The KV cache dominates memory*.
+    Defined in chapter 4, *The KV cache dominates memory*.
     """
     m = get_model(model)
     positive("context_len", context_len, allow_zero=True)
@@ -138,7 +132,7 @@ def decode_throughput(model, chip, n_chips: int, batch: int, context_len: int, w
     """Generated tokens per second for the whole server: B / T_step. Raises ValueError when the batch does not fit
     (`decode_step_time`; `check_capacity=False` prices it as if it fitted: used to show what would not fit).
 
-    Used in chapter 4, *The KV cache dominates memory* and chapter 5, *A model of the decode step*.
+    Defined in chapter 4, *The KV cache dominates memory*.
     """
     positive_int("batch", batch)  # a throughput of zero sequences is not a rate
     step = decode_step_time(model, chip, n_chips, batch, context_len, weight_dtype, kv_dtype, compute_dtype,
@@ -157,8 +151,7 @@ def prefill_time(model, chip, n_chips: int, prompt_len: int, mfu: float, batch: 
       costs no FLOPs. For LLaMA-3-8B P / P_mm = 1.07 (its 128,256 x 4,096 table is 7% of P_mm); for LLaMA-3-70B 1.5%.
     Attention's quadratic term is left out either way, as the sources do (chapter 3 measures how much it adds).
 
-    Used in chapter 3, *Prefill and generation are different workloads*; chapter 11, *How close do real systems come?*;
-    and the appendix *Apply the book to your model*.
+    Defined in chapter 3, *Prefill and generation are different workloads*.
     """
     m = get_model(model)
     chip = get_chip(chip)
@@ -182,7 +175,7 @@ def kv_compute_crossover_context(model, chip, kv_dtype: str = "bf16", compute_dt
     once S > S* (Scaling Book ch. 7, general step time, solved for S). P counts active parameters; a sliding window
     caps the cache, so a windowed model whose window is below S* never crosses (returns inf).
 
-    Used in chapter 5, *A model of the decode step*.
+    Defined in chapter 5, *A model of the decode step*.
     """
     m = get_model(model)
     chip = get_chip(chip)
@@ -270,7 +263,7 @@ def explain_decode(model, chip, n_chips: int, batch: int, context_len: int, weig
 
     Raises ValueError for unknown names, non-positive sizes, or a compute dtype the chip has no rate for.
 
-    Used in chapter 5, *A model of the decode step*.
+    Defined in chapter 5, *A model of the decode step*.
     """
     m = get_model(model)
     chip = get_chip(chip)

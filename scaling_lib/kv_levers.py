@@ -55,7 +55,7 @@ def ragged_kv_reads(lengths, block_size: int) -> RaggedReads:
     """Slots read by one decode step over sequences of the given lengths: contiguous B x S_max versus paged
     sum ceil(len / block_size) x block_size (PagedAttention, {cite}`kwon2023paged`; Scaling Book ch. 7).
 
-    Used in chapter 6, *Shrinking the KV cache*.
+    Defined in chapter 6, *Shrinking the KV cache*.
     """
     lengths = _lengths(lengths)
     block_size = positive_int("block_size", block_size)
@@ -118,7 +118,7 @@ def local_global_kv_bytes(model, tokens: int, window: int, global_every: int, ba
     """KV bytes of `batch` sequences of `tokens` tokens when every `global_every`-th layer attends globally and the
     rest only to the last `window` tokens: B x 2 K H bytes x (L_global S + L_local min(S, w)).
 
-    Used in chapter 6, *Shrinking the KV cache*.
+    Defined in chapter 6, *Shrinking the KV cache*.
     """
     return kv_footprint(model, [non_negative_int("tokens", tokens)] * _batch(batch), dtype,
                         positive_int("window", window), positive_int("global_every", global_every)).stored_bytes
@@ -128,7 +128,7 @@ def cross_layer_kv_bytes(model, tokens: int, share_every: int, batch: int = 1, d
     """KV stored and read when groups of `share_every` consecutive layers share one K/V: storage falls by about
     share_every x, reads per decode step do not (each layer still attends over the shared cache).
 
-    Used in chapter 6, *Shrinking the KV cache*.
+    Defined in chapter 6, *Shrinking the KV cache*.
     """
     return kv_footprint(model, [non_negative_int("tokens", tokens)] * _batch(batch), dtype,
                         share_every=positive_int("share_every", share_every))
@@ -172,7 +172,7 @@ def kv_lever_table(model, context_len: int, batch: int, n_kv_heads: int = 8, win
     local attention of `window` tokens on all but every `global_every`-th layer, cross-layer sharing in groups of
     `share_every`, `kv_dtype` entries, pages of `block_size` tokens.
 
-    Used in chapter 6, *Shrinking the KV cache* and the appendix *Apply the book to your model*.
+    Defined in chapter 6, *Shrinking the KV cache*.
     """
     m = get_model(model)
     lengths = evenly_ragged_lengths(context_len, batch)
@@ -232,7 +232,7 @@ def decode_attention_cost(model, context_len: int, kv_dtype: str = "bf16", absor
     per-head keys and values: 2 r_kv N (H - H_rope + H_v) more FLOPs per cached token and layer.
     The fixed per-token projections (W_Q, W_O, the absorbed matrices) are left out: they do not grow with context.
 
-    Used in chapter 6, *Shrinking the KV cache*.
+    Defined in chapter 6, *Shrinking the KV cache*.
     """
     m = get_model(model)
     positive("context_len", context_len)

@@ -103,7 +103,7 @@ def ffn_comm_volume(layout: str, model, tokens: float, mesh_shape, weight_dtype:
                     activation_dtype: str = "bf16") -> CommVolume:
     """Per-chip communication volume of one feed-forward layer (formulas in the module docstring).
 
-    Used in chapter 8, *Partitioning layouts*.
+    Defined in chapter 8, *Partitioning layouts*.
     """
     steps = ffn_collectives(layout, model, tokens, mesh_shape, weight_dtype, activation_dtype)
     return CommVolume(activation_bytes=sum(c.bytes_per_chip for c in steps if c.tensor == "activations"),
@@ -114,7 +114,7 @@ def ffn_comm_time(layout: str, model, chip, tokens: float, mesh_shape, conventio
                   weight_dtype: str = "bf16", activation_dtype: str = "bf16") -> float:
     """Seconds of communication per feed-forward layer: the sum of its collectives' bytes / bandwidth.
 
-    Used in chapter 8, *Partitioning layouts*.
+    Defined in chapter 8, *Partitioning layouts*.
     """
     steps = ffn_collectives(layout, model, tokens, mesh_shape, weight_dtype, activation_dtype)
     choice("convention", convention, CONVENTIONS)
@@ -244,7 +244,7 @@ def comm_volume_curves(model, mesh_shape, tokens, layouts=LAYOUTS, weight_dtype:
                        activation_dtype: str = "bf16") -> CommCurves:
     """Claim P1: `ffn_comm_volume` over a range of tokens per batch, and the exact switch points between layouts.
 
-    Used in chapter 8, *Partitioning layouts* and chapter 12, *Choosing a layout by the metric*.
+    Defined in chapter 8, *Partitioning layouts*.
     """
     if isinstance(tokens, (str, bytes)) or not hasattr(tokens, "__iter__"):
         raise ValueError(f"tokens must list token counts, e.g. [64, 1024, 16384], got {tokens!r}")
@@ -270,7 +270,7 @@ def ws_2d_optimal_x(n_chips: float, d_model: int, d_ff: int, convention: str = "
     pope: minimize D/X + F X/n               -> X = sqrt(n D / F)       (Pope et al. App. A.2.1)
     scaling-book: minimize D/X + 2 F X/n     -> X = sqrt(n D / (2 F))   (Scaling Book ch. 7 Q7: X = sqrt(n/8), F = 4D)
 
-    Used in chapter 8, *Partitioning layouts*.
+    Defined in chapter 8, *Partitioning layouts*.
     """
     choice("convention", convention, CONVENTIONS)
     for name, value in (("n_chips", n_chips), ("d_model", d_model), ("d_ff", d_ff)):
@@ -288,7 +288,7 @@ def ws_2d_crossover_chips(d_model: int, d_ff: int, convention: str = "pope") -> 
     versions of the book print 81 for F = 4D, but its own expression 128 x (3/4)^2 equals 72; summaries of the
     paper state the F = 4D case as sqrt(n) > F / D, which agrees with 4F / D only at F = 4D (both give 16).
 
-    Used in chapter 8, *Partitioning layouts*.
+    Defined in chapter 8, *Partitioning layouts*.
     """
     choice("convention", convention, CONVENTIONS)
     positive("d_model", d_model)
@@ -317,7 +317,7 @@ def layout_switch_points(model, chip, mesh_shape, convention: str = "pope", layo
                          activation_dtype: str = "bf16") -> tuple:
     """Token counts where the layout with the least communication *time* changes, under `convention`.
 
-    Used in chapter 8, *Partitioning layouts*.
+    Defined in chapter 8, *Partitioning layouts*.
     """
     layouts = items("layouts", layouts, lambda what, name: choice(what, name, LAYOUTS))
     if not isinstance(tokens_range, (tuple, list)) or len(tokens_range) != 2:
@@ -338,7 +338,7 @@ def layout_switch_points(model, chip, mesh_shape, convention: str = "pope", layo
 def wg_optimal_gather_size(tokens: float, n_chips: int, d_ff: int) -> float:
     """n_wg = sqrt(T n / F): chips to all-gather weights over, minimizing 2 D F n_wg / n + 2 T D / n_wg (App. A.2.2).
 
-    Used in chapter 8, *Partitioning layouts*.
+    Defined in chapter 8, *Partitioning layouts*.
     """
     for name, value in (("tokens", tokens), ("n_chips", n_chips), ("d_ff", d_ff)):
         positive(name, value)
@@ -355,7 +355,7 @@ def wg_switch_tokens(model, gather_from: int, gather_to: int, n_chips: int, weig
     switch (to N = n) sits lower, at (w / a) F N1 (n - N1) / n: 12 F instead of 16 F from XY to XYZ on 4x4x4.
     Chapter 8's exercise on the switch to wg-xyz uses it.
 
-    Used in chapter 8, *Partitioning layouts*.
+    Defined in chapter 8, *Partitioning layouts*.
     """
     m = get_model(model)
     gather_from, gather_to = positive_int("gather_from", gather_from), positive_int("gather_to", gather_to)

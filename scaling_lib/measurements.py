@@ -102,10 +102,7 @@ def _read(name: str) -> list:
 
 
 def trtllm_rows() -> tuple:
-    """The 40 TensorRT-LLM offline-throughput rows, in the page's order (70B H200, 70B H100, 8B H200, 8B H100).
-
-    Used in chapter 11, *How close do real systems come?*.
-    """
+    """The 40 TensorRT-LLM offline-throughput rows, in the page's order (70B H200, 70B H100, 8B H200, 8B H100)."""
     return tuple(ThroughputRow(model=r["model"], checkpoint=r["checkpoint"], gpu=r["gpu"], n_gpus=int(r["n_gpus"]),
                                tensor_parallel=int(r["tensor_parallel"]), input_len=int(r["input_len"]),
                                output_len=int(r["output_len"]), weight_dtype=r["weight_dtype"],
@@ -114,10 +111,7 @@ def trtllm_rows() -> tuple:
 
 
 def pope_rows() -> tuple:
-    """The 8 rows of Pope et al. 2022, Tables 2 and 3.
-
-    Used in chapter 11, *How close do real systems come?* and chapter 12, *Choosing a layout by the metric*.
-    """
+    """The 8 rows of Pope et al. 2022, Tables 2 and 3."""
     return tuple(PopeRow(model=r["model"], scenario=r["scenario"], phase=r["phase"], chip=r["chip"],
                          chips=int(r["chips"]), batch=int(r["batch"]), context_len=int(r["context_len"]),
                          decode_steps=int(r["decode_steps"]), ffn_layout=r["ffn_layout"],
@@ -127,10 +121,7 @@ def pope_rows() -> tuple:
 
 
 def pope_row(model: str, scenario: str, phase: str) -> PopeRow:
-    """One row of Pope et al.'s tables, e.g. pope_row("palm-540b", "low latency", "decode").
-
-    Used in chapter 12, *Choosing a layout by the metric*.
-    """
+    """One row of Pope et al.'s tables, e.g. pope_row("palm-540b", "low latency", "decode")."""
     rows = pope_rows()
     known_rows = ", ".join(f"({r.model!r}, {r.scenario!r}, {r.phase!r})" for r in rows)
     for name, value in (("model", model), ("scenario", scenario), ("phase", phase)):
@@ -194,10 +185,7 @@ def __getattr__(name: str):
 
 
 def nccl_rows() -> tuple:
-    """Published NCCL all-reduce bus bandwidths (B/s) on 8 H100s: the ring algorithm and NVLink SHARP.
-
-    Used in chapter 11, *How close do real systems come?*.
-    """
+    """Published NCCL all-reduce bus bandwidths (B/s) on 8 H100s: the ring algorithm and NVLink SHARP."""
     return tuple(BusBandwidthRow(gpu=r["gpu"], n_gpus=int(r["n_gpus"]), collective=r["collective"],
                                  algorithm=r["algorithm"], array_bytes_min=float(r["array_bytes_min"]),
                                  bus_bandwidth=float(r["bus_bandwidth_GBps"]) * 1e9, source=r["source"])
@@ -253,10 +241,7 @@ def _run_row(r: dict, model) -> RunRow:
 
 
 def published_runs() -> tuple:
-    """The 263 published runs of `published_runs.csv`, in the file's order, each with its source.
-
-    Used in chapter 11, *How close do real systems come?*.
-    """
+    """The 263 published runs of `published_runs.csv`, in the file's order, each with its source."""
     return tuple(_run_row(r, r["model"]) for r in _read("published_runs.csv"))
 
 

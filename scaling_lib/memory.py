@@ -26,9 +26,7 @@ def kv_bytes_per_token(model, dtype: str = "bf16") -> float:
     caches one latent of r_kv values and one shared RoPE key of H_rope values per layer instead:
     L (r_kv + H_rope) x bytes (DeepSeek-V3 in bf16: 61 x 576 x 2 B = 70.3 kB).
 
-    Used in chapter 2, *Sampling and the KV cache*; chapter 4, *The KV cache dominates memory*; chapter 5, *A model of
-    the decode step*; chapter 6, *Shrinking the KV cache*; the appendix *Worked problems*; and the appendix *Apply the
-    book to your model*.
+    Defined in chapter 2, *Sampling and the KV cache*.
     """
     m = get_model(model)
     if m.is_mla:
@@ -42,8 +40,7 @@ def kv_cache_bytes(model, tokens: int, batch: int = 1, dtype: str = "bf16") -> f
     With a sliding window w, each sequence keeps at most w tokens on every local layer (all layers, or all but every
     global_every-th one when the model mixes local and global layers).
 
-    Used in chapter 2, *Sampling and the KV cache*; chapter 4, *The KV cache dominates memory*; chapter 6, *Shrinking
-    the KV cache*; chapter 14, *Serving details*; and the appendix *Apply the book to your model*.
+    Defined in chapter 2, *Sampling and the KV cache*.
     """
     m = get_model(model)
     positive("tokens", tokens, allow_zero=True)
@@ -55,13 +52,7 @@ def kv_cache_bytes(model, tokens: int, batch: int = 1, dtype: str = "bf16") -> f
 
 
 def param_bytes(model, dtype: str = "bf16") -> float:
-    """Bytes of all weights: param_count x bytes_per_element.
-
-    Used in chapter 2, *Sampling and the KV cache*; chapter 4, *The KV cache dominates memory*; chapter 5, *A model of
-    the decode step*; chapter 6, *Shrinking the KV cache*; chapter 7, *Sharding prefill and generation*; chapter 11,
-    *How close do real systems come?*; chapter 12, *Choosing a layout by the metric*; the appendix *Worked problems*;
-    and the appendix *Apply the book to your model*.
-    """
+    """Bytes of all weights: param_count x bytes_per_element."""
     return param_count(get_model(model)) * bytes_per_element(dtype)
 
 
@@ -112,8 +103,7 @@ def memory_footprint(model, chip, n_chips: int, batch: int, context_len: int, we
     """Weights + B sequences' KV caches (times `kv_replication`), against n_chips x HBM capacity (activations
     ignored).
 
-    Used in chapter 4, *The KV cache dominates memory*; chapter 5, *A model of the decode step*; and chapter 7,
-    *Sharding prefill and generation*.
+    Defined in chapter 4, *The KV cache dominates memory*.
     """
     chip = get_chip(chip)
     positive_int("n_chips", n_chips)
@@ -169,7 +159,7 @@ def memory_footprint_kv_heads(model, n_kv_heads: int, chip, n_chips: int, batch:
     The memory half of the Scaling Book's ch. 7 GQA 1:5 table (LLaMA-2-13B with K = 8 instead of 40, multi-head
     weights kept); `inference.decode_step_time_kv_heads` is its step time. Claim M5.
 
-    Used in chapter 4, *The KV cache dominates memory*.
+    Defined in chapter 4, *The KV cache dominates memory*.
     """
     m = get_model(model)
     chip = get_chip(chip)
@@ -189,9 +179,7 @@ def max_batch_size(model, chip, n_chips: int, context_len: int, weight_dtype: st
     `kv_placement` says how the cache is laid out once n_chips exceeds the K KV heads: "batch-split" (the default,
     the Scaling Book's rule: no copies) or "replicated" (n / K copies; see `kv_replication`).
 
-    Used in chapter 3, *Prefill and generation are different workloads*; chapter 4, *The KV cache dominates memory*;
-    chapter 5, *A model of the decode step*; chapter 9, *Serving engines*; chapter 10, *Speculative decoding, mixture of
-    experts and quantization*; chapter 14, *Serving details*; and the appendix *Apply the book to your model*.
+    Defined in chapter 4, *The KV cache dominates memory*.
     """
     chip = get_chip(chip)
     positive_int("n_chips", n_chips)

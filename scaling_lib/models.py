@@ -168,8 +168,7 @@ def param_breakdown(model: Transformer, active_only: bool = False) -> ParamCount
     embeddings: V*D for the input table, plus V*D for the output projection when untied.
     Norm gains and biases (O(L*D), under 0.01% of any model here) are not counted.
 
-    Used in chapter 4, *The KV cache dominates memory*; the appendix *Worked problems*; and the appendix *Apply the book
-    to your model*.
+    Defined in chapter 4, *The KV cache dominates memory*.
     """
     m = get_model(model)
     flag("active_only", active_only)
@@ -193,18 +192,13 @@ def param_breakdown(model: Transformer, active_only: bool = False) -> ParamCount
 def param_count(model: Transformer) -> int:
     """Total parameters, counting every expert and both embedding tables (one if tied); see `param_breakdown`.
 
-    Used in chapter 2, *Sampling and the KV cache*; chapter 4, *The KV cache dominates memory*; chapter 5, *A model of
-    the decode step*; chapter 8, *Partitioning layouts*; chapter 12, *Choosing a layout by the metric*; the appendix
-    *Worked problems*; and the appendix *Apply the book to your model*.
+    Defined in chapter 4, *The KV cache dominates memory*.
     """
     return param_breakdown(model).total
 
 
 def active_param_count(model: Transformer) -> int:
-    """Parameters one token touches: like `param_count` but with k of the E experts. Equal for dense models.
-
-    Used in chapter 3, *Prefill and generation are different workloads*.
-    """
+    """Parameters one token touches: like `param_count` but with k of the E experts. Equal for dense models."""
     return param_breakdown(model, active_only=True).total
 
 
@@ -227,10 +221,7 @@ MODELS = {
 
 
 def model_names() -> tuple:
-    """Canonical names of every model in the table.
-
-    Used in chapter 5, *A model of the decode step*.
-    """
+    """Canonical names of every model in the table."""
     return tuple(MODELS)
 
 
@@ -261,14 +252,7 @@ def _canonical(name: str) -> str:
 
 def get_model(name) -> Transformer:
     """Look a model up by name: case, separators, an organisation prefix and suffixes such as "-Instruct" do not
-    matter ("llama-2-13b", "meta-llama/Llama-3.1-8B" work). A `Transformer` passes through unchanged.
-
-    Used in chapter 2, *Sampling and the KV cache*; chapter 3, *Prefill and generation are different workloads*; chapter
-    4, *The KV cache dominates memory*; chapter 5, *A model of the decode step*; chapter 6, *Shrinking the KV cache*;
-    chapter 7, *Sharding prefill and generation*; chapter 8, *Partitioning layouts*; chapter 11, *How close do real
-    systems come?*; chapter 12, *Choosing a layout by the metric*; chapter 14, *Serving details*; and the appendix
-    *Worked problems*.
-    """
+    matter ("llama-2-13b", "meta-llama/Llama-3.1-8B" work). A `Transformer` passes through unchanged."""
     if isinstance(name, Transformer):
         return name
     if not isinstance(name, str):
@@ -588,10 +572,7 @@ def from_hf_config(path_or_dict) -> Transformer:
     this book cannot
     represent (a sparse-step MoE, a shared expert of another width, ...), a missing one, one of the wrong JSON type
     (sizes are integers; flags are true or false, never the strings "true"/"false"), or values that make no model
-    (heads that do not divide, zero layers) raise ValueError naming the field and the file.
-
-    Used in the appendix *Apply the book to your model*.
-    """
+    (heads that do not divide, zero layers) raise ValueError naming the field and the file."""
     config, origin, where = _load_config(path_or_dict)
     config, where = _language_model(config, where)
     kind = config.get("model_type")

@@ -25,7 +25,7 @@ from .models import active_param_count, get_model, param_breakdown, param_count
 def as_moe(model, n_experts: int, n_active_experts: int):
     """The same model with every feed-forward block replaced by n_experts experts, n_active_experts per token.
 
-    Used in chapter 10, *Speculative decoding, mixture of experts and quantization* and the appendix *Worked problems*.
+    Defined in chapter 10, *Speculative decoding, mixture of experts and quantization*.
     """
     n_experts, n_active_experts = positive_int("n_experts", n_experts), positive_int("n_active_experts", n_active_experts)
     return get_model(model).with_(n_experts=n_experts, n_active_experts=n_active_experts)
@@ -64,7 +64,7 @@ def moe_weights(model, n_experts: int, n_active_experts: int, dtype: str = "bf16
     (31.2e9 active), 11.5x the weight bytes: the "about 12x" of the source. LLaMA-2-13B itself (untied
     embeddings, F = 2.7 D) gives 10.8x.
 
-    Used in chapter 10, *Speculative decoding, mixture of experts and quantization*.
+    Defined in chapter 10, *Speculative decoding, mixture of experts and quantization*.
     """
     dense = get_model(model).with_(n_experts=1, n_active_experts=1)
     moe = as_moe(dense, n_experts, n_active_experts)
@@ -80,7 +80,7 @@ def expected_experts_touched(n_experts: int, n_active_experts: int, tokens: int)
     is large enough (E / k x B_crit) for those reads to be amortised: the reason MoE decode stays
     weight-bandwidth-bound. Uniform, independent routing is an assumption (real routers are skewed).
 
-    Used in chapter 10, *Speculative decoding, mixture of experts and quantization*.
+    Defined in chapter 10, *Speculative decoding, mixture of experts and quantization*.
     """
     positive_int("n_experts", n_experts)
     positive_int("n_active_experts", n_active_experts)
@@ -121,7 +121,7 @@ def expert_sharded_memory(model, chip, expert_shards: int, model_shards: int = 1
     chips. n_E is `expert_shards`, n_mp is `model_shards` (book/notation.md). Chapter 10's section *Expert-sharded
     memory*.
 
-    Used in chapter 10, *Speculative decoding, mixture of experts and quantization*.
+    Defined in chapter 10, *Speculative decoding, mixture of experts and quantization*.
     """
     m = get_model(model)
     chip = get_chip(chip)
@@ -166,7 +166,7 @@ def routing_all_to_all(model, chip, batch: int, expert_shards: int, activation_d
     array resharded is B k D elements. Decode batches make it small: compare with
     `collectives.latency_bound_bytes(chip, expert_shards)` (Scaling Book ch. 7, on latency-bound decode collectives).
 
-    Used in chapter 10, *Speculative decoding, mixture of experts and quantization*.
+    Defined in chapter 10, *Speculative decoding, mixture of experts and quantization*.
     """
     m = get_model(model)
     positive_int("batch", batch)
@@ -189,7 +189,7 @@ def smallest_expert_sharded_slice(model, chip, slice_chips=V5E_SLICE_CHIPS, dtyp
     chips) holds the weights (`expert_sharded_memory(...).fits`; the KV cache not counted). Scaling Book ch. 7,
     worked problem 6. ValueError when no listed slice holds them.
 
-    Used in the appendix *Worked problems*.
+    Defined in the appendix *Worked problems*.
     """
     m, chip = get_model(model), get_chip(chip)
     bytes_per_element(dtype)

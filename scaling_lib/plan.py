@@ -371,7 +371,7 @@ def plan(model, chips, max_chips: int, input_len: int, output_len: int, *, ttft:
     `estimate.Efficiency`. Raises `TargetUnreachable` (a ValueError) naming the target no deployment meets and how
     close the best came; ValueError for a bad argument or a model that fits nowhere.
 
-    Used in the appendix *Apply the book to your model*.
+    Defined in the appendix *Apply the book to your model*.
     """
     model = get_model(model)
     chip_list = _chip_list(chips)

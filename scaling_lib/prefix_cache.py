@@ -45,7 +45,7 @@ V5E_HOST_DRAM_BYTES = 450 * GIB  # per 8-chip host
 class CacheTiers:
     """Bytes one replica sets aside for cached prefixes in HBM and in host DRAM, and the host-to-HBM copy rate.
 
-    Used in chapter 14, *Serving details*.
+    Defined in chapter 14, *Serving details*.
     """
 
     hbm_bytes: float
@@ -128,7 +128,7 @@ def chat_workload(n_sessions: int, turns: int, system_len: int, user_len: int, o
     """Conversations starting as a Poisson process (rate_per_s), each of `turns` turns `think_s` seconds apart
     (exponential); turn t's prompt = system + t x (user + output) + user tokens.
 
-    Used in chapter 14, *Serving details*.
+    Defined in chapter 14, *Serving details*.
     """
     n, t = positive_int("n_sessions", n_sessions), positive_int("turns", turns)
     if n * t > MAX_REQUESTS:
@@ -217,7 +217,7 @@ def simulate_chat(config: ServingConfig, workload: ChatWorkload, n_replicas: int
     """`route` the workload, then simulate every replica's requests (`simulator.simulate`) with the cached prefixes
     skipping prefill and host-tier prefixes paying their copy into HBM.
 
-    Used in chapter 14, *Serving details*.
+    Defined in chapter 14, *Serving details*.
     """
     if not isinstance(config, ServingConfig):
         raise ValueError(f"config must be a ServingConfig, got {type(config).__name__}")

@@ -76,8 +76,7 @@ def quantization_table(model, chip, n_chips: int, context_len: int, batch: int,
     `context_len`) and `roofline.critical_batch_size`. Rows whose `batch` does not fit still carry the step time
     (the bound ignores capacity); check `row.fits`.
 
-    Used in chapter 10, *Speculative decoding, mixture of experts and quantization* and the appendix *Apply the book to
-    your model*.
+    Defined in chapter 10, *Speculative decoding, mixture of experts and quantization*.
     """
     m = get_model(model)
     chip = get_chip(chip)
@@ -128,7 +127,7 @@ def step_ratio_grid(model, chip, n_chips: int, batches, context_lens, scheme=("f
     1/2 everywhere. Capacity is reported, not enforced (`baseline_fits`, `scheme_fits`). Points are ordered by
     context, then batch. Chapter 10's claim T4's "14.0 ms to 7.0 ms".
 
-    Used in chapter 10, *Speculative decoding, mixture of experts and quantization*.
+    Defined in chapter 10, *Speculative decoding, mixture of experts and quantization*.
     """
     m = get_model(model)
     chip = get_chip(chip)
@@ -169,7 +168,7 @@ ROUNDED_DTYPES = tuple(_INT_BITS) + tuple(_FLOAT_MAX)
 def absmax_scale(amax: float, dtype: str = "int8") -> float:
     """The step of symmetric absmax quantization: amax / (2^(b-1) - 1/2) for int8 / int4, amax / 448 for fp8.
 
-    Used in chapter 13, *Quantizing with Qwix*.
+    Defined in chapter 13, *Quantizing with Qwix*.
     """
     positive("amax", amax)
     choice("dtype", dtype, ROUNDED_DTYPES)
@@ -181,7 +180,7 @@ def absmax_scale(amax: float, dtype: str = "int8") -> float:
 def rounding_bound(amax: float, dtype: str = "int8") -> float:
     """The worst |v - dequantize(quantize(v))| over |v| <= amax: half a step for integers, 2^-4 amax for fp8.
 
-    Used in chapter 13, *Quantizing with Qwix*.
+    Defined in chapter 13, *Quantizing with Qwix*.
     """
     positive("amax", amax)
     if choice("dtype", dtype, ROUNDED_DTYPES) in _FLOAT_MAX:
@@ -194,7 +193,7 @@ def dot_error_bound(k: int, x_absmax: float, w_absmax: float, weight_dtype: str 
     """Worst error of one output of a k-term dot product when the weights (and, if act_dtype is given, the
     activations) are rounded: k (|x| dw + dx |w| + dx dw) with dw, dx from `rounding_bound` (dx = 0 weight-only).
 
-    Used in chapter 13, *Quantizing with Qwix*.
+    Defined in chapter 13, *Quantizing with Qwix*.
     """
     k = positive_int("k", k)
     positive("x_absmax", x_absmax)

@@ -32,8 +32,7 @@ class RooflineTime:
 def ridge_point(chip, compute_dtype: str = "bf16") -> float:
     """C / W_hbm: the arithmetic intensity (FLOPs per byte) where compute time equals memory time.
 
-    Used in chapter 1, *Rooflines and the critical batch size*; chapter 3, *Prefill and generation are different
-    workloads*; chapter 6, *Shrinking the KV cache*; and the appendix *Apply the book to your model*.
+    Defined in chapter 1, *Rooflines and the critical batch size*.
     """
     chip = get_chip(chip)
     return chip.peak_flops(compute_dtype) / chip.hbm_bandwidth
@@ -42,7 +41,7 @@ def ridge_point(chip, compute_dtype: str = "bf16") -> float:
 def arithmetic_intensity(flops: float, bytes_moved: float) -> float:
     """FLOPs per byte of memory traffic.
 
-    Used in chapter 3, *Prefill and generation are different workloads*.
+    Defined in chapter 3, *Prefill and generation are different workloads*.
     """
     positive("flops", flops, allow_zero=True)
     positive("bytes_moved", bytes_moved)
@@ -63,8 +62,7 @@ def roofline_time(flops: float, bytes_moved: float, chip, n_chips: int = 1,
 def attainable_flops(intensity: float, chip, compute_dtype: str = "bf16") -> float:
     """The roofline itself: min(C, intensity x W_hbm), in FLOP/s.
 
-    Used in chapter 1, *Rooflines and the critical batch size* and chapter 3, *Prefill and generation are different
-    workloads*.
+    Defined in chapter 1, *Rooflines and the critical batch size*.
     """
     chip = get_chip(chip)
     positive("intensity", intensity, allow_zero=True)
@@ -74,7 +72,7 @@ def attainable_flops(intensity: float, chip, compute_dtype: str = "bf16") -> flo
 def matmul_flops(batch: int, d_in: int, d_out: int) -> float:
     """2 B D F: one multiply and one add per (row, input, output) triple.
 
-    Used in chapter 1, *Rooflines and the critical batch size*.
+    Defined in chapter 1, *Rooflines and the critical batch size*.
     """
     for name, value in (("batch", batch), ("d_in", d_in), ("d_out", d_out)):
         positive(name, value)
@@ -94,8 +92,7 @@ def matmul_intensity(batch: int, d_in: int, d_out: int, activation_dtype: str = 
                      weight_dtype: str = "bf16") -> float:
     """2BDF / (bytes of X, W and the output). Tends to B x 2 / bytes_per_weight when D, F >> B.
 
-    Used in chapter 1, *Rooflines and the critical batch size*; chapter 3, *Prefill and generation are different
-    workloads*; and the appendix *Apply the book to your model*.
+    Defined in chapter 1, *Rooflines and the critical batch size*.
     """
     return matmul_flops(batch, d_in, d_out) / matmul_bytes(batch, d_in, d_out, activation_dtype, weight_dtype)
 
@@ -104,7 +101,7 @@ def matmul_time(batch: int, d_in: int, d_out: int, chip, n_chips: int = 1, activ
                 weight_dtype: str = "bf16", compute_dtype: str = "bf16") -> RooflineTime:
     """Roofline time of one [B, D] x [D, F] matmul spread evenly over n_chips.
 
-    Used in chapter 1, *Rooflines and the critical batch size*.
+    Defined in chapter 1, *Rooflines and the critical batch size*.
     """
     return roofline_time(matmul_flops(batch, d_in, d_out),
                          matmul_bytes(batch, d_in, d_out, activation_dtype, weight_dtype),
@@ -118,9 +115,7 @@ def critical_batch_size(chip, weight_dtype: str = "bf16", compute_dtype: str = "
     D F bytes_per_weight / W_hbm. 240 on TPU v5e in bf16; int8 weights with bf16 math halve it; int8 math
     doubles it back.
 
-    Used in chapter 1, *Rooflines and the critical batch size*; chapter 4, *The KV cache dominates memory*; chapter 5,
-    *A model of the decode step*; chapter 10, *Speculative decoding, mixture of experts and quantization*; the appendix
-    *Worked problems*; and the appendix *Apply the book to your model*.
+    Defined in chapter 1, *Rooflines and the critical batch size*.
     """
     chip = get_chip(chip)
     return critical_batch_from_rates(chip.peak_flops(compute_dtype), chip.hbm_bandwidth, weight_dtype)
@@ -132,7 +127,7 @@ def critical_batch_from_rates(flops_per_s: float, bytes_per_s: float, weight_dty
     `critical_batch_size` for a machine outside the hardware table, e.g. a CPU whose matmul rate C and memory
     bandwidth W were measured (chapter 1's experiment predicts its knee with float32 weights, b_w = 4).
 
-    Used in chapter 1, *Rooflines and the critical batch size*.
+    Defined in chapter 1, *Rooflines and the critical batch size*.
     """
     positive("flops_per_s", flops_per_s)
     positive("bytes_per_s", bytes_per_s)
@@ -144,7 +139,7 @@ def moe_critical_batch_size(chip, n_experts: int, n_active_experts: int, weight_
     """E / k x B_crit: each expert sees only k / E of the batch's tokens, so the batch must be E / k times larger
     for every expert's matmul to be compute-bound (Scaling Book ch. 7; 16 experts, top-2 on v5e: 1,920 tokens).
 
-    Used in chapter 10, *Speculative decoding, mixture of experts and quantization*.
+    Defined in chapter 10, *Speculative decoding, mixture of experts and quantization*.
     """
     positive_int("n_experts", n_experts)
     positive_int("n_active_experts", n_active_experts)
@@ -156,8 +151,7 @@ def moe_critical_batch_size(chip, n_experts: int, n_active_experts: int, weight_
 def attention_flops(query_len: int, kv_len: int, n_heads: int, head_dim: int, batch: int = 1) -> float:
     """4 B T S N H: Q K^T and P V are each 2 B T S N H (softmax ignored).
 
-    Used in chapter 1, *Rooflines and the critical batch size* and chapter 3, *Prefill and generation are different
-    workloads*.
+    Defined in chapter 1, *Rooflines and the critical batch size*.
     """
     for name, value in (("query_len", query_len), ("kv_len", kv_len), ("n_heads", n_heads),
                         ("head_dim", head_dim), ("batch", batch)):
@@ -169,8 +163,7 @@ def attention_bytes(query_len: int, kv_len: int, n_heads: int, n_kv_heads: int, 
                     dtype: str = "bf16") -> float:
     """Flash-attention traffic: read Q [B,T,N,H], K and V [B,S,K,H], write O [B,T,N,H].
 
-    Used in chapter 1, *Rooflines and the critical batch size* and chapter 3, *Prefill and generation are different
-    workloads*.
+    Defined in chapter 1, *Rooflines and the critical batch size*.
     """
     attention_flops(query_len, kv_len, n_heads, head_dim, batch)  # validates
     divides("n_kv_heads", n_kv_heads, "n_heads", n_heads)
@@ -184,8 +177,7 @@ def attention_intensity(query_len: int, kv_len: int, group_size: int = 1) -> flo
     T = query_len, S = kv_len, G = query heads per KV head. Prefill (S = T, G = 1) gives T / 2;
     generation (T = 1) gives G S / (G + S), about G for any batch: attention in decode is bandwidth-bound.
 
-    Used in chapter 1, *Rooflines and the critical batch size*; chapter 3, *Prefill and generation are different
-    workloads*; chapter 6, *Shrinking the KV cache*; and the appendix *Apply the book to your model*.
+    Defined in chapter 1, *Rooflines and the critical batch size*.
     """
     positive("query_len", query_len)
     positive("kv_len", kv_len)
@@ -219,7 +211,7 @@ def fit_batch_roofline(batches, seconds, n_floor: int = 3) -> MeasuredRoofline:
     time / batch at the largest batch (assumed compute-bound); the knee t_0 / t_1 equals (C / W) x bytes_per_weight / 2
     when those assumptions hold, i.e. the machine's own critical batch size.
 
-    Used in chapter 1, *Rooflines and the critical batch size*.
+    Defined in chapter 1, *Rooflines and the critical batch size*.
     """
     batches, seconds = _sequence("batches", batches), _sequence("seconds", seconds)
     if len(batches) != len(seconds) or len(batches) < 2:
@@ -277,7 +269,7 @@ def explain_matmul(chip, batch: int, d_in: int = 8192, d_out: int = 8192, weight
 
     Activations are stored in the compute dtype when it is an 8-bit format, else in bf16.
 
-    Used in chapter 1, *Rooflines and the critical batch size*.
+    Defined in chapter 1, *Rooflines and the critical batch size*.
     """
     chip = get_chip(chip)
     chip.peak_flops(compute_dtype)  # validates the dtype and that the chip has a rate for it

@@ -67,7 +67,7 @@ def sequence_sharded_attention(model, chip, n_chips: int, batch: int, context_le
 
     ValueError when n does not divide the context (each chip holds an equal slice).
 
-    Used in chapter 14, *Serving details*.
+    Defined in chapter 14, *Serving details*.
     """
     m, c = get_model(model), get_chip(chip)
     n, b, s = positive_int("n_chips", n_chips), positive_int("batch", batch), positive_int("context_len", context_len)

@@ -27,7 +27,7 @@ def prefill_latency(model, chip, n_chips: int, prompt_len: int, mfu: float = 0.4
     The default MFU of 40% is the Scaling Book's assumption in ch. 8 (LLaMA-3-70B, 8,192 tokens, 16 v5e: 0.91 s).
     The floor only matters for prompts of a few tokens, where prefill is a decode step in disguise.
 
-    Used in chapter 9, *Serving engines* and chapter 14, *Serving details*.
+    Defined in chapter 9, *Serving engines*.
     """
     chip = get_chip(chip)
     compute = prefill_time(model, chip, n_chips, prompt_len, mfu, batch, compute_dtype)  # validates the arguments
@@ -41,7 +41,7 @@ def prefill_to_decode_ratio(prefill_s: float, decode_step_s: float, decode_batch
     batch B for n_steps steps per request finish R_d B / (T_step n_steps). Equal rates give the ratio (Scaling Book
     ch. 8: 0.91 s, 19 ms, B = 32, 512 steps -> R_p ~ 3 R_d; the source writes P and G).
 
-    Used in chapter 9, *Serving engines*.
+    Defined in chapter 9, *Serving engines*.
     """
     positive("prefill_s", prefill_s)
     positive("decode_step_s", decode_step_s)
@@ -74,7 +74,7 @@ def server_ratio(model, chip, prompt_len: int, output_len: int, decode_batch: in
     decode batch does not fit in the decode server's HBM at that context (`check_capacity=False` prices it as if it
     fitted: used to show what would not fit).
 
-    Used in chapter 9, *Serving engines* and the appendix *Apply the book to your model*.
+    Defined in chapter 9, *Serving engines*.
     """
     positive_int("output_len", output_len)
     positive_int("decode_batch", decode_batch)
@@ -90,7 +90,7 @@ def server_ratio(model, chip, prompt_len: int, output_len: int, decode_batch: in
 def kv_transfer_bytes(model, prompt_len: int, kv_dtype: str = "bf16") -> float:
     """The KV cache a prefill server hands to a decode server: `memory.kv_cache_bytes` of the prompt.
 
-    Used in chapter 9, *Serving engines*.
+    Defined in chapter 9, *Serving engines*.
     """
     positive("prompt_len", prompt_len)
     return kv_cache_bytes(model, prompt_len, 1, kv_dtype)
@@ -112,7 +112,7 @@ def kv_transfer_time(model, prompt_len: int, chip, n_chips: int, bandwidth: floa
                      kv_dtype: str = "bf16", network: str = "dcn") -> float:
     """KV bytes / bandwidth (B/s); bandwidth defaults to `default_transfer_bandwidth(chip, n_chips, network)`.
 
-    Used in chapter 9, *Serving engines*.
+    Defined in chapter 9, *Serving engines*.
     """
     default = default_transfer_bandwidth(chip, n_chips, network)  # validates chip, n_chips, network
     bandwidth = default if bandwidth is None else positive("bandwidth", bandwidth)
@@ -128,7 +128,7 @@ def prefill_saturating_tokens(model, chip, mfu: float = 0.4, weight_dtype: str =
     times the Scaling Book's rule of thumb (ch. 7: about 240 tokens on v5e in bf16, peak rate and peak bandwidth);
     `mfu=1.0` gives that rule. About 96 tokens for LLaMA-3-70B in bf16 on TPU v5e at 40% MFU.
 
-    Used in chapter 14, *Serving details*.
+    Defined in chapter 14, *Serving details*.
     """
     m, c = get_model(model), get_chip(chip)
     mfu = fraction("mfu", mfu, "the fraction of peak FLOP/s achieved")
@@ -143,7 +143,7 @@ def prefill_free_batch(model, chip, prompt_len: int, mfu: float = 0.4, weight_dt
     prompt makes the prefill compute-bound (`prefill_saturating_batch` is the first such batch when T does not
     divide T_sat).
 
-    Used in chapter 14, *Serving details*.
+    Defined in chapter 14, *Serving details*.
     """
     prompt_len = positive_int("prompt_len", prompt_len)
     return max(1, math.floor(prefill_saturating_tokens(model, chip, mfu, weight_dtype, compute_dtype) / prompt_len))
@@ -158,7 +158,7 @@ def prefill_saturating_batch(model, chip, prompt_len: int, mfu: float = 0.4, wei
     Above it, more prompts only add latency (the time grows with B T, tokens per second do not), so an engine
     prefills at batch 1 unless prompts are shorter than T_sat (Scaling Book ch. 7, "interleaved").
 
-    Used in chapter 14, *Serving details*.
+    Defined in chapter 14, *Serving details*.
     """
     prompt_len = positive_int("prompt_len", prompt_len)
     saturating_tokens = prefill_saturating_tokens(model, chip, mfu, weight_dtype, compute_dtype)

@@ -37,8 +37,7 @@ def beta(chip) -> float:
     Ironwood (7.38e12 / 2e11). On a GPU W is the NVLink injection bandwidth of its switched node: 3.35e12 / 4.5e11 =
     7.4 on H100.
 
-    Used in chapter 7, *Sharding prefill and generation*; chapter 11, *How close do real systems come?*; the appendix
-    *Worked problems*; and the appendix *Apply the book to your model*.
+    Defined in chapter 7, *Sharding prefill and generation*.
     """
     chip = get_chip(chip)
     return chip.hbm_bandwidth / collectives.collective_bandwidth(chip)
@@ -52,8 +51,7 @@ def max_decode_model_parallelism(d_ff: int, batch: int, beta_value: float) -> fl
     F = 16,384, B = 32, beta = 8 gives 64 ways). Bandwidth only: decode's collectives are usually latency-bound,
     and then `decode_hops_per_layer` sets where ICI overtakes the weights (chapter 7's figure).
 
-    Used in chapter 7, *Sharding prefill and generation*; the appendix *Worked problems*; and the appendix *Apply the
-    book to your model*.
+    Defined in chapter 7, *Sharding prefill and generation*.
     """
     positive("d_ff", d_ff)
     positive("batch", batch)
@@ -68,7 +66,7 @@ def max_prefill_model_parallelism(chip, d_ff: int, compute_dtype: str = "bf16") 
     A Megatron-sharded matmul stays compute-bound while F / n > C / W (about 2,200 on TPU v5e, and on H100 with its
     450 GB/s NVLink injection: F = 28,672 splits 13 ways, more than the 8 GPUs of an HGX node).
 
-    Used in chapter 7, *Sharding prefill and generation* and chapter 11, *How close do real systems come?*.
+    Defined in chapter 7, *Sharding prefill and generation*.
     """
     chip = get_chip(chip)
     positive("d_ff", d_ff)
@@ -92,7 +90,7 @@ def fsdp_decode_cost(model, chip, n_chips: int, weight_dtype: str = "bf16") -> F
     on one ring axis, the injection bandwidth in a GPU node) instead of reading P_bytes / n from each chip's HBM; the
     ratio is (n - 1) x beta (Scaling Book ch. 7: "no FSDP in decode").
 
-    Used in chapter 7, *Sharding prefill and generation*.
+    Defined in chapter 7, *Sharding prefill and generation*.
     """
     chip = get_chip(chip)
     positive_int("n_chips", n_chips)
@@ -121,8 +119,7 @@ def kv_cache_sharding(n_kv_heads: int, batch: int, n_shards: int) -> KvSharding:
 
     Scaling Book ch. 7: beyond K ways, shard the batch, at the cost of two all-to-alls per attention layer.
 
-    Used in chapter 7, *Sharding prefill and generation*; the appendix *Worked problems*; and the appendix *Apply the
-    book to your model*.
+    Defined in chapter 7, *Sharding prefill and generation*.
     """
     n_kv_heads, batch = positive_int("n_kv_heads", n_kv_heads), positive_int("batch", batch)
     n_shards = positive_int("n_shards", n_shards)
@@ -192,7 +189,7 @@ def decode_hops_per_layer(model, n_chips: int, batch: int, mesh_shape=None) -> i
     batch (Scaling Book ch. 7, latency-bound collectives). Chapter 7's section *Where the step time goes*.
     mesh_shape: the torus the n chips form, e.g. (4, 4) (default a ring of n).
 
-    Used in chapter 7, *Sharding prefill and generation*.
+    Defined in chapter 7, *Sharding prefill and generation*.
     """
     m = get_model(model)
     mesh_shape = _torus(n_chips, mesh_shape)
@@ -215,7 +212,7 @@ def decode_step_components(model, chip, n_chips: int, batch: int, context_len: i
     mesh_shape: the torus the n chips form, e.g. (4, 4) (default a ring of n). Raises ValueError when the batch does
     not fit in HBM; `check_capacity=False` prices it as if it fitted: used to show what would not fit.
 
-    Used in chapter 7, *Sharding prefill and generation*.
+    Defined in chapter 7, *Sharding prefill and generation*.
     """
     m = get_model(model)
     positive_int("n_chips", n_chips)

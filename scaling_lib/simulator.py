@@ -55,7 +55,7 @@ class ServingConfig:
     (`memory.max_batch_size`). `mfu` prices prefill (40% is the Scaling Book's ch. 8 assumption);
     `prefill_chunk_tokens` is the prompt-token budget per step of the "chunked" engine.
 
-    Used in chapter 9, *Serving engines* and chapter 14, *Serving details*.
+    Defined in chapter 9, *Serving engines*.
     """
 
     model: object
@@ -188,7 +188,7 @@ def poisson_workload(rate_per_s: float, n_requests: int, prompt_len=1024, output
     `shared_prefix_len` tokens already cached (`Workload.cached_len`); a prompt no longer than the prefix reuses all
     but its last token. With the defaults (no sharing) the random stream, hence the workload, is unchanged.
 
-    Used in chapter 9, *Serving engines*.
+    Defined in chapter 9, *Serving engines*.
     """
     try:
         positive("rate_per_s", rate_per_s)
@@ -581,7 +581,7 @@ def simulate(config: ServingConfig, workload: Workload, engine: str = "interleav
     Prefix caching: a request's `workload.cached_len` prompt tokens skip prefill (their cache is already there, after
     `workload.cache_load_s` to bring it from host memory). Deterministic: the same inputs give the same result.
 
-    Used in chapter 9, *Serving engines*.
+    Defined in chapter 9, *Serving engines*.
     """
     choice("engine", engine, ENGINES)
     if engine == "disaggregated":
@@ -611,7 +611,7 @@ def simulate_disaggregated(config: ServingConfig, workload: Workload, n_prefill_
     `default_transfer_bandwidth` of the prefill server) to move, and the prefill server does not wait for it.
     Prefix caching as in `simulate`; the whole prompt's cache is still shipped to the decode server. Deterministic.
 
-    Used in chapter 9, *Serving engines*.
+    Defined in chapter 9, *Serving engines*.
     """
     _checked(config, workload)
     n_prefill_servers = positive_int("n_prefill_servers", n_prefill_servers)

@@ -31,7 +31,7 @@ def expected_tokens_per_step(lookahead: int, acceptance: float) -> float:
     The sum 1 + α + ... + α^γ: the j-th drafted token survives only if the j - 1 before it did, and the target
     always contributes one token (the correction, or the bonus token when all γ are accepted).
 
-    Used in chapter 10, *Speculative decoding, mixture of experts and quantization*.
+    Defined in chapter 10, *Speculative decoding, mixture of experts and quantization*.
     """
     k, a = non_negative_int("lookahead", lookahead), probability("acceptance", acceptance)
     if a == 1.0:
@@ -44,7 +44,7 @@ def speedup(lookahead: int, acceptance: float, draft_cost_ratio: float) -> float
 
     Leviathan et al. 2023, Theorem 3.8 (their "improvement factor"); c is one draft step over one target step.
 
-    Used in chapter 10, *Speculative decoding, mixture of experts and quantization*.
+    Defined in chapter 10, *Speculative decoding, mixture of experts and quantization*.
     """
     positive("draft_cost_ratio", draft_cost_ratio, allow_zero=True)
     k = non_negative_int("lookahead", lookahead)
@@ -58,7 +58,7 @@ def draft_cost_ratio(draft_params: float, target_params: float) -> float:
     chips and dtype the step times scale with the parameter counts: a 4e9-parameter drafter for a 70e9 target costs
     c = 4/70 of a target step (the Scaling Book's ch. 7 example; used for claim V4 and in chapter 10).
 
-    Used in chapter 10, *Speculative decoding, mixture of experts and quantization*.
+    Defined in chapter 10, *Speculative decoding, mixture of experts and quantization*.
     """
     positive("draft_params", draft_params)
     positive("target_params", target_params)
@@ -72,7 +72,7 @@ _LOOKAHEAD_REASON = "the search tries every lookahead from 0 up, and speculation
 def best_lookahead(acceptance: float, draft_cost_ratio: float, max_lookahead: int = 16) -> int:
     """The γ in 0..max_lookahead that maximises `speedup` (0 means: do not speculate).
 
-    Used in chapter 10, *Speculative decoding, mixture of experts and quantization*.
+    Defined in chapter 10, *Speculative decoding, mixture of experts and quantization*.
     """
     max_lookahead = at_most("max_lookahead", non_negative_int("max_lookahead", max_lookahead), MAX_LOOKAHEAD,
                             _LOOKAHEAD_REASON)
@@ -107,7 +107,7 @@ def roofline_step(model, chip, n_chips: int, batch: int, context_len: int, looka
     weights do not fit in HBM (`inference.decode_step_time`); `check_capacity=False` prices the step as if it
     fitted: used to show what would not fit.
 
-    Used in chapter 10, *Speculative decoding, mixture of experts and quantization*.
+    Defined in chapter 10, *Speculative decoding, mixture of experts and quantization*.
     """
     m = get_model(model)
     k = non_negative_int("lookahead", lookahead)
@@ -128,7 +128,7 @@ def roofline_speedup(model, chip, n_chips: int, batch: int, context_len: int, lo
                      draft_cost_ratio: float, **dtypes) -> float:
     """`roofline_step(...).speedup`: equals `speedup` while B (γ + 1) stays below B_crit, falls above it.
 
-    Used in chapter 10, *Speculative decoding, mixture of experts and quantization* and chapter 14, *Serving details*.
+    Defined in chapter 10, *Speculative decoding, mixture of experts and quantization*.
     """
     return roofline_step(model, chip, n_chips, batch, context_len, lookahead, acceptance, draft_cost_ratio,
                          **dtypes).speedup
@@ -138,7 +138,7 @@ def best_roofline_lookahead(model, chip, n_chips: int, batch: int, context_len: 
                             draft_cost_ratio: float, max_lookahead: int = 16, **dtypes) -> int:
     """The γ in 0..max_lookahead that maximises `roofline_speedup` at this batch and context.
 
-    Used in chapter 10, *Speculative decoding, mixture of experts and quantization*.
+    Defined in chapter 10, *Speculative decoding, mixture of experts and quantization*.
     """
     max_lookahead = at_most("max_lookahead", non_negative_int("max_lookahead", max_lookahead), MAX_LOOKAHEAD,
                             _LOOKAHEAD_REASON)

@@ -97,11 +97,7 @@ def parse_quantity(text, default_unit: str = ""):
 
 
 def format_quantity(value: float, unit: str, digits: int = 3) -> str:
-    """Write an SI value in the given display unit: format_quantity(0.00498, 'ms') -> '4.98 ms'.
-
-    Used in chapter 1, *Rooflines and the critical batch size*; chapter 4, *The KV cache dominates memory*; and chapter
-    5, *A model of the decode step*.
-    """
+    """Write an SI value in the given display unit: format_quantity(0.00498, 'ms') -> '4.98 ms'."""
     factor, _ = parse_unit(unit)
     real("value", value)
     digits = positive_int("digits", digits)

@@ -17,7 +17,7 @@ from .inference import StepTime, decode_step_time
 def mfu(param_count: float, tokens: float, seconds: float, chip, n_chips: int, compute_dtype: str = "bf16") -> float:
     """Model FLOPs utilization: 2 x params x tokens / (seconds x n x peak)  (Pope et al. sec. 2; attention excluded).
 
-    Used in chapter 8, *Partitioning layouts* and chapter 12, *Choosing a layout by the metric*.
+    Defined in chapter 8, *Partitioning layouts*.
     """
     chip = get_chip(chip)
     for name, value in (("param_count", param_count), ("tokens", tokens), ("seconds", seconds)):
@@ -55,7 +55,7 @@ def decode_latency_gap(model, chip, n_chips: int, batch: int, context_len: int, 
     The bound leaves out communication, attention FLOPs, layer norms and sampling, so it sits below any real step.
     Raises ValueError when the batch does not fit in HBM (`check_capacity=False` prices it as if it fitted).
 
-    Used in chapter 8, *Partitioning layouts*.
+    Defined in chapter 8, *Partitioning layouts*.
     """
     positive("measured_step_s", measured_step_s)
     bound = decode_step_time(model, chip, n_chips, batch, context_len, weight_dtype, kv_dtype, compute_dtype,

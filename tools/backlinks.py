@@ -1,27 +1,30 @@
-"""Write the "Used in chapter N, *Title*." paragraph into the docstring of every library function the book uses.
+"""Write the one-line back-link "Defined in chapter N, *Title*." into the docstring of every library function a
+chapter derives, and generate the library index (book/library_index.md), every public function -> its notebooks.
 
-    .venv/bin/python tools/backlinks.py          # rewrite the paragraphs (idempotent)
+    .venv/bin/python tools/backlinks.py          # rewrite the lines and the index page (idempotent)
     .venv/bin/python tools/backlinks.py --check  # list what is out of date, exit 1 if anything is
 
-The paragraph is the docstring's last one and is generated from the notebooks (scaling_lib.book.backlinks); edit the
-rest of the docstring by hand, never this paragraph. tests/book/test_backlinks.py fails when it is out of date.
+Which notebook derives a function, and which functions are shared helpers with no back-link, is decided in
+scaling_lib.book.backlinks (its docstring states the rule). The back-link is the docstring's last paragraph, one line
+of at most 120 characters; edit the rest of the docstring by hand, never this line. The "Used in ..." paragraphs the
+tool wrote before are replaced. tests/book/test_backlinks.py runs --check.
 """
 
 import ast
 import inspect
 import re
 import sys
-import textwrap
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from scaling_lib.book.backlinks import (MARKER, documented_sentence, library_objects, notebooks, sentence,  # noqa: E402
-                                       usage)
+from scaling_lib.book.backlinks import (INDEX_PAGE, LEGACY_MARKER, MARKER, documented_sentence, homes,  # noqa: E402
+                                       index_page, library_objects, sentence)
 
 WIDTH = 120
-_OLD = re.compile(r"\n[ \t]*\n[ \t]*" + re.escape(MARKER) + r"(chapter|the appendix|every).*\Z", re.DOTALL)
+_OLD = re.compile(r"\n[ \t]*\n[ \t]*(" + re.escape(MARKER) + "|" + re.escape(LEGACY_MARKER)
+                  + r")(chapter|the appendix|every).*\Z", re.DOTALL)
 
 
 def _node(tree: ast.Module, name: str):
@@ -35,7 +38,8 @@ def _rewrite(lines: list[str], node, text: str | None) -> None:
     """Put `text` as the last paragraph of `node`'s docstring in `lines` (in place); None removes the paragraph."""
     first = node.body[0]
     indent = " " * (node.col_offset + 4)
-    paragraph = textwrap.fill(text or "", WIDTH, initial_indent=indent, subsequent_indent=indent)
+    if text and len(indent + text) > WIDTH:
+        raise SystemExit(f"{node.name}: the back-link {text!r} is longer than {WIDTH} characters; shorten the title")
     has_doc = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value,
                                                                                                    str)
     if not has_doc:
@@ -50,20 +54,32 @@ def _rewrite(lines: list[str], node, text: str | None) -> None:
         raise SystemExit(f"{node.name}: docstring does not end with triple quotes")
     body = head[: -len(quote)].rstrip()
     body = _OLD.sub("", body).rstrip()
-    new = f"{body}\n\n{paragraph}\n{indent}{quote}\n" if text else f"{body}{quote}\n"
+    new = f"{body}\n\n{indent}{text}\n{indent}{quote}\n" if text else f"{body}{quote}\n"
     lines[start:end] = [new]
 
 
+def stale_docstrings() -> dict:
+    """{function or class: the back-link it should end with, or None for none} for every docstring that differs."""
+    derived = homes(REPO)
+    stale = {}
+    for value in library_objects():
+        expected = sentence(derived[value]) if value in derived else None
+        if documented_sentence(value) != expected:
+            stale[value] = expected
+    return stale
+
+
 def main(check: bool) -> int:
-    users = usage(REPO)
-    every = len(notebooks(REPO))
-    stale = {value: sentence(found, every) for value, found in users.items()
-             if documented_sentence(value) != sentence(found, every)}
-    stale.update({value: None for value in library_objects() if value not in users and documented_sentence(value)})
+    stale = stale_docstrings()
+    page = REPO / INDEX_PAGE
+    index = index_page(REPO)
+    index_stale = not page.exists() or page.read_text() != index
     if check:
         for value, text in sorted(stale.items(), key=lambda item: (item[0].__module__, item[0].__qualname__)):
-            print(f"{value.__module__}.{value.__qualname__}: {text or 'no longer used: drop the paragraph'}")
-        return 1 if stale else 0
+            print(f"{value.__module__}.{value.__qualname__}: {text or 'no back-link: drop the paragraph'}")
+        if index_stale:
+            print(f"{INDEX_PAGE}: out of date")
+        return 1 if stale or index_stale else 0
     by_file = {}
     for value, text in stale.items():
         by_file.setdefault(inspect.getsourcefile(value), []).append((value.__qualname__, text))
@@ -76,6 +92,9 @@ def main(check: bool) -> int:
             _rewrite(lines, node, text)
         Path(file).write_text("".join(lines))
         print(f"{Path(file).relative_to(REPO)}: {len(items)} docstring(s)")
+    if index_stale:
+        page.write_text(index)
+        print(f"{INDEX_PAGE}: written")
     return 0
 
 

@@ -6,23 +6,29 @@ plotly.js (copied locally into the built book by book/_ext/explorers.py, never f
 precomputed arrays. Two kinds of control combine without any hand-written logic:
   a dropdown picks which group of traces is visible (`visible` restyle), and
   a slider replaces the y (and x) data of every trace at once (`restyle` with one array per trace),
-so a (dropdown, slider) pair shows a 2-D grid of precomputed states. The ipywidgets explorers stay for readers who
-run the notebooks; these are for readers of the HTML book. Used in chapters 1, 5 and 9.
+so a (dropdown, slider) pair shows a 2-D grid of precomputed states. These are for readers of the HTML book.
+
+Their twins for readers who run the notebooks are at the end of this module: ipywidgets controls over every input of
+the chapter's report (`roofline_widgets`, `step_time_widgets`), which recompute it with a live kernel; the notebook
+keeps one line, `display(roofline_widgets())`. Used in chapters 1, 5 and 9.
 """
 
 import json
 from dataclasses import dataclass
 
+import ipywidgets as widgets
+import matplotlib.pyplot as plt
 import numpy as np
 import plotly.graph_objects as go
 
 from ..hardware import chip_names
-from ..inference import decode_step_time
+from ..inference import decode_step_time, explain_decode
 from ..memory import max_batch_size
-from ..roofline import attainable_flops, matmul_intensity, ridge_point
+from ..models import model_names
+from ..roofline import attainable_flops, explain_matmul, matmul_intensity, ridge_point
 from ..serving import prefill_latency
 from ..simulator import ENGINES, ServingConfig, poisson_workload, simulate, simulate_disaggregated
-from .plotting import CHIP_COLORS
+from .plotting import CHIP_COLORS, draw_matmul_on_roofline
 
 _CONFIG = {"displaylogo": False, "responsive": True, "modeBarButtonsToRemove": ["select2d", "lasso2d"]}
 _FALLBACK = ("This interactive figure runs in the built HTML book, which ships its own plotly.js; in a running "
@@ -102,10 +108,7 @@ def roofline_explorer(chips=None, batches=ROOFLINE_BATCHES, d_in: int = 8192, d_
 
     For each chip: the roofline min(C, I W_hbm) (`roofline.attainable_flops`) and one marker at the matmul's
     intensity (`roofline.matmul_intensity`) for the slider's batch. The marker turns from memory- to compute-bound
-    where B passes the chip's ridge point.
-
-    Used in chapter 1, *Rooflines and the critical batch size*.
-    """
+    where B passes the chip's ridge point."""
     chips = tuple(chip_names() if chips is None else chips)
     intensities = np.logspace(-0.3, 4.3, 60)
     fig = go.Figure()
@@ -155,10 +158,7 @@ def step_time_explorer(configs=STEP_CONFIGS, contexts=STEP_CONTEXTS, batches=STE
     """Chapter 5's step time: pick a server, slide the context; the bound's terms against batch (bf16).
 
     Each curve is `inference.decode_step_time(...)` in ms; the dotted vertical line is `memory.max_batch_size`,
-    the largest batch whose KV caches fit next to the weights at that context (none: the weights do not fit).
-
-    Used in chapter 5, *A model of the decode step*.
-    """
+    the largest batch whose KV caches fit next to the weights at that context (none: the weights do not fit)."""
     configs = tuple(configs)
     fig = go.Figure()
     colors = ("#fc9272", "#9ecae1", "#a1d99b", "#333333")
@@ -212,10 +212,7 @@ def serving_explorer(config: ServingConfig | None = None, loads=SERVING_LOADS, w
     """Chapter 9's engines under load: pick a workload, slide the percentile; TTFT and TPOT per engine vs load.
 
     Each point is one seeded `simulator.simulate` (or `simulate_disaggregated`) run of `n_requests` Poisson requests on three co-located servers
-    (or two prefill + one decode server when disaggregated), with outputs of 64 to 512 tokens.
-
-    Used in chapter 9, *Serving engines*.
-    """
+    (or two prefill + one decode server when disaggregated), with outputs of 64 to 512 tokens."""
     config = config or ServingConfig("llama3-70b", "tpu-v5e", n_chips=16, max_batch=32, max_context_len=8192)
     loads, workloads = tuple(loads), tuple(workloads)
     results = {}
@@ -269,3 +266,68 @@ def prefill_reference_s(config: ServingConfig, prompt_len: int) -> float:
     """One batch-1 prefill on the explorer's server (`serving.prefill_latency`): the floor of any TTFT it shows."""
     return prefill_latency(config.model, config.chip, config.n_chips, prompt_len, config.mfu)
 
+
+# ----------------------------------------------------------------- ipywidgets twins, for a notebook with a kernel
+def _powers_of_two(lo: int, hi: int) -> list[int]:
+    return [2**k for k in range(lo, hi + 1)]
+
+
+def roofline_widgets(d_in: int = 8192, d_out: int = 8192):
+    """Chapter 1's explorer in a running notebook: a chip, the weight and math precisions and the batch B of a
+    [B, d_in] x [d_in, d_out] matmul; each change prints `roofline.explain_matmul`'s report and redraws the matmul on
+    its chip's roofline. The twin of `roofline_explorer`, which the HTML book shows."""
+    chip_box = widgets.Dropdown(options=chip_names(), value="tpu-v5e", description="chip")
+    weight_box = widgets.Dropdown(options=("bf16", "fp8", "int8"), value="bf16", description="weights")
+    math_box = widgets.Dropdown(options=("bf16", "fp8", "int8"), value="bf16", description="math")
+    batch_slider = widgets.SelectionSlider(options=_powers_of_two(0, 13), value=64, description="batch B")
+    out = widgets.Output()
+
+    def update(_change=None):
+        with out:
+            out.clear_output(wait=True)
+            try:
+                report = explain_matmul(chip_box.value, batch_slider.value, d_in, d_out, weight_box.value,
+                                        math_box.value)
+            except ValueError as error:  # e.g. a chip with no native rate for that math dtype
+                print(error)
+                return
+            print(report.describe())
+            fig, ax = plt.subplots(figsize=(6.0, 3.6), dpi=100)
+            draw_matmul_on_roofline(ax, report)
+            plt.show()
+
+    for control in (chip_box, weight_box, math_box, batch_slider):
+        control.observe(update, names="value")
+    update()
+    return widgets.VBox([widgets.HBox([chip_box, weight_box, math_box]), batch_slider, out])
+
+
+def step_time_widgets():
+    """Chapter 5's explorer in a running notebook: dropdowns and sliders for every input of
+    `inference.explain_decode`, and an output area showing its report. The twin of `step_time_explorer`."""
+    dtypes = ("bf16", "fp8", "int8", "int4")
+    controls = {
+        "model": widgets.Dropdown(options=model_names(), value="llama3-70b", description="model"),
+        "chip": widgets.Dropdown(options=chip_names(), value="tpu-7x", description="chip"),
+        "n_chips": widgets.Dropdown(options=_powers_of_two(0, 8), value=8, description="chips"),
+        "batch": widgets.SelectionSlider(options=_powers_of_two(0, 12), value=64, description="batch"),
+        "context_len": widgets.SelectionSlider(options=_powers_of_two(7, 17), value=32768, description="context"),
+        "weight_dtype": widgets.Dropdown(options=dtypes, value="bf16", description="weights"),
+        "kv_dtype": widgets.Dropdown(options=dtypes, value="bf16", description="KV cache"),
+        "compute_dtype": widgets.Dropdown(options=("bf16", "fp8", "int8"), value="bf16", description="math"),
+    }
+    report_area = widgets.Output()
+
+    def show(_change=None):
+        with report_area:
+            report_area.clear_output(wait=True)
+            try:
+                print(explain_decode(**{name: control.value for name, control in controls.items()}).describe())
+            except ValueError as error:  # e.g. a compute dtype the chip has no rate for
+                print(f"Not a valid configuration: {error}")
+
+    for control in controls.values():
+        control.observe(show, names="value")
+    show()
+    boxes = list(controls.values())
+    return widgets.VBox([widgets.HBox(boxes[:4]), widgets.HBox(boxes[4:]), report_area])

@@ -14,10 +14,7 @@ from .plotting import apply_style
 
 def setup(devices: int = 8) -> str:
     """Devices, plot style and figure format for a chapter notebook; returns the device mode ("cpu" or
-    "accelerator"). Call it first, before any JAX computation.
-
-    Used in every notebook of the book.
-    """
+    "accelerator"). Call it first, before any JAX computation."""
     mode = setup_devices(devices)
     apply_style()
     check_figures_when_shown()  # every figure's data is compared with the library before it is drawn

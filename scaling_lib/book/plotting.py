@@ -50,24 +50,12 @@ def apply_style() -> None:
 
 
 def chip_color(name: str) -> str:
-    """The book's colour for a chip (grey for chips outside the table).
-
-    Used in chapter 3, *Prefill and generation are different workloads* and chapter 7, *Sharding prefill and
-    generation*.
-    """
+    """The book's colour for a chip (grey for chips outside the table)."""
     return CHIP_COLORS.get(name, "#7f7f7f")
 
 
 def new_figure(nrows: int = 1, ncols: int = 1, **kwargs):
-    """plt.subplots with the book's size scaled to the grid; returns (fig, ax or axes).
-
-    Used in chapter 2, *Sampling and the KV cache*; chapter 3, *Prefill and generation are different workloads*; chapter
-    4, *The KV cache dominates memory*; chapter 5, *A model of the decode step*; chapter 6, *Shrinking the KV cache*;
-    chapter 7, *Sharding prefill and generation*; chapter 8, *Partitioning layouts*; chapter 9, *Serving engines*;
-    chapter 10, *Speculative decoding, mixture of experts and quantization*; chapter 11, *How close do real systems
-    come?*; chapter 12, *Choosing a layout by the metric*; chapter 13, *Quantizing with Qwix*; chapter 14, *Serving
-    details*; the appendix *Worked problems*; and the appendix *Apply the book to your model*.
-    """
+    """plt.subplots with the book's size scaled to the grid; returns (fig, ax or axes)."""
     width, height = FIGSIZE
     kwargs.setdefault("figsize", (width * max(1, ncols * 0.8), height * max(1, nrows * 0.8)))
     kwargs.setdefault("constrained_layout", True)
@@ -75,9 +63,7 @@ def new_figure(nrows: int = 1, ncols: int = 1, **kwargs):
 
 
 def plot_roofline(ax, chip, compute_dtype: str = "bf16", intensities=None, label=None, **line_kwargs):
-    """Draw min(C, I x W_hbm) for one chip on log-log axes and mark its ridge point; returns the line.
-
-    Used in chapter 1, *Rooflines and the critical batch size*."""
+    """Draw min(C, I x W_hbm) for one chip on log-log axes and mark its ridge point; returns the line."""
     chip = get_chip(chip)
     if intensities is None:
         intensities = np.logspace(-1, 4.5, 200)
@@ -89,6 +75,17 @@ def plot_roofline(ax, chip, compute_dtype: str = "bf16", intensities=None, label
     ax.set_xlabel("arithmetic intensity (FLOPs per byte)")
     ax.set_ylabel("attainable FLOP/s")
     return line
+
+
+def draw_matmul_on_roofline(ax, report) -> None:
+    """A chip's roofline with one matmul on it: the point (intensity, attainable FLOP/s) of a
+    `roofline.explain_matmul` report, labelled with its bound, and the ridge point dotted."""
+    plot_roofline(ax, report.chip, report.compute_dtype)
+    ax.plot([report.intensity], [report.attainable_flops], "s", color="black",
+            label=f"B = {report.batch}: {report.time.bound}-bound")
+    ax.axvline(report.ridge, color="gray", linewidth=0.8, linestyle=":")
+    ax.set_title(f"{report.chip}, {report.weight_dtype} weights, {report.compute_dtype} math")
+    ax.legend(loc="lower right", fontsize=8)
 
 
 def _replica_color(holders: int, n_devices: int):
@@ -109,10 +106,7 @@ def draw_device_blocks(ax, blocks, extent, shade: str = "replicas", n_devices: i
     extent: (rows, cols) of the array along the two drawn dimensions. shade="replicas" colours a block by how many
     devices hold it (one colour per replication factor, viridis); shade="device" by the device id (tab10; meant for
     layouts where each block has one holder). Each rectangle is labelled with its devices' ids (or "all"). Returns
-    the legend handles and texts for the shading.
-
-    Used in chapter 7, *Sharding prefill and generation* and chapter 8, *Partitioning layouts*.
-    """
+    the legend handles and texts for the shading."""
     if shade not in ("replicas", "device"):
         raise ValueError(f"shade must be 'replicas' or 'device', got {shade!r}")
     for block in blocks:

@@ -45,10 +45,7 @@ def _rungs(rungs) -> tuple:
 
 def between(value: float, rungs=ERROR_RUNGS, fmt: str = "{:.0%}") -> str:
     """The two rungs around `value`: "1% to 3%" for 0.0214 on the default ladder; "below 1%" under the lowest rung,
-    "above 30%" from the highest on. A value equal to a rung counts as above it.
-
-    Used in chapter 6, *Shrinking the KV cache* and chapter 13, *Quantizing with Qwix*.
-    """
+    "above 30%" from the highest on. A value equal to a rung counts as above it."""
     value, rungs = real("value", value), _rungs(rungs)
     below = [r for r in rungs if r <= value]
     above = [r for r in rungs if r > value]
@@ -60,10 +57,7 @@ def between(value: float, rungs=ERROR_RUNGS, fmt: str = "{:.0%}") -> str:
 
 
 def at_least(value: float, rungs=AGREEMENT_RUNGS, fmt: str = "{:.0%}") -> str:
-    """The highest rung `value` reaches: "at least 95%" for 0.98 on the default ladder; "below 50%" under the lowest.
-
-    Used in chapter 6, *Shrinking the KV cache* and chapter 13, *Quantizing with Qwix*.
-    """
+    """The highest rung `value` reaches: "at least 95%" for 0.98 on the default ladder; "below 50%" under the lowest."""
     value, rungs = real("value", value), _rungs(rungs)
     reached = [r for r in rungs if r <= value]
     return f"at least {fmt.format(reached[-1])}" if reached else f"below {fmt.format(rungs[0])}"

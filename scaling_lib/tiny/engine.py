@@ -62,7 +62,7 @@ def _insert(cache, tokens, prefix_cache, first_token, slot):
 class Engine:
     """JetStream's engine interface on the tiny model (module docstring). `max_len` bounds prompt + generated.
 
-    Used in chapter 14, *Serving details*.
+    Defined in chapter 14, *Serving details*.
     """
 
     def __init__(self, params: Params, max_batch: int, max_len: int):
@@ -185,7 +185,7 @@ def serve(engine: Engine, prompts, max_new_tokens) -> ServeResult:
     prompts: 1-D token arrays; max_new_tokens: one count per request (or an int for all). Requests are admitted in
     order; a finished request frees its slot before the next admission.
 
-    Used in chapter 14, *Serving details*.
+    Defined in chapter 14, *Serving details*.
     """
     if not isinstance(engine, Engine):
         raise ValueError(f"engine must be an Engine, got {type(engine).__name__}")

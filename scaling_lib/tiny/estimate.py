@@ -31,7 +31,7 @@ from . import model
 def machine_chip(memory_bandwidth: float, matmul_flops: float) -> Chip:
     """This machine as a `hardware.Chip`: the measured constants, float32 math, its RAM as capacity, no network.
 
-    Used in chapter 11, *How close do real systems come?*.
+    Defined in chapter 11, *How close do real systems come?*.
     """
     ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     return Chip(name="this-cpu", peak_flops_table=(("fp32", float(matmul_flops)),),
@@ -43,7 +43,7 @@ def bench_config() -> Transformer:
     """The decode model of the sweep: 2 layers, D = 512, F = 2,048, 8 query heads sharing 2 KV heads of 64, V = 4,096
     (about 11M parameters, 45 MB in float32: more than a laptop CPU's last-level cache).
 
-    Used in chapter 11, *How close do real systems come?*.
+    Defined in chapter 11, *How close do real systems come?*.
     """
     return Transformer(n_layers=2, d_model=512, d_ff=2048, n_heads=8, n_kv_heads=2, head_dim=64, vocab_size=4096,
                        name="bench", source="scaling_lib.tiny.estimate: a decode model sized for CPU timing")
@@ -99,7 +99,7 @@ def decode_sweep(chip: Chip, batches=(1, 32), cache_lens=(256, 2048), repeats: i
     """`time_decode_step` for every (batch, cache_len), each beside `estimate.decode_step` on `chip` (float32
     weights, cache and math): a tuple of `DecodeTiming`.
 
-    Used in chapter 11, *How close do real systems come?*.
+    Defined in chapter 11, *How close do real systems come?*.
     """
     cfg = bench_config() if config is None else config
     params = model.init_params(cfg, seed=0)
@@ -114,7 +114,7 @@ def fit_machine_efficiency(timings) -> Efficiency:
     """The Efficiency (mfu, hbm; network unused on one device) that best predicts the steps with the shortest cache
     (`calibration.fit_efficiency`); the longer caches are left out to validate it.
 
-    Used in chapter 11, *How close do real systems come?*.
+    Defined in chapter 11, *How close do real systems come?*.
     """
     timings = tuple(timings)
     if not timings:

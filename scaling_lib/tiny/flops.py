@@ -22,7 +22,7 @@ def forward_cost(params, tokens: int, batch: int = 1, compile: bool = True) -> C
 
     compile=False reads the unoptimized program instead (`lowered_cost`): fast, FLOPs only.
 
-    Used in chapter 2, *Sampling and the KV cache*.
+    Defined in chapter 2, *Sampling and the KV cache*.
     """
     shape = (positive_int("batch", batch), positive_int("tokens", tokens))
     return (compiled_cost if compile else lowered_cost)(model.forward, params, jnp.zeros(shape, jnp.int32))
@@ -33,7 +33,7 @@ def decode_step_cost(params, cache_len: int, batch: int = 1, compile: bool = Tru
 
     compile=False reads the unoptimized program instead (`lowered_cost`): fast, FLOPs only.
 
-    Used in chapter 2, *Sampling and the KV cache*.
+    Defined in chapter 2, *Sampling and the KV cache*.
     """
     c = params.config
     shape = (c.n_layers, positive_int("batch", batch), positive_int("cache_len", cache_len), c.n_kv_heads,
@@ -49,7 +49,7 @@ def attention_cost(config, query_len: int, kv_len: int, batch: int = 1, dtype=jn
 
     The T queries are the last T of the S positions, so T = S is prefill and T = 1 is a decode step.
 
-    Used in chapter 3, *Prefill and generation are different workloads*.
+    Defined in chapter 3, *Prefill and generation are different workloads*.
     """
     B, T, S = positive_int("batch", batch), positive_int("query_len", query_len), positive_int("kv_len", kv_len)
     if T > S:
@@ -68,7 +68,7 @@ def linear_cost(params, rows: int, weight: str = "w_gate", layer: int = 0) -> Co
     rows = B T tokens in prefill, B in a decode step. `weight` names a 2-D per-layer weight: w_gate, w_up ([D, F])
     or w_down ([F, D]). The matmul is the same one the model runs (`h @ w_gate` in its MLP block).
 
-    Used in chapter 3, *Prefill and generation are different workloads*.
+    Defined in chapter 3, *Prefill and generation are different workloads*.
     """
     positive_int("rows", rows)
     matrices = ("w_gate", "w_up", "w_down")

@@ -79,7 +79,7 @@ ATTENTION_SPECS = {"heads": (P(None, _ALL), P(), P()), "batch": (P(None, _ALL), 
 def ffn_reference(x, w_in, w_out):
     """gelu(x @ W_in) @ W_out on one device: the two-matrix feed-forward block of the cost model.
 
-    Used in chapter 8, *Partitioning layouts*.
+    Defined in chapter 8, *Partitioning layouts*.
     """
     return jax.nn.gelu(x @ w_in) @ w_out
 
@@ -87,7 +87,7 @@ def ffn_reference(x, w_in, w_out):
 def attention_reference(q, k, v):
     """Multiquery decode attention on one device: softmax(q k^T / sqrt(H)) v for q [B, N, H], k, v [B, S, H].
 
-    Used in chapter 8, *Partitioning layouts*.
+    Defined in chapter 8, *Partitioning layouts*.
     """
     scores = jnp.einsum("bnh,bsh->bns", q, k) / math.sqrt(q.shape[-1])
     return jnp.einsum("bns,bsh->bnh", jax.nn.softmax(scores, axis=-1), v)
@@ -206,7 +206,7 @@ def _execute(name, body, mesh, in_specs, out_spec, arrays) -> Execution:
 def run_ffn(layout: str, mesh, x, w_in, w_out) -> Execution:
     """The feed-forward block under `layout` (see the module docstring) on a mesh with axes x, y, z.
 
-    Used in chapter 8, *Partitioning layouts*.
+    Defined in chapter 8, *Partitioning layouts*.
     """
     choice("layout", layout, FFN_LAYOUTS)
     sizes = _mesh_sizes(mesh)
@@ -229,7 +229,7 @@ def run_ffn(layout: str, mesh, x, w_in, w_out) -> Execution:
 def run_attention(attention_sharding: str, mesh, q, k, v) -> Execution:
     """Multiquery decode attention sharded over "heads" or "batch" (module docstring) on a mesh with axes x, y, z.
 
-    Used in chapter 8, *Partitioning layouts*.
+    Defined in chapter 8, *Partitioning layouts*.
     """
     choice("attention_sharding", attention_sharding, ATTENTION_SHARDINGS)
     sizes = _mesh_sizes(mesh)
@@ -268,7 +268,7 @@ def hlo_sent_bytes(collective) -> float:
 def block_model(d_model: int, d_ff: int) -> Transformer:
     """A one-layer `Transformer` with the feed-forward shape of the block, to pass to `layouts.ffn_collectives`.
 
-    Used in chapter 8, *Partitioning layouts*.
+    Defined in chapter 8, *Partitioning layouts*.
     """
     return Transformer(n_layers=1, d_model=d_model, d_ff=d_ff, n_heads=1, n_kv_heads=1, head_dim=d_model,
                        vocab_size=1, name=f"ffn-block-{d_model}x{d_ff}")
@@ -277,7 +277,7 @@ def block_model(d_model: int, d_ff: int) -> Transformer:
 def predicted_ffn(layout: str, mesh, tokens: int, d_model: int, d_ff: int) -> tuple:
     """`layouts.ffn_collectives` for this mesh and these shapes in f32: the cost model's per-chip collectives.
 
-    Used in chapter 8, *Partitioning layouts*.
+    Defined in chapter 8, *Partitioning layouts*.
     """
     shape = tuple(_mesh_sizes(mesh)[axis] for axis in AXES)
     return layouts.ffn_collectives(layout, block_model(d_model, d_ff), tokens, shape, "fp32", "fp32")
@@ -286,7 +286,7 @@ def predicted_ffn(layout: str, mesh, tokens: int, d_model: int, d_ff: int) -> tu
 def predicted_attention(attention_sharding: str, mesh, batch: int, n_heads: int, head_dim: int) -> tuple:
     """`attention_sharding.attention_collectives` for this mesh and these shapes in f32.
 
-    Used in chapter 8, *Partitioning layouts*.
+    Defined in chapter 8, *Partitioning layouts*.
     """
     shape = tuple(_mesh_sizes(mesh)[axis] for axis in AXES)
     return attention_collectives(attention_sharding, batch, n_heads, head_dim, shape, "fp32")
@@ -295,7 +295,7 @@ def predicted_attention(attention_sharding: str, mesh, batch: int, n_heads: int,
 def random_ffn_inputs(tokens: int, d_model: int, d_ff: int, seed: int = 0) -> tuple:
     """Seeded f32 x [T, D], W_in [D, F], W_out [F, D] (NumPy's generator), weights scaled by 1/sqrt(fan-in).
 
-    Used in chapter 8, *Partitioning layouts*.
+    Defined in chapter 8, *Partitioning layouts*.
     """
     rng = np.random.default_rng(seed)
     return (jnp.asarray(rng.standard_normal((tokens, d_model), np.float32)),
@@ -306,7 +306,7 @@ def random_ffn_inputs(tokens: int, d_model: int, d_ff: int, seed: int = 0) -> tu
 def random_attention_inputs(batch: int, n_heads: int, context_len: int, head_dim: int, seed: int = 0) -> tuple:
     """Seeded f32 q [B, N, H] and a one-head KV cache k, v [B, S, H] (NumPy's generator).
 
-    Used in chapter 8, *Partitioning layouts*.
+    Defined in chapter 8, *Partitioning layouts*.
     """
     rng = np.random.default_rng(seed)
     return tuple(jnp.asarray(rng.standard_normal(shape, np.float32)) for shape in

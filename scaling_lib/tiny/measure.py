@@ -72,7 +72,7 @@ def _layer(x, w_in, w_out):
 def measure_memory_bandwidth(n_bytes: float = 256e6, repeats: int = 5) -> float:
     """B/s this machine streams from memory: a jitted float32 sum over an array of n_bytes (read once).
 
-    Used in chapter 1, *Rooflines and the critical batch size* and chapter 11, *How close do real systems come?*.
+    Defined in chapter 1, *Rooflines and the critical batch size*.
     """
     n_bytes = positive_int("n_bytes", n_bytes)
     if n_bytes < _FLOAT32_BYTES:
@@ -86,7 +86,7 @@ def measure_memory_bandwidth(n_bytes: float = 256e6, repeats: int = 5) -> float:
 def measure_matmul_flops(n: int = 1024, repeats: int = 5) -> float:
     """FLOP/s of a jitted float32 n x n by n x n matmul: 2 n^3 / seconds.
 
-    Used in chapter 1, *Rooflines and the critical batch size* and chapter 11, *How close do real systems come?*.
+    Defined in chapter 1, *Rooflines and the critical batch size*.
     """
     n = positive_int("n", n)
     positive_int("repeats", repeats)
@@ -100,7 +100,7 @@ def time_batched_matmul(w, batches, repeats: int = 5) -> tuple:
     """Best seconds of a jitted `x @ w` for x of shape [B, D] (ones, w's dtype) at each B in `batches`: the curve
     whose knee is this machine's critical batch size. Chapter 1's section *Experiment: find the knee on your own CPU*.
 
-    Used in chapter 1, *Rooflines and the critical batch size*.
+    Defined in chapter 1, *Rooflines and the critical batch size*.
     """
     if getattr(w, "ndim", None) != 2:
         raise ValueError(f"w must be a 2-D weight [D, F], got shape {getattr(w, 'shape', None)!r}")
@@ -148,7 +148,7 @@ def batch_rule(d_model: int = 1024, d_ff: int = 8192, batches=(1, 2, 4, 8, 16, 3
                repeats: int = 3, seed: int = 0) -> BatchRule:
     """Measure C and W, then the best time of x[B, D] @ W_in[D, F] @ W_out[F, D] (float32) for each batch.
 
-    Used in the appendix *Worked problems*.
+    Defined in the appendix *Worked problems*.
     """
     d, f = positive_int("d_model", d_model), positive_int("d_ff", d_ff)
     batches = tuple(positive_int("batch", b) for b in batches)

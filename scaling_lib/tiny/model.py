@@ -46,12 +46,7 @@ TRACE_COUNTS = Counter()
 
 
 def tiny_config(n_kv_heads=2, sliding_window=None, n_heads=4, n_layers=2, vocab_size=256) -> Transformer:
-    """A 2-layer, D=64 model (N=4 heads of H=16, F=128): n_kv_heads 4 is MHA, 2 is GQA, 1 is MQA.
-
-    Used in chapter 2, *Sampling and the KV cache*; chapter 3, *Prefill and generation are different workloads*; chapter
-    6, *Shrinking the KV cache*; chapter 7, *Sharding prefill and generation*; chapter 10, *Speculative decoding,
-    mixture of experts and quantization*; chapter 13, *Quantizing with Qwix*; and chapter 14, *Serving details*.
-    """
+    """A 2-layer, D=64 model (N=4 heads of H=16, F=128): n_kv_heads 4 is MHA, 2 is GQA, 1 is MQA."""
     return Transformer(n_layers=n_layers, d_model=64, d_ff=128, n_heads=n_heads, n_kv_heads=n_kv_heads,
                        head_dim=16, vocab_size=vocab_size, sliding_window=sliding_window, name="tiny")
 
@@ -123,12 +118,7 @@ class KVCache(_KVArrays):
 
 
 def init_params(config: Transformer, seed: int = 0, dtype=jnp.float32) -> Params:
-    """Random weights, deterministic for a seed: N(0, 1/fan_in) matrices, N(0, 1) embeddings, unit norm gains.
-
-    Used in chapter 2, *Sampling and the KV cache*; chapter 3, *Prefill and generation are different workloads*; chapter
-    6, *Shrinking the KV cache*; chapter 7, *Sharding prefill and generation*; chapter 10, *Speculative decoding,
-    mixture of experts and quantization*; chapter 13, *Quantizing with Qwix*; and chapter 14, *Serving details*.
-    """
+    """Random weights, deterministic for a seed: N(0, 1/fan_in) matrices, N(0, 1) embeddings, unit norm gains."""
     if not isinstance(config, Transformer):
         raise ValueError(f"config must be a scaling_lib.models.Transformer, got {type(config).__name__}")
     seed = non_negative_int("seed", seed)
@@ -188,7 +178,7 @@ def attention(q, k, v, q_pos, k_pos, window=None):
     the masking padding needs: prompts are right-padded, so a real token never looks at the padding after it, and
     cache slots past a sequence's position (padding, or not yet written) lie in its future.
 
-    Used in chapter 6, *Shrinking the KV cache*.
+    Defined in chapter 6, *Shrinking the KV cache*.
     """
     B, T, N, H = q.shape
     K = k.shape[2]
@@ -217,7 +207,7 @@ def qkv(p, x, positions):
     """The attention projections of one layer (a dict from `Params.layer`): RMSNorm, then q [B,T,N,H] and k
     [B,T,K,H] with RoPE at `positions` [B,T], and v [B,T,K,H]. Sharded and paged variants call this same block.
 
-    Used in chapter 14, *Serving details*.
+    Defined in chapter 14, *Serving details*.
     """
     h = rms_norm(x, p["attn_norm"])
     q = rope(_project(h, p["wq"], "btd,dnh->btnh"), positions)
@@ -269,8 +259,7 @@ def _full_pass(params, tokens):
 def forward(params: Params, tokens) -> jax.Array:
     """Causal forward pass over full sequences, no cache: logits [B, T, V] (fp32). The reference for the cache.
 
-    Used in chapter 2, *Sampling and the KV cache*; chapter 6, *Shrinking the KV cache*; and chapter 13, *Quantizing
-    with Qwix*.
+    Defined in chapter 2, *Sampling and the KV cache*.
     """
     tokens = check_tokens(params, tokens)
     return _full_pass(params, tokens)[0]
@@ -282,8 +271,7 @@ def prefill(params: Params, tokens, lengths=None, cache_len=None):
     tokens [B, T], right-padded; lengths [B] each prompt's true length (default T). Returns (logits [B,T,V], cache)
     with cache.positions = lengths; the next-token logits of sequence b are logits[b, lengths[b] - 1].
 
-    Used in chapter 2, *Sampling and the KV cache*; chapter 7, *Sharding prefill and generation*; and chapter 14,
-    *Serving details*.
+    Defined in chapter 2, *Sampling and the KV cache*.
     """
     tokens = check_tokens(params, tokens)
     B, T = tokens.shape
@@ -325,7 +313,7 @@ def decode_step(params: Params, token, cache: KVCache):
 
     The cache passed in is donated: its buffers are reused for the result, so do not use it afterwards.
 
-    Used in chapter 7, *Sharding prefill and generation*.
+    Defined in chapter 7, *Sharding prefill and generation*.
     """
     token = check_step(params, token, cache)
     return _decode_step_jit(params, token, cache)
@@ -341,8 +329,7 @@ def _pick(logits, key, temperature):
 def generate(params: Params, prompt, n_tokens: int, lengths=None, temperature: float = 0.0, seed: int = 0):
     """Prefill the (right-padded) prompts, then decode n_tokens new tokens per sequence: returns [B, n_tokens].
 
-    Used in chapter 2, *Sampling and the KV cache*; chapter 7, *Sharding prefill and generation*; chapter 10,
-    *Speculative decoding, mixture of experts and quantization*; and chapter 14, *Serving details*.
+    Defined in chapter 2, *Sampling and the KV cache*.
     """
     n_tokens = positive_int("n_tokens", n_tokens)
     try:
@@ -370,7 +357,7 @@ def greedy_with_logits(params: Params, prompt, n_tokens: int, lengths=None):
     of logits[:, j]. Tokens equal `generate(params, prompt, n_tokens, lengths)`; the logits let a test or a chapter
     compare another cache (paged, quantized, sharded) with this one step by step.
 
-    Used in chapter 6, *Shrinking the KV cache*.
+    Defined in chapter 6, *Shrinking the KV cache*.
     """
     n_tokens = positive_int("n_tokens", n_tokens)
     prompt = check_tokens(params, prompt)

@@ -53,7 +53,7 @@ class MoeParams:
 def init_moe(d_model: int, d_ff: int, n_experts: int, seed: int = 0, dtype=jnp.float32) -> MoeParams:
     """Random weights, N(0, 1/fan_in), deterministic for a seed (NumPy on the host).
 
-    Used in chapter 10, *Speculative decoding, mixture of experts and quantization*.
+    Defined in chapter 10, *Speculative decoding, mixture of experts and quantization*.
     """
     D, F, E = (positive_int(n, v) for n, v in (("d_model", d_model), ("d_ff", d_ff), ("n_experts", n_experts)))
     rng = np.random.default_rng(seed)
@@ -93,7 +93,7 @@ def _expert_ffn(w_gate, w_up, w_down, x):
 def moe_dense(params: MoeParams, x, k: int):
     """Reference: every expert on every token ([E, T, D]), combined with the top-k weights (zero elsewhere).
 
-    Used in chapter 10, *Speculative decoding, mixture of experts and quantization*.
+    Defined in chapter 10, *Speculative decoding, mixture of experts and quantization*.
     """
     k = _check_k(params, k)
     return _moe_dense(params, _check_x(params, jnp.asarray(x)), k)
@@ -126,7 +126,7 @@ def moe_expert_parallel(params: MoeParams, x, k: int, mesh, axis: str, capacity:
     x [T, D] is split into T / n tokens per device; capacity κ defaults to T / n (nothing dropped). Returns [T, D],
     equal to `moe_dense` when nothing is dropped. Other mesh axes, if any, replicate the computation.
 
-    Used in chapter 10, *Speculative decoding, mixture of experts and quantization*.
+    Defined in chapter 10, *Speculative decoding, mixture of experts and quantization*.
     """
     k = _check_k(params, k)
     x = _check_x(params, jnp.asarray(x))
@@ -166,7 +166,7 @@ def dispatch_buffer_bytes(params: MoeParams, n_tokens: int, n_devices: int, capa
                           dtype: str = "fp32") -> float:
     """E x κ x D x bytes per element: what each of the two all-to-alls moves per device (κ defaults to T / n).
 
-    Used in chapter 10, *Speculative decoding, mixture of experts and quantization*.
+    Defined in chapter 10, *Speculative decoding, mixture of experts and quantization*.
     """
     capacity = positive_int("n_tokens", n_tokens) // positive_int("n_devices", n_devices) if capacity is None \
         else positive_int("capacity", capacity)

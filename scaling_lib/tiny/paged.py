@@ -60,7 +60,7 @@ class PagedKVCache:
     Mutable on purpose: `paged_extend` / `paged_decode_step` allocate blocks, replace `pool` with the updated
     (donated) arrays and advance `lengths`; `share_prefix` and `release` edit the table.
 
-    Used in chapter 6, *Shrinking the KV cache*.
+    Defined in chapter 6, *Shrinking the KV cache*.
     """
 
     def __init__(self, config, batch: int, n_blocks: int, block_size: int, max_blocks_per_seq: int,
@@ -256,7 +256,7 @@ def paged_extend(params: Params, tokens, cache: PagedKVCache, n_new=None):
     Allocates the blocks needed, runs one jitted step, and returns (logits [B, T, V], cache): the next-token logits
     of sequence b are logits[b, n_new[b] - 1]. The cache is updated in place (its pool is donated) and returned.
 
-    Used in chapter 6, *Shrinking the KV cache*.
+    Defined in chapter 6, *Shrinking the KV cache*.
     """
     tokens = check_tokens(params, tokens)
     _check_paged(cache)
@@ -284,7 +284,7 @@ def paged_extend(params: Params, tokens, cache: PagedKVCache, n_new=None):
 def paged_prefill(params: Params, tokens, cache: PagedKVCache, lengths=None):
     """Prefill empty sequences with right-padded prompts [B, T] of true lengths `lengths` (default T).
 
-    Used in chapter 6, *Shrinking the KV cache*.
+    Defined in chapter 6, *Shrinking the KV cache*.
     """
     if _check_paged(cache).lengths.any():
         raise ValueError("paged_prefill needs an empty cache; use paged_extend to add tokens to cached sequences")
@@ -294,7 +294,7 @@ def paged_prefill(params: Params, tokens, cache: PagedKVCache, lengths=None):
 def paged_decode_step(params: Params, token, cache: PagedKVCache):
     """One new token per sequence (token [B]): returns (next-token logits [B, V], cache).
 
-    Used in chapter 6, *Shrinking the KV cache*.
+    Defined in chapter 6, *Shrinking the KV cache*.
     """
     token = token if isinstance(token, jax.Array) else np.asarray(token)  # no int32 cast before the vocabulary check
     if token.ndim != 1:
@@ -307,7 +307,7 @@ def paged_generate(params: Params, prompt, n_tokens: int, cache: PagedKVCache, l
     """Greedy decoding through the paged cache: prefill the prompts, then n_tokens steps; returns ([B, n_tokens]
     tokens, [B, n_tokens, V] the logits that chose them).
 
-    Used in chapter 6, *Shrinking the KV cache*.
+    Defined in chapter 6, *Shrinking the KV cache*.
     """
     n_tokens = positive_int("n_tokens", n_tokens)
     prompt = check_tokens(params, prompt)

@@ -144,7 +144,7 @@ def quantize_params(params, mode: str = "weight-only"):
 
     Every function of `scaling_lib.tiny.model` and `scaling_lib.tiny.paged` accepts the result in place of the float params.
 
-    Used in chapter 6, *Shrinking the KV cache* and chapter 13, *Quantizing with Qwix*.
+    Defined in chapter 6, *Shrinking the KV cache*.
     """
     if mode not in WEIGHT_MODES:
         raise ValueError(f"unknown weight mode {mode!r}; use one of {', '.join(map(repr, WEIGHT_MODES))}")
@@ -160,7 +160,7 @@ def quantize_params(params, mode: str = "weight-only"):
 def linear_weight_bytes(params) -> int:
     """Bytes of the linear layers' weights (values and any scales): what a decode step streams from HBM.
 
-    Used in chapter 6, *Shrinking the KV cache* and chapter 13, *Quantizing with Qwix*.
+    Defined in chapter 6, *Shrinking the KV cache*.
     """
     total = 0
     for name in LINEAR_LAYERS:

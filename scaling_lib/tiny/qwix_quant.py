@@ -52,7 +52,7 @@ _LOG = re.compile(r"\[QWIX\] module='(?P<module>[^']*)' op=(?P<op>\w+) rule=(?P<
 class Linear(nnx.Module):
     """One weight and the einsum that applies it: the op Qwix intercepts, at this module's path.
 
-    Used in chapter 13, *Quantizing with Qwix*.
+    Defined in chapter 13, *Quantizing with Qwix*.
     """
 
     def __init__(self, kernel, spec: str):
@@ -84,7 +84,7 @@ class Layer(nnx.Module):
 class TinyFlax(nnx.Module):
     """`tiny.model` as NNX modules: embed, layers/<i>/{wq,...,w_down}, final_norm, unembed (a Linear unless tied).
 
-    Used in chapter 13, *Quantizing with Qwix*.
+    Defined in chapter 13, *Quantizing with Qwix*.
     """
 
     def __init__(self, params: Params):
@@ -109,7 +109,7 @@ class TinyFlax(nnx.Module):
 def rules(scheme: str, module_path: str = LINEAR_PATHS) -> list:
     """[QuantizationRule(module_path, **SCHEMES[scheme])]: one rule for the modules the regex matches.
 
-    Used in chapter 13, *Quantizing with Qwix*.
+    Defined in chapter 13, *Quantizing with Qwix*.
     """
     if scheme not in SCHEMES:
         raise ValueError(f"unknown scheme {scheme!r}; use one of {', '.join(map(repr, SCHEMES))}")
@@ -161,7 +161,7 @@ def quantize(params: Params, quantization_rules, example_tokens) -> QwixResult:
     """Qwix post-training quantization of the tiny model: `qwix.quantize_model(TinyFlax(params),
     qwix.PtqProvider(rules), example_tokens)`, recording the ops Qwix intercepted (its debug log).
 
-    Used in chapter 13, *Quantizing with Qwix*.
+    Defined in chapter 13, *Quantizing with Qwix*.
     """
     return quantize_module(TinyFlax(params), quantization_rules, jnp.asarray(example_tokens, jnp.int32))
 
@@ -169,7 +169,7 @@ def quantize(params: Params, quantization_rules, example_tokens) -> QwixResult:
 def quantize_module(module, quantization_rules, *example_inputs) -> QwixResult:
     """`quantize` for any NNX module whose weights sit in `kernel` params (Linear, PallasLinear, ...).
 
-    Used in chapter 13, *Quantizing with Qwix*.
+    Defined in chapter 13, *Quantizing with Qwix*.
     """
     quantization_rules = list(quantization_rules)
     if not quantization_rules or not all(isinstance(r, qwix.QuantizationRule) for r in quantization_rules):
@@ -217,7 +217,7 @@ def as_hand_written(result: QwixResult, params: Params, mode: str = "weight-only
     """`params` with every linear layer replaced by a `tiny.quantize.QuantizedWeight` holding Qwix's own int8
     values and scales: `tiny.model` then runs the hand-written matmul on exactly what Qwix stored.
 
-    Used in chapter 13, *Quantizing with Qwix*.
+    Defined in chapter 13, *Quantizing with Qwix*.
     """
     stored = _qarrays(result.model)
     n_layers = params.config.n_layers
@@ -252,7 +252,7 @@ def matmul(x, w, scheme: str):
     """x [M, K] @ w [K, N] with Qwix's functional API: `qwix.quantize` (per output channel for w, per row for x
     when the scheme quantizes activations) and `qwix.dot_general`.
 
-    Used in chapter 13, *Quantizing with Qwix*.
+    Defined in chapter 13, *Quantizing with Qwix*.
     """
     if scheme not in SCHEMES:
         raise ValueError(f"unknown scheme {scheme!r}; use one of {', '.join(map(repr, SCHEMES))}")
@@ -279,7 +279,7 @@ def matmul_error_bound(x, w, scheme: str):
     """|x w - Q(x) Q(w)| <= |x| dW + dX |w| + dX dW elementwise (dX = 0 for weight-only), each d the rounding
     bound of `_rounding_error`, plus 1e-6 |x| |w| for float32 accumulation. A bound, not an estimate.
 
-    Used in chapter 13, *Quantizing with Qwix*.
+    Defined in chapter 13, *Quantizing with Qwix*.
     """
     if scheme not in SCHEMES:
         raise ValueError(f"unknown scheme {scheme!r}; use one of {', '.join(map(repr, SCHEMES))}")
@@ -313,7 +313,7 @@ class PallasLinear(nnx.Module):
     """A Linear whose matmul runs inside a Pallas kernel: Qwix's rules cannot reach it (the op inside is not
     intercepted, and the weight stays float).
 
-    Used in chapter 13, *Quantizing with Qwix*.
+    Defined in chapter 13, *Quantizing with Qwix*.
     """
 
     def __init__(self, kernel):
@@ -328,7 +328,7 @@ def pallas_quantized_matmul(x, w, weight_qtype=jnp.int8):
     channel), pass the QArray through `qpl.pallas_call`, multiply with `qpl.dot_general` inside the kernel.
     Blocks must meet the TPU tiling (multiples of 8 x 128) even when interpreted.
 
-    Used in chapter 13, *Quantizing with Qwix*.
+    Defined in chapter 13, *Quantizing with Qwix*.
     """
     qw = qpl.quantize(jnp.asarray(w), weight_qtype, channelwise_axes=[1])
     return _whole_array_call(_quantized_matmul_kernel, jnp.asarray(x), qw, qpl.pallas_call)

@@ -65,7 +65,7 @@ def program(mesh, cache_len: int, window=None):
 def sequence_sharded_attention(mesh, q, k, v, q_pos, k_pos, window=None):
     """`tiny.model.attention(q, k, v, q_pos, k_pos, window)` computed with the cache split along S (`program`).
 
-    Used in chapter 14, *Serving details*.
+    Defined in chapter 14, *Serving details*.
     """
     return program(mesh, k.shape[1], window)(q, k, v, q_pos, k_pos)
 
@@ -73,7 +73,7 @@ def sequence_sharded_attention(mesh, q, k, v, q_pos, k_pos, window=None):
 def sequence_sharded_collectives(mesh, q, k, v, q_pos, k_pos, window=None) -> list:
     """The collectives XLA compiles for `sequence_sharded_attention` (`tiny.xla.collectives`).
 
-    Used in chapter 14, *Serving details*.
+    Defined in chapter 14, *Serving details*.
     """
     return collectives(program(mesh, k.shape[1], window), q, k, v, q_pos, k_pos)
 
@@ -81,6 +81,6 @@ def sequence_sharded_collectives(mesh, q, k, v, q_pos, k_pos, window=None) -> li
 def reference(q, k, v, q_pos, k_pos, window=None):
     """The unsharded attention the sharded one must equal.
 
-    Used in chapter 14, *Serving details*.
+    Defined in chapter 14, *Serving details*.
     """
     return attention(q, k, v, q_pos, k_pos, window)

@@ -187,7 +187,7 @@ def megatron_decode(config, batch: int, mesh) -> ShardedDecode:
     mesh: a Mesh or a shape tuple; all its devices form the model-parallel group. ValueError when n does not divide
     N or F, or the batch does not split over what is left after the KV heads.
 
-    Used in chapter 7, *Sharding prefill and generation*.
+    Defined in chapter 7, *Sharding prefill and generation*.
     """
     group, kv, param_specs, cache_specs = _megatron_layout(config, batch, mesh)
     body = jax.shard_map(lambda params, token, cache: _megatron_body(params, token, cache, kv=kv), mesh=group,
@@ -199,7 +199,7 @@ def auto_decode(config, batch: int, mesh) -> ShardedDecode:
     """The Megatron layout as `NamedSharding`s on the weights and cache, and the unsharded `model.decode_step` under
     `jit`: XLA's partitioner (GSPMD) chooses and inserts the collectives.
 
-    Used in chapter 7, *Sharding prefill and generation*.
+    Defined in chapter 7, *Sharding prefill and generation*.
     """
     group, kv, param_specs, cache_specs = _megatron_layout(config, batch, mesh)
     replicated = NamedSharding(group, P())
@@ -263,7 +263,7 @@ def fsdp_decode(config, batch: int, mesh) -> ShardedDecode:
     The all-gathers move all P_bytes of weights over ICI each step (`sharding.fsdp_decode_cost`); the Scaling Book
     (ch. 7) rules this out for decode. ValueError when the batch or some weight does not split n ways.
 
-    Used in chapter 7, *Sharding prefill and generation*.
+    Defined in chapter 7, *Sharding prefill and generation*.
     """
     _check_config(config)
     mesh = as_mesh(mesh)
@@ -333,7 +333,7 @@ def sequence_parallel_prefill(config, mesh, prompt_len: int) -> ShardedPrefill:
     Everything but attention is per position, so only attention communicates: 2 all-gathers (K and V, each
     [B, T, K, H]) per layer. ValueError when n does not divide T.
 
-    Used in chapter 7, *Sharding prefill and generation*.
+    Defined in chapter 7, *Sharding prefill and generation*.
     """
     _check_config(config)
     mesh = as_mesh(mesh)
@@ -350,7 +350,7 @@ def generate(decode: ShardedDecode, params, prompt, n_tokens: int, prefill: Shar
     """Greedy generation with a sharded decode step: prefill (sequence-parallel if given, else `model.prefill`),
     then n_tokens - 1 sharded steps. Returns tokens [B, n_tokens], to compare with `model.generate`.
 
-    Used in chapter 7, *Sharding prefill and generation*.
+    Defined in chapter 7, *Sharding prefill and generation*.
     """
     if isinstance(n_tokens, bool) or not isinstance(n_tokens, (int, np.integer)) or n_tokens < 1:
         raise ValueError(f"n_tokens must be a positive integer, got {n_tokens!r}")

@@ -34,7 +34,7 @@ def truncated_draft(params: Params, n_layers: int = 1) -> Params:
     (An "early exit" drafter: it shares the vocabulary and the residual stream of the target, so it agrees with the
     target more often than an unrelated small model would.)
 
-    Used in chapter 10, *Speculative decoding, mixture of experts and quantization*.
+    Defined in chapter 10, *Speculative decoding, mixture of experts and quantization*.
     """
     if not isinstance(params, Params):
         raise ValueError(f"params must be scaling_lib.tiny.model.Params, got {type(params).__name__}")
@@ -82,7 +82,7 @@ def speculative_generate(target: Params, draft: Params, prompt, n_tokens: int, l
 
     Equal, token for token, to `model.generate(target, prompt[None], n_tokens)` (greedy): see the module docstring.
 
-    Used in chapter 10, *Speculative decoding, mixture of experts and quantization*.
+    Defined in chapter 10, *Speculative decoding, mixture of experts and quantization*.
     """
     for name, p in (("target", target), ("draft", draft)):
         if not isinstance(p, Params):

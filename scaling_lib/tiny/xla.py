@@ -49,11 +49,7 @@ def emulated_mesh(shape, axis_names) -> Mesh:
     """A mesh of prod(shape) devices with automatic (`AxisType.Auto`) axes, e.g. emulated_mesh((2, 4), ("x", "y")).
 
     Auto axes let `jit` propagate shardings by itself. (`jax.make_mesh` defaults to Explicit axes, where a matmul
-    over a sharded contraction dimension raises `ShardingTypeError` unless you pass `out_sharding=`.)
-
-    Used in chapter 8, *Partitioning layouts*; chapter 10, *Speculative decoding, mixture of experts and quantization*;
-    and chapter 14, *Serving details*.
-    """
+    over a sharded contraction dimension raises `ShardingTypeError` unless you pass `out_sharding=`.)"""
     shape, axis_names = tuple(shape), tuple(axis_names)
     if len(shape) != len(axis_names):
         raise ValueError(f"shape {shape} has {len(shape)} axes but axis_names {axis_names} names {len(axis_names)}")
@@ -84,10 +80,7 @@ def device_blocks(sharding, shape, dims=(0, 1), mesh=None) -> tuple:
     with the ids of the devices that hold it (several when the block is replicated), in row-major order.
 
     `sharding` is a `NamedSharding`, or a `PartitionSpec` together with `mesh`. Nothing is computed or moved; the
-    layout is read from `sharding.devices_indices_map`. Chapters 7 and 8 draw these with `book.plotting`.
-
-    Used in chapter 7, *Sharding prefill and generation* and chapter 8, *Partitioning layouts*.
-    """
+    layout is read from `sharding.devices_indices_map`. Chapters 7 and 8 draw these with `book.plotting`."""
     if isinstance(sharding, P):
         if mesh is None:
             raise ValueError("a PartitionSpec needs the mesh it refers to: pass mesh=...")
@@ -123,10 +116,7 @@ def compiled_cost(fn, *args, **kwargs) -> CompiledCost:
     """Per-device FLOPs and bytes accessed of jit(fn)(*args), from `compile().cost_analysis()`.
 
     A matmul [M,K] x [K,N] on one device reports 2 M K N flops. Programs with no arithmetic have no 'flops' entry,
-    which counts as 0. Older JAX returned a list with one dict per device program; the first is used.
-
-    Used in chapter 6, *Shrinking the KV cache* and chapter 13, *Quantizing with Qwix*.
-    """
+    which counts as 0. Older JAX returned a list with one dict per device program; the first is used."""
     analysis = _compile(fn, *args, **kwargs).cost_analysis()
     if isinstance(analysis, (list, tuple)):
         analysis = analysis[0] if analysis else {}
@@ -191,10 +181,7 @@ def _group_size(line, n_devices):
 
 
 def parse_collectives(hlo_text: str, n_devices: int = 1) -> list:
-    """The collectives in HLO text, in program order (see `Collective`); `n_devices` sizes empty replica groups.
-
-    Used in chapter 10, *Speculative decoding, mixture of experts and quantization*.
-    """
+    """The collectives in HLO text, in program order (see `Collective`); `n_devices` sizes empty replica groups."""
     found = []
     for line in hlo_text.splitlines():
         m = _LINE.search(line)
@@ -224,8 +211,5 @@ def collectives(fn, *args, **kwargs) -> list:
     executable jit has already built is reused. The one HLO reader of the book is `parse_collectives`.
 
     Each op is listed once where it appears in the program (an op inside a loop body is not multiplied by the trip
-    count). On CPU the automatic partitioner may emit all-reduce + slice where a TPU would emit reduce-scatter.
-
-    Used in chapter 7, *Sharding prefill and generation*.
-    """
+    count). On CPU the automatic partitioner may emit all-reduce + slice where a TPU would emit reduce-scatter."""
     return parse_collectives(_compile(fn, *args, **kwargs).as_text(), n_devices=len(jax.devices()))

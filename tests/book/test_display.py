@@ -2,7 +2,8 @@
 
 import pytest
 
-from scaling_lib.book.display import clip_text, markdown_table, wrap_text
+from scaling_lib import memory, roofline
+from scaling_lib.book.display import clip_text, markdown_table, show_source, source_code, wrap_text
 
 
 def _rows(n):
@@ -44,3 +45,22 @@ def test_wrap_text_fits_printed_lines_to_the_column_and_keeps_every_word():
     assert wrapped.split() == text.split()  # nothing lost or reordered
     assert wrapped.splitlines()[0] == "short line" and wrapped.splitlines()[2].startswith("  ")
     assert max(len(row) for row in wrap_text(line).splitlines()) <= 76
+
+
+def test_show_source_shows_the_code_without_the_docstring_under_its_name_and_file():
+    text = show_source(memory.kv_bytes_per_token).data
+    assert text.startswith("`scaling_lib.memory.kv_bytes_per_token`, in `scaling_lib/memory.py`:\n\n```python\n"
+                           "def kv_bytes_per_token(")
+    assert text.endswith("\n```") and '"""' not in text  # the docstring is left out
+    code = source_code(memory.kv_bytes_per_token)
+    compile(code, "<shown>", "exec")  # what the reader sees is the function, still valid Python
+    assert '"""' in source_code(memory.kv_bytes_per_token, docstring=True)
+    both = show_source(roofline.ridge_point, roofline.critical_batch_size).data
+    assert both.count("```python") == 2 and both.index("ridge_point") < both.index("critical_batch_size")
+
+
+def test_show_source_refuses_what_is_not_a_function_or_class():
+    with pytest.raises(TypeError, match="without calling it"):
+        show_source(memory.kv_bytes_per_token("llama3-8b"))
+    with pytest.raises(TypeError, match="at least one"):
+        show_source()

@@ -22,10 +22,7 @@ CLAIMS = (roofline.CLAIMS + memory.CLAIMS + step_time.CLAIMS + sharding.CLAIMS +
 
 
 def evaluate_all(claims=None) -> tuple:
-    """`evaluate` every row of the ledger (or of `claims`), in ledger order.
-
-    Used in the appendix *Claims ledger*.
-    """
+    """`evaluate` every row of the ledger (or of `claims`), in ledger order."""
     return _evaluate_rows(CLAIMS if claims is None else claims)
 
 
@@ -35,10 +32,7 @@ def claim_ids(claims=None) -> tuple:
 
 
 def claim(key: str) -> Claim:
-    """The ledger row with this key, e.g. claim("M4 batch 1 step time") or claim("R1").
-
-    Used in chapter 12, *Choosing a layout by the metric*.
-    """
+    """The ledger row with this key, e.g. claim("M4 batch 1 step time") or claim("R1")."""
     for row in CLAIMS:
         if row.key == key:
             return row
@@ -51,12 +45,7 @@ def claim_keys() -> tuple:
 
 
 def published(key: str) -> float:
-    """The number the source publishes for this row, in SI units: the one copy tests compare against.
-
-    Used in chapter 4, *The KV cache dominates memory*; chapter 8, *Partitioning layouts*; chapter 10, *Speculative
-    decoding, mixture of experts and quantization*; chapter 12, *Choosing a layout by the metric*; and chapter 14,
-    *Serving details*.
-    """
+    """The number the source publishes for this row, in SI units: the one copy tests compare against."""
     value = claim(key).published_value
     if value is None:
         raise ValueError(f"ledger row {key!r} states no number ({claim(key).published!r}); it is a property check")

@@ -129,10 +129,7 @@ class ClaimResult:
 
 
 def show(value: float, unit: str) -> str:
-    """`units.format_quantity` to 4 digits, but 12,345 rather than 1.234e+04 (and 1.302e10 for huge counts).
-
-    Used in chapter 4, *The KV cache dominates memory*.
-    """
+    """`units.format_quantity` to 4 digits, but 12,345 rather than 1.234e+04 (and 1.302e10 for huge counts)."""
     text = format_quantity(value, unit, 4)
     if "e+" in text:
         scaled = value / parse_unit(unit)[0]
@@ -141,10 +138,7 @@ def show(value: float, unit: str) -> str:
 
 
 def evaluate(claim: Claim) -> ClaimResult:
-    """Compute our value for `claim` and judge it against the published value with the claim's tolerance.
-
-    Used in chapter 12, *Choosing a layout by the metric*.
-    """
+    """Compute our value for `claim` and judge it against the published value with the claim's tolerance."""
     tol = claim.tolerance
     try:
         value = claim.compute()
@@ -176,10 +170,7 @@ def evaluate_all(claims) -> tuple:
 
 
 def claims_holding(results) -> dict:
-    """{claim id: whether every row of that claim holds}, in ledger order, from `evaluate_all()`'s results.
-
-    Used in the appendix *Claims ledger*.
-    """
+    """{claim id: whether every row of that claim holds}, in ledger order, from `evaluate_all()`'s results."""
     status = {}
     for result in results:
         key = result.claim.id if result.claim is not None else "?"

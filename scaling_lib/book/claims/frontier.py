@@ -68,10 +68,7 @@ def _gains(options):
 def chatbot_turn() -> tuple:
     """Pope et al.'s chatbot turn priced by the cost model: (the prefill of the user's 64 new tokens against the
     1,920 cached ones, in the layout of Table 2's low-latency prefill row; one step of the low-latency decode row,
-    which the reply repeats 64 times).
-
-    Used in chapter 12, *Choosing a layout by the metric*.
-    """
+    which the reply repeats 64 times)."""
     pre, dec = pope_row("palm-540b", "low latency", "prefill"), pope_row("palm-540b", "low latency", "decode")
     prefill = cached_prefill_cost(pre.model, pre.chip, pre.chips, CHATBOT["new_tokens"], CHATBOT["cached_tokens"],
                                   pre.ffn_layout, pre.attention_sharding, weight_dtype=pre.weight_dtype,

@@ -99,30 +99,21 @@ def source_footprint(batch, n_kv_heads=_MHA_KV_HEADS) -> MemoryFootprint:
     """Weights + `batch` caches from the source's rounded inputs (M4_SOURCE_INPUTS), against 8 x 16e9 B of HBM.
 
     n_kv_heads = 40 is the multi-head table (M4), GQA_KV_HEADS = 8 the GQA 1:5 table (M5: the cache / 5, the
-    multi-head weights kept).
-
-    Used in chapter 4, *The KV cache dominates memory*.
-    """
+    multi-head weights kept)."""
     chip = get_chip(M4_SOURCE_INPUTS["chip"])
     return MemoryFootprint(weight_bytes=M4_SOURCE_INPUTS["param_bytes"], kv_bytes=batch * _source_kv_bytes(n_kv_heads),
                            capacity_bytes=M4_SOURCE_INPUTS["n_chips"] * chip.hbm_capacity)
 
 
 def source_step(batch, n_kv_heads=_MHA_KV_HEADS) -> StepTime:
-    """`inference.step_time_bound` with the source's rounded inputs (M4_SOURCE_INPUTS): its step-time rows.
-
-    Used in chapter 4, *The KV cache dominates memory*.
-    """
+    """`inference.step_time_bound` with the source's rounded inputs (M4_SOURCE_INPUTS): its step-time rows."""
     inputs = dict(M4_SOURCE_INPUTS, kv_bytes_per_sequence=_source_kv_bytes(n_kv_heads))
     return step_time_bound(batch=batch, **inputs, check_capacity=False)  # the source's rows include batch 240
 
 
 def source_largest_batch(n_kv_heads=_MHA_KV_HEADS) -> int:
     """The largest batch that fits in HBM by the source's own rounded inputs (15 for MHA, not the 16 that is
-    sometimes quoted: batch 16 needs 133.2e9 B of 128e9 B).
-
-    Used in chapter 4, *The KV cache dominates memory*.
-    """
+    sometimes quoted: batch 16 needs 133.2e9 B of 128e9 B)."""
     footprint = source_footprint(1, n_kv_heads)
     return int(math.floor((footprint.capacity_bytes - footprint.weight_bytes) / footprint.kv_bytes))
 

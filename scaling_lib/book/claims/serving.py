@@ -58,10 +58,7 @@ V3_SERVERS = MappingProxyType(dict(n_servers=3, n_prefill_servers=2, n_decode_se
 def v3_simulate(engine: str, workload, config=V3_CONFIG, **overrides):
     """Claim V3's deployment of `engine` on 48 chips: `simulator.simulate` on the 3 co-located servers of V3_SERVERS,
     or `simulator.simulate_disaggregated` on its 2 prefill + 1 decode servers; `overrides` replace the counts or pass
-    the disaggregated engine's other options (transfer_bandwidth, prefill_config).
-
-    Used in chapter 9, *Serving engines*.
-    """
+    the disaggregated engine's other options (transfer_bandwidth, prefill_config)."""
     if engine == "disaggregated":
         counts = {name: V3_SERVERS[name] for name in ("n_prefill_servers", "n_decode_servers")}
         return simulate_disaggregated(config, workload, **{**counts, **overrides})

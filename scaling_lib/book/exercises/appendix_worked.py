@@ -17,27 +17,18 @@ INT8 = ("int8", "int8")
 
 
 def q2_batch(n_kv_heads: int = 8, kv_dtype: str = "int8") -> int:
-    """Problem 2: the largest batch whose caches of 8,192 tokens fit next to the int8 weights on 16 v5e.
-
-    Used in the appendix *Worked problems*.
-    """
+    """Problem 2: the largest batch whose caches of 8,192 tokens fit next to the int8 weights on 16 v5e."""
     return max_batch_size(get_model(MODEL).with_(n_kv_heads=n_kv_heads), CHIP, CHIPS, CONTEXT, "int8", kv_dtype)
 
 
 def q4_step(batch: int):
     """Problem 4: the step of 16-way model-parallel decode on a 4 x 4 v5e slice, with the KV cache split over the
-    8 KV heads and then 2 ways over the batch (two all-to-alls per layer), int8 throughout.
-
-    Used in the appendix *Worked problems*.
-    """
+    8 KV heads and then 2 ways over the batch (two all-to-alls per layer), int8 throughout."""
     return decode_step_components(MODEL, CHIP, CHIPS, batch, CONTEXT, *INT8, "int8", "int8", mesh_shape=(4, 4))
 
 
 def q6_memory(dtype: str = "bf16", expert_shards: int = 16, model_shards: int = 8):
-    """Problem 6: the model as a 16-expert top-2 MoE, experts over Z = 16 chips, each expert over Y = 8 (8 x 16).
-
-    Used in the appendix *Worked problems*.
-    """
+    """Problem 6: the model as a 16-expert top-2 MoE, experts over Z = 16 chips, each expert over Y = 8 (8 x 16)."""
     return expert_sharded_memory(as_moe(get_model(MODEL), 16, 2), CHIP, expert_shards, model_shards, dtype)
 
 

@@ -98,10 +98,7 @@ for _chapter in CHAPTER_SETS:
 
 
 def exercises() -> dict:
-    """All registered exercises, by id.
-
-    Used in the appendix *Exercises index*.
-    """
+    """All registered exercises, by id."""
     return dict(_EXERCISES)
 
 
@@ -486,15 +483,7 @@ def grade(exercise_id: str, answer=None, reveal: bool = False) -> Verdict:
 def check(exercise_id: str, answer=None, reveal: bool = False) -> Verdict:
     """Judge an answer and print the verdict: right or wrong, too high or too low, and the slip it looks like.
 
-    `reveal=True` also prints the expected answer; `solution(exercise_id)` prints it without an answer.
-
-    Used in chapter 1, *Rooflines and the critical batch size*; chapter 2, *Sampling and the KV cache*; chapter 3,
-    *Prefill and generation are different workloads*; chapter 4, *The KV cache dominates memory*; chapter 5, *A model of
-    the decode step*; chapter 6, *Shrinking the KV cache*; chapter 7, *Sharding prefill and generation*; chapter 8,
-    *Partitioning layouts*; chapter 9, *Serving engines*; chapter 10, *Speculative decoding, mixture of experts and
-    quantization*; chapter 11, *How close do real systems come?*; chapter 12, *Choosing a layout by the metric*; chapter
-    13, *Quantizing with Qwix*; chapter 14, *Serving details*; and the appendix *Worked problems*.
-    """
+    `reveal=True` also prints the expected answer; `solution(exercise_id)` prints it without an answer."""
     verdict = grade(exercise_id, answer, reveal)
     print(wrap_text(verdict.message))
     return verdict

@@ -87,10 +87,7 @@ class Number:
     and the question says how to round (down for what fits, up for what is needed). `slips` are checked by value,
     nearest first; `also` lists other accepted conventions. `quantity` says what kind of number it is ("kv",
     "flops", "prefill"; `model` names the model of a prefill): each kind adds its `standard_slips`, so a slip the
-    book names for one KV-cache size is named for all of them.
-
-    Used in the appendix *Exercises index*.
-    """
+    book names for one KV-cache size is named for all of them."""
 
     unit: str
     expected: Callable[[], float]
@@ -134,10 +131,7 @@ class Number:
 @dataclass(frozen=True)
 class Choice:
     """A multiple-choice answer: `options` maps a letter to its text, `correct` is the right letter, and `why` maps
-    a wrong letter to a hint that explains what that option gets wrong (without naming the right one).
-
-    Used in the appendix *Exercises index*.
-    """
+    a wrong letter to a hint that explains what that option gets wrong (without naming the right one)."""
 
     options: dict
     correct: str

@@ -97,10 +97,7 @@ def notebook_title(cells) -> str | None:
 
 
 def scan_notebook(path) -> tuple:
-    """The `ExerciseRow`s of one chapter notebook, in reading order.
-
-    Used in the appendix *Exercises index*.
-    """
+    """The `ExerciseRow`s of one chapter notebook, in reading order."""
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"no notebook at {path}; pass the path of a chapter .ipynb")
@@ -128,10 +125,7 @@ def scan_notebook(path) -> tuple:
 
 def scan_chapters(folder, only=None) -> tuple:
     """The `ExerciseRow`s of every *.ipynb in `folder` (the book's chapters/), by file name; with `only` (file
-    stems, e.g. from `toc_chapters(...)`), just those chapters.
-
-    Used in the appendix *Exercises index*.
-    """
+    stems, e.g. from `toc_chapters(...)`), just those chapters."""
     folder = Path(folder)
     if not folder.is_dir():
         raise ValueError(f"no chapters folder at {folder}; pass the folder holding the chapter notebooks")
@@ -169,19 +163,13 @@ def toc_chapters(toc_file) -> tuple:
     """Stems of the chapters/ notebooks listed in the book's _toc.yml (pass its path), in toc order.
 
     A chapter still being written may sit in chapters/ before it is in the table of contents; the book's index lists
-    only built chapters, so that every link in it resolves.
-
-    Used in the appendix *Exercises index*.
-    """
+    only built chapters, so that every link in it resolves."""
     return _toc_stems(toc_file, "chapters")
 
 
 def toc_appendices(toc_file) -> tuple:
     """Stems of the book/ notebooks listed in _toc.yml (pass its path), in toc order: the appendices, some of which
-    (the worked problems) have exercises of their own for the index to list.
-
-    Used in the appendix *Exercises index*.
-    """
+    (the worked problems) have exercises of their own for the index to list."""
     return _toc_stems(toc_file, "book", notebooks_only=True)
 
 

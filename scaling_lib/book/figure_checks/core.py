@@ -197,15 +197,7 @@ def _open_figures() -> list:
 def show_figure(**inputs):
     """Check every open figure, its checks given these inputs, then show it (`matplotlib.pyplot.show`).
 
-    A chapter shows a figure whose check needs the notebook's data with, e.g., `show_figure(results=results)`.
-
-    Used in chapter 1, *Rooflines and the critical batch size*; chapter 2, *Sampling and the KV cache*; chapter 3,
-    *Prefill and generation are different workloads*; chapter 7, *Sharding prefill and generation*; chapter 8,
-    *Partitioning layouts*; chapter 9, *Serving engines*; chapter 10, *Speculative decoding, mixture of experts and
-    quantization*; chapter 11, *How close do real systems come?*; chapter 12, *Choosing a layout by the metric*; chapter
-    13, *Quantizing with Qwix*; chapter 14, *Serving details*; the appendix *Worked problems*; and the appendix *Apply
-    the book to your model*.
-    """
+    A chapter shows a figure whose check needs the notebook's data with, e.g., `show_figure(results=results)`."""
     check_figures(_open_figures(), inputs)
     return (_ORIGINAL_SHOW or plt.show)()
 

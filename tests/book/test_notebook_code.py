@@ -1,0 +1,101 @@
+"""The code a chapter shows (issue 22, item 7): the library's functions appear where the chapter derives them, and the
+glue that feeds numbers into the prose stays out of the teaching cells.
+
+"Visible" code is what the rendered page shows unfolded or behind a "show" button of its own: every code cell except
+those tagged `remove-cell`, `remove-input` or `hide-input` (Jupyter Book's tags for a cell whose input the page drops
+or folds with the set-up; `hide-cell` quiz cells count as visible). A glue line is a line that starts a `glue(...)`
+call. Lines are non-blank source lines.
+"""
+
+import json
+import re
+
+import pytest
+
+from scaling_lib.book.backlinks import cell_objects, notebooks
+from tests import REPO
+
+HIDDEN = {"remove-cell", "remove-input", "hide-input"}
+GLUE_SHARE = 0.03  # issue 22: glue lines at most 3% of the chapters' visible code
+MIN_SHOWN, MIN_CHAPTERS = 14, 8  # issue 22: at least 14 functions shown, in at least 8 chapters
+
+CHAPTERS = [book for book in notebooks(REPO) if book.number is not None]
+
+
+def _code_cells(path):
+    return [(index, cell) for index, cell in enumerate(json.loads(path.read_text())["cells"])
+            if cell["cell_type"] == "code"]
+
+
+def _visible(cell) -> bool:
+    return not HIDDEN & set(cell.get("metadata", {}).get("tags", []))
+
+
+def _lines(cell) -> list[str]:
+    return [line for line in "".join(cell["source"]).splitlines() if line.strip()]
+
+
+@pytest.fixture(scope="module")
+def shown():
+    """[(chapter, cell index, function, the chapter's cells as cell_objects gives them)] for every show_source."""
+    found = []
+    for book in CHAPTERS:
+        cells = cell_objects(book.path)
+        for index, _, values in cells:
+            found += [(book, index, value, cells) for value in values]
+    return found
+
+
+def test_glue_lines_are_at_most_3_percent_of_the_visible_code_of_the_chapters():
+    visible = glue = 0
+    per_chapter = []
+    for book in CHAPTERS:
+        lines = [line for _, cell in _code_cells(book.path) if _visible(cell) for line in _lines(cell)]
+        glued = sum(bool(re.match(r"\s*glue\(", line)) for line in lines)
+        visible, glue = visible + len(lines), glue + glued
+        per_chapter.append(f"chapter {book.number}: {glued} of {len(lines)}")
+    assert visible > 1000  # the measure sees the chapters' code
+    assert glue / visible <= GLUE_SHARE, (f"{glue} glue lines in {visible} visible lines of code: gather them in a "
+                                          "cell tagged remove-cell after the cell that computes them\n"
+                                          + "\n".join(per_chapter))
+
+
+def test_the_chapters_show_the_code_of_at_least_14_functions_in_8_chapters(shown):
+    functions = {value for _, _, value, _ in shown}
+    chapters = {book.number for book, _, _, _ in shown}
+    assert len(functions) >= MIN_SHOWN, sorted(f.__qualname__ for f in functions)
+    assert len(chapters) >= MIN_CHAPTERS, sorted(chapters)
+
+
+def test_each_function_is_shown_once_in_the_book(shown):
+    where = {}
+    for book, _, value, _ in shown:
+        where.setdefault(value, []).append(book.number)
+    twice = {value.__qualname__: numbers for value, numbers in where.items() if len(numbers) > 1}
+    assert not twice, f"show each function in the one chapter that derives it: {twice}"
+
+
+def test_each_shown_function_is_one_its_chapter_derives_and_calls(shown):
+    """Shown in the chapter that uses it: the chapter calls it outside the show_source cell, and either its prose
+    names the function or the visible code cell just before the show_source cell calls it (the show follows the
+    derivation and the computation it feeds)."""
+    wrong = []
+    for book, index, value, cells in shown:
+        raw = json.loads(book.path.read_text())["cells"]
+        calls = [i for i, used, showing in cells if value in used and not showing]
+        prose = "\n".join("".join(cell["source"]) for cell in raw if cell["cell_type"] == "markdown")
+        before = [i for i, _, showing in cells if i < index and not showing and _visible(raw[i])]
+        named = re.search(rf"`[\w.]*\b{value.__name__}\b", prose) is not None
+        if not calls or not (named or (before and before[-1] in calls)):
+            wrong.append(f"chapter {book.number}, cell {index}: {value.__module__}.{value.__qualname__}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_show_source_cells_are_visible_and_do_only_that():
+    for book in CHAPTERS:
+        for index, cell in _code_cells(book.path):
+            source = "".join(cell["source"])
+            if "show_source(" in source and "import" not in source:
+                assert _visible(cell), (book.number, index)
+                assert re.fullmatch(r"show_source\([\w., ]+\)", source.strip()), (book.number, index, source)
+                assert cell["outputs"] and "text/markdown" in cell["outputs"][0]["data"], (book.number, index)
