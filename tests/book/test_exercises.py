@@ -346,6 +346,38 @@ def test_bands_follow_what_the_question_needs():
             assert f"±{100 * part.rel_tol:g}%" in REGISTRY[eid].question, eid
 
 
+def test_the_worked_model_s_shared_embedding_is_counted_once_and_its_slips_are_refused():
+    # The embedding table is 0.7% of the worked-problem model (V = 32,128, D = 4,096 of 18.4e9 parameters): leaving it
+    # out, or counting it twice, used to land inside a 2% band. Both are now refused and named (issue 24, item 20).
+    from scaling_lib.models import get_model
+    model = get_model("sb7-worked")
+    table = 32128 * 4096  # V x D, the model card's sizes
+    assert model.tied_embeddings and (model.vocab_size, model.d_model) == (32128, 4096)
+    params = get_exercise("wp.q1-params").answer.expected()
+    assert 0.005 < table / params < 0.01
+    assert grade("wp.q1-params", params - table).slip == "the embedding left out"
+    assert grade("wp.q1-params", params + table).slip == "the embedding counted twice"
+    assert grade("wp.q1-params", "18.4B").correct  # three figures still pass
+    read = get_exercise("wp.q3-weight-load").answer.expected()
+    assert read == pytest.approx(params / (16 * 8.2e11))  # int8: one byte per parameter over 16 v5e at 820 GB/s
+    assert grade("wp.q3-weight-load", f"{read * (1 - table / params)} s").slip == "the embedding left out"
+    assert grade("wp.q3-weight-load", "1.40 ms").correct
+
+
+def test_ch6_prices_mqa_and_local_global_side_by_side_on_one_model():
+    # item 22: chapter 6's MQA size of LLaMA-3-70B (a near-duplicate of chapter 4's sizes) and its local/global size
+    # are one exercise on one sequence: 2 L K H S x 2 bytes by hand (L = 80, K = 8, H = 128, S = 32,768).
+    assert "ch6.mqa-kv-llama3-70b" not in REGISTRY and "ch6.local-global-llama3-8b" not in REGISTRY
+    exercise = get_exercise("ch6.mqa-or-local-global-llama3-70b")
+    mqa = 80 * 32768 * 2 * 1 * 128 * 2  # K = 1
+    local_global = 20 * 32768 * 2 * 8 * 128 * 2 + 60 * 4096 * 2 * 8 * 128 * 2  # 20 global layers, 60 local
+    assert [part.expected() for part in exercise.parts] == pytest.approx([mqa, local_global])
+    both = {"mqa": f"{mqa / 1e9} GB", "local_global": f"{local_global / 1e9} GB"}
+    assert grade(exercise.id, both).correct
+    assert grade(exercise.id, {**both, "local_global": f"{8 * mqa / 1e9} GB"}).parts[1].slip == "every layer global"
+    assert grade(exercise.id, {**both, "mqa": f"{8 * mqa / 1e9} GB"}).parts[0].slip == "the GQA cache (K = 8)"
+
+
 def test_ch4_rounding_up_and_the_p_mm_weights_land_on_the_same_count_so_the_slip_names_both():
     from scaling_lib.book.exercises.ch04 import _free_over_sequence
     from scaling_lib.flops import matmul_params
