@@ -193,10 +193,10 @@ def test_the_issue_s_wrong_verdicts_are_fixed():
 
 
 def test_reading_forms_of_a_number():
-    kv = get_exercise("ch4.kv-32k-llama3-8b").answer.expected()
+    kv = get_exercise("ch14.sequence-sharded-kv-palm-62b").answer.expected()
     for answer in (kv / 1e9, f"{kv / 1e9:.4f} GB", f"{kv / 1e9:.4f} gb", f"{kv / 1e9:.4f}GB", f"{kv / 1e6:,.1f} MB",
                    f"{kv:,.0f} B", f"{kv / 1e9:.4f} Gb".replace("Gb", "GB")):
-        assert grade("ch4.kv-32k-llama3-8b", answer).correct, answer
+        assert grade("ch14.sequence-sharded-kv-palm-62b", answer).correct, answer
     tokens = get_exercise("ch10.moe-bcrit-8e-top1-v6e").answer.expected()
     for answer in (f"{tokens / 1e3}k tokens", f"{tokens / 1e3} k", f"{tokens:,.0f} Tokens", f"{tokens:,.0f} TOKENS",
                    f"{tokens:_.0f}"):
@@ -209,8 +209,8 @@ def test_reading_forms_of_a_number():
 
 
 def test_unit_hints_only_for_quantities_of_that_unit():
-    kv = get_exercise("ch4.kv-32k-llama3-8b").answer.expected()
-    assert "GiB vs GB" in grade("ch4.kv-32k-llama3-8b", kv / 2**30).message
+    kv = get_exercise("ch14.sequence-sharded-kv-palm-62b").answer.expected()
+    assert "GiB vs GB" in grade("ch14.sequence-sharded-kv-palm-62b", kv / 2**30).message
     assert "KiB vs kB" in grade("ch2.kv-bytes-per-token-palm-62b", 64).message
     tokens = get_exercise("ch10.moe-bcrit-8e-top1-v6e").answer.expected()
     assert "GiB" not in grade("ch10.moe-bcrit-8e-top1-v6e", tokens * 1e9 / 2**30).message
@@ -376,6 +376,18 @@ def test_ch6_prices_mqa_and_local_global_side_by_side_on_one_model():
     assert grade(exercise.id, both).correct
     assert grade(exercise.id, {**both, "local_global": f"{8 * mqa / 1e9} GB"}).parts[1].slip == "every layer global"
     assert grade(exercise.id, {**both, "mqa": f"{8 * mqa / 1e9} GB"}).parts[0].slip == "the GQA cache (K = 8)"
+
+
+def test_ch4_sequence_cache_climbs_to_how_many_caches_outweigh_the_weights():
+    # item 22: chapter 4's second KV size asks one step more than its per-token size: how many 32,768-token caches of
+    # LLaMA-3-8B weigh more than its bf16 weights. By hand: 2 L K H S x 2 bytes, and the model card's 8.03e9 parameters.
+    cache = 2 * 32 * 8 * 128 * 32768 * 2
+    exercise = get_exercise("ch4.kv-32k-llama3-8b")
+    assert exercise.parts[0].expected() == cache
+    assert exercise.parts[1].expected() == math.floor(2 * 8.03e9 / cache) + 1 == 4
+    assert grade(exercise.id, {"cache": f"{cache / 1e9} GB", "outweigh": 4}).correct
+    assert grade(exercise.id, {"cache": f"{cache / 1e9} GB", "outweigh": 3}).parts[1].slip == "rounding down"
+    assert grade(exercise.id, {"cache": f"{cache / 2e9} GB", "outweigh": 8}).slip == "keys only"
 
 
 def test_ch4_rounding_up_and_the_p_mm_weights_land_on_the_same_count_so_the_slip_names_both():
