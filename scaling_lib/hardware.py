@@ -409,10 +409,10 @@ _CHIPS = (
         name="tpu-7x",
         peak_flops_table=(("bf16", 2.307e15), ("fp8", 4.614e15)),
         hbm_bandwidth=7.38e12,
-        hbm_capacity=192 * GB,
+        hbm_capacity=192 * GIB,  # Google Cloud TPU7x page: "HBM capacity per chip (GiB)" 192
         topology=Torus(axes=3, link_bandwidth=1e11, hop_latency=_HOP, dcn_bandwidth=100 * GBIT),
         source="TPU inference chapter (Ironwood: 7,380 GB/s of HBM against 200 GB/s per axis, i.e. beta = 36.9); "
-        "Google Cloud TPU7x page (7,380 GB/s HBM; 1,200 GB/s bidirectional ICI per chip; 100 Gb/s DCN per chip; "
+        "Google Cloud TPU7x page (192 GiB of HBM per chip; 7,380 GB/s HBM; 1,200 GB/s bidirectional ICI per chip; 100 Gb/s DCN per chip; "
         "3D torus). One chip has 6 links, two per axis: 1,200 / 6 = 200 GB/s per link counting both directions, "
         "100 GB/s each way, so a chip sends 2 x 100 = 200 GB/s along one axis: the chapter's 'per axis' and one "
         "link's two directions are the same 200 GB/s",

@@ -169,21 +169,21 @@ def test_no_answer_appears_in_an_earlier_output_of_its_chapter(path):
 
 
 def test_the_leak_scan_finds_an_answer_printed_before_its_exercise():
-    kv = REGISTRY["ch4.kv-32k-llama3-8b"].answer.expected()
-    for printed in (f"cache {kv / 1e9:.2f} GB", f"{kv / 1e6:,.1f} MB", f"{kv / 1e9:.3g}"):
+    kv = REGISTRY["ch14.sequence-sharded-kv-palm-62b"].answer.expected()
+    for printed in (f"cache {kv / 1e9:.3f} GB", f"{kv / 1e6:,.1f} MB", f"{kv / 1e9:.3g}"):
         cells = [{"cell_type": "code", "source": "x", "outputs": [{"output_type": "stream", "text": printed}]},
-                 {"cell_type": "code", "source": 'check("ch4.kv-32k-llama3-8b", None)', "outputs": []}]
+                 {"cell_type": "code", "source": 'check("ch14.sequence-sharded-kv-palm-62b", None)', "outputs": []}]
         assert _leaks(cells), printed
         assert not _leaks(cells[::-1]), "an answer printed after its exercise (the solution) is fine"
 
 
 def test_the_leak_scan_reads_glued_prose_and_the_appendix():
-    kv = REGISTRY["ch4.kv-32k-llama3-8b"].answer.expected()
+    kv = REGISTRY["ch14.sequence-sharded-kv-palm-62b"].answer.expected()
     glue = {"output_type": "display_data", "data": {"application/papermill.record/text/plain": repr(kv / 1e9)},
             "metadata": {"scrapbook": {"name": "kv_gb"}}}
     cells = [{"cell_type": "code", "source": "glue(...)", "outputs": [glue]},
-             {"cell_type": "markdown", "source": "The cache is {glue:text}`kv_gb:.2f` GB."},
-             {"cell_type": "code", "source": 'check("ch4.kv-32k-llama3-8b", None)', "outputs": []}]
+             {"cell_type": "markdown", "source": "The cache is {glue:text}`kv_gb:.3f` GB."},
+             {"cell_type": "code", "source": 'check("ch14.sequence-sharded-kv-palm-62b", None)', "outputs": []}]
     assert _leaks(cells)
     worked = _cells(REPO / "book" / "worked_problems.ipynb")
     assert not _leaks(worked), "the worked problems show no answer before its exercise"

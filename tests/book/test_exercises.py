@@ -193,10 +193,10 @@ def test_the_issue_s_wrong_verdicts_are_fixed():
 
 
 def test_reading_forms_of_a_number():
-    kv = get_exercise("ch4.kv-32k-llama3-8b").answer.expected()
+    kv = get_exercise("ch14.sequence-sharded-kv-palm-62b").answer.expected()
     for answer in (kv / 1e9, f"{kv / 1e9:.4f} GB", f"{kv / 1e9:.4f} gb", f"{kv / 1e9:.4f}GB", f"{kv / 1e6:,.1f} MB",
                    f"{kv:,.0f} B", f"{kv / 1e9:.4f} Gb".replace("Gb", "GB")):
-        assert grade("ch4.kv-32k-llama3-8b", answer).correct, answer
+        assert grade("ch14.sequence-sharded-kv-palm-62b", answer).correct, answer
     tokens = get_exercise("ch10.moe-bcrit-8e-top1-v6e").answer.expected()
     for answer in (f"{tokens / 1e3}k tokens", f"{tokens / 1e3} k", f"{tokens:,.0f} Tokens", f"{tokens:,.0f} TOKENS",
                    f"{tokens:_.0f}"):
@@ -209,8 +209,8 @@ def test_reading_forms_of_a_number():
 
 
 def test_unit_hints_only_for_quantities_of_that_unit():
-    kv = get_exercise("ch4.kv-32k-llama3-8b").answer.expected()
-    assert "GiB vs GB" in grade("ch4.kv-32k-llama3-8b", kv / 2**30).message
+    kv = get_exercise("ch14.sequence-sharded-kv-palm-62b").answer.expected()
+    assert "GiB vs GB" in grade("ch14.sequence-sharded-kv-palm-62b", kv / 2**30).message
     assert "KiB vs kB" in grade("ch2.kv-bytes-per-token-palm-62b", 64).message
     tokens = get_exercise("ch10.moe-bcrit-8e-top1-v6e").answer.expected()
     assert "GiB" not in grade("ch10.moe-bcrit-8e-top1-v6e", tokens * 1e9 / 2**30).message
@@ -344,6 +344,50 @@ def test_bands_follow_what_the_question_needs():
     for eid, part in NUMBER_PARTS:
         if not part.integer and part.rel_tol < 0.01:
             assert f"±{100 * part.rel_tol:g}%" in REGISTRY[eid].question, eid
+
+
+def test_the_worked_model_s_shared_embedding_is_counted_once_and_its_slips_are_refused():
+    # The embedding table is 0.7% of the worked-problem model (V = 32,128, D = 4,096 of 18.4e9 parameters): leaving it
+    # out, or counting it twice, used to land inside a 2% band. Both are now refused and named (issue 24, item 20).
+    from scaling_lib.models import get_model
+    model = get_model("sb7-worked")
+    table = 32128 * 4096  # V x D, the model card's sizes
+    assert model.tied_embeddings and (model.vocab_size, model.d_model) == (32128, 4096)
+    params = get_exercise("wp.q1-params").answer.expected()
+    assert 0.005 < table / params < 0.01
+    assert grade("wp.q1-params", params - table).slip == "the embedding left out"
+    assert grade("wp.q1-params", params + table).slip == "the embedding counted twice"
+    assert grade("wp.q1-params", "18.4B").correct  # three figures still pass
+    read = get_exercise("wp.q3-weight-load").answer.expected()
+    assert read == pytest.approx(params / (16 * 8.2e11))  # int8: one byte per parameter over 16 v5e at 820 GB/s
+    assert grade("wp.q3-weight-load", f"{read * (1 - table / params)} s").slip == "the embedding left out"
+    assert grade("wp.q3-weight-load", "1.40 ms").correct
+
+
+def test_ch6_prices_mqa_and_local_global_side_by_side_on_one_model():
+    # item 22: chapter 6's MQA size of LLaMA-3-70B (a near-duplicate of chapter 4's sizes) and its local/global size
+    # are one exercise on one sequence: 2 L K H S x 2 bytes by hand (L = 80, K = 8, H = 128, S = 32,768).
+    assert "ch6.mqa-kv-llama3-70b" not in REGISTRY and "ch6.local-global-llama3-8b" not in REGISTRY
+    exercise = get_exercise("ch6.mqa-or-local-global-llama3-70b")
+    mqa = 80 * 32768 * 2 * 1 * 128 * 2  # K = 1
+    local_global = 20 * 32768 * 2 * 8 * 128 * 2 + 60 * 4096 * 2 * 8 * 128 * 2  # 20 global layers, 60 local
+    assert [part.expected() for part in exercise.parts] == pytest.approx([mqa, local_global])
+    both = {"mqa": f"{mqa / 1e9} GB", "local_global": f"{local_global / 1e9} GB"}
+    assert grade(exercise.id, both).correct
+    assert grade(exercise.id, {**both, "local_global": f"{8 * mqa / 1e9} GB"}).parts[1].slip == "every layer global"
+    assert grade(exercise.id, {**both, "mqa": f"{8 * mqa / 1e9} GB"}).parts[0].slip == "the GQA cache (K = 8)"
+
+
+def test_ch4_sequence_cache_climbs_to_how_many_caches_outweigh_the_weights():
+    # item 22: chapter 4's second KV size asks one step more than its per-token size: how many 32,768-token caches of
+    # LLaMA-3-8B weigh more than its bf16 weights. By hand: 2 L K H S x 2 bytes, and the model card's 8.03e9 parameters.
+    cache = 2 * 32 * 8 * 128 * 32768 * 2
+    exercise = get_exercise("ch4.kv-32k-llama3-8b")
+    assert exercise.parts[0].expected() == cache
+    assert exercise.parts[1].expected() == math.floor(2 * 8.03e9 / cache) + 1 == 4
+    assert grade(exercise.id, {"cache": f"{cache / 1e9} GB", "outweigh": 4}).correct
+    assert grade(exercise.id, {"cache": f"{cache / 1e9} GB", "outweigh": 3}).parts[1].slip == "rounding down"
+    assert grade(exercise.id, {"cache": f"{cache / 2e9} GB", "outweigh": 8}).slip == "keys only"
 
 
 def test_ch4_rounding_up_and_the_p_mm_weights_land_on_the_same_count_so_the_slip_names_both():

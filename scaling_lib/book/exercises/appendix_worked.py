@@ -32,16 +32,26 @@ def q6_memory(dtype: str = "bf16", expert_shards: int = 16, model_shards: int = 
     return expert_sharded_memory(as_moe(get_model(MODEL), 16, 2), CHIP, expert_shards, model_shards, dtype)
 
 
+def _embedding_params() -> int:
+    """V x D: the one embedding table the worked-problem model shares with its output projection."""
+    return get_model(MODEL).vocab_size * get_model(MODEL).d_model
+
+
 def _weight_read_s(dtype: str = "int8", chips: int = CHIPS) -> float:
     return param_bytes(MODEL, dtype) / (chips * get_chip(CHIP).hbm_bandwidth)
 
 
 EXERCISES = (
-    Exercise("wp.q1-params", "Parameters of the worked-problem model (embedding shared with the output).",
-             Number("", lambda: param_count(get_model(MODEL)), slips=(
+    Exercise("wp.q1-params", "Parameters of the worked-problem model (embedding shared with the output), within "
+             "±0.2%.",
+             Number("", lambda: param_count(get_model(MODEL)), rel_tol=0.002, slips=(
                  Slip("two feed-forward matrices", lambda: param_count(get_model(MODEL))
                       - get_model(MODEL).n_layers * get_model(MODEL).d_model * get_model(MODEL).d_ff,
                       "the gated feed-forward block has three D x F matrices."),
+                 Slip("the embedding left out", lambda: param_count(get_model(MODEL)) - _embedding_params(),
+                      "the V x D embedding table is a parameter too, counted once since the output shares it."),
+                 Slip("the embedding counted twice", lambda: param_count(get_model(MODEL)) + _embedding_params(),
+                      "the output projection shares the embedding table: count its V x D parameters once."),
              ))),
     Exercise("wp.q1-kv-per-token", "Its KV cache per token in bf16, in kB.",
              Number("kB", lambda: kv_bytes_per_token(MODEL, "bf16"), quantity="kv", slips=(
@@ -61,10 +71,13 @@ EXERCISES = (
              Number("", lambda: q2_batch(1), integer=True, slips=(
                  Slip("the 8-head model", q2_batch, "with one KV head each token's cache is 8 times smaller."),
              ))),
-    Exercise("wp.q3-weight-load", "Time to read the int8 weights once from the HBM of 16 v5e, in ms.",
-             Number("ms", _weight_read_s, slips=(
+    Exercise("wp.q3-weight-load", "Time to read the int8 weights once from the HBM of 16 v5e, in ms, within ±0.2%.",
+             Number("ms", _weight_read_s, rel_tol=0.002, slips=(
                  Slip("bf16 weights", lambda: _weight_read_s("bf16"), "int8 weights take one byte each."),
                  Slip("one chip", lambda: _weight_read_s(chips=1), "16 chips read their shares in parallel."),
+                 Slip("the embedding left out", lambda: _weight_read_s() * (1 - _embedding_params()
+                                                                             / param_count(get_model(MODEL))),
+                      "the shared V x D table is read too: it is the output projection of every step."),
              ))),
     Exercise("wp.q4-model-parallel-bound", "Model-parallel ways before ICI binds decode at problem 2's batch "
              "(F / (B beta) on v5e, beta = HBM bandwidth over one link's bidirectional ICI bandwidth).",

@@ -29,6 +29,12 @@ def _free_over_sequence(hbm_per_chip=None, weights: bool = True, weight_params=N
     return free / (kv_cache_bytes("llama3-70b", 8192) / (2 if keys_only else 1))
 
 
+def _sequences_past_weights(keys_only: bool = False, weight_bytes: int = 2) -> int:
+    """The fewest 32,768-token LLaMA-3-8B caches (bf16) that weigh more than its weights (`weight_bytes` each)."""
+    cache = kv_cache_bytes("llama3-8b", 32768) / (2 if keys_only else 1)
+    return math.floor(param_bytes("llama3-8b") * weight_bytes / 2 / cache) + 1
+
+
 def _gqa_throughput(n_kv_heads: int = GQA_KV_HEADS, n_chips_shown: int = 1) -> float:
     """Tokens/s of LLaMA-2-13B's MHA weights with a K = n_kv_heads cache, 8 v5e, 8,192 tokens, at `_gqa_batch()`."""
     # a slip (the multi-head cache) prices a batch that does not fit: as if it did, to recognise the slip's value
@@ -50,14 +56,26 @@ EXERCISES = (
     Exercise(
         id="ch4.kv-32k-llama3-8b",
         question="How large is the bf16 KV cache of one 32,768-token sequence of LLaMA-3-8B ($L = 32$, $K = 8$, "
-                 "$H = 128$), in GB? Compare it with the model's weights.",
-        answer=Number("GB", lambda: kv_cache_bytes("llama3-8b", 32768, batch=1, dtype="bf16"), quantity="kv", slips=(
-            Slip("one KV head per query head",
-                 lambda: kv_cache_bytes(get_model("llama3-8b").with_(n_kv_heads=32), 32768),
-                 "LLaMA-3-8B caches K = 8 KV heads, not its 32 query heads."),
-            Slip("one layer", lambda: kv_cache_bytes("llama3-8b", 32768) / get_model("llama3-8b").n_layers,
-                 "every one of the L layers keeps its own keys and values."),
-        )),
+                 "$H = 128$), in GB? How many such sequences does it take before their caches together weigh more than "
+                 "the model's bf16 weights (every parameter, 2 bytes each)?",
+        answer=(
+            Number("GB", lambda: kv_cache_bytes("llama3-8b", 32768, batch=1, dtype="bf16"), name="cache",
+                   quantity="kv", slips=(
+                Slip("one KV head per query head",
+                     lambda: kv_cache_bytes(get_model("llama3-8b").with_(n_kv_heads=32), 32768),
+                     "LLaMA-3-8B caches K = 8 KV heads, not its 32 query heads."),
+                Slip("one layer", lambda: kv_cache_bytes("llama3-8b", 32768) / get_model("llama3-8b").n_layers,
+                     "every one of the L layers keeps its own keys and values."),
+            )),
+            Number("sequences", _sequences_past_weights, integer=True, name="outweigh", slips=(
+                Slip("rounding down", lambda: _sequences_past_weights() - 1,
+                     "that many caches still weigh less than the weights: one more tips the balance."),
+                Slip("keys only", lambda: _sequences_past_weights(keys_only=True),
+                     "each cached token holds a key AND a value for every KV head of every layer."),
+                Slip("weights of one byte each", lambda: _sequences_past_weights(weight_bytes=1),
+                     "bf16 weights take 2 bytes each."),
+            )),
+        ),
     ),
     Exercise(
         id="ch4.max-batch-llama3-70b-v5e16",

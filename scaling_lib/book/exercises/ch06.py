@@ -25,31 +25,33 @@ def _lever5_step(weight_dtype: str = "int4", kv_dtype: str = "bf16") -> float:
 
 EXERCISES = (
     Exercise(
-        id="ch6.mqa-kv-llama3-70b",
-        question="LLaMA-3-70B has $K = 8$ KV heads. How large would the bf16 KV cache of one 32,768-token sequence "
-                 "be with multiquery attention ($K = 1$), in GB?",
-        answer=Number("GB", lambda: kv_cache_bytes(get_model("llama3-70b").with_(n_kv_heads=1), 32768), quantity="kv",
-                      slips=(
-            Slip("the GQA cache (K = 8)", lambda: kv_cache_bytes("llama3-70b", 32768),
-                 "multiquery attention keeps a single KV head per layer."),
-            Slip("one layer", lambda: kv_cache_bytes(get_model("llama3-70b").with_(n_kv_heads=1), 32768) / 80,
-                 "each of the 80 layers keeps its own single KV head."),
-        )),
-    ),
-    Exercise(
-        id="ch6.local-global-llama3-8b",
-        question="LLaMA-3-8B serves one 32,768-token sequence in bf16. If 3 of every 4 layers attended only to the "
-                 "last 4,096 tokens and every 4th layer stayed global, how large would its KV cache be, in GB?",
-        answer=Number("GB", lambda: local_global_kv_bytes("llama3-8b", 32768, window=4096, global_every=4),
-                      quantity="kv", slips=(
-            Slip("every layer global", lambda: kv_cache_bytes("llama3-8b", 32768),
-                 "the local layers keep only the last 4,096 tokens."),
-            Slip("every layer local", lambda: kv_cache_bytes("llama3-8b", 4096),
-                 "every 4th layer still keeps all 32,768 tokens."),
-            Slip("3 of 4 layers global",
-                 lambda: 0.75 * kv_cache_bytes("llama3-8b", 32768) + 0.25 * kv_cache_bytes("llama3-8b", 4096),
-                 "it is the other way round: 1 layer in 4 is global, 3 in 4 are local."),
-        )),
+        id="ch6.mqa-or-local-global-llama3-70b",
+        question="LLaMA-3-70B ($K = 8$ KV heads) serves one 32,768-token sequence in bf16. Price two levers, each on "
+                 "its own: multiquery attention ($K = 1$), and local attention in 3 of every 4 layers (the last 4,096 "
+                 "tokens) with every 4th layer global. How large is the KV cache under each, in GB?",
+        answer=(
+            Number("GB", lambda: kv_cache_bytes(get_model("llama3-70b").with_(n_kv_heads=1), 32768), name="mqa",
+                   quantity="kv", slips=(
+                Slip("the GQA cache (K = 8)", lambda: kv_cache_bytes("llama3-70b", 32768),
+                     "multiquery attention keeps a single KV head per layer."),
+                Slip("one layer", lambda: kv_cache_bytes(get_model("llama3-70b").with_(n_kv_heads=1), 32768)
+                     / get_model("llama3-70b").n_layers,
+                     "each of the model's layers keeps its own single KV head."),
+            )),
+            Number("GB", lambda: local_global_kv_bytes("llama3-70b", 32768, window=4096, global_every=4),
+                   name="local_global", quantity="kv", slips=(
+                Slip("every layer global", lambda: kv_cache_bytes("llama3-70b", 32768),
+                     "the local layers keep only the last 4,096 tokens."),
+                Slip("every layer local", lambda: kv_cache_bytes("llama3-70b", 4096),
+                     "every 4th layer still keeps all 32,768 tokens."),
+                Slip("3 of 4 layers global",
+                     lambda: 0.75 * kv_cache_bytes("llama3-70b", 32768) + 0.25 * kv_cache_bytes("llama3-70b", 4096),
+                     "it is the other way round: 1 layer in 4 is global, 3 in 4 are local."),
+                Slip("MQA as well", lambda: local_global_kv_bytes(get_model("llama3-70b").with_(n_kv_heads=1), 32768,
+                                                                  window=4096, global_every=4),
+                     "price each lever on its own: the local/global model keeps its K = 8 KV heads."),
+            )),
+        ),
     ),
     Exercise(
         id="ch6.paged-slots",
