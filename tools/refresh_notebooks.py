@@ -2,19 +2,30 @@
 
     .venv/bin/python tools/refresh_notebooks.py chapters/05_step_time.ipynb [more.ipynb ...]
 
-Runs every cell, including the interactive-explorer cells tagged `skip-execution` (the book build skips those, so
+First formats the notebook's code with ruff at the page's 88 columns (tools/ruff_notebooks.toml), then runs every
+cell, including the interactive-explorer cells tagged `skip-execution` (the book build skips those, so
 the HTML page never needs the widget JavaScript from a CDN), then removes the saved widget state and the explorer
 cells' outputs: what remains in the file is deterministic and is what nbval compares.
 """
 
+import subprocess
 import sys
 from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
 
+RUFF = Path(sys.executable).with_name("ruff")
+RUFF_CONFIG = Path(__file__).with_name("ruff_notebooks.toml")
+
+
+def format_code(*paths: Path) -> None:
+    """Format the notebooks' code cells in place with ruff at the width of the page's column."""
+    subprocess.run([str(RUFF), "format", "--quiet", "--config", str(RUFF_CONFIG), *map(str, paths)], check=True)
+
 
 def refresh(path: Path) -> None:
+    format_code(path)
     notebook = nbformat.read(path, as_version=4)
     NotebookClient(notebook, timeout=300, kernel_name="python3", skip_cells_with_tag="never-skip",
                    resources={"metadata": {"path": str(path.parent)}}).execute()

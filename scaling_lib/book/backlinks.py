@@ -20,6 +20,7 @@ other public function. `tools/backlinks.py` writes the lines and the index page;
 """
 
 import ast
+import functools
 import importlib
 import inspect
 import json
@@ -119,9 +120,11 @@ def _resolve(module: str, name: str):
         return None
 
 
-def _scan(source: str, imports_count: bool = True) -> tuple[set, set]:
+@functools.lru_cache(maxsize=512)
+def _scan(source: str, imports_count: bool = True) -> tuple[frozenset, frozenset]:
     """(used, shown): the scaling_lib functions and classes a block of notebook code names (by import, unless not
-    `imports_count`, or as a module's attribute or an imported name), and those among them passed to `show_source`."""
+    `imports_count`, or as a module's attribute or an imported name), and those among them passed to `show_source`.
+    Cached by the code itself: the index, the homes and the back-links each scan every notebook."""
     tree = ast.parse(source)
     modules, names, used = {}, {}, set()
     for node in ast.walk(tree):
@@ -154,7 +157,7 @@ def _scan(source: str, imports_count: bool = True) -> tuple[set, set]:
                 used.add(value)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == SHOW:
             shown.update(value for value in map(value_of, node.args) if value is not None)
-    return used, shown
+    return frozenset(used), frozenset(shown)
 
 
 def used_objects(source: str) -> set:

@@ -1,6 +1,8 @@
-"""The one-line set-up every notebook of the book starts with.
+"""The set-up every notebook of the book starts with (in a folded cell):
 
-    from scaling_lib.book.notebook import setup; setup()
+    from scaling_lib.book.notebook import setup
+
+    setup()
 
 It gives JAX 8 emulated CPU devices (or, with SCALING_BOOK_DEVICES=accelerator, the real TPUs or GPUs it can see),
 applies the book's plotting style, and makes inline figures PNG (nbval compares no pixels). It prints nothing, so

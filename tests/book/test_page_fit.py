@@ -13,8 +13,8 @@ column in CSS pixels and a snippet, which is the to-do list the check exists for
 that git ignores, a screenshot of each page at 1280 x 900 into `_build/screenshots/` and the full measurement (both
 widths) into `_build/screenshots/page_fit.json`.
 
-One check is an expected failure for now: code cells wider than the column wait for the notebooks' code to be
-formatted to 88 columns (ruff's formatter over the notebooks, issue 27). Printed outputs fit: the notebooks wrap long
+Code fits because ruff formats the notebooks' code at 88 columns (tools/ruff_notebooks.toml, run by `make refresh`;
+tests/book/test_notebook_format.py checks the .ipynb files without a browser). Printed outputs fit: the notebooks wrap long
 printed lines with scaling_lib.book.text.wrap_text or print a table, and tests/book/test_output_width.py checks the
 stored outputs without a browser. The column itself holds 88 characters of code: see
 test_the_column_reads_like_a_book.
@@ -208,8 +208,6 @@ def test_cell_outputs_fit_the_column(measured):
     assert not problems, f"{len(problems)} outputs wider than the column at 1280 px:\n" + _listing(problems)
 
 
-@pytest.mark.xfail(strict=False, reason="code cells are written at 120 columns; passes once ruff's formatter has put "
-                   "the notebooks' code at 88 columns or less (issue 27) and the notebooks are re-executed")
 def test_code_blocks_fit_the_column(measured):
     problems = _wide(measured, {"code"})
     assert not problems, f"{len(problems)} code blocks wider than the column at 1280 px:\n" + _listing(problems)
