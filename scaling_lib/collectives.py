@@ -287,8 +287,8 @@ def collective_time(op: str, array_bytes: float, chip, n_shards: int, wraparound
     if algorithm is not None:
         choice("algorithm", algorithm, SWITCH_ALGORITHMS)
         if isinstance(chip.topology, Torus):
-            raise ValueError(f"algorithm={algorithm!r} picks a GPU switch's algorithm; {chip.name} is a torus: "
-                             "leave algorithm=None")
+            raise ValueError(f"algorithm={algorithm!r} picks a GPU switch's algorithm; "
+                             f"{chip.name} is a torus: leave algorithm=None")
     if n == 1:
         return CollectiveTime(op, 0.0, 0.0, "none")
     topology = chip.network

@@ -39,6 +39,18 @@ class StepTime:
         return "memory" if self.weight_s >= self.compute_s else "compute"
 
 
+def _does_not_fit(chip, n_chips: int, batch: int, kv_bytes_per_sequence: float, param_bytes: float) -> str:
+    """step_time_bound's message for a batch that does not fit: what it needs, what there is, and the fix."""
+    gb, capacity = 1e9, n_chips * chip.hbm_capacity
+    fix = ("the weights alone exceed it: quantize them or add chips" if param_bytes > capacity else
+           f"at most {math.floor((capacity - param_bytes) / kv_bytes_per_sequence):,} sequences fit; use fewer "
+           "sequences (batch), shorter ones (kv_bytes_per_sequence) or more chips (n_chips)")
+    return (f"batch {batch:,} does not fit: it needs {(param_bytes + batch * kv_bytes_per_sequence) / gb:,.1f} "
+            f"GB ({param_bytes / gb:,.1f} GB of weights + {batch * kv_bytes_per_sequence / gb:,.1f} GB of "
+            f"KV cache) but {n_chips} x {chip.name} have {capacity / gb:,.1f} GB; {fix}; or pass "
+            "check_capacity=False to price the step as if it fitted (to show what would not fit)")
+
+
 def step_time_bound(*, batch: float, kv_bytes_per_sequence: float, param_bytes: float, param_count: float, chip,
                     n_chips: int = 1, compute_dtype: str = "bf16", check_capacity: bool = True) -> StepTime:
     """B KV / (n W) + max(2 B P / (n C), P_bytes / (n W)): the general decode step lower bound (Scaling Book ch. 7).
@@ -54,15 +66,9 @@ def step_time_bound(*, batch: float, kv_bytes_per_sequence: float, param_bytes: 
     positive("param_bytes", param_bytes)
     positive("param_count", param_count)
     positive_int("n_chips", n_chips)
-    if flag("check_capacity", check_capacity) and param_bytes + batch * kv_bytes_per_sequence > n_chips * chip.hbm_capacity:
-        gb, capacity = 1e9, n_chips * chip.hbm_capacity
-        fix = ("the weights alone exceed it: quantize them or add chips" if param_bytes > capacity else
-               f"at most {math.floor((capacity - param_bytes) / kv_bytes_per_sequence):,} sequences fit; use fewer "
-               "sequences (batch), shorter ones (kv_bytes_per_sequence) or more chips (n_chips)")
-        raise ValueError(f"batch {batch:,} does not fit: it needs {(param_bytes + batch * kv_bytes_per_sequence) / gb:,.1f} "
-                         f"GB ({param_bytes / gb:,.1f} GB of weights + {batch * kv_bytes_per_sequence / gb:,.1f} GB of "
-                         f"KV cache) but {n_chips} x {chip.name} have {capacity / gb:,.1f} GB; {fix}; or pass "
-                         "check_capacity=False to price the step as if it fitted (to show what would not fit)")
+    needed = param_bytes + batch * kv_bytes_per_sequence
+    if flag("check_capacity", check_capacity) and needed > n_chips * chip.hbm_capacity:
+        raise ValueError(_does_not_fit(chip, n_chips, batch, kv_bytes_per_sequence, param_bytes))
     hbm = n_chips * chip.hbm_bandwidth
     flops = n_chips * chip.peak_flops(compute_dtype)
     return StepTime(kv_s=batch * kv_bytes_per_sequence / hbm,

@@ -9,6 +9,8 @@ alignment rows, escaping) out of the chapters.
 import ast
 import inspect
 import re
+import subprocess
+import sys
 import textwrap
 from collections import Counter
 from pathlib import Path
@@ -110,6 +112,18 @@ def source_code(value, docstring: bool = False) -> str:
     return code.rstrip("\n")
 
 
+SHOWN_CODE_COLUMNS = 84  # an output's code block holds a little less than an input cell's 88 (tests/book/test_page_fit)
+
+
+def formatted_for_the_page(code: str) -> str:
+    """`code` laid out by ruff's formatter (pinned in requirements.txt) at SHOWN_CODE_COLUMNS, so a function the library
+    writes at 120 columns reads without a sideways scrollbar on the page; the same code, only its line breaks differ."""
+    done = subprocess.run([str(Path(sys.executable).with_name("ruff")), "format", "--quiet", "--isolated",
+                           f"--line-length={SHOWN_CODE_COLUMNS}", "--target-version=py311", "--stdin-filename=shown.py",
+                           "-"], input=code, capture_output=True, text=True, check=True)
+    return done.stdout.rstrip("\n")
+
+
 def show_source(*values, docstring: bool = False) -> Markdown:
     """The code of library functions or classes, shown in the chapter that derives them: for each, a highlighted Python
     block headed by its full name and file (Markdown, so Jupyter and the HTML book both highlight it). Docstrings are
@@ -122,7 +136,7 @@ def show_source(*values, docstring: bool = False) -> Markdown:
         raise TypeError("show_source needs at least one function or class, e.g. show_source(kv_bytes_per_token)")
     blocks = []
     for value in values:
-        code = source_code(value, docstring)
+        code = formatted_for_the_page(source_code(value, docstring))
         fence = "`" * max(3, 1 + max((len(run) for run in re.findall("`+", code)), default=0))
         path = Path(inspect.getsourcefile(value))
         parts = path.parts[len(path.parts) - 1 - path.parts[::-1].index("scaling_lib"):]

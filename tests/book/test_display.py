@@ -1,9 +1,14 @@
 """The table helpers fold long tables and clip long labels (issue 27: the rendered page reads like a book)."""
 
+import ast
+
 import pytest
 
 from scaling_lib import memory, roofline
-from scaling_lib.book.display import clip_text, markdown_table, show_source, source_code, wrap_text
+from scaling_lib.book.backlinks import showing
+from scaling_lib.book.display import (SHOWN_CODE_COLUMNS, clip_text, formatted_for_the_page, markdown_table, show_source,
+                                      source_code, wrap_text)
+from tests import REPO
 
 
 def _rows(n):
@@ -64,3 +69,13 @@ def test_show_source_refuses_what_is_not_a_function_or_class():
         show_source(memory.kv_bytes_per_token("llama3-8b"))
     with pytest.raises(TypeError, match="at least one"):
         show_source()
+
+
+def test_code_shown_in_the_book_fits_an_output_block_and_is_the_same_program():
+    # Every function a chapter shows, as the page shows it: ruff changes only line breaks (the parsed program is the
+    # same), and no line is wider than an output's code block holds (test_page_fit measures the rendered page).
+    for value in showing(REPO):
+        code = source_code(value)
+        shown = formatted_for_the_page(code)
+        assert ast.dump(ast.parse(shown)) == ast.dump(ast.parse(code)), value.__qualname__
+        assert max(map(len, shown.splitlines())) <= SHOWN_CODE_COLUMNS, value.__qualname__
