@@ -7,6 +7,7 @@ in seconds.
 """
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,14 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ.setdefault("SCALING_BOOK_FIGURES", "strict")
 
 from tests import REPO
+
+# Compiled bytecode, pytest's assertion-rewritten test modules included, is cached under .venv/pycache even where the
+# environment sets PYTHONDONTWRITEBYTECODE (the tree stays free of __pycache__ folders either way): rewriting and
+# compiling the test modules again on every run costs about 3 s of the seconds-long `-m "not tiny"` loop. Python
+# checks each cached file against its source's size and time, so an edited module is compiled afresh.
+if sys.dont_write_bytecode:
+    sys.pycache_prefix = str(REPO / ".venv" / "pycache")
+    sys.dont_write_bytecode = False
 
 _TINY_TESTS = REPO / "tests" / "tiny"
 _BUILD_TESTS = REPO / "tests" / "book" / "test_build.py"
