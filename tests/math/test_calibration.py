@@ -1,6 +1,7 @@
 """Calibration of the estimate (scaling_lib.calibration): the bound against every published row, the split, the fit's
 recovery of planted efficiencies, and the fitted estimate on validation rows the fit never saw."""
 
+import dataclasses
 import math
 import random
 import re
@@ -11,7 +12,7 @@ from scaling_lib import calibration
 from scaling_lib.calibration import (FIELDS, RANGES, all_rows, compare, fit_efficiency, fit_rows, fit_typical,
                                      group_of, predicted_latency, row_model, split_of, uncertainty,
                                      validation_metrics)
-from scaling_lib.estimate import BOUND, TYPICAL, Deployment, Efficiency
+from scaling_lib.estimate import BOUND, TYPICAL, Deployment, Efficiency, max_batch
 from scaling_lib.measurements import published_runs, pope_rows, trtllm_rows
 from scaling_lib.models import MODELS, from_hf_config
 
@@ -262,3 +263,55 @@ def test_jetstream_rows_run_at_their_stated_slots():
     row = next(r for r in published_runs() if r.kind == "offline_b")
     c = compare(row, TYPICAL)
     assert c.system == "JetStream" and c.step.batch == row.batch
+
+
+# --- what a comparison and a row model read from the published row ---------------------------------------------
+
+def _first(kind):
+    return next(row for row in published_runs() if row.kind == kind)
+
+
+def test_measured_speeds_are_the_published_numbers_as_tokens_per_s_or_one_over_seconds():
+    # A static-batch run publishes output tokens/s (used as is); a time-to-first-token run publishes seconds and a
+    # Pope et al. prefill a latency (both used as 1 / seconds). compare and row_model read the same speed.
+    static, ttft = _first("static"), _first("ttft")
+    prefill_row = next(row for row in pope_rows() if row.phase == "prefill")
+    for row, speed in ((static, static.measured), (ttft, 1 / ttft.measured), (prefill_row, 1 / prefill_row.latency_s)):
+        assert compare(row).measured == pytest.approx(speed, rel=1e-12)
+        assert row_model(row).measured == pytest.approx(speed, rel=1e-12)
+
+
+def test_a_pope_comparison_carries_the_rows_split():
+    for row in pope_rows()[:2]:
+        assert compare(row).split == split_of(row) in ("calibration", "validation")
+
+
+def test_row_model_refuses_what_compare_refuses_when_the_last_decode_step_does_not_fit():
+    # A static run of 250 sequences of llama2-7b on one fp8 H100, 128 prompt + 1,024 output tokens: the prompts fit
+    # in the engine's share of HBM, the caches at the last step (1,151 tokens each) only in all of it. An estimate
+    # (any serial efficiency, PEAK included) refuses it, so the row model, which must price what compare prices,
+    # refuses it too.
+    row = dataclasses.replace(_first("static"), output_len=1024, batch=250)
+    assert row.model == "llama2-7b" and row.chip == "h100" and row.n_chips == 1
+    d = calibration.run_deployment(row)
+    assert max_batch(d, 1151, "bound") >= 250 > max_batch(d, 1151, Efficiency())
+    assert max_batch(d, 128, Efficiency()) >= 250
+    with pytest.raises(ValueError, match="does not fit"):
+        compare(row, Efficiency())
+    with pytest.raises(ValueError, match="does not fit"):
+        row_model(row)
+
+
+def test_calibration_errors_name_the_function_called():
+    with pytest.raises(ValueError, match="calibration.compare"):
+        compare(None)
+    with pytest.raises(ValueError, match="calibration.row_model"):
+        row_model("llama3-8b")
+    with pytest.raises(ValueError, match="fit_rows wants a non-empty sequence of RowModel"):
+        fit_rows([])
+
+
+def test_a_string_of_ratios_is_refused_with_the_reason_shown_in_the_traceback():
+    with pytest.raises(ValueError, match="a list of positive numbers") as refused:
+        fit_efficiency(lambda efficiency: "1.0")
+    assert "a string is not a list of ratios" in str(refused.value.__cause__)

@@ -229,3 +229,23 @@ def test_an_all_to_all_across_hgx_nodes_by_hand():
     fast_network = dataclasses.replace(h100, topology=dataclasses.replace(h100.topology, scale_out_bandwidth=1e15))
     assert collective_time("all-to-all", 1e9, fast_network, 16).bandwidth_s == pytest.approx(1e9 / 16 * 7 / 16 / 450e9)
     assert collective_time("all-to-all", 1e9, fast_network, 32).bandwidth_s == pytest.approx(1e9 / 32 * 7 / 32 / 450e9)
+
+
+def test_a_ring_all_to_all_floor_is_the_bisection_bound_by_hand():
+    # A ring of 8 v4 chips (45 GB/s per link each way) with wraparound. Each chip holds V / 8 and sends V / 64 to
+    # every other chip; cutting the ring into two halves of 4 severs 2 links, and 4 x 4 x V / 64 = V / 4 must cross
+    # each way: at least V / 4 / (2 x 45 GB/s) = V / (8 x 45 GB/s). The exact (n - 1) / n share of the gather's
+    # ring formula does not apply: the bisection bound is already exact.
+    t = collective_time("all-to-all", 1e9, "tpu-v4", 8, wraparound=True)
+    assert t.bound_s == pytest.approx(1e9 / (8 * 45e9), rel=1e-12)
+
+
+def test_one_chip_has_no_collective_and_names_no_algorithm():
+    for one in (collective_time("all-gather", 1e9, "tpu-v4", 1), collective_time("all-reduce", 1e9, "h100", 1),
+                mesh_collective("all-gather", 1e9, "tpu-v4", (1, 1, 1))):
+        assert (one.total_s, one.algorithm) == (0.0, "none")
+
+
+def test_per_axis_wraparound_flags_must_match_the_axes():
+    with pytest.raises(ValueError, match="give one per axis, or one bool for all"):
+        mesh_collective("all-gather", 1e9, "tpu-v4", (4, 4, 4), wraparound=(True, False))

@@ -2,11 +2,12 @@
 bound against every published measurement."""
 
 import math
+import re
 
 import pytest
 
 from scaling_lib.calibration import compare, pope_deployment, summarize
-from scaling_lib.estimate import (BOUND, TYPICAL, Deployment, Efficiency, decode_step, decode_time, max_batch,
+from scaling_lib.estimate import (BOUND, TYPICAL, Deployment, Efficiency, decode_step, decode_time, max_batch, report,
                                   offline_estimate, offline_throughput, prefill)
 from scaling_lib.collectives import collective_time
 from scaling_lib.flops import forward_flops, matmul_params
@@ -195,3 +196,42 @@ def test_moe_reads_shared_experts_and_dense_layers_always_and_routed_experts_as_
     assert d.weights_read_per_chip(1e6) == pytest.approx(every / 8)
     assert offline_throughput("mixtral-8x7b", "h100", 2, 1000, 1000, weight_dtype="fp8", kv_dtype="fp8",
                               compute_dtype="fp8") > 0
+
+
+# --- the numbers an error message and the report print ---------------------------------------------------------
+
+def test_a_refused_decode_step_names_the_batch_and_the_largest_batch_that_does_fit_at_that_efficiency():
+    # The message's "largest batch that fits" is checked by trying it: that batch runs at the efficiency asked for
+    # (the estimate leaves 10% of HBM to the engine), one more sequence is refused.
+    d = Deployment("llama3-70b", "h100", 8)
+    with pytest.raises(ValueError, match="batch 1024 at 8,192 tokens of context") as refused:
+        decode_step(d, 1024, 8192, "typical")
+    largest = int(re.search(r"largest batch that fits is (\d+)", str(refused.value)).group(1))
+    assert decode_step(d, largest, 8192, "typical").batch == largest
+    with pytest.raises(ValueError, match="does not fit"):
+        decode_step(d, largest + 1, 8192, "typical")
+
+
+def test_refused_offline_slots_name_how_many_do_fit_and_the_remedies():
+    d = Deployment("llama3-70b", "h100", 8)
+    with pytest.raises(ValueError, match="quantize the weights or the KV cache, or add chips") as refused:
+        offline_estimate(d, 1000, 1000, "typical", slots=2000)
+    fit = int(re.search(r"at most (\d+) fit", str(refused.value)).group(1))
+    assert offline_estimate(d, 1000, 1000, "typical", slots=fit).batch == fit
+    with pytest.raises(ValueError, match="does not fit"):
+        offline_estimate(d, 1000, 1000, "typical", slots=fit + 1)
+
+
+def test_the_default_mesh_of_a_pope_layout_is_pope_et_als_for_palm_540b_on_64_chips():
+    # Pope et al. (2022), 2D weight-stationary layout: with d_ff = 4 d_model the communication is least at
+    # X = sqrt(n) / 2 and YZ = 2 sqrt(n): on 64 chips X = 4, Y Z = 16, and the most even Y x Z is 4 x 4.
+    d = Deployment("palm-540b", "tpu-v4", 64, ffn_layout="2d-ws")
+    assert d.mesh_shape == (4, 4, 4)
+
+
+def test_the_report_prints_the_decode_step_in_milliseconds():
+    rep = report("llama3-70b", "h100", 8, batch=64, context_len=8192)
+    printed = re.search(r"decode step\s+([\d.,]+) ms bound, ([\d.,]+) ms typical", rep.describe())
+    d = Deployment("llama3-70b", "h100", 8)
+    assert float(printed.group(1)) == pytest.approx(decode_step(d, 64, 8192).total_s * 1000, abs=0.005)
+    assert float(printed.group(2)) == pytest.approx(decode_step(d, 64, 8192, "typical").total_s * 1000, abs=0.005)
