@@ -4,14 +4,16 @@
 Oracles: the step-time terms of `inference.decode_step_time` and the collective times of `layouts` (independent
 implementations of the same sources), hop counts read off the torus by hand, and the published tables."""
 
+import dataclasses
 import math
 
 import pytest
 
 from scaling_lib.book.claims import claim, evaluate, published
 from scaling_lib.book.claims.frontier import LEDGER_ROWS_ELSEWHERE, chatbot_turn
-from scaling_lib.frontier import (BATCHES, CHIP_COUNTS, choose, choose_for, choose_layout, layer_collectives,
-                                  layout_cost, longest_context, measured_mfu, measured_step_s, pareto_frontier, sweep)
+from scaling_lib.frontier import (BATCHES, CHIP_COUNTS, NothingFits, choose, choose_for, choose_layout,
+                                  layer_collectives, layout_cost, longest_context, measured_mfu, measured_step_s,
+                                  pareto_frontier, sweep)
 from scaling_lib.hardware import get_chip
 from scaling_lib.hops import cube_torus, decode_collective_latency, latency_bound_time, ring_hops, torus_diameter
 from scaling_lib.inference import decode_step_time
@@ -273,3 +275,29 @@ def test_head_sharding_that_does_not_divide_the_heads_is_refused_unless_padded_a
     with pytest.raises(ValueError, match="nothing fits"):
         choose_layout(PALM, V4, 64, "decode", 1, weight_dtype="int8")  # batch 1 needs heads: pad them
     assert choose_layout(PALM, V4, 64, "decode", 1, weight_dtype="int8", pad_heads=True).best.attention_sharding == "heads"
+
+
+def test_choose_for_prices_the_rows_own_context():
+    # The same Pope et al. decode row at 4 x the context: each chip reads 4 x the KV cache per step (the cache is
+    # linear in the tokens held), whichever layout wins.
+    row = pope_rows()[3]
+    longer = dataclasses.replace(row, context_len=4 * row.context_len)
+    short, long = choose_for(row).best, choose_for(longer).best
+    assert long.context_len == 4 * row.context_len and long.attention_sharding == short.attention_sharding
+    assert long.kv_s == pytest.approx(4 * short.kv_s, rel=1e-9)
+
+
+def test_nothing_fits_suggests_padding_only_when_the_heads_do_not_split():
+    with pytest.raises(NothingFits) as padded:
+        choose_layout("palm-540b", "tpu-v4", 64, "decode", 100000)  # 48 heads, 64 chips
+    assert "the 48 heads do not split 64 ways and batch 100000 does not either: pad_heads=True pads them" in str(
+        padded.value)
+    with pytest.raises(NothingFits) as too_big:
+        choose_layout("palm-540b", "tpu-v4", 8, "decode", 1024, context_len=32768)  # 48 heads split 8 ways
+    assert "pad_heads" not in str(too_big.value)
+
+
+def test_unsplit_heads_are_refused_saying_what_padding_costs():
+    padding = "the padded heads' weights are stored, read and multiplied, and MFU counts only the real ones"
+    with pytest.raises(ValueError, match=padding):
+        layout_cost("palm-540b", "tpu-v4", 64, "decode", 64, "2d-ws", "heads")
