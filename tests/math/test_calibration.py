@@ -15,6 +15,7 @@ from scaling_lib.calibration import (FIELDS, RANGES, all_rows, compare, fit_effi
 from scaling_lib.estimate import BOUND, TYPICAL, Deployment, Efficiency, max_batch
 from scaling_lib.measurements import published_runs, pope_rows, trtllm_rows
 from scaling_lib.models import MODELS, from_hf_config
+from scaling_lib.moe import as_moe
 
 REPO_CONFIGS = __import__("pathlib").Path(__file__).resolve().parents[2] / "book" / "data" / "hf_configs"
 
@@ -278,7 +279,7 @@ def test_measured_speeds_are_the_published_numbers_as_tokens_per_s_or_one_over_s
     prefill_row = next(row for row in pope_rows() if row.phase == "prefill")
     for row, speed in ((static, static.measured), (ttft, 1 / ttft.measured), (prefill_row, 1 / prefill_row.latency_s)):
         assert compare(row).measured == pytest.approx(speed, rel=1e-12)
-        assert row_model(row).measured == pytest.approx(speed, rel=1e-12)
+        assert row_model(row).measured == pytest.approx(speed, rel=1e-12) and row_model(row).row is row
 
 
 def test_a_pope_comparison_carries_the_rows_split():
@@ -315,3 +316,47 @@ def test_a_string_of_ratios_is_refused_with_the_reason_shown_in_the_traceback():
     with pytest.raises(ValueError, match="a list of positive numbers") as refused:
         fit_efficiency(lambda efficiency: "1.0")
     assert "a string is not a list of ratios" in str(refused.value.__cause__)
+
+
+def test_a_two_expert_model_is_a_mixture_of_experts():
+    row = dataclasses.replace(pope_rows()[0], model=as_moe("llama3-8b", 2, 1))
+    assert group_of(row)[2] == "moe" and group_of(pope_rows()[0])[2] == "dense"
+
+
+def test_within_two_x_counts_a_prediction_exactly_twice_as_fast():
+    row = pope_rows()[0]
+    exactly = [calibration.Comparison("a", "Pope et al.", "prefill", "calibration", 1.0, 2.0, "flops", row),
+               calibration.Comparison("b", "Pope et al.", "prefill", "calibration", 2.0, 1.0, "flops", row)]
+    scored = calibration.metrics(exactly, "edge")
+    assert (scored.name, scored.within_1_5, scored.within_2) == ("edge", 0.0, 1.0)
+
+
+def test_the_out_of_sample_summary_names_each_metrics_by_its_key():
+    summary = calibration.out_of_sample_summary()
+    assert all(m.name == key for key, m in summary.items()) and {"all", "TP8", "h100", "moe"} <= set(summary)
+
+
+def test_the_low_end_of_the_search_applies_to_the_network_efficiency_too():
+    # A fit whose loss keeps falling down to network = 0.3 stops at the lowest efficiency searched, here 0.5.
+    fitted = fit_efficiency(lambda e: [e.network / 0.3], fields=("network",), low=0.5)
+    assert fitted.network == pytest.approx(0.5, abs=0.01)
+    assert fit_efficiency(lambda e: [e.network / 0.3], fields=("network",)).network == pytest.approx(0.3, abs=0.01)
+
+
+def test_a_pope_prefill_row_model_refuses_prompts_that_fit_only_in_all_of_hbm():
+    # PaLM 540B prefill on 16 v4 chips at 2,048 tokens: 210 prompts fit in all of HBM but not in the 90% an
+    # estimate leaves the engine; compare refuses them at any serial efficiency, and so does the row model.
+    row = dataclasses.replace(next(r for r in pope_rows() if r.phase == "prefill" and r.chips == 16), batch=210)
+    d = calibration.pope_deployment(row)
+    assert max_batch(d, 2048, "bound") >= 210 > max_batch(d, 2048, Efficiency())
+    with pytest.raises(ValueError, match="does not fit"):
+        compare(row, Efficiency())
+    with pytest.raises(ValueError, match="does not fit"):
+        row_model(row)
+
+
+@pytest.mark.parametrize("kind", ["offline", "offline_b", "static", "ttft"])
+def test_row_model_predicts_what_compare_predicts_for_every_kind_of_run(kind):
+    row = next(r for r in published_runs() if r.kind == kind)
+    serial = Efficiency(mfu=0.5, hbm=0.7, network=0.6, latency=2.0, overhead_s=1e-3)
+    assert row_model(row).predicted(serial) == pytest.approx(compare(row, serial).predicted, rel=1e-9)

@@ -4,8 +4,8 @@ import dataclasses
 
 import pytest
 
-from scaling_lib.collectives import (bus_bandwidth, collective_bandwidth, collective_time, latency_bound_bytes,
-                                     mesh_collective, transfer_bandwidth)
+from scaling_lib.collectives import (NCCL_LATENCY, bus_bandwidth, collective_bandwidth, collective_time,
+                                     latency_bound_bytes, mesh_collective, transfer_bandwidth)
 from scaling_lib.hardware import get_chip
 from scaling_lib.measurements import nccl_rows
 from scaling_lib.sharding import beta, max_prefill_model_parallelism
@@ -249,3 +249,27 @@ def test_one_chip_has_no_collective_and_names_no_algorithm():
 def test_per_axis_wraparound_flags_must_match_the_axes():
     with pytest.raises(ValueError, match="give one per axis, or one bool for all"):
         mesh_collective("all-gather", 1e9, "tpu-v4", (4, 4, 4), wraparound=(True, False))
+
+
+def test_a_full_mesh_beyond_one_node_prices_the_bytes_across_nodes():
+    # An MI300X node given a scale-out figure (the table has none): 16 GPUs are two meshes joined across nodes, and
+    # the bandwidth term is still linear in the array.
+    mi300x = get_chip("mi300x")
+    scaled = dataclasses.replace(mi300x, topology=dataclasses.replace(mi300x.topology, scale_out_bandwidth=50e9))
+    one, two = (collective_time("all-reduce", v, scaled, 16) for v in (1e9, 2e9))
+    assert one.bandwidth_s > 0 and two.bandwidth_s == pytest.approx(2 * one.bandwidth_s, rel=1e-12)
+
+
+def test_a_switch_algorithm_on_a_torus_is_refused_saying_to_leave_it_unset():
+    with pytest.raises(ValueError, match="is a torus: leave algorithm=None"):
+        collective_time("all-reduce", 1e9, "tpu-v4", 8, algorithm="ring")
+
+
+def test_a_ring_all_reduce_across_nodes_takes_twice_the_gathers_steps_on_both_links():
+    # NCCL's ring model: an all-reduce is a reduce-scatter and an all-gather, so over 16 H100 on 2 nodes it takes
+    # 2 x 15 steps, 2 x 1 of them between the nodes, where an all-gather takes 15 and 1: beyond the fixed base
+    # latency, the all-reduce's latency is exactly twice the all-gather's.
+    base = NCCL_LATENCY.lookup("base", "ring", "LL")
+    reduce, gather = (collective_time(op, 1.0, "h100", 16, algorithm="ring") for op in ("all-reduce", "all-gather"))
+    assert (reduce.algorithm, gather.algorithm) == ("ring-LL", "ring-LL")
+    assert reduce.latency_s - base == pytest.approx(2 * (gather.latency_s - base), rel=1e-12)

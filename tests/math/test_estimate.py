@@ -235,3 +235,27 @@ def test_the_report_prints_the_decode_step_in_milliseconds():
     d = Deployment("llama3-70b", "h100", 8)
     assert float(printed.group(1)) == pytest.approx(decode_step(d, 64, 8192).total_s * 1000, abs=0.005)
     assert float(printed.group(2)) == pytest.approx(decode_step(d, 64, 8192, "typical").total_s * 1000, abs=0.005)
+    first = re.search(r"prefill\s+([\d.,]+) ms bound", rep.describe())
+    assert float(first.group(1)) == pytest.approx(prefill(d, 8192, 1).total_s * 1000, abs=0.05)
+    # LLaMA 3 70B's KV cache per token by hand: 80 layers x 8 KV heads x 128 dims x 2 (K and V) x 2 bytes (bf16)
+    assert "KV cache per token       327.7 kB" in rep.describe() and 80 * 8 * 128 * 2 * 2 == 327_680
+
+
+def test_a_refused_prefill_names_the_prompts_in_both_of_its_messages():
+    d = Deployment("llama3-70b", "h100", 8)
+    with pytest.raises(ValueError, match="a prefill of 64 x 100,000 tokens.*does not fit"):
+        prefill(d, 100_000, 64)
+    with pytest.raises(ValueError, match="a prefill of 4096 x 16 tokens.*exceed max_sequences"):
+        prefill(d, 16, 4096, "typical")
+
+
+def test_max_batch_of_a_model_name_points_to_deployment():
+    with pytest.raises(ValueError, match="estimate.max_batch's first argument"):
+        max_batch("llama3-70b", 8192)
+
+
+def test_an_offline_request_that_fits_nowhere_is_named_in_the_message():
+    with pytest.raises(ValueError, match=r"one request of 1,000 \+ 1,000 tokens on llama3-70b.*engine may use 77.0 GB"):
+        offline_estimate(Deployment("llama3-70b", "h100", 1), 1000, 1000, "typical")
+    with pytest.raises(ValueError, match="estimate.offline_estimate's first argument"):
+        offline_estimate("llama3-70b", 1000, 1000)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from scaling_lib.measurements import collective_rows
+from scaling_lib.measurements import collective_rows, pope_rows, published_runs, trtllm_rows, validation_runs
 
 
 def test_a_statements_bus_bandwidth_and_algorithm_bandwidth_follow_nccl_tests_definition():
@@ -14,3 +14,25 @@ def test_a_statements_bus_bandwidth_and_algorithm_bandwidth_follow_nccl_tests_de
     for r in both:
         assert r.collective == "all-reduce"
         assert r.busbw_GBps / r.algbw_GBps == pytest.approx(2 * (r.n_chips - 1) / r.n_chips, rel=0.01)
+
+
+def test_every_published_row_names_its_source_and_every_run_its_model_card():
+    for rows in (trtllm_rows(), pope_rows(), published_runs(), validation_runs(), collective_rows()):
+        assert rows and all(row.source for row in rows)
+    assert all("/" in row.model_card for row in published_runs() + validation_runs())  # org/name on Hugging Face
+
+
+def test_measured_collective_times_grow_with_the_array_and_stay_under_the_line_rate():
+    # Each series (chip, chips, collective) takes longer for a larger array. GB200 NVL72's all-reduce over 72 GPUs:
+    # NVLink 5 carries 900 GB/s each way per GPU (NVIDIA's GB200 NVL72 page), so the bus bandwidth
+    # bytes / time x 2 (n - 1) / n (nccl-tests' definition) stays below it.
+    series = {}
+    for r in collective_rows():
+        if r.time_us is not None:
+            series.setdefault((r.chip, r.n_chips, r.collective, r.algorithm), []).append((r.array_bytes, r.time_us))
+    assert len(series) >= 4
+    for points in series.values():
+        times = [t for _, t in sorted(points)]
+        assert times == sorted(times) and all(t > 0 for t in times)
+    for size, time_us in series[("gb200", 72, "all-reduce", "")]:
+        assert size / (time_us * 1e-6) * 2 * 71 / 72 < 900e9
