@@ -360,3 +360,27 @@ def test_row_model_predicts_what_compare_predicts_for_every_kind_of_run(kind):
     row = next(r for r in published_runs() if r.kind == kind)
     serial = Efficiency(mfu=0.5, hbm=0.7, network=0.6, latency=2.0, overhead_s=1e-3)
     assert row_model(row).predicted(serial) == pytest.approx(compare(row, serial).predicted, rel=1e-9)
+
+
+def test_a_tensorrt_run_is_labelled_and_named_as_published():
+    row = _first("static")
+    c = compare(row)
+    assert (c.label, c.system) == (row.label, "TensorRT-LLM")
+
+
+def test_the_low_end_of_the_search_applies_to_hbm_too():
+    fitted = fit_efficiency(lambda e: [e.hbm / 0.3], fields=("hbm",), low=0.5)
+    assert fitted.hbm == pytest.approx(0.5, abs=0.01)
+
+
+def test_a_nan_ratio_is_refused_saying_what_a_ratio_must_be():
+    with pytest.raises(ValueError, match="every predicted / measured ratio must be a positive finite number"):
+        fit_efficiency(lambda e: [float("nan")])
+
+
+def test_the_validation_summary_covers_the_validation_rows_and_names_the_worst():
+    summary = calibration.validation_summary(BOUND)
+    rows = calibration.comparisons(BOUND, "validation")
+    assert summary.n_rows == len(rows) < len(all_rows())
+    worst = max(rows, key=lambda c: abs(math.log(c.ratio)))
+    assert (summary.worst, summary.worst_label) == (worst.ratio, worst.label)

@@ -273,3 +273,21 @@ def test_a_ring_all_reduce_across_nodes_takes_twice_the_gathers_steps_on_both_li
     reduce, gather = (collective_time(op, 1.0, "h100", 16, algorithm="ring") for op in ("all-reduce", "all-gather"))
     assert (reduce.algorithm, gather.algorithm) == ("ring-LL", "ring-LL")
     assert reduce.latency_s - base == pytest.approx(2 * (gather.latency_s - base), rel=1e-12)
+
+
+def test_a_torus_slices_collectives_keep_their_op_line_rate_and_exact_floor_by_hand():
+    # 4 x 4 x 4 v4 chips, every axis a ring of 4 with wraparound (2 x 45 GB/s per axis). An all-gather of 1 GB runs
+    # on the three axes at once: 1e9 / (3 x 90 GB/s) at the ring formula's rate, and the exact share 3 / 4 of that
+    # as its floor. An all-to-all crosses the bisection; both run at the line rate (efficiency 1: NCCL's model does
+    # not apply on a torus), so their expected time is latency + bandwidth.
+    gather = mesh_collective("all-gather", 1e9, "tpu-v4", (4, 4, 4))
+    assert gather.op == "all-gather" and gather.bandwidth_s == pytest.approx(1e9 / (3 * 90e9), rel=1e-12)
+    assert gather.bound_s == pytest.approx(0.75 * 1e9 / (3 * 90e9), rel=1e-12)
+    swap = mesh_collective("all-to-all", 1e9, "tpu-v4", (4, 4, 4))
+    assert swap.op == "all-to-all" and swap.algorithm == "bisection"
+    assert swap.expected_s == pytest.approx(swap.total_s, rel=1e-12)
+
+
+def test_a_bad_per_axis_wraparound_flag_is_named():
+    with pytest.raises(ValueError, match="wraparound must be True or False, got 'no'"):
+        mesh_collective("all-gather", 1e9, "tpu-v4", (4, 4, 4), wraparound=(True, "no", True))

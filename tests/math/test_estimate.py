@@ -8,7 +8,7 @@ import pytest
 
 from scaling_lib.calibration import compare, pope_deployment, summarize
 from scaling_lib.estimate import (BOUND, TYPICAL, Deployment, Efficiency, decode_step, decode_time, max_batch, report,
-                                  offline_estimate, offline_throughput, prefill)
+                                  offline_estimate, offline_throughput, prefill, step_estimate)
 from scaling_lib.collectives import collective_time
 from scaling_lib.flops import forward_flops, matmul_params
 from scaling_lib.hardware import get_chip
@@ -259,3 +259,22 @@ def test_an_offline_request_that_fits_nowhere_is_named_in_the_message():
         offline_estimate(Deployment("llama3-70b", "h100", 1), 1000, 1000, "typical")
     with pytest.raises(ValueError, match="estimate.offline_estimate's first argument"):
         offline_estimate("llama3-70b", 1000, 1000)
+
+
+def test_a_step_counts_the_tokens_through_the_weights_and_the_bound_has_no_overhead():
+    d = Deployment("llama3-8b", "h100", 1)
+    step = step_estimate(d, decode_batch=4, decode_context=1000, prefill_tokens=100, prefill_len=100)
+    assert step.tokens == 104  # 4 decoded tokens + 100 prompt tokens
+    overlapped = Efficiency(overlap=True, overhead_s=1e-3)
+    assert step_estimate(d, decode_batch=4, decode_context=1000, efficiency=overlapped).overhead_s == 0.0
+
+
+def test_decode_step_of_a_model_name_points_to_deployment_and_inference():
+    # The mix-up of issue 21: estimate.decode_step called as inference.decode_step_time is.
+    with pytest.raises(ValueError, match="estimate.decode_step's first argument.*inference.decode_step_time"):
+        decode_step("llama3-70b", 32, 8192)
+
+
+def test_memory_utilization_is_stored_as_a_float():
+    d = Deployment("llama3-8b", "h100", 1, memory_utilization=1)
+    assert type(d.memory_utilization) is float and d.memory_utilization == 1.0

@@ -301,3 +301,25 @@ def test_unsplit_heads_are_refused_saying_what_padding_costs():
     padding = "the padded heads' weights are stored, read and multiplied, and MFU counts only the real ones"
     with pytest.raises(ValueError, match=padding):
         layout_cost("palm-540b", "tpu-v4", 64, "decode", 64, "2d-ws", "heads")
+
+
+def test_one_chip_has_no_collectives_in_any_sharding():
+    for sharding in ("batch", "heads"):
+        assert layer_collectives("palm-540b", 1, "decode", 8, "2d-ws", sharding) == ()
+
+
+def test_the_kv_format_sets_the_cache_read_and_a_gathered_layer_is_held_on_top_of_the_weights():
+    # fp8 keys and values are 1 byte against bf16's 2: half the read. A weight-gathered layout holds a gathered
+    # layer's weights on top of its shard, so it needs more HBM than the weight-stationary one at the same batch.
+    bf16 = layout_cost("palm-540b", "tpu-v4", 64, "decode", 64, "2d-ws", "batch")
+    fp8 = layout_cost("palm-540b", "tpu-v4", 64, "decode", 64, "2d-ws", "batch", kv_dtype="fp8")
+    assert fp8.kv_s == pytest.approx(bf16.kv_s / 2, rel=1e-12)
+    gathered = layout_cost("palm-540b", "tpu-v4", 64, "decode", 64, "wg-xyz", "batch")
+    assert gathered.bytes_per_chip > bf16.bytes_per_chip
+
+
+def test_a_mesh_has_at_most_three_axes_and_unsplit_heads_list_every_divisor():
+    with pytest.raises(ValueError, match="mesh_shape must be 1 to 3 positive integer axis sizes"):
+        layout_cost("palm-540b", "tpu-v4", 16, "decode", 64, "2d-ws", "batch", mesh_shape=(2, 2, 2, 2))
+    with pytest.raises(ValueError, match=r"a chip count among \[1, 2, 3, 4, 6, 8, 12, 16, 24, 48\]"):
+        layout_cost("palm-540b", "tpu-v4", 64, "decode", 64, "2d-ws", "heads")

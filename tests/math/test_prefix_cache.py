@@ -3,7 +3,8 @@
 import pytest
 
 from scaling_lib.memory import kv_bytes_per_token
-from scaling_lib.prefix_cache import CacheTiers, TieredLru, chat_workload, route, simulate_chat
+from scaling_lib.hardware import get_chip
+from scaling_lib.prefix_cache import CacheTiers, TieredLru, cached_prefill_cost, chat_workload, route, simulate_chat
 from scaling_lib.simulator import ServingConfig
 
 
@@ -31,3 +32,19 @@ def test_the_cache_holds_contexts_in_the_replicas_kv_format():
 def test_route_names_the_type_it_was_given_instead_of_a_workload():
     with pytest.raises(ValueError, match="workload must be a ChatWorkload.*got str"):
         route("chat", "llama3-8b", 1, CacheTiers(1e9, 1e9, 1e9))
+
+
+def test_a_cached_prefix_read_under_heads_sharding_by_hand():
+    # LLaMA 3 70B on 8 v4 chips, KV heads split 8 ways: each chip reads its 1 of the 8 KV heads of 1,000 cached
+    # tokens: 80 layers x 1 head x 128 dims x 2 (K and V) x 2 bytes x 1,000 = 40.96 MB.
+    cost = cached_prefill_cost("llama3-70b", "tpu-v4", 8, 64, 1000, "2d-ws", "heads")
+    assert cost.kv_s * get_chip("tpu-v4").hbm_bandwidth == pytest.approx(80 * 128 * 2 * 2 * 1000, rel=1e-12)
+
+
+def test_chat_errors_name_what_they_were_given_and_the_way_out():
+    with pytest.raises(ValueError, match="each one in Python; use fewer sessions or turns"):
+        chat_workload(2**20, 2**10, 100, 20, 20, 1.0, 5.0)
+    chat = chat_workload(n_sessions=1, turns=2, system_len=100, user_len=10, output_len=20, rate_per_s=1.0,
+                         think_s=5.0)
+    with pytest.raises(ValueError, match="tiers must be a CacheTiers.*got str"):
+        route(chat, "llama3-8b", 1, "tiers")
