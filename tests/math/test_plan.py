@@ -277,3 +277,8 @@ def test_the_plan_prints_ttft_and_tpot_in_milliseconds():
     tpot = float(re.search(r"TPOT\)\s+([\d,.]+) ms", text).group(1).replace(",", ""))
     assert ttft == pytest.approx(best.best.ttft_s * 1000, abs=0.05) and ttft > 100
     assert tpot == pytest.approx(best.best.tpot_s * 1000, abs=0.005)
+
+
+def test_a_plans_dict_keeps_the_workload_it_was_asked_for():
+    asked = plan("llama3-8b", "h100", 8, 1000, 200, prices=2.0).as_dict()
+    assert (asked["input_len"], asked["output_len"]) == (1000, 200)
