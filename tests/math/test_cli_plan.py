@@ -210,3 +210,21 @@ def test_plan_without_a_price_is_refused_naming_the_option_and_the_help_to_read(
 def test_json_output_is_indented_for_reading(capsys):
     out = _ok(ESTIMATE + ["--json"], capsys)
     assert out.startswith('{\n  "schema": ')
+
+
+def test_the_help_says_what_each_option_takes_and_what_plan_searches(capsys):
+    assert main(["plan", "--help"]) == 0
+    helped = " ".join(capsys.readouterr().out.split())
+    for phrase in ("cheapest deployment meeting the targets", "KV-cache formats to try",
+                   "--json print JSON (SI units) instead of a table"):
+        assert phrase in helped, phrase
+    assert main(["estimate", "--help"]) == 0
+    assert "--compute COMPUTE matmul dtype (default bf16)" in " ".join(capsys.readouterr().out.split())
+
+
+def test_a_bad_price_says_what_a_price_is_and_the_table_prices_output_tokens(capsys):
+    bad = [arg if arg != "2.5" else "abc" for arg in EXAMPLE]
+    assert main(bad) == 2
+    assert "must be a price in $ per chip-hour such as 2.5, got 'abc'" in capsys.readouterr().err
+    table = _ok(ESTIMATE + ["--price", "2"], capsys)
+    assert "$ per million output tokens" in table
