@@ -291,3 +291,13 @@ def test_a_torus_slices_collectives_keep_their_op_line_rate_and_exact_floor_by_h
 def test_a_bad_per_axis_wraparound_flag_is_named():
     with pytest.raises(ValueError, match="wraparound must be True or False, got 'no'"):
         mesh_collective("all-gather", 1e9, "tpu-v4", (4, 4, 4), wraparound=(True, "no", True))
+
+
+def test_nvls_is_offered_only_for_a_switch_generation_nccl_gives_an_efficiency_for():
+    # An NVLink switch that reduces in the switch but of a generation NCCL's model has no NVLS figure for: NVLS is
+    # not priced (no made-up efficiency), only the ring and the tree are.
+    h100 = get_chip("h100")
+    unknown = dataclasses.replace(h100, topology=dataclasses.replace(h100.topology, generation="unknown"))
+    assert collective_time("all-reduce", 1e9, h100, 8).algorithm == "nvls"
+    with pytest.raises(ValueError, match=r"use one of \('ring', 'tree'\)"):
+        collective_time("all-reduce", 1e9, unknown, 8, algorithm="nvls")
