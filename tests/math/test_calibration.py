@@ -384,3 +384,14 @@ def test_the_validation_summary_covers_the_validation_rows_and_names_the_worst()
     assert summary.n_rows == len(rows) < len(all_rows())
     worst = max(rows, key=lambda c: abs(math.log(c.ratio)))
     assert (summary.worst, summary.worst_label) == (worst.ratio, worst.label)
+
+
+def test_fit_efficiency_refusals_say_why():
+    with pytest.raises(ValueError, match="each round searches every field again"):
+        fit_efficiency(lambda e: [1.0], rounds=5000)
+    with pytest.raises(ValueError, match="predicted / measured ratios of the rows"):
+        fit_efficiency(lambda e: 5)
+
+
+def test_the_low_end_of_the_search_applies_to_mfu_too():
+    assert fit_efficiency(lambda e: [e.mfu / 0.3], fields=("mfu",), low=0.5).mfu == pytest.approx(0.5, abs=0.01)

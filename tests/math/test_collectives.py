@@ -301,3 +301,8 @@ def test_nvls_is_offered_only_for_a_switch_generation_nccl_gives_an_efficiency_f
     assert collective_time("all-reduce", 1e9, h100, 8).algorithm == "nvls"
     with pytest.raises(ValueError, match=r"use one of \('ring', 'tree'\)"):
         collective_time("all-reduce", 1e9, unknown, 8, algorithm="nvls")
+
+
+def test_a_full_mesh_refuses_switch_algorithms_saying_to_leave_it_unset():
+    with pytest.raises(ValueError, match="a full mesh has no switch to reduce in or tree to build; use algorithm=None"):
+        collective_time("all-reduce", 1e9, "mi300x", 8, algorithm="tree")

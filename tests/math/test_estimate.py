@@ -278,3 +278,13 @@ def test_decode_step_of_a_model_name_points_to_deployment_and_inference():
 def test_memory_utilization_is_stored_as_a_float():
     d = Deployment("llama3-8b", "h100", 1, memory_utilization=1)
     assert type(d.memory_utilization) is float and d.memory_utilization == 1.0
+
+
+def test_a_tensor_parallel_degree_that_splits_no_head_lists_each_divisor_once():
+    # LLaMA 3 70B's 64 query heads: 64 is a square, and its root 8 is listed once among the divisors.
+    with pytest.raises(ValueError, match=re.escape("use one of [1, 2, 4, 8, 16, 32, 64]")):
+        Deployment("llama3-70b", "h100", 6)
+
+
+def test_a_deployment_within_its_kv_heads_describes_the_split_alone():
+    assert Deployment("llama3-8b", "h100", 8).describe().endswith("; KV heads split 8 ways")

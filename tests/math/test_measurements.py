@@ -36,3 +36,7 @@ def test_measured_collective_times_grow_with_the_array_and_stay_under_the_line_r
         assert times == sorted(times) and all(t > 0 for t in times)
     for size, time_us in series[("gb200", 72, "all-reduce", "")]:
         assert size / (time_us * 1e-6) * 2 * 71 / 72 < 900e9
+
+
+def test_every_run_keeps_the_hardware_its_source_names():
+    assert all(row.hardware for row in published_runs() + validation_runs())
