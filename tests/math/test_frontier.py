@@ -294,7 +294,7 @@ def test_nothing_fits_suggests_padding_only_when_the_heads_do_not_split():
         padded.value)
     with pytest.raises(NothingFits) as too_big:
         choose_layout("palm-540b", "tpu-v4", 8, "decode", 1024, context_len=32768)  # 48 heads split 8 ways
-    assert "pad_heads" not in str(too_big.value)
+    assert "pad_heads" not in str(too_big.value) and str(too_big.value).endswith("or quantize the weights")
 
 
 def test_unsplit_heads_are_refused_saying_what_padding_costs():
@@ -323,3 +323,10 @@ def test_a_mesh_has_at_most_three_axes_and_unsplit_heads_list_every_divisor():
         layout_cost("palm-540b", "tpu-v4", 16, "decode", 64, "2d-ws", "batch", mesh_shape=(2, 2, 2, 2))
     with pytest.raises(ValueError, match=r"a chip count among \[1, 2, 3, 4, 6, 8, 12, 16, 24, 48\]"):
         layout_cost("palm-540b", "tpu-v4", 64, "decode", 64, "2d-ws", "heads")
+
+
+def test_batch_sharding_over_two_chips_swaps_the_queries_twice_and_pad_heads_must_be_a_bool():
+    ops = [c.op for c in layer_collectives("palm-540b", 2, "decode", 8, "2d-ws", "batch")]
+    assert ops.count("all-to-all") == 2
+    with pytest.raises(ValueError, match="pad_heads must be True or False, got 'yes'"):
+        choose_layout("palm-540b", "tpu-v4", 64, "decode", 64, pad_heads="yes")

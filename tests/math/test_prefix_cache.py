@@ -24,7 +24,8 @@ def test_the_cache_holds_contexts_in_the_replicas_kv_format():
     fp8_context = 130 * kv_bytes_per_token("llama3-8b", "fp8")
     tiers = CacheTiers(hbm_bytes=1.5 * fp8_context, host_bytes=1e12, host_bandwidth=1e10)
     fp8 = ServingConfig("llama3-8b", "h100", 1, 8, 4096, kv_dtype="fp8")
-    assert simulate_chat(fp8, chat, 1, tiers).routed.tier.tolist() == ["miss", "hbm"]
+    routed = simulate_chat(fp8, chat, 1, tiers).routed
+    assert routed.tier.tolist() == ["miss", "hbm"] and routed.replica.dtype.kind == "i"
     bf16 = ServingConfig("llama3-8b", "h100", 1, 8, 4096, kv_dtype="bf16")
     assert simulate_chat(bf16, chat, 1, tiers).routed.tier.tolist() == ["miss", "host"]
 
