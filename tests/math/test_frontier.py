@@ -330,3 +330,12 @@ def test_batch_sharding_over_two_chips_swaps_the_queries_twice_and_pad_heads_mus
     assert ops.count("all-to-all") == 2
     with pytest.raises(ValueError, match="pad_heads must be True or False, got 'yes'"):
         choose_layout("palm-540b", "tpu-v4", 64, "decode", 64, pad_heads="yes")
+
+
+def test_fp32_activations_move_more_bytes_and_the_frontier_names_what_it_takes():
+    # The collectives carry activations: 4-byte fp32 ones take longer than bf16 ones on the same layout.
+    bf16 = layout_cost("palm-540b", "tpu-v4", 64, "decode", 64, "2d-ws", "batch")
+    fp32 = layout_cost("palm-540b", "tpu-v4", 64, "decode", 64, "2d-ws", "batch", activation_dtype="fp32")
+    assert fp32.network_s > bf16.network_s
+    with pytest.raises(ValueError, match="points must hold LayoutCost results"):
+        pareto_frontier([1])

@@ -49,3 +49,11 @@ def test_chat_errors_name_what_they_were_given_and_the_way_out():
                          think_s=5.0)
     with pytest.raises(ValueError, match="tiers must be a CacheTiers.*got str"):
         route(chat, "llama3-8b", 1, "tiers")
+
+
+def test_a_cached_prefix_is_held_in_hbm_on_top_of_the_prefill_and_configs_are_checked():
+    plain = cached_prefill_cost("llama3-70b", "tpu-v4", 8, 64, 0, "2d-ws", "heads")
+    cached = cached_prefill_cost("llama3-70b", "tpu-v4", 8, 64, 1000, "2d-ws", "heads")
+    assert cached.bytes_per_chip - plain.bytes_per_chip == pytest.approx(80 * 128 * 2 * 2 * 1000, rel=1e-9)
+    with pytest.raises(ValueError, match="config must be a ServingConfig, got str"):
+        simulate_chat("llama3-8b", None, 1, None)
