@@ -631,11 +631,11 @@ OUT_OF_SAMPLE = "out-of-sample"
 
 
 def release_of(row: RunRow) -> str:
-    """The engine and release of a run without the parenthesised details ("TensorRT-LLM v0.17", "JetStream-PyTorch")."""
+    """The engine and release of a run without the parenthesised details ("TensorRT-LLM v0.17", "JetStream-PyTorch",
+    "JetStream + MaxText")."""
     if not isinstance(row, RunRow):
         raise ValueError(f"row must be a published run (measurements.validation_runs()), got {row!r}")
-    name = row.engine.split(" (")[0]
-    return "JetStream-PyTorch" if name.startswith("JetStream") else name
+    return row.engine.split(" (")[0]
 
 
 def out_of_sample(efficiency="typical") -> tuple:

@@ -1,6 +1,7 @@
 """Calibration of the estimate (scaling_lib.calibration): the bound against every published row, the split, the fit's
 recovery of planted efficiencies, and the fitted estimate on validation rows the fit never saw."""
 
+import dataclasses
 import math
 import random
 import re
@@ -8,14 +9,38 @@ import re
 import pytest
 
 from scaling_lib import calibration, estimate
-from scaling_lib.calibration import (FIELDS, RANGES, all_rows, compare, fit_efficiency, fit_rows, fit_typical,
-                                     group_of, pope_deployment, predicted_latency, row_model, split_of, uncertainty,
-                                     validation_metrics)
-from scaling_lib.estimate import BOUND, TYPICAL, Calibrated, Deployment, Efficiency, decode_step, decode_time, prefill
+from scaling_lib.calibration import (
+    FIELDS,
+    RANGES,
+    all_rows,
+    compare,
+    fit_efficiency,
+    fit_rows,
+    fit_typical,
+    group_of,
+    pope_deployment,
+    predicted_latency,
+    row_model,
+    split_of,
+    uncertainty,
+    validation_metrics,
+)
+from scaling_lib.estimate import (
+    BOUND,
+    TYPICAL,
+    Calibrated,
+    Deployment,
+    Efficiency,
+    decode_step,
+    decode_time,
+    max_batch,
+    prefill,
+)
 from scaling_lib.hardware import get_chip
-from scaling_lib.measurements import pope_row, published_runs, pope_rows, trtllm_rows
+from scaling_lib.measurements import pope_row, pope_rows, published_runs, trtllm_rows
 from scaling_lib.memory import param_bytes
 from scaling_lib.models import MODELS, from_hf_config
+from scaling_lib.moe import as_moe
 
 REPO_CONFIGS = __import__("pathlib").Path(__file__).resolve().parents[2] / "book" / "data" / "hf_configs"
 
@@ -302,3 +327,134 @@ def test_a_pope_decode_comparison_reads_the_first_decode_step():
     step = decode_step(pope_deployment(row), row.batch, row.context_len + 1)
     assert compare(row).step.kv_s == pytest.approx(step.kv_s)
     assert compare(row).step.kv_s != pytest.approx(decode_step(pope_deployment(row), row.batch, row.context_len).kv_s)
+
+
+# --- what a comparison and a row model read from the published row ---------------------------------------------
+
+def _first(kind):
+    return next(row for row in published_runs() if row.kind == kind)
+
+
+def test_measured_speeds_are_the_published_numbers_as_tokens_per_s_or_one_over_seconds():
+    # A static-batch run publishes output tokens/s (used as is); a time-to-first-token run publishes seconds and a
+    # Pope et al. prefill a latency (both used as 1 / seconds). compare and row_model read the same speed.
+    static, ttft = _first("static"), _first("ttft")
+    prefill_row = next(row for row in pope_rows() if row.phase == "prefill")
+    for row, speed in ((static, static.measured), (ttft, 1 / ttft.measured), (prefill_row, 1 / prefill_row.latency_s)):
+        assert compare(row).measured == pytest.approx(speed, rel=1e-12)
+        assert row_model(row).measured == pytest.approx(speed, rel=1e-12) and row_model(row).row is row
+
+
+def test_a_pope_comparison_carries_the_rows_split():
+    for row in pope_rows()[:2]:
+        assert compare(row).split == split_of(row) in ("calibration", "validation")
+
+
+def test_row_model_refuses_what_compare_refuses_when_the_last_decode_step_does_not_fit():
+    # A static run of 250 sequences of llama2-7b on one fp8 H100, 128 prompt + 1,024 output tokens: the prompts fit
+    # in the engine's share of HBM, the caches at the last step (1,151 tokens each) only in all of it. An estimate
+    # (any serial efficiency, PEAK included) refuses it, so the row model, which must price what compare prices,
+    # refuses it too.
+    row = dataclasses.replace(_first("static"), output_len=1024, batch=250)
+    assert row.model == "llama2-7b" and row.chip == "h100" and row.n_chips == 1
+    d = calibration.run_deployment(row)
+    assert max_batch(d, 1151, "bound") >= 250 > max_batch(d, 1151, Efficiency())
+    assert max_batch(d, 128, Efficiency()) >= 250
+    with pytest.raises(ValueError, match="does not fit"):
+        compare(row, Efficiency())
+    with pytest.raises(ValueError, match="does not fit"):
+        row_model(row)
+
+
+def test_calibration_errors_name_the_function_called():
+    with pytest.raises(ValueError, match="calibration.compare"):
+        compare(None)
+    with pytest.raises(ValueError, match="calibration.row_model"):
+        row_model("llama3-8b")
+    with pytest.raises(ValueError, match="fit_rows wants a non-empty sequence of RowModel"):
+        fit_rows([])
+
+
+def test_a_string_of_ratios_is_refused_with_the_reason_shown_in_the_traceback():
+    with pytest.raises(ValueError, match="a list of positive numbers") as refused:
+        fit_efficiency(lambda efficiency: "1.0")
+    assert "a string is not a list of ratios" in str(refused.value.__cause__)
+
+
+def test_a_two_expert_model_is_a_mixture_of_experts():
+    row = dataclasses.replace(pope_rows()[0], model=as_moe("llama3-8b", 2, 1))
+    assert group_of(row)[2] == "moe" and group_of(pope_rows()[0])[2] == "dense"
+
+
+def test_within_two_x_counts_a_prediction_exactly_twice_as_fast():
+    row = pope_rows()[0]
+    exactly = [calibration.Comparison("a", "Pope et al.", "prefill", "calibration", 1.0, 2.0, "flops", row),
+               calibration.Comparison("b", "Pope et al.", "prefill", "calibration", 2.0, 1.0, "flops", row)]
+    scored = calibration.metrics(exactly, "edge")
+    assert (scored.name, scored.within_1_5, scored.within_2) == ("edge", 0.0, 1.0)
+
+
+def test_the_out_of_sample_summary_names_each_metrics_by_its_key():
+    summary = calibration.out_of_sample_summary()
+    assert all(m.name == key for key, m in summary.items()) and {"all", "TP8", "h100", "moe"} <= set(summary)
+
+
+def test_the_low_end_of_the_search_applies_to_the_network_efficiency_too():
+    # A fit whose loss keeps falling down to network = 0.3 stops at the lowest efficiency searched, here 0.5.
+    fitted = fit_efficiency(lambda e: [e.network / 0.3], fields=("network",), low=0.5)
+    assert fitted.network == pytest.approx(0.5, abs=0.01)
+    assert fit_efficiency(lambda e: [e.network / 0.3], fields=("network",)).network == pytest.approx(0.3, abs=0.01)
+
+
+def test_a_pope_prefill_row_model_refuses_prompts_that_fit_only_in_all_of_hbm():
+    # PaLM 540B prefill on 16 v4 chips at 2,048 tokens: 210 prompts fit in all of HBM but not in the 90% an
+    # estimate leaves the engine; compare refuses them at any serial efficiency, and so does the row model.
+    row = dataclasses.replace(next(r for r in pope_rows() if r.phase == "prefill" and r.chips == 16), batch=210)
+    d = calibration.pope_deployment(row)
+    assert max_batch(d, 2048, "bound") >= 210 > max_batch(d, 2048, Efficiency())
+    with pytest.raises(ValueError, match="does not fit"):
+        compare(row, Efficiency())
+    with pytest.raises(ValueError, match="does not fit"):
+        row_model(row)
+
+
+@pytest.mark.parametrize("kind", ["offline", "offline_b", "static", "ttft"])
+def test_row_model_predicts_what_compare_predicts_for_every_kind_of_run(kind):
+    row = next(r for r in published_runs() if r.kind == kind)
+    serial = Efficiency(mfu=0.5, hbm=0.7, network=0.6, latency=2.0, overhead_s=1e-3)
+    assert row_model(row).predicted(serial) == pytest.approx(compare(row, serial).predicted, rel=1e-9)
+
+
+def test_a_tensorrt_run_is_labelled_and_named_as_published():
+    row = _first("static")
+    c = compare(row)
+    assert (c.label, c.system) == (row.label, "TensorRT-LLM")
+
+
+def test_the_low_end_of_the_search_applies_to_hbm_too():
+    fitted = fit_efficiency(lambda e: [e.hbm / 0.3], fields=("hbm",), low=0.5)
+    assert fitted.hbm == pytest.approx(0.5, abs=0.01)
+
+
+def test_a_nan_ratio_is_refused_saying_what_a_ratio_must_be():
+    with pytest.raises(ValueError, match="every predicted / measured ratio must be a positive finite number"):
+        fit_efficiency(lambda e: [float("nan")])
+
+
+def test_the_validation_summary_covers_the_validation_rows_and_names_the_worst():
+    summary = calibration.validation_summary(BOUND)
+    rows = calibration.comparisons(BOUND, "validation")
+    assert summary.n_rows == len(rows) < len(all_rows())
+    worst = max(rows, key=lambda c: abs(math.log(c.ratio)))
+    assert (summary.worst, summary.worst_label) == (worst.ratio, worst.label)
+
+
+def test_fit_efficiency_refusals_say_why():
+    with pytest.raises(ValueError, match="each round searches every field again"):
+        fit_efficiency(lambda e: [1.0], rounds=5000)
+    with pytest.raises(ValueError, match="predicted / measured ratios of the rows"):
+        fit_efficiency(lambda e: 5)
+
+
+def test_the_low_end_of_the_search_applies_to_mfu_too():
+    assert fit_efficiency(lambda e: [e.mfu / 0.3], fields=("mfu",), low=0.5).mfu == pytest.approx(0.5, abs=0.01)

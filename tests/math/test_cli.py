@@ -188,3 +188,43 @@ def test_a_closed_pipe_ends_quietly_without_a_traceback(argv):
 def test_plan_runs_as_a_module_and_prints_the_table():
     done = subprocess.run([sys.executable, "-m", "scaling_lib", *EXAMPLE], capture_output=True, text=True, cwd=REPO)
     assert done.returncode == 0 and done.stderr == "" and "frontier" in done.stdout
+
+
+# ---------------------------------------------------------------------------------------------------- help and layout
+def test_help_names_the_command_to_type_and_what_each_plan_option_counts(capsys):
+    assert main(["--help"]) == 0
+    top = capsys.readouterr().out
+    assert top.startswith("usage: python -m scaling_lib") and "The executable textbook's library." in top
+    assert main(["plan", "--help"]) == 0
+    helped = " ".join(capsys.readouterr().out.split())
+    assert "--input-len INPUT_LEN prompt tokens per request" in helped
+
+
+def test_plan_without_a_price_is_refused_naming_the_option_and_the_help_to_read(capsys):
+    without = [arg for arg in EXAMPLE if arg not in ("--price", "2.5")]
+    assert main(without) == 2
+    err = capsys.readouterr().err
+    assert "--price" in err and "(see `python -m scaling_lib plan --help`)" in err
+
+
+def test_json_output_is_indented_for_reading(capsys):
+    out = _ok(ESTIMATE + ["--json"], capsys)
+    assert out.startswith('{\n  "schema": ')
+
+
+def test_the_help_says_what_each_option_takes_and_what_plan_searches(capsys):
+    assert main(["plan", "--help"]) == 0
+    helped = " ".join(capsys.readouterr().out.split())
+    for phrase in ("cheapest deployment meeting the targets", "KV-cache formats to try",
+                   "--json print JSON (SI units) instead of a table"):
+        assert phrase in helped, phrase
+    assert main(["estimate", "--help"]) == 0
+    assert "--compute COMPUTE matmul dtype (default bf16)" in " ".join(capsys.readouterr().out.split())
+
+
+def test_a_bad_price_says_what_a_price_is_and_the_table_prices_output_tokens(capsys):
+    bad = [arg if arg != "2.5" else "abc" for arg in EXAMPLE]
+    assert main(bad) == 2
+    assert "must be a price in $ per chip-hour such as 2.5, got 'abc'" in capsys.readouterr().err
+    table = _ok(ESTIMATE + ["--price", "2"], capsys)
+    assert "$ per million output tokens" in table

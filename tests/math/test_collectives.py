@@ -4,8 +4,18 @@ import dataclasses
 
 import pytest
 
-from scaling_lib.collectives import (CONVENTIONS, Collective, ring_bytes_sent, bus_bandwidth, collective_bandwidth, collective_time, latency_bound_bytes,
-                                     mesh_collective, transfer_bandwidth)
+from scaling_lib.collectives import (
+    CONVENTIONS,
+    NCCL_LATENCY,
+    Collective,
+    bus_bandwidth,
+    collective_bandwidth,
+    collective_time,
+    latency_bound_bytes,
+    mesh_collective,
+    ring_bytes_sent,
+    transfer_bandwidth,
+)
 from scaling_lib.hardware import get_chip
 from scaling_lib.measurements import nccl_rows
 from scaling_lib.sharding import beta, max_prefill_model_parallelism
@@ -275,3 +285,80 @@ def test_a_collective_of_one_second_by_hand_in_either_convention():
 def test_an_unknown_convention_is_refused():
     with pytest.raises(ValueError, match="unknown convention 'x'"):
         Collective("all-gather", "weights", 270e9, (4, 4, 4)).seconds("tpu-v4", "x")
+
+
+def test_a_ring_all_to_all_floor_is_the_bisection_bound_by_hand():
+    # A ring of 8 v4 chips (45 GB/s per link each way) with wraparound. Each chip holds V / 8 and sends V / 64 to
+    # every other chip; cutting the ring into two halves of 4 severs 2 links, and 4 x 4 x V / 64 = V / 4 must cross
+    # each way: at least V / 4 / (2 x 45 GB/s) = V / (8 x 45 GB/s). The exact (n - 1) / n share of the gather's
+    # ring formula does not apply: the bisection bound is already exact.
+    t = collective_time("all-to-all", 1e9, "tpu-v4", 8, wraparound=True)
+    assert t.bound_s == pytest.approx(1e9 / (8 * 45e9), rel=1e-12)
+
+
+def test_one_chip_has_no_collective_and_names_no_algorithm():
+    for one in (collective_time("all-gather", 1e9, "tpu-v4", 1), collective_time("all-reduce", 1e9, "h100", 1),
+                mesh_collective("all-gather", 1e9, "tpu-v4", (1, 1, 1))):
+        assert (one.total_s, one.algorithm) == (0.0, "none")
+
+
+def test_per_axis_wraparound_flags_must_match_the_axes():
+    with pytest.raises(ValueError, match="give one per axis, or one bool for all"):
+        mesh_collective("all-gather", 1e9, "tpu-v4", (4, 4, 4), wraparound=(True, False))
+
+
+def test_a_full_mesh_beyond_one_node_prices_the_bytes_across_nodes():
+    # An MI300X node given a scale-out figure (the table has none): 16 GPUs are two meshes joined across nodes, and
+    # the bandwidth term is still linear in the array.
+    mi300x = get_chip("mi300x")
+    scaled = dataclasses.replace(mi300x, topology=dataclasses.replace(mi300x.topology, scale_out_bandwidth=50e9))
+    one, two = (collective_time("all-reduce", v, scaled, 16) for v in (1e9, 2e9))
+    assert one.bandwidth_s > 0 and two.bandwidth_s == pytest.approx(2 * one.bandwidth_s, rel=1e-12)
+
+
+def test_a_switch_algorithm_on_a_torus_is_refused_saying_to_leave_it_unset():
+    with pytest.raises(ValueError, match="is a torus: leave algorithm=None"):
+        collective_time("all-reduce", 1e9, "tpu-v4", 8, algorithm="ring")
+
+
+def test_a_ring_all_reduce_across_nodes_takes_twice_the_gathers_steps_on_both_links():
+    # NCCL's ring model: an all-reduce is a reduce-scatter and an all-gather, so over 16 H100 on 2 nodes it takes
+    # 2 x 15 steps, 2 x 1 of them between the nodes, where an all-gather takes 15 and 1: beyond the fixed base
+    # latency, the all-reduce's latency is exactly twice the all-gather's.
+    base = NCCL_LATENCY.lookup("base", "ring", "LL")
+    reduce, gather = (collective_time(op, 1.0, "h100", 16, algorithm="ring") for op in ("all-reduce", "all-gather"))
+    assert (reduce.algorithm, gather.algorithm) == ("ring-LL", "ring-LL")
+    assert reduce.latency_s - base == pytest.approx(2 * (gather.latency_s - base), rel=1e-12)
+
+
+def test_a_torus_slices_collectives_keep_their_op_line_rate_and_exact_floor_by_hand():
+    # 4 x 4 x 4 v4 chips, every axis a ring of 4 with wraparound (2 x 45 GB/s per axis). An all-gather of 1 GB runs
+    # on the three axes at once: 1e9 / (3 x 90 GB/s) at the ring formula's rate, and the exact share 3 / 4 of that
+    # as its floor. An all-to-all crosses the bisection; both run at the line rate (efficiency 1: NCCL's model does
+    # not apply on a torus), so their expected time is latency + bandwidth.
+    gather = mesh_collective("all-gather", 1e9, "tpu-v4", (4, 4, 4))
+    assert gather.op == "all-gather" and gather.bandwidth_s == pytest.approx(1e9 / (3 * 90e9), rel=1e-12)
+    assert gather.bound_s == pytest.approx(0.75 * 1e9 / (3 * 90e9), rel=1e-12)
+    swap = mesh_collective("all-to-all", 1e9, "tpu-v4", (4, 4, 4))
+    assert swap.op == "all-to-all" and swap.algorithm == "bisection"
+    assert swap.expected_s == pytest.approx(swap.total_s, rel=1e-12)
+
+
+def test_a_bad_per_axis_wraparound_flag_is_named():
+    with pytest.raises(ValueError, match="wraparound must be True or False, got 'no'"):
+        mesh_collective("all-gather", 1e9, "tpu-v4", (4, 4, 4), wraparound=(True, "no", True))
+
+
+def test_nvls_is_offered_only_for_a_switch_generation_nccl_gives_an_efficiency_for():
+    # An NVLink switch that reduces in the switch but of a generation NCCL's model has no NVLS figure for: NVLS is
+    # not priced (no made-up efficiency), only the ring and the tree are.
+    h100 = get_chip("h100")
+    unknown = dataclasses.replace(h100, topology=dataclasses.replace(h100.topology, generation="unknown"))
+    assert collective_time("all-reduce", 1e9, h100, 8).algorithm == "nvls"
+    with pytest.raises(ValueError, match=r"use one of \('ring', 'tree'\)"):
+        collective_time("all-reduce", 1e9, unknown, 8, algorithm="nvls")
+
+
+def test_a_full_mesh_refuses_switch_algorithms_saying_to_leave_it_unset():
+    with pytest.raises(ValueError, match="a full mesh has no switch to reduce in or tree to build; use algorithm=None"):
+        collective_time("all-reduce", 1e9, "mi300x", 8, algorithm="tree")

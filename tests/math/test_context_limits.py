@@ -5,6 +5,7 @@ test_claims_layouts.py against the ledger; these are the limits and the hand der
 
 import math
 
+import numpy as np
 import pytest
 
 from scaling_lib.context_limits import context_length_table, kv_versus_weights, max_context_length
@@ -75,3 +76,8 @@ def test_context_length_table_refuses_a_batch_of_zero():
 def test_max_context_length_refuses_a_kv_fraction_of_zero_and_says_what_it_is():
     with pytest.raises(ValueError, match=r"kv_fraction must be in \(0, 1\], got 0: it is the share of HBM kept"):
         max_context_length("palm-540b", "tpu-v4", 64, 128, "batch", kv_fraction=0)
+
+
+def test_a_numpy_array_of_batches_is_read_as_the_list_it_holds():
+    # A notebook reader's batches often come from np.arange or an array; any sized iterable of sizes is a list.
+    assert context_length_table(batches=np.array([128, 512])) == context_length_table(batches=(128, 512))

@@ -7,10 +7,22 @@ import re
 import pytest
 
 from scaling_lib.calibration import compare, pope_deployment, summarize
-from scaling_lib.estimate import (BOUND, TYPICAL, Deployment, Efficiency, decode_step, decode_time, max_batch,
-                                  offline_estimate, offline_throughput, prefill, report, resolve_efficiency,
-                                  step_estimate)
 from scaling_lib.collectives import collective_time
+from scaling_lib.estimate import (
+    BOUND,
+    TYPICAL,
+    Deployment,
+    Efficiency,
+    decode_step,
+    decode_time,
+    max_batch,
+    offline_estimate,
+    offline_throughput,
+    prefill,
+    report,
+    resolve_efficiency,
+    step_estimate,
+)
 from scaling_lib.flops import forward_flops, matmul_params
 from scaling_lib.hardware import get_chip
 from scaling_lib.inference import decode_step_time, prefill_time
@@ -554,3 +566,95 @@ def test_the_bound_is_the_peak_efficiency_with_overlap():
 def test_the_kv_cache_is_replicated_on_a_full_mesh_gpu_too():
     # MI300X joins its GPUs in a full mesh, not a switch: still a GPU, still a replicated cache beyond K heads.
     assert Deployment("llama3-8b", "mi300x", 16).kv_placement == "replicated"
+
+
+# --- the numbers an error message and the report print ---------------------------------------------------------
+
+def test_a_refused_decode_step_names_the_batch_and_the_largest_batch_that_does_fit_at_that_efficiency():
+    # The message's "largest batch that fits" is checked by trying it: that batch runs at the efficiency asked for
+    # (the estimate leaves 10% of HBM to the engine), one more sequence is refused.
+    d = Deployment("llama3-70b", "h100", 8)
+    with pytest.raises(ValueError, match="batch 1024 at 8,192 tokens of context") as refused:
+        decode_step(d, 1024, 8192, "typical")
+    largest = int(re.search(r"largest batch that fits is (\d+)", str(refused.value)).group(1))
+    assert decode_step(d, largest, 8192, "typical").batch == largest
+    with pytest.raises(ValueError, match="does not fit"):
+        decode_step(d, largest + 1, 8192, "typical")
+
+
+def test_refused_offline_slots_name_how_many_do_fit_and_the_remedies():
+    d = Deployment("llama3-70b", "h100", 8)
+    with pytest.raises(ValueError, match="quantize the weights or the KV cache, or add chips") as refused:
+        offline_estimate(d, 1000, 1000, "typical", slots=2000)
+    fit = int(re.search(r"at most (\d+) fit", str(refused.value)).group(1))
+    assert offline_estimate(d, 1000, 1000, "typical", slots=fit).batch == fit
+    with pytest.raises(ValueError, match="does not fit"):
+        offline_estimate(d, 1000, 1000, "typical", slots=fit + 1)
+
+
+def test_the_default_mesh_of_a_pope_layout_is_pope_et_als_for_palm_540b_on_64_chips():
+    # Pope et al. (2022), 2D weight-stationary layout: with d_ff = 4 d_model the communication is least at
+    # X = sqrt(n) / 2 and YZ = 2 sqrt(n): on 64 chips X = 4, Y Z = 16, and the most even Y x Z is 4 x 4.
+    d = Deployment("palm-540b", "tpu-v4", 64, ffn_layout="2d-ws")
+    assert d.mesh_shape == (4, 4, 4)
+
+
+def test_the_report_prints_the_decode_step_in_milliseconds():
+    rep = report("llama3-70b", "h100", 8, batch=64, context_len=8192)
+    printed = re.search(r"decode step\s+([\d.,]+) ms bound, ([\d.,]+) ms typical", rep.describe())
+    d = Deployment("llama3-70b", "h100", 8)
+    assert float(printed.group(1)) == pytest.approx(decode_step(d, 64, 8192).total_s * 1000, abs=0.005)
+    assert float(printed.group(2)) == pytest.approx(decode_step(d, 64, 8192, "typical").total_s * 1000, abs=0.005)
+    first = re.search(r"prefill\s+([\d.,]+) ms bound", rep.describe())
+    assert float(first.group(1)) == pytest.approx(prefill(d, 8192, 1).total_s * 1000, abs=0.05)
+    # LLaMA 3 70B's KV cache per token by hand: 80 layers x 8 KV heads x 128 dims x 2 (K and V) x 2 bytes (bf16)
+    assert "KV cache per token       327.7 kB" in rep.describe() and 80 * 8 * 128 * 2 * 2 == 327_680
+
+
+def test_a_refused_prefill_names_the_prompts_in_both_of_its_messages():
+    d = Deployment("llama3-70b", "h100", 8)
+    with pytest.raises(ValueError, match="a prefill of 64 x 100,000 tokens.*does not fit"):
+        prefill(d, 100_000, 64)
+    with pytest.raises(ValueError, match="a prefill of 4096 x 16 tokens.*exceed max_sequences"):
+        prefill(d, 16, 4096, "typical")
+
+
+def test_max_batch_of_a_model_name_points_to_deployment():
+    with pytest.raises(ValueError, match="estimate.max_batch's first argument"):
+        max_batch("llama3-70b", 8192)
+
+
+def test_an_offline_request_that_fits_nowhere_is_named_in_the_message():
+    with pytest.raises(ValueError, match=r"one request of 1,000 \+ 1,000 tokens on llama3-70b.*engine may use 77.0 GB"):
+        offline_estimate(Deployment("llama3-70b", "h100", 1), 1000, 1000, "typical")
+    with pytest.raises(ValueError, match="estimate.offline_estimate's first argument"):
+        offline_estimate("llama3-70b", 1000, 1000)
+
+
+def test_a_step_counts_the_tokens_through_the_weights_and_the_bound_has_no_overhead():
+    d = Deployment("llama3-8b", "h100", 1)
+    step = step_estimate(d, decode_batch=4, decode_context=1000, prefill_tokens=100, prefill_len=100)
+    assert step.tokens == 104  # 4 decoded tokens + 100 prompt tokens
+    overlapped = Efficiency(overlap=True, overhead_s=1e-3)
+    assert step_estimate(d, decode_batch=4, decode_context=1000, efficiency=overlapped).overhead_s == 0.0
+
+
+def test_decode_step_of_a_model_name_points_to_deployment_and_inference():
+    # The mix-up of issue 21: estimate.decode_step called as inference.decode_step_time is.
+    with pytest.raises(ValueError, match="estimate.decode_step's first argument.*inference.decode_step_time"):
+        decode_step("llama3-70b", 32, 8192)
+
+
+def test_memory_utilization_is_stored_as_a_float():
+    d = Deployment("llama3-8b", "h100", 1, memory_utilization=1)
+    assert type(d.memory_utilization) is float and d.memory_utilization == 1.0
+
+
+def test_a_tensor_parallel_degree_that_splits_no_head_lists_each_divisor_once():
+    # LLaMA 3 70B's 64 query heads: 64 is a square, and its root 8 is listed once among the divisors.
+    with pytest.raises(ValueError, match=re.escape("use one of [1, 2, 4, 8, 16, 32, 64]")):
+        Deployment("llama3-70b", "h100", 6)
+
+
+def test_a_deployment_within_its_kv_heads_describes_the_split_alone():
+    assert Deployment("llama3-8b", "h100", 8).describe().endswith("; KV heads split 8 ways")

@@ -12,9 +12,22 @@ import pytest
 from scaling_lib.book.claims import claim, evaluate, published
 from scaling_lib.book.claims.frontier import LEDGER_ROWS_ELSEWHERE, chatbot_turn
 from scaling_lib.context_limits import max_context_length
-from scaling_lib.frontier import (BATCHES, CHIP_COUNTS, choose, choose_for, choose_layout, layer_collectives,
-                                  layout_cost, longest_context, measured_mfu, measured_step_s, pareto_frontier, sweep)
 from scaling_lib.estimate import Deployment
+from scaling_lib.frontier import (
+    BATCHES,
+    CHIP_COUNTS,
+    NothingFits,
+    choose,
+    choose_for,
+    choose_layout,
+    layer_collectives,
+    layout_cost,
+    longest_context,
+    measured_mfu,
+    measured_step_s,
+    pareto_frontier,
+    sweep,
+)
 from scaling_lib.hardware import GIB, get_chip
 from scaling_lib.inference import decode_step_time
 from scaling_lib.layouts import comm_volume_curves, ffn_comm_time
@@ -389,7 +402,6 @@ def test_the_mesh_a_step_is_laid_on_changes_its_collectives():
     assert flat.network_s > cube.network_s
 
 
-
 def test_choose_for_resolves_the_model_once_and_passes_the_object_inward(monkeypatch):
     # Issue 22, item 9: the public entrance resolves the row's model name; every helper inside takes the object.
     import sys
@@ -411,3 +423,67 @@ def test_choose_for_resolves_the_model_once_and_passes_the_object_inward(monkeyp
     row = next(r for r in pope_rows() if r.model == "palm-540b" and r.phase == "decode")
     choose_for(row)
     assert names == ["palm-540b"] and in_frontier == ["palm-540b"]
+
+
+def test_choose_for_prices_the_rows_own_context():
+    # The same Pope et al. decode row at 4 x the context: each chip reads 4 x the KV cache per step (the cache is
+    # linear in the tokens held), whichever layout wins.
+    row = pope_rows()[3]
+    longer = dataclasses.replace(row, context_len=4 * row.context_len)
+    short, long = choose_for(row).best, choose_for(longer).best
+    assert long.context_len == 4 * row.context_len and long.attention_sharding == short.attention_sharding
+    assert long.kv_s == pytest.approx(4 * short.kv_s, rel=1e-9)
+
+
+def test_nothing_fits_suggests_padding_only_when_the_heads_do_not_split():
+    with pytest.raises(NothingFits) as padded:
+        choose_layout("palm-540b", "tpu-v4", 64, "decode", 100000)  # 48 heads, 64 chips
+    assert "the 48 heads do not split 64 ways and batch 100000 does not either: pad_heads=True pads them" in str(
+        padded.value)
+    with pytest.raises(NothingFits) as too_big:
+        choose_layout("palm-540b", "tpu-v4", 8, "decode", 1024, context_len=32768)  # 48 heads split 8 ways
+    assert "pad_heads" not in str(too_big.value) and str(too_big.value).endswith("or quantize the weights")
+
+
+def test_unsplit_heads_are_refused_saying_what_padding_costs():
+    padding = "the padded heads' weights are stored, read and multiplied, and MFU counts only the real ones"
+    with pytest.raises(ValueError, match=padding):
+        layout_cost("palm-540b", "tpu-v4", 64, "decode", 64, "2d-ws", "heads")
+
+
+def test_one_chip_has_no_collectives_in_any_sharding():
+    for sharding in ("batch", "heads"):
+        assert layer_collectives("palm-540b", 1, "decode", 8, "2d-ws", sharding) == ()
+
+
+def test_the_kv_format_sets_the_cache_read_and_a_gathered_layer_is_held_on_top_of_the_weights():
+    # fp8 keys and values are 1 byte against bf16's 2: half the read. A weight-gathered layout holds a gathered
+    # layer's weights on top of its shard, so it needs more HBM than the weight-stationary one at the same batch.
+    bf16 = layout_cost("palm-540b", "tpu-v4", 64, "decode", 64, "2d-ws", "batch")
+    fp8 = layout_cost("palm-540b", "tpu-v4", 64, "decode", 64, "2d-ws", "batch", kv_dtype="fp8")
+    assert fp8.kv_s == pytest.approx(bf16.kv_s / 2, rel=1e-12)
+    gathered = layout_cost("palm-540b", "tpu-v4", 64, "decode", 64, "wg-xyz", "batch")
+    assert gathered.bytes_per_chip > bf16.bytes_per_chip
+
+
+def test_a_mesh_has_at_most_three_axes_and_unsplit_heads_list_every_divisor():
+    with pytest.raises(ValueError, match="mesh_shape must be 1 to 3 positive integer axis sizes"):
+        layout_cost("palm-540b", "tpu-v4", 16, "decode", 64, "2d-ws", "batch", mesh_shape=(2, 2, 2, 2))
+    with pytest.raises(ValueError, match=r"a chip count among \[1, 2, 3, 4, 6, 8, 12, 16, 24, 48\]"):
+        layout_cost("palm-540b", "tpu-v4", 64, "decode", 64, "2d-ws", "heads")
+
+
+def test_batch_sharding_over_two_chips_swaps_the_queries_twice_and_pad_heads_must_be_a_bool():
+    ops = [c.op for c in layer_collectives("palm-540b", 2, "decode", 8, "2d-ws", "batch")]
+    assert ops.count("all-to-all") == 2
+    with pytest.raises(ValueError, match="pad_heads must be True or False, got 'yes'"):
+        choose_layout("palm-540b", "tpu-v4", 64, "decode", 64, pad_heads="yes")
+
+
+def test_fp32_activations_move_more_bytes_and_the_frontier_names_what_it_takes():
+    # The collectives carry activations: 4-byte fp32 ones take longer than bf16 ones on the same layout.
+    bf16 = layout_cost("palm-540b", "tpu-v4", 64, "decode", 64, "2d-ws", "batch")
+    fp32 = layout_cost("palm-540b", "tpu-v4", 64, "decode", 64, "2d-ws", "batch", activation_dtype="fp32")
+    assert fp32.network_s > bf16.network_s
+    with pytest.raises(ValueError, match="points must hold LayoutCost results"):
+        pareto_frontier([1])

@@ -7,8 +7,14 @@ import math
 
 import pytest
 
-from scaling_lib.layouts import (best_layout, comm_volume_curves, ffn_collectives, ffn_layer_time, layout_switch_points,
-                                 wg_optimal_gather_size)
+from scaling_lib.layouts import (
+    best_layout,
+    comm_volume_curves,
+    ffn_collectives,
+    ffn_layer_time,
+    layout_switch_points,
+    wg_optimal_gather_size,
+)
 
 SLICE = (4, 4, 4)
 
@@ -55,5 +61,3 @@ def test_a_layout_choice_refuses_an_unknown_layout():
 def test_layout_switch_points_refuse_a_range_that_is_not_increasing_and_positive(tokens_range, message):
     with pytest.raises(ValueError, match=message):
         layout_switch_points("palm-540b", "tpu-v4", SLICE, tokens_range=tokens_range)
-
-

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from scaling_lib.measurements import pope_row, pope_rows, trtllm_rows
+from scaling_lib.measurements import collective_rows, pope_row, pope_rows, published_runs, trtllm_rows, validation_runs
 
 
 def test_an_unknown_pope_row_lists_the_known_ones():
@@ -23,3 +23,40 @@ def test_trtllm_rows_carry_the_tensor_parallel_degree_their_label_names():
 def test_pope_rows_cite_their_table():
     for row in pope_rows():
         assert row.source.startswith("Pope et al. 2022") and re.search(r"Table [23]", row.source)
+
+
+def test_a_statements_bus_bandwidth_and_algorithm_bandwidth_follow_nccl_tests_definition():
+    # nccl-tests (doc/PERFORMANCE.md) defines an all-reduce's bus bandwidth as its algorithm bandwidth times
+    # 2 (n - 1) / n. The NCCL maintainer's statement for 8 H100 (about 480 GB/s bus, about 275 GB/s algorithm) gives
+    # 480 / 275 = 1.745 against 2 x 7 / 8 = 1.75: the two columns are read into the right fields.
+    both = [r for r in collective_rows() if r.busbw_GBps is not None and r.algbw_GBps is not None]
+    assert both
+    for r in both:
+        assert r.collective == "all-reduce"
+        assert r.busbw_GBps / r.algbw_GBps == pytest.approx(2 * (r.n_chips - 1) / r.n_chips, rel=0.01)
+
+
+def test_every_published_row_names_its_source_and_every_run_its_model_card():
+    for rows in (trtllm_rows(), pope_rows(), published_runs(), validation_runs(), collective_rows()):
+        assert rows and all(row.source for row in rows)
+    assert all("/" in row.model_card for row in published_runs() + validation_runs())  # org/name on Hugging Face
+
+
+def test_measured_collective_times_grow_with_the_array_and_stay_under_the_line_rate():
+    # Each series (chip, chips, collective) takes longer for a larger array. GB200 NVL72's all-reduce over 72 GPUs:
+    # NVLink 5 carries 900 GB/s each way per GPU (NVIDIA's GB200 NVL72 page), so the bus bandwidth
+    # bytes / time x 2 (n - 1) / n (nccl-tests' definition) stays below it.
+    series = {}
+    for r in collective_rows():
+        if r.time_us is not None:
+            series.setdefault((r.chip, r.n_chips, r.collective, r.algorithm), []).append((r.array_bytes, r.time_us))
+    assert len(series) >= 4
+    for points in series.values():
+        times = [t for _, t in sorted(points)]
+        assert times == sorted(times) and all(t > 0 for t in times)
+    for size, time_us in series[("gb200", 72, "all-reduce", "")]:
+        assert size / (time_us * 1e-6) * 2 * 71 / 72 < 900e9
+
+
+def test_every_run_keeps_the_hardware_its_source_names():
+    assert all(row.hardware for row in published_runs() + validation_runs())

@@ -4,7 +4,7 @@ capacity refusals of the step bounds are in test_capacity.py)."""
 import numpy as np
 import pytest
 
-from scaling_lib.memory import kv_cache_bytes, max_batch_size, memory_footprint_kv_heads
+from scaling_lib.memory import kv_cache_bytes, max_batch_size, memory_footprint_kv_heads, require_fit
 
 
 def test_memory_footprint_of_an_empty_context_has_no_kv_cache():
@@ -18,3 +18,8 @@ def test_max_batch_size_refuses_half_a_chip():
 
 def test_kv_cache_bytes_accepts_numpy_integers():
     assert kv_cache_bytes("llama3-8b", np.int64(100), batch=np.int32(3)) == kv_cache_bytes("llama3-8b", 100, 3)
+
+
+def test_an_unknown_kv_placement_is_named_with_the_choices():
+    with pytest.raises(ValueError, match="unknown kv_placement 'bogus'; use one of batch-split, replicated"):
+        require_fit("llama3-8b", "h100", 1, 1, 1000, kv_placement="bogus")

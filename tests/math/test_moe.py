@@ -32,3 +32,12 @@ def test_moe_weights_of_a_model_that_is_already_an_moe_start_from_its_dense_form
 def test_routing_all_to_all_refuses_expert_shards_that_do_not_divide_the_experts():
     with pytest.raises(ValueError, match=r"expert_shards=3 does not divide n_experts=16; pick one of \[1, 2, 4, 8, 16\]"):
         routing_all_to_all(as_moe("sb7-worked", 16, 2), "tpu-v5e", batch=16, expert_shards=3)
+
+
+def test_expert_sharded_bf16_weights_add_up_to_mixtrals_published_size():
+    # Mistral AI's Mixtral 8x7B announcement: 46.7B parameters in all, so 93.4 GB in bf16 (2 bytes each). With the
+    # experts split 8 ways and nothing else split, one copy of the weights is 8 chips' expert shares plus the
+    # attention, router and embeddings that every chip holds.
+    memory = expert_sharded_memory("mixtral-8x7b", "h100", expert_shards=8, model_shards=1, dtype="bf16")
+    one_copy = 8 * memory.expert_bytes_per_chip + memory.other_bytes_per_chip
+    assert one_copy == pytest.approx(2 * 46.7e9, rel=0.01)

@@ -8,6 +8,7 @@ bisection, no bound, no replica shortcut.
 """
 
 import math
+import re
 
 import pytest
 
@@ -254,3 +255,30 @@ def test_price_deployment_prices_one_deployment_as_plan_prices_its_choice(exampl
         price_deployment("llama3-70b", "h100", 16, 2000, 500, tensor_parallel=8, batch=3)
     with pytest.raises(ValueError, match="max_sequences"):
         price_deployment("llama3-8b", "h100", 1, 100, 100, batch=4096)
+
+
+def test_an_unreachable_tpot_names_a_deployment_that_meets_the_ttft_target_even_at_the_fastest_ttft():
+    # TTFT set to exactly the lowest any deployment reaches: the TPOT report must come from the deployments that
+    # meet it (at batch 1), and say how many times the target the best one is.
+    with pytest.raises(TargetUnreachable) as ttft_out:
+        plan("llama3-8b", "h100", 8, 1000, 200, ttft=1e-6, prices=2.0)
+    fastest = ttft_out.value.closest
+    ratio = float(re.search(r"\(([\d.]+)x the target\)", str(ttft_out.value)).group(1))
+    assert ratio == pytest.approx(fastest / 1e-6, rel=1e-4) and ratio > 1000
+    with pytest.raises(TargetUnreachable) as tpot_out:
+        plan("llama3-8b", "h100", 8, 1000, 200, ttft=fastest, tpot=1e-9, prices=2.0)
+    assert tpot_out.value.target == "tpot" and tpot_out.value.deployment.ttft_s <= fastest
+
+
+def test_the_plan_prints_ttft_and_tpot_in_milliseconds():
+    best = plan("llama3-70b", "h100", 8, 16000, 500, prices=2.0)
+    text = best.describe()
+    ttft = float(re.search(r"TTFT\)\s+([\d,.]+) ms", text).group(1).replace(",", ""))
+    tpot = float(re.search(r"TPOT\)\s+([\d,.]+) ms", text).group(1).replace(",", ""))
+    assert ttft == pytest.approx(best.best.ttft_s * 1000, abs=0.05) and ttft > 100
+    assert tpot == pytest.approx(best.best.tpot_s * 1000, abs=0.005)
+
+
+def test_a_plans_dict_keeps_the_workload_it_was_asked_for():
+    asked = plan("llama3-8b", "h100", 8, 1000, 200, prices=2.0).as_dict()
+    assert (asked["input_len"], asked["output_len"]) == (1000, 200)

@@ -5,8 +5,13 @@ import pytest
 
 from scaling_lib.inference import decode_step_time, prefill_time
 from scaling_lib.memory import param_bytes
-from scaling_lib.serving import (prefill_free_batch, prefill_latency, prefill_saturating_batch,
-                                 prefill_saturating_tokens, server_ratio)
+from scaling_lib.serving import (
+    prefill_free_batch,
+    prefill_latency,
+    prefill_saturating_batch,
+    prefill_saturating_tokens,
+    server_ratio,
+)
 
 
 @pytest.mark.parametrize("prompt_len", [16, 64, 95, 97, 512, 8192])
@@ -49,3 +54,8 @@ def test_server_ratio_prices_decode_in_the_compute_dtype():
     ratio = server_ratio("llama3-70b", "tpu-7x", 8192, 512, 1024, 8, 8, compute_dtype="fp8", check_capacity=False)
     step = decode_step_time("llama3-70b", "tpu-7x", 8, 1024, 8192 + 256, compute_dtype="fp8", check_capacity=False)
     assert step.bound == "compute" and ratio.decode_step_s == step.total_s
+
+
+def test_an_mfu_above_one_is_refused_saying_what_mfu_is():
+    with pytest.raises(ValueError, match="mfu.*the fraction of peak FLOP/s achieved"):
+        prefill_saturating_tokens("llama3-8b", "h100", mfu=1.5)

@@ -11,8 +11,15 @@ from scaling_lib.inference import decode_step_time, prefill_time
 from scaling_lib.memory import max_batch_size
 from scaling_lib.models import get_model
 from scaling_lib.serving import prefill_latency
-from scaling_lib.simulator import (ENGINES, ServingConfig, Workload, poisson_workload, simulate, simulate_disaggregated,
-                                   trace_workload)
+from scaling_lib.simulator import (
+    ENGINES,
+    ServingConfig,
+    Workload,
+    poisson_workload,
+    simulate,
+    simulate_disaggregated,
+    trace_workload,
+)
 
 CONFIG = ServingConfig("llama3-70b", "tpu-v5e", n_chips=16, max_batch=32, max_context_len=8192)
 FOUR_SLOTS = ServingConfig("llama3-70b", "tpu-v5e", n_chips=16, max_batch=4, max_context_len=4096)
@@ -288,3 +295,26 @@ def test_each_function_refuses_the_other_engines_arguments_and_names_the_right_c
         simulate_disaggregated(SPLIT_CONFIG, SPLIT_WORKLOAD, n_servers=2)
     with pytest.raises(ValueError, match="prefill_config must be a ServingConfig"):
         simulate_disaggregated(SPLIT_CONFIG, SPLIT_WORKLOAD, prefill_config="h100")
+
+
+def test_too_many_requests_are_refused_saying_why_there_is_a_limit():
+    with pytest.raises(ValueError, match="n_requests.*the simulator runs each one in Python"):
+        poisson_workload(1.0, 10**9)
+
+
+def test_a_disaggregated_prefill_config_must_be_a_serving_config():
+    config = ServingConfig("llama3-8b", "h100", 1, 8, 4096)
+    with pytest.raises(ValueError, match="prefill_config must be a ServingConfig, got str"):
+        simulate_disaggregated(config, poisson_workload(1.0, 5, 128, 16), n_prefill_servers=1, n_decode_servers=1,
+                               prefill_config="llama3-8b")
+
+
+def test_a_length_range_includes_both_ends_and_nothing_beyond():
+    lengths = poisson_workload(1.0, 200, prompt_len=(100, 101), output_len=16).prompt_len
+    assert sorted(set(lengths.tolist())) == [100, 101]
+
+
+def test_a_disaggregated_run_needs_a_prefill_server_and_says_which_count():
+    config = ServingConfig("llama3-8b", "h100", 1, 8, 4096)
+    with pytest.raises(ValueError, match="n_prefill_servers must be a positive integer, got 0"):
+        simulate_disaggregated(config, poisson_workload(1.0, 5, 128, 16), n_prefill_servers=0, n_decode_servers=1)

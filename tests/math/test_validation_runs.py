@@ -142,3 +142,11 @@ def test_release_of_refuses_what_is_not_a_run():
     with pytest.raises(ValueError, match="published run"):
         release_of(trtllm_rows()[0])
     assert calibration.out_of_sample("typical") is calibration.out_of_sample("typical")  # priced once, cached
+
+
+def test_release_of_keeps_the_engine_it_was_measured_on():
+    # JetStream serves two model code bases; a MaxText run is not a PyTorch one.
+    maxtext = next(row for row in published_runs() if row.engine == "JetStream + MaxText")
+    assert release_of(maxtext) == "JetStream + MaxText"
+    pytorch = next(row for row in validation_runs() if row.engine.startswith("JetStream-PyTorch ("))
+    assert release_of(pytorch) == "JetStream-PyTorch"
