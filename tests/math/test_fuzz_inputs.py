@@ -590,37 +590,49 @@ def _public_functions():
 FUNCTIONS = _public_functions()
 
 
+def _path(where) -> str:
+    """The printable path of a value inside a result: `where` is the root's name or (parent's path, suffix), a suffix
+    being an attribute (".name"), a dict key ("['key']") or a list index (an int)."""
+    parts = []
+    while isinstance(where, tuple):
+        where, suffix = where
+        parts.append(f"[{suffix}]" if isinstance(suffix, int) else suffix)
+    return where + "".join(reversed(parts))
+
+
 def _check_sane(value, where, signed=False, infinite=False):
-    """Every number in `value` (recursively through dataclasses, tuples, lists, dicts, arrays) is finite and >= 0."""
+    """Every number in `value` (recursively through dataclasses, tuples, lists, dicts, arrays) is finite and >= 0.
+    The path to each value is kept as (parent, suffix) pairs and printed only in a failure's message: results hold
+    hundreds of thousands of numbers."""
     if isinstance(value, (str, bool)) or value is None:
         return
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         for f in dataclasses.fields(value):
-            _check_sane(getattr(value, f.name), f"{where}.{f.name}", signed or f.name in SIGNED,
+            _check_sane(getattr(value, f.name), (where, "." + f.name), signed or f.name in SIGNED,
                         infinite or f.name in INFINITE)
         return
     if isinstance(value, dict):
         for key, item in value.items():
-            _check_sane(item, f"{where}[{key!r}]", signed, infinite)
+            _check_sane(item, (where, f"[{key!r}]"), signed, infinite)
         return
     if isinstance(value, (tuple, list)):
         for i, item in enumerate(value):
-            _check_sane(item, f"{where}[{i}]", signed, infinite)
+            _check_sane(item, (where, i), signed, infinite)
         return
     if isinstance(value, np.ndarray):
         if value.dtype.kind in "fiu":
             finite = np.isfinite(value) | (infinite & np.isnan(value))
-            assert finite.all(), f"{where} has non-finite entries"
-            assert signed or (value[np.isfinite(value)] >= 0).all(), f"{where} has negative entries"
+            assert finite.all(), f"{_path(where)} has non-finite entries"
+            assert signed or (value[np.isfinite(value)] >= 0).all(), f"{_path(where)} has negative entries"
         return
     if isinstance(value, (int, float, np.number)):
-        assert math.isfinite(value) or (infinite and not math.isnan(value)) or (infinite and "tpot" in where), \
-            f"{where} = {value!r} is not finite"
-        assert signed or not value < 0, f"{where} = {value!r} is negative"
+        assert math.isfinite(value) or (infinite and not math.isnan(value)) or (infinite and "tpot" in _path(where)), \
+            f"{_path(where)} = {value!r} is not finite"
+        assert signed or not value < 0, f"{_path(where)} = {value!r} is negative"
         return
     if hasattr(value, "shape"):  # any other array-like result
         return
-    raise AssertionError(f"{where}: unexpected result type {type(value).__name__}")
+    raise AssertionError(f"{_path(where)}: unexpected result type {type(value).__name__}")
 
 
 def _call(name, kwargs):
