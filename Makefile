@@ -19,7 +19,9 @@ $(STAMP): requirements.txt pyproject.toml
 	@touch $(STAMP)
 
 book: $(STAMP) node_modules/.installed
+	@$(BIN)/python -m scaling_lib.book.execution_cache
 	$(BIN)/jupyter-book build . -W -n --keep-going
+	@$(BIN)/python -m scaling_lib.book.execution_cache --built
 	@echo "The book is at: file://$(CURDIR)/_build/html/index.html (answer boxes: python3 -m http.server -d _build/html)"
 
 # Pyodide (pinned in package-lock.json), which the answer boxes load into the page; npm takes it from its cache after
