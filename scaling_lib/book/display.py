@@ -138,8 +138,7 @@ def show_source(*values, docstring: bool = False) -> Markdown:
     for value in values:
         code = formatted_for_the_page(source_code(value, docstring))
         fence = "`" * max(3, 1 + max((len(run) for run in re.findall("`+", code)), default=0))
-        path = Path(inspect.getsourcefile(value))
-        parts = path.parts[len(path.parts) - 1 - path.parts[::-1].index("scaling_lib"):]
-        blocks.append(f"`{value.__module__}.{value.__qualname__}`, in `{'/'.join(parts)}`:\n\n"
+        file = value.__module__.replace(".", "/") + ".py"  # where the package keeps it, wherever it is installed
+        blocks.append(f"`{value.__module__}.{value.__qualname__}`, in `{file}`:\n\n"
                       f"{fence}python\n{code}\n{fence}")
     return Markdown("\n\n".join(blocks))

@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+import tests
 from tests import REPO
 
 _SPEC = importlib.util.spec_from_file_location("mutation_score", REPO / "tools" / "mutation_score.py")
@@ -62,3 +63,10 @@ def test_the_makefile_and_the_tool_remove_nothing_in_the_repository_root():
     source = (REPO / "tools" / "mutation_score.py").read_text()
     assert source.count("rmtree(") == 1 and "cwd=REPO" not in source
     assert "/.mutation/" in (REPO / ".gitignore").read_text().splitlines()
+
+
+def test_make_test_and_the_mutation_run_draw_every_property_example():
+    # tests/__init__.py: the inner loop draws a fifth of each property's examples, the runs that gate a change all.
+    test_recipe = REPO.joinpath("Makefile").read_text().split("\ntest:", 1)[1].split("\n\n", 1)[0]
+    assert f"{tests.FUZZ_ENV}=thorough" in test_recipe
+    assert f'os.environ["{tests.FUZZ_ENV}"] = "thorough"' in REPO.joinpath("tools", "mutation_score.py").read_text()
