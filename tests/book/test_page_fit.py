@@ -183,14 +183,11 @@ def test_no_page_scrolls_sideways_on_a_phone(measured):
     assert not pages, "pages wider than a 390 px phone (page width, viewport): " + repr(pages)
 
 
-def test_tables_fit_the_column(measured):
-    problems = _wide(measured, {"table"})
-    assert not problems, f"{len(problems)} tables wider than the column at 1280 px:\n" + _listing(problems)
-
-
-def test_display_math_fits_the_column(measured):
-    problems = _wide(measured, {"math"})
-    assert not problems, f"{len(problems)} display equations wider than the column at 1280 px:\n" + _listing(problems)
+@pytest.mark.parametrize("kind, what", [("table", "tables"), ("math", "display equations"), ("output", "outputs"),
+                                        ("code", "code blocks")])
+def test_blocks_of_each_kind_fit_the_column(measured, kind, what):
+    problems = _wide(measured, {kind})
+    assert not problems, f"{len(problems)} {what} wider than the column at 1280 px:\n" + _listing(problems)
 
 
 def test_no_table_over_25_rows_outside_a_fold(measured):
@@ -201,16 +198,6 @@ def test_no_table_over_25_rows_outside_a_fold(measured):
         f"{page}: {t['rows']} rows (section #{t['section']}, cell {t['cell']}): {t['snippet']}" for page, t in problems)
     for page, allowed in LONG_TABLE_PAGES.items():  # the exemption is used, or it goes
         assert len(measured["1280"][page]["long_tables"]) == allowed, (page, measured["1280"][page]["long_tables"])
-
-
-def test_cell_outputs_fit_the_column(measured):
-    problems = _wide(measured, {"output"})
-    assert not problems, f"{len(problems)} outputs wider than the column at 1280 px:\n" + _listing(problems)
-
-
-def test_code_blocks_fit_the_column(measured):
-    problems = _wide(measured, {"code"})
-    assert not problems, f"{len(problems)} code blocks wider than the column at 1280 px:\n" + _listing(problems)
 
 
 def test_the_column_reads_like_a_book(measured):
