@@ -1,7 +1,7 @@
 """The answer boxes of the rendered book, as a reader meets them in headless Chromium with the network cut off.
 
-The book is built like `make book` does (into the repository's _build, reusing its execution cache) and served from
-127.0.0.1 by a static file server started here (browsers refuse to load WebAssembly into a page opened from a file).
+The book is the test run's one strict build (`book_html` in tests/book/conftest.py: `make book`'s build from the
+notebooks' stored outputs, which nbval checks in the same run) and is served from 127.0.0.1 by a static file server started here (browsers refuse to load WebAssembly into a page opened from a file).
 Every request to any other address is aborted and recorded: none may happen. Typing an answer and pressing Enter or
 the button loads Pyodide from the book's own _static/pyodide, the library zip built from the package, and prints the
 verdict of `scaling_lib.book.exercises.checker.grade`, which these tests compare with the checker run here.

@@ -8,7 +8,8 @@ than 25 rows outside a fold (a <details> or a dropdown/toggle container), the no
 whole: wide blocks scroll inside themselves.
 
 The test measures the run's one strict build of the book (`book_html` in tests/book/conftest.py: `make book`'s build
-into `_build/html`, made once per test run and shared with the other browser tests). Each failure lists the page, the element's kind and position, its width against the
+from the notebooks' stored outputs, which nbval checks in the same run; made once per test run and shared with the
+other browser tests). Each failure lists the page, the element's kind and position, its width against the
 column in CSS pixels and a snippet, which is the to-do list the check exists for. It also writes, as build artefacts
 that git ignores, a screenshot of each page at 1280 x 900 into `_build/screenshots/` and the full measurement (both
 widths) into `_build/screenshots/page_fit.json`.
