@@ -60,6 +60,24 @@ def test_glue_lines_are_at_most_3_percent_of_the_visible_code_of_the_chapters():
                                           + "\n".join(per_chapter))
 
 
+def test_each_section_gathers_its_glue_in_one_hidden_cell():
+    """Issue 22: a section's glued values sit in one hidden cell (a `remove-cell` cell with glue calls), not one per
+    computing cell. A cell that nbval ignores (its values are timings) stays apart: merged, it would hide the rest
+    from nbval's comparison."""
+    crowded = []
+    for book in CHAPTERS:
+        section, per_section = "(before the first section)", {}
+        for cell in json.loads(book.path.read_text())["cells"]:
+            source = "".join(cell["source"])
+            if cell["cell_type"] == "markdown":
+                section = next((line for line in source.splitlines() if line.startswith("## ")), section)
+            elif ("remove-cell" in cell.get("metadata", {}).get("tags", []) and "glue(" in source
+                  and "NBVAL" not in source):
+                per_section[section] = per_section.get(section, 0) + 1
+        crowded += [f"chapter {book.number}, {name}: {n} glue cells" for name, n in per_section.items() if n > 1]
+    assert not crowded, "gather each section's glue calls in one hidden cell:\n" + "\n".join(crowded)
+
+
 def test_the_chapters_show_the_code_of_at_least_14_functions_in_8_chapters(shown):
     functions = {value for _, _, value, _ in shown}
     chapters = {book.number for book, _, _, _ in shown}
