@@ -18,6 +18,8 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/python -m pip check
 	@touch $(STAMP)
 
+# The execution cache's step drops outputs made before a library change, then executes the notebooks the cache lacks
+# two at a time (the build itself runs them one after the other); the build then takes them from the cache.
 book: $(STAMP) node_modules/.installed
 	@$(BIN)/python -m scaling_lib.book.execution_cache
 	$(BIN)/jupyter-book build . -W -n --keep-going

@@ -1,19 +1,29 @@
-"""Keep the book build's execution cache honest about the library.
+"""Keep the book build's execution cache honest about the library, and fill it two notebooks at a time.
 
-`make book` (and the tests' build) executes notebooks through jupyter-cache (`execute_notebooks: cache` in
-_config.yml), which re-executes a notebook only when its code changes. The notebooks' outputs also depend on
-`scaling_lib` and its data, so after a change there the cached outputs would be stale: this drops the cache when any
-file under `scaling_lib/` is newer than the cache's last build, and the build then executes every notebook again.
+`make book` executes notebooks through jupyter-cache (`execute_notebooks: cache` in _config.yml), which re-executes a
+notebook only when its code changes. The notebooks' outputs also depend on `scaling_lib` and its data, so after a
+change there the cached outputs would be stale: this drops the cache when any file under `scaling_lib/` is newer than
+the cache's last build, and the build then executes every notebook again.
 
-    python -m scaling_lib.book.execution_cache      # run by `make book` before it builds
+The build executes the notebooks one after the other. Before it starts, `prefill` executes the book's notebooks that
+the cache lacks in parallel (one kernel per worker, WORKERS at a time) exactly as the build would (jupyter-cache's
+`single_nb_execution`, in the notebook's folder, with the configuration's timeout and no errors allowed) and stores
+them in the cache under the same key, so the build finds them there. A notebook that fails is left out of the cache:
+the build then executes it itself and reports the error as before. (The tests' build renders stored outputs and
+executes nothing: tests/book/conftest.py.)
+
+    python -m scaling_lib.book.execution_cache            # run by `make book` before it builds: drop, then prefill
+    python -m scaling_lib.book.execution_cache --built    # after a successful build: the cache is current
 """
 
 import shutil
 import sys
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 CACHE = Path("_build") / ".jupyter_cache"
 SOURCES = ("scaling_lib",)
+WORKERS = 2  # the quick start's machine has 2 cores; each notebook's kernel runs its cells on one
 
 
 def newest_source_mtime(repo: Path) -> float:
@@ -38,9 +48,82 @@ def mark_built(repo: Path) -> None:
         cache.touch()
 
 
+def book_notebooks(repo: Path) -> list[Path]:
+    """The notebooks the table of contents (`_toc.yml`) names, in its order."""
+    import yaml
+
+    def files(node):
+        if isinstance(node, dict):
+            if isinstance(node.get("file"), str):
+                yield node["file"]
+            for value in node.values():
+                yield from files(value)
+        elif isinstance(node, list):
+            for item in node:
+                yield from files(item)
+
+    toc = yaml.safe_load((repo / "_toc.yml").read_text(encoding="utf-8"))
+    names = [toc["root"], *files(toc)] if isinstance(toc.get("root"), str) else list(files(toc))
+    paths = [repo / (name if name.endswith(".ipynb") else name + ".ipynb") for name in dict.fromkeys(names)]
+    return [path for path in paths if path.is_file()]
+
+
+def _execute(path: str, timeout: int):
+    """Execute one notebook as the build would; return (path, the executed notebook as JSON text or None, seconds,
+    the error's traceback or None)."""
+    import nbformat
+    from jupyter_cache.executors.utils import single_nb_execution
+
+    notebook = nbformat.read(path, as_version=4)
+    result = single_nb_execution(notebook, cwd=str(Path(path).parent), timeout=timeout, allow_errors=False,
+                                 meta_override=True)
+    if result.err is not None:
+        return path, None, result.time, result.exc_string
+    return path, nbformat.writes(notebook), result.time, None
+
+
+def prefill(repo: Path, workers: int = WORKERS) -> list[Path]:
+    """Execute, `workers` at a time, the book's notebooks whose outputs the execution cache lacks, and store them in
+    it as the build would. Returns the notebooks stored; a notebook that fails is reported and left to the build."""
+    import nbformat
+    import yaml
+    from jupyter_cache import get_cache
+    from jupyter_cache.cache.main import CacheBundleIn
+
+    config = yaml.safe_load((repo / "_config.yml").read_text(encoding="utf-8"))
+    execute = config.get("execute", {})
+    if execute.get("execute_notebooks") != "cache":
+        return []
+    timeout = int(execute.get("timeout", 30))
+    cache = get_cache(str(repo / CACHE))
+    pending = []
+    for path in book_notebooks(repo):
+        try:
+            cache.match_cache_notebook(nbformat.read(path, as_version=4))
+        except KeyError:
+            pending.append(str(path))
+    stored = []
+    if not pending:
+        return stored
+    print(f"executing {len(pending)} notebooks, {workers} at a time, into the build's execution cache")
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        for path, text, seconds, error in pool.map(_execute, pending, [timeout] * len(pending)):
+            if error is not None:
+                print(f"{path} failed; the build executes it again and reports the error")
+                continue
+            record = cache.add_nb_to_project(path)
+            cache.cache_notebook_bundle(CacheBundleIn(nbformat.reads(text, as_version=4), record.uri,
+                                                      data={"execution_seconds": seconds}),
+                                        check_validity=False, overwrite=True)
+            stored.append(Path(path))
+    return stored
+
+
 if __name__ == "__main__":
     repo = Path.cwd()
     if "--built" in sys.argv[1:]:
         mark_built(repo)
-    elif drop_if_stale(repo):
-        print(f"scaling_lib changed since the last build: dropped {CACHE}, every notebook executes again")
+    else:
+        if drop_if_stale(repo):
+            print(f"scaling_lib changed since the last build: dropped {CACHE}, every notebook executes again")
+        prefill(repo)

@@ -1,10 +1,13 @@
 """The book build's execution cache is dropped when the library changed after it was built (scaling_lib.book.
 execution_cache): jupyter-cache keys a notebook's outputs on its own code only, so a library change would otherwise
-leave stale outputs in an incremental `make book`."""
+leave stale outputs in an incremental `make book`; and `prefill` executes the notebooks the cache lacks before the build
+starts, storing them where the build looks them up."""
 
 import os
 
-from scaling_lib.book.execution_cache import CACHE, drop_if_stale, mark_built
+import pytest
+
+from scaling_lib.book.execution_cache import CACHE, drop_if_stale, mark_built, prefill
 
 
 def _tree(tmp_path, library_time, cache_time):
@@ -38,3 +41,43 @@ def test_marking_a_build_makes_the_cache_current(tmp_path):
 def test_no_cache_yet_is_nothing_to_drop(tmp_path):
     (tmp_path / "scaling_lib").mkdir()
     assert not drop_if_stale(tmp_path)
+
+
+def _book(tmp_path, cells):
+    """A one-notebook book: _config.yml with the cache on, _toc.yml naming chapter.ipynb."""
+    import nbformat
+
+    (tmp_path / "_config.yml").write_text("execute:\n  execute_notebooks: cache\n  timeout: 60\n")
+    (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: chapter\n")
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source) for source in cells])
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(notebook, tmp_path / "chapter.ipynb")
+    return tmp_path / "chapter.ipynb"
+
+
+@pytest.mark.tiny
+def test_prefill_stores_each_notebook_where_the_build_looks_for_it(tmp_path):
+    """The build (myst-nb) looks a notebook up with jupyter-cache's match_cache_notebook on the notebook as read
+    from its file: after prefill that finds the executed outputs, and a second prefill executes nothing."""
+    import nbformat
+    from jupyter_cache import get_cache
+
+    path = _book(tmp_path, ["import os\nprint(6 * 7, os.path.basename(os.getcwd()))"])
+    assert prefill(tmp_path, workers=1) == [path]
+    cache = get_cache(str(tmp_path / CACHE))
+    record = cache.match_cache_notebook(nbformat.read(path, as_version=4))
+    executed = cache.get_cache_bundle(record.pk).nb
+    assert executed.cells[0].outputs[0]["text"] == f"42 {tmp_path.name}\n"  # run in the notebook's own folder
+    assert prefill(tmp_path, workers=1) == []
+
+
+@pytest.mark.tiny
+def test_a_notebook_that_fails_is_left_to_the_build(tmp_path, capsys):
+    import nbformat
+    from jupyter_cache import get_cache
+
+    path = _book(tmp_path, ["raise RuntimeError('a failing cell')"])
+    assert prefill(tmp_path, workers=1) == []
+    assert "failed" in capsys.readouterr().out
+    with pytest.raises(KeyError):
+        get_cache(str(tmp_path / CACHE)).match_cache_notebook(nbformat.read(path, as_version=4))
