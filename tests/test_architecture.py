@@ -158,7 +158,8 @@ def test_no_notebook_builds_a_markdown_table_by_hand(path):
 
 
 # Import name -> distribution name, where the two differ.
-_DISTRIBUTION = {"yaml": "pyyaml", "IPython": "ipython", "absl": "absl-py", "matplotlib_inline": "matplotlib-inline"}
+_DISTRIBUTION = {"yaml": "pyyaml", "IPython": "ipython", "absl": "absl-py", "matplotlib_inline": "matplotlib-inline",
+                "jupyter_cache": "jupyter-cache"}
 
 
 def _declared_dependencies() -> set:

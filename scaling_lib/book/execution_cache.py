@@ -21,6 +21,12 @@ import sys
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+import nbformat
+import yaml
+from jupyter_cache import get_cache
+from jupyter_cache.cache.main import CacheBundleIn
+from jupyter_cache.executors.utils import single_nb_execution
+
 CACHE = Path("_build") / ".jupyter_cache"
 SOURCES = ("scaling_lib",)
 WORKERS = 2  # the quick start's machine has 2 cores; each notebook's kernel runs its cells on one
@@ -50,8 +56,6 @@ def mark_built(repo: Path) -> None:
 
 def book_notebooks(repo: Path) -> list[Path]:
     """The notebooks the table of contents (`_toc.yml`) names, in its order."""
-    import yaml
-
     def files(node):
         if isinstance(node, dict):
             if isinstance(node.get("file"), str):
@@ -71,9 +75,6 @@ def book_notebooks(repo: Path) -> list[Path]:
 def _execute(path: str, timeout: int):
     """Execute one notebook as the build would; return (path, the executed notebook as JSON text or None, seconds,
     the error's traceback or None)."""
-    import nbformat
-    from jupyter_cache.executors.utils import single_nb_execution
-
     notebook = nbformat.read(path, as_version=4)
     result = single_nb_execution(notebook, cwd=str(Path(path).parent), timeout=timeout, allow_errors=False,
                                  meta_override=True)
@@ -85,11 +86,6 @@ def _execute(path: str, timeout: int):
 def prefill(repo: Path, workers: int = WORKERS) -> list[Path]:
     """Execute, `workers` at a time, the book's notebooks whose outputs the execution cache lacks, and store them in
     it as the build would. Returns the notebooks stored; a notebook that fails is reported and left to the build."""
-    import nbformat
-    import yaml
-    from jupyter_cache import get_cache
-    from jupyter_cache.cache.main import CacheBundleIn
-
     config = yaml.safe_load((repo / "_config.yml").read_text(encoding="utf-8"))
     execute = config.get("execute", {})
     if execute.get("execute_notebooks") != "cache":

@@ -5,7 +5,9 @@ starts, storing them where the build looks them up."""
 
 import os
 
+import nbformat
 import pytest
+from jupyter_cache import get_cache
 
 from scaling_lib.book.execution_cache import CACHE, drop_if_stale, mark_built, prefill
 
@@ -45,8 +47,6 @@ def test_no_cache_yet_is_nothing_to_drop(tmp_path):
 
 def _book(tmp_path, cells):
     """A one-notebook book: _config.yml with the cache on, _toc.yml naming chapter.ipynb."""
-    import nbformat
-
     (tmp_path / "_config.yml").write_text("execute:\n  execute_notebooks: cache\n  timeout: 60\n")
     (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: chapter\n")
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source) for source in cells])
@@ -59,9 +59,6 @@ def _book(tmp_path, cells):
 def test_prefill_stores_each_notebook_where_the_build_looks_for_it(tmp_path):
     """The build (myst-nb) looks a notebook up with jupyter-cache's match_cache_notebook on the notebook as read
     from its file: after prefill that finds the executed outputs, and a second prefill executes nothing."""
-    import nbformat
-    from jupyter_cache import get_cache
-
     path = _book(tmp_path, ["import os\nprint(6 * 7, os.path.basename(os.getcwd()))"])
     assert prefill(tmp_path, workers=1) == [path]
     cache = get_cache(str(tmp_path / CACHE))
@@ -73,9 +70,6 @@ def test_prefill_stores_each_notebook_where_the_build_looks_for_it(tmp_path):
 
 @pytest.mark.tiny
 def test_a_notebook_that_fails_is_left_to_the_build(tmp_path, capsys):
-    import nbformat
-    from jupyter_cache import get_cache
-
     path = _book(tmp_path, ["raise RuntimeError('a failing cell')"])
     assert prefill(tmp_path, workers=1) == []
     assert "failed" in capsys.readouterr().out
