@@ -48,7 +48,7 @@ import math
 from dataclasses import dataclass
 
 from ._validate import axes as check_axes
-from ._validate import choice, fraction, non_negative_int, positive, positive_int
+from ._validate import choice, divisors, fraction, non_negative_int, positive, positive_int
 from .collectives import mesh_collective
 from .dtypes import bytes_per_element
 from .flops import decode_step_flops, forward_flops, matmul_params
@@ -148,16 +148,10 @@ def resolve_efficiency(efficiency):
                      f"overhead_s), got {efficiency!r}")
 
 
-def _divisors(n: int) -> list:
-    """Every divisor of n, ascending, in O(sqrt n)."""
-    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
-    return small + [n // d for d in reversed(small) if d * d != n]
-
-
 def _torus_mesh(n: int, axes: int) -> tuple:
     """The most even factorisation of n into `axes` factors, largest first (2 x 2 x 2 for 8 on a 3D torus)."""
-    divisors = _divisors(n)
-    shapes = [s for s in itertools.product(divisors, repeat=axes) if math.prod(s) == n]
+    candidates = divisors(n)
+    shapes = [s for s in itertools.product(candidates, repeat=axes) if math.prod(s) == n]
     return tuple(sorted(min(shapes, key=lambda s: (max(s), -min(s))), reverse=True))
 
 
@@ -229,10 +223,10 @@ class Deployment:
             raise ValueError(f"tensor_parallel={tp} does not divide n_chips={n}: the chips form n / tensor_parallel "
                              f"identical replicas; pick a divisor of {n}")
         if self.ffn_layout == "1d-ws" and model.n_heads % tp:
-            divisors = _divisors(model.n_heads)
             raise ValueError(f"tensor_parallel={tp} does not divide n_heads={model.n_heads} of {model.name}: "
-                             f"Megatron tensor parallelism gives each chip whole query heads; use one of {divisors} "
-                             "(or a Pope et al. layout such as ffn_layout='2d-ws' on a TPU torus)")
+                             "Megatron tensor parallelism gives each chip whole query heads; use one of "
+                             f"{divisors(model.n_heads)} (or a Pope et al. layout such as ffn_layout='2d-ws' on a "
+                             "TPU torus)")
         if self.ffn_layout != "1d-ws" and not isinstance(chip.topology, Torus):
             raise ValueError(f"ffn_layout={self.ffn_layout!r} is one of Pope et al.'s torus layouts and {chip.name} "
                              f"is not a TPU torus ({chip.interconnect}): use ffn_layout='1d-ws' (Megatron tensor "

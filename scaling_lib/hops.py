@@ -19,9 +19,7 @@ and the latency-bound time; `collectives` prices a collective's bytes and latenc
 *Sharding prefill and generation*, and chapter 12, *What TPU 8i changes*.
 """
 
-import math
-
-from ._validate import axes, choice, flag, non_negative_int, positive, positive_int
+from ._validate import axes, choice, divisors, flag, non_negative_int, positive, positive_int
 
 # The four collectives the library counts hops for and prices (`collectives.collective_time`).
 COLLECTIVES = ("all-gather", "reduce-scatter", "all-reduce", "all-to-all")
@@ -69,11 +67,6 @@ def ring_hops(mesh_shape, op: str = "all-gather") -> int:
 MAX_TORUS_CHIPS = 2**20  # far beyond any TPU pod (tens of thousands of chips at most); keeps the divisor search fast
 
 
-def _divisors(n: int) -> list:
-    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
-    return sorted(set(small + [n // d for d in small]))
-
-
 def cube_torus(n_chips: int) -> tuple:
     """The most cube-like X <= Y <= Z torus of n chips (8 x 8 x 16 for 1,024): what a TPU slice of that size is.
     n is at most `MAX_TORUS_CHIPS` (2^20), so the search over divisors stays fast.
@@ -83,7 +76,7 @@ def cube_torus(n_chips: int) -> tuple:
     n = positive_int("n_chips", n_chips)
     if n > MAX_TORUS_CHIPS:
         raise ValueError(f"n_chips={n} is more chips than any TPU slice; use at most {MAX_TORUS_CHIPS:,}")
-    meshes = [(x, y, n // (x * y)) for x in _divisors(n) if x**3 <= n for y in _divisors(n // x)
+    meshes = [(x, y, n // (x * y)) for x in divisors(n) if x**3 <= n for y in divisors(n // x)
               if y >= x and y * y <= n // x]
     return min(meshes, key=lambda mesh: (mesh[2] - mesh[0], mesh[2]))
 

@@ -28,7 +28,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, replace
 
 from ._numpy import np
-from ._validate import MAX_REQUESTS, at_most, choice, non_negative_int, positive, positive_int
+from ._validate import MAX_REQUESTS, choice, non_negative_int, positive, positive_int
 from .frontier import LayoutCost, layout_cost
 from .hardware import GIB, get_chip
 from .memory import kv_bytes_per_token

@@ -487,3 +487,11 @@ def test_fp32_activations_move_more_bytes_and_the_frontier_names_what_it_takes()
     assert fp32.network_s > bf16.network_s
     with pytest.raises(ValueError, match="points must hold LayoutCost results"):
         pareto_frontier([1])
+
+
+def test_a_mesh_of_more_than_three_axes_is_refused():
+    # A TPU slice is a 3D torus at most: a fourth axis names no network the model prices.
+    for shape in ((2, 2, 2, 2), [1, 2, 2, 2, 2]):
+        with pytest.raises(ValueError, match=r"\bmesh_shape\b.*1 to 3"):
+            layout_cost(PALM, V4, math.prod(shape), "decode", 64, "2d-ws", "batch", mesh_shape=shape)
+    assert layout_cost(PALM, V4, 16, "decode", 64, "2d-ws", "batch", mesh_shape=(2, 2, 4)).n_chips == 16

@@ -273,3 +273,17 @@ def test_a_cached_prefix_is_held_in_hbm_on_top_of_the_prefill_and_configs_are_ch
     assert cached.bytes_per_chip - plain.bytes_per_chip == pytest.approx(80 * 128 * 2 * 2 * 1000, rel=1e-9)
     with pytest.raises(ValueError, match="config must be a ServingConfig, got str"):
         simulate_chat("llama3-8b", None, 1, None)
+
+
+def test_a_cached_prefix_read_under_batch_sharding_holds_every_kv_head_of_its_sequences():
+    # LLaMA 3 70B, 8 sequences on 8 v4 chips, batch-sharded: each chip holds its one sequence with all 8 KV heads:
+    # 1 x 1,000 tokens x 80 layers x 8 heads x 128 dims x 2 (K and V) x 2 bytes = 327.68 MB.
+    cost = cached_prefill_cost("llama3-70b", "tpu-v4", 8, 64, 1000, "2d-ws", "batch", batch=8)
+    assert cost.kv_s * get_chip("tpu-v4").hbm_bandwidth == pytest.approx(1000 * 80 * 8 * 128 * 2 * 2, rel=1e-12)
+
+
+def test_heads_that_do_not_divide_the_chips_are_padded_only_when_asked():
+    # PaLM 540B's 48 query heads over 64 chips: refused unless pad_heads=True (as layout_cost does).
+    with pytest.raises(ValueError, match=r"\bpad_heads\b"):
+        cached_prefill_cost("palm-540b", "tpu-v4", 64, 64, 1920, "2d-ws", "heads", weight_dtype="int8")
+    assert cached_prefill_cost(new_tokens=64, cached_tokens=1920, **CHAT_TURN).n_chips == 64

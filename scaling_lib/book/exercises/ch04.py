@@ -3,7 +3,6 @@
 import dataclasses
 import math
 
-from ...flops import matmul_params
 from ...hardware import get_chip
 from ...inference import decode_step_time_kv_heads
 from ...memory import kv_bytes_per_token, kv_cache_bytes, max_batch_size, param_bytes
