@@ -8,9 +8,10 @@ the cache's last build, and the build then executes every notebook again.
 The build executes the notebooks one after the other. Before it starts, `prefill` executes the book's notebooks that
 the cache lacks in parallel (one kernel per worker, WORKERS at a time) exactly as the build would (jupyter-cache's
 `single_nb_execution`, in the notebook's folder, with the configuration's timeout and no errors allowed) and stores
-them in the cache under the same key, so the build finds them there. A notebook that fails is left out of the cache:
-the build then executes it itself and reports the error as before. (The tests' build renders stored outputs and
-executes nothing: tests/book/conftest.py.)
+them in the cache under the same key, so the build finds them there (a notebook whose own metadata sets another
+execution mode, such as the claims ledger's "force", is left to the build). A notebook that fails is left out of the
+cache: the build then executes it itself and reports the error as before. (The tests' build renders stored outputs
+and executes nothing: tests/book/conftest.py.)
 
     python -m scaling_lib.book.execution_cache            # run by `make book` before it builds: drop, then prefill
     python -m scaling_lib.book.execution_cache --built    # after a successful build: the cache is current
@@ -94,8 +95,11 @@ def prefill(repo: Path, workers: int = WORKERS) -> list[Path]:
     cache = get_cache(str(repo / CACHE))
     pending = []
     for path in book_notebooks(repo):
+        notebook = nbformat.read(path, as_version=4)
+        if notebook.metadata.get("mystnb", {}).get("execution_mode", "cache") != "cache":
+            continue  # a notebook that sets its own mode (the ledger's "force": it reads the library) skips the cache
         try:
-            cache.match_cache_notebook(nbformat.read(path, as_version=4))
+            cache.match_cache_notebook(notebook)
         except KeyError:
             pending.append(str(path))
     stored = []

@@ -75,3 +75,13 @@ def test_a_notebook_that_fails_is_left_to_the_build(tmp_path, capsys):
     assert "failed" in capsys.readouterr().out
     with pytest.raises(KeyError):
         get_cache(str(tmp_path / CACHE)).match_cache_notebook(nbformat.read(path, as_version=4))
+
+
+def test_a_notebook_that_sets_its_own_execution_mode_is_left_to_the_build(tmp_path):
+    # The claims ledger and the exercise index say execution_mode "force" (they read the library, not only their
+    # code): the build executes them whatever the cache holds, so prefill does not.
+    path = _book(tmp_path, ["print(1)"])
+    notebook = nbformat.read(path, as_version=4)
+    notebook.metadata["mystnb"] = {"execution_mode": "force"}
+    nbformat.write(notebook, path)
+    assert prefill(tmp_path, workers=1) == []
