@@ -562,8 +562,8 @@ def _result(engine: str, n_chips: int, workload: Workload, rec: _Record) -> Simu
     """The timings `rec` recorded, as the result of one run of `engine` on n_chips."""
     arrival = workload.arrival_s
     out = workload.output_len
-    with np.errstate(invalid="ignore", divide="ignore"):
-        tpot = np.where(out > 1, (rec.finish - rec.first) / np.maximum(out - 1, 1), np.nan)
+    # every request has finished, and the divisor is at least 1: nothing here divides by zero or makes a NaN
+    tpot = np.where(out > 1, (rec.finish - rec.first) / np.maximum(out - 1, 1), np.nan)
     return SimulationResult(
         engine=engine, n_chips=n_chips, arrival_s=_readonly(arrival, float), start_s=_readonly(rec.start, float),
         first_token_s=_readonly(rec.first, float), finish_s=_readonly(rec.finish, float),

@@ -3,6 +3,7 @@ pipe and every error path. In-process (`main`) where that tests the same thing; 
 shows it (a closed pipe, `python -m`)."""
 
 import json
+import re
 import subprocess
 import sys
 
@@ -228,3 +229,73 @@ def test_a_bad_price_says_what_a_price_is_and_the_table_prices_output_tokens(cap
     assert "must be a price in $ per chip-hour such as 2.5, got 'abc'" in capsys.readouterr().err
     table = _ok(ESTIMATE + ["--price", "2"], capsys)
     assert "$ per million output tokens" in table
+
+
+# ---------------------------------------------------------------------------------------------------- the table's numbers
+def _table(text: str) -> dict:
+    """{label: value} of a printed table, checking its layout: one row per line, each 'label  value' with every value
+    starting in the same column."""
+    lines = text.rstrip("\n").split("\n")
+    labels = [line.split("  ", 1)[0] for line in lines]
+    columns = {len(line) - len(line[len(label):].lstrip(" ")) for line, label in zip(lines, labels)}
+    assert len(columns) == 1, f"the values do not line up: {lines}"
+    return {label: line[len(label):].strip() for line, label in zip(lines, labels)}
+
+
+def _number(text: str) -> float:
+    return float(text.replace(",", ""))
+
+
+COMPUTE_BOUND = ["estimate", "--model", "llama3-8b", "--chip", "h100", "--chips", "1", "--batch", "2048",
+                 "--context", "128", "--price", "2", "--input-len", "100", "--output-len", "28"]
+
+
+def test_the_estimate_table_shows_the_json_numbers_in_its_units_one_row_a_line(capsys):
+    data = _json(COMPUTE_BOUND, capsys)
+    rows = _table(_ok(COMPUTE_BOUND, capsys))
+    # 8.03e9 parameters x 2 bytes (bf16) = 16.1 GB; 2 (K, V) x 32 layers x 8 KV heads x 128 x 2 B = 131,072 B per token
+    assert re.fullmatch(r"([\d.]+) GB \(([\d.]+) GB per chip\)", rows["weights"]).groups() == \
+        (f"{2 * data['parameters'] / 1e9:.1f}",) * 2
+    assert rows["KV cache per token"] == "131.1 kB"
+    tpot = re.fullmatch(r"([\d,.]+) ms typical, ([\d,.]+) ms bound", rows["decode step = time per output token (TPOT)"])
+    assert _number(tpot[1]) == pytest.approx(data["tpot_typical_s"] * 1e3, abs=0.006)
+    assert _number(tpot[2]) == pytest.approx(data["decode_step_bound"]["total_s"] * 1e3, abs=0.006)
+    assert rows["batch"] == "2,048 (2,048 per replica)"
+    assert re.match(r"2,048 sequences of 128 tokens", rows["largest batch that fits"])
+    tokens = re.fullmatch(r"([\d,]+) typical, ([\d,]+) bound \(all replicas, decode only\)", rows["output tokens/s"])
+    assert _number(tokens[1]) == pytest.approx(data["tokens_per_s_typical"], abs=0.6)
+    assert _number(tokens[2]) == pytest.approx(data["tokens_per_s_bound"], abs=0.6)
+    ttft = re.match(r"([\d,.]+) ms typical, ([\d,.]+) ms bound", rows["time to first token (TTFT)"])
+    assert _number(ttft[1]) == pytest.approx(data["ttft_typical_s"] * 1e3, abs=0.06)
+    workload = data["workload"]
+    shown = re.match(r"TTFT ([\d,.]+) ms, TPOT ([\d,.]+) ms, ([\d,]+) output tokens/s at ([\d,]+) sequences",
+                     rows["workload of 100 + 28 tokens"])
+    assert _number(shown[1]) == pytest.approx(workload["ttft_s"] * 1e3, abs=0.06)
+    assert _number(shown[2]) == pytest.approx(workload["tpot_s"] * 1e3, abs=0.006)
+    assert _number(shown[3]) == pytest.approx(workload["output_tokens_per_s"], abs=0.6)
+    assert _number(shown[4]) == workload["batch"] == 2048
+    prices = re.match(r"([\d.]+) / ([\d.]+) \(output with the prefill's share: ([\d.]+)\)",
+                      rows["$ per million input / output tokens"])
+    for shown_price, key in zip(prices.groups(), ("dollars_per_million_input_tokens",
+                                                  "dollars_per_million_output_tokens",
+                                                  "dollars_per_million_output_tokens_all_in")):
+        assert float(shown_price) == pytest.approx(workload[key], abs=0.0006)
+
+
+@pytest.mark.parametrize("argv, limit, term", [
+    # 2,048 sequences of 128 tokens on one H100: far past its critical batch (989 TFLOP/s / 3.35 TB/s ~ 295), so the
+    # matmuls' FLOPs outweigh the weight read
+    (["--batch", "2048", "--context", "128"], r"\bmatmuls?\b", "matmul_s"),
+    # one sequence: the 16 GB weight read dominates a step of 8e9 x 2 FLOPs
+    (["--batch", "1", "--context", "128"], r"\bweights\b", "weights_s"),
+    # 16 caches of 16,384 tokens: 16 x 16,384 x 131,072 B = 34 GB read per step, twice the weights
+    (["--batch", "16", "--context", "16384"], r"\bKV cache\b", "kv_s"),
+])
+def test_the_estimate_names_the_term_that_limits_the_step_and_its_share(argv, limit, term, capsys):
+    command = ["estimate", "--model", "llama3-8b", "--chip", "h100", "--chips", "1", *argv]
+    data = _json(command, capsys)
+    assert re.search(limit, data["limited_by"]), data["limited_by"]
+    step = data["decode_step_typical"]
+    share = re.fullmatch(r"(.+) \((\d+)% of the typical step\)", _table(_ok(command, capsys))["what limits the step"])
+    assert share[1] == data["limited_by"]
+    assert int(share[2]) == pytest.approx(100 * step[term] / step["total_s"], abs=0.51)
