@@ -299,3 +299,101 @@ def test_the_estimate_names_the_term_that_limits_the_step_and_its_share(argv, li
     share = re.fullmatch(r"(.+) \((\d+)% of the typical step\)", _table(_ok(command, capsys))["what limits the step"])
     assert share[1] == data["limited_by"]
     assert int(share[2]) == pytest.approx(100 * step[term] / step["total_s"], abs=0.51)
+
+
+MIXTRAL_TP4 = ["estimate", "--model", "mixtral-8x7b", "--chip", "h100", "--chips", "8", "--tensor-parallel", "4",
+               "--context", "4096", "--prompt", "1000"]
+
+
+def test_the_estimate_splits_the_weights_over_a_replicas_chips_and_sums_the_replicas(capsys):
+    data = _json(MIXTRAL_TP4, capsys)
+    rows = _table(_ok(MIXTRAL_TP4, capsys))
+    # Mixtral 8x7B routes each token to 2 of its 8 experts: about 12.9B of its 46.7B parameters are active
+    shown = re.fullmatch(r"mixtral-8x7b: ([\d.]+)B parameters \(([\d.]+)B active per token\)", rows["model"])
+    assert float(shown[1]) == pytest.approx(data["parameters"] / 1e9, abs=0.006)
+    assert float(shown[2]) == pytest.approx(data["active_parameters"] / 1e9, abs=0.006)
+    assert 0.2 < data["active_parameters"] / data["parameters"] < 0.33
+    # bf16: 2 bytes a parameter, over the 4 chips of a replica
+    weights = re.fullmatch(r"([\d.]+) GB \(([\d.]+) GB per chip\)", rows["weights"])
+    assert float(weights[1]) == pytest.approx(2 * data["parameters"] / 1e9, abs=0.06)
+    assert float(weights[2]) == pytest.approx(2 * data["parameters"] / 4 / 1e9, abs=0.06)
+    # two replicas: the batch and the tokens/s are twice one replica's, and tokens/s = sequences / TPOT
+    assert data["replicas"] == 2 and rows["batch"] == f"{data['batch']:,} ({data['batch'] // 2:,} per replica)"
+    assert data["max_batch"] == data["batch"] and data["max_batch"] % 2 == 0
+    assert data["tokens_per_s_typical"] == pytest.approx(data["batch"] / data["tpot_typical_s"], rel=1e-9)
+    assert data["tokens_per_s_bound"] == pytest.approx(data["batch"] / data["decode_step_bound"]["total_s"], rel=1e-9)
+    ttft = re.match(r"([\d,.]+) ms typical, ([\d,.]+) ms bound \(one 1,000-token prompt", rows["time to first token (TTFT)"])
+    assert _number(ttft[1]) == pytest.approx(data["ttft_typical_s"] * 1e3, abs=0.06)
+    assert _number(ttft[2]) == pytest.approx(data["prefill_bound_s"] * 1e3, abs=0.06)
+    assert data["prompt_len"] == 1000 and data["context_len"] == 4096
+
+
+def test_a_sliding_window_keeps_fewer_kv_bytes_per_token_on_average_and_the_table_says_so(tmp_path, capsys):
+    # Mistral 7B v0.1: 2 (K, V) x 32 layers x 8 KV heads x 128 x 2 B = 131,072 B per token, but a 4,096-token window
+    # on every layer: over 16,384 tokens a sequence keeps 4,096, a quarter, 32,768 B per token on average
+    command = ["estimate", "--config", str(REPO / "book/data/hf_configs/mistral-7b-v0.1.json"), "--chip", "h100",
+               "--chips", "1", "--context", "16384", "--batch", "1"]
+    data = _json(command, capsys)
+    assert data["kv_bytes_per_token"] == 131072 and data["kv_bytes_per_token_effective"] == 32768
+    assert re.fullmatch(r"131\.1 kB \(32\.8 kB on average over 16,384 tokens\b.*\)",
+                        _table(_ok(command, capsys))["KV cache per token"])
+    short = command[:-4] + ["--context", "4096", "--batch", "1"]  # within the window: every token kept
+    assert _json(short, capsys)["kv_bytes_per_token_effective"] == 131072
+    assert _table(_ok(short, capsys))["KV cache per token"] == "131.1 kB"
+
+
+def test_the_workload_is_priced_in_the_formats_and_share_of_hbm_asked_for(capsys):
+    argv = ESTIMATE + ["--input-len", "2000", "--output-len", "500", "--weights", "fp8", "--kv", "fp8",
+                       "--memory-utilization", "0.5"]
+    workload = _json(argv, capsys)["workload"]
+    # --compute defaults to bf16 even for fp8 weights (plan's own rule would pick fp8 on an H100)
+    assert (workload["weight_dtype"], workload["kv_dtype"], workload["compute_dtype"]) == ("fp8", "fp8", "bf16")
+    half = price_deployment("llama3-70b", "h100", 64, 2000, 500, tensor_parallel=8, weight_dtype="fp8",
+                            kv_dtype="fp8", compute_dtype="bf16", memory_utilization=0.5)
+    full = price_deployment("llama3-70b", "h100", 64, 2000, 500, tensor_parallel=8, weight_dtype="fp8",
+                            kv_dtype="fp8", compute_dtype="bf16")
+    assert workload["batch"] == half.batch < full.batch  # half the HBM holds fewer sequences
+
+
+MISTRAL = str(REPO / "book/data/hf_configs/mistral-7b-v0.1.json")  # max_position_embeddings 32,768
+
+
+@pytest.mark.parametrize("argv, option", [
+    (["estimate", "--config", MISTRAL, "--chip", "h100", "--chips", "1", "--batch", "1", "--context", "32769"],
+     "--context"),
+    (["estimate", "--config", MISTRAL, "--chip", "h100", "--chips", "1", "--batch", "1", "--context", "4096",
+      "--input-len", "30000", "--output-len", "2769"], "--input-len + --output-len"),
+    (["plan", "--config", MISTRAL, "--chip", "h100", "--max-chips", "1", "--input-len", "30000", "--output-len",
+      "2769", "--price", "2"], "--input-len + --output-len"),
+])
+def test_a_sequence_longer_than_the_configs_positions_is_refused_naming_the_options(argv, option, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"argument {option}: 32,769 tokens exceed max_position_embeddings=32,768" in err
+
+
+def test_a_sequence_of_exactly_the_configs_positions_is_accepted(capsys):
+    base = ["estimate", "--config", MISTRAL, "--chip", "h100", "--chips", "1", "--batch", "1"]
+    assert _json(base + ["--context", "32768"], capsys)["context_len"] == 32768
+    assert _json(base + ["--input-len", "30000", "--output-len", "2768"], capsys)["workload"]["output_len"] == 2768
+    # a model by name carries no position limit of a config file
+    assert _json(["estimate", "--model", "llama3-8b", "--chip", "h100", "--chips", "1", "--batch", "1",
+                  "--context", "40000"], capsys)["context_len"] == 40000
+
+
+def test_the_configs_stored_weight_format_is_the_default_and_an_option_overrides_it(tmp_path, capsys):
+    # an AWQ 4-bit checkpoint of LLaMA-3.1-8B: estimate and plan read its weights as int4 unless --weights says else
+    config = json.loads((REPO / "book/data/hf_configs/llama-3.1-8b.json").read_text())
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**config, "quantization_config": {"quant_method": "awq", "bits": 4}}))
+    estimate = ["estimate", "--config", str(path), "--chip", "h100", "--chips", "1", "--batch", "1"]
+    assert _json(estimate, capsys)["weight_dtype"] == "int4"
+    assert _json(estimate + ["--weights", "fp8"], capsys)["weight_dtype"] == "fp8"
+    planner = ["plan", "--config", str(path), "--chip", "h100", "--max-chips", "1", "--input-len", "1000",
+               "--output-len", "200", "--price", "2"]
+    planned = _json(planner, capsys)
+    assert {p["weight_dtype"] for p in [planned["best"], *planned["frontier"]]} == {"int4"}
+    assert _json(planner + ["--weights", "bf16"], capsys)["best"]["weight_dtype"] == "bf16"
+    plain = ["estimate", "--config", str(REPO / "book/data/hf_configs/llama-3.1-8b.json"), "--chip", "h100",
+             "--chips", "1", "--batch", "1"]
+    assert _json(plain, capsys)["weight_dtype"] == "bf16"  # no quantization_config: bf16

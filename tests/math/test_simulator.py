@@ -371,3 +371,13 @@ def test_a_request_joining_a_running_batch_decodes_at_its_own_context():
     assert result.first_token_s[1] == pytest.approx(first_b, rel=1e-9)
     step = decode_step_time("llama3-70b", "tpu-v5e", 16, 2, (101 + k + 101) / 2).total_s
     assert result.finish_s[1] == pytest.approx(first_b + step, rel=1e-10)
+
+
+def test_poisson_workload_prompts_default_to_1024_tokens():
+    assert poisson_workload(1.0, 3).prompt_len.tolist() == [1024] * 3
+
+
+@pytest.mark.parametrize("kwargs", [dict(shared_prefix_fraction=0.5), dict(shared_prefix_len=100)])
+def test_prefix_sharing_needs_both_a_length_and_a_fraction(kwargs):
+    # either one alone keeps its default (no prefix, or no request sharing it): nothing is cached
+    assert not poisson_workload(1.0, 50, prompt_len=(200, 400), seed=4, **kwargs).cached_len.any()
