@@ -136,9 +136,9 @@ class Workload:
                     not np.all(np.isfinite(lengths)) or not np.all(np.mod(lengths, 1) == 0):
                 raise ValueError(f"{name} must hold whole numbers of tokens, got dtype {lengths.dtype}")
             if np.any(lengths < 1):
-                raise ValueError(f"{name} must be at least 1 token, got min {lengths.min()!r}")
+                raise ValueError(f"{name} must be at least 1 token, got min {int(lengths.min())}")
             if np.any(lengths > MAX_REQUEST_TOKENS):
-                raise ValueError(f"{name} holds {lengths.max()!r} tokens, more than any context window; every "
+                raise ValueError(f"{name} holds {int(lengths.max())} tokens, more than any context window; every "
                                  f"length must be at most {MAX_REQUEST_TOKENS} (2**31 - 1)")
         if np.any(prompt.astype(object) + output.astype(object) > MAX_REQUEST_TOKENS):
             raise ValueError(f"prompt_len + output_len must be at most {MAX_REQUEST_TOKENS} tokens per request")

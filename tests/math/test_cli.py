@@ -5,11 +5,12 @@ shows it (a closed pipe, `python -m`)."""
 import json
 import re
 import subprocess
+from types import SimpleNamespace
 import sys
 
 import pytest
 
-from scaling_lib.__main__ import SCHEMA, main
+from scaling_lib.__main__ import SCHEMA, _limit, main
 from scaling_lib.estimate import TYPICAL, report
 from scaling_lib.models import active_param_count, get_model, param_count
 from scaling_lib.plan import plan, price_deployment
@@ -397,3 +398,26 @@ def test_the_configs_stored_weight_format_is_the_default_and_an_option_overrides
     plain = ["estimate", "--config", str(REPO / "book/data/hf_configs/llama-3.1-8b.json"), "--chip", "h100",
              "--chips", "1", "--batch", "1"]
     assert _json(plain, capsys)["weight_dtype"] == "bf16"  # no quantization_config: bf16
+
+
+def _serial_step(overhead_s=0.0, comm_s=0.0, kv_s=0.0, attention_s=0.0, weights_s=0.0, matmul_s=0.0):
+    """The terms of a typical (serial) step: each overlapping pair costs its larger member."""
+    total = overhead_s + comm_s + max(kv_s, attention_s) + max(weights_s, matmul_s)
+    return SimpleNamespace(overhead_s=overhead_s, comm_s=comm_s, kv_s=kv_s, attention_s=attention_s,
+                           weights_s=weights_s, matmul_s=matmul_s, total_s=total)
+
+
+@pytest.mark.parametrize("terms, words, share", [
+    (dict(kv_s=1.0, attention_s=3.0, weights_s=2.0, matmul_s=1.0, comm_s=0.5, overhead_s=0.5), "attention", 0.5),
+    (dict(kv_s=3.0, attention_s=1.0, weights_s=2.0, matmul_s=1.0, overhead_s=1.0), "KV cache", 0.5),
+    (dict(kv_s=1.0, weights_s=1.0, matmul_s=4.0, comm_s=1.0, overhead_s=2.0), "matmuls", 0.5),
+    (dict(weights_s=4.0, matmul_s=1.0, comm_s=2.0, kv_s=1.0, overhead_s=1.0), "weights", 0.5),
+    (dict(weights_s=1.0, comm_s=6.0, kv_s=1.0), "collectives", 0.75),
+    (dict(weights_s=1.0, overhead_s=2.0, kv_s=1.0), "overhead", 0.5),
+    # a tie within a pair names the memory read (the roofline's ridge point counts as memory-bound)
+    (dict(kv_s=3.0, attention_s=3.0, weights_s=1.0), "KV cache", 0.75),
+    (dict(weights_s=3.0, matmul_s=3.0, kv_s=1.0), "weights", 0.75),
+])
+def test_the_limit_is_the_largest_serial_term_with_its_share_of_the_step(terms, words, share):
+    limit, fraction = _limit(_serial_step(**terms))
+    assert words in limit and fraction == pytest.approx(share, rel=1e-12)

@@ -309,3 +309,29 @@ def test_price_deployment_runs_the_matmuls_in_the_weight_format_where_the_chip_h
     assert priced.compute_dtype == compute and priced.weight_dtype == weights
     assert price_deployment("llama3-8b", chip, 1, 1000, 200, weight_dtype=weights,
                             compute_dtype="bf16").compute_dtype == "bf16"
+
+
+def test_two_output_tokens_are_enough_for_a_plan():
+    # the least continuous batching prices: the prefill makes the first token, one decode step the second
+    best = plan("llama3-8b", "h100", 1, 1000, 2, prices=2.0, weight_dtypes="bf16", kv_dtypes="bf16").best
+    assert best.tpot_s > 0 and best.output_tokens_per_s > 0
+
+
+def test_a_design_that_holds_one_sequence_is_searched():
+    # LLaMA-3-8B on one H100: 0.9 x 80 GB - 16 GB of weights leaves ~56 GB, one 301,000-token cache (39 GB) fits,
+    # two do not
+    best = plan("llama3-8b", "h100", 1, 300_000, 2_000, prices=2.0, weight_dtypes="bf16", kv_dtypes="bf16").best
+    assert best.batch_per_replica == 1 and best.n_chips == 1
+
+
+def test_the_frontier_meets_the_ttft_target():
+    free = plan(**SMALL)
+    ttft = sorted(p.ttft_s for p in free.frontier)[len(free.frontier) // 2]  # a target half the free frontier misses
+    bound = plan(**SMALL, ttft=ttft)
+    assert bound.frontier and all(p.ttft_s <= ttft for p in bound.frontier)
+    assert any(p.ttft_s > ttft for p in free.frontier)
+
+
+def test_a_model_that_fits_nowhere_says_how_long_a_request_it_priced():
+    with pytest.raises(ValueError, match=r"2,500-token request"):
+        plan("llama3-70b", "tpu-v5e", 1, 2000, 500, prices=1.2)

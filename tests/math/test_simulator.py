@@ -381,3 +381,48 @@ def test_poisson_workload_prompts_default_to_1024_tokens():
 def test_prefix_sharing_needs_both_a_length_and_a_fraction(kwargs):
     # either one alone keeps its default (no prefix, or no request sharing it): nothing is cached
     assert not poisson_workload(1.0, 50, prompt_len=(200, 400), seed=4, **kwargs).cached_len.any()
+
+
+@pytest.mark.parametrize("lengths", [["10"], np.array([10], dtype=object), [True]])
+def test_a_workload_refuses_lengths_that_are_not_numbers_naming_the_column(lengths):
+    with pytest.raises(ValueError, match=r"\bprompt_len\b.*whole numbers of tokens"):
+        Workload([0.0], lengths, [5])
+
+
+def test_a_workload_reads_whole_float32_lengths_as_token_counts():
+    assert Workload([0.0], np.array([10.0], np.float32), [5]).prompt_len.tolist() == [10]
+
+
+def test_an_empty_workload_is_refused_saying_it_needs_a_request():
+    with pytest.raises(ValueError, match="at least one request"):
+        Workload([], [], [])
+
+
+def test_a_workload_of_more_requests_than_the_simulator_runs_says_why():
+    n = 10**6 + 1
+    with pytest.raises(ValueError, match=r"number of requests.*the simulator runs each one in Python"):
+        Workload(np.zeros(n), np.ones(n, np.int64), np.ones(n, np.int64))
+
+
+def test_a_workload_stores_its_columns_as_read_only_arrays_of_seconds_and_token_counts():
+    workload = Workload([0, 1], [10.0, 20.0], [5.0, 6.0])  # integer seconds, whole-float token counts
+    assert workload.arrival_s.dtype == np.float64 and workload.arrival_s.tolist() == [0.0, 1.0]
+    assert workload.output_len.dtype == np.int64 and workload.prompt_len.dtype == np.int64
+    assert not any(column.flags.writeable for column in (workload.arrival_s, workload.prompt_len,
+                                                         workload.output_len))
+
+
+def test_a_length_past_any_context_window_is_refused_naming_its_column_and_size():
+    with pytest.raises(ValueError, match=r"^output_len holds 2147483648 tokens"):
+        Workload([0.0], [10], [2**31])
+
+
+@pytest.mark.parametrize("prompt, output", [(2**30, 2**30), (2**31 - 1, 1)])
+def test_a_request_longer_than_any_context_window_in_all_is_refused_naming_the_sum(prompt, output):
+    # each length within 2**31 - 1, their sum past it
+    with pytest.raises(ValueError, match=r"prompt_len \+ output_len must be at most 2147483647"):
+        Workload([0.0], [prompt], [output])
+
+
+def test_a_request_of_exactly_the_longest_context_is_accepted():
+    assert Workload([0.0], [2**31 - 2], [1]).prompt_len.tolist() == [2**31 - 2]
