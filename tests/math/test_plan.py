@@ -335,3 +335,46 @@ def test_the_frontier_meets_the_ttft_target():
 def test_a_model_that_fits_nowhere_says_how_long_a_request_it_priced():
     with pytest.raises(ValueError, match=r"2,500-token request"):
         plan("llama3-70b", "tpu-v5e", 1, 2000, 500, prices=1.2)
+
+
+def _batch_one_points():
+    """Every design of SMALL that fits, priced on one replica at batch 1 through price_deployment (no search)."""
+    points = []
+    for chip in SMALL["chips"]:
+        for t in (1, 2):
+            for weights in SMALL["weight_dtypes"]:
+                for kv in SMALL["kv_dtypes"]:
+                    try:
+                        points.append(price_deployment("llama3-8b", chip, t, SMALL["input_len"], SMALL["output_len"],
+                                                       tensor_parallel=t, batch=1, weight_dtype=weights, kv_dtype=kv))
+                    except ValueError as error:  # one sequence does not fit: plan skips the design too
+                        assert "does not fit" in str(error)
+    assert len(points) >= 8
+    return points
+
+
+def test_an_unreachable_target_reports_the_lowest_any_design_reaches_at_batch_one():
+    points = _batch_one_points()
+    with pytest.raises(TargetUnreachable) as ttft_out:
+        plan(**SMALL, ttft=1e-6)
+    assert ttft_out.value.closest == pytest.approx(min(p.ttft_s for p in points), rel=1e-12)
+    # a TTFT target just below what the fastest design per output token reaches: the TPOT report comes from the
+    # designs that meet it, the fastest of them
+    ttft = min(points, key=lambda p: p.tpot_s).ttft_s * 0.999
+    within = [p for p in points if p.ttft_s <= ttft]
+    assert within
+    with pytest.raises(TargetUnreachable) as tpot_out:
+        plan(**SMALL, ttft=ttft, tpot=1e-6)
+    assert tpot_out.value.closest == pytest.approx(min(p.tpot_s for p in within), rel=1e-12)
+    assert tpot_out.value.deployment.ttft_s <= ttft
+    assert min(p.tpot_s for p in points) < tpot_out.value.closest  # the fastest overall misses the TTFT target
+    with pytest.raises(TargetUnreachable) as free_out:
+        plan(**SMALL, tpot=1e-6)
+    assert free_out.value.closest == pytest.approx(min(p.tpot_s for p in points), rel=1e-12)
+    assert "time to first token" not in str(free_out.value)  # no TTFT target, no condition on it
+
+
+def test_price_deployment_at_the_bound_is_faster_than_typical():
+    args = ("llama3-8b", "h100", 1, 1000, 200)
+    bound, typical = price_deployment(*args, batch=8, efficiency=None), price_deployment(*args, batch=8)
+    assert bound.tpot_s < typical.tpot_s and bound.ttft_s < typical.ttft_s
