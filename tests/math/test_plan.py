@@ -378,3 +378,10 @@ def test_price_deployment_at_the_bound_is_faster_than_typical():
     args = ("llama3-8b", "h100", 1, 1000, 200)
     bound, typical = price_deployment(*args, batch=8, efficiency=None), price_deployment(*args, batch=8)
     assert bound.tpot_s < typical.tpot_s and bound.ttft_s < typical.ttft_s
+
+
+def test_a_target_only_batch_one_meets_is_reachable_at_batch_one():
+    # a TPOT target equal to the fastest any design reaches with one sequence: met at batch 1, and by nothing larger
+    fastest = min(p.tpot_s for p in _batch_one_points())
+    best = plan(**SMALL, tpot=fastest).best
+    assert best.batch_per_replica == 1 and best.tpot_s == pytest.approx(fastest, rel=1e-12)

@@ -426,3 +426,14 @@ def test_a_request_longer_than_any_context_window_in_all_is_refused_naming_the_s
 
 def test_a_request_of_exactly_the_longest_context_is_accepted():
     assert Workload([0.0], [2**31 - 2], [1]).prompt_len.tolist() == [2**31 - 2]
+
+
+def test_a_shared_prefix_of_one_token_is_cached():
+    workload = poisson_workload(1.0, 10, prompt_len=100, seed=1, shared_prefix_len=1, shared_prefix_fraction=1.0)
+    assert workload.cached_len.tolist() == [1] * 10
+
+
+@pytest.mark.parametrize("cached", [["1"], np.array([1], dtype=object)])
+def test_a_workload_refuses_cached_lengths_that_are_not_numbers_naming_them(cached):
+    with pytest.raises(ValueError, match=r"\bcached_len\b.*whole numbers of tokens"):
+        Workload([0.0], [10], [5], cached_len=cached)
