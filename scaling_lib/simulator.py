@@ -136,9 +136,9 @@ class Workload:
                     not np.all(np.isfinite(lengths)) or not np.all(np.mod(lengths, 1) == 0):
                 raise ValueError(f"{name} must hold whole numbers of tokens, got dtype {lengths.dtype}")
             if np.any(lengths < 1):
-                raise ValueError(f"{name} must be at least 1 token, got min {lengths.min()!r}")
+                raise ValueError(f"{name} must be at least 1 token, got min {int(lengths.min())}")
             if np.any(lengths > MAX_REQUEST_TOKENS):
-                raise ValueError(f"{name} holds {lengths.max()!r} tokens, more than any context window; every "
+                raise ValueError(f"{name} holds {int(lengths.max())} tokens, more than any context window; every "
                                  f"length must be at most {MAX_REQUEST_TOKENS} (2**31 - 1)")
         if np.any(prompt.astype(object) + output.astype(object) > MAX_REQUEST_TOKENS):
             raise ValueError(f"prompt_len + output_len must be at most {MAX_REQUEST_TOKENS} tokens per request")
@@ -562,8 +562,8 @@ def _result(engine: str, n_chips: int, workload: Workload, rec: _Record) -> Simu
     """The timings `rec` recorded, as the result of one run of `engine` on n_chips."""
     arrival = workload.arrival_s
     out = workload.output_len
-    with np.errstate(invalid="ignore", divide="ignore"):
-        tpot = np.where(out > 1, (rec.finish - rec.first) / np.maximum(out - 1, 1), np.nan)
+    # every request has finished, and the divisor is at least 1: nothing here divides by zero or makes a NaN
+    tpot = np.where(out > 1, (rec.finish - rec.first) / np.maximum(out - 1, 1), np.nan)
     return SimulationResult(
         engine=engine, n_chips=n_chips, arrival_s=_readonly(arrival, float), start_s=_readonly(rec.start, float),
         first_token_s=_readonly(rec.first, float), finish_s=_readonly(rec.finish, float),

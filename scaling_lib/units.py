@@ -103,8 +103,6 @@ def format_quantity(value: float, unit: str, digits: int = 3) -> str:
     digits = positive_int("digits", digits)
     if digits > 17:  # a double holds 17 significant digits; Python refuses a precision past a limit of its own
         raise ValueError(f"digits={digits} is more than the 17 significant digits a float holds")
-    scaled = value / factor
-    text = f"{scaled:.{digits}g}"
-    if "e" not in text and abs(scaled) >= 10 ** digits:
-        text = f"{scaled:,.0f}"
-    return f"{text} {unit}".strip()
+    # `g` writes a value of `digits` or more whole digits in scientific notation ('1.23e+04'), never as a long plain
+    # number, so no grouping is needed
+    return f"{value / factor:.{digits}g} {unit}".strip()

@@ -3,12 +3,14 @@ pipe and every error path. In-process (`main`) where that tests the same thing; 
 shows it (a closed pipe, `python -m`)."""
 
 import json
+import re
 import subprocess
+from types import SimpleNamespace
 import sys
 
 import pytest
 
-from scaling_lib.__main__ import SCHEMA, main
+from scaling_lib.__main__ import SCHEMA, _limit, main
 from scaling_lib.estimate import TYPICAL, report
 from scaling_lib.models import active_param_count, get_model, param_count
 from scaling_lib.plan import plan, price_deployment
@@ -228,3 +230,194 @@ def test_a_bad_price_says_what_a_price_is_and_the_table_prices_output_tokens(cap
     assert "must be a price in $ per chip-hour such as 2.5, got 'abc'" in capsys.readouterr().err
     table = _ok(ESTIMATE + ["--price", "2"], capsys)
     assert "$ per million output tokens" in table
+
+
+# ---------------------------------------------------------------------------------------------------- the table's numbers
+def _table(text: str) -> dict:
+    """{label: value} of a printed table, checking its layout: one row per line, each 'label  value' with every value
+    starting in the same column."""
+    lines = text.rstrip("\n").split("\n")
+    labels = [line.split("  ", 1)[0] for line in lines]
+    columns = {len(line) - len(line[len(label):].lstrip(" ")) for line, label in zip(lines, labels)}
+    assert len(columns) == 1, f"the values do not line up: {lines}"
+    return {label: line[len(label):].strip() for line, label in zip(lines, labels)}
+
+
+def _number(text: str) -> float:
+    return float(text.replace(",", ""))
+
+
+COMPUTE_BOUND = ["estimate", "--model", "llama3-8b", "--chip", "h100", "--chips", "1", "--batch", "2048",
+                 "--context", "128", "--price", "2", "--input-len", "100", "--output-len", "28"]
+
+
+def test_the_estimate_table_shows_the_json_numbers_in_its_units_one_row_a_line(capsys):
+    data = _json(COMPUTE_BOUND, capsys)
+    rows = _table(_ok(COMPUTE_BOUND, capsys))
+    # 8.03e9 parameters x 2 bytes (bf16) = 16.1 GB; 2 (K, V) x 32 layers x 8 KV heads x 128 x 2 B = 131,072 B per token
+    assert re.fullmatch(r"([\d.]+) GB \(([\d.]+) GB per chip\)", rows["weights"]).groups() == \
+        (f"{2 * data['parameters'] / 1e9:.1f}",) * 2
+    assert rows["KV cache per token"] == "131.1 kB"
+    tpot = re.fullmatch(r"([\d,.]+) ms typical, ([\d,.]+) ms bound", rows["decode step = time per output token (TPOT)"])
+    assert _number(tpot[1]) == pytest.approx(data["tpot_typical_s"] * 1e3, abs=0.006)
+    assert _number(tpot[2]) == pytest.approx(data["decode_step_bound"]["total_s"] * 1e3, abs=0.006)
+    assert rows["batch"] == "2,048 (2,048 per replica)"
+    assert re.match(r"2,048 sequences of 128 tokens", rows["largest batch that fits"])
+    tokens = re.fullmatch(r"([\d,]+) typical, ([\d,]+) bound \(all replicas, decode only\)", rows["output tokens/s"])
+    assert _number(tokens[1]) == pytest.approx(data["tokens_per_s_typical"], abs=0.6)
+    assert _number(tokens[2]) == pytest.approx(data["tokens_per_s_bound"], abs=0.6)
+    ttft = re.match(r"([\d,.]+) ms typical, ([\d,.]+) ms bound", rows["time to first token (TTFT)"])
+    assert _number(ttft[1]) == pytest.approx(data["ttft_typical_s"] * 1e3, abs=0.06)
+    workload = data["workload"]
+    shown = re.match(r"TTFT ([\d,.]+) ms, TPOT ([\d,.]+) ms, ([\d,]+) output tokens/s at ([\d,]+) sequences",
+                     rows["workload of 100 + 28 tokens"])
+    assert _number(shown[1]) == pytest.approx(workload["ttft_s"] * 1e3, abs=0.06)
+    assert _number(shown[2]) == pytest.approx(workload["tpot_s"] * 1e3, abs=0.006)
+    assert _number(shown[3]) == pytest.approx(workload["output_tokens_per_s"], abs=0.6)
+    assert _number(shown[4]) == workload["batch"] == 2048
+    prices = re.match(r"([\d.]+) / ([\d.]+) \(output with the prefill's share: ([\d.]+)\)",
+                      rows["$ per million input / output tokens"])
+    for shown_price, key in zip(prices.groups(), ("dollars_per_million_input_tokens",
+                                                  "dollars_per_million_output_tokens",
+                                                  "dollars_per_million_output_tokens_all_in")):
+        assert float(shown_price) == pytest.approx(workload[key], abs=0.0006)
+
+
+@pytest.mark.parametrize("argv, limit, term", [
+    # 2,048 sequences of 128 tokens on one H100: far past its critical batch (989 TFLOP/s / 3.35 TB/s ~ 295), so the
+    # matmuls' FLOPs outweigh the weight read
+    (["--batch", "2048", "--context", "128"], r"\bmatmuls?\b", "matmul_s"),
+    # one sequence: the 16 GB weight read dominates a step of 8e9 x 2 FLOPs
+    (["--batch", "1", "--context", "128"], r"\bweights\b", "weights_s"),
+    # 16 caches of 16,384 tokens: 16 x 16,384 x 131,072 B = 34 GB read per step, twice the weights
+    (["--batch", "16", "--context", "16384"], r"\bKV cache\b", "kv_s"),
+])
+def test_the_estimate_names_the_term_that_limits_the_step_and_its_share(argv, limit, term, capsys):
+    command = ["estimate", "--model", "llama3-8b", "--chip", "h100", "--chips", "1", *argv]
+    data = _json(command, capsys)
+    assert re.search(limit, data["limited_by"]), data["limited_by"]
+    step = data["decode_step_typical"]
+    share = re.fullmatch(r"(.+) \((\d+)% of the typical step\)", _table(_ok(command, capsys))["what limits the step"])
+    assert share[1] == data["limited_by"]
+    assert int(share[2]) == pytest.approx(100 * step[term] / step["total_s"], abs=0.51)
+
+
+MIXTRAL_TP4 = ["estimate", "--model", "mixtral-8x7b", "--chip", "h100", "--chips", "8", "--tensor-parallel", "4",
+               "--context", "4096", "--prompt", "1000"]
+
+
+def test_the_estimate_splits_the_weights_over_a_replicas_chips_and_sums_the_replicas(capsys):
+    data = _json(MIXTRAL_TP4, capsys)
+    rows = _table(_ok(MIXTRAL_TP4, capsys))
+    # Mixtral 8x7B routes each token to 2 of its 8 experts: about 12.9B of its 46.7B parameters are active
+    shown = re.fullmatch(r"mixtral-8x7b: ([\d.]+)B parameters \(([\d.]+)B active per token\)", rows["model"])
+    assert float(shown[1]) == pytest.approx(data["parameters"] / 1e9, abs=0.006)
+    assert float(shown[2]) == pytest.approx(data["active_parameters"] / 1e9, abs=0.006)
+    assert 0.2 < data["active_parameters"] / data["parameters"] < 0.33
+    # bf16: 2 bytes a parameter, over the 4 chips of a replica
+    weights = re.fullmatch(r"([\d.]+) GB \(([\d.]+) GB per chip\)", rows["weights"])
+    assert float(weights[1]) == pytest.approx(2 * data["parameters"] / 1e9, abs=0.06)
+    assert float(weights[2]) == pytest.approx(2 * data["parameters"] / 4 / 1e9, abs=0.06)
+    # two replicas: the batch and the tokens/s are twice one replica's, and tokens/s = sequences / TPOT
+    assert data["replicas"] == 2 and rows["batch"] == f"{data['batch']:,} ({data['batch'] // 2:,} per replica)"
+    assert data["max_batch"] == data["batch"] and data["max_batch"] % 2 == 0
+    assert data["tokens_per_s_typical"] == pytest.approx(data["batch"] / data["tpot_typical_s"], rel=1e-9)
+    assert data["tokens_per_s_bound"] == pytest.approx(data["batch"] / data["decode_step_bound"]["total_s"], rel=1e-9)
+    ttft = re.match(r"([\d,.]+) ms typical, ([\d,.]+) ms bound \(one 1,000-token prompt", rows["time to first token (TTFT)"])
+    assert _number(ttft[1]) == pytest.approx(data["ttft_typical_s"] * 1e3, abs=0.06)
+    assert _number(ttft[2]) == pytest.approx(data["prefill_bound_s"] * 1e3, abs=0.06)
+    assert data["prompt_len"] == 1000 and data["context_len"] == 4096
+
+
+def test_a_sliding_window_keeps_fewer_kv_bytes_per_token_on_average_and_the_table_says_so(tmp_path, capsys):
+    # Mistral 7B v0.1: 2 (K, V) x 32 layers x 8 KV heads x 128 x 2 B = 131,072 B per token, but a 4,096-token window
+    # on every layer: over 16,384 tokens a sequence keeps 4,096, a quarter, 32,768 B per token on average
+    command = ["estimate", "--config", str(REPO / "book/data/hf_configs/mistral-7b-v0.1.json"), "--chip", "h100",
+               "--chips", "1", "--context", "16384", "--batch", "1"]
+    data = _json(command, capsys)
+    assert data["kv_bytes_per_token"] == 131072 and data["kv_bytes_per_token_effective"] == 32768
+    assert re.fullmatch(r"131\.1 kB \(32\.8 kB on average over 16,384 tokens\b.*\)",
+                        _table(_ok(command, capsys))["KV cache per token"])
+    short = command[:-4] + ["--context", "4096", "--batch", "1"]  # within the window: every token kept
+    assert _json(short, capsys)["kv_bytes_per_token_effective"] == 131072
+    assert _table(_ok(short, capsys))["KV cache per token"] == "131.1 kB"
+
+
+def test_the_workload_is_priced_in_the_formats_and_share_of_hbm_asked_for(capsys):
+    argv = ESTIMATE + ["--input-len", "2000", "--output-len", "500", "--weights", "fp8", "--kv", "fp8",
+                       "--memory-utilization", "0.5"]
+    workload = _json(argv, capsys)["workload"]
+    # --compute defaults to bf16 even for fp8 weights (plan's own rule would pick fp8 on an H100)
+    assert (workload["weight_dtype"], workload["kv_dtype"], workload["compute_dtype"]) == ("fp8", "fp8", "bf16")
+    half = price_deployment("llama3-70b", "h100", 64, 2000, 500, tensor_parallel=8, weight_dtype="fp8",
+                            kv_dtype="fp8", compute_dtype="bf16", memory_utilization=0.5)
+    full = price_deployment("llama3-70b", "h100", 64, 2000, 500, tensor_parallel=8, weight_dtype="fp8",
+                            kv_dtype="fp8", compute_dtype="bf16")
+    assert workload["batch"] == half.batch < full.batch  # half the HBM holds fewer sequences
+
+
+MISTRAL = str(REPO / "book/data/hf_configs/mistral-7b-v0.1.json")  # max_position_embeddings 32,768
+
+
+@pytest.mark.parametrize("argv, option", [
+    (["estimate", "--config", MISTRAL, "--chip", "h100", "--chips", "1", "--batch", "1", "--context", "32769"],
+     "--context"),
+    (["estimate", "--config", MISTRAL, "--chip", "h100", "--chips", "1", "--batch", "1", "--context", "4096",
+      "--input-len", "30000", "--output-len", "2769"], "--input-len + --output-len"),
+    (["plan", "--config", MISTRAL, "--chip", "h100", "--max-chips", "1", "--input-len", "30000", "--output-len",
+      "2769", "--price", "2"], "--input-len + --output-len"),
+])
+def test_a_sequence_longer_than_the_configs_positions_is_refused_naming_the_options(argv, option, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"argument {option}: 32,769 tokens exceed max_position_embeddings=32,768" in err
+
+
+def test_a_sequence_of_exactly_the_configs_positions_is_accepted(capsys):
+    base = ["estimate", "--config", MISTRAL, "--chip", "h100", "--chips", "1", "--batch", "1"]
+    assert _json(base + ["--context", "32768"], capsys)["context_len"] == 32768
+    assert _json(base + ["--input-len", "30000", "--output-len", "2768"], capsys)["workload"]["output_len"] == 2768
+    # a model by name carries no position limit of a config file
+    assert _json(["estimate", "--model", "llama3-8b", "--chip", "h100", "--chips", "1", "--batch", "1",
+                  "--context", "40000"], capsys)["context_len"] == 40000
+
+
+def test_the_configs_stored_weight_format_is_the_default_and_an_option_overrides_it(tmp_path, capsys):
+    # an AWQ 4-bit checkpoint of LLaMA-3.1-8B: estimate and plan read its weights as int4 unless --weights says else
+    config = json.loads((REPO / "book/data/hf_configs/llama-3.1-8b.json").read_text())
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**config, "quantization_config": {"quant_method": "awq", "bits": 4}}))
+    estimate = ["estimate", "--config", str(path), "--chip", "h100", "--chips", "1", "--batch", "1"]
+    assert _json(estimate, capsys)["weight_dtype"] == "int4"
+    assert _json(estimate + ["--weights", "fp8"], capsys)["weight_dtype"] == "fp8"
+    planner = ["plan", "--config", str(path), "--chip", "h100", "--max-chips", "1", "--input-len", "1000",
+               "--output-len", "200", "--price", "2"]
+    planned = _json(planner, capsys)
+    assert {p["weight_dtype"] for p in [planned["best"], *planned["frontier"]]} == {"int4"}
+    assert _json(planner + ["--weights", "bf16"], capsys)["best"]["weight_dtype"] == "bf16"
+    plain = ["estimate", "--config", str(REPO / "book/data/hf_configs/llama-3.1-8b.json"), "--chip", "h100",
+             "--chips", "1", "--batch", "1"]
+    assert _json(plain, capsys)["weight_dtype"] == "bf16"  # no quantization_config: bf16
+
+
+def _serial_step(overhead_s=0.0, comm_s=0.0, kv_s=0.0, attention_s=0.0, weights_s=0.0, matmul_s=0.0):
+    """The terms of a typical (serial) step: each overlapping pair costs its larger member."""
+    total = overhead_s + comm_s + max(kv_s, attention_s) + max(weights_s, matmul_s)
+    return SimpleNamespace(overhead_s=overhead_s, comm_s=comm_s, kv_s=kv_s, attention_s=attention_s,
+                           weights_s=weights_s, matmul_s=matmul_s, total_s=total)
+
+
+@pytest.mark.parametrize("terms, words, share", [
+    (dict(kv_s=1.0, attention_s=3.0, weights_s=2.0, matmul_s=1.0, comm_s=0.5, overhead_s=0.5), "attention", 0.5),
+    (dict(kv_s=3.0, attention_s=1.0, weights_s=2.0, matmul_s=1.0, overhead_s=1.0), "KV cache", 0.5),
+    (dict(kv_s=1.0, weights_s=1.0, matmul_s=4.0, comm_s=1.0, overhead_s=2.0), "matmuls", 0.5),
+    (dict(weights_s=4.0, matmul_s=1.0, comm_s=2.0, kv_s=1.0, overhead_s=1.0), "weights", 0.5),
+    (dict(weights_s=1.0, comm_s=6.0, kv_s=1.0), "collectives", 0.75),
+    (dict(weights_s=1.0, overhead_s=2.0, kv_s=1.0), "overhead", 0.5),
+    # a tie within a pair names the memory read (the roofline's ridge point counts as memory-bound)
+    (dict(kv_s=3.0, attention_s=3.0, weights_s=1.0), "KV cache", 0.75),
+    (dict(weights_s=3.0, matmul_s=3.0, kv_s=1.0), "weights", 0.75),
+])
+def test_the_limit_is_the_largest_serial_term_with_its_share_of_the_step(terms, words, share):
+    limit, fraction = _limit(_serial_step(**terms))
+    assert words in limit and fraction == pytest.approx(share, rel=1e-12)

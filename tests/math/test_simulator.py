@@ -318,3 +318,122 @@ def test_a_disaggregated_run_needs_a_prefill_server_and_says_which_count():
     config = ServingConfig("llama3-8b", "h100", 1, 8, 4096)
     with pytest.raises(ValueError, match="n_prefill_servers must be a positive integer, got 0"):
         simulate_disaggregated(config, poisson_workload(1.0, 5, 128, 16), n_prefill_servers=0, n_decode_servers=1)
+
+
+# --- issue 21, seed-71 survivors: arrivals, prefixes, a late joiner, percentiles --------------------------------------
+def test_poisson_arrivals_have_a_mean_gap_of_one_over_the_rate_and_exponential_spread():
+    # A Poisson process of rate r: independent exponential gaps of mean 1/r and standard deviation 1/r. Over 4,000 gaps
+    # the sample mean is within 3 standard errors (1/r / sqrt(4000) = 1.6%) of 1/r: 5% holds for any seed.
+    arrival = poisson_workload(4.0, 4000, prompt_len=16, output_len=2, seed=5).arrival_s
+    gaps = np.diff(np.concatenate([[0.0], arrival]))
+    assert np.all(gaps >= 0)
+    assert gaps.mean() == pytest.approx(0.25, rel=0.05)
+    assert gaps.std() == pytest.approx(0.25, rel=0.1)
+
+
+def test_a_prompt_shorter_than_the_shared_prefix_reuses_all_but_its_last_token():
+    workload = poisson_workload(1.0, 20, prompt_len=(50, 300), output_len=4, seed=2, shared_prefix_len=200,
+                                shared_prefix_fraction=1.0)
+    expected = np.minimum(200, workload.prompt_len - 1)  # the docstring's rule, every request a hit
+    np.testing.assert_array_equal(workload.cached_len, expected)
+    assert np.any(workload.prompt_len <= 200) and np.any(workload.prompt_len > 201)  # both cases drawn
+
+
+def test_a_workload_stores_whole_float_cached_lengths_as_token_counts():
+    cached = Workload([0.0], [10], [5], cached_len=[3.0]).cached_len
+    assert cached.dtype == np.int64 and cached.tolist() == [3] and not cached.flags.writeable
+
+
+def test_the_0th_and_100th_percentiles_are_the_extremes():
+    result = simulate(FOUR_SLOTS, trace_workload([(0.0, 100, 3), (0.0, 2000, 3), (0.5, 700, 3)]), "interleaved")
+    assert result.ttft_percentile(0) == result.ttft_s.min() and result.ttft_percentile(100) == result.ttft_s.max()
+    assert result.tpot_percentile(0) == result.tpot_s.min() and result.tpot_percentile(100) == result.tpot_s.max()
+    for bad in (-1, 100.5):
+        with pytest.raises(ValueError, match=r"\bq\b"):
+            result.ttft_percentile(bad)
+
+
+def test_a_request_joining_a_running_batch_decodes_at_its_own_context():
+    # A (100-token prompt) decodes alone; B arrives mid-run. Reference timeline by hand from `inference` and
+    # `serving`: A's first token after its prefill, then steps j = 1, 2, ... at batch 1 and context 100 + j (the
+    # prompt and the tokens made so far); B starts when the first step ending at or after its arrival ends (after k
+    # steps), prefills alone, then one step at batch 2 reads A's 101 + k tokens and B's own 101.
+    arrival_b = 0.3
+    result = simulate(FOUR_SLOTS, trace_workload([(0.0, 100, 60), (arrival_b, 100, 2)]), "interleaved")
+    t = prefill_latency("llama3-70b", "tpu-v5e", 16, 100)
+    k = 0
+    while t < arrival_b:
+        k += 1
+        t += decode_step_time("llama3-70b", "tpu-v5e", 16, 1, 100 + k).total_s
+    assert 1 < k < 59  # B joins a batch that has already decoded
+    assert result.start_s[1] == pytest.approx(t, rel=1e-9)
+    first_b = t + prefill_latency("llama3-70b", "tpu-v5e", 16, 100)
+    assert result.first_token_s[1] == pytest.approx(first_b, rel=1e-9)
+    step = decode_step_time("llama3-70b", "tpu-v5e", 16, 2, (101 + k + 101) / 2).total_s
+    assert result.finish_s[1] == pytest.approx(first_b + step, rel=1e-10)
+
+
+def test_poisson_workload_prompts_default_to_1024_tokens():
+    assert poisson_workload(1.0, 3).prompt_len.tolist() == [1024] * 3
+
+
+@pytest.mark.parametrize("kwargs", [dict(shared_prefix_fraction=0.5), dict(shared_prefix_len=100)])
+def test_prefix_sharing_needs_both_a_length_and_a_fraction(kwargs):
+    # either one alone keeps its default (no prefix, or no request sharing it): nothing is cached
+    assert not poisson_workload(1.0, 50, prompt_len=(200, 400), seed=4, **kwargs).cached_len.any()
+
+
+@pytest.mark.parametrize("lengths", [["10"], np.array([10], dtype=object), [True]])
+def test_a_workload_refuses_lengths_that_are_not_numbers_naming_the_column(lengths):
+    with pytest.raises(ValueError, match=r"\bprompt_len\b.*whole numbers of tokens"):
+        Workload([0.0], lengths, [5])
+
+
+def test_a_workload_reads_whole_float32_lengths_as_token_counts():
+    assert Workload([0.0], np.array([10.0], np.float32), [5]).prompt_len.tolist() == [10]
+
+
+def test_an_empty_workload_is_refused_saying_it_needs_a_request():
+    with pytest.raises(ValueError, match="at least one request"):
+        Workload([], [], [])
+
+
+def test_a_workload_of_more_requests_than_the_simulator_runs_says_why():
+    n = 10**6 + 1
+    with pytest.raises(ValueError, match=r"number of requests.*the simulator runs each one in Python"):
+        Workload(np.zeros(n), np.ones(n, np.int64), np.ones(n, np.int64))
+
+
+def test_a_workload_stores_its_columns_as_read_only_arrays_of_seconds_and_token_counts():
+    workload = Workload([0, 1], [10.0, 20.0], [5.0, 6.0])  # integer seconds, whole-float token counts
+    assert workload.arrival_s.dtype == np.float64 and workload.arrival_s.tolist() == [0.0, 1.0]
+    assert workload.output_len.dtype == np.int64 and workload.prompt_len.dtype == np.int64
+    assert not any(column.flags.writeable for column in (workload.arrival_s, workload.prompt_len,
+                                                         workload.output_len))
+
+
+def test_a_length_past_any_context_window_is_refused_naming_its_column_and_size():
+    with pytest.raises(ValueError, match=r"^output_len holds 2147483648 tokens"):
+        Workload([0.0], [10], [2**31])
+
+
+@pytest.mark.parametrize("prompt, output", [(2**30, 2**30), (2**31 - 1, 1)])
+def test_a_request_longer_than_any_context_window_in_all_is_refused_naming_the_sum(prompt, output):
+    # each length within 2**31 - 1, their sum past it
+    with pytest.raises(ValueError, match=r"prompt_len \+ output_len must be at most 2147483647"):
+        Workload([0.0], [prompt], [output])
+
+
+def test_a_request_of_exactly_the_longest_context_is_accepted():
+    assert Workload([0.0], [2**31 - 2], [1]).prompt_len.tolist() == [2**31 - 2]
+
+
+def test_a_shared_prefix_of_one_token_is_cached():
+    workload = poisson_workload(1.0, 10, prompt_len=100, seed=1, shared_prefix_len=1, shared_prefix_fraction=1.0)
+    assert workload.cached_len.tolist() == [1] * 10
+
+
+@pytest.mark.parametrize("cached", [["1"], np.array([1], dtype=object)])
+def test_a_workload_refuses_cached_lengths_that_are_not_numbers_naming_them(cached):
+    with pytest.raises(ValueError, match=r"\bcached_len\b.*whole numbers of tokens"):
+        Workload([0.0], [10], [5], cached_len=cached)

@@ -122,3 +122,22 @@ def test_parse_quantity_reads_thousands_separators_in_groups_of_three():
 def test_parse_quantity_refuses_a_comma_that_is_not_a_thousands_separator(text):
     with pytest.raises(ValueError, match="decimal point"):
         parse_quantity(text)
+
+
+@pytest.mark.parametrize("unit", ["kchip", "Mchip", "ktoken", "Gsequence", "kways", "Mtokens"])
+def test_a_count_of_chips_tokens_or_sequences_takes_no_metric_prefix(unit):
+    # "kchip" is not 1,000 chips: counts are written out in full ("1,000 chips"), so a prefix on one is refused
+    with pytest.raises(ValueError, match="unknown unit"):
+        parse_unit(unit)
+
+
+@pytest.mark.parametrize("unit, kind", [("chip", "count"), ("chips", "count"), ("ms", "time"), ("kB", "bytes")])
+def test_a_count_unit_without_a_prefix_is_read(unit, kind):
+    assert parse_unit(unit)[1] == kind
+
+
+def test_format_quantity_never_writes_more_whole_digits_than_asked():
+    # 123,456 tokens to 3 digits: '1.23e+05', not a 6-digit plain number
+    assert format_quantity(123456.0, "tokens") == "1.23e+05 tokens"
+    assert format_quantity(999.6, "ms", 3) == "1e+06 ms"
+    assert format_quantity(999.4e-3, "ms", 3) == "999 ms"
