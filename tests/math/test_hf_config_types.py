@@ -224,3 +224,30 @@ def test_llama4_dense_layers_between_moe_layers_are_counted_and_a_pattern_it_can
         from_hf_config({**LLAMA4_SCOUT, "text_config": {**text, "moe_layers": [99]}})
     with pytest.raises(ValueError, match="'text_config'"):
         from_hf_config({"model_type": "gemma3", "text_config": [1]})
+
+
+def test_llama4_without_interleave_or_moe_layers_makes_every_layer_moe():
+    # Hugging Face's default interleave_moe_layer_step is 1: every layer an MoE layer, as Scout lists explicitly.
+    text = {k: v for k, v in LLAMA4_SCOUT["text_config"].items() if k not in ("interleave_moe_layer_step",
+                                                                                "moe_layers")}
+    model = from_hf_config({**LLAMA4_SCOUT, "text_config": text})
+    assert (model.n_dense_layers, model.n_moe_layers) == (0, 48)
+    assert model == from_hf_config(LLAMA4_SCOUT)
+
+
+def test_llama4_reads_its_no_rope_layer_interval():
+    # Every 2nd layer global (NoPE) instead of the default every 4th: 24 of the 48 layers attend to the whole context.
+    text = {**LLAMA4_SCOUT["text_config"], "no_rope_layer_interval": 2}
+    del text["no_rope_layers"]
+    model = from_hf_config({**LLAMA4_SCOUT, "text_config": text})
+    assert (model.global_every, model.n_global_layers) == (2, 24)
+    listed = from_hf_config({**LLAMA4_SCOUT, "text_config": {**text, "no_rope_layers": [1, 0] * 24}})
+    assert listed.global_every == 2
+
+
+def test_deepseek_without_shared_experts_is_read_with_none():
+    # n_shared_experts 0 is a model with routed experts only: each MoE layer (26 of 27) loses the 2 shared experts
+    # of 3 x 2,048 x 1,408 parameters each.
+    model = from_hf_config({**DEEPSEEK_V2_LITE, "n_shared_experts": 0})
+    assert model.n_shared_experts == 0
+    assert param_count(from_hf_config(DEEPSEEK_V2_LITE)) - param_count(model) == 26 * 2 * 3 * 2048 * 1408

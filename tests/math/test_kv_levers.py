@@ -126,3 +126,11 @@ def test_cross_layer_kv_bytes_refuses_a_fractional_sharing_group():
 def test_a_fractional_batch_is_refused_not_floored(call):
     with pytest.raises(ValueError, match="batch must be a positive integer, got 2.9"):
         call()
+
+
+def test_cross_layer_kv_bytes_defaults_to_one_sequence():
+    # LLaMA-2-13B in bf16: 40 KV heads x 128 x 2 (K and V) x 2 B = 20,480 B per token and layer; 1,000 tokens on 40
+    # layers read 819.2 MB per step; pairs of layers sharing one cache store half that.
+    shared = cross_layer_kv_bytes("llama2-13b", 1000, share_every=2)
+    assert shared.read_bytes == 1000 * 40 * 20480
+    assert shared.stored_bytes == 1000 * 20 * 20480

@@ -1,6 +1,8 @@
 """scaling_lib.memory: the KV cache and the batch that fits (the chapter 3 claims are in test_claims_memory.py; the
 capacity refusals of the step bounds are in test_capacity.py)."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -23,3 +25,18 @@ def test_kv_cache_bytes_accepts_numpy_integers():
 def test_an_unknown_kv_placement_is_named_with_the_choices():
     with pytest.raises(ValueError, match="unknown kv_placement 'bogus'; use one of batch-split, replicated"):
         require_fit("llama3-8b", "h100", 1, 1, 1000, kv_placement="bogus")
+
+
+def test_require_fit_states_the_weights_and_the_cache_it_needs_in_gb():
+    # LLaMA-3-70B in bf16, by hand: 80 layers x (2 x 8,192 x 64 x 128 + 8,192 x 8 x 256 attention + 3 x 8,192 x 28,672
+    # FFN) + 2 x 128,256 x 8,192 embeddings = 70,552,387,584 parameters x 2 B = 141.1 GB; 800 sequences x 8,192 tokens
+    # x 327,680 B (2 x 80 layers x 8 KV heads x 128 x 2 B) = 2,147.5 GB of cache; 2,288.6 GB in all, on 16 x 16 GB.
+    with pytest.raises(ValueError) as err:
+        require_fit("llama3-70b", "tpu-v5e", 16, 800, 8192)
+    message = str(err.value)
+    assert re.search(r"\bneeds 2,288\.6 GB\b", message), message
+    assert re.search(r"\b141\.1 GB of weights\b", message), message
+    assert re.search(r"\b2,147\.5 GB of KV cache\b", message), message
+    assert re.search(r"\bhave 256\.0 GB\b", message), message
+    # What is left after the weights, 114.9 GB, holds 42 caches of 8,192 x 327,680 B = 2.68 GB each.
+    assert re.search(r"\blargest batch that fits is 42\b", message), message

@@ -45,6 +45,11 @@ def test_transformer_takes_numpy_integers_and_stores_python_ints():
     assert small.n_layers == 2 and type(small.n_layers) is int and type(small.n_kv_heads) is int
 
 
+def test_transformer_stores_a_numpy_bool_tie_as_a_python_bool():
+    tied = Transformer(**SMALL, tied_embeddings=np.bool_(True))
+    assert type(tied.tied_embeddings) is bool and tied.tied_embeddings is True
+
+
 def test_an_mla_rope_head_dim_must_be_smaller_than_the_head_dim():
     with pytest.raises(ValueError, match="rope_head_dim=16 must be smaller than head_dim=16"):
         Transformer(**dict(SMALL, n_kv_heads=4), kv_lora_rank=8, rope_head_dim=16)
