@@ -251,3 +251,28 @@ def test_deepseek_without_shared_experts_is_read_with_none():
     model = from_hf_config({**DEEPSEEK_V2_LITE, "n_shared_experts": 0})
     assert model.n_shared_experts == 0
     assert param_count(from_hf_config(DEEPSEEK_V2_LITE)) - param_count(model) == 26 * 2 * 3 * 2048 * 1408
+
+
+@pytest.mark.parametrize("moe_layers, given", [([48], r"a list \(1 items\)"), ("all", "the string 'all'")])
+def test_llama4_moe_layers_past_the_last_layer_are_refused_naming_the_bound_and_the_value(moe_layers, given):
+    text = {**LLAMA4_SCOUT["text_config"], "moe_layers": moe_layers}
+    with pytest.raises(ValueError, match=rf"'moe_layers' .* layer indices below 48, got {given}"):
+        from_hf_config({**LLAMA4_SCOUT, "text_config": text})
+
+
+def test_llama4_with_every_layer_moe_needs_no_dense_width_and_without_chunks_attends_globally():
+    # Scout's layers are all MoE: intermediate_size_mlp (the dense layers' width) is then never needed.
+    text = {k: v for k, v in LLAMA4_SCOUT["text_config"].items() if k != "intermediate_size_mlp"}
+    model = from_hf_config({**LLAMA4_SCOUT, "text_config": text})
+    assert (model.n_dense_layers, model.d_ff_dense) == (0, None)
+    assert from_hf_config(LLAMA4_SCOUT).d_ff_dense is None
+    # Without attention_chunk_size there are no chunks: every layer attends to the whole context.
+    del text["attention_chunk_size"]
+    unchunked = from_hf_config({**LLAMA4_SCOUT, "text_config": text})
+    assert (unchunked.sliding_window, unchunked.global_every, unchunked.n_global_layers) == (None, None, 48)
+
+
+def test_llama4_no_rope_layers_off_the_pattern_are_refused_naming_the_period():
+    text = {**LLAMA4_SCOUT["text_config"], "no_rope_layers": [1, 0] * 24}
+    with pytest.raises(ValueError, match=r"'no_rope_layers' .* every 4th layer"):
+        from_hf_config({**LLAMA4_SCOUT, "text_config": text})
