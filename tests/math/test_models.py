@@ -115,6 +115,8 @@ def test_tied_word_embeddings_are_read():
 def test_a_config_missing_its_shape_says_how_to_build_the_model_by_hand():
     with pytest.raises(ValueError, match=r"add it, or build the model with scaling_lib\.models\.Transformer"):
         from_hf_config({"model_type": "llama"})
+    with pytest.raises(ValueError, match=r"'hidden_size' \(model_type 'mistral'\)"):
+        from_hf_config({"model_type": "mistral", "num_hidden_layers": 2, "num_attention_heads": 4})
 
 
 def test_a_name_matches_whatever_separates_its_words():

@@ -87,3 +87,9 @@ def test_fit_batch_roofline_names_the_largest_n_floor_it_takes():
     with pytest.raises(ValueError, match=r"\bn_floor must be between 1 and 3\b"):
         fit_batch_roofline([1, 2, 4, 8], [1.0, 1.0, 2.0, 4.0], n_floor=4)
     assert fit_batch_roofline([1, 2, 4, 8], [1.0, 1.0, 2.0, 4.0], n_floor=3).floor_s == 1.0
+
+
+def test_fit_batch_roofline_floor_of_four_or_five_points_is_their_median():
+    batches, seconds = [1, 2, 4, 8, 16, 32], [4.0, 1.0, 3.0, 2.0, 5.0, 64.0]
+    assert fit_batch_roofline(batches, seconds, n_floor=4).floor_s == 2.5  # sorted 1, 2, 3, 4: mean of 2 and 3
+    assert fit_batch_roofline(batches, seconds, n_floor=5).floor_s == 3.0  # sorted 1, 2, 3, 4, 5
