@@ -1,10 +1,13 @@
 """scaling_lib.models: the model table, the Transformer's field checks and `from_hf_config`'s defaults and refusals
 (the shipped config.json files and the config types are in test_hf_config.py and test_hf_config_types.py)."""
 
+import json
+import os
 
 import numpy as np
 import pytest
 
+from scaling_lib import models
 from scaling_lib.models import Transformer, from_hf_config, get_model, model_names
 
 REQUIRED_MODELS = ("llama2-13b", "llama3-8b", "llama3-70b", "palm-8b", "palm-62b", "palm-540b")
@@ -137,3 +140,39 @@ def test_kv_heads_that_do_not_divide_the_query_heads_are_refused_with_the_reason
               "num_hidden_layers": 2, "intermediate_size": 11008, "vocab_size": 32000}
     with pytest.raises(ValueError, match="each KV head serves a whole group of query heads"):
         from_hf_config(config)
+
+
+def test_a_model_read_from_a_dict_without_a_name_is_named_config():
+    model = from_hf_config(LLAMA_CONFIG)
+    assert model.name == "config" and model.source == "Hugging Face config.json (config)"
+
+
+def test_a_complete_config_of_a_type_this_book_does_not_read_is_refused_naming_the_type():
+    gpt2_shaped = {**LLAMA_CONFIG, "model_type": "gpt2"}  # every field a llama has, but another architecture
+    with pytest.raises(ValueError, match=r"model_type 'gpt2' in the config dict is not one this book reads"):
+        from_hf_config(gpt2_shaped)
+
+
+def test_a_config_file_of_exactly_the_size_limit_is_read_one_byte_more_refused(tmp_path, monkeypatch):
+    monkeypatch.setattr(models, "_MAX_CONFIG_BYTES", 1000)  # the real limit, 10 MB, is too large to write in a test
+    text = json.dumps(LLAMA_CONFIG)
+    path = tmp_path / "config.json"
+    path.write_text(text + " " * (1000 - len(text)))
+    assert from_hf_config(path).n_layers == 2
+    path.write_text(text + " " * (1001 - len(text)))
+    with pytest.raises(ValueError, match=r"\bholds 1,001 bytes\b"):
+        from_hf_config(path)
+
+
+def test_a_model_folder_whose_config_path_is_too_long_to_open_is_refused_with_a_short_message(tmp_path):
+    # A folder path just under the system's PATH_MAX whose config.json path is past it: stat fails on the file
+    # (ENAMETOOLONG), and the message names the folder without printing all of its path.
+    limit = os.pathconf(tmp_path, "PC_PATH_MAX")
+    folder = str(tmp_path)
+    while len(folder) < limit - 6:
+        folder = os.path.join(folder, "d" * max(1, min(200, limit - 7 - len(folder))))
+    assert len(folder) < limit <= len(folder) + len("/config.json")
+    os.makedirs(folder)
+    with pytest.raises(ValueError, match=r"^cannot read the model folder .*: File name too long$") as err:
+        from_hf_config(folder)
+    assert len(str(err.value)) < 300 and str(err.value).startswith(f"cannot read the model folder {folder[:100]}")
