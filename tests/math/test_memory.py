@@ -34,9 +34,16 @@ def test_require_fit_states_the_weights_and_the_cache_it_needs_in_gb():
     with pytest.raises(ValueError) as err:
         require_fit("llama3-70b", "tpu-v5e", 16, 800, 8192)
     message = str(err.value)
+    assert re.match(r"llama3-70b at batch 800 with 8,192 tokens of context each on 16 x tpu-v5e does not fit\b",
+                    message), message  # without `what`, the configuration is described
     assert re.search(r"\bneeds 2,288\.6 GB\b", message), message
     assert re.search(r"\b141\.1 GB of weights\b", message), message
     assert re.search(r"\b2,147\.5 GB of KV cache\b", message), message
     assert re.search(r"\bhave 256\.0 GB\b", message), message
     # What is left after the weights, 114.9 GB, holds 42 caches of 8,192 x 327,680 B = 2.68 GB each.
     assert re.search(r"\blargest batch that fits is 42\b", message), message
+
+
+def test_require_fit_with_other_kv_heads_names_an_unknown_kv_placement():
+    with pytest.raises(ValueError, match=r"\bunknown kv_placement 'bogus'"):
+        require_fit("llama2-13b", "tpu-v5e", 8, 16, 8192, kv_placement="bogus", n_kv_heads=8)
