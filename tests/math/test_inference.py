@@ -189,3 +189,9 @@ def test_step_time_bound_refusal_states_what_is_needed_what_there_is_and_the_bat
     with pytest.raises(ValueError, match=r"\bneeds 130\.0 GB\b.*\bthe weights alone exceed it\b"):
         step_time_bound(batch=1, kv_bytes_per_sequence=1e9, param_bytes=129e9, param_count=64e9, chip="tpu-v5e",
                         n_chips=8)
+
+
+def test_weights_that_exactly_fill_the_chips_leave_room_for_no_sequence_rather_than_exceeding_them():
+    with pytest.raises(ValueError, match=r"\bat most 0 sequences fit\b"):  # 128 GB of weights on 8 x 16 GB
+        step_time_bound(batch=1, kv_bytes_per_sequence=1e9, param_bytes=128e9, param_count=64e9, chip="tpu-v5e",
+                        n_chips=8)
