@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from scaling_lib.memory import kv_cache_bytes, max_batch_size, memory_footprint_kv_heads, require_fit
+from scaling_lib.models import Transformer, param_count
 
 
 def test_memory_footprint_of_an_empty_context_has_no_kv_cache():
@@ -47,3 +48,21 @@ def test_require_fit_states_the_weights_and_the_cache_it_needs_in_gb():
 def test_require_fit_with_other_kv_heads_names_an_unknown_kv_placement():
     with pytest.raises(ValueError, match=r"\bunknown kv_placement 'bogus'"):
         require_fit("llama2-13b", "tpu-v5e", 8, 16, 8192, kv_placement="bogus", n_kv_heads=8)
+
+
+def test_require_fit_with_other_kv_heads_keeps_the_weight_dtype_it_is_given():
+    # LLaMA-2-13B's int8 weights (1 B per parameter) beside a K = 8 bf16 cache: 16 x 8,192 tokens x 2 x 40 layers x
+    # 8 heads x 128 x 2 B = 26.8 GB.
+    footprint = require_fit("llama2-13b", "tpu-v5e", 8, 16, 8192, weight_dtype="int8", n_kv_heads=8)
+    assert footprint.weight_bytes == param_count("llama2-13b")
+    assert footprint.kv_bytes == 16 * 8192 * 2 * 40 * 8 * 128 * 2
+
+
+def test_weights_that_exactly_fill_the_chips_leave_no_room_rather_than_exceeding_them():
+    # One layer, D = 1,000, one 1,000-wide head (4e6 attention weights), F = 2e6 (6e9), V = 998,000 untied (1.996e9):
+    # 8e9 parameters, 16 GB in bf16, exactly one v5e's HBM.
+    exact = Transformer(n_layers=1, d_model=1000, d_ff=2_000_000, n_heads=1, n_kv_heads=1, head_dim=1000,
+                        vocab_size=998_000)
+    assert param_count(exact) == 8_000_000_000
+    with pytest.raises(ValueError, match=r"\bthe largest batch that fits is 0\b"):
+        require_fit(exact, "tpu-v5e", 1, 1, 1)
