@@ -130,3 +130,18 @@ def test_mla_forward_attention_flops_by_hand():
 def test_attention_pairs_refuse_a_kv_len_shorter_than_the_queries():
     with pytest.raises(ValueError, match="context, so kv_len must count them too"):
         attention_pairs(8, 4)
+
+
+def test_a_cache_just_long_enough_for_the_prompt_and_the_decoded_tokens_is_accepted_one_slot_less_refused():
+    # 16 prompt tokens and 10 generated: the last decode step attends over 16 + 9 = 25 keys.
+    curve = generation_flops_curve(LLAMA, 16, 10, cache_len=25)
+    assert curve[-1].attention == pytest.approx(forward_flops(LLAMA, 16).attention
+                                                + 9 * decode_step_flops(LLAMA, 25).attention)
+    with pytest.raises(ValueError, match=r"\bcache_len=24\b.*\(16 \+ 9\); pass cache_len >= 25\b"):
+        generation_flops_curve(LLAMA, 16, 10, cache_len=24)
+
+
+def test_the_first_token_of_a_curve_skipping_masked_pairs_is_the_prefill_skipping_them():
+    curve = generation_flops_curve(LLAMA, 64, 3, skip_masked=True)
+    assert curve[0] == forward_flops(LLAMA, 64, skip_masked=True)
+    assert curve[0].attention < forward_flops(LLAMA, 64).attention

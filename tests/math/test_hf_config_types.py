@@ -224,3 +224,94 @@ def test_llama4_dense_layers_between_moe_layers_are_counted_and_a_pattern_it_can
         from_hf_config({**LLAMA4_SCOUT, "text_config": {**text, "moe_layers": [99]}})
     with pytest.raises(ValueError, match="'text_config'"):
         from_hf_config({"model_type": "gemma3", "text_config": [1]})
+
+
+def test_llama4_without_interleave_or_moe_layers_makes_every_layer_moe():
+    # Hugging Face's default interleave_moe_layer_step is 1: every layer an MoE layer, as Scout lists explicitly.
+    text = {k: v for k, v in LLAMA4_SCOUT["text_config"].items() if k not in ("interleave_moe_layer_step",
+                                                                                "moe_layers")}
+    model = from_hf_config({**LLAMA4_SCOUT, "text_config": text})
+    assert (model.n_dense_layers, model.n_moe_layers) == (0, 48)
+    assert model == from_hf_config(LLAMA4_SCOUT)
+
+
+def test_llama4_reads_its_no_rope_layer_interval():
+    # Every 2nd layer global (NoPE) instead of the default every 4th: 24 of the 48 layers attend to the whole context.
+    text = {**LLAMA4_SCOUT["text_config"], "no_rope_layer_interval": 2}
+    del text["no_rope_layers"]
+    model = from_hf_config({**LLAMA4_SCOUT, "text_config": text})
+    assert (model.global_every, model.n_global_layers) == (2, 24)
+    listed = from_hf_config({**LLAMA4_SCOUT, "text_config": {**text, "no_rope_layers": [1, 0] * 24}})
+    assert listed.global_every == 2
+
+
+def test_deepseek_without_shared_experts_is_read_with_none():
+    # n_shared_experts 0 is a model with routed experts only: each MoE layer (26 of 27) loses the 2 shared experts
+    # of 3 x 2,048 x 1,408 parameters each.
+    model = from_hf_config({**DEEPSEEK_V2_LITE, "n_shared_experts": 0})
+    assert model.n_shared_experts == 0
+    assert param_count(from_hf_config(DEEPSEEK_V2_LITE)) - param_count(model) == 26 * 2 * 3 * 2048 * 1408
+
+
+@pytest.mark.parametrize("moe_layers, given", [([48], r"a list \(1 items\)"), ("all", "the string 'all'")])
+def test_llama4_moe_layers_past_the_last_layer_are_refused_naming_the_bound_and_the_value(moe_layers, given):
+    text = {**LLAMA4_SCOUT["text_config"], "moe_layers": moe_layers}
+    with pytest.raises(ValueError, match=rf"'moe_layers' .* layer indices below 48, got {given}"):
+        from_hf_config({**LLAMA4_SCOUT, "text_config": text})
+
+
+def test_llama4_with_every_layer_moe_needs_no_dense_width_and_without_chunks_attends_globally():
+    # Scout's layers are all MoE: intermediate_size_mlp (the dense layers' width) is then never needed.
+    text = {k: v for k, v in LLAMA4_SCOUT["text_config"].items() if k != "intermediate_size_mlp"}
+    model = from_hf_config({**LLAMA4_SCOUT, "text_config": text})
+    assert (model.n_dense_layers, model.d_ff_dense) == (0, None)
+    assert from_hf_config(LLAMA4_SCOUT).d_ff_dense is None
+    # Without attention_chunk_size there are no chunks: every layer attends to the whole context.
+    del text["attention_chunk_size"]
+    unchunked = from_hf_config({**LLAMA4_SCOUT, "text_config": text})
+    assert (unchunked.sliding_window, unchunked.global_every, unchunked.n_global_layers) == (None, None, 48)
+
+
+def test_llama4_no_rope_layers_off_the_pattern_are_refused_naming_the_period():
+    text = {**LLAMA4_SCOUT["text_config"], "no_rope_layers": [1, 0] * 24}
+    with pytest.raises(ValueError, match=r"'no_rope_layers' .* every 4th layer"):
+        from_hf_config({**LLAMA4_SCOUT, "text_config": text})
+
+
+def test_qwen2_moe_that_uses_its_sliding_window_is_refused():
+    with pytest.raises(ValueError, match="use_sliding_window=true"):
+        from_hf_config({**QWEN15_MOE, "use_sliding_window": True})
+
+
+def test_qwen2_moe_without_a_shared_expert_has_none_and_a_list_field_of_another_type_is_named():
+    for shared in ({}, {"shared_expert_intermediate_size": 0}):
+        config = {k: v for k, v in QWEN15_MOE.items() if k != "shared_expert_intermediate_size"} | shared
+        assert from_hf_config(config).n_shared_experts == 0
+    unsparse = {k: v for k, v in QWEN15_MOE.items() if k != "decoder_sparse_step"}  # Hugging Face's default: 1
+    assert from_hf_config(unsparse) == from_hf_config(QWEN15_MOE)
+    with pytest.raises(ValueError, match=r"'mlp_only_layers' .* got the string 'none'"):
+        from_hf_config({**QWEN15_MOE, "mlp_only_layers": "none"})
+
+
+def test_deepseek_defaults_for_absent_fields_and_its_limits():
+    absent = ("moe_layer_freq", "first_k_dense_replace", "n_shared_experts")
+    bare = from_hf_config({k: v for k, v in DEEPSEEK_V2_LITE.items() if k not in absent})
+    # Hugging Face's defaults: every layer MoE (freq 1), no leading dense layer, no shared expert
+    assert (bare.n_dense_layers, bare.n_moe_layers, bare.n_shared_experts) == (0, 27, 0)
+    all_dense = from_hf_config({**DEEPSEEK_V2_LITE, "first_k_dense_replace": 27})  # as many as there are layers
+    assert (all_dense.n_dense_layers, all_dense.n_moe_layers) == (27, 0)
+    with pytest.raises(ValueError, match=r"'first_k_dense_replace' .* \(28\) exceeds 'num_hidden_layers' \(27\)"):
+        from_hf_config({**DEEPSEEK_V2_LITE, "first_k_dense_replace": 28})
+    with pytest.raises(ValueError, match=r"\bmoe_layer_freq != 1\b"):
+        from_hf_config({**DEEPSEEK_V2_LITE, "moe_layer_freq": 2})
+
+
+def test_mla_gives_every_query_head_its_own_key_and_value_whatever_num_key_value_heads_says():
+    # MLA up-projects the cached latent to per-head keys and values: K = N = 16 (the cache itself is the latent)
+    assert from_hf_config({**DEEPSEEK_V2_LITE, "num_key_value_heads": 1}).n_kv_heads == 16
+
+
+def test_the_name_is_the_last_part_of_name_or_path_and_a_name_of_another_type_is_named():
+    assert from_hf_config({**PHI3_MINI, "_name_or_path": "/home/me/models/Phi-3-Mini"}).name == "phi-3-mini"
+    with pytest.raises(ValueError, match=r"'_name_or_path' .* got 5\b"):
+        from_hf_config({**PHI3_MINI, "_name_or_path": 5})

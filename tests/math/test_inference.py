@@ -2,13 +2,14 @@
 crossovers, errors), and the step bounds' handling of dtypes and of numbers passed in other types."""
 
 import itertools
+import re
 
 import numpy as np
 import pytest
 
 from scaling_lib.hardware import get_chip
 from scaling_lib.inference import (decode_step_time, decode_throughput, explain_decode, kv_compute_crossover_context,
-                                   prefill_time)
+                                   prefill_time, step_time_bound)
 from scaling_lib.memory import max_batch_size, memory_footprint
 from scaling_lib.models import get_model, param_count
 from scaling_lib.roofline import critical_batch_size
@@ -173,3 +174,24 @@ def test_decode_step_time_accepts_numpy_integers_and_floats_like_python_numbers(
 def test_prefill_time_accepts_numpy_integers_and_floats_like_python_numbers():
     assert prefill_time("llama3-70b", "tpu-v5e", np.int16(16), np.int64(8192), np.float32(0.5)) == \
         pytest.approx(prefill_time("llama3-70b", "tpu-v5e", 16, 8192, 0.5), rel=1e-7)
+
+
+def test_step_time_bound_refusal_states_what_is_needed_what_there_is_and_the_batch_that_fits():
+    # 26 GB of weights + 240 caches of 1 GB on 8 v5e chips of 16 GB: 266 GB needed, 128 GB there, and the 102 GB
+    # left after the weights hold 102 caches.
+    with pytest.raises(ValueError) as err:
+        step_time_bound(batch=240, kv_bytes_per_sequence=1e9, param_bytes=26e9, param_count=13e9, chip="tpu-v5e",
+                        n_chips=8)
+    message = str(err.value)
+    for part in (r"\bbatch 240 does not fit\b", r"\bneeds 266\.0 GB\b", r"\(26\.0 GB of weights \+ 240\.0 GB of KV cache\)",
+                 r"\b8 x tpu-v5e have 128\.0 GB\b", r"\bat most 102 sequences fit\b"):
+        assert re.search(part, message), (part, message)
+    with pytest.raises(ValueError, match=r"\bneeds 130\.0 GB\b.*\bthe weights alone exceed it\b"):
+        step_time_bound(batch=1, kv_bytes_per_sequence=1e9, param_bytes=129e9, param_count=64e9, chip="tpu-v5e",
+                        n_chips=8)
+
+
+def test_weights_that_exactly_fill_the_chips_leave_room_for_no_sequence_rather_than_exceeding_them():
+    with pytest.raises(ValueError, match=r"\bat most 0 sequences fit\b"):  # 128 GB of weights on 8 x 16 GB
+        step_time_bound(batch=1, kv_bytes_per_sequence=1e9, param_bytes=128e9, param_count=64e9, chip="tpu-v5e",
+                        n_chips=8)

@@ -1,5 +1,7 @@
 """KV-cache levers in closed form (chapter 6): what each lever saves in bytes stored and read, claims T4 and M6."""
 
+import re
+
 import pytest
 
 from scaling_lib.book.claims import REL, claim, evaluate, published
@@ -126,3 +128,31 @@ def test_cross_layer_kv_bytes_refuses_a_fractional_sharing_group():
 def test_a_fractional_batch_is_refused_not_floored(call):
     with pytest.raises(ValueError, match="batch must be a positive integer, got 2.9"):
         call()
+
+
+def test_cross_layer_kv_bytes_defaults_to_one_sequence():
+    # LLaMA-2-13B in bf16: 40 KV heads x 128 x 2 (K and V) x 2 B = 20,480 B per token and layer; 1,000 tokens on 40
+    # layers read 819.2 MB per step; pairs of layers sharing one cache store half that.
+    shared = cross_layer_kv_bytes("llama2-13b", 1000, share_every=2)
+    assert shared.read_bytes == 1000 * 40 * 20480
+    assert shared.stored_bytes == 1000 * 20 * 20480
+
+
+def test_kv_lever_table_offers_mqa_to_any_model_with_more_than_one_kv_head_and_neither_to_an_mqa_model():
+    two_heads = get_model("llama3-8b").with_(n_kv_heads=2)
+    rows = {row.lever: row for row in kv_lever_table(two_heads, 4096, 4)}
+    assert "GQA" not in rows and rows["MQA"].stored_saving == pytest.approx(2.0)  # 2 KV heads -> 1
+    levers = [row.lever for row in kv_lever_table("palm-8b", 4096, 4)]  # PaLM is multiquery already
+    assert "GQA" not in levers and "MQA" not in levers
+
+
+def test_kv_lever_table_rows_state_their_settings():
+    rows = {row.lever: row.setting for row in kv_lever_table("llama2-13b", 8192, 4, n_kv_heads=8, window=2048,
+                                                              global_every=4, share_every=3, kv_dtype="fp8",
+                                                              block_size=32)}
+    for lever, numbers in (("GQA", ("40", "8")), ("MQA", ("40", "1")), ("local attention", ("2,048", "4")),
+                           ("cross-layer sharing", ("3",)), ("KV quantization", ("fp8",)),
+                           ("paged attention", ("32",))):
+        for number in numbers:
+            assert re.search(rf"\b{number}\b", rows[lever]), (lever, rows[lever])
+    assert "MQA" in rows["all of the above"]  # the combined row says which lever it leaves out

@@ -1,10 +1,13 @@
 """scaling_lib.models: the model table, the Transformer's field checks and `from_hf_config`'s defaults and refusals
 (the shipped config.json files and the config types are in test_hf_config.py and test_hf_config_types.py)."""
 
+import json
+import os
 
 import numpy as np
 import pytest
 
+from scaling_lib import models
 from scaling_lib.models import Transformer, from_hf_config, get_model, model_names
 
 REQUIRED_MODELS = ("llama2-13b", "llama3-8b", "llama3-70b", "palm-8b", "palm-62b", "palm-540b")
@@ -43,6 +46,11 @@ def test_transformer_takes_numpy_integers_and_stores_python_ints():
     small = Transformer(n_layers=np.int64(2), d_model=np.int32(64), d_ff=128, n_heads=4, n_kv_heads=np.int8(2),
                         head_dim=16, vocab_size=256)
     assert small.n_layers == 2 and type(small.n_layers) is int and type(small.n_kv_heads) is int
+
+
+def test_transformer_stores_a_numpy_bool_tie_as_a_python_bool():
+    tied = Transformer(**SMALL, tied_embeddings=np.bool_(True))
+    assert type(tied.tied_embeddings) is bool and tied.tied_embeddings is True
 
 
 def test_an_mla_rope_head_dim_must_be_smaller_than_the_head_dim():
@@ -110,6 +118,8 @@ def test_tied_word_embeddings_are_read():
 def test_a_config_missing_its_shape_says_how_to_build_the_model_by_hand():
     with pytest.raises(ValueError, match=r"add it, or build the model with scaling_lib\.models\.Transformer"):
         from_hf_config({"model_type": "llama"})
+    with pytest.raises(ValueError, match=r"'hidden_size' \(model_type 'mistral'\)"):
+        from_hf_config({"model_type": "mistral", "num_hidden_layers": 2, "num_attention_heads": 4})
 
 
 def test_a_name_matches_whatever_separates_its_words():
@@ -130,3 +140,39 @@ def test_kv_heads_that_do_not_divide_the_query_heads_are_refused_with_the_reason
               "num_hidden_layers": 2, "intermediate_size": 11008, "vocab_size": 32000}
     with pytest.raises(ValueError, match="each KV head serves a whole group of query heads"):
         from_hf_config(config)
+
+
+def test_a_model_read_from_a_dict_without_a_name_is_named_config():
+    model = from_hf_config(LLAMA_CONFIG)
+    assert model.name == "config" and model.source == "Hugging Face config.json (config)"
+
+
+def test_a_complete_config_of_a_type_this_book_does_not_read_is_refused_naming_the_type():
+    gpt2_shaped = {**LLAMA_CONFIG, "model_type": "gpt2"}  # every field a llama has, but another architecture
+    with pytest.raises(ValueError, match=r"model_type 'gpt2' in the config dict is not one this book reads"):
+        from_hf_config(gpt2_shaped)
+
+
+def test_a_config_file_of_exactly_the_size_limit_is_read_one_byte_more_refused(tmp_path, monkeypatch):
+    monkeypatch.setattr(models, "_MAX_CONFIG_BYTES", 1000)  # the real limit, 10 MB, is too large to write in a test
+    text = json.dumps(LLAMA_CONFIG)
+    path = tmp_path / "config.json"
+    path.write_text(text + " " * (1000 - len(text)))
+    assert from_hf_config(path).n_layers == 2
+    path.write_text(text + " " * (1001 - len(text)))
+    with pytest.raises(ValueError, match=r"\bholds 1,001 bytes\b"):
+        from_hf_config(path)
+
+
+def test_a_model_folder_whose_config_path_is_too_long_to_open_is_refused_with_a_short_message(tmp_path):
+    # A folder path just under the system's PATH_MAX whose config.json path is past it: stat fails on the file
+    # (ENAMETOOLONG), and the message names the folder without printing all of its path.
+    limit = os.pathconf(tmp_path, "PC_PATH_MAX")
+    folder = str(tmp_path)
+    while len(folder) < limit - 6:
+        folder = os.path.join(folder, "d" * max(1, min(200, limit - 7 - len(folder))))
+    assert len(folder) < limit <= len(folder) + len("/config.json")
+    os.makedirs(folder)
+    with pytest.raises(ValueError, match=r"^cannot read the model folder .*: File name too long$") as err:
+        from_hf_config(folder)
+    assert len(str(err.value)) < 300 and str(err.value).startswith(f"cannot read the model folder {folder[:100]}")

@@ -41,3 +41,8 @@ def test_expert_sharded_bf16_weights_add_up_to_mixtrals_published_size():
     memory = expert_sharded_memory("mixtral-8x7b", "h100", expert_shards=8, model_shards=1, dtype="bf16")
     one_copy = 8 * memory.expert_bytes_per_chip + memory.other_bytes_per_chip
     assert one_copy == pytest.approx(2 * 46.7e9, rel=0.01)
+
+
+def test_no_tokens_touch_no_experts():
+    # An expected token count of zero (an idle step) is allowed: E (1 - (1 - k/E)^0) = 0.
+    assert expected_experts_touched(16, 2, 0) == 0.0

@@ -80,3 +80,16 @@ def test_fit_batch_roofline_refuses_a_negative_time():
 def test_fit_batch_roofline_refuses_a_string_of_batches():
     with pytest.raises(ValueError, match="batches must be a sequence of numbers"):
         fit_batch_roofline("abc", [1.0, 2.0, 3.0])
+
+
+def test_fit_batch_roofline_names_the_largest_n_floor_it_takes():
+    # Four points: at most three can make the floor, one must remain for the slope.
+    with pytest.raises(ValueError, match=r"\bn_floor must be between 1 and 3\b"):
+        fit_batch_roofline([1, 2, 4, 8], [1.0, 1.0, 2.0, 4.0], n_floor=4)
+    assert fit_batch_roofline([1, 2, 4, 8], [1.0, 1.0, 2.0, 4.0], n_floor=3).floor_s == 1.0
+
+
+def test_fit_batch_roofline_floor_of_four_or_five_points_is_their_median():
+    batches, seconds = [1, 2, 4, 8, 16, 32], [4.0, 1.0, 3.0, 2.0, 5.0, 64.0]
+    assert fit_batch_roofline(batches, seconds, n_floor=4).floor_s == 2.5  # sorted 1, 2, 3, 4: mean of 2 and 3
+    assert fit_batch_roofline(batches, seconds, n_floor=5).floor_s == 3.0  # sorted 1, 2, 3, 4, 5
