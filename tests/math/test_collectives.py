@@ -432,7 +432,9 @@ def test_an_all_to_alls_bound_across_nodes_is_what_each_node_takes_in_through_it
 
 def test_a_slice_collective_names_each_axis_algorithm():
     # A v4 cube wraps on every axis (three rings); a v5e 16 x 4 wraps only its 16-chip axis (a ring and a line).
-    assert mesh_collective("all-gather", 1e9, "tpu-v4", (4, 4, 4)).algorithm == "ring+ring+ring"
+    cube = mesh_collective("all-gather", 1e9, "tpu-v4", (4, 4, 4))
+    assert cube.algorithm == "ring+ring+ring"
+    assert cube.expected_s == cube.total_s  # a torus runs at its line rate (efficiency 1)
     assert mesh_collective("all-gather", 1e9, "tpu-v5e", (16, 4)).algorithm == "ring+line"
 
 
@@ -462,3 +464,17 @@ def test_an_all_to_all_over_two_axes_is_bounded_by_the_bisection_and_over_one_ax
     # One axis is a ring (16 v5e wrap) priced as the ring it is: V / (4 W), W = 2 x 45 GB/s.
     ring = mesh_collective("all-to-all", 1e9, "tpu-v5e", (16,))
     assert (ring.algorithm, ring.bandwidth_s) == ("ring", pytest.approx(1e9 / (4 * 90e9), rel=1e-12))
+    assert ring.bound_s == pytest.approx(ring.bandwidth_s, rel=1e-12)  # the bisection bound is exact: no (n-1)/n
+
+
+def test_inside_one_node_the_bound_is_each_gpus_share_over_its_nvlink_alone():
+    # 8 H100, no NIC in the path: 7/8 of 1 GB at exactly 450 GB/s.
+    assert collective_time("all-gather", 1e9, "h100", 8).bound_s == pytest.approx(7 / 8 * 1e9 / 450e9, rel=1e-14)
+
+
+def test_a_ring_all_reduce_over_four_nodes_crosses_between_nodes_six_times():
+    # 32 H100 = 4 nodes: 2 x 31 ring steps, 2 x 3 of them between nodes (2.7 us each with LL), the other 56 at NCCL's
+    # 1 us network overhead (above LL's 0.6 us NVLink step): 6.6 + 56 x 1.0 + 6 x 2.7 = 78.8 us.
+    t = collective_time("all-reduce", 8e3, "h100", 32, algorithm="ring")
+    assert t.algorithm == "ring-LL"
+    assert t.latency_s == pytest.approx(6.6e-6 + 56 * 1.0e-6 + 6 * 2.7e-6, rel=1e-12)
