@@ -137,7 +137,12 @@ def split_of(row) -> str:
         return "calibration" if row.gpu == "h100" else "validation"
     if isinstance(row, PopeRow):
         return "calibration" if row.model == "palm-540b" else "validation"
-    return _run_splits()[row.label]
+    splits = _run_splits()
+    if row.label not in splits:
+        raise ValueError(f"row {row.label!r} is not one of measurements.published_runs(), so it has no split; pass "
+                         "a row of published_runs() (a run of validation_runs() is scored by "
+                         "calibration.out_of_sample(); any other run is priced by calibration.row_model(row))")
+    return splits[row.label]
 
 
 # TensorRT-LLM gives its KV cache a fraction of the memory left free once the weights are loaded

@@ -458,3 +458,57 @@ def test_fit_efficiency_refusals_say_why():
 
 def test_the_low_end_of_the_search_applies_to_mfu_too():
     assert fit_efficiency(lambda e: [e.mfu / 0.3], fields=("mfu",), low=0.5).mfu == pytest.approx(0.5, abs=0.01)
+
+
+# --- issue 21, G2 seed 72: every comparison's split, the first-token rows, rows that are not in the data ----------
+def test_every_comparison_carries_its_rows_split():
+    for row in trtllm_rows()[::13] + published_runs()[::37]:
+        assert compare(row).split == split_of(row) in ("calibration", "validation"), row.label
+
+
+def test_a_row_that_is_not_in_the_data_has_no_split_and_is_refused_naming_the_row_and_the_fix():
+    # A published run with another prompt length is no longer one of the runs the split was drawn over; a run of the
+    # out-of-sample table never was. Both are refused with a ValueError (it used to be a KeyError).
+    changed = dataclasses.replace(published_runs()[0], input_len=12_345)
+    later = calibration.validation_runs()[0]
+    for row in (changed, later):
+        for function in (split_of, compare):
+            with pytest.raises(ValueError, match=r"^row .*not one of measurements\.published_runs\(\).*"
+                                                 r"calibration\.row_model\(row\)"):
+                function(row)
+    # Its row model needs no split, and prices it.
+    assert row_model(changed).predicted(Efficiency()) > 0
+
+
+def test_group_of_refusals_name_group_of():
+    with pytest.raises(ValueError, match=r"calibration\.group_of\b"):
+        group_of(None)
+
+
+def test_a_pope_decode_row_model_reads_the_published_latency_as_a_speed():
+    row = pope_row("palm-540b", "low latency", "decode")
+    assert row_model(row).measured == pytest.approx(1 / row.latency_s, rel=1e-12)
+    assert compare(row).measured == pytest.approx(1 / row.latency_s, rel=1e-12)
+
+
+def test_a_first_token_row_over_several_gpus_is_priced_alike_by_its_row_model_and_by_compare():
+    # TP 4: the prefill's collectives are where the bound's floors and the estimate's NCCL pick part.
+    row = next(r for r in published_runs() if r.kind == "ttft" and r.tensor_parallel > 1)
+    serial = Efficiency(mfu=0.5, hbm=0.7, network=0.6, latency=2.0, overhead_s=1e-3)
+    assert row_model(row).predicted(serial) == pytest.approx(compare(row, serial).predicted, rel=1e-9)
+
+
+def test_a_first_token_time_is_one_prefill_whatever_the_output_length_or_the_replicas(monkeypatch):
+    # Time to first token is one prompt's prefill: the speed compared is 1 / that time, whatever the run's output
+    # length, and with two replicas (2 GPUs at TP 1) still one prompt's prefill on one of them.
+    ttft = next(r for r in published_runs() if r.kind == "ttft" and r.n_chips == 1)
+    rows = (dataclasses.replace(ttft, output_len=128), dataclasses.replace(ttft, n_chips=2))
+    eff = Efficiency(mfu=0.41, hbm=0.43, network=0.47, latency=1.3, overhead_s=3e-4)  # unused elsewhere: no cached value
+    monkeypatch.setattr(calibration, "validation_runs", lambda: rows)
+    calibration._out_of_sample.cache_clear()
+    try:
+        items = calibration.out_of_sample(eff)
+    finally:
+        calibration._out_of_sample.cache_clear()
+    one_prompt = prefill(calibration.run_deployment(ttft), ttft.input_len, 1, eff).total_s
+    assert [c.predicted for c in items] == pytest.approx([1 / one_prompt] * 2, rel=1e-12)

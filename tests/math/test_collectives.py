@@ -362,3 +362,120 @@ def test_nvls_is_offered_only_for_a_switch_generation_nccl_gives_an_efficiency_f
 def test_a_full_mesh_refuses_switch_algorithms_saying_to_leave_it_unset():
     with pytest.raises(ValueError, match="a full mesh has no switch to reduce in or tree to build; use algorithm=None"):
         collective_time("all-reduce", 1e9, "mi300x", 8, algorithm="tree")
+
+
+# --- issue 21, G2 seed 72: the full mesh, the Simple protocol's network overhead, the switch floor, axis names --------
+MI300X_LINK = 64e9  # one Infinity Fabric link, one way (hardware.py's source); 7 peers per GPU
+
+
+@pytest.mark.parametrize("op, per_link", [("all-gather", 1 / 8), ("reduce-scatter", 1 / 8), ("all-reduce", 2 / 8),
+                                          ("all-to-all", 1 / 64)])
+def test_a_full_mesh_of_8_mi300x_sends_each_peer_its_share_over_that_peers_link_by_hand(op, per_link):
+    # Each GPU holds (all-gather) or owns (reduce-scatter) one eighth of V, and sends it straight to each of its 7
+    # peers over the link to that peer: V / 8 per link; an all-reduce is both (2 V / 8); an all-to-all sends each peer
+    # the peer's eighth of its own eighth (V / 64). All 7 links run at once, so on all 8 GPUs the mesh matches a switch
+    # of 7 links: (n - 1) / n x V / (7 x 64 GB/s) = V / (8 x 64 GB/s) for a gather.
+    t = collective_time(op, 1e9, "mi300x", 8)
+    assert t.op == op and t.bandwidth_s == pytest.approx(per_link * 1e9 / MI300X_LINK, rel=1e-12)
+    switch_volume = {"all-gather": 7 / 8, "reduce-scatter": 7 / 8, "all-reduce": 14 / 8, "all-to-all": 7 / 64}[op]
+    assert t.bandwidth_s == pytest.approx(switch_volume * 1e9 / (7 * MI300X_LINK), rel=1e-12)
+    assert t.bound_s == pytest.approx(t.bandwidth_s, rel=1e-12)  # every link busy: the routing cannot do better
+    # At 1 GB NCCL's model (RCCL's stand-in) picks the Simple protocol: 8.4 us + 3.4 us per ring step, 7 steps a
+    # pass (14 for an all-reduce), at the maintainers' 370 of 450 GB/s.
+    steps = 14 if op == "all-reduce" else 7
+    assert (t.algorithm, t.latency_s) == ("mesh-Simple", pytest.approx(8.4e-6 + steps * 3.4e-6, rel=1e-12))
+    assert t.efficiency == pytest.approx(370 / 450, rel=1e-12)
+
+
+def test_a_full_mesh_picks_nccls_protocol_by_size_and_two_gpus_get_one_link():
+    # 8 kB: LL's 6.6 + 7 x 0.6 = 10.8 us wins. 8 MB all-gather, line rate 8e6 / 8 / 64 GB/s = 15.6 us:
+    # LL 10.8 + 15.6 / (0.822 / 2) = 48.8 us, LL128 14 + 7 x 1.9 + 15.6 / (0.822 x 0.92) = 47.9 us,
+    # Simple 32.2 + 15.6 / 0.822 = 51.2 us: LL128.
+    small = collective_time("all-gather", 8e3, "mi300x", 8)
+    assert (small.algorithm, small.latency_s) == ("mesh-LL", pytest.approx(6.6e-6 + 7 * 0.6e-6, rel=1e-12))
+    assert small.efficiency == pytest.approx(370 / 450 / 2, rel=1e-12)
+    assert small.bound_s == pytest.approx(0.6e-6, rel=1e-12)  # one NVLink-class step: the shortest latency
+    assert collective_time("all-gather", 8e6, "mi300x", 8).algorithm == "mesh-LL128"
+    # Two GPUs talk over the one link between them: V / 2 at 64 GB/s, a seventh of what the GPU could inject; the
+    # bound still lets traffic spread over all 7 links (through the other GPUs).
+    pair = collective_time("all-gather", 1e9, "mi300x", 2)
+    assert pair.bandwidth_s == pytest.approx(1e9 / 2 / MI300X_LINK, rel=1e-12)
+    assert pair.bound_s == pytest.approx(1e9 / 2 / (7 * MI300X_LINK), rel=1e-12)
+
+
+def test_a_ring_across_nodes_pays_three_network_overheads_per_step_with_the_simple_protocol(monkeypatch):
+    # NCCL's tuning model: every intra-node step of a ring spanning nodes costs at least the host's network overhead,
+    # x3 with Simple. At NCCL's 1 us that never exceeds Simple's 3.4 us NVLink step; on a host with a 2 us overhead
+    # it does: 16 H100 (2 nodes), all-gather, 15 steps of which 1 crosses nodes.
+    from scaling_lib import collectives
+
+    monkeypatch.setattr(collectives, "NCCL_LATENCY", dataclasses.replace(NCCL_LATENCY, net_overhead=2e-6))
+    simple = collective_time("all-gather", 1e9, "h100", 16)
+    assert simple.algorithm == "ring-Simple"
+    assert simple.latency_s == pytest.approx(8.4e-6 + 14 * 3 * 2e-6 + 14e-6, rel=1e-12)
+    small = collective_time("all-gather", 8e3, "h100", 16)
+    assert small.algorithm == "ring-LL"
+    assert small.latency_s == pytest.approx(6.6e-6 + 14 * 2e-6 + 2.7e-6, rel=1e-12)  # LL: the overhead once
+    # Inside one node there is no network overhead: 7 NVLink steps of 3.4 us.
+    assert collective_time("all-gather", 1e9, "h100", 8, algorithm="ring").latency_s == pytest.approx(
+        8.4e-6 + 7 * 3.4e-6, rel=1e-12)
+
+
+def test_an_all_to_alls_bound_across_nodes_is_what_each_node_takes_in_through_its_nics():
+    # 16 H100 on 2 nodes of 8 GPUs with 8 NICs of 50 GB/s each. Each GPU receives V / 16 x 8 / 16 from the 8 GPUs of
+    # the other node: a node takes in 8 x V / 32 through 8 NICs, V / 32 per NIC (625 us for 1 GB), more than any GPU's
+    # own V x 15 / 256 over NVLink and NIC together (117 us). On 4 nodes: V / 32 x 24 / 32 per NIC.
+    assert collective_time("all-to-all", 1e9, "h100", 16).bound_s == pytest.approx(1e9 / 32 / 50e9, rel=1e-12)
+    assert collective_time("all-to-all", 1e9, "h100", 32).bound_s == pytest.approx(1e9 / 32 * 24 / 32 / 50e9,
+                                                                                     rel=1e-12)
+
+
+def test_a_slice_collective_names_each_axis_algorithm():
+    # A v4 cube wraps on every axis (three rings); a v5e 16 x 4 wraps only its 16-chip axis (a ring and a line).
+    cube = mesh_collective("all-gather", 1e9, "tpu-v4", (4, 4, 4))
+    assert cube.algorithm == "ring+ring+ring"
+    assert cube.expected_s == cube.total_s  # a torus runs at its line rate (efficiency 1)
+    assert mesh_collective("all-gather", 1e9, "tpu-v5e", (16, 4)).algorithm == "ring+line"
+
+
+def test_a_full_mesh_takes_the_ring_as_its_own_pick_and_across_nodes_any_algorithm_nccl_runs_there():
+    # Inside one mesh algorithm="ring" is what NCCL would pick anyway (the only algorithm it has there).
+    assert collective_time("all-reduce", 1e9, "mi300x", 8, algorithm="ring") == collective_time(
+        "all-reduce", 1e9, "mi300x", 8)
+    # Two MI300X nodes (given a 50 GB/s scale-out NIC, which the table lacks) are priced as switched nodes: a forced
+    # tree is a tree; NVLS is refused (Infinity Fabric has no in-switch reduction).
+    mi300x = get_chip("mi300x")
+    scaled = dataclasses.replace(mi300x, topology=dataclasses.replace(mi300x.topology, scale_out_bandwidth=50e9))
+    assert collective_time("all-reduce", 1e9, scaled, 16, algorithm="tree").algorithm.startswith("tree-")
+    assert collective_time("all-reduce", 8e3, scaled, 16, algorithm="ring").algorithm.startswith("ring-")
+    with pytest.raises(ValueError, match=r"algorithm='nvls'.*use one of \('ring', 'tree'\)"):
+        collective_time("all-reduce", 1e9, scaled, 16, algorithm="nvls")
+
+
+def test_a_slice_of_one_chip_keeps_the_collectives_name():
+    assert mesh_collective("all-reduce", 1e9, "tpu-v4", (1, 1, 1)).op == "all-reduce"
+
+
+def test_an_all_to_all_over_two_axes_is_bounded_by_the_bisection_and_over_one_axis_by_that_axis():
+    # A v5e 4 x 4 (no wraparound): cutting it in half severs 4 links each way; half the chips send V / 4 to the other
+    # half: V / 4 / (4 x 45 GB/s).
+    square = mesh_collective("all-to-all", 1e9, "tpu-v5e", (4, 4))
+    assert (square.algorithm, square.bandwidth_s) == ("bisection", pytest.approx(1e9 / 4 / (4 * 45e9), rel=1e-12))
+    # One axis is a ring (16 v5e wrap) priced as the ring it is: V / (4 W), W = 2 x 45 GB/s.
+    ring = mesh_collective("all-to-all", 1e9, "tpu-v5e", (16,))
+    assert (ring.algorithm, ring.bandwidth_s) == ("ring", pytest.approx(1e9 / (4 * 90e9), rel=1e-12))
+    assert ring.bound_s == pytest.approx(ring.bandwidth_s, rel=1e-12)  # the bisection bound is exact: no (n-1)/n
+
+
+def test_inside_one_node_the_bound_is_each_gpus_share_over_its_nvlink_alone():
+    # 8 H100, no NIC in the path: 7/8 of 1 GB at exactly 450 GB/s.
+    bound = collective_time("all-gather", 1e9, "h100", 8).bound_s
+    assert bound == pytest.approx(7 / 8 * 1e9 / 450e9, rel=1e-14, abs=0)
+
+
+def test_a_ring_all_reduce_over_four_nodes_crosses_between_nodes_six_times():
+    # 32 H100 = 4 nodes: 2 x 31 ring steps, 2 x 3 of them between nodes (2.7 us each with LL), the other 56 at NCCL's
+    # 1 us network overhead (above LL's 0.6 us NVLink step): 6.6 + 56 x 1.0 + 6 x 2.7 = 78.8 us.
+    t = collective_time("all-reduce", 8e3, "h100", 32, algorithm="ring")
+    assert t.algorithm == "ring-LL"
+    assert t.latency_s == pytest.approx(6.6e-6 + 56 * 1.0e-6 + 6 * 2.7e-6, rel=1e-12)

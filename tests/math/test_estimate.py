@@ -658,3 +658,25 @@ def test_a_tensor_parallel_degree_that_splits_no_head_lists_each_divisor_once():
 
 def test_a_deployment_within_its_kv_heads_describes_the_split_alone():
     assert Deployment("llama3-8b", "h100", 8).describe().endswith("; KV heads split 8 ways")
+
+
+# --- issue 21, G2 seed 72: the largest tensor-parallel group, and what its refusal names ---------------------------
+def test_the_largest_tensor_parallel_group_is_accepted_and_one_chip_more_refused_naming_what_was_given():
+    from scaling_lib.estimate import MAX_TENSOR_PARALLEL
+
+    # At the limit itself (a 128 x 128 mesh, given so that no mesh is searched) the deployment stands.
+    at_limit = Deployment("palm-540b", "tpu-v4", MAX_TENSOR_PARALLEL, ffn_layout="2d-ws", mesh_shape=(128, 128))
+    assert at_limit.tensor_parallel == MAX_TENSOR_PARALLEL
+    # Beyond it: the refusal names the argument the group size came from, n_chips only when tensor_parallel was unset.
+    twice = 2 * MAX_TENSOR_PARALLEL
+    with pytest.raises(ValueError, match=rf"\bn_chips={twice}\b.*tensor_parallel unset.*pass tensor_parallel="):
+        Deployment("palm-540b", "tpu-v4", twice, ffn_layout="2d-ws")
+    with pytest.raises(ValueError, match=rf"^tensor_parallel={twice} .*pass tensor_parallel=") as refused:
+        Deployment("palm-540b", "tpu-v4", twice, ffn_layout="2d-ws", tensor_parallel=twice)
+    assert "n_chips" not in str(refused.value)
+
+
+def test_a_step_with_no_work_costs_nothing_on_one_chip():
+    # No sequence decoding, no prompt token: nothing to read, compute or send (one chip has no collectives).
+    step = step_estimate(Deployment("llama3-8b", "h100", 1), efficiency=Efficiency())
+    assert (step.weights_s, step.kv_s, step.matmul_s, step.attention_s, step.comm_s, step.total_s) == (0.0,) * 6

@@ -60,3 +60,27 @@ def test_measured_collective_times_grow_with_the_array_and_stay_under_the_line_r
 
 def test_every_run_keeps_the_hardware_its_source_names():
     assert all(row.hardware for row in published_runs() + validation_runs())
+
+
+# --- issue 21, G2 seed 72: Pope et al.'s two headline runs, read from the tables ------------------------------------
+def test_pope_headline_runs_count_the_tokens_each_sequence_processed():
+    # Pope et al.'s abstract: PaLM 540B prefills batch 512 x 2,048-token prompts, and decodes 64 steps at batch 64.
+    from scaling_lib.measurements import pope_headline_runs
+
+    runs = pope_headline_runs()
+    prefill, decode = runs["prefill-high-throughput"], runs["decode-low-latency"]
+    assert (prefill.phase, prefill.batch, prefill.tokens_per_sequence) == ("prefill", 512, 2048)
+    assert (decode.phase, decode.batch, decode.tokens_per_sequence) == ("decode", 64, 64)
+    decode_row = pope_row("palm-540b", "low latency", "decode")
+    assert decode.tokens == decode_row.tokens and decode.seconds_per_step == decode_row.latency_s / 64
+
+
+def test_the_headline_runs_constant_is_read_once_and_cached_under_its_own_name(monkeypatch):
+    from scaling_lib import measurements
+
+    monkeypatch.delitem(vars(measurements), "POPE_HEADLINE_RUNS", raising=False)
+    first = measurements.POPE_HEADLINE_RUNS
+    assert vars(measurements)["POPE_HEADLINE_RUNS"] is first and measurements.POPE_HEADLINE_RUNS is first
+    assert measurements.pope_headline_runs() == first  # the function is still there, and gives the same runs
+    with pytest.raises(AttributeError, match="NO_SUCH_TABLE"):
+        measurements.NO_SUCH_TABLE
