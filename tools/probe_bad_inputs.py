@@ -28,7 +28,6 @@ part of `make test` (`make probe` runs it).
 
 import argparse
 import json
-import math
 import os
 import re
 import select

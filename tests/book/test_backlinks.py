@@ -11,7 +11,6 @@ import functools
 import importlib.util
 import inspect
 import re
-import sys
 from pathlib import Path
 
 import pytest

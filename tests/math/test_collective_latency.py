@@ -13,7 +13,6 @@ import pytest
 from scaling_lib.collectives import collective_time
 from scaling_lib.hardware import get_chip
 from scaling_lib.hops import collective_hops
-from scaling_lib.memory import param_bytes
 from scaling_lib.models import get_model
 from scaling_lib.sharding import (TORUS_SHAPES, beta, decode_hops_per_layer, decode_step_components,
                                   max_decode_model_parallelism)
