@@ -512,3 +512,16 @@ def test_a_first_token_time_is_one_prefill_whatever_the_output_length_or_the_rep
         calibration._out_of_sample.cache_clear()
     one_prompt = prefill(calibration.run_deployment(ttft), ttft.input_len, 1, eff).total_s
     assert [c.predicted for c in items] == pytest.approx([1 / one_prompt] * 2, rel=1e-12)
+
+
+def test_fit_efficiency_refuses_more_than_1000_rounds_naming_rounds():
+    with pytest.raises(ValueError, match=r"\brounds\b=1,001"):
+        fit_efficiency(lambda efficiency: [1.0], rounds=1001)
+
+
+def test_every_kind_of_comparison_carries_its_row_and_the_step_its_dominant_term_comes_from():
+    rows = (trtllm_rows()[0], pope_rows()[0], published_runs()[0])
+    for row in rows:
+        comparison = compare(row)
+        assert comparison.row is row
+        assert comparison.step is not None and comparison.step.bound == comparison.dominant

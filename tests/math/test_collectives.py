@@ -479,3 +479,20 @@ def test_a_ring_all_reduce_over_four_nodes_crosses_between_nodes_six_times():
     t = collective_time("all-reduce", 8e3, "h100", 32, algorithm="ring")
     assert t.algorithm == "ring-LL"
     assert t.latency_s == pytest.approx(6.6e-6 + 56 * 1.0e-6 + 6 * 2.7e-6, rel=1e-12)
+
+
+def test_bus_bandwidth_doubles_only_an_all_reduce():
+    # nccl-tests: bus bandwidth = algorithm bandwidth x 2(n-1)/n for an all-reduce, x (n-1)/n for the others.
+    # 8 GB in 1 s over 8 GPUs: 14 GB/s for an all-reduce, 7 GB/s for each of the others.
+    assert bus_bandwidth("all-reduce", 8e9, 1.0, 8) == pytest.approx(14e9, rel=1e-12)
+    for op in ("all-gather", "reduce-scatter", "all-to-all"):
+        assert bus_bandwidth(op, 8e9, 1.0, 8) == pytest.approx(7e9, rel=1e-12)
+
+
+def test_a_switch_without_in_switch_reduction_offers_no_nvls_all_reduce():
+    # NVLS runs the reduction inside NVSwitch: a Hopper domain whose switch cannot reduce has only ring and tree.
+    h100 = get_chip("h100")
+    plain = dataclasses.replace(h100, topology=dataclasses.replace(h100.topology, in_switch_reduction=False))
+    assert collective_time("all-reduce", 1e9, h100, 8, algorithm="nvls").algorithm == "nvls"
+    with pytest.raises(ValueError, match=r"algorithm='nvls'.*\('ring', 'tree'\)"):
+        collective_time("all-reduce", 1e9, plain, 8, algorithm="nvls")

@@ -680,3 +680,23 @@ def test_a_step_with_no_work_costs_nothing_on_one_chip():
     # No sequence decoding, no prompt token: nothing to read, compute or send (one chip has no collectives).
     step = step_estimate(Deployment("llama3-8b", "h100", 1), efficiency=Efficiency())
     assert (step.weights_s, step.kv_s, step.matmul_s, step.attention_s, step.comm_s, step.total_s) == (0.0,) * 6
+
+
+def test_an_offline_run_holds_its_batch_of_caches_at_the_mean_context_and_has_no_room_for_one_more():
+    # LLaMA 3 8B on one H100, 1,000 tokens in and 200 out: each of the batch's caches holds on average
+    # 1,000 + 200 / 2 = 1,100 tokens of 131,072 B (32 layers x 8 KV heads x 128 x 2 x 2 B). The batch is the largest
+    # that fits, so the step's HBM is within the engine's share and one more such cache would not fit.
+    run = offline_estimate(Deployment("llama3-8b", "h100", 1), 1000, 200, "typical")
+    one_more = 1100 * 131_072
+    assert run.step.hbm_bytes_per_chip <= run.step.hbm_capacity < run.step.hbm_bytes_per_chip + one_more
+
+
+def test_a_pope_layout_moves_its_activations_in_the_activation_dtype():
+    # 2D weight-stationary moves only activations: fp8 activations (1 byte) halve the bandwidth part of the
+    # prefill's collectives against bf16 (2 bytes); the per-collective latency is the same.
+    steps = {act: step_estimate(Deployment("llama3-70b", "tpu-v5e", 16, ffn_layout="2d-ws", activation_dtype=act),
+                                prefill_tokens=8192, prefill_len=8192, efficiency=BOUND)
+             for act in ("bf16", "fp8")}
+    bandwidth = {act: step.comm_s - step.comm_latency_s for act, step in steps.items()}
+    assert bandwidth["fp8"] == pytest.approx(bandwidth["bf16"] / 2, rel=1e-9)
+    assert steps["fp8"].comm_latency_s == steps["bf16"].comm_latency_s > 0

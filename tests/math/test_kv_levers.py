@@ -156,3 +156,11 @@ def test_kv_lever_table_rows_state_their_settings():
         for number in numbers:
             assert re.search(rf"\b{number}\b", rows[lever]), (lever, rows[lever])
     assert "MQA" in rows["all of the above"]  # the combined row says which lever it leaves out
+
+
+def test_every_third_layer_is_global_counting_from_the_third():
+    # LLaMA 3 8B: 32 layers, 4,096 B per token and layer in bf16 (8 KV heads x 128 x 2 x 2 B). With a 100-token
+    # window and global_every=3, layers 2, 5, ..., 29 (10 of them) keep all 1,000 tokens and the other 22 keep 100:
+    # (10 x 1,000 + 22 x 100) x 4,096 B = 49,971,200 B.
+    footprint = kv_footprint("llama3-8b", [1000], window=100, global_every=3)
+    assert footprint.stored_bytes == footprint.read_bytes == (10 * 1000 + 22 * 100) * 4096

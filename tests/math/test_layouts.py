@@ -14,6 +14,7 @@ from scaling_lib.layouts import (
     ffn_layer_time,
     layout_switch_points,
     wg_optimal_gather_size,
+    ws_2d_optimal_x,
 )
 
 SLICE = (4, 4, 4)
@@ -61,3 +62,9 @@ def test_a_layout_choice_refuses_an_unknown_layout():
 def test_layout_switch_points_refuse_a_range_that_is_not_increasing_and_positive(tokens_range, message):
     with pytest.raises(ValueError, match=message):
         layout_switch_points("palm-540b", "tpu-v4", SLICE, tokens_range=tokens_range)
+
+
+def test_the_scaling_book_convention_puts_x_at_the_root_of_n_over_8_when_f_is_4d():
+    # Scaling Book ch. 7 Q7: minimizing D/X + 2 F X / n with F = 4 D gives X = sqrt(n / 8); 64 chips: sqrt(8).
+    assert ws_2d_optimal_x(64, 1024, 4096, "scaling-book") == pytest.approx(math.sqrt(8), rel=1e-12)
+    assert ws_2d_optimal_x(64, 1024, 4096, "pope") == pytest.approx(math.sqrt(16), rel=1e-12)

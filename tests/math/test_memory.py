@@ -66,3 +66,12 @@ def test_weights_that_exactly_fill_the_chips_leave_no_room_rather_than_exceeding
     assert param_count(exact) == 8_000_000_000
     with pytest.raises(ValueError, match=r"\bthe largest batch that fits is 0\b"):
         require_fit(exact, "tpu-v5e", 1, 1, 1)
+
+
+def test_require_fit_with_n_kv_heads_prices_the_cache_in_the_kv_dtype_asked():
+    # An int8 cache is half a bf16 one, also when the KV head count is overridden.
+    bf16 = require_fit("llama3-8b", "h100", 1, 8, 4096, kv_dtype="bf16", n_kv_heads=4)
+    int8 = require_fit("llama3-8b", "h100", 1, 8, 4096, kv_dtype="int8", n_kv_heads=4)
+    assert int8.kv_bytes == pytest.approx(bf16.kv_bytes / 2, rel=1e-12)
+    # 4 KV heads of 128 dims, K and V, 32 layers, 1 byte, 8 x 4,096 tokens.
+    assert int8.kv_bytes == pytest.approx(4 * 128 * 2 * 32 * 8 * 4096, rel=1e-12)

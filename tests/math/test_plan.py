@@ -385,3 +385,24 @@ def test_a_target_only_batch_one_meets_is_reachable_at_batch_one():
     fastest = min(p.tpot_s for p in _batch_one_points())
     best = plan(**SMALL, tpot=fastest).best
     assert best.batch_per_replica == 1 and best.tpot_s == pytest.approx(fastest, rel=1e-12)
+
+
+def test_the_printed_frontier_gives_each_point_in_milliseconds():
+    result = plan(**SMALL)
+    lines = result.describe().splitlines()
+    start = next(i for i, line in enumerate(lines) if "TPOT ms" in line) + 1
+    printed = [line.split()[:2] for line in lines[start:start + len(result.frontier)]]
+    assert len(printed) == len(result.frontier) > 1
+    for (tpot_ms, ttft_ms), point in zip(printed, result.frontier):
+        assert float(tpot_ms) == pytest.approx(point.tpot_s * 1e3, abs=0.006)
+        assert float(ttft_ms) == pytest.approx(point.ttft_s * 1e3, abs=0.06)
+
+
+def test_one_design_alone_puts_every_power_of_two_batch_and_its_largest_on_the_frontier():
+    # One chip, one format: a larger batch is always cheaper per token and slower per step, so no point beats
+    # another on both axes and the frontier holds every batch searched: 1, 2, 4, ... and the largest that fits.
+    result = plan("llama3-8b", ["h100"], max_chips=1, input_len=1000, output_len=200, prices={"h100": 2.5},
+                  weight_dtypes=("bf16",), kv_dtypes=("bf16",))
+    batches = [point.batch for point in result.frontier]
+    largest = batches[-1]
+    assert batches == [2**k for k in range(largest.bit_length()) if 2**k < largest] + [largest]

@@ -93,3 +93,11 @@ def test_fit_batch_roofline_floor_of_four_or_five_points_is_their_median():
     batches, seconds = [1, 2, 4, 8, 16, 32], [4.0, 1.0, 3.0, 2.0, 5.0, 64.0]
     assert fit_batch_roofline(batches, seconds, n_floor=4).floor_s == 2.5  # sorted 1, 2, 3, 4: mean of 2 and 3
     assert fit_batch_roofline(batches, seconds, n_floor=5).floor_s == 3.0  # sorted 1, 2, 3, 4, 5
+
+
+def test_a_matmul_report_keeps_the_compute_format_and_prints_four_lines():
+    report = explain_matmul("tpu-v5e", 64, 4096, 4096, weight_dtype="int8", compute_dtype="int8")
+    assert report.compute_dtype == "int8"
+    lines = report.describe().splitlines()
+    assert len(lines) == 4 and "math int8" in lines[0]
+    assert [line.split()[0] for line in lines[1:]] == ["intensity", "time", "critical"]

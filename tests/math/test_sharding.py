@@ -6,7 +6,7 @@ import pytest
 
 from scaling_lib.inference import decode_step_time
 from scaling_lib.collectives import collective_time
-from scaling_lib.sharding import decode_step_components
+from scaling_lib.sharding import decode_hops_per_layer, decode_step_components, fsdp_decode_cost
 
 
 def test_decode_step_components_price_the_matmuls_in_the_compute_dtype():
@@ -40,3 +40,16 @@ def test_collective_time_refuses_a_fractional_number_of_shards():
 def test_collective_time_accepts_numpy_numbers():
     assert collective_time("all-gather", np.float64(1e6), "tpu-v5e", np.int64(8)) == \
         collective_time("all-gather", 1e6, "tpu-v5e", 8)
+
+
+def test_two_chips_split_a_multiquery_cache_by_batch_and_pay_its_all_to_alls():
+    # PaLM 540B has one KV head, so on 2 chips the cache is split by batch: per layer 2 all-reduces over a ring of 2
+    # (1 hop each way: 2 hops each) and 2 all-to-alls over the 2 batch shards (1 hop each): 2 x 2 + 2 x 1 = 6.
+    assert decode_hops_per_layer("palm-540b", 2, 2) == 6
+
+
+def test_fsdp_on_two_chips_gathers_half_the_weights():
+    # Each chip holds 1/n of the weights and gathers the other (n - 1)/n: half on 2 chips, three quarters on 4.
+    two, four = fsdp_decode_cost("llama3-8b", "tpu-v5e", 2), fsdp_decode_cost("llama3-8b", "tpu-v5e", 4)
+    assert four.ici_s / two.ici_s == pytest.approx(1.5, rel=1e-12)
+    assert two.hbm_s / four.hbm_s == pytest.approx(2.0, rel=1e-12)
