@@ -203,7 +203,7 @@ def _switch_floor(op: str, v: float, topology: SwitchDomain, net: float | None, 
     m = max(1, n // g)
     volume = v if op == "all-reduce" and topology.in_switch_reduction else _switch_volume(op, n) * v
     floor = volume / (w + (net if m > 1 else 0.0))
-    if m > 1:  # per NIC, 1/g of the node's share: for an all-to-all g x V/n x (n - g)/n = V (m - 1)/m^2 too
+    if m > 1:  # per NIC, 1/g of its node's share; an all-to-all's V/n x (n - g)/n is (m - 1)/m^2 x V/g, the same form
         floor = max(floor, _switch_volume(op, m) * v / g / net)
     return floor
 

@@ -28,6 +28,8 @@ from jupyter_cache import get_cache
 from jupyter_cache.cache.main import CacheBundleIn
 from jupyter_cache.executors.utils import single_nb_execution
 
+from .backlinks import notebooks
+
 CACHE = Path("_build") / ".jupyter_cache"
 SOURCES = ("scaling_lib",)
 WORKERS = 2  # the quick start's machine has 2 cores; each notebook's kernel runs its cells on one
@@ -55,24 +57,6 @@ def mark_built(repo: Path) -> None:
         cache.touch()
 
 
-def book_notebooks(repo: Path) -> list[Path]:
-    """The notebooks the table of contents (`_toc.yml`) names, in its order."""
-    def files(node):
-        if isinstance(node, dict):
-            if isinstance(node.get("file"), str):
-                yield node["file"]
-            for value in node.values():
-                yield from files(value)
-        elif isinstance(node, list):
-            for item in node:
-                yield from files(item)
-
-    toc = yaml.safe_load((repo / "_toc.yml").read_text(encoding="utf-8"))
-    names = [toc["root"], *files(toc)] if isinstance(toc.get("root"), str) else list(files(toc))
-    paths = [repo / (name if name.endswith(".ipynb") else name + ".ipynb") for name in dict.fromkeys(names)]
-    return [path for path in paths if path.is_file()]
-
-
 def _execute(path: str, timeout: int):
     """Execute one notebook as the build would; return (path, the executed notebook as JSON text or None, seconds,
     the error's traceback or None)."""
@@ -94,7 +78,7 @@ def prefill(repo: Path, workers: int = WORKERS) -> list[Path]:
     timeout = int(execute.get("timeout", 30))
     cache = get_cache(str(repo / CACHE))
     pending = []
-    for path in book_notebooks(repo):
+    for path in (book.path for book in notebooks(repo)):  # the table of contents' notebooks, in its order
         notebook = nbformat.read(path, as_version=4)
         if notebook.metadata.get("mystnb", {}).get("execution_mode", "cache") != "cache":
             continue  # a notebook that sets its own mode (the ledger's "force": it reads the library) skips the cache

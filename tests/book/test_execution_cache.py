@@ -48,8 +48,9 @@ def test_no_cache_yet_is_nothing_to_drop(tmp_path):
 def _book(tmp_path, cells):
     """A one-notebook book: _config.yml with the cache on, _toc.yml naming chapter.ipynb."""
     (tmp_path / "_config.yml").write_text("execute:\n  execute_notebooks: cache\n  timeout: 60\n")
-    (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: chapter\n")
-    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source) for source in cells])
+    (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: intro\nparts:\n  - chapters:\n      - file: chapter\n")
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# A chapter")]
+                                        + [nbformat.v4.new_code_cell(source) for source in cells])
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(notebook, tmp_path / "chapter.ipynb")
     return tmp_path / "chapter.ipynb"
@@ -64,7 +65,8 @@ def test_prefill_stores_each_notebook_where_the_build_looks_for_it(tmp_path):
     cache = get_cache(str(tmp_path / CACHE))
     record = cache.match_cache_notebook(nbformat.read(path, as_version=4))
     executed = cache.get_cache_bundle(record.pk).nb
-    assert executed.cells[0].outputs[0]["text"] == f"42 {tmp_path.name}\n"  # run in the notebook's own folder
+    code = [cell for cell in executed.cells if cell.cell_type == "code"]
+    assert code[0].outputs[0]["text"] == f"42 {tmp_path.name}\n"  # run in the notebook's own folder
     assert prefill(tmp_path, workers=1) == []
 
 
