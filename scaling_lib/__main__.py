@@ -107,7 +107,9 @@ def _model_options(command: argparse.ArgumentParser):
     which.add_argument("--config", help="a Hugging Face config.json of your own model")
 
 
-def _parser() -> argparse.ArgumentParser:
+def parser() -> argparse.ArgumentParser:
+    """The command line's parser, both commands and every option; the appendix *Command-line reference*
+    (book/command_line.md) is generated from it by scaling_lib.book.cli_reference."""
     parser = _OneLineParser(prog="python -m scaling_lib", description="The executable textbook's library.")
     commands = parser.add_subparsers(dest="command", required=True)
     estimate = commands.add_parser("estimate", help="weights, KV cache, TTFT, TPOT, tokens/s and $ per token",
@@ -318,10 +320,10 @@ def main(argv=None) -> int:
     printing one line naming the argument (or the config file and its field) to stderr, and with --json the same
     message as {"schema": ..., "error": ...} on stdout."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    parser = _parser()
-    parser.json_errors = _OneLineParser.json_errors = "--json" in argv
+    command_line = parser()
+    command_line.json_errors = _OneLineParser.json_errors = "--json" in argv
     try:
-        args = parser.parse_args(argv)  # a malformed command line or option: one line on stderr
+        args = command_line.parse_args(argv)  # a malformed command line or option: one line on stderr
     except SystemExit as done:  # argparse exits after --help (0) or its one-line error (2)
         return done.code
     finally:

@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scaling_lib import models
-from scaling_lib.__main__ import _parser, main
+from scaling_lib.__main__ import main, parser
 from scaling_lib.models import Transformer, from_hf_config
 from tests import REPO, examples
 
@@ -224,6 +224,6 @@ def test_every_field_and_option_has_a_spec():
     read |= set(re.findall(r':\s*"(\w+)"', experts))
     missing = sorted(read - set(FIELDS))
     assert not missing, f"fields from_hf_config reads without a spec in {__file__}: {missing}"
-    options = {opt for action in _parser()._subparsers._group_actions[0].choices["estimate"]._actions
+    options = {opt for action in parser()._subparsers._group_actions[0].choices["estimate"]._actions
                for opt in action.option_strings if opt.startswith("--") and opt != "--help"}
     assert not sorted(options - set(OPTIONS)), f"CLI options without a spec: {sorted(options - set(OPTIONS))}"

@@ -1,0 +1,74 @@
+"""The command-line reference page (book/command_line.md) is the parser's own description of every option."""
+
+import argparse
+import re
+
+import pytest
+
+from scaling_lib import __main__ as cli
+from scaling_lib.book import cli_reference
+from tests import REPO
+
+COMMANDS = ("estimate", "plan")
+
+
+def _help(command: str) -> str:
+    """What `python -m scaling_lib COMMAND --help` prints, one option per line whatever the terminal's width."""
+    parser = cli.parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[command]
+    sub.formatter_class = lambda prog: argparse.HelpFormatter(prog, width=10_000, max_help_position=10_000)
+    return sub.format_help()
+
+
+def _section(page: str, command: str) -> str:
+    return page.split(f"## `{command}`")[1].split("\n## ")[0]
+
+
+def test_the_page_in_the_book_is_the_one_the_parser_generates():
+    assert (REPO / cli_reference.PAGE).read_text() == cli_reference.page(), (
+        "run .venv/bin/python -m scaling_lib.book.cli_reference")
+    assert "book/command_line" in (REPO / "_toc.yml").read_text()
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_each_option_of_help_is_a_row_with_its_own_help_text(command):
+    section, text = _section(cli_reference.page(), command), _help(command)
+    options = re.findall(r"^\s+(--[a-z-]+)", text, flags=re.MULTILINE)
+    rows = re.findall(r"^\| `(--[a-z-]+)` \|", section, flags=re.MULTILINE)
+    assert options and rows == [option for option in options if option != "--help"]
+    for line in text.splitlines():
+        found = re.match(r"\s+(--[a-z-]+)(?: \w+| \{[\w,]+\})?\s{2,}(.+)$", line)
+        if found and found.group(1) != "--help":
+            help_text = " ".join(found.group(2).split()).replace("$", "\\$")
+            row = next(r for r in section.splitlines() if r.startswith(f"| `{found.group(1)}` |"))
+            assert row.endswith(f"| {help_text} |"), (found.group(1), help_text, row)
+
+
+def test_defaults_and_requirements_are_the_parsers():
+    """The defaults a reader relies on, read off a real parse of a minimal command line."""
+    section = _section(cli_reference.page(), "estimate")
+    args = cli.parser().parse_args(["estimate", "--model", "llama3-8b", "--chip", "h100", "--chips", "1"])
+    assert f"| `--context` | positive integer | `{args.context}` |" in section
+    assert f"| `--kv` | text | `{args.kv}` |" in section
+    assert "| `--chips` | positive integer | required |" in section
+    assert "| `--json` | flag | off |" in section and args.json is False
+    plan = _section(cli_reference.page(), "plan")
+    assert "| `--efficiency` | one of `typical`, `bound` | `typical` |" in plan
+    assert "| `--kv` | comma-separated names | `" + ",".join(cli.KV_DTYPES) + "` |" in plan
+    assert "one of `--model`, `--config` required" in plan
+
+
+def test_a_value_type_the_page_cannot_name_is_refused():
+    parser = argparse.ArgumentParser()
+    action = parser.add_argument("--odd", type=float)
+    with pytest.raises(ValueError, match=r"--odd.*\bVALUE_KINDS\b"):
+        cli_reference._value_kind(action)
+
+
+def test_check_reports_a_stale_page_without_writing_it(tmp_path):
+    (tmp_path / "book").mkdir()
+    page = tmp_path / cli_reference.PAGE
+    page.write_text("stale\n")
+    assert cli_reference.main(["--check"], repo=tmp_path) == 1 and page.read_text() == "stale\n"
+    assert cli_reference.main([], repo=tmp_path) == 0 and page.read_text() == cli_reference.page()
+    assert cli_reference.main(["--check"], repo=tmp_path) == 0
