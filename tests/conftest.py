@@ -2,8 +2,12 @@
 
 Eight emulated CPU devices must be requested before JAX initialises its backend, so this runs at collection time.
 Tests are marked by what they need: everything under tests/tiny/, the book build and browser checks, and nbval's
-notebook cells are `tiny` (they run JAX); `pytest -m "not tiny"` runs the closed-form math and the book's tooling
-in seconds.
+notebook cells are `tiny` (they run JAX or build the book), and so is every test that loads what the inner loop never
+loads: tests/book/test_backlinks.py and the tests that resolve every name the notebooks import (the JAX model, Qwix
+and Flax; about 1.5 s), tests/book/test_figure_checks.py (the checks of the JAX chapters' figures import the tiny
+model; about 0.6 s) and tests/book/test_execution_cache.py (the build's cache: jupyter-cache and SQLAlchemy; about
+0.8 s). `pytest -m "not tiny"` runs the closed-form math and the rest of the book's tooling in seconds, and never
+imports JAX.
 """
 
 import os
@@ -30,21 +34,41 @@ if sys.dont_write_bytecode:
     sys.dont_write_bytecode = False
 
 _TINY_TESTS = REPO / "tests" / "tiny"
-_BUILD_TESTS = REPO / "tests" / "book" / "test_build.py"
+# Test modules whose every test is tiny: the book build, and the two that import what the inner loop never loads.
+_TINY_MODULES = frozenset(REPO / "tests" / "book" / name
+                          for name in ("test_build.py", "test_backlinks.py", "test_execution_cache.py", "test_figure_checks.py"))
+
+
+def _all_tiny(path: Path) -> bool:
+    """Whether every test in the file at `path` (resolved) is tiny: a notebook, tests/tiny/, or a _TINY_MODULES file."""
+    return path.suffix == ".ipynb" or path in _TINY_MODULES or _TINY_TESTS in path.parents
 
 
 def pytest_ignore_collect(collection_path, config):
-    """Under -m "not tiny", do not even import tests/tiny/ (every test there is tiny; importing them loads Qwix)."""
-    if config.getoption("markexpr", "").strip() == "not tiny" and _TINY_TESTS in Path(collection_path).resolve().parents:
+    """Under -m "not tiny", do not even import what holds only tiny tests (importing them loads JAX, Qwix or the
+    build's cache)."""
+    if config.getoption("markexpr", "").strip() == "not tiny" and _all_tiny(Path(collection_path).resolve()):
         return True
     return None
 
 
 def pytest_collection_modifyitems(items):
-    resolved = {}  # a module's path, resolved once (thousands of items share a few dozen modules)
+    tiny = {}  # per module, decided once (thousands of items share a few dozen modules)
     for item in items:
-        path = resolved.setdefault(item.path, item.path.resolve())
-        if path.suffix == ".ipynb" or path == _BUILD_TESTS or _TINY_TESTS in path.parents:
+        if item.path not in tiny:
+            tiny[item.path] = _all_tiny(item.path.resolve())
+        if tiny[item.path]:
             item.add_marker(pytest.mark.tiny)
         if "browser" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.browser)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """The inner loop (-m "not tiny") never imports JAX: a test that needs it is tiny. Fail the run if one slipped in."""
+    if session.config.getoption("markexpr", "").strip() == "not tiny" and "jax" in sys.modules:
+        writer = session.config.get_terminal_writer()
+        writer.line()
+        writer.line(
+            'error: the -m "not tiny" run imported jax; mark the test that needs it tiny (see tests/conftest.py)',
+            red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

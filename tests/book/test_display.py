@@ -71,6 +71,7 @@ def test_show_source_refuses_what_is_not_a_function_or_class():
         show_source()
 
 
+@pytest.mark.tiny  # resolves every name the notebooks import, which loads the JAX model, Qwix and Flax
 def test_code_shown_in_the_book_fits_an_output_block_and_is_the_same_program():
     # Every function a chapter shows, as the page shows it: ruff changes only line breaks (the parsed program is the
     # same), and no line is wider than an output's code block holds (test_page_fit measures the rendered page).

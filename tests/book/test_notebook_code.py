@@ -35,6 +35,10 @@ def _lines(cell) -> list[str]:
     return [line for line in "".join(cell["source"]).splitlines() if line.strip()]
 
 
+# Tests that resolve every name the notebooks import load the JAX model, Qwix and Flax: they are tiny (tests/conftest.py).
+resolves_the_notebooks_imports = pytest.mark.tiny
+
+
 @pytest.fixture(scope="module")
 def shown():
     """[(chapter, cell index, function, the chapter's cells as cell_objects gives them)] for every show_source."""
@@ -78,6 +82,7 @@ def test_each_section_gathers_its_glue_in_one_hidden_cell():
     assert not crowded, "gather each section's glue calls in one hidden cell:\n" + "\n".join(crowded)
 
 
+@resolves_the_notebooks_imports
 def test_the_chapters_show_the_code_of_at_least_14_functions_in_8_chapters(shown):
     functions = {value for _, _, value, _ in shown}
     chapters = {book.number for book, _, _, _ in shown}
@@ -85,6 +90,7 @@ def test_the_chapters_show_the_code_of_at_least_14_functions_in_8_chapters(shown
     assert len(chapters) >= MIN_CHAPTERS, sorted(chapters)
 
 
+@resolves_the_notebooks_imports
 def test_each_function_is_shown_once_in_the_book(shown):
     where = {}
     for book, _, value, _ in shown:
@@ -93,6 +99,7 @@ def test_each_function_is_shown_once_in_the_book(shown):
     assert not twice, f"show each function in the one chapter that derives it: {twice}"
 
 
+@resolves_the_notebooks_imports
 def test_each_shown_function_is_one_its_chapter_derives_and_calls(shown):
     """Shown in the chapter that uses it: the chapter calls it outside the show_source cell, and either its prose
     names the function or the visible code cell just before the show_source cell calls it (the show follows the
