@@ -104,3 +104,45 @@ def test_axes_refuse_a_bare_number():
 def test_choice_refuses_an_unhashable_name():
     with pytest.raises(ValueError, match=r"unknown layout \['1d-ws'\]"):
         _validate.choice("layout", ["1d-ws"], {"1d-ws": 1})
+
+
+# ---------------------------------------------------------------------------------------------------- third pass
+@pytest.mark.parametrize("value, listed", [(4096, True), (4097, False), (360, True), (1296, False)])
+def test_divides_lists_the_divisors_of_numbers_up_to_4096_with_at_most_24_divisors(value, listed):
+    # 4096 = 2**12 has 13 divisors, 4097 = 17 x 241 is past the listing limit; 360 = 2**3 3**2 5 has exactly 24
+    # divisors, 1296 = 2**4 3**4 has 25.
+    with pytest.raises(ValueError) as error:
+        _validate.divides("t", 7, "n", value)
+    divisors = [d for d in range(1, value + 1) if value % d == 0]
+    if listed:
+        assert f"pick one of {divisors}" in str(error.value)
+    else:
+        assert f"pick a divisor of {value}" in str(error.value) and "pick one of" not in str(error.value)
+
+
+@pytest.mark.parametrize("n", [0, -3, 2.5, "12"])
+def test_divisors_names_its_argument_n(n):
+    with pytest.raises(ValueError, match=r"^n must be"):
+        _validate.divisors(n)
+
+
+def test_items_refuses_a_generator_which_has_no_length():
+    with pytest.raises(ValueError, match=r"\bxs must be a list\b"):
+        _validate.items("xs", (x for x in [1.0]), _validate.real)
+
+
+def test_items_says_how_many_entries_it_needs():
+    with pytest.raises(ValueError, match=r"\bat least 2 entries\b"):
+        _validate.items("xs", [1.0], _validate.real, min_len=2)
+    with pytest.raises(ValueError, match=r"\bat least 1 entry\b"):
+        _validate.items("xs", [], _validate.real)
+
+
+def test_a_number_in_quotes_with_underscores_is_named_with_the_value_to_pass():
+    with pytest.raises(ValueError, match=r"\bpass 1000\.0 without quotes\b"):
+        _validate.real("x", "1_000")
+
+
+def test_a_quantity_with_a_unit_in_quotes_points_to_the_unit_parser():
+    with pytest.raises(ValueError, match=r"\buse scaling_lib\.units\.parse_quantity first$"):
+        _validate.real("x", "4.98 ms")
