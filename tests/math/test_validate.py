@@ -146,3 +146,15 @@ def test_a_number_in_quotes_with_underscores_is_named_with_the_value_to_pass():
 def test_a_quantity_with_a_unit_in_quotes_points_to_the_unit_parser():
     with pytest.raises(ValueError, match=r"\buse scaling_lib\.units\.parse_quantity first$"):
         _validate.real("x", "4.98 ms")
+
+
+def test_a_fraction_without_a_meaning_says_only_the_interval():
+    with pytest.raises(ValueError) as error:
+        _validate.fraction("share", 1.5)
+    assert str(error.value).endswith("got 1.5")
+
+
+def test_at_most_takes_the_limit_itself_and_refuses_one_more():
+    assert _validate.at_most("n", 10, 10, "a list of n entries") == 10
+    with pytest.raises(ValueError, match=r"\bn=11 is more than 10\b.*\ba list of n entries$"):
+        _validate.at_most("n", 11, 10, "a list of n entries")
