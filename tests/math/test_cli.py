@@ -3,7 +3,9 @@ pipe and every error path. In-process (`main`) where that tests the same thing; 
 shows it (a closed pipe, `python -m`)."""
 
 import argparse
+import dataclasses
 import json
+import math
 import os
 import re
 import subprocess
@@ -618,6 +620,9 @@ def test_the_estimate_names_its_layout_formats_and_decode_only_price_in_the_tabl
     assert data["split"] == split and rows["deployment"] == f"32 x h100: {split}"
     assert data["kv_placement"] == "replicated" and data["max_sequences_per_replica"] == 2048
     assert rows["formats"] == "weights fp8, KV cache fp8, matmuls fp8"
+    # 2 (K, V) x 80 layers x 8 KV heads x 128 x 1 B (fp8) = 163,840 B per token, every token kept (no window)
+    assert data["kv_bytes_per_token"] == data["kv_bytes_per_token_effective"] == 163840
+    assert rows["KV cache per token"] == "163.8 kB"
     assert data["dollars_per_million_tokens_typical"] == pytest.approx(one.dollars_per_million_tokens_typical,
                                                                        rel=1e-12)
     dollars = re.fullmatch(r"([\d.]+) typical, ([\d.]+) at the bound \(decode only, at \$3 per chip-hour\)",
@@ -651,3 +656,21 @@ def test_an_estimate_that_cannot_be_laid_out_names_the_options_and_the_fix(extra
     assert main(ESTIMATE + extra) == 2
     err = capsys.readouterr().err
     assert all(re.search(pattern, err) for pattern in words), err
+
+
+def test_main_reads_the_command_line_of_the_process_by_default(monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", ["scaling_lib", *ESTIMATE, "--json"])
+    assert main() == 0
+    assert _strict(capsys.readouterr().out)["n_chips"] == 64
+
+
+def test_two_kv_heads_on_four_gpus_are_split_two_ways_and_each_replicated_on_two_chips():
+    two_heads = dataclasses.replace(get_model("llama3-8b"), n_kv_heads=2, name="llama3-8b-2kv")
+    assert _split(Deployment(two_heads, "h100", 4)).endswith("; KV heads split 2 ways, each replicated on 2 chips")
+
+
+def test_an_error_in_json_is_strict_json_or_nothing(capsys):
+    # the extras of an unreachable target are finite seconds; were one not, no NaN or Infinity would be printed
+    with pytest.raises(ValueError, match=r"\bJSON compliant\b"):
+        _fail(SimpleNamespace(json=True), ValueError("bad"), {"closest_s": math.inf})
+    assert capsys.readouterr().out == ""
