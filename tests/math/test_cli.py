@@ -14,8 +14,9 @@ import sys
 
 import pytest
 
-from scaling_lib.__main__ import (SCHEMA, _OneLineParser, _count, _emit, _fail, _fits_positions, _fraction, _limit, _model_options, _names, _one_line,
-                                  _price, _prices, _seconds, _split, _terms, main)
+import scaling_lib.__main__ as cli
+from scaling_lib.__main__ import (SCHEMA, _OneLineParser, _count, _emit, _fail, _fits_positions, _fraction, _limit,
+                                  _model_options, _names, _one_line, _price, _prices, _seconds, _split, _terms, main)
 from scaling_lib.estimate import TYPICAL, Deployment, report
 from scaling_lib.models import active_param_count, get_model, model_names, param_count
 from scaling_lib.plan import plan, price_deployment
@@ -470,8 +471,9 @@ def test_prices_are_one_number_or_chip_equals_price_pairs():
     for bad in ("h100=", "=2.5", "h100=2.5,", " = "):
         with pytest.raises(argparse.ArgumentTypeError, match=r"\bchip=price pairs such as h100=2\.5,tpu-v5e=1\.2\b"):
             _prices(bad)
-    with pytest.raises(argparse.ArgumentTypeError, match=r"\$ per chip-hour\b"):
-        _prices("h100=-1")
+    for bad in ("h100=-1", "h100=2.5=3"):  # the price is all after the first "="
+        with pytest.raises(argparse.ArgumentTypeError, match=r"\$ per chip-hour\b"):
+            _prices(bad)
 
 
 def test_one_line_joins_a_messages_lines_and_names_an_empty_errors_type():
@@ -674,3 +676,19 @@ def test_an_error_in_json_is_strict_json_or_nothing(capsys):
     with pytest.raises(ValueError, match=r"\bJSON compliant\b"):
         _fail(SimpleNamespace(json=True), ValueError("bad"), {"closest_s": math.inf})
     assert capsys.readouterr().out == ""
+
+
+def test_the_time_to_first_token_is_shown_in_ms_to_a_tenth(capsys):
+    one = report("llama3-70b", "h100", 8)  # one replica, an 8,192-token prompt
+    ttft = re.fullmatch(r"([\d,.]+) ms typical, ([\d,.]+) ms bound \(one 8,192-token prompt, nothing else running\)",
+                        _table(_ok(ESTIMATE, capsys))["time to first token (TTFT)"])
+    assert one.prefill_bound_s > 0.1  # long enough that 0.1% more would show in the first decimal
+    assert _number(ttft[1]) == pytest.approx(one.prefill_typical_s * 1e3, abs=0.051)
+    assert _number(ttft[2]) == pytest.approx(one.prefill_bound_s * 1e3, abs=0.051)
+
+
+def test_json_output_is_strict_and_a_non_finite_result_is_an_error_not_nan(monkeypatch, capsys):
+    monkeypatch.setattr(cli, "_estimate", lambda args, model, config: ({"schema": SCHEMA, "tpot_s": math.nan}, "table"))
+    assert main(ESTIMATE + ["--json"]) == 2
+    captured = capsys.readouterr()
+    assert _strict(captured.out)["schema"] == SCHEMA and re.search(r"\bnot JSON compliant\b", captured.err)

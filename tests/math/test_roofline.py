@@ -3,12 +3,14 @@
 Expected values are worked by hand from the hardware table and the shapes, or come from another public function than
 the one under test (the claims of chapter 2 live in test_claims_roofline.py)."""
 
+import re
+
 import pytest
 
-from scaling_lib.hardware import get_chip
-from scaling_lib.roofline import (attainable_flops, attention_bytes, attention_flops, attention_intensity,
-                                  critical_batch_size, explain_matmul, fit_batch_roofline, matmul_bytes, matmul_flops,
-                                  matmul_time, moe_critical_batch_size, ridge_point, roofline_time)
+from scaling_lib.roofline import (arithmetic_intensity, attainable_flops, attention_bytes, attention_flops,
+                                  attention_intensity, critical_batch_from_rates, critical_batch_size, explain_matmul,
+                                  fit_batch_roofline, matmul_bytes, matmul_flops, matmul_intensity, matmul_time,
+                                  moe_critical_batch_size, ridge_point, roofline_time)
 
 
 # --- closed forms by hand -------------------------------------------------------------------------------------------
@@ -105,8 +107,7 @@ def test_a_matmul_report_keeps_the_compute_format_and_prints_four_lines():
 
 
 # --- every argument and branch, by hand ------------------------------------------------------------------------------
-V5E = get_chip("tpu-v5e")  # 197 TFLOP/s bf16, 394 TFLOP/s int8, 820 GB/s (hardware.py)
-H100 = get_chip("h100")  # 989 TFLOP/s bf16, 1,979 TFLOP/s fp8, 3.35 TB/s
+# hardware.py: TPU v5e 197 TFLOP/s bf16, 394 TFLOP/s int8, 820 GB/s; H100 989 TFLOP/s bf16, 1,979 TFLOP/s fp8, 3.35 TB/s
 
 
 def test_roofline_time_splits_flops_and_bytes_over_the_chips_at_the_compute_formats_rate():
@@ -249,3 +250,49 @@ def test_a_matmul_report_states_its_shape_bound_share_of_peak_time_and_critical_
     # 2 x 4096 x 8192^2 FLOPs / 197 TFLOP/s = 2,790.6 us; 2 x 8192 x 16384 B / 820 GB/s = 327.4 us
     assert big[1] == "intensity 2,048.0 FLOPs/B vs ridge 240: compute-bound, 100% of peak"
     assert big[2] == "time >= 2,790.6 us (math 2,790.6 us, memory 327.4 us)"
+
+
+def test_arithmetic_intensity_is_flops_per_byte_and_names_a_bad_count():
+    assert arithmetic_intensity(6.0, 3.0) == 2.0 and arithmetic_intensity(0, 3.0) == 0.0  # no FLOPs: intensity 0
+    for args, name in (((-1.0, 1.0), "flops"), ((1.0, 0.0), "bytes_moved")):  # no bytes: no intensity
+        with pytest.raises(ValueError, match=rf"\b{name}\b"):
+            arithmetic_intensity(*args)
+
+
+def test_attainable_flops_is_the_roofline_at_the_compute_formats_peak():
+    assert attainable_flops(0, "h100") == 0.0
+    assert attainable_flops(10.0, "h100") == pytest.approx(10 * 3.35e12, rel=1e-12)  # under the ridge: I x W_hbm
+    assert attainable_flops(1e6, "h100", "fp8") == 1979e12 and attainable_flops(1e6, "h100") == 989e12
+    with pytest.raises(ValueError, match=r"\bintensity\b"):
+        attainable_flops(-1.0, "h100")
+
+
+def test_critical_batch_from_measured_rates_and_its_refusals():
+    # a CPU at 200 GFLOP/s and 10 GB/s with float32 weights (4 B): 200 / 10 x 4 / 2 = 40 tokens
+    assert critical_batch_from_rates(200e9, 10e9, "fp32") == pytest.approx(40.0, rel=1e-12)
+    assert critical_batch_from_rates(200e9, 10e9) == pytest.approx(20.0, rel=1e-12)  # bf16 by default
+    for args, name in (((0.0, 1.0), "flops_per_s"), ((1.0, -1.0), "bytes_per_s")):
+        with pytest.raises(ValueError, match=rf"\b{name}\b"):
+            critical_batch_from_rates(*args)
+
+
+def test_the_defaults_are_bf16_and_a_batch_of_one():
+    assert ridge_point("tpu-v5e") == pytest.approx(197e12 / 820e9, rel=1e-12)
+    # X [3, 5], W [5, 7], output [3, 7]: 210 FLOPs over 2 x (15 + 35 + 21) = 142 bytes in bf16
+    assert matmul_intensity(3, 5, 7) == pytest.approx(210 / 142, rel=1e-12)
+    assert matmul_intensity(3, 5, 7, "fp32", "int8") == pytest.approx(210 / (4 * 15 + 35 + 4 * 21), rel=1e-12)
+    assert attention_flops(3, 5, n_heads=2, head_dim=4) == 4 * 3 * 5 * 2 * 4
+
+
+def test_a_compute_bound_fp8_matmul_attains_the_fp8_peak():
+    r = explain_matmul("h100", 8192, compute_dtype="fp8")  # 8,192 tokens: far past fp8's ridge of ~591
+    assert r.time.bound == "compute" and r.attainable_flops == 1979e12 and r.fraction_of_peak == pytest.approx(1.0)
+
+
+def test_a_long_matmuls_time_is_printed_in_microseconds_to_a_tenth():
+    # 2 x 2^20 x 2^16 x 2^16 FLOPs at 197 TFLOP/s (about 45.7 s); 2 x (2 x 2^36 + 2^32) bytes at 820 GB/s (0.35 s)
+    line = explain_matmul("tpu-v5e", 2**20, 2**16, 2**16).describe().split("\n")[2]
+    shown = re.fullmatch(r"time >= ([\d,.]+) us \(math ([\d,.]+) us, memory ([\d,.]+) us\)", line)
+    compute_us, memory_us = 2 * 2**20 * 2**32 / 197e12 * 1e6, 2 * (2 * 2**36 + 2**32) / 820e9 * 1e6
+    for text, expected in zip(shown.groups(), (compute_us, compute_us, memory_us)):
+        assert float(text.replace(",", "")) == pytest.approx(expected, abs=0.051)
