@@ -197,3 +197,10 @@ def test_parse_quantity_reads_a_plain_number_in_the_default_unit_and_a_typed_uni
     assert parse_quantity("3 us", "ms") == (pytest.approx(3e-6, rel=1e-12), "time")
     with pytest.raises(ValueError, match=r"\bunknown unit 'parsecs'"):
         parse_quantity("3 s", "parsecs")  # a bad default is an error even when the text names its unit
+
+
+def test_a_comma_after_the_fraction_of_a_grouped_number_is_refused_with_a_readable_example():
+    # "1,920.5,3": the whole part is a valid thousands group, so the hint drops the commas rather than writing
+    # the one comma as a second decimal point ('1.920.5')
+    with pytest.raises(ValueError, match=r"\bambiguous\b.*e\.g\. '1920\.5'"):
+        read_number("1,920.5,3")
