@@ -69,7 +69,9 @@ def read_number(text: str) -> tuple:
     whole = mantissa.split(".")[0]
     if "," in whole or rest.startswith(","):
         if rest.startswith(",") or not _THOUSANDS.match(whole):
-            example = (number.replace(",", ".", 1) if number.count(",") == 1 else number.replace(",", "")) + \
+            # one comma that is not a valid thousands group reads as a decimal comma; otherwise drop the commas
+            decimal = number.count(",") == 1 and not _THOUSANDS.match(whole)
+            example = (number.replace(",", ".", 1) if decimal else number.replace(",", "")) + \
                 ("" if rest.startswith(",") or not rest.strip() else " " + rest.strip())
             raise ValueError(f"could not read {text!r}: its comma is ambiguous (a decimal comma or a thousands "
                              "separator?); a comma is read only as a thousands separator between groups of three "

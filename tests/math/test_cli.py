@@ -2,7 +2,11 @@
 pipe and every error path. In-process (`main`) where that tests the same thing; a subprocess where only a process
 shows it (a closed pipe, `python -m`)."""
 
+import argparse
+import dataclasses
 import json
+import math
+import os
 import re
 import subprocess
 from types import SimpleNamespace
@@ -10,9 +14,11 @@ import sys
 
 import pytest
 
-from scaling_lib.__main__ import SCHEMA, _limit, main
-from scaling_lib.estimate import TYPICAL, report
-from scaling_lib.models import active_param_count, get_model, param_count
+import scaling_lib.__main__ as cli
+from scaling_lib.__main__ import (SCHEMA, _OneLineParser, _count, _emit, _fail, _fits_positions, _fraction, _limit,
+                                  _model_options, _names, _one_line, _price, _prices, _seconds, _split, _terms, main)
+from scaling_lib.estimate import TYPICAL, Deployment, report
+from scaling_lib.models import active_param_count, get_model, model_names, param_count
 from scaling_lib.plan import plan, price_deployment
 from tests import REPO
 
@@ -121,7 +127,8 @@ def test_plan_options_chips_prices_formats_and_efficiency(capsys):
     assert {p["weight_dtype"] for p in points} <= {"bf16", "fp8"} and data["best"]["model"] == "qwen3-8b"
     assert all(p["price_per_chip_hour"] == {"h100": 2.5, "tpu-v5e": 1.2}[p["chip"]] for p in points)
     bound = _json(argv + ["--efficiency", "bound"], capsys)
-    assert bound["best"]["dollars_per_million_output_tokens_all_in"] <= \
+    # every resource at peak: strictly cheaper than the calibrated (typical) efficiency
+    assert bound["best"]["dollars_per_million_output_tokens_all_in"] < \
         data["best"]["dollars_per_million_output_tokens_all_in"]
 
 
@@ -421,3 +428,267 @@ def _serial_step(overhead_s=0.0, comm_s=0.0, kv_s=0.0, attention_s=0.0, weights_
 def test_the_limit_is_the_largest_serial_term_with_its_share_of_the_step(terms, words, share):
     limit, fraction = _limit(_serial_step(**terms))
     assert words in limit and fraction == pytest.approx(share, rel=1e-12)
+
+
+# ---------------------------------------------------------------------------------------------------- option readers
+def test_a_count_is_a_positive_integer_up_to_2_to_the_53():
+    assert _count("1") == 1 and _count(str(2**53)) == 2**53
+    for bad, words in (("0", r"\bpositive integer up to 2\*\*53\b"), (str(2**53 + 1), r"\bup to 2\*\*53\b"),
+                       ("-3", r"\bpositive integer\b"), ("2.5", r"\bpositive integer, got '2\.5'")):
+        with pytest.raises(argparse.ArgumentTypeError, match=words):
+            _count(bad)
+
+
+@pytest.mark.parametrize("read, words", [(_price, r"\$ per chip-hour such as 2\.5\b"),
+                                         (_seconds, r"\bseconds such as 0\.05\b"),
+                                         (_fraction, r"\ba share of HBM such as 0\.9\b")])
+def test_a_positive_option_refuses_zero_negatives_infinities_and_words_saying_what_it_takes(read, words):
+    assert read("0.5") == 0.5 and read("1") == 1.0  # 1: the whole of HBM is still a share
+    for bad in ("0", "-0.5", "inf", "-inf", "nan"):
+        with pytest.raises(argparse.ArgumentTypeError, match=r"\bpositive, finite number\b") as error:
+            read(bad)
+        assert re.search(words, str(error.value)) and repr(bad) in str(error.value)
+    with pytest.raises(argparse.ArgumentTypeError, match=words):
+        read("abc")
+
+
+def test_a_share_of_hbm_above_one_is_refused_naming_the_range():
+    with pytest.raises(argparse.ArgumentTypeError, match=r"\bshare of HBM in \(0, 1\], got '1\.01'"):
+        _fraction("1.01")
+    assert _seconds("2") == 2.0 and _price("1e3") == 1000.0  # no upper bound on seconds or prices
+
+
+def test_names_are_split_at_commas_and_stripped_and_an_empty_one_is_refused():
+    assert _names("h100") == ("h100",) and _names(" h100 , tpu-v5e ") == ("h100", "tpu-v5e")
+    for bad in ("h100,,h200", "h100,", " "):
+        with pytest.raises(argparse.ArgumentTypeError, match=r"\bnames separated by commas\b"):
+            _names(bad)
+
+
+def test_prices_are_one_number_or_chip_equals_price_pairs():
+    assert _prices("2.5") == 2.5
+    assert _prices(" h100 = 2.5 ,tpu-v5e=1.2") == {"h100": 2.5, "tpu-v5e": 1.2}
+    for bad in ("h100=", "=2.5", "h100=2.5,", " = "):
+        with pytest.raises(argparse.ArgumentTypeError, match=r"\bchip=price pairs such as h100=2\.5,tpu-v5e=1\.2\b"):
+            _prices(bad)
+    for bad in ("h100=-1", "h100=2.5=3"):  # the price is all after the first "="
+        with pytest.raises(argparse.ArgumentTypeError, match=r"\$ per chip-hour\b"):
+            _prices(bad)
+
+
+def test_one_line_joins_a_messages_lines_and_names_an_empty_errors_type():
+    assert _one_line(ValueError("a\n  b\tc ")) == "a b c"
+    assert _one_line(ValueError()) == "ValueError" and _one_line(TypeError("")) == "TypeError"
+
+
+def test_the_step_terms_in_json_are_the_steps_fields_by_name():
+    names = ("weights_s", "kv_s", "matmul_s", "attention_s", "comm_s", "comm_latency_s", "overhead_s", "total_s")
+    step = SimpleNamespace(**{name: float(i + 1) for i, name in enumerate(names)})
+    assert _terms(step) == {name: float(i + 1) for i, name in enumerate(names)}
+
+
+@pytest.mark.parametrize("model, chip, n, tp, words", [
+    ("llama3-8b", "h100", 2, 1, "2 replicas on one chip each; nothing split"),
+    ("llama3-8b", "h100", 1, 1, "1 replica on one chip each; nothing split"),
+    ("llama3-70b", "h100", 8, 8, "1 replica of 8-way tensor parallelism; KV heads split 8 ways"),
+    ("llama3-70b", "h100", 32, 4, "8 replicas of 4-way tensor parallelism; KV heads split 4 ways"),
+    # 8 KV heads on 16 chips: a GPU keeps each head on 2 chips, a TPU splits the batch 2 ways
+    ("llama3-70b", "h100", 16, 16, "1 replica of 16-way tensor parallelism; KV heads split 8 ways, each replicated "
+                                   "on 2 chips"),
+    ("llama3-70b", "tpu-v5e", 32, 16, "2 replicas of 16-way tensor parallelism; KV heads split 8 ways, then the "
+                                      "batch split 2 ways"),
+    ("palm-62b", "h100", 8, 8, "1 replica of 8-way tensor parallelism; the KV cache replicated on all 8 chips"),
+])
+def test_the_split_says_replicas_tensor_parallelism_and_where_the_kv_heads_go(model, chip, n, tp, words):
+    assert _split(Deployment(model, chip, n, tensor_parallel=tp)) == words
+
+
+def test_a_config_without_max_position_embeddings_sets_no_limit_and_one_with_it_names_the_fix():
+    unlimited = SimpleNamespace(max_position_embeddings=None, model=get_model("llama3-8b"))
+    assert _fits_positions(unlimited, 10**9, "--context") is None and _fits_positions(None, 10**9, "--x") is None
+    limited = SimpleNamespace(max_position_embeddings=100, model=get_model("llama3-8b"))
+    assert _fits_positions(limited, 100, "--context") is None
+    with pytest.raises(ValueError, match=r"\bargument --context: 101 tokens\b") as error:
+        _fits_positions(limited, 101, "--context")
+    assert re.search(r"\bllama3-8b's config\b", str(error.value)) and \
+        re.search(r"\bit was built for; use a shorter one\b", str(error.value))
+
+
+def test_a_closed_pipe_sends_the_rest_of_the_output_to_devnull(tmp_path, monkeypatch):
+    class Closed:
+        def __init__(self, fd):
+            self.fd = fd
+
+        def write(self, text):
+            raise BrokenPipeError
+
+        def flush(self):
+            raise BrokenPipeError
+
+        def fileno(self):
+            return self.fd
+
+    path = tmp_path / "out"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT)
+    try:
+        monkeypatch.setattr(sys, "stdout", Closed(fd))
+        _emit("lost")  # no exception
+        os.write(fd, b"after")  # the descriptor now writes to the null device
+    finally:
+        os.close(fd)
+    assert path.read_bytes() == b""
+
+
+def test_emit_prints_the_text_and_a_newline(capsys):
+    _emit("a table")
+    assert capsys.readouterr().out == "a table\n"
+
+
+def test_a_failure_prints_one_line_and_in_json_the_extra_fields(capsys):
+    assert _fail(SimpleNamespace(json=False), ValueError("bad\ninput")) == 2
+    captured = capsys.readouterr()
+    assert captured == ("", "error: bad input\n")
+    assert _fail(SimpleNamespace(json=True), ValueError("bad"), {"target": "ttft"}) == 2
+    captured = capsys.readouterr()
+    assert _strict(captured.out) == {"schema": SCHEMA, "error": "bad", "target": "ttft"}
+    assert captured.err == "error: bad\n"
+    assert _fail(SimpleNamespace(json=True), TypeError()) == 2
+    assert _strict(capsys.readouterr().out) == {"schema": SCHEMA, "error": "TypeError"}
+
+
+def test_a_malformed_command_line_is_one_line_with_the_help_to_read_and_json_only_when_asked(capsys):
+    parser = _OneLineParser(prog="prog")
+    with pytest.raises(SystemExit) as done:
+        parser.error("bad option")
+    assert done.value.code == 2 and capsys.readouterr() == ("", "error: bad option (see `prog --help`)\n")
+    parser.json_errors = True
+    with pytest.raises(SystemExit) as done:
+        parser.error("bad option")
+    captured = capsys.readouterr()
+    assert done.value.code == 2 and _strict(captured.out) == {"schema": SCHEMA, "error": "bad option"}
+    assert captured.err == "error: bad option (see `prog --help`)\n"
+
+
+def test_json_errors_do_not_outlive_the_command_line_that_asked_for_them(capsys):
+    assert main(EXAMPLE + ["--efficiency", "fast", "--json"]) == 2
+    assert _strict(capsys.readouterr().out)["error"].startswith("argument --efficiency")
+    assert _OneLineParser.json_errors is False
+    assert main(EXAMPLE + ["--efficiency", "fast"]) == 2
+    assert capsys.readouterr().out == ""
+
+
+def test_the_model_options_are_one_of_a_name_or_a_config_and_their_help_lists_the_names(capsys):
+    command = argparse.ArgumentParser(prog="prog")
+    _model_options(command)
+    helps = {action.dest: action.help for action in command._actions}
+    assert re.fullmatch(r"a model name \(" + re.escape(", ".join(model_names())) + r"; spellings such as "
+                        r"meta-llama/Llama-3\.1-8B work\)", helps["model"])
+    assert re.search(r"\ba Hugging Face config\.json of your own model\b", helps["config"])
+    assert command.parse_args(["--model", "llama3-8b"]).model == "llama3-8b"
+    assert command.parse_args(["--config", "c.json"]).config == "c.json"
+    for argv in ([], ["--model", "llama3-8b", "--config", "c.json"]):  # exactly one of the two
+        with pytest.raises(SystemExit):
+            command.parse_args(argv)
+    capsys.readouterr()
+
+
+def test_a_prompt_as_long_as_the_context_fits_and_a_longer_one_names_both_options_and_the_fix(capsys):
+    base = ["estimate", "--model", "llama3-8b", "--chip", "h100", "--chips", "1", "--batch", "1", "--context", "512"]
+    assert _json(base + ["--prompt", "512"], capsys)["prompt_len"] == 512
+    assert main(base + ["--prompt", "513"]) == 2
+    err = capsys.readouterr().err
+    assert re.search(r"\bargument --prompt: 513 tokens do not fit in --context 512\b", err)
+    assert re.search(r"\bits prompt included\); raise --context or lower --prompt\b", err)
+
+
+def test_plan_on_a_config_without_a_stored_format_tries_every_weight_format(capsys):
+    argv = ["plan", "--config", str(REPO / "book/data/hf_configs/llama-3.1-8b.json"), "--chip", "h100",
+            "--max-chips", "1", "--input-len", "1000", "--output-len", "200", "--price", "2"]
+    data = _json(argv, capsys)
+    expected = plan("llama3-8b", ["h100"], 1, 1000, 200, prices=2.0)
+    assert data["best"]["weight_dtype"] == expected.best.weight_dtype
+    assert {p["weight_dtype"] for p in data["frontier"]} == {p.weight_dtype for p in expected.frontier}
+
+
+def test_the_estimate_names_its_layout_formats_and_decode_only_price_in_the_table_and_json(capsys):
+    # llama3-70b's 8 KV heads on 16-chip replicas of H100s: each head's cache on 2 chips (a GPU replicates)
+    argv = ["estimate", "--model", "llama3-70b", "--chip", "h100", "--chips", "32", "--tensor-parallel", "16",
+            "--weights", "fp8", "--kv", "fp8", "--compute", "fp8", "--context", "4096", "--price", "3"]
+    data = _json(argv, capsys)
+    rows = _table(_ok(argv, capsys))
+    one = report("llama3-70b", "h100", 16, context_len=4096, weight_dtype="fp8", kv_dtype="fp8", compute_dtype="fp8",
+                 price_per_chip_hour=3)
+    split = "2 replicas of 16-way tensor parallelism; KV heads split 8 ways, each replicated on 2 chips"
+    assert data["split"] == split and rows["deployment"] == f"32 x h100: {split}"
+    assert data["kv_placement"] == "replicated" and data["max_sequences_per_replica"] == 2048
+    assert rows["formats"] == "weights fp8, KV cache fp8, matmuls fp8"
+    # 2 (K, V) x 80 layers x 8 KV heads x 128 x 1 B (fp8) = 163,840 B per token, every token kept (no window)
+    assert data["kv_bytes_per_token"] == data["kv_bytes_per_token_effective"] == 163840
+    assert rows["KV cache per token"] == "163.8 kB"
+    assert data["dollars_per_million_tokens_typical"] == pytest.approx(one.dollars_per_million_tokens_typical,
+                                                                       rel=1e-12)
+    dollars = re.fullmatch(r"([\d.]+) typical, ([\d.]+) at the bound \(decode only, at \$3 per chip-hour\)",
+                           rows["$ per million output tokens"])
+    assert float(dollars[1]) == pytest.approx(one.dollars_per_million_tokens_typical, abs=0.0006)
+    assert float(dollars[2]) == pytest.approx(one.dollars_per_million_tokens_bound, abs=0.0006)
+    assert re.search(r"\(one 4,096-token prompt, nothing else running\)$", rows["time to first token (TTFT)"])
+    assert re.fullmatch(r"[\d,]+ sequences of 4,096 tokens \(the engine's 90% of HBM, at most 2,048 per replica\)",
+                        rows["largest batch that fits"])
+
+
+def test_a_workload_at_a_fixed_batch_is_priced_at_that_batch_and_matmul_format(capsys):
+    argv = ESTIMATE + ["--batch", "64", "--compute", "fp8", "--input-len", "1000", "--output-len", "100", "--price",
+                       "3"]
+    data = _json(argv, capsys)
+    expected = price_deployment("llama3-70b", "h100", 64, 1000, 100, tensor_parallel=8, batch=64,
+                                compute_dtype="fp8", price_per_chip_hour=3)
+    assert data["workload"] == {"input_len": 1000, "output_len": 100, **expected.as_dict()}
+    assert data["workload"]["batch"] == 64 < data["max_batch"]
+    shown = _table(_ok(argv, capsys))["workload of 1,000 + 100 tokens"]
+    assert re.search(r"\bat 64 sequences \(continuous batching, prefill included, typical\)$", shown)
+
+
+@pytest.mark.parametrize("extra, words", [
+    (["--tensor-parallel", "3"], (r"\bargument --tensor-parallel: 3 does not divide --chips 64\b",
+                                  r"\bthe chips form chips / tensor-parallel identical replicas\b")),
+    (["--input-len", "100"], (r"\barguments --input-len and --output-len: give both\b", r"\bor neither\b")),
+    (["--batch", "12"], (r"\bargument --batch: 12 sequences do not split over 8 replicas; use a multiple of 8\b",)),
+])
+def test_an_estimate_that_cannot_be_laid_out_names_the_options_and_the_fix(extra, words, capsys):
+    assert main(ESTIMATE + extra) == 2
+    err = capsys.readouterr().err
+    assert all(re.search(pattern, err) for pattern in words), err
+
+
+def test_main_reads_the_command_line_of_the_process_by_default(monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", ["scaling_lib", *ESTIMATE, "--json"])
+    assert main() == 0
+    assert _strict(capsys.readouterr().out)["n_chips"] == 64
+
+
+def test_two_kv_heads_on_four_gpus_are_split_two_ways_and_each_replicated_on_two_chips():
+    two_heads = dataclasses.replace(get_model("llama3-8b"), n_kv_heads=2, name="llama3-8b-2kv")
+    assert _split(Deployment(two_heads, "h100", 4)).endswith("; KV heads split 2 ways, each replicated on 2 chips")
+
+
+def test_an_error_in_json_is_strict_json_or_nothing(capsys):
+    # the extras of an unreachable target are finite seconds; were one not, no NaN or Infinity would be printed
+    with pytest.raises(ValueError, match=r"\bJSON compliant\b"):
+        _fail(SimpleNamespace(json=True), ValueError("bad"), {"closest_s": math.inf})
+    assert capsys.readouterr().out == ""
+
+
+def test_the_time_to_first_token_is_shown_in_ms_to_a_tenth(capsys):
+    one = report("llama3-70b", "h100", 8)  # one replica, an 8,192-token prompt
+    ttft = re.fullmatch(r"([\d,.]+) ms typical, ([\d,.]+) ms bound \(one 8,192-token prompt, nothing else running\)",
+                        _table(_ok(ESTIMATE, capsys))["time to first token (TTFT)"])
+    assert one.prefill_bound_s > 0.1  # long enough that 0.1% more would show in the first decimal
+    assert _number(ttft[1]) == pytest.approx(one.prefill_typical_s * 1e3, abs=0.051)
+    assert _number(ttft[2]) == pytest.approx(one.prefill_bound_s * 1e3, abs=0.051)
+
+
+def test_json_output_is_strict_and_a_non_finite_result_is_an_error_not_nan(monkeypatch, capsys):
+    monkeypatch.setattr(cli, "_estimate", lambda args, model, config: ({"schema": SCHEMA, "tpot_s": math.nan}, "table"))
+    assert main(ESTIMATE + ["--json"]) == 2
+    captured = capsys.readouterr()
+    assert _strict(captured.out)["schema"] == SCHEMA and re.search(r"\bnot JSON compliant\b", captured.err)

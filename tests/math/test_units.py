@@ -5,6 +5,8 @@ reader), so every string below is read, or refused, the same way by both; tests/
 checker's verdicts. Expected values are the numbers as written, by hand.
 """
 
+import re
+
 import numpy as np
 import pytest
 
@@ -141,3 +143,64 @@ def test_format_quantity_never_writes_more_whole_digits_than_asked():
     assert format_quantity(123456.0, "tokens") == "1.23e+05 tokens"
     assert format_quantity(999.6, "ms", 3) == "1e+06 ms"
     assert format_quantity(999.4e-3, "ms", 3) == "999 ms"
+
+
+# --- every branch of the readers, by hand ----------------------------------------------------------------------------
+def test_parse_unit_strips_spaces_and_refuses_a_non_string_saying_what_a_unit_is():
+    assert parse_unit(" ms ") == (1e-3, "time") and parse_unit("GiB") == (2.0**30, "bytes")
+    assert parse_unit("%") == (0.01, "percent") and parse_unit("") == (1.0, "count")
+    assert parse_unit("TFLOP/s") == (1e12, "flop_rate") and parse_unit("us") == (1e-6, "time")
+    for bad in (3, None, b"ms"):
+        with pytest.raises(ValueError, match=r"\ba unit is a string such as 'ms' or 'GB', got\b"):
+            parse_unit(bad)
+
+
+def test_an_unknown_unit_is_named_with_units_to_try():
+    with pytest.raises(ValueError, match=r"\bunknown unit 'furlong'; try one like s, ms\b"):
+        parse_unit("furlong")
+
+
+def test_read_number_reads_a_narrow_no_break_space_and_a_plus_sign():
+    assert read_number("4.6\u202fms") == (4.6, "ms") and read_number("+2 s") == (2.0, "s")
+    with pytest.raises(ValueError, match=r"\btext must be a string such as '4\.98 ms', got float\b"):
+        read_number(4.98)
+
+
+def test_read_number_drops_every_underscore_and_refuses_an_exponent_without_a_mantissa():
+    # underscores are dropped, not read by Python's float (which refuses two in a row)
+    assert read_number("1__000 tokens") == (1000.0, "tokens") and read_number("2E3 B") == (2000.0, "B")
+    for text in ("E5", "e5 s", "+E3"):
+        with pytest.raises(ValueError, match=r"\bwrite it like '4\.98 ms' or '240'"):
+            read_number(text)
+
+
+def test_an_ambiguous_comma_says_which_commas_are_read_and_how_to_write_a_fraction():
+    with pytest.raises(ValueError) as refused:
+        read_number("1,5 ms")
+    message = str(refused.value)
+    assert re.search(r"\bor a thousands separator\?\); a comma is read only as a thousands separator between groups "
+                     r"of three digits \(1,920\)", message)
+    assert re.search(r"\bfor a fraction write the decimal point as '\.', e\.g\. '1\.5 ms'", message)
+
+
+@pytest.mark.parametrize("answer, words", [(True, r"\bexpected a number, got True\b"),
+                                           (None, r"\bexpected a number or a string such as '4\.98 ms', got None\b"),
+                                           ([1.0], r"\bexpected a number or a string\b")])
+def test_parse_quantity_refuses_a_bool_or_a_non_number_saying_what_it_expects(answer, words):
+    with pytest.raises(ValueError, match=words):
+        parse_quantity(answer, "ms")
+
+
+def test_parse_quantity_reads_a_plain_number_in_the_default_unit_and_a_typed_unit_over_it():
+    assert parse_quantity(4, "ms") == (pytest.approx(4e-3, rel=1e-12), "time")
+    assert parse_quantity(2.5, "GB") == (pytest.approx(2.5e9, rel=1e-12), "bytes")
+    assert parse_quantity("3 us", "ms") == (pytest.approx(3e-6, rel=1e-12), "time")
+    with pytest.raises(ValueError, match=r"\bunknown unit 'parsecs'"):
+        parse_quantity("3 s", "parsecs")  # a bad default is an error even when the text names its unit
+
+
+def test_a_comma_after_the_fraction_of_a_grouped_number_is_refused_with_a_readable_example():
+    # "1,920.5,3": the whole part is a valid thousands group, so the hint drops the commas rather than writing
+    # the one comma as a second decimal point ('1.920.5')
+    with pytest.raises(ValueError, match=r"\bambiguous\b.*e\.g\. '1920\.5'"):
+        read_number("1,920.5,3")
