@@ -176,3 +176,131 @@ def test_a_model_folder_whose_config_path_is_too_long_to_open_is_refused_with_a_
     with pytest.raises(ValueError, match=r"^cannot read the model folder .*: File name too long$") as err:
         from_hf_config(folder)
     assert len(str(err.value)) < 300 and str(err.value).startswith(f"cannot read the model folder {folder[:100]}")
+
+
+# --- every field check of Transformer names its field, and each bound sits where the docstring puts it ---------------
+_REQUIRED_FIELDS = ("n_layers", "d_model", "d_ff", "n_heads", "n_kv_heads", "head_dim", "vocab_size", "n_experts",
+                    "n_active_experts")
+_OPTIONAL_FIELDS = ("sliding_window", "global_every", "d_ff_dense", "kv_lora_rank", "q_lora_rank", "v_head_dim")
+_COUNT_FIELDS = ("n_shared_experts", "n_dense_layers", "rope_head_dim")
+
+
+@pytest.mark.parametrize("field", _REQUIRED_FIELDS)
+def test_each_size_field_of_zero_is_refused_naming_that_field(field):
+    with pytest.raises(ValueError, match=rf"\b{field} must be a positive integer, got 0\b"):
+        Transformer(**{**SMALL, field: 0})
+
+
+@pytest.mark.parametrize("field", _OPTIONAL_FIELDS)
+def test_each_optional_size_of_zero_is_refused_naming_it_and_saying_none_is_allowed(field):
+    with pytest.raises(ValueError, match=rf"\b{field} must be a positive integer\b.*\bor None\b"):
+        Transformer(**SMALL, **{field: 0})
+
+
+@pytest.mark.parametrize("field", _COUNT_FIELDS)
+def test_each_count_field_below_zero_is_refused_naming_that_field(field):
+    with pytest.raises(ValueError, match=rf"\b{field} must be a non-negative integer\b"):
+        Transformer(**SMALL, **{field: -1})
+
+
+def test_every_integer_field_given_as_a_whole_float_is_stored_as_a_python_int():
+    mla = Transformer(n_layers=4.0, d_model=64.0, d_ff=128.0, n_heads=4.0, n_kv_heads=4.0, head_dim=16.0,
+                      vocab_size=256.0, n_experts=4.0, n_active_experts=2.0, sliding_window=8.0, global_every=2.0,
+                      n_shared_experts=1.0, n_dense_layers=1.0, d_ff_dense=96.0, kv_lora_rank=8.0, q_lora_rank=12.0,
+                      rope_head_dim=4.0, v_head_dim=8.0)
+    for f in (*_REQUIRED_FIELDS, *_OPTIONAL_FIELDS, *_COUNT_FIELDS):
+        assert type(getattr(mla, f)) is int, f
+    assert (mla.sliding_window, mla.global_every, mla.d_ff_dense, mla.kv_lora_rank, mla.q_lora_rank,
+            mla.v_head_dim, mla.n_shared_experts, mla.n_dense_layers, mla.rope_head_dim) == (8, 2, 96, 8, 12, 8, 1,
+                                                                                           1, 4)
+
+
+def test_a_source_that_is_not_a_string_is_refused_naming_source():
+    with pytest.raises(ValueError, match=r"\bsource must be a string\b"):
+        Transformer(**SMALL, source=None)
+
+
+def test_as_many_active_experts_as_experts_is_allowed_one_more_is_not():
+    assert Transformer(**SMALL, n_experts=4, n_active_experts=4).n_active_experts == 4
+    with pytest.raises(ValueError, match=r"\bn_active_experts=5 exceeds n_experts=4\b.*\bcannot be routed to more "
+                                         r"experts than exist\b"):
+        Transformer(**SMALL, n_experts=4, n_active_experts=5)
+
+
+def test_kv_heads_that_do_not_divide_the_query_heads_name_a_fix():
+    with pytest.raises(ValueError, match=r"\bn_kv_heads=3 does not divide n_heads=4\b.*\bpick a divisor of 4\b"):
+        Transformer(**{**SMALL, "n_kv_heads": 3})
+
+
+def test_a_global_layer_period_without_a_window_is_refused_with_the_reason():
+    with pytest.raises(ValueError, match=r"\bglobal_every needs a sliding_window\b.*\bwhich layers escape the window"):
+        Transformer(**SMALL, global_every=2)
+    assert Transformer(**SMALL, sliding_window=8, global_every=2).n_global_layers == 1
+
+
+def test_shared_experts_on_a_dense_model_are_refused_and_allowed_on_two_experts():
+    with pytest.raises(ValueError, match=r"\bn_shared_experts=1 on a dense model \(n_experts=1\).*\bset n_experts > 1 "
+                                         r"or drop them\b"):
+        Transformer(**SMALL, n_shared_experts=1)
+    assert Transformer(**SMALL, n_experts=2, n_shared_experts=1).n_shared_experts == 1
+
+
+def test_every_layer_may_be_dense_but_not_more_layers_than_the_model_has():
+    assert Transformer(**SMALL, n_dense_layers=2, d_ff_dense=96).n_dense_layers == 2  # SMALL has 2 layers
+    with pytest.raises(ValueError, match=r"\bn_dense_layers=3 exceeds n_layers=2\b"):
+        Transformer(**SMALL, n_dense_layers=3, d_ff_dense=96)
+
+
+def test_dense_layers_need_their_width():
+    with pytest.raises(ValueError, match=r"\bn_dense_layers > 0 needs d_ff_dense\b.*\bdense FFN\b"):
+        Transformer(**SMALL, n_dense_layers=1)
+
+
+@pytest.mark.parametrize("mla_field", [dict(q_lora_rank=8), dict(rope_head_dim=4)])
+def test_a_latent_attention_field_without_kv_lora_rank_is_refused_naming_it(mla_field):
+    with pytest.raises(ValueError, match=r"\bq_lora_rank and rope_head_dim describe multi-head latent attention: set "
+                                         r"kv_lora_rank too\b"):
+        Transformer(**SMALL, **mla_field)
+
+
+def test_a_rope_part_one_narrower_than_the_head_is_allowed():
+    assert Transformer(**SMALL, kv_lora_rank=8, rope_head_dim=15).rope_head_dim == 15  # head_dim 16
+    with pytest.raises(ValueError, match=r"\bwhich counts it\b"):
+        Transformer(**SMALL, kv_lora_rank=8, rope_head_dim=16)
+
+
+# --- param_breakdown by hand on small models, one structure field at a time -------------------------------------------
+def test_parameters_of_a_gqa_model_whose_value_heads_are_narrower_counted_by_hand():
+    # L=2, D=64, F=128, N=4, K=2, H=16, H_v=8, V=256, untied. Per layer: W_Q 64x64 = 4,096, W_K 64x32 = 2,048,
+    # W_V 64x16 = 1,024, W_O 32x64 = 2,048 (9,216); FFN 3 x 64 x 128 = 24,576; embeddings 2 x 256 x 64.
+    parts = models.param_breakdown(Transformer(**SMALL, v_head_dim=8))
+    assert parts == models.ParamCount(attention=2 * 9216, feed_forward=2 * 24576, router=0, embeddings=32768)
+    assert parts.total == 18432 + 49152 + 32768
+    assert models.param_breakdown(Transformer(**SMALL, v_head_dim=8), active_only=True) == parts
+
+
+def test_parameters_of_an_moe_with_a_shared_expert_and_a_leading_dense_layer_counted_by_hand():
+    # L=4, D=64, N=K=4, H=16, V=100 tied; 8 experts of F=32, 2 active, 1 shared; layer 0 dense of F=96.
+    # Attention per layer 4 x 64 x 64 = 16,384. An expert is 3 x 64 x 32 = 6,144: 3 MoE layers x 9 experts (8 + the
+    # shared one) = 165,888, or x 3 (2 active + shared) = 55,296 active; the dense layer 3 x 64 x 96 = 18,432.
+    # Router 64 x 8 on each of the 3 MoE layers; one 100 x 64 table.
+    moe = Transformer(n_layers=4, d_model=64, d_ff=32, n_heads=4, n_kv_heads=4, head_dim=16, vocab_size=100,
+                      n_experts=8, n_active_experts=2, n_shared_experts=1, n_dense_layers=1, d_ff_dense=96,
+                      tied_embeddings=True)
+    assert models.param_breakdown(moe) == models.ParamCount(65536, 165888 + 18432, 1536, 6400)
+    assert models.param_breakdown(moe, active_only=True) == models.ParamCount(65536, 55296 + 18432, 1536, 6400)
+    assert models.active_param_count(moe) == 65536 + 73728 + 1536 + 6400
+
+
+@pytest.mark.parametrize("q_lora_rank, w_q", [(None, 64 * 4 * 16), (12, 64 * 12 + 12 * 4 * 16)])
+def test_parameters_of_latent_attention_counted_by_hand(q_lora_rank, w_q):
+    # MLA, L=2, D=64, N=4, H=16 of which 4 RoPE, H_v=8, r_kv=8: W_DKV 64 x (8 + 4) = 768, W_UKV 8 x 4 x (12 + 8)
+    # = 640, W_O 4 x 8 x 64 = 2,048, and W_Q either 64 x 64 or through a 12-wide bottleneck 64 x 12 + 12 x 64.
+    mla = Transformer(**{**SMALL, "n_kv_heads": 4}, kv_lora_rank=8, q_lora_rank=q_lora_rank, rope_head_dim=4,
+                      v_head_dim=8)
+    assert models.param_breakdown(mla).attention == 2 * (w_q + 768 + 640 + 2048)
+
+
+def test_param_breakdown_refuses_an_active_only_that_is_not_a_bool():
+    with pytest.raises(ValueError, match=r"\bactive_only\b"):
+        models.param_breakdown("llama3-8b", active_only="yes")
