@@ -2,7 +2,9 @@
 (the shipped config.json files and the config types are in test_hf_config.py and test_hf_config_types.py)."""
 
 import json
+import re
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -304,3 +306,224 @@ def test_parameters_of_latent_attention_counted_by_hand(q_lora_rank, w_q):
 def test_param_breakdown_refuses_an_active_only_that_is_not_a_bool():
     with pytest.raises(ValueError, match=r"\bactive_only\b"):
         models.param_breakdown("llama3-8b", active_only="yes")
+
+
+# --- names, repr and the readers of config.json's fields --------------------------------------------------------------
+@pytest.mark.parametrize("spelling, canonical", [
+    ("meta-llama/Llama-3.1-8B-Instruct", "llama3.18b"), ("  Foo_Bar baz-Qux ", "foobarbazqux"),
+    ("org/sub/My-Model-Instruct-FP8", "mymodel"), ("Mixtral-8x7B-v0.1-Chat-HF", "mixtral8x7b"),
+    ("instruct", "instruct"), ("HF", "hf"),  # a name that is only a suffix keeps it
+])
+def test_canonical_drops_the_organisation_case_separators_and_stacked_suffixes(spelling, canonical):
+    assert models._canonical(spelling) == canonical
+
+
+def test_get_model_passes_a_transformer_through_and_finds_any_spelling():
+    small = Transformer(**SMALL)
+    assert get_model(small) is small
+    assert get_model(" LLAMA3-8B ") is models.MODELS["llama3-8b"]
+    assert get_model("meta-llama/Meta-Llama-3-70B-Instruct") is models.MODELS["llama3-70b"]  # an alias
+    assert get_model("Llama-2-13b-chat-hf") is models.MODELS["llama2-13b"]  # a table name, spelled differently
+
+
+def test_get_model_refuses_what_is_not_a_name_and_lists_the_known_ones():
+    with pytest.raises(ValueError, match=r"\bmodel must be a name or a Transformer, got 3\b"):
+        get_model(3)
+    with pytest.raises(ValueError) as err:
+        get_model("gpt-9")
+    message = str(err.value)
+    assert re.search(r"\bunknown model 'gpt-9'; known models: llama2-13b, llama3-8b, llama3-70b\b", message)
+    assert re.search(r"\bbuild your own with scaling_lib\.models\.Transformer\(\.\.\.\) or "
+                     r"models\.from_hf_config\('config\.json'\)", message)
+
+
+def test_a_models_repr_shows_every_shape_field_and_only_the_structure_fields_set():
+    text = repr(Transformer(**SMALL))
+    assert text.startswith("Transformer(n_layers=2, d_model=64, d_ff=128, n_heads=4, n_kv_heads=2, head_dim=16, "
+                           "vocab_size=256, n_experts=1, n_active_experts=1, tied_embeddings=False, "
+                           "sliding_window=None, name='custom', source='')")
+    assert "global_every" not in text and "kv_lora_rank" not in text
+    windowed = repr(Transformer(**SMALL, sliding_window=8, global_every=2))
+    assert windowed.endswith(", sliding_window=8, name='custom', source='', global_every=2)")
+
+
+@pytest.mark.parametrize("parts, origin", [
+    (("hub", "models--Qwen--Qwen1.5-MoE-A2.7B", "snapshots", "abc", "config.json"), "Qwen/Qwen1.5-MoE-A2.7B"),
+    (("work", "my-model", "config.json"), "my-model"),
+    (("config.json",), "config"),  # no folder: the file's stem
+])
+def test_a_config_is_named_after_its_cache_entry_or_its_folder(parts, origin):
+    assert models._origin(Path(*parts)) == origin
+
+
+@pytest.mark.parametrize("value, text", [("4096", "the string '4096'"), (True, "the boolean true"),
+                                         (False, "the boolean false"), (None, "null"), ([1, 2], "a list (2 items)"),
+                                         ((1,), "a list (1 items)"), ({"a": 1}, "an object (1 fields)"),
+                                         (2.5, "2.5")])
+def test_json_values_are_named_as_json_calls_them(value, text):
+    assert models._json_text(value) == text
+
+
+def _fields(**config):
+    return models._Fields(config, "here.json")
+
+
+@pytest.mark.parametrize("value, says", [
+    ("4096", r"\bmust be an integer, got the string '4096'; write 4096 without quotes\b"),
+    (" -8 ", r"\bwrite -8 without quotes\b"), ("many", r"\bgot the string 'many'$"), (True, r"\bthe boolean true\b"),
+    ([8], r"\bgot a list \(1 items\)"), (2.5, r"\bmust be an integer, got 2\.5\b"), (float("inf"), r"\bgot inf\b"),
+    (2**53 + 1, r"\bup to 2\*\*53\b"), (0, r"\bmust be a positive integer, got 0\b"),
+])
+def test_a_count_field_of_the_wrong_type_or_range_is_named_with_its_file(value, says):
+    with pytest.raises(ValueError, match=r"^field 'n' of here\.json ") as err:
+        _fields(n=value).count("n")
+    assert re.search(says, str(err.value)), str(err.value)
+
+
+def test_a_count_field_takes_whole_floats_its_bounds_and_its_default():
+    assert _fields(n=128.0).count("n") == 128 and type(_fields(n=128.0).count("n")) is int
+    assert _fields(n=2**53).count("n") == 2**53 and _fields(n=1).count("n") == 1
+    assert _fields(n=0).count("n", minimum=0) == 0
+    with pytest.raises(ValueError, match=r"\bmust be an integer >= 0, got -1\b"):
+        _fields(n=-1).count("n", minimum=0)
+    assert _fields(n=None).count("n", 7) == 7 and _fields().count("n", None) is None
+    with pytest.raises(ValueError, match=r"^here\.json has no usable 'n' \(model_type 'llama'\); add it, or build "
+                                         r"the model with scaling_lib\.models\.Transformer"):
+        _fields(model_type="llama").count("n")
+
+
+def test_a_flag_field_is_a_json_boolean_or_its_default():
+    assert _fields().flag("f", True) is True and _fields().flag("f", False) is False
+    assert _fields(f=False).flag("f", True) is False
+    with pytest.raises(ValueError, match=r"^field 'f' of here\.json must be a JSON boolean, true or false without "
+                                         r"quotes, got null"):
+        _fields(f=None).flag("f", True)
+
+
+def test_layer_types_are_a_list_of_strings_one_per_layer():
+    assert _fields().layer_types(3) is None
+    assert _fields(layer_types=["a", "b", "c"]).layer_types(3) == ["a", "b", "c"]
+    for bad in ("full_attention", ["full_attention", 1]):
+        with pytest.raises(ValueError, match=r"\bfield 'layer_types' of here\.json must be a list of strings such "
+                                             r"as \"full_attention\""):
+            _fields(layer_types=bad).layer_types(2)
+    with pytest.raises(ValueError, match=r"\blists 2 layers but 'num_hidden_layers' is 3; give one entry per layer"):
+        _fields(layer_types=["a", "b"]).layer_types(3)
+
+
+@pytest.mark.parametrize("quantization, weights", [({"quant_method": "fbgemm_fp8"}, "fp8"),
+                                                   ({"quant_method": "modelopt", "quant_algo": "FP8"}, "fp8"),
+                                                   ({"quant_method": "awq", "bits": 8}, "int8"),
+                                                   ({"quant_method": "gptq", "bits": 4}, "int4")])
+def test_each_quantization_method_names_its_weight_format(quantization, weights):
+    assert models._quantized_format(_fields(quantization_config=quantization)) == weights
+
+
+@pytest.mark.parametrize("quantization, says", [
+    ("fp8", r"\bmust be an object with a 'quant_method', got the string 'fp8'"),
+    ({"quant_method": "modelopt", "quant_algo": "INT4_AWQ"}, r"\bhas quant_algo 'INT4_AWQ'; this book reads FP8 and "
+                                                             r"NVFP4\b"),
+    ({"quant_method": "bitnet"}, r"\bhas quant_method 'bitnet'; this book reads fp8, fbgemm_fp8, mxfp4, awq, gptq "
+                                 r"and modelopt\b"),
+    ({"quant_method": "gptq", "bits": 3}, r"\bgptq with bits=3; this book stores 4 or 8 bits\b"),
+    ({"quant_method": "awq"}, r"\bawq with bits=None\b"),
+])
+def test_a_quantization_this_book_cannot_store_says_what_it_reads(quantization, says):
+    with pytest.raises(ValueError, match=r"^field 'quantization_config' of here\.json ") as err:
+        models._quantized_format(_fields(quantization_config=quantization))
+    assert re.search(says, str(err.value)), str(err.value)
+
+
+def test_read_hf_config_reads_the_position_limit_and_names_a_bad_one():
+    assert models.read_hf_config(LLAMA_CONFIG).max_position_embeddings is None
+    assert models.read_hf_config({**LLAMA_CONFIG, "max_position_embeddings": 4096.0}).max_position_embeddings == 4096
+    with pytest.raises(ValueError, match=r"\bfield 'max_position_embeddings' of the config dict must be an integer"):
+        models.read_hf_config({**LLAMA_CONFIG, "max_position_embeddings": "4096"})
+
+
+def test_read_hf_config_names_the_file_of_a_bad_quantization(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**LLAMA_CONFIG, "quantization_config": {"quant_method": "bitnet"}}))
+    with pytest.raises(ValueError, match=rf"\bfield 'quantization_config' of {re.escape(str(path))} has"):
+        models.read_hf_config(path)
+    path.write_text(json.dumps({**LLAMA_CONFIG, "quantization_config": {"quant_method": "fp8"}}))
+    assert models.read_hf_config(tmp_path).weight_dtype == "fp8"  # the folder, read like the file
+
+
+# --- nested configs and local/global patterns -------------------------------------------------------------------------
+def test_a_nested_text_config_takes_the_outer_name_quantization_and_tie_but_keeps_its_own_values():
+    outer = {"model_type": "gemma3", "_name_or_path": "google/gemma-3-4b-it", "tie_word_embeddings": False,
+             "quantization_config": {"quant_method": "fp8"}, "text_config": {"model_type": "llama"}}
+    read = models.read_hf_config(outer)
+    # the text_config is read as a Gemma 3 text model (its model_type overridden) with Hugging Face's defaults
+    assert (read.model.name, read.model.tied_embeddings, read.weight_dtype) == ("gemma-3-4b-it", False, "fp8")
+    assert (read.model.vocab_size, read.model.global_every, read.max_position_embeddings) == (262_208, 6, 131_072)
+    # the positions a nested config allows are the language model's (they were read from the outer config: None)
+    assert models.read_hf_config({**outer, "text_config": {"max_position_embeddings": 8192}}).max_position_embeddings \
+        == 8192
+    inner_wins = {**outer, "text_config": {"tie_word_embeddings": True, "_name_or_path": "inner/name"}}
+    assert (from_hf_config(inner_wins).tied_embeddings, from_hf_config(inner_wins).name) == (True, "name")
+
+
+def test_a_field_inside_a_text_config_is_named_as_being_there():
+    with pytest.raises(ValueError, match=r"\bfield 'hidden_size' of the config dict \(its text_config\) must be"):
+        from_hf_config({"model_type": "gemma3", "text_config": {"hidden_size": "big"}})
+    with pytest.raises(ValueError, match=r"\bfield 'text_config' of the config dict must be an object holding the "
+                                         r"language model's fields \(model_type 'llama4'\), got null"):
+        from_hf_config({"model_type": "llama4"})
+
+
+def test_gemma2_alternates_local_and_global_layers_whatever_its_pattern_field_says():
+    gemma2 = {**GEMMA3, "model_type": "gemma2", "sliding_window_pattern": 6}
+    assert from_hf_config(gemma2).global_every == 2
+    assert from_hf_config({**GEMMA3, "sliding_window_pattern": 3}).global_every == 3
+    assert from_hf_config({**GEMMA3, "layer_types": ["sliding_attention", "full_attention"] * 6}).global_every == 2
+
+
+def test_a_pattern_this_book_cannot_hold_shows_its_first_layers_and_the_file():
+    with pytest.raises(ValueError, match=r"^layer_types \['sliding_attention', 'sliding_attention', "
+                                         r"'sliding_attention', 'sliding_attention', 'sliding_attention', "
+                                         r"'sliding_attention', 'sliding_attention', 'sliding_attention'\]\.\.\. is "
+                                         r"not a periodic\b.*\(the config dict\)$"):
+        from_hf_config({**GEMMA3, "layer_types": ["sliding_attention"] * 12})
+
+
+# --- a model folder and a Hugging Face cache entry --------------------------------------------------------------------
+def _write(folder, config=LLAMA_CONFIG):
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").write_text(json.dumps(config))
+    return folder / "config.json"
+
+
+def test_a_cache_entry_with_one_snapshot_is_read_whatever_refs_main_says(tmp_path):
+    entry = tmp_path / "models--org--Tiny-Model"
+    only = _write(entry / "snapshots" / "aaa")
+    (entry / "snapshots" / "bbb").mkdir()  # a revision without a config.json does not count
+    assert models._config_in_folder(entry) == (only, True)
+    (entry / "refs").mkdir()
+    (entry / "refs" / "main").write_text("zzz")  # names a revision that is not there
+    assert models._config_in_folder(entry) == (only, True)
+    assert from_hf_config(entry).name == "tiny-model"
+
+
+def test_a_cache_entry_with_two_snapshots_takes_the_one_refs_main_names(tmp_path):
+    entry = tmp_path / "models--org--m"
+    _write(entry / "snapshots" / "aaa")
+    second = _write(entry / "snapshots" / "bbb")
+    with pytest.raises(ValueError) as err:
+        models._config_in_folder(entry)
+    assert re.search(r"\bholds 2 snapshots with a config\.json and no refs/main naming one; pass one of them, e\.g\. "
+                     rf"{re.escape(str(entry / 'snapshots' / 'aaa' / 'config.json'))}$", str(err.value))
+    (entry / "refs").mkdir()
+    (entry / "refs" / "main").write_text(" bbb\n")
+    assert models._config_in_folder(entry) == (second, True)
+
+
+def test_a_folder_with_its_own_config_is_read_before_any_snapshot(tmp_path):
+    own = _write(tmp_path / "m")
+    _write(tmp_path / "m" / "snapshots" / "aaa")
+    assert models._config_in_folder(tmp_path / "m") == (own, True)
+    (tmp_path / "e" / "snapshots").mkdir(parents=True)
+    with pytest.raises(ValueError, match=r"\bis a directory with no config\.json in it \(nor a Hugging Face cache "
+                                         r"snapshot\); pass the model's folder or the path of its config\.json$"):
+        models._config_in_folder(tmp_path / "e")
