@@ -370,7 +370,7 @@ def _fields(**config):
 
 @pytest.mark.parametrize("value, says", [
     ("4096", r"\bmust be an integer, got the string '4096'; write 4096 without quotes\b"),
-    (" -8 ", r"\bwrite -8 without quotes\b"), ("many", r"\bgot the string 'many'$"), (True, r"\bthe boolean true\b"),
+    (" -8 ", r"\bwrite -8 without quotes\b"), ("many", r"\bgot the string 'many'$"), ("X12", r"\bgot the string 'X12'$"), (True, r"\bthe boolean true\b"),
     ([8], r"\bgot a list \(1 items\)"), (2.5, r"\bmust be an integer, got 2\.5\b"), (float("inf"), r"\bgot inf\b"),
     (2**53 + 1, r"\bup to 2\*\*53\b"), (0, r"\bmust be a positive integer, got 0\b"),
 ])
@@ -396,23 +396,24 @@ def test_a_flag_field_is_a_json_boolean_or_its_default():
     assert _fields().flag("f", True) is True and _fields().flag("f", False) is False
     assert _fields(f=False).flag("f", True) is False
     with pytest.raises(ValueError, match=r"^field 'f' of here\.json must be a JSON boolean, true or false without "
-                                         r"quotes, got null"):
-        _fields(f=None).flag("f", True)
+                                         r"quotes, got the string 'false'"):
+        _fields(f="false").flag("f", True)
 
 
 def test_layer_types_are_a_list_of_strings_one_per_layer():
     assert _fields().layer_types(3) is None
     assert _fields(layer_types=["a", "b", "c"]).layer_types(3) == ["a", "b", "c"]
-    for bad in ("full_attention", ["full_attention", 1]):
+    for bad, text in (("full_attention", "the string 'full_attention'"), (["full_attention", 1], r"a list \(2 items\)")):
         with pytest.raises(ValueError, match=r"\bfield 'layer_types' of here\.json must be a list of strings such "
-                                             r"as \"full_attention\""):
+                                             rf"as \"full_attention\", got {text}"):
             _fields(layer_types=bad).layer_types(2)
-    with pytest.raises(ValueError, match=r"\blists 2 layers but 'num_hidden_layers' is 3; give one entry per layer"):
+    with pytest.raises(ValueError, match=r"\bfield 'layer_types' of here\.json lists 2 layers but 'num_hidden_layers' is 3; give one entry per layer"):
         _fields(layer_types=["a", "b"]).layer_types(3)
 
 
 @pytest.mark.parametrize("quantization, weights", [({"quant_method": "fbgemm_fp8"}, "fp8"),
                                                    ({"quant_method": "modelopt", "quant_algo": "FP8"}, "fp8"),
+                                                   ({"quant_method": "modelopt", "quant_algo": "NVFP4"}, "nvfp4"),
                                                    ({"quant_method": "awq", "bits": 8}, "int8"),
                                                    ({"quant_method": "gptq", "bits": 4}, "int4")])
 def test_each_quantization_method_names_its_weight_format(quantization, weights):
@@ -457,25 +458,32 @@ def test_a_nested_text_config_takes_the_outer_name_quantization_and_tie_but_keep
     read = models.read_hf_config(outer)
     # the text_config is read as a Gemma 3 text model (its model_type overridden) with Hugging Face's defaults
     assert (read.model.name, read.model.tied_embeddings, read.weight_dtype) == ("gemma-3-4b-it", False, "fp8")
-    assert (read.model.vocab_size, read.model.global_every, read.max_position_embeddings) == (262_208, 6, 131_072)
-    # the positions a nested config allows are the language model's (they were read from the outer config: None)
-    assert models.read_hf_config({**outer, "text_config": {"max_position_embeddings": 8192}}).max_position_embeddings \
-        == 8192
+    assert (read.model.vocab_size, read.model.global_every) == (262_208, 6)
     inner_wins = {**outer, "text_config": {"tie_word_embeddings": True, "_name_or_path": "inner/name"}}
     assert (from_hf_config(inner_wins).tied_embeddings, from_hf_config(inner_wins).name) == (True, "name")
+
+
+def test_a_nested_config_allows_the_positions_its_language_model_does():
+    # Gemma 3 and Llama 4 keep max_position_embeddings in their text_config (it was read from the outer config: None)
+    nested = {"model_type": "gemma3", "text_config": {}}
+    assert models.read_hf_config(nested).max_position_embeddings == 131_072  # Hugging Face's Gemma 3 default
+    nested["text_config"]["max_position_embeddings"] = 8192
+    assert models.read_hf_config(nested).max_position_embeddings == 8192
 
 
 def test_a_field_inside_a_text_config_is_named_as_being_there():
     with pytest.raises(ValueError, match=r"\bfield 'hidden_size' of the config dict \(its text_config\) must be"):
         from_hf_config({"model_type": "gemma3", "text_config": {"hidden_size": "big"}})
     with pytest.raises(ValueError, match=r"\bfield 'text_config' of the config dict must be an object holding the "
-                                         r"language model's fields \(model_type 'llama4'\), got null"):
-        from_hf_config({"model_type": "llama4"})
+                                         r"language model's fields \(model_type 'llama4'\), got a list \(1 items\)"):
+        from_hf_config({"model_type": "llama4", "text_config": [4]})
 
 
 def test_gemma2_alternates_local_and_global_layers_whatever_its_pattern_field_says():
     gemma2 = {**GEMMA3, "model_type": "gemma2", "sliding_window_pattern": 6}
     assert from_hf_config(gemma2).global_every == 2
+    gpt_oss = {**gemma2, "model_type": "gpt_oss", "num_local_experts": 4, "num_experts_per_tok": 2}
+    assert from_hf_config(gpt_oss).global_every == 2  # gpt-oss alternates too (its 128-token windows)
     assert from_hf_config({**GEMMA3, "sliding_window_pattern": 3}).global_every == 3
     assert from_hf_config({**GEMMA3, "layer_types": ["sliding_attention", "full_attention"] * 6}).global_every == 2
 
@@ -527,3 +535,11 @@ def test_a_folder_with_its_own_config_is_read_before_any_snapshot(tmp_path):
     with pytest.raises(ValueError, match=r"\bis a directory with no config\.json in it \(nor a Hugging Face cache "
                                          r"snapshot\); pass the model's folder or the path of its config\.json$"):
         models._config_in_folder(tmp_path / "e")
+
+
+def test_a_table_name_is_found_as_written_even_when_another_name_folds_to_the_same_key(monkeypatch):
+    # "tiny" and "tiny-instruct" both fold to "tiny"; the table's own spelling of each must still give that entry.
+    base, chat = Transformer(**SMALL, name="tiny"), Transformer(**SMALL, name="tiny-instruct")
+    monkeypatch.setitem(models.MODELS, "tiny", base)
+    monkeypatch.setitem(models.MODELS, "tiny-instruct", chat)
+    assert get_model("tiny") is base and get_model(" TINY ") is base and get_model("tiny-instruct") is chat
