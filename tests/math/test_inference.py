@@ -1,6 +1,7 @@
 """scaling_lib.inference: explain_decode (chapter 5's explorer) and kv_compute_crossover_context (consistency,
 crossovers, errors), and the step bounds' handling of dtypes and of numbers passed in other types."""
 
+import dataclasses
 import itertools
 import math
 import re
@@ -10,7 +11,7 @@ import pytest
 
 from scaling_lib.hardware import get_chip
 from scaling_lib.inference import (decode_step_time, decode_step_time_kv_heads, decode_throughput, explain_decode,
-                                   kv_compute_crossover_context, prefill_time, step_time_bound)
+                                   full_hbm_step_time, kv_compute_crossover_context, prefill_time, step_time_bound)
 from scaling_lib.memory import max_batch_size, memory_footprint
 from scaling_lib.models import Transformer, get_model, param_count
 from scaling_lib.roofline import critical_batch_size
@@ -200,18 +201,18 @@ def test_weights_that_exactly_fill_the_chips_leave_room_for_no_sequence_rather_t
 
 # --- explain_decode passes each dtype to the part that uses it, and describe() states the numbers with their units ---
 def test_explain_decode_gives_each_part_its_own_dtypes():
-    # Three different dtypes, so a weight dtype passed where the KV dtype belongs (or the reverse) shows.
-    report = explain_decode("llama3-70b", "h100", 4, 8, 4096, "int8", "fp8", "bf16")
+    # Three different dtypes, none the default, so a dtype left out or passed where another belongs shows.
+    report = explain_decode("llama3-70b", "h100", 4, 8, 4096, "int8", "int4", "fp8")
     assert (report.model, report.chip, report.n_chips, report.batch, report.context_len) == \
         ("llama3-70b", "h100", 4, 8, 4096)
-    assert (report.weight_dtype, report.kv_dtype, report.compute_dtype) == ("int8", "fp8", "bf16")
-    footprint = memory_footprint("llama3-70b", "h100", 4, 8, 4096, "int8", "fp8")
+    assert (report.weight_dtype, report.kv_dtype, report.compute_dtype) == ("int8", "int4", "fp8")
+    footprint = memory_footprint("llama3-70b", "h100", 4, 8, 4096, "int8", "int4")
     assert report.footprint == footprint
     assert report.weight_bytes == param_count("llama3-70b")  # int8: one byte a weight
-    assert report.max_batch == max_batch_size("llama3-70b", "h100", 4, 4096, "int8", "fp8")
-    assert report.critical_batch == critical_batch_size("h100", "int8", "bf16")
-    assert report.kv_crossover_context == kv_compute_crossover_context("llama3-70b", "h100", "fp8", "bf16")
-    assert report.step == decode_step_time("llama3-70b", "h100", 4, 8, 4096, "int8", "fp8", "bf16")
+    assert report.max_batch == max_batch_size("llama3-70b", "h100", 4, 4096, "int8", "int4")
+    assert report.critical_batch == critical_batch_size("h100", "int8", "fp8")
+    assert report.kv_crossover_context == kv_compute_crossover_context("llama3-70b", "h100", "int4", "fp8")
+    assert report.step == decode_step_time("llama3-70b", "h100", 4, 8, 4096, "int8", "int4", "fp8")
     assert report.tokens_per_s == 8 / report.step.total_s
 
 
@@ -422,3 +423,46 @@ def test_the_kv_crossover_of_a_window_exactly_at_it_is_kept():
     assert kv_compute_crossover_context(get_model("llama3-8b").with_(sliding_window=math.ceil(s_star)), "h100") == s_star
     assert kv_compute_crossover_context(get_model("llama3-8b").with_(sliding_window=math.floor(s_star)),
                                         "h100") == float("inf")
+
+
+@pytest.mark.parametrize("function, args", [(decode_step_time, ("llama3-8b", "h100", 1, 1, 1024)),
+                                            (decode_step_time_kv_heads, ("llama3-8b", 4, "h100", 1, 1, 1024)),
+                                            (decode_throughput, ("llama3-8b", "h100", 1, 1, 1024))])
+def test_a_capacity_check_that_is_not_a_bool_is_named(function, args):
+    with pytest.raises(ValueError, match=r"\bcheck_capacity must be True or False\b"):
+        function(*args, check_capacity="no")
+
+
+def test_the_step_bounds_spread_the_reads_and_the_flops_over_every_chip():
+    # LLaMA-3-8B on 2 H100s, 3 sequences of 1,000 tokens: both chips' HBM and FLOP/s work on the step.
+    p = param_count("llama3-8b")
+    for step in (decode_step_time("llama3-8b", "h100", 2, 3, 1000),
+                 decode_step_time_kv_heads("llama3-8b", 8, "h100", 2, 3, 1000)):
+        assert step.kv_s == pytest.approx(3 * 1000 * 131072 / (2 * H100_W), rel=1e-12)
+        assert step.weight_s == pytest.approx(2 * p / (2 * H100_W), rel=1e-12)
+        assert step.compute_s == pytest.approx(2 * 3 * p / (2 * H100_BF16), rel=1e-12)
+
+
+def test_decode_throughput_prices_the_flops_in_the_compute_dtype():
+    # 400 sequences of 16 tokens: past B_crit (about 295 for bf16 weights on an H100), so the matmuls bound the
+    # step and fp8 math (twice bf16's rate) raises the throughput.
+    fp8 = decode_throughput("llama3-8b", "h100", 1, 400, 16, compute_dtype="fp8")
+    bf16 = decode_throughput("llama3-8b", "h100", 1, 400, 16)
+    assert fp8 == pytest.approx(400 / decode_step_time("llama3-8b", "h100", 1, 400, 16, compute_dtype="fp8").total_s,
+                                rel=1e-12)
+    assert fp8 > 1.2 * bf16
+
+
+def test_full_hbm_step_time_is_capacity_over_bandwidth():
+    assert full_hbm_step_time("h100") == pytest.approx(81559 * 2**20 / H100_W, rel=1e-12)  # 25.5 ms
+    assert full_hbm_step_time("tpu-v5e") == pytest.approx(0.0195, rel=0.02)  # Scaling Book ch. 8: about 19 ms
+
+
+def test_a_window_exactly_at_the_crossover_is_reached_not_skipped():
+    # SMALL: 256 B of bf16 cache a token and P = 106,496. On a chip of 2**40 B/s and 104 x 2**32 FLOP/s (chosen so
+    # that every quotient is a power of two, exact in floating point), S* = 2 P W / (C x 256) = 2,048 tokens.
+    chip = dataclasses.replace(get_chip("h100"), hbm_bandwidth=2.0**40, peak_flops_table=(("bf16", 104 * 2.0**32),))
+    small = Transformer(**SMALL)
+    assert kv_compute_crossover_context(small, chip) == 2048
+    assert kv_compute_crossover_context(small.with_(sliding_window=2048), chip) == 2048
+    assert kv_compute_crossover_context(small.with_(sliding_window=2047), chip) == float("inf")

@@ -245,6 +245,7 @@ def test_local_global_kv_bytes_by_hand_in_fp8():
     # 3 sequences of 1,000 tokens; layer 3 global, layers 0-2 keep 100; fp8 is half of bf16's 128 B.
     assert local_global_kv_bytes(FOUR, 1000, 100, 4, batch=3, dtype="fp8") == 3 * (1000 + 3 * 100) * 64
     assert local_global_kv_bytes(FOUR, 0, 100, 4) == 0
+    assert local_global_kv_bytes(FOUR, 1000, 100, 4) == (1000 + 3 * 100) * 128  # one sequence unless told
 
 
 @pytest.mark.parametrize("kwargs, pattern", [

@@ -6,8 +6,8 @@ import re
 import numpy as np
 import pytest
 
-from scaling_lib.memory import (kv_cache_bytes, kv_replication, max_batch_size, memory_footprint, memory_footprint_kv_heads,
-                                 require_fit)
+from scaling_lib.memory import (kv_bytes_per_token, kv_cache_bytes, kv_replication, max_batch_size, memory_footprint,
+                                 memory_footprint_kv_heads, param_bytes, require_fit)
 from scaling_lib.models import Transformer, param_count
 
 
@@ -174,3 +174,17 @@ def test_max_batch_size_names_what_it_refuses():
         max_batch_size("llama3-8b", "h100", 1, 0)
     with pytest.raises(ValueError, match=r"\bunknown kv_placement 'x'"):
         max_batch_size("llama3-8b", "h100", 1, 10, kv_placement="x")
+
+
+def test_the_defaults_are_one_sequence_in_bf16():
+    # FOUR: 512 B a token in bf16 (4 layers x 128 B); 4 x 12,288 attention + 4 x 24,576 FFN + 2 x 256 x 64 embedding
+    # parameters = 180,224.
+    assert kv_bytes_per_token(FOUR) == 512
+    assert kv_cache_bytes(FOUR, 10) == 10 * 512
+    assert param_bytes(FOUR) == 2 * 180_224
+
+
+def test_a_latent_attention_cache_by_hand():
+    # DeepSeek-V3 caches one 512-value latent and one 64-value RoPE key per layer: 61 x 576 values.
+    assert kv_bytes_per_token("deepseek-v3") == 61 * 576 * 2
+    assert kv_bytes_per_token("deepseek-v3", "fp8") == 61 * 576
