@@ -217,7 +217,8 @@ def test_explain_decode_gives_each_part_its_own_dtypes():
 
 
 @pytest.mark.parametrize("kwargs, name", [(dict(n_chips=0), "n_chips"), (dict(batch=0), "batch"),
-                                          (dict(context_len=0), "context_len"), (dict(context_len=10.5), "context_len")])
+                                          (dict(context_len=0), "context_len"),
+                                          (dict(context_len=10.5), "context_len")])
 def test_explain_decode_names_the_argument_it_refuses(kwargs, name):
     args = dict(model="llama3-8b", chip="h100", n_chips=1, batch=1, context_len=1024) | kwargs
     with pytest.raises(ValueError, match=rf"\b{name} must be a positive integer\b"):
@@ -236,7 +237,7 @@ def _numbers(text):
 def test_describe_states_each_term_in_ms_the_throughput_in_tokens_per_s_and_the_memory_in_gb():
     report = explain_decode("llama3-8b", "h100", 1, 4, 2048)  # fits: 16 GB of weights + 4 x 0.27 GB of KV on 86 GB
     head, step, rate, memory, bound = report.describe().splitlines()
-    assert re.search(r"^llama3-8b on 1 x h100, batch 4, context 2,048 tokens\b", head)
+    assert re.search(r"\bllama3-8b on 1 x h100, batch 4, context 2,048 tokens\b", head)
     assert re.search(r"\bweights bf16, KV bf16, math bf16\b", head)
     s = report.step
     assert re.search(rf"\b{s.total_s * 1e3:.2f} ms = KV {s.kv_s * 1e3:.2f} ms \+ max\(weights "
@@ -245,8 +246,8 @@ def test_describe_states_each_term_in_ms_the_throughput_in_tokens_per_s_and_the_
     assert _numbers(step)[2] == pytest.approx(16.06e9 / 3.35e12 * 1e3, abs=0.01)
     assert re.search(rf"\b{report.tokens_per_s:,.0f} tokens/s \({report.tokens_per_s / 4:,.1f} per sequence\)",
                      rate)
-    assert re.search(rf"^memory: {report.weight_bytes / 1e9:.1f} GB weights \+ {report.kv_bytes / 1e9:.1f} GB KV = "
-                     rf"{report.total_bytes / 1e9:.1f} GB of 86 GB HBM: fits$", memory)  # 81,559 MiB
+    assert re.search(rf"\bmemory: {report.weight_bytes / 1e9:.1f} GB weights \+ {report.kv_bytes / 1e9:.1f} GB KV = "
+                     rf"{report.total_bytes / 1e9:.1f} GB of 86 GB HBM: fits\b", memory)  # 81,559 MiB
     assert re.search(r"\bloading the weights\b.*\bmemory-bound \(B_crit = \d+\)", bound)
     assert re.search(rf"\babove {report.kv_crossover_context:,.0f} tokens of context\b", bound)
 
@@ -420,7 +421,8 @@ def test_prefill_time_names_the_argument_it_refuses(kwargs, pattern):
 def test_the_kv_crossover_of_a_window_exactly_at_it_is_kept():
     # a window above the crossover never caps the cache before the crossover: the finite value comes back
     s_star = kv_compute_crossover_context("llama3-8b", "h100")
-    assert kv_compute_crossover_context(get_model("llama3-8b").with_(sliding_window=math.ceil(s_star)), "h100") == s_star
+    above = get_model("llama3-8b").with_(sliding_window=math.ceil(s_star))
+    assert kv_compute_crossover_context(above, "h100") == s_star
     assert kv_compute_crossover_context(get_model("llama3-8b").with_(sliding_window=math.floor(s_star)),
                                         "h100") == float("inf")
 
@@ -466,3 +468,14 @@ def test_a_window_exactly_at_the_crossover_is_reached_not_skipped():
     assert kv_compute_crossover_context(small, chip) == 2048
     assert kv_compute_crossover_context(small.with_(sliding_window=2048), chip) == 2048
     assert kv_compute_crossover_context(small.with_(sliding_window=2047), chip) == float("inf")
+
+
+def test_describe_rounds_each_memory_figure_from_its_own_bytes():
+    # Byte counts whose GB values sit exactly on a rounding tie (1.35, 0.45, 1.75, 85.5), so that a figure computed
+    # from anything but its own bytes over 1e9 prints another digit.
+    report = explain_decode("llama3-8b", "h100", 1, 4, 2048)
+    tie = dataclasses.replace(report, footprint=dataclasses.replace(report.footprint, weight_bytes=1.35e9,
+                                                                    kv_bytes=0.45e9, capacity_bytes=85.5e9))
+    assert re.search(r"\b1\.4 GB weights \+ 0\.5 GB KV = 1\.8 GB of 86 GB HBM: fits\b", tie.describe())
+    total = dataclasses.replace(tie, footprint=dataclasses.replace(tie.footprint, kv_bytes=0.4e9))
+    assert re.search(r" = 1\.8 GB of 86 GB HBM\b", total.describe())  # 1.75 GB in all

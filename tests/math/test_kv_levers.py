@@ -167,7 +167,7 @@ def test_every_third_layer_is_global_counting_from_the_third():
     assert footprint.stored_bytes == footprint.read_bytes == (10 * 1000 + 22 * 100) * 4096
 
 
-# ------------------------------------------------------------------------------------------------- by hand, lever by lever
+# ------------------------------------------------------------------------------------------- by hand, lever by lever
 # 4 layers, 2 KV heads of 16: a token's K and V on one layer are 2 x 2 x 16 x 2 B = 128 B in bf16.
 FOUR = Transformer(n_layers=4, d_model=64, d_ff=128, n_heads=4, n_kv_heads=2, head_dim=16, vocab_size=256)
 LAYER_TOKEN = 128

@@ -82,7 +82,8 @@ def test_require_fit_with_n_kv_heads_prices_the_cache_in_the_kv_dtype_asked():
 # 4 layers, 2 KV heads of 16: a token's K and V on one layer are 2 x 2 x 16 x 2 B = 128 B in bf16 (512 B on 4 layers).
 FOUR = Transformer(n_layers=4, d_model=64, d_ff=128, n_heads=4, n_kv_heads=2, head_dim=16, vocab_size=256)
 H100_HBM = 81559 * 2**20  # nvidia-smi's memory.total of an H100 80GB, bytes
-LLAMA3_8B_PARAMS = 8_029_995_008  # 32 x (4,096 x 4,096 x 2 + 4,096 x 1,024 x 2 + 3 x 4,096 x 14,336) + 2 x 128,256 x 4,096
+# 32 x (4,096 x 4,096 x 2 + 4,096 x 1,024 x 2 + 3 x 4,096 x 14,336) + 2 x 128,256 x 4,096
+LLAMA3_8B_PARAMS = 8_029_995_008
 LLAMA3_8B_TOKEN = 2 * 32 * 8 * 128 * 2  # bytes of one token's bf16 cache: K and V, 32 layers, 8 heads of 128
 
 
