@@ -1,11 +1,13 @@
 """scaling_lib.memory: the KV cache and the batch that fits (the chapter 3 claims are in test_claims_memory.py; the
 capacity refusals of the step bounds are in test_capacity.py)."""
 
+import dataclasses
 import re
 
 import numpy as np
 import pytest
 
+from scaling_lib.hardware import get_chip
 from scaling_lib.memory import (kv_bytes_per_token, kv_cache_bytes, kv_replication, max_batch_size, memory_footprint,
                                  memory_footprint_kv_heads, param_bytes, require_fit)
 from scaling_lib.models import Transformer, param_count
@@ -189,3 +191,14 @@ def test_a_latent_attention_cache_by_hand():
     # DeepSeek-V3 caches one 512-value latent and one 64-value RoPE key per layer: 61 x 576 values.
     assert kv_bytes_per_token("deepseek-v3") == 61 * 576 * 2
     assert kv_bytes_per_token("deepseek-v3", "fp8") == 61 * 576
+
+
+def test_one_byte_left_after_the_weights_holds_one_one_byte_cache():
+    # The smallest model: every width 1, one layer, a one-token vocabulary: 4 attention + 3 FFN + 2 embedding weights,
+    # 18 B in bf16. A one-token int4 cache is 1 layer x 1 head x (1 + 1) values x 0.5 B = 1 B. On a chip of 19 B of HBM
+    # exactly one such sequence fits; on one of 18 B none does.
+    unit = Transformer(n_layers=1, d_model=1, d_ff=1, n_heads=1, n_kv_heads=1, head_dim=1, vocab_size=1)
+    assert param_count(unit) == 9 and kv_cache_bytes(unit, 1, 1, "int4") == 1
+    for capacity, fits in ((19.0, 1), (18.0, 0), (20.0, 2)):
+        chip = dataclasses.replace(get_chip("h100"), hbm_capacity=capacity)
+        assert max_batch_size(unit, chip, 1, 1, kv_dtype="int4") == fits
