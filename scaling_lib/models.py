@@ -708,6 +708,6 @@ def read_hf_config(path_or_dict) -> HfConfig:
     """
     model = from_hf_config(path_or_dict)
     config, _, where = _load_config(path_or_dict)
-    fields = _Fields(config, where)
+    fields = _Fields(*_language_model(config, where))  # a nested text_config holds the positions (Gemma 3, Llama 4)
     return HfConfig(model=model, weight_dtype=_quantized_format(fields),
                     max_position_embeddings=fields.count("max_position_embeddings", None))

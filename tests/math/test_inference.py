@@ -1,17 +1,19 @@
 """scaling_lib.inference: explain_decode (chapter 5's explorer) and kv_compute_crossover_context (consistency,
 crossovers, errors), and the step bounds' handling of dtypes and of numbers passed in other types."""
 
+import dataclasses
 import itertools
+import math
 import re
 
 import numpy as np
 import pytest
 
 from scaling_lib.hardware import get_chip
-from scaling_lib.inference import (decode_step_time, decode_throughput, explain_decode, kv_compute_crossover_context,
-                                   prefill_time, step_time_bound)
+from scaling_lib.inference import (decode_step_time, decode_step_time_kv_heads, decode_throughput, explain_decode,
+                                   full_hbm_step_time, kv_compute_crossover_context, prefill_time, step_time_bound)
 from scaling_lib.memory import max_batch_size, memory_footprint
-from scaling_lib.models import get_model, param_count
+from scaling_lib.models import Transformer, get_model, param_count
 from scaling_lib.roofline import critical_batch_size
 
 CONFIGS = [("llama2-13b", "tpu-v5e", 8), ("llama3-70b", "tpu-7x", 8), ("llama3-70b", "tpu-v5e", 16),
@@ -195,3 +197,285 @@ def test_weights_that_exactly_fill_the_chips_leave_room_for_no_sequence_rather_t
     with pytest.raises(ValueError, match=r"\bat most 0 sequences fit\b"):  # 128 GB of weights on 8 x 16 GB
         step_time_bound(batch=1, kv_bytes_per_sequence=1e9, param_bytes=128e9, param_count=64e9, chip="tpu-v5e",
                         n_chips=8)
+
+
+# --- explain_decode passes each dtype to the part that uses it, and describe() states the numbers with their units ---
+def test_explain_decode_gives_each_part_its_own_dtypes():
+    # Three different dtypes, none the default, so a dtype left out or passed where another belongs shows.
+    report = explain_decode("llama3-70b", "h100", 4, 8, 4096, "int8", "int4", "fp8")
+    assert (report.model, report.chip, report.n_chips, report.batch, report.context_len) == \
+        ("llama3-70b", "h100", 4, 8, 4096)
+    assert (report.weight_dtype, report.kv_dtype, report.compute_dtype) == ("int8", "int4", "fp8")
+    footprint = memory_footprint("llama3-70b", "h100", 4, 8, 4096, "int8", "int4")
+    assert report.footprint == footprint
+    assert report.weight_bytes == param_count("llama3-70b")  # int8: one byte a weight
+    assert report.max_batch == max_batch_size("llama3-70b", "h100", 4, 4096, "int8", "int4")
+    assert report.critical_batch == critical_batch_size("h100", "int8", "fp8")
+    assert report.kv_crossover_context == kv_compute_crossover_context("llama3-70b", "h100", "int4", "fp8")
+    assert report.step == decode_step_time("llama3-70b", "h100", 4, 8, 4096, "int8", "int4", "fp8")
+    assert report.tokens_per_s == 8 / report.step.total_s
+
+
+@pytest.mark.parametrize("kwargs, name", [(dict(n_chips=0), "n_chips"), (dict(batch=0), "batch"),
+                                          (dict(context_len=0), "context_len"),
+                                          (dict(context_len=10.5), "context_len")])
+def test_explain_decode_names_the_argument_it_refuses(kwargs, name):
+    args = dict(model="llama3-8b", chip="h100", n_chips=1, batch=1, context_len=1024) | kwargs
+    with pytest.raises(ValueError, match=rf"\b{name} must be a positive integer\b"):
+        explain_decode(**args)
+
+
+def test_explain_decode_reports_a_batch_that_does_not_fit_instead_of_refusing_it():
+    report = explain_decode("llama3-70b", "h100", 1, 1, 1024)  # 141 GB of bf16 weights on one 86 GB chip
+    assert not report.fits and report.max_batch == 0
+
+
+def _numbers(text):
+    return [float(x.replace(",", "")) for x in re.findall(r"\d[\d,]*(?:\.\d+)?", text)]
+
+
+def test_describe_states_each_term_in_ms_the_throughput_in_tokens_per_s_and_the_memory_in_gb():
+    report = explain_decode("llama3-8b", "h100", 1, 4, 2048)  # fits: 16 GB of weights + 4 x 0.27 GB of KV on 86 GB
+    head, step, rate, memory, bound = report.describe().splitlines()
+    assert re.search(r"\bllama3-8b on 1 x h100, batch 4, context 2,048 tokens\b", head)
+    assert re.search(r"\bweights bf16, KV bf16, math bf16\b", head)
+    s = report.step
+    assert re.search(rf"\b{s.total_s * 1e3:.2f} ms = KV {s.kv_s * 1e3:.2f} ms \+ max\(weights "
+                     rf"{s.weight_s * 1e3:.2f} ms, FLOPs {s.compute_s * 1e3:.2f} ms\)", step)
+    # The weights load dominates at batch 4: 16.06 GB over 3.35 TB/s is 4.79 ms.
+    assert _numbers(step)[2] == pytest.approx(16.06e9 / 3.35e12 * 1e3, abs=0.01)
+    assert re.search(rf"\b{report.tokens_per_s:,.0f} tokens/s \({report.tokens_per_s / 4:,.1f} per sequence\)",
+                     rate)
+    assert re.search(rf"\bmemory: {report.weight_bytes / 1e9:.1f} GB weights \+ {report.kv_bytes / 1e9:.1f} GB KV = "
+                     rf"{report.total_bytes / 1e9:.1f} GB of 86 GB HBM: fits\b", memory)  # 81,559 MiB
+    assert re.search(r"\bloading the weights\b.*\bmemory-bound \(B_crit = \d+\)", bound)
+    assert re.search(rf"\babove {report.kv_crossover_context:,.0f} tokens of context\b", bound)
+
+
+@pytest.mark.parametrize("batch, context, term, bound", [(1, 128, "loading the weights", "memory"),
+                                                         (1024, 128, "the matmul FLOPs", "compute"),
+                                                         (1024, 32768, "reading the KV cache", "compute")])
+def test_describe_names_the_largest_term_and_the_matmuls_bound(batch, context, term, bound):
+    text = explain_decode("llama3-70b", "tpu-7x", 8, batch, context).describe()
+    assert re.search(rf"\blargest term: {term}; the matmuls are {bound}-bound\b", text)
+
+
+# --- the step bounds by hand: each dtype, each capacity check, each argument named ------------------------------------
+H100_W, H100_BF16, H100_FP8 = 3.35e12, 9.89e14, 1.979e15  # H100 SXM data sheet: HBM B/s, dense FLOP/s
+
+
+def test_step_time_bound_by_hand_on_two_h100s_in_fp8():
+    step = step_time_bound(batch=10, kv_bytes_per_sequence=1e9, param_bytes=2e10, param_count=1e10, chip="h100",
+                           n_chips=2, compute_dtype="fp8")
+    assert step.kv_s == pytest.approx(10 * 1e9 / (2 * H100_W), rel=1e-12)
+    assert step.weight_s == pytest.approx(2e10 / (2 * H100_W), rel=1e-12)
+    assert step.compute_s == pytest.approx(2 * 10 * 1e10 / (2 * H100_FP8), rel=1e-12)
+    assert step.total_s == pytest.approx(step.kv_s + step.weight_s) and step.bound == "memory"
+
+
+def test_step_time_bound_takes_an_empty_batch_and_a_cache_of_nothing():
+    step = step_time_bound(batch=0, kv_bytes_per_sequence=0, param_bytes=2e10, param_count=1e10, chip="h100")
+    assert (step.kv_s, step.compute_s) == (0, 0) and step.weight_s == pytest.approx(2e10 / H100_W, rel=1e-12)
+
+
+def test_step_time_bound_accepts_a_batch_that_exactly_fills_the_chips():
+    # 2 x 81,559 MiB of HBM, exactly: 10 GiB of weights and 4 caches sharing the rest.
+    capacity = 2 * 81559 * 2**20
+    step = step_time_bound(batch=4, kv_bytes_per_sequence=(capacity - 10 * 2**30) / 4, param_bytes=10 * 2**30,
+                           param_count=5e9, chip="h100", n_chips=2)
+    assert step.kv_s == pytest.approx((capacity - 10 * 2**30) / (2 * H100_W), rel=1e-12)
+    with pytest.raises(ValueError, match=r"\bbatch 5 does not fit\b"):
+        step_time_bound(batch=5, kv_bytes_per_sequence=(capacity - 10 * 2**30) / 4, param_bytes=10 * 2**30,
+                        param_count=5e9, chip="h100", n_chips=2)
+    assert step_time_bound(batch=5, kv_bytes_per_sequence=(capacity - 10 * 2**30) / 4, param_bytes=10 * 2**30,
+                           param_count=5e9, chip="h100", n_chips=2, check_capacity=False).kv_s > step.kv_s
+
+
+@pytest.mark.parametrize("name, value, bound", [("batch", -1, "non-negative"), ("kv_bytes_per_sequence", -1.0,
+                                                                              "non-negative"),
+                                                ("param_bytes", 0, "positive"), ("param_count", 0, "positive"),
+                                                ("n_chips", 0, "a positive integer")])
+def test_step_time_bound_names_the_argument_it_refuses(name, value, bound):
+    args = dict(batch=1, kv_bytes_per_sequence=1e6, param_bytes=1e9, param_count=5e8, chip="h100") | {name: value}
+    with pytest.raises(ValueError, match=rf"\b{name} must be {bound}\b"):
+        step_time_bound(**args)
+
+
+def test_step_time_bound_refuses_a_capacity_check_that_is_not_a_bool():
+    with pytest.raises(ValueError, match=r"\bcheck_capacity\b"):
+        step_time_bound(batch=1, kv_bytes_per_sequence=1e6, param_bytes=1e9, param_count=5e8, chip="h100",
+                        check_capacity="no")
+
+
+def test_decode_step_time_by_hand_with_three_dtypes():
+    # LLaMA-3-8B, 2 sequences of 1,000 tokens, int8 weights, fp8 cache, fp8 math on one H100. A token's cache is
+    # 2 x 32 layers x 8 heads x 128 x 1 B = 65,536 B.
+    p = param_count("llama3-8b")
+    step = decode_step_time("llama3-8b", "h100", 1, 2, 1000, "int8", "fp8", "fp8")
+    assert step.kv_s == pytest.approx(2 * 1000 * 65536 / H100_W, rel=1e-12)
+    assert step.weight_s == pytest.approx(p / H100_W, rel=1e-12)
+    assert step.compute_s == pytest.approx(2 * 2 * p / H100_FP8, rel=1e-12)
+
+
+def test_decode_step_time_takes_an_empty_batch_and_no_context():
+    assert decode_step_time("llama3-8b", "h100", 1, 0, 0).kv_s == 0
+    assert decode_step_time("llama3-8b", "h100", 1, 3, 0).compute_s > 0
+
+
+def test_decode_step_time_checks_capacity_with_the_dtypes_and_chips_it_is_given():
+    # 141 GB of bf16 LLaMA-3-70B weights do not fit one 85.5 GB H100; in int8 (70.6 GB) or on two chips they do.
+    with pytest.raises(ValueError, match=r"\bdoes not fit\b"):
+        decode_step_time("llama3-70b", "h100", 1, 1, 1024)
+    assert decode_step_time("llama3-70b", "h100", 1, 1, 1024, "int8").weight_s == pytest.approx(
+        param_count("llama3-70b") / H100_W, rel=1e-12)
+    assert decode_step_time("llama3-70b", "h100", 2, 1, 1024).weight_s > 0
+    # 100 caches of 8,192 tokens of LLaMA-3-8B: 107 GB in bf16 (no room), 54 GB in int8 next to 16 GB of weights.
+    with pytest.raises(ValueError, match=r"\bdoes not fit\b"):
+        decode_step_time("llama3-8b", "h100", 1, 100, 8192)
+    assert decode_step_time("llama3-8b", "h100", 1, 100, 8192, kv_dtype="int8").kv_s == pytest.approx(
+        100 * 8192 * 65536 / H100_W, rel=1e-12)
+    assert decode_step_time("llama3-8b", "h100", 1, 100, 8192, check_capacity=False).kv_s == pytest.approx(
+        2 * 100 * 8192 * 65536 / H100_W, rel=1e-12)
+
+
+@pytest.mark.parametrize("kwargs, name, bound", [(dict(batch=-1), "batch", "a non-negative integer"),
+                                                 (dict(context_len=-1), "context_len", "non-negative"),
+                                                 (dict(n_chips=0), "n_chips", "a positive integer")])
+def test_decode_step_time_names_the_argument_it_refuses(kwargs, name, bound):
+    args = dict(model="llama3-8b", chip="h100", n_chips=1, batch=1, context_len=1024) | kwargs
+    with pytest.raises(ValueError, match=rf"\b{name} must be {bound}\b"):
+        decode_step_time(**args)
+    with pytest.raises(ValueError, match=rf"\b{name} must be {bound}\b"):
+        decode_step_time_kv_heads(**args, n_kv_heads=2)
+
+
+def test_decode_step_time_kv_heads_reads_the_smaller_cache_and_the_unchanged_weights_by_hand():
+    # LLaMA-2-13B (multi-head, K = 40) with K = 8: a token's cache 2 x 40 x 8 x 128 x 1 B (fp8) = 81,920 B; the
+    # weights stay the multi-head model's, read in int8; fp8 math.
+    p = param_count("llama2-13b")
+    step = decode_step_time_kv_heads("llama2-13b", 8, "h100", 1, 3, 2000, "int8", "fp8", "fp8")
+    assert step.kv_s == pytest.approx(3 * 2000 * 81920 / H100_W, rel=1e-12)
+    assert step.weight_s == pytest.approx(p / H100_W, rel=1e-12)
+    assert step.compute_s == pytest.approx(2 * 3 * p / H100_FP8, rel=1e-12)
+
+
+def test_decode_step_time_kv_heads_checks_capacity_with_the_fewer_heads():
+    # 20 caches of 4,096 tokens: 67 GB with 40 KV heads (26 GB of weights leave 59.5 GB), 13.4 GB with 8.
+    assert decode_step_time_kv_heads("llama2-13b", 8, "h100", 1, 20, 4096).kv_s > 0
+    with pytest.raises(ValueError, match=r"\bdoes not fit\b"):
+        decode_step_time_kv_heads("llama2-13b", 40, "h100", 1, 20, 4096)
+    assert decode_step_time_kv_heads("llama2-13b", 40, "h100", 1, 20, 4096, check_capacity=False).kv_s > 0
+    # the weight dtype, the chip count and the KV dtype reach the check too: with 8 heads a cache of 16,384 tokens is
+    # 2.68 GB; 24 of them (64.4 GB) fit next to int8 weights (13 GB) or on two chips, not next to bf16 weights (26 GB)
+    # on one; 50 of them fit in int8 (67.1 GB) next to int8 weights, not in bf16.
+    with pytest.raises(ValueError, match=r"\bdoes not fit\b"):
+        decode_step_time_kv_heads("llama2-13b", 8, "h100", 1, 24, 16384)
+    assert decode_step_time_kv_heads("llama2-13b", 8, "h100", 1, 24, 16384, "int8").kv_s > 0
+    assert decode_step_time_kv_heads("llama2-13b", 8, "h100", 2, 24, 16384).kv_s > 0
+    with pytest.raises(ValueError, match=r"\bdoes not fit\b"):
+        decode_step_time_kv_heads("llama2-13b", 8, "h100", 1, 50, 16384, "int8", "bf16")
+    assert decode_step_time_kv_heads("llama2-13b", 8, "h100", 1, 50, 16384, "int8", "int8").kv_s > 0
+
+
+def test_decode_step_time_kv_heads_names_n_kv_heads():
+    with pytest.raises(ValueError, match=r"\bn_kv_heads must be a positive integer\b"):
+        decode_step_time_kv_heads("llama2-13b", 0, "h100", 1, 1, 1024)
+
+
+def test_decode_throughput_is_the_batch_over_the_step_and_refuses_an_empty_batch():
+    assert decode_throughput("llama3-8b", "h100", 1, 100, 8192, kv_dtype="int8") == pytest.approx(
+        100 / decode_step_time("llama3-8b", "h100", 1, 100, 8192, kv_dtype="int8").total_s, rel=1e-12)
+    with pytest.raises(ValueError, match=r"\bdoes not fit\b"):
+        decode_throughput("llama3-8b", "h100", 1, 100, 8192)
+    assert decode_throughput("llama3-8b", "h100", 1, 100, 8192, check_capacity=False) > 0
+    with pytest.raises(ValueError, match=r"\bbatch must be a positive integer\b"):
+        decode_throughput("llama3-8b", "h100", 1, 0, 8192)
+
+
+# A 2-layer model whose parameters are counted by hand: attention 64 x 64 + 64 x 32 x 2 + 64 x 64 = 12,288 a layer,
+# FFN 3 x 64 x 128 = 24,576 a layer, two 256 x 64 tables: P = 106,496, of which 90,112 in matmuls (the input table
+# is a lookup).
+SMALL = dict(n_layers=2, d_model=64, d_ff=128, n_heads=4, n_kv_heads=2, head_dim=16, vocab_size=256)
+
+
+@pytest.mark.parametrize("params, weights", [("all", 106_496), ("matmul", 90_112)])
+def test_prefill_time_by_hand_on_a_small_model(params, weights):
+    small = Transformer(**SMALL)
+    assert prefill_time(small, "h100", 2, 1000, 0.5, batch=3, compute_dtype="fp8", params=params) == pytest.approx(
+        2 * weights * 3 * 1000 / (2 * H100_FP8 * 0.5), rel=1e-12)
+    assert prefill_time(small, "h100", 1, 1000, 1.0, params=params) == pytest.approx(
+        2 * weights * 1000 / H100_BF16, rel=1e-12)
+
+
+@pytest.mark.parametrize("kwargs, pattern", [(dict(n_chips=0), r"\bn_chips must be a positive integer\b"),
+                                             (dict(prompt_len=0), r"\bprompt_len must be positive\b"),
+                                             (dict(batch=0), r"\bbatch must be a positive integer\b"),
+                                             (dict(params="embeddings"), r"\bunknown params 'embeddings'; use one of "
+                                                                         r"all, matmul\b")])
+def test_prefill_time_names_the_argument_it_refuses(kwargs, pattern):
+    args = dict(model="llama3-8b", chip="h100", n_chips=1, prompt_len=1024, mfu=0.5) | kwargs
+    with pytest.raises(ValueError, match=pattern):
+        prefill_time(**args)
+
+
+def test_the_kv_crossover_of_a_window_exactly_at_it_is_kept():
+    # a window above the crossover never caps the cache before the crossover: the finite value comes back
+    s_star = kv_compute_crossover_context("llama3-8b", "h100")
+    above = get_model("llama3-8b").with_(sliding_window=math.ceil(s_star))
+    assert kv_compute_crossover_context(above, "h100") == s_star
+    assert kv_compute_crossover_context(get_model("llama3-8b").with_(sliding_window=math.floor(s_star)),
+                                        "h100") == float("inf")
+
+
+@pytest.mark.parametrize("function, args", [(decode_step_time, ("llama3-8b", "h100", 1, 1, 1024)),
+                                            (decode_step_time_kv_heads, ("llama3-8b", 4, "h100", 1, 1, 1024)),
+                                            (decode_throughput, ("llama3-8b", "h100", 1, 1, 1024))])
+def test_a_capacity_check_that_is_not_a_bool_is_named(function, args):
+    with pytest.raises(ValueError, match=r"\bcheck_capacity must be True or False\b"):
+        function(*args, check_capacity="no")
+
+
+def test_the_step_bounds_spread_the_reads_and_the_flops_over_every_chip():
+    # LLaMA-3-8B on 2 H100s, 3 sequences of 1,000 tokens: both chips' HBM and FLOP/s work on the step.
+    p = param_count("llama3-8b")
+    for step in (decode_step_time("llama3-8b", "h100", 2, 3, 1000),
+                 decode_step_time_kv_heads("llama3-8b", 8, "h100", 2, 3, 1000)):
+        assert step.kv_s == pytest.approx(3 * 1000 * 131072 / (2 * H100_W), rel=1e-12)
+        assert step.weight_s == pytest.approx(2 * p / (2 * H100_W), rel=1e-12)
+        assert step.compute_s == pytest.approx(2 * 3 * p / (2 * H100_BF16), rel=1e-12)
+
+
+def test_decode_throughput_prices_the_flops_in_the_compute_dtype():
+    # 400 sequences of 16 tokens: past B_crit (about 295 for bf16 weights on an H100), so the matmuls bound the
+    # step and fp8 math (twice bf16's rate) raises the throughput.
+    fp8 = decode_throughput("llama3-8b", "h100", 1, 400, 16, compute_dtype="fp8")
+    bf16 = decode_throughput("llama3-8b", "h100", 1, 400, 16)
+    assert fp8 == pytest.approx(400 / decode_step_time("llama3-8b", "h100", 1, 400, 16, compute_dtype="fp8").total_s,
+                                rel=1e-12)
+    assert fp8 > 1.2 * bf16
+
+
+def test_full_hbm_step_time_is_capacity_over_bandwidth():
+    assert full_hbm_step_time("h100") == pytest.approx(81559 * 2**20 / H100_W, rel=1e-12)  # 25.5 ms
+    assert full_hbm_step_time("tpu-v5e") == pytest.approx(0.0195, rel=0.02)  # Scaling Book ch. 8: about 19 ms
+
+
+def test_a_window_exactly_at_the_crossover_is_reached_not_skipped():
+    # SMALL: 256 B of bf16 cache a token and P = 106,496. On a chip of 2**40 B/s and 104 x 2**32 FLOP/s (chosen so
+    # that every quotient is a power of two, exact in floating point), S* = 2 P W / (C x 256) = 2,048 tokens.
+    chip = dataclasses.replace(get_chip("h100"), hbm_bandwidth=2.0**40, peak_flops_table=(("bf16", 104 * 2.0**32),))
+    small = Transformer(**SMALL)
+    assert kv_compute_crossover_context(small, chip) == 2048
+    assert kv_compute_crossover_context(small.with_(sliding_window=2048), chip) == 2048
+    assert kv_compute_crossover_context(small.with_(sliding_window=2047), chip) == float("inf")
+
+
+def test_describe_rounds_each_memory_figure_from_its_own_bytes():
+    # Byte counts whose GB values sit exactly on a rounding tie (1.35, 0.45, 1.75, 85.5), so that a figure computed
+    # from anything but its own bytes over 1e9 prints another digit.
+    report = explain_decode("llama3-8b", "h100", 1, 4, 2048)
+    tie = dataclasses.replace(report, footprint=dataclasses.replace(report.footprint, weight_bytes=1.35e9,
+                                                                    kv_bytes=0.45e9, capacity_bytes=85.5e9))
+    assert re.search(r"\b1\.4 GB weights \+ 0\.5 GB KV = 1\.8 GB of 86 GB HBM: fits\b", tie.describe())
+    total = dataclasses.replace(tie, footprint=dataclasses.replace(tie.footprint, kv_bytes=0.4e9))
+    assert re.search(r" = 1\.8 GB of 86 GB HBM\b", total.describe())  # 1.75 GB in all

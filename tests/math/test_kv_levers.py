@@ -4,13 +4,14 @@ import re
 
 import pytest
 
+from scaling_lib._validate import MAX_REQUESTS
 from scaling_lib.book.claims import REL, claim, evaluate, published
 from scaling_lib.book.claims.step_time import T4_DEPLOYMENT
 from scaling_lib.inference import decode_step_time
 from scaling_lib.kv_levers import (cross_layer_kv_bytes, decode_attention_cost, evenly_ragged_lengths, kv_footprint,
                                    kv_lever_table, local_global_kv_bytes, ragged_kv_reads)
 from scaling_lib.memory import kv_cache_bytes
-from scaling_lib.models import get_model
+from scaling_lib.models import Transformer, get_model
 
 
 # ------------------------------------------------------------------------------------------------- claims
@@ -164,3 +165,149 @@ def test_every_third_layer_is_global_counting_from_the_third():
     # (10 x 1,000 + 22 x 100) x 4,096 B = 49,971,200 B.
     footprint = kv_footprint("llama3-8b", [1000], window=100, global_every=3)
     assert footprint.stored_bytes == footprint.read_bytes == (10 * 1000 + 22 * 100) * 4096
+
+
+# ------------------------------------------------------------------------------------------- by hand, lever by lever
+# 4 layers, 2 KV heads of 16: a token's K and V on one layer are 2 x 2 x 16 x 2 B = 128 B in bf16.
+FOUR = Transformer(n_layers=4, d_model=64, d_ff=128, n_heads=4, n_kv_heads=2, head_dim=16, vocab_size=256)
+LAYER_TOKEN = 128
+
+
+def test_kv_footprint_follows_the_models_own_local_global_pattern_unless_a_window_is_given():
+    gemma_like = FOUR.with_(sliding_window=100, global_every=2)  # layers 1 and 3 global, 0 and 2 keep 100 tokens
+    assert kv_footprint(gemma_like, [1000]).stored_bytes == (2 * 1000 + 2 * 100) * LAYER_TOKEN
+    # a window passed without global_every makes every layer local, whatever the model's own pattern
+    assert kv_footprint(gemma_like, [1000], window=200).stored_bytes == 4 * 200 * LAYER_TOKEN
+    # global_every passed alone keeps the model's window
+    assert kv_footprint(gemma_like, [1000], global_every=4).stored_bytes == (1000 + 3 * 100) * LAYER_TOKEN
+    # a model without a window keeps every token on every layer
+    assert kv_footprint(FOUR, [1000], global_every=2).stored_bytes == 4 * 1000 * LAYER_TOKEN
+
+
+def test_kv_footprint_of_a_ragged_batch_rectangular_and_paged_by_hand():
+    # lengths 10 and 30, window 20, layer 1 and 3 global: local layers keep 10 and 20, global ones 10 and 30.
+    rect = kv_footprint(FOUR, [10, 30], window=20, global_every=2)
+    assert rect.stored_bytes == rect.read_bytes == (2 * (2 * 20) + 2 * (2 * 30)) * LAYER_TOKEN
+    # blocks of 8 tokens: local 16 + 24, global 16 + 32
+    paged = kv_footprint(FOUR, [10, 30], window=20, global_every=2, block_size=8)
+    assert paged.stored_bytes == (2 * (16 + 24) + 2 * (16 + 32)) * LAYER_TOKEN
+    assert kv_footprint(FOUR, [10, 30], dtype="fp8").stored_bytes == 4 * 60 * LAYER_TOKEN / 2
+
+
+def test_a_sharing_group_stores_what_its_longest_reaching_layer_keeps_and_the_last_group_may_be_short():
+    # global layers 1 and 3, local ones keep 100 of 1,000 tokens; pairs share: each pair holds a global layer.
+    pairs = kv_footprint(FOUR, [1000], window=100, global_every=2, share_every=2)
+    assert pairs.stored_bytes == 2 * 1000 * LAYER_TOKEN
+    assert pairs.read_bytes == (2 * 1000 + 2 * 100) * LAYER_TOKEN
+    # groups of 3: layers 0-2 (one global) and layer 3 alone (global)
+    assert kv_footprint(FOUR, [1000], window=100, global_every=2, share_every=3).stored_bytes == \
+        2 * 1000 * LAYER_TOKEN
+    # groups of 3 with only layer 3 global: layers 0-2 keep 100, layer 3 keeps 1,000
+    assert kv_footprint(FOUR, [1000], window=100, global_every=4, share_every=3).stored_bytes == \
+        (100 + 1000) * LAYER_TOKEN
+
+
+@pytest.mark.parametrize("kwargs, name", [(dict(window=0), "window"), (dict(global_every=0), "global_every"),
+                                          (dict(share_every=0), "share_every"), (dict(block_size=0), "block_size")])
+def test_kv_footprint_names_the_setting_it_refuses(kwargs, name):
+    with pytest.raises(ValueError, match=rf"\b{name} must be a positive integer\b"):
+        kv_footprint(FOUR, [10], **kwargs)
+
+
+def test_a_length_that_is_not_a_count_is_named_by_its_place():
+    with pytest.raises(ValueError, match=r"\blengths\[1\] must be a non-negative integer\b"):
+        kv_footprint(FOUR, [3, -1])
+    with pytest.raises(ValueError, match=r"\blengths\[0\] must be a number\b"):
+        ragged_kv_reads("12", 4)  # a string is one (bad) length, not a list of characters
+    with pytest.raises(ValueError, match=r"\blengths\[0\] must be a non-negative integer\b"):
+        ragged_kv_reads(b"12", 4)
+    with pytest.raises(ValueError, match=r"\blengths must list at least one sequence length\b"):
+        ragged_kv_reads((), 4)
+
+
+def test_a_single_length_is_a_batch_of_one():
+    reads = ragged_kv_reads(5, block_size=4)
+    assert (reads.useful_slots, reads.contiguous_slots, reads.paged_slots) == (5, 5, 8)
+    assert reads.paged_padding == pytest.approx(3 / 8) and reads.contiguous_padding == 0.0
+    assert kv_footprint(FOUR, 7).stored_bytes == 4 * 7 * LAYER_TOKEN
+
+
+def test_ragged_reads_of_empty_sequences_have_no_padding_and_name_a_bad_block_size():
+    empty = ragged_kv_reads([0, 0], 4)
+    assert (empty.contiguous_slots, empty.paged_slots, empty.contiguous_padding, empty.paged_padding) == (0, 0, 0, 0)
+    reads = ragged_kv_reads([8, 5, 3, 1], block_size=4)
+    assert reads.contiguous_padding == pytest.approx(15 / 32) and reads.paged_padding == pytest.approx(7 / 24)
+    with pytest.raises(ValueError, match=r"\bblock_size must be a positive integer\b"):
+        ragged_kv_reads([8], 0)
+
+
+def test_local_global_kv_bytes_by_hand_in_fp8():
+    # 3 sequences of 1,000 tokens; layer 3 global, layers 0-2 keep 100; fp8 is half of bf16's 128 B.
+    assert local_global_kv_bytes(FOUR, 1000, 100, 4, batch=3, dtype="fp8") == 3 * (1000 + 3 * 100) * 64
+    assert local_global_kv_bytes(FOUR, 0, 100, 4) == 0
+    assert local_global_kv_bytes(FOUR, 1000, 100, 4) == (1000 + 3 * 100) * 128  # one sequence unless told
+
+
+@pytest.mark.parametrize("kwargs, pattern", [
+    (dict(tokens=-1), r"\btokens must be a non-negative integer\b"),
+    (dict(window=0), r"\bwindow must be a positive integer\b"),
+    (dict(global_every=0), r"\bglobal_every must be a positive integer\b"),
+    (dict(batch=0), r"\bbatch must be a positive integer\b"),
+    (dict(batch=MAX_REQUESTS + 1), r"\bbatch=1,000,001 is more than 1,000,000\b.*\bone length per sequence\b"),
+])
+def test_local_global_kv_bytes_names_what_it_refuses(kwargs, pattern):
+    with pytest.raises(ValueError, match=pattern):
+        local_global_kv_bytes(**dict(model=FOUR, tokens=10, window=4, global_every=2) | kwargs)
+
+
+def test_cross_layer_kv_bytes_by_hand_in_fp8():
+    # 2 sequences of 50 tokens, pairs of layers sharing: 2 caches stored, 4 read, 64 B a token and layer in fp8.
+    shared = cross_layer_kv_bytes(FOUR, 50, 2, batch=2, dtype="fp8")
+    assert (shared.stored_bytes, shared.read_bytes) == (2 * 50 * 2 * 64, 2 * 50 * 4 * 64)
+
+
+@pytest.mark.parametrize("kwargs, pattern", [
+    (dict(tokens=-1), r"\btokens must be a non-negative integer\b"),
+    (dict(share_every=0), r"\bshare_every must be a positive integer\b"),
+    (dict(batch=MAX_REQUESTS + 1), r"\bbatch=1,000,001 is more than\b.*\bone length per sequence\b"),
+])
+def test_cross_layer_kv_bytes_names_what_it_refuses(kwargs, pattern):
+    with pytest.raises(ValueError, match=pattern):
+        cross_layer_kv_bytes(**dict(model=FOUR, tokens=10, share_every=2) | kwargs)
+
+
+def test_evenly_ragged_lengths_round_up_and_end_at_the_context():
+    assert evenly_ragged_lengths(10, 3) == [4, 7, 10]  # 10/3 = 3.33 and 20/3 = 6.67, rounded up
+    assert evenly_ragged_lengths(5, 1) == [5]
+    assert evenly_ragged_lengths(3, 4) == [1, 2, 3, 3]  # 0.75, 1.5, 2.25, 3 rounded up
+    with pytest.raises(ValueError, match=r"\bcontext_len must be a positive integer\b"):
+        evenly_ragged_lengths(0, 3)
+    with pytest.raises(ValueError, match=r"\bbatch=1,000,001 is more than\b.*\bit lists one length per sequence\b"):
+        evenly_ragged_lengths(10, MAX_REQUESTS + 1)
+
+
+def test_decode_attention_cost_of_standard_attention_by_hand():
+    # FOUR with 8-wide value heads: per cached token and layer 2 x 4 heads x (16 + 8) = 192 FLOPs; a token's cache
+    # 4 layers x 2 heads x (16 + 8) x 2 B = 384 B in bf16, 192 B in fp8.
+    narrow = FOUR.with_(v_head_dim=8)
+    cost = decode_attention_cost(narrow, 100)
+    assert (cost.flops, cost.kv_bytes) == (4 * 100 * 192, 100 * 384)
+    assert type(cost.flops) is float and cost.intensity == pytest.approx(2.0)
+    assert decode_attention_cost(narrow, 100, kv_dtype="fp8").kv_bytes == 100 * 192
+    assert decode_attention_cost(narrow, 100, absorbed=False) == cost  # only MLA absorbs anything
+
+
+def test_mla_decode_attention_absorbed_by_hand():
+    # DeepSeek-V3 absorbed: 2 x 128 x (512 + 64) scores + 2 x 128 x 512 sums = 278,528 FLOPs per cached token and
+    # layer, against 576 values x 2 B = 1,152 B: about 242 FLOPs a byte.
+    cost = decode_attention_cost("deepseek-v3", 1000)
+    assert cost.flops == 61 * 1000 * 278_528
+    assert cost.kv_bytes == 61 * 1000 * 1152
+    assert cost.intensity == pytest.approx(278_528 / 1152, rel=1e-12)
+
+
+def test_decode_attention_cost_names_what_it_refuses():
+    with pytest.raises(ValueError, match=r"\bcontext_len must be positive\b"):
+        decode_attention_cost(FOUR, 0)
+    with pytest.raises(ValueError, match=r"\babsorbed must be True or False\b"):
+        decode_attention_cost(FOUR, 10, absorbed=1)

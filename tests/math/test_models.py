@@ -2,7 +2,9 @@
 (the shipped config.json files and the config types are in test_hf_config.py and test_hf_config_types.py)."""
 
 import json
+import re
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -176,3 +178,371 @@ def test_a_model_folder_whose_config_path_is_too_long_to_open_is_refused_with_a_
     with pytest.raises(ValueError, match=r"^cannot read the model folder .*: File name too long$") as err:
         from_hf_config(folder)
     assert len(str(err.value)) < 300 and str(err.value).startswith(f"cannot read the model folder {folder[:100]}")
+
+
+# --- every field check of Transformer names its field, and each bound sits where the docstring puts it ---------------
+_REQUIRED_FIELDS = ("n_layers", "d_model", "d_ff", "n_heads", "n_kv_heads", "head_dim", "vocab_size", "n_experts",
+                    "n_active_experts")
+_OPTIONAL_FIELDS = ("sliding_window", "global_every", "d_ff_dense", "kv_lora_rank", "q_lora_rank", "v_head_dim")
+_COUNT_FIELDS = ("n_shared_experts", "n_dense_layers", "rope_head_dim")
+
+
+@pytest.mark.parametrize("field", _REQUIRED_FIELDS)
+def test_each_size_field_of_zero_is_refused_naming_that_field(field):
+    with pytest.raises(ValueError, match=rf"\b{field} must be a positive integer, got 0\b"):
+        Transformer(**{**SMALL, field: 0})
+
+
+@pytest.mark.parametrize("field", _OPTIONAL_FIELDS)
+def test_each_optional_size_of_zero_is_refused_naming_it_and_saying_none_is_allowed(field):
+    with pytest.raises(ValueError, match=rf"\b{field} must be a positive integer\b.*\bor None\b"):
+        Transformer(**SMALL, **{field: 0})
+
+
+@pytest.mark.parametrize("field", _COUNT_FIELDS)
+def test_each_count_field_below_zero_is_refused_naming_that_field(field):
+    with pytest.raises(ValueError, match=rf"\b{field} must be a non-negative integer\b"):
+        Transformer(**SMALL, **{field: -1})
+
+
+def test_every_integer_field_given_as_a_whole_float_is_stored_as_a_python_int():
+    mla = Transformer(n_layers=4.0, d_model=64.0, d_ff=128.0, n_heads=4.0, n_kv_heads=4.0, head_dim=16.0,
+                      vocab_size=256.0, n_experts=4.0, n_active_experts=2.0, sliding_window=8.0, global_every=2.0,
+                      n_shared_experts=1.0, n_dense_layers=1.0, d_ff_dense=96.0, kv_lora_rank=8.0, q_lora_rank=12.0,
+                      rope_head_dim=4.0, v_head_dim=8.0)
+    for f in (*_REQUIRED_FIELDS, *_OPTIONAL_FIELDS, *_COUNT_FIELDS):
+        assert type(getattr(mla, f)) is int, f
+    assert (mla.sliding_window, mla.global_every, mla.d_ff_dense, mla.kv_lora_rank, mla.q_lora_rank,
+            mla.v_head_dim, mla.n_shared_experts, mla.n_dense_layers, mla.rope_head_dim) == (8, 2, 96, 8, 12, 8, 1,
+                                                                                           1, 4)
+
+
+def test_a_source_that_is_not_a_string_is_refused_naming_source():
+    with pytest.raises(ValueError, match=r"\bsource must be a string\b"):
+        Transformer(**SMALL, source=None)
+
+
+def test_as_many_active_experts_as_experts_is_allowed_one_more_is_not():
+    assert Transformer(**SMALL, n_experts=4, n_active_experts=4).n_active_experts == 4
+    with pytest.raises(ValueError, match=r"\bn_active_experts=5 exceeds n_experts=4\b.*\bcannot be routed to more "
+                                         r"experts than exist\b"):
+        Transformer(**SMALL, n_experts=4, n_active_experts=5)
+
+
+def test_kv_heads_that_do_not_divide_the_query_heads_name_a_fix():
+    with pytest.raises(ValueError, match=r"\bn_kv_heads=3 does not divide n_heads=4\b.*\bpick a divisor of 4\b"):
+        Transformer(**{**SMALL, "n_kv_heads": 3})
+
+
+def test_a_global_layer_period_without_a_window_is_refused_with_the_reason():
+    with pytest.raises(ValueError, match=r"\bglobal_every needs a sliding_window\b.*\bwhich layers escape the window"):
+        Transformer(**SMALL, global_every=2)
+    assert Transformer(**SMALL, sliding_window=8, global_every=2).n_global_layers == 1
+
+
+def test_shared_experts_on_a_dense_model_are_refused_and_allowed_on_two_experts():
+    with pytest.raises(ValueError, match=r"\bn_shared_experts=1 on a dense model \(n_experts=1\).*\bset n_experts > 1 "
+                                         r"or drop them\b"):
+        Transformer(**SMALL, n_shared_experts=1)
+    assert Transformer(**SMALL, n_experts=2, n_shared_experts=1).n_shared_experts == 1
+
+
+def test_every_layer_may_be_dense_but_not_more_layers_than_the_model_has():
+    assert Transformer(**SMALL, n_dense_layers=2, d_ff_dense=96).n_dense_layers == 2  # SMALL has 2 layers
+    with pytest.raises(ValueError, match=r"\bn_dense_layers=3 exceeds n_layers=2\b"):
+        Transformer(**SMALL, n_dense_layers=3, d_ff_dense=96)
+
+
+def test_dense_layers_need_their_width():
+    with pytest.raises(ValueError, match=r"\bn_dense_layers > 0 needs d_ff_dense\b.*\bdense FFN\b"):
+        Transformer(**SMALL, n_dense_layers=1)
+
+
+@pytest.mark.parametrize("mla_field", [dict(q_lora_rank=8), dict(rope_head_dim=4)])
+def test_a_latent_attention_field_without_kv_lora_rank_is_refused_naming_it(mla_field):
+    with pytest.raises(ValueError, match=r"\bq_lora_rank and rope_head_dim describe multi-head latent attention: set "
+                                         r"kv_lora_rank too\b"):
+        Transformer(**SMALL, **mla_field)
+
+
+def test_a_rope_part_one_narrower_than_the_head_is_allowed():
+    assert Transformer(**SMALL, kv_lora_rank=8, rope_head_dim=15).rope_head_dim == 15  # head_dim 16
+    with pytest.raises(ValueError, match=r"\bwhich counts it\b"):
+        Transformer(**SMALL, kv_lora_rank=8, rope_head_dim=16)
+
+
+# --- param_breakdown by hand on small models, one structure field at a time -------------------------------------------
+def test_parameters_of_a_gqa_model_whose_value_heads_are_narrower_counted_by_hand():
+    # L=2, D=64, F=128, N=4, K=2, H=16, H_v=8, V=256, untied. Per layer: W_Q 64x64 = 4,096, W_K 64x32 = 2,048,
+    # W_V 64x16 = 1,024, W_O 32x64 = 2,048 (9,216); FFN 3 x 64 x 128 = 24,576; embeddings 2 x 256 x 64.
+    parts = models.param_breakdown(Transformer(**SMALL, v_head_dim=8))
+    assert parts == models.ParamCount(attention=2 * 9216, feed_forward=2 * 24576, router=0, embeddings=32768)
+    assert parts.total == 18432 + 49152 + 32768
+    assert models.param_breakdown(Transformer(**SMALL, v_head_dim=8), active_only=True) == parts
+
+
+def test_parameters_of_an_moe_with_a_shared_expert_and_a_leading_dense_layer_counted_by_hand():
+    # L=4, D=64, N=K=4, H=16, V=100 tied; 8 experts of F=32, 2 active, 1 shared; layer 0 dense of F=96.
+    # Attention per layer 4 x 64 x 64 = 16,384. An expert is 3 x 64 x 32 = 6,144: 3 MoE layers x 9 experts (8 + the
+    # shared one) = 165,888, or x 3 (2 active + shared) = 55,296 active; the dense layer 3 x 64 x 96 = 18,432.
+    # Router 64 x 8 on each of the 3 MoE layers; one 100 x 64 table.
+    moe = Transformer(n_layers=4, d_model=64, d_ff=32, n_heads=4, n_kv_heads=4, head_dim=16, vocab_size=100,
+                      n_experts=8, n_active_experts=2, n_shared_experts=1, n_dense_layers=1, d_ff_dense=96,
+                      tied_embeddings=True)
+    assert models.param_breakdown(moe) == models.ParamCount(65536, 165888 + 18432, 1536, 6400)
+    assert models.param_breakdown(moe, active_only=True) == models.ParamCount(65536, 55296 + 18432, 1536, 6400)
+    assert models.active_param_count(moe) == 65536 + 73728 + 1536 + 6400
+
+
+@pytest.mark.parametrize("q_lora_rank, w_q", [(None, 64 * 4 * 16), (12, 64 * 12 + 12 * 4 * 16)])
+def test_parameters_of_latent_attention_counted_by_hand(q_lora_rank, w_q):
+    # MLA, L=2, D=64, N=4, H=16 of which 4 RoPE, H_v=8, r_kv=8: W_DKV 64 x (8 + 4) = 768, W_UKV 8 x 4 x (12 + 8)
+    # = 640, W_O 4 x 8 x 64 = 2,048, and W_Q either 64 x 64 or through a 12-wide bottleneck 64 x 12 + 12 x 64.
+    mla = Transformer(**{**SMALL, "n_kv_heads": 4}, kv_lora_rank=8, q_lora_rank=q_lora_rank, rope_head_dim=4,
+                      v_head_dim=8)
+    assert models.param_breakdown(mla).attention == 2 * (w_q + 768 + 640 + 2048)
+
+
+def test_param_breakdown_refuses_an_active_only_that_is_not_a_bool():
+    with pytest.raises(ValueError, match=r"\bactive_only\b"):
+        models.param_breakdown("llama3-8b", active_only="yes")
+
+
+# --- names, repr and the readers of config.json's fields --------------------------------------------------------------
+@pytest.mark.parametrize("spelling, canonical", [
+    ("meta-llama/Llama-3.1-8B-Instruct", "llama3.18b"), ("  Foo_Bar baz-Qux ", "foobarbazqux"),
+    ("org/sub/My-Model-Instruct-FP8", "mymodel"), ("Mixtral-8x7B-v0.1-Chat-HF", "mixtral8x7b"),
+    ("instruct", "instruct"), ("HF", "hf"),  # a name that is only a suffix keeps it
+])
+def test_canonical_drops_the_organisation_case_separators_and_stacked_suffixes(spelling, canonical):
+    assert models._canonical(spelling) == canonical
+
+
+def test_get_model_passes_a_transformer_through_and_finds_any_spelling():
+    small = Transformer(**SMALL)
+    assert get_model(small) is small
+    assert get_model(" LLAMA3-8B ") is models.MODELS["llama3-8b"]
+    assert get_model("meta-llama/Meta-Llama-3-70B-Instruct") is models.MODELS["llama3-70b"]  # an alias
+    assert get_model("Llama-2-13b-chat-hf") is models.MODELS["llama2-13b"]  # a table name, spelled differently
+
+
+def test_get_model_refuses_what_is_not_a_name_and_lists_the_known_ones():
+    with pytest.raises(ValueError, match=r"\bmodel must be a name or a Transformer, got 3\b"):
+        get_model(3)
+    with pytest.raises(ValueError) as err:
+        get_model("gpt-9")
+    message = str(err.value)
+    assert re.search(r"\bunknown model 'gpt-9'; known models: llama2-13b, llama3-8b, llama3-70b\b", message)
+    assert re.search(r"\bbuild your own with scaling_lib\.models\.Transformer\(\.\.\.\) or "
+                     r"models\.from_hf_config\('config\.json'\)", message)
+
+
+def test_a_models_repr_shows_every_shape_field_and_only_the_structure_fields_set():
+    text = repr(Transformer(**SMALL))
+    assert text.startswith("Transformer(n_layers=2, d_model=64, d_ff=128, n_heads=4, n_kv_heads=2, head_dim=16, "
+                           "vocab_size=256, n_experts=1, n_active_experts=1, tied_embeddings=False, "
+                           "sliding_window=None, name='custom', source='')")
+    assert "global_every" not in text and "kv_lora_rank" not in text
+    windowed = repr(Transformer(**SMALL, sliding_window=8, global_every=2))
+    assert windowed.endswith(", sliding_window=8, name='custom', source='', global_every=2)")
+
+
+@pytest.mark.parametrize("parts, origin", [
+    (("hub", "models--Qwen--Qwen1.5-MoE-A2.7B", "snapshots", "abc", "config.json"), "Qwen/Qwen1.5-MoE-A2.7B"),
+    (("work", "my-model", "config.json"), "my-model"),
+    (("config.json",), "config"),  # no folder: the file's stem
+])
+def test_a_config_is_named_after_its_cache_entry_or_its_folder(parts, origin):
+    assert models._origin(Path(*parts)) == origin
+
+
+@pytest.mark.parametrize("value, text", [("4096", "the string '4096'"), (True, "the boolean true"),
+                                         (False, "the boolean false"), (None, "null"), ([1, 2], "a list (2 items)"),
+                                         ((1,), "a list (1 items)"), ({"a": 1}, "an object (1 fields)"),
+                                         (2.5, "2.5")])
+def test_json_values_are_named_as_json_calls_them(value, text):
+    assert models._json_text(value) == text
+
+
+def _fields(**config):
+    return models._Fields(config, "here.json")
+
+
+@pytest.mark.parametrize("value, says", [
+    ("4096", r"\bmust be an integer, got the string '4096'; write 4096 without quotes\b"),
+    (" -8 ", r"\bwrite -8 without quotes\b"), ("many", r"\bgot the string 'many'(?!\S)"),
+    ("X12", r"\bgot the string 'X12'(?!\S)"), (True, r"\bthe boolean true\b"),
+    ([8], r"\bgot a list \(1 items\)"), (2.5, r"\bmust be an integer, got 2\.5\b"), (float("inf"), r"\bgot inf\b"),
+    (2**53 + 1, r"\bup to 2\*\*53\b"), (0, r"\bmust be a positive integer, got 0\b"),
+])
+def test_a_count_field_of_the_wrong_type_or_range_is_named_with_its_file(value, says):
+    with pytest.raises(ValueError, match=r"\bfield 'n' of here\.json\b") as err:
+        _fields(n=value).count("n")
+    assert re.search(says, str(err.value)), str(err.value)
+
+
+def test_a_count_field_takes_whole_floats_its_bounds_and_its_default():
+    assert _fields(n=128.0).count("n") == 128 and type(_fields(n=128.0).count("n")) is int
+    assert _fields(n=2**53).count("n") == 2**53 and _fields(n=1).count("n") == 1
+    assert _fields(n=0).count("n", minimum=0) == 0
+    with pytest.raises(ValueError, match=r"\bmust be an integer >= 0, got -1\b"):
+        _fields(n=-1).count("n", minimum=0)
+    assert _fields(n=None).count("n", 7) == 7 and _fields().count("n", None) is None
+    with pytest.raises(ValueError, match=r"\bhere\.json has no usable 'n' \(model_type 'llama'\); add it, or build "
+                                         r"the model with scaling_lib\.models\.Transformer"):
+        _fields(model_type="llama").count("n")
+
+
+def test_a_flag_field_is_a_json_boolean_or_its_default():
+    assert _fields().flag("f", True) is True and _fields().flag("f", False) is False
+    assert _fields(f=False).flag("f", True) is False
+    with pytest.raises(ValueError, match=r"\bfield 'f' of here\.json must be a JSON boolean, true or false without "
+                                         r"quotes, got the string 'false'"):
+        _fields(f="false").flag("f", True)
+
+
+def test_layer_types_are_a_list_of_strings_one_per_layer():
+    assert _fields().layer_types(3) is None
+    assert _fields(layer_types=["a", "b", "c"]).layer_types(3) == ["a", "b", "c"]
+    for bad, text in (("full_attention", "the string 'full_attention'"),
+                      (["full_attention", 1], r"a list \(2 items\)")):
+        with pytest.raises(ValueError, match=r"\bfield 'layer_types' of here\.json must be a list of strings such "
+                                             rf"as \"full_attention\", got {text}"):
+            _fields(layer_types=bad).layer_types(2)
+    with pytest.raises(ValueError, match=r"\bfield 'layer_types' of here\.json lists 2 layers but "
+                                         r"'num_hidden_layers' is 3; give one entry per layer"):
+        _fields(layer_types=["a", "b"]).layer_types(3)
+
+
+@pytest.mark.parametrize("quantization, weights", [({"quant_method": "fbgemm_fp8"}, "fp8"),
+                                                   ({"quant_method": "modelopt", "quant_algo": "FP8"}, "fp8"),
+                                                   ({"quant_method": "modelopt", "quant_algo": "NVFP4"}, "nvfp4"),
+                                                   ({"quant_method": "awq", "bits": 8}, "int8"),
+                                                   ({"quant_method": "gptq", "bits": 4}, "int4")])
+def test_each_quantization_method_names_its_weight_format(quantization, weights):
+    assert models._quantized_format(_fields(quantization_config=quantization)) == weights
+
+
+@pytest.mark.parametrize("quantization, says", [
+    ("fp8", r"\bmust be an object with a 'quant_method', got the string 'fp8'"),
+    ({"quant_method": "modelopt", "quant_algo": "INT4_AWQ"}, r"\bhas quant_algo 'INT4_AWQ'; this book reads FP8 and "
+                                                             r"NVFP4\b"),
+    ({"quant_method": "bitnet"}, r"\bhas quant_method 'bitnet'; this book reads fp8, fbgemm_fp8, mxfp4, awq, gptq "
+                                 r"and modelopt\b"),
+    ({"quant_method": "gptq", "bits": 3}, r"\bgptq with bits=3; this book stores 4 or 8 bits\b"),
+    ({"quant_method": "awq"}, r"\bawq with bits=None\b"),
+])
+def test_a_quantization_this_book_cannot_store_says_what_it_reads(quantization, says):
+    with pytest.raises(ValueError, match=r"\bfield 'quantization_config' of here\.json\b") as err:
+        models._quantized_format(_fields(quantization_config=quantization))
+    assert re.search(says, str(err.value)), str(err.value)
+
+
+def test_read_hf_config_reads_the_position_limit_and_names_a_bad_one():
+    assert models.read_hf_config(LLAMA_CONFIG).max_position_embeddings is None
+    assert models.read_hf_config({**LLAMA_CONFIG, "max_position_embeddings": 4096.0}).max_position_embeddings == 4096
+    with pytest.raises(ValueError, match=r"\bfield 'max_position_embeddings' of the config dict must be an integer"):
+        models.read_hf_config({**LLAMA_CONFIG, "max_position_embeddings": "4096"})
+
+
+def test_read_hf_config_names_the_file_of_a_bad_quantization(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**LLAMA_CONFIG, "quantization_config": {"quant_method": "bitnet"}}))
+    with pytest.raises(ValueError, match=rf"\bfield 'quantization_config' of {re.escape(str(path))} has"):
+        models.read_hf_config(path)
+    path.write_text(json.dumps({**LLAMA_CONFIG, "quantization_config": {"quant_method": "fp8"}}))
+    assert models.read_hf_config(tmp_path).weight_dtype == "fp8"  # the folder, read like the file
+
+
+# --- nested configs and local/global patterns -------------------------------------------------------------------------
+def test_a_nested_text_config_takes_the_outer_name_quantization_and_tie_but_keeps_its_own_values():
+    outer = {"model_type": "gemma3", "_name_or_path": "google/gemma-3-4b-it", "tie_word_embeddings": False,
+             "quantization_config": {"quant_method": "fp8"}, "text_config": {"model_type": "llama"}}
+    read = models.read_hf_config(outer)
+    # the text_config is read as a Gemma 3 text model (its model_type overridden) with Hugging Face's defaults
+    assert (read.model.name, read.model.tied_embeddings, read.weight_dtype) == ("gemma-3-4b-it", False, "fp8")
+    assert (read.model.vocab_size, read.model.global_every) == (262_208, 6)
+    inner_wins = {**outer, "text_config": {"tie_word_embeddings": True, "_name_or_path": "inner/name"}}
+    assert (from_hf_config(inner_wins).tied_embeddings, from_hf_config(inner_wins).name) == (True, "name")
+
+
+def test_a_nested_config_allows_the_positions_its_language_model_does():
+    # Gemma 3 and Llama 4 keep max_position_embeddings in their text_config (it was read from the outer config: None)
+    nested = {"model_type": "gemma3", "text_config": {}}
+    assert models.read_hf_config(nested).max_position_embeddings == 131_072  # Hugging Face's Gemma 3 default
+    nested["text_config"]["max_position_embeddings"] = 8192
+    assert models.read_hf_config(nested).max_position_embeddings == 8192
+
+
+def test_a_field_inside_a_text_config_is_named_as_being_there():
+    with pytest.raises(ValueError, match=r"\bfield 'hidden_size' of the config dict \(its text_config\) must be"):
+        from_hf_config({"model_type": "gemma3", "text_config": {"hidden_size": "big"}})
+    with pytest.raises(ValueError, match=r"\bfield 'text_config' of the config dict must be an object holding the "
+                                         r"language model's fields \(model_type 'llama4'\), got a list \(1 items\)"):
+        from_hf_config({"model_type": "llama4", "text_config": [4]})
+
+
+def test_gemma2_alternates_local_and_global_layers_whatever_its_pattern_field_says():
+    gemma2 = {**GEMMA3, "model_type": "gemma2", "sliding_window_pattern": 6}
+    assert from_hf_config(gemma2).global_every == 2
+    gpt_oss = {**gemma2, "model_type": "gpt_oss", "num_local_experts": 4, "num_experts_per_tok": 2}
+    assert from_hf_config(gpt_oss).global_every == 2  # gpt-oss alternates too (its 128-token windows)
+    assert from_hf_config({**GEMMA3, "sliding_window_pattern": 3}).global_every == 3
+    assert from_hf_config({**GEMMA3, "layer_types": ["sliding_attention", "full_attention"] * 6}).global_every == 2
+
+
+def test_a_pattern_this_book_cannot_hold_shows_its_first_layers_and_the_file():
+    with pytest.raises(ValueError, match=r"\blayer_types \['sliding_attention', 'sliding_attention', "
+                                         r"'sliding_attention', 'sliding_attention', 'sliding_attention', "
+                                         r"'sliding_attention', 'sliding_attention', 'sliding_attention'\]\.\.\. is "
+                                         r"not a periodic\b.*\(the config dict\)"):
+        from_hf_config({**GEMMA3, "layer_types": ["sliding_attention"] * 12})
+
+
+# --- a model folder and a Hugging Face cache entry --------------------------------------------------------------------
+def _write(folder, config=LLAMA_CONFIG):
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").write_text(json.dumps(config))
+    return folder / "config.json"
+
+
+def test_a_cache_entry_with_one_snapshot_is_read_whatever_refs_main_says(tmp_path):
+    entry = tmp_path / "models--org--Tiny-Model"
+    only = _write(entry / "snapshots" / "aaa")
+    (entry / "snapshots" / "bbb").mkdir()  # a revision without a config.json does not count
+    assert models._config_in_folder(entry) == (only, True)
+    (entry / "refs").mkdir()
+    (entry / "refs" / "main").write_text("zzz")  # names a revision that is not there
+    assert models._config_in_folder(entry) == (only, True)
+    assert from_hf_config(entry).name == "tiny-model"
+
+
+def test_a_cache_entry_with_two_snapshots_takes_the_one_refs_main_names(tmp_path):
+    entry = tmp_path / "models--org--m"
+    _write(entry / "snapshots" / "aaa")
+    second = _write(entry / "snapshots" / "bbb")
+    with pytest.raises(ValueError) as err:
+        models._config_in_folder(entry)
+    assert re.search(r"\bholds 2 snapshots with a config\.json and no refs/main naming one; pass one of them, e\.g\. "
+                     rf"{re.escape(str(entry / 'snapshots' / 'aaa' / 'config.json'))}", str(err.value))
+    (entry / "refs").mkdir()
+    (entry / "refs" / "main").write_text(" bbb\n")
+    assert models._config_in_folder(entry) == (second, True)
+
+
+def test_a_folder_with_its_own_config_is_read_before_any_snapshot(tmp_path):
+    own = _write(tmp_path / "m")
+    _write(tmp_path / "m" / "snapshots" / "aaa")
+    assert models._config_in_folder(tmp_path / "m") == (own, True)
+    (tmp_path / "e" / "snapshots").mkdir(parents=True)
+    with pytest.raises(ValueError, match=r"\bis a directory with no config\.json in it \(nor a Hugging Face cache "
+                                         r"snapshot\); pass the model's folder or the path of its config\.json\b"):
+        models._config_in_folder(tmp_path / "e")
+
+
+def test_a_table_name_is_found_as_written_even_when_another_name_folds_to_the_same_key(monkeypatch):
+    # "tiny" and "tiny-instruct" both fold to "tiny"; the table's own spelling of each must still give that entry.
+    base, chat = Transformer(**SMALL, name="tiny"), Transformer(**SMALL, name="tiny-instruct")
+    monkeypatch.setitem(models.MODELS, "tiny", base)
+    monkeypatch.setitem(models.MODELS, "tiny-instruct", chat)
+    assert get_model("tiny") is base and get_model(" TINY ") is base and get_model("tiny-instruct") is chat
