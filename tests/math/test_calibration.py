@@ -525,3 +525,31 @@ def test_every_kind_of_comparison_carries_its_row_and_the_step_its_dominant_term
         comparison = compare(row)
         assert comparison.row is row
         assert comparison.step is not None and comparison.step.bound == comparison.dominant
+
+
+# --- issue 21, third pass (G2): gpu_network_efficiency with other NCCL rows -----------------------------------------
+def _nvls_row(gbps, **changes):
+    from scaling_lib.measurements import BusBandwidthRow
+
+    row = BusBandwidthRow(gpu="h100", n_gpus=8, collective="all-reduce", algorithm="nvls", array_bytes_min=2**30,
+                          bus_bandwidth=gbps * 1e9, source="planted")
+    return dataclasses.replace(row, **changes)
+
+
+def test_the_network_efficiency_is_the_median_over_rows_of_the_algorithm_priced(monkeypatch):
+    # NVLS on 8 H100 has a 700 GB/s line-rate bus bandwidth (test above): rows of 350, 490 and 630 GB/s are 0.5, 0.7
+    # and 0.9 of it, median 0.7; a ring row (not the algorithm collectives picks at 1 GiB) is left out.
+    rows = (_nvls_row(350), _nvls_row(630), _nvls_row(100, algorithm="ring"), _nvls_row(490))
+    monkeypatch.setattr(calibration, "nccl_rows", lambda: rows)
+    assert calibration.gpu_network_efficiency() == 0.7
+    monkeypatch.setattr(calibration, "nccl_rows", lambda: rows[:2])  # two rows: the mean of the middle two
+    assert calibration.gpu_network_efficiency() == 0.7
+    monkeypatch.setattr(calibration, "nccl_rows", lambda: (_nvls_row(700 / 3),))  # rounded to 0.01
+    assert calibration.gpu_network_efficiency() == 0.33
+
+
+def test_no_nccl_row_of_the_priced_algorithm_is_refused_naming_the_file_to_add_it_to(monkeypatch):
+    monkeypatch.setattr(calibration, "nccl_rows", lambda: (_nvls_row(370, algorithm="ring"),))
+    with pytest.raises(ValueError, match=r"\bno NCCL row measures the algorithm collectives picks\b.*\badd one to "
+                                         r"scaling_lib/data/nccl_allreduce_busbw\.csv$"):
+        calibration.gpu_network_efficiency()
