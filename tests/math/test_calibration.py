@@ -553,3 +553,24 @@ def test_no_nccl_row_of_the_priced_algorithm_is_refused_naming_the_file_to_add_i
     with pytest.raises(ValueError, match=r"\bno NCCL row measures the algorithm collectives picks\b.*\badd one to "
                                          r"scaling_lib/data/nccl_allreduce_busbw\.csv$"):
         calibration.gpu_network_efficiency()
+
+
+def test_every_kind_of_comparison_is_priced_at_the_efficiency_asked_for():
+    # The bound is never slower than the typical estimate: each kind of row must pass its efficiency on.
+    rows = (trtllm_rows()[0], pope_row("palm-540b", "low latency", "decode"),
+            pope_row("palm-540b", "low latency", "prefill"), _first("offline"), _first("static"), _first("ttft"))
+    for row in rows:
+        bound, typical = compare(row), compare(row, TYPICAL)
+        assert typical.predicted < bound.predicted and typical.measured == bound.measured, row.label
+
+
+def test_a_run_comparison_names_its_engine_workload_and_split():
+    row = _first("static")  # TensorRT-LLM v0.6.1, llama2-7b, 128 in / 128 out
+    c = compare(row)
+    assert (c.system, c.shape, c.split, c.label) == ("TensorRT-LLM", "128/128", split_of(row), row.label)
+    assert c.dominant == c.step.bound and c.row is row
+
+
+def test_a_comparison_refuses_an_unknown_cache_dtype():
+    with pytest.raises(ValueError, match=r"\bunknown dtype 'fp7'"):
+        compare(trtllm_rows()[0], kv_dtype="fp7")

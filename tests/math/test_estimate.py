@@ -867,8 +867,12 @@ def test_a_report_refuses_a_prompt_longer_than_its_context_in_words():
 
 
 def test_a_report_whose_model_fits_nowhere_names_the_bytes():
-    with pytest.raises(ValueError, match=r"\bdoes not fit\b.*\bweights alone\b"):
+    # refused at the engine's share of HBM (the report's batch is the typical estimate's), with one sequence per replica
+    with pytest.raises(ValueError, match=r"^batch 1 at 8,192 tokens\b.*\bdoes not fit\b.*\bthe engine may use 77\.0 GB "
+                                         r"of one h100's 85\.5 GB\b.*\bweights alone\b"):
         report("llama3-70b", "h100", 1)
+    with pytest.raises(ValueError, match=r"^batch 2 at 8,192 tokens\b"):
+        report("llama3-70b", "h100", 2, tensor_parallel=1)
 
 
 def test_a_report_prefills_one_prompt_per_replica():
