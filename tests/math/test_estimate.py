@@ -533,7 +533,7 @@ def test_the_bound_prices_a_batch_over_the_engine_cap():
 
 def test_an_estimate_refuses_a_batch_over_the_engine_cap():
     d = Deployment("llama3-8b", "h100", 1, weight_dtype="fp8", kv_dtype="fp8", max_sequences=4)
-    with pytest.raises(ValueError, match=r"exceed max_sequences=4"):
+    with pytest.raises(ValueError, match=r"^batch 8 at 128 tokens of context on llama3-8b\b.*exceed max_sequences=4"):
         decode_step(d, 8, 128, "typical")
 
 
@@ -983,3 +983,19 @@ def test_the_bounds_collectives_are_the_line_rate_floor_and_one_nvlink_step():
     assert step.comm_bandwidth_s == pytest.approx(80 * 2 * 16 * 8192 * 2 / 450e9, rel=1e-6)
     zero = collective_time("all-reduce", 0.0, "h100", 8)
     assert step.comm_latency_s == pytest.approx(80 * 2 * zero.bound_s, rel=1e-12) and zero.bound_s < zero.latency_s
+
+
+@pytest.mark.parametrize("function", [decode_time, prefill])
+def test_decode_time_and_prefill_of_a_model_name_point_to_deployment(function):
+    with pytest.raises(ValueError, match=rf"\bestimate\.{function.__name__}'s first argument\b"):
+        function("llama3-70b", 32, 8192, 4) if function is decode_time else function("llama3-70b", 8192)
+
+
+def test_a_step_prices_only_what_it_is_given():
+    # Left out, the decode context is 0 (no cache to read), the prompts are 1 token long, and nothing is held.
+    d = Deployment("llama3-8b", "h100", 1)
+    assert step_estimate(d, decode_batch=2).kv_s == 0.0
+    assert step_estimate(d, prefill_tokens=5).attention_s == pytest.approx(prefill(d, 1, 5).attention_s, rel=1e-12)
+    weights = param_bytes(get_model("llama3-8b"))
+    assert step_estimate(d, held_tokens_each=1000).hbm_bytes_per_chip == weights  # no sequence held
+    assert step_estimate(d, held_sequences=3).hbm_bytes_per_chip == weights  # three empty caches
