@@ -985,10 +985,12 @@ def test_the_bounds_collectives_are_the_line_rate_floor_and_one_nvlink_step():
     assert step.comm_latency_s == pytest.approx(80 * 2 * zero.bound_s, rel=1e-12) and zero.bound_s < zero.latency_s
 
 
-@pytest.mark.parametrize("function", [decode_time, prefill])
-def test_decode_time_and_prefill_of_a_model_name_point_to_deployment(function):
-    with pytest.raises(ValueError, match=rf"\bestimate\.{function.__name__}'s first argument\b"):
-        function("llama3-70b", 32, 8192, 4) if function is decode_time else function("llama3-70b", 8192)
+@pytest.mark.parametrize("call, name", [(lambda: decode_time("llama3-70b", 32, 8192, 4), "decode_time"),
+                                        (lambda: prefill("llama3-70b", 8192), "prefill"),
+                                        (lambda: step_estimate("llama3-70b", decode_batch=1), "step_estimate")])
+def test_the_step_functions_of_a_model_name_point_to_deployment(call, name):
+    with pytest.raises(ValueError, match=rf"\bestimate\.{name}'s first argument\b"):
+        call()
 
 
 def test_a_step_prices_only_what_it_is_given():
