@@ -1001,3 +1001,12 @@ def test_a_step_prices_only_what_it_is_given():
     weights = param_bytes(get_model("llama3-8b"))
     assert step_estimate(d, held_tokens_each=1000).hbm_bytes_per_chip == weights  # no sequence held
     assert step_estimate(d, held_sequences=3).hbm_bytes_per_chip == weights  # three empty caches
+
+
+def test_a_long_prefill_prints_in_milliseconds_to_a_tenth():
+    # A 32,768-token prompt of 70B on 8 H100 takes seconds: printed in ms, each figure to within 0.05 ms.
+    r = report("llama3-70b", "h100", 8, batch=8, context_len=32768)
+    row = next(line for line in r.describe().splitlines() if line.startswith("prefill"))
+    printed = _numbers(row.split("(")[0])
+    assert printed == pytest.approx([r.prefill_bound_s * 1e3, r.prefill_typical_s * 1e3], abs=0.05)
+    assert r.prefill_typical_s > 1.0 and row.endswith("ms typical (32,768-token prompt)")
