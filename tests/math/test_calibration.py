@@ -525,3 +525,52 @@ def test_every_kind_of_comparison_carries_its_row_and_the_step_its_dominant_term
         comparison = compare(row)
         assert comparison.row is row
         assert comparison.step is not None and comparison.step.bound == comparison.dominant
+
+
+# --- issue 21, third pass (G2): gpu_network_efficiency with other NCCL rows -----------------------------------------
+def _nvls_row(gbps, **changes):
+    from scaling_lib.measurements import BusBandwidthRow
+
+    row = BusBandwidthRow(gpu="h100", n_gpus=8, collective="all-reduce", algorithm="nvls", array_bytes_min=2**30,
+                          bus_bandwidth=gbps * 1e9, source="planted")
+    return dataclasses.replace(row, **changes)
+
+
+def test_the_network_efficiency_is_the_median_over_rows_of_the_algorithm_priced(monkeypatch):
+    # NVLS on 8 H100 has a 700 GB/s line-rate bus bandwidth (test above): rows of 350, 490 and 630 GB/s are 0.5, 0.7
+    # and 0.9 of it, median 0.7; a ring row (not the algorithm collectives picks at 1 GiB) is left out.
+    rows = (_nvls_row(350), _nvls_row(630), _nvls_row(100, algorithm="ring"), _nvls_row(490))
+    monkeypatch.setattr(calibration, "nccl_rows", lambda: rows)
+    assert calibration.gpu_network_efficiency() == 0.7
+    monkeypatch.setattr(calibration, "nccl_rows", lambda: rows[:2])  # two rows: the mean of the middle two
+    assert calibration.gpu_network_efficiency() == 0.7
+    monkeypatch.setattr(calibration, "nccl_rows", lambda: (_nvls_row(700 / 3),))  # rounded to 0.01
+    assert calibration.gpu_network_efficiency() == 0.33
+
+
+def test_no_nccl_row_of_the_priced_algorithm_is_refused_naming_the_file_to_add_it_to(monkeypatch):
+    monkeypatch.setattr(calibration, "nccl_rows", lambda: (_nvls_row(370, algorithm="ring"),))
+    with pytest.raises(ValueError, match=r"\bno NCCL row measures the algorithm collectives picks\b.*\badd one to "
+                                         r"scaling_lib/data/nccl_allreduce_busbw\.csv$"):
+        calibration.gpu_network_efficiency()
+
+
+def test_every_kind_of_comparison_is_priced_at_the_efficiency_asked_for():
+    # The bound is never slower than the typical estimate: each kind of row must pass its efficiency on.
+    rows = (trtllm_rows()[0], pope_row("palm-540b", "low latency", "decode"),
+            pope_row("palm-540b", "low latency", "prefill"), _first("offline"), _first("static"), _first("ttft"))
+    for row in rows:
+        bound, typical = compare(row), compare(row, TYPICAL)
+        assert typical.predicted < bound.predicted and typical.measured == bound.measured, row.label
+
+
+def test_a_run_comparison_names_its_engine_workload_and_split():
+    row = _first("static")  # TensorRT-LLM v0.6.1, llama2-7b, 128 in / 128 out
+    c = compare(row)
+    assert (c.system, c.shape, c.split, c.label) == ("TensorRT-LLM", "128/128", split_of(row), row.label)
+    assert c.dominant == c.step.bound and c.row is row
+
+
+def test_a_comparison_refuses_an_unknown_cache_dtype():
+    with pytest.raises(ValueError, match=r"\bunknown dtype 'fp7'"):
+        compare(trtllm_rows()[0], kv_dtype="fp7")

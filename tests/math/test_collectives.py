@@ -496,3 +496,62 @@ def test_a_switch_without_in_switch_reduction_offers_no_nvls_all_reduce():
     assert collective_time("all-reduce", 1e9, h100, 8, algorithm="nvls").algorithm == "nvls"
     with pytest.raises(ValueError, match=r"algorithm='nvls'.*\('ring', 'tree'\)"):
         collective_time("all-reduce", 1e9, plain, 8, algorithm="nvls")
+
+
+# --- issue 21, third pass (G2): what the switch, collective_time, bus_bandwidth and the helpers say and return -------
+def test_a_switch_refuses_part_of_a_node_and_an_algorithm_nccl_lacks_saying_what_to_use():
+    with pytest.raises(ValueError, match=r"\bn_shards=12 on h100 spans 1\.5 nodes of 8 GPUs; a collective across "
+                                         r"nodes needs whole nodes\b.*\buse a multiple of 8 \(or at most 8 GPUs\)$"):
+        collective_time("all-reduce", 1e9, "h100", 12)
+    with pytest.raises(ValueError, match=r"\bNCCL has no such all-gather over 8 h100 GPUs; use one of \('ring',\) or "
+                                         r"None \(NCCL's pick\)$"):
+        collective_time("all-gather", 1e9, "h100", 8, algorithm="tree")
+
+
+@pytest.mark.parametrize("args, words", [
+    (("all-reduce", 0.0, 1.0, 8), r"\barray_bytes\b"), (("all-reduce", 1.0, 0.0, 8), r"\bseconds\b"),
+    (("all-reduce", 1.0, 1.0, 0), r"\bn_shards\b"), (("gather", 1.0, 1.0, 8), r"\bunknown collective op 'gather'")])
+def test_bus_bandwidth_names_a_bad_argument(args, words):
+    with pytest.raises(ValueError, match=words):
+        bus_bandwidth(*args)
+
+
+def test_bus_bandwidth_of_two_gpus_by_hand():
+    # 2 GPUs: an all-reduce moves 2 x 1/2 of the array, an all-gather 1/2: 1 GB in 1 s is 1 GB/s and 0.5 GB/s.
+    assert bus_bandwidth("all-reduce", 1e9, 1.0, 2) == pytest.approx(1e9, rel=1e-12)
+    assert bus_bandwidth("all-gather", 1e9, 2.0, 2) == pytest.approx(0.25e9, rel=1e-12)
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    (dict(wraparound=1), r"\bwraparound must be True or False\b"), (dict(n_shards=0), r"\bn_shards\b"),
+    (dict(array_bytes=-1.0), r"\barray_bytes\b"), (dict(op="gather"), r"\bcollective op\b"),
+    (dict(algorithm="mesh"), r"\bunknown algorithm 'mesh'")])
+def test_collective_time_names_a_bad_argument(kwargs, words):
+    args = dict(op="all-gather", array_bytes=1e6, chip="tpu-v5e", n_shards=8) | kwargs
+    with pytest.raises(ValueError, match=words):
+        collective_time(**args)
+
+
+def test_a_switch_algorithm_on_a_torus_is_refused_naming_both():
+    with pytest.raises(ValueError, match=r"^algorithm='tree' picks a GPU switch's algorithm; tpu-v5e is a torus: "
+                                         r"leave algorithm=None$"):
+        collective_time("all-reduce", 1e6, "tpu-v5e", 8, algorithm="tree")
+
+
+def test_latency_bound_bytes_of_one_chip_is_zero_and_a_bad_count_is_named():
+    assert latency_bound_bytes("h100", 1) == 0.0
+    # 8 v5e chips on a wrapping axis: n W_link t_hop = 8 x 45 GB/s x 1 us = 360 kB (Scaling Book)
+    assert latency_bound_bytes("tpu-v5e", 8) == pytest.approx(360e3, rel=1e-9)
+    with pytest.raises(ValueError, match=r"\bn_shards\b"):
+        latency_bound_bytes("h100", 0)
+
+
+def test_transfer_bandwidth_within_a_slice_is_one_link_per_chip_and_within_a_node_the_nvlink_injection():
+    # v5e: 45 GB/s one way per ICI link; H100: 450 GB/s of NVLink injection, one way.
+    assert transfer_bandwidth("tpu-v5e", 4, "ici") == pytest.approx(4 * 45e9, rel=1e-12)
+    assert transfer_bandwidth("h100", 4, "ici") == pytest.approx(4 * 450e9, rel=1e-12)
+    assert transfer_bandwidth("h100", 4) == pytest.approx(4 * get_chip("h100").dcn_bandwidth, rel=1e-12)
+    with pytest.raises(ValueError, match=r"\bunknown network 'nvlink'; use one of ici, dcn$"):
+        transfer_bandwidth("h100", 2, "nvlink")
+    with pytest.raises(ValueError, match=r"\bn_chips\b"):
+        transfer_bandwidth("h100", 0)

@@ -533,7 +533,7 @@ def test_the_bound_prices_a_batch_over_the_engine_cap():
 
 def test_an_estimate_refuses_a_batch_over_the_engine_cap():
     d = Deployment("llama3-8b", "h100", 1, weight_dtype="fp8", kv_dtype="fp8", max_sequences=4)
-    with pytest.raises(ValueError, match=r"exceed max_sequences=4"):
+    with pytest.raises(ValueError, match=r"^batch 8 at 128 tokens of context on llama3-8b\b.*exceed max_sequences=4"):
         decode_step(d, 8, 128, "typical")
 
 
@@ -700,3 +700,313 @@ def test_a_pope_layout_moves_its_activations_in_the_activation_dtype():
     bandwidth = {act: step.comm_s - step.comm_latency_s for act, step in steps.items()}
     assert bandwidth["fp8"] == pytest.approx(bandwidth["bf16"] / 2, rel=1e-9)
     assert steps["fp8"].comm_latency_s == steps["bf16"].comm_latency_s > 0
+
+
+# --- issue 21, third pass (G2): every mutant of offline_estimate and Deployment.__post_init__ ------------------------
+def test_an_offline_iteration_is_the_decode_of_its_batch_plus_the_prefill_of_the_requests_it_replaces():
+    # 100 tokens in, 6 out, 5 slots: the batch decodes at the mean context 100 + 6 / 2 = 103, and 5 / (6 - 1) = 1
+    # request of 100 prompt tokens is prefilled per iteration. Reading, FLOPs and KV traffic add up; the weights are
+    # read once; HBM holds the 5 caches at the mean context.
+    d = Deployment("llama3-8b", "h100", 1)
+    run = offline_estimate(d, 100, 6, slots=5)
+    decode, first = decode_step(d, 5, 103), prefill(d, 100, 1)
+    assert (run.batch, run.step.batch, run.step.tokens, run.mean_context) == (5, 5, 5 + 100, 103)
+    for term in ("kv_s", "matmul_s", "attention_s"):
+        assert getattr(run.step, term) == pytest.approx(getattr(decode, term) + getattr(first, term), rel=1e-12)
+    assert run.step.weights_s == pytest.approx(decode.weights_s, rel=1e-12)
+    assert run.step.hbm_bytes_per_chip == pytest.approx(decode.hbm_bytes_per_chip, rel=1e-12)
+
+
+def test_an_offline_estimate_keeps_the_efficiency_it_was_priced_at():
+    d = Deployment("llama3-8b", "h100", 1)
+    assert offline_estimate(d, 128, 128, "typical", slots=8).efficiency is TYPICAL
+    assert offline_estimate(d, 128, 128, slots=8).efficiency is BOUND
+    # the typical estimate's overhead is in the step: the bound's is not
+    assert offline_estimate(d, 128, 128, "typical", slots=8).step.overhead_s == TYPICAL.gpu.overhead_s > 0
+
+
+def test_replicas_multiply_offline_throughput_and_each_runs_a_whole_batch():
+    one = offline_estimate(Deployment("llama3-8b", "h100", 1), 1000, 100)
+    two = offline_estimate(Deployment("llama3-8b", "h100", 2, tensor_parallel=1), 1000, 100)
+    assert type(two.batch) is int and two.batch == one.batch
+    assert two.output_tokens_per_s == pytest.approx(2 * one.output_tokens_per_s, rel=1e-12)
+
+
+@pytest.mark.parametrize("kwargs, words", [(dict(input_len=0), r"\binput_len\b"), (dict(output_len=0), r"\boutput_len\b"),
+                                           (dict(slots=0), r"\bslots\b"), (dict(slots=2.5), r"\bslots\b"),
+                                           (dict(output_len=1), r"\boutput_len=1\b.*\buse estimate\.prefill for prompt-only work$")])
+def test_a_bad_offline_request_names_its_argument(kwargs, words):
+    args = dict(input_len=128, output_len=128) | kwargs
+    with pytest.raises(ValueError, match=words):
+        offline_estimate(Deployment("llama3-8b", "h100", 1), **args)
+
+
+def test_offline_slots_over_the_engine_cap_are_named_and_the_bound_takes_them():
+    d = Deployment("llama3-8b", "h100", 1, weight_dtype="fp8", kv_dtype="fp8", max_sequences=4)
+    with pytest.raises(ValueError, match=r"\b5 slots of 100 \+ 100 tokens on llama3-8b\b.*\bmax_sequences=4\b"):
+        offline_estimate(d, 100, 100, "typical", slots=5)
+    assert offline_estimate(d, 100, 100, slots=5).batch == 5
+
+
+def test_offline_slots_that_do_not_fit_say_so_for_the_bound_against_the_whole_chip():
+    # 70B in bf16 on one H100 (141 GB of weights, 85.5 GB of HBM): at the bound the message names the chip's whole HBM
+    d = Deployment("llama3-70b", "h100", 1)
+    with pytest.raises(ValueError, match=r"\b1 slots of 10 \+ 10 tokens\b.*\bone h100 has 85\.5 GB\b.*\bweights alone\b"):
+        offline_estimate(d, 10, 10, slots=1)
+
+
+def test_an_offline_request_that_fits_nowhere_says_what_to_change():
+    with pytest.raises(ValueError, match=r"\bquantize the weights or the KV cache, or add chips\b"):
+        offline_estimate(Deployment("llama3-8b", "h100", 1), 500_000, 500_000)
+
+
+def test_a_gpu_deployment_is_one_flat_group_and_stores_what_it_resolved():
+    d = Deployment("llama3-8b", "h100", 8, max_sequences=4.0)
+    assert d.mesh_shape == (8,) and d.tensor_parallel == 8 and type(d.max_sequences) is int and d.max_sequences == 4
+    assert (d.model.name, d.chip.name) == ("llama3-8b", "h100")
+    assert Deployment("llama3-8b", "h100", 8, tensor_parallel=2).mesh_shape == (2,)
+
+
+def test_deployment_refusals_name_the_problem_and_the_fix_in_words():
+    with pytest.raises(ValueError, match=r"\bidentical replicas\b.*\bpick a divisor of 8$"):
+        Deployment("llama3-70b", "h100", 8, tensor_parallel=3)
+    with pytest.raises(ValueError, match=r"\bholds 4 chips, not tensor_parallel=8\b.*\bpick axes whose product is 8$"):
+        Deployment("llama3-70b", "tpu-v5e", 8, mesh_shape=(2, 2))
+    with pytest.raises(ValueError, match=r"\bmemory_utilization\b.*\bthe share of HBM the engine may use\b"):
+        Deployment("llama3-8b", "h100", 1, memory_utilization=0)
+    with pytest.raises(ValueError, match=r"\bh100 is not a TPU torus \(NVLink\): use ffn_layout='1d-ws' \(Megatron tensor parallelism\)$"):
+        Deployment("llama3-70b", "h100", 8, ffn_layout="2d-ws")
+    with pytest.raises(ValueError, match=r"\bn_heads=64 of llama3-70b: Megatron tensor parallelism gives each chip "
+                                         r"whole query heads\b"):
+        Deployment("llama3-70b", "h100", 6)
+    with pytest.raises(ValueError, match=r"\btensor_parallel=32768\) chips in one model copy: no ICI slice or NVLink "
+                                         r"domain\b.*\bat most 16,384 here\b.*\bserve the rest as replicas$"):
+        Deployment("palm-540b", "tpu-v4", 2**15, ffn_layout="2d-ws")
+
+
+def test_a_pope_layout_needs_no_whole_heads_per_chip():
+    # 2D weight-stationary splits d_model and d_ff, not heads: 48 heads on 64 chips stand.
+    assert Deployment("palm-540b", "tpu-v4", 64, ffn_layout="2d-ws").tensor_parallel == 64
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    (dict(mfu=True), r"\bEfficiency\.mfu must be a fraction of peak\b"),
+    (dict(hbm="0.5"), r"\bEfficiency\.hbm must be a fraction of peak\b"),
+    (dict(network=1.01), r"\bEfficiency\.network must be a fraction of peak\b"),
+    (dict(latency=True), r"\bEfficiency\.latency must be a positive finite scale\b.*\(1\.0: as sourced\)"),
+    (dict(latency="1"), r"\bEfficiency\.latency\b"),
+    (dict(overhead_s=True), r"\bEfficiency\.overhead_s must be non-negative finite seconds per step\b"),
+    (dict(overhead_s="0"), r"\bEfficiency\.overhead_s\b"),
+    (dict(overhead_s=math.inf), r"\bEfficiency\.overhead_s\b"),
+    (dict(overlap=None), r"\bEfficiency\.overlap must be True \(the bound's composition\) or False \(serial\)")])
+def test_an_efficiency_refuses_a_wrong_type_or_range_naming_the_field_and_what_it_takes(kwargs, words):
+    with pytest.raises(ValueError, match=words):
+        Efficiency(**kwargs)
+
+
+def test_an_efficiency_takes_every_rate_at_peak_and_any_finite_latency_scale():
+    e = Efficiency(mfu=1, hbm=1, network=1, latency=1e9, overhead_s=0)
+    assert (e.mfu, e.hbm, e.network, e.latency, e.overhead_s, e.overlap) == (1, 1, 1, 1e9, 0, False)
+
+
+def _numbers(text):
+    return [float(x) for x in re.findall(r"\d[\d,]*\.?\d*", text.replace(",", ""))]
+
+
+def test_a_report_prices_tokens_from_its_price_chips_and_throughput_and_prints_them():
+    # 2 chips at $2 per chip-hour cost $4 an hour: dollars per million tokens x tokens per hour / 1e6 = 4.
+    r = report("llama3-8b", "h100", 2, batch=8, context_len=4096, prompt_len=1000, price_per_chip_hour=2.0)
+    assert r.dollars_per_million_tokens_bound * r.tokens_per_s_bound * 3600 / 1e6 == pytest.approx(4.0, rel=1e-12)
+    assert r.dollars_per_million_tokens_typical * r.tokens_per_s_typical * 3600 / 1e6 == pytest.approx(4.0, rel=1e-12)
+    assert r.tokens_per_s_bound * r.decode_step_bound_s == pytest.approx(8, rel=1e-12)
+    assert r.tokens_per_s_typical * r.decode_step_typical_s == pytest.approx(8, rel=1e-12)
+    rows = {line[:29].strip(): line[29:] for line in r.describe().splitlines()}
+    assert rows["deployment"] == r.deployment.describe() and rows["batch"] == "8"
+    assert _numbers(rows["output tokens/s"]) == [round(r.tokens_per_s_bound), round(r.tokens_per_s_typical)]
+    assert re.fullmatch(r"\d,\d{3} bound, \d{3} typical", rows["output tokens/s"])  # whole tokens, thousands separated
+    assert _numbers(rows["$ per million output tokens"]) == pytest.approx(
+        [r.dollars_per_million_tokens_bound, r.dollars_per_million_tokens_typical, 2], abs=5e-4)
+    assert "at the bound" in rows["$ per million output tokens"] and "(1,000-token prompt)" in rows["prefill"]
+    assert _numbers(rows["KV cache per token"]) == [131.1] and rows["KV cache per token"].endswith(" kB")
+
+
+def test_a_report_without_a_price_has_no_cost_and_prints_none():
+    r = report("llama3-8b", "h100", 1, batch=4, context_len=1024)
+    assert r.dollars_per_million_tokens_bound is None and r.dollars_per_million_tokens_typical is None
+    assert r.as_dict()["dollars_per_million_tokens_typical"] is None and r.as_dict()["price_per_chip_hour"] is None
+    assert "$" not in r.describe() and r.prompt_len == 1024  # the prompt defaults to the whole context
+
+
+def test_a_report_prints_thousands_with_separators_and_the_batch_it_runs():
+    r = report("llama3-8b", "h100", 1, batch=1200, context_len=128, max_sequences=3000)
+    rows = {line[:23].strip(): line[23:].strip() for line in r.describe().splitlines()}
+    assert rows["batch"] == "1,200" and "at most 3,000 per replica" in rows["largest batch that fits"]
+
+
+def test_a_report_names_its_deployment_in_its_dictionary():
+    r = report("llama3-8b", "tpu-v5e", 8, batch=8, context_len=1024, weight_dtype="int8", compute_dtype="int8",
+               tensor_parallel=4)
+    data = r.as_dict()
+    assert (data["model"], data["chip"], data["n_chips"], data["tensor_parallel"]) == ("llama3-8b", "tpu-v5e", 8, 4)
+    assert (data["weight_dtype"], data["kv_dtype"], data["compute_dtype"]) == ("int8", "bf16", "int8")
+    assert data["weight_bytes"] == param_bytes(get_model("llama3-8b"), "int8")
+    assert data["kv_bytes_per_token"] == 32 * 8 * 128 * 2 * 2  # layers x KV heads x head dim x (K, V) x 2 B
+
+
+def test_a_report_with_a_quantized_cache_stores_its_cache_in_that_dtype():
+    r = report("llama3-8b", "h100", 1, batch=4, context_len=1024, weight_dtype="fp8", kv_dtype="fp8")
+    assert r.kv_bytes_per_token == 32 * 8 * 128 * 2 * 1 and r.weight_bytes == param_bytes(get_model("llama3-8b"), "fp8")
+    assert r.deployment.kv_dtype == "fp8"
+
+
+def test_a_report_refuses_a_prompt_longer_than_its_context_in_words():
+    with pytest.raises(ValueError, match=r"\bprompt_len=5000 is longer than context_len=4096\b.*\bgive a context at "
+                                         r"least as long as the prompt$"):
+        report("llama3-8b", "h100", 1, context_len=4096, prompt_len=5000)
+    assert report("llama3-8b", "h100", 1, batch=1, context_len=4096, prompt_len=4096).prompt_len == 4096
+
+
+def test_a_report_whose_model_fits_nowhere_names_the_bytes():
+    # refused at the engine's share of HBM (the report's batch is the typical estimate's), with one sequence per replica
+    with pytest.raises(ValueError, match=r"^batch 1 at 8,192 tokens\b.*\bdoes not fit\b.*\bthe engine may use 77\.0 GB "
+                                         r"of one h100's 85\.5 GB\b.*\bweights alone\b"):
+        report("llama3-70b", "h100", 1)
+    with pytest.raises(ValueError, match=r"^batch 2 at 8,192 tokens\b"):
+        report("llama3-70b", "h100", 2, tensor_parallel=1)
+
+
+def test_a_report_prefills_one_prompt_per_replica():
+    # Two replicas prefill one prompt each at once: as long as one prompt on one chip.
+    two = report("llama3-8b", "h100", 2, batch=2, context_len=1024, tensor_parallel=1)
+    one = report("llama3-8b", "h100", 1, batch=1, context_len=1024)
+    assert (two.prefill_bound_s, two.prefill_typical_s) == (one.prefill_bound_s, one.prefill_typical_s)
+    assert two.max_batch == 2 * one.max_batch and two.decode_step_bound_s == one.decode_step_bound_s
+
+
+def test_the_largest_batch_by_hand_and_none_when_the_weights_fill_the_chip():
+    # 70B on 2 H100, 8,192 tokens: (85.5 GB - 70.6 GB) / 1.34 GB per sequence = 11 (see the test of the refusal above)
+    assert max_batch(Deployment("llama3-70b", "h100", 2), 8192) == 11
+    assert max_batch(Deployment("llama3-70b", "h100", 1), 8192) == 0
+    assert max_batch(Deployment("llama3-70b", "h100", 4, tensor_parallel=2), 8192) == 22
+    with pytest.raises(ValueError, match=r"\bcontext_len\b"):
+        max_batch(Deployment("llama3-70b", "h100", 2), 0)
+
+
+def test_decode_and_prefill_split_the_batch_over_replicas_and_refuse_a_remainder():
+    d = Deployment("llama3-8b", "h100", 2, tensor_parallel=1)
+    for call in (lambda: decode_step(d, 3, 128), lambda: prefill(d, 128, 3), lambda: decode_time(d, 3, 128, 2)):
+        with pytest.raises(ValueError, match=r"\bbatch=3 does not split over 2 replicas; use a multiple of 2$"):
+            call()
+    one = Deployment("llama3-8b", "h100", 1)
+    assert decode_step(d, 4, 128).total_s == decode_step(one, 2, 128).total_s
+    assert prefill(d, 128, 4).total_s == prefill(one, 128, 2).total_s
+    assert decode_time(d, 4, 128, 3) == decode_time(one, 2, 128, 3)
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda d: decode_step(d, 1, 0), "context_len"), (lambda d: decode_step(d, 0, 8), "batch"),
+    (lambda d: prefill(d, 0), "prompt_len"), (lambda d: decode_time(d, 1, 8, 0), "steps"),
+    (lambda d: decode_time(d, 1, -1, 2), "context_len"), (lambda d: decode_time(d, 1, 0.5, 2), "context_len")])
+def test_the_step_functions_name_a_bad_count(call, name):
+    with pytest.raises(ValueError, match=rf"\b{name}\b"):
+        call(Deployment("llama3-8b", "h100", 1))
+
+
+def test_decode_time_checks_the_memory_of_its_last_step_at_the_efficiency_asked_for():
+    # 70B on 2 H100 holds 11 sequences of 8,192 tokens; 11 sequences decoding 500 more tokens would not fit.
+    d = Deployment("llama3-70b", "h100", 2)
+    assert decode_time(d, 11, 7000, 500) > 0
+    with pytest.raises(ValueError, match=r"\bbatch 11 at 8,692 tokens of context\b.*\bdoes not fit\b"):
+        decode_time(d, 11, 8192, 500)
+    assert decode_time(d, 4, 1000, 10, "typical") > decode_time(d, 4, 1000, 10)
+
+
+def test_a_refused_prefill_says_what_to_change():
+    with pytest.raises(ValueError, match=r"\buse fewer or shorter prompts per pass, quantize, or add chips$"):
+        prefill(Deployment("llama3-70b", "h100", 8), 100_000, 64)
+
+
+@pytest.mark.parametrize("name", ["decode_batch", "decode_context", "prefill_tokens", "held_sequences",
+                                  "held_tokens_each", "prefill_len"])
+def test_step_estimate_names_each_bad_amount(name):
+    with pytest.raises(ValueError, match=rf"\b{name}\b"):
+        step_estimate(Deployment("llama3-8b", "h100", 1), **{name: -1})
+
+
+def test_a_step_on_a_tpu_takes_the_tpu_half_of_the_calibration_and_a_gpu_the_gpu_half():
+    tpu = step_estimate(Deployment("llama3-8b", "tpu-v5e", 1), decode_batch=1, decode_context=8, efficiency="typical")
+    gpu = step_estimate(Deployment("llama3-8b", "h100", 1), decode_batch=1, decode_context=8, efficiency="typical")
+    assert (tpu.overhead_s, gpu.overhead_s) == (TYPICAL.tpu.overhead_s, TYPICAL.gpu.overhead_s)
+
+
+def test_half_the_hbm_rate_doubles_the_reads_and_half_the_mfu_doubles_the_flops():
+    d = Deployment("llama3-8b", "h100", 1)
+    work = dict(decode_batch=4, decode_context=1000, prefill_tokens=100, prefill_len=100)
+    peak = step_estimate(d, **work, efficiency=Efficiency())
+    slow_hbm = step_estimate(d, **work, efficiency=Efficiency(hbm=0.5))
+    slow_mfu = step_estimate(d, **work, efficiency=Efficiency(mfu=0.5))
+    assert (slow_hbm.kv_s, slow_hbm.weights_s) == pytest.approx((2 * peak.kv_s, 2 * peak.weights_s), rel=1e-12)
+    assert (slow_hbm.matmul_s, slow_hbm.attention_s) == (peak.matmul_s, peak.attention_s)
+    assert (slow_mfu.matmul_s, slow_mfu.attention_s) == pytest.approx((2 * peak.matmul_s, 2 * peak.attention_s),
+                                                                      rel=1e-12)
+    assert (slow_mfu.kv_s, slow_mfu.weights_s) == (peak.kv_s, peak.weights_s)
+
+
+def test_a_fractional_mean_context_attends_to_the_nearest_whole_number_of_keys_and_at_least_one():
+    d = Deployment("llama3-8b", "h100", 1)
+    attention = {c: step_estimate(d, decode_batch=1, decode_context=c).attention_s for c in (0, 1, 2.6, 3)}
+    assert attention[0] == attention[1] > 0 and attention[2.6] == attention[3] == pytest.approx(3 * attention[1])
+
+
+def test_tensor_parallel_chips_split_the_flops_and_the_step_may_use_the_engines_share_of_hbm():
+    work = dict(decode_batch=4, decode_context=1000, prefill_tokens=100, prefill_len=100)
+    one = step_estimate(Deployment("llama3-8b", "h100", 1), **work)
+    two = step_estimate(Deployment("llama3-8b", "h100", 2), **work)
+    assert (2 * two.matmul_s, 2 * two.attention_s) == pytest.approx((one.matmul_s, one.attention_s), rel=1e-12)
+    assert one.hbm_capacity == H100.hbm_capacity
+    assert step_estimate(Deployment("llama3-8b", "h100", 1), efficiency="typical").hbm_capacity == \
+        pytest.approx(0.9 * H100.hbm_capacity, rel=1e-12)
+
+
+def test_a_replicated_cache_writes_each_new_token_on_twice_the_chips_of_a_batch_split_one():
+    # LLaMA 3 8B's 8 KV heads on 16 chips: replicated, each head's cache is written on 2 chips.
+    work = dict(prefill_tokens=1000, prefill_len=1000)
+    replicated = step_estimate(Deployment("llama3-8b", "h100", 16), **work)
+    split = step_estimate(Deployment("llama3-8b", "h100", 16, kv_placement="batch-split"), **work)
+    assert replicated.kv_s == pytest.approx(2 * split.kv_s, rel=1e-12)
+
+
+def test_the_bounds_collectives_are_the_line_rate_floor_and_one_nvlink_step():
+    # 8 H100 behind NVSwitch with in-switch reduction: an all-reduce must move the array each way, V / 450 GB/s, no
+    # faster; the shortest latency is one NVLink step. LLaMA 3 70B, batch 16: V = 16 x 8192 x 2 B, two per layer.
+    step = decode_step(Deployment("llama3-70b", "h100", 8), 16, 1024)
+    assert step.comm_bandwidth_s == pytest.approx(80 * 2 * 16 * 8192 * 2 / 450e9, rel=1e-6)
+    zero = collective_time("all-reduce", 0.0, "h100", 8)
+    assert step.comm_latency_s == pytest.approx(80 * 2 * zero.bound_s, rel=1e-12) and zero.bound_s < zero.latency_s
+
+
+@pytest.mark.parametrize("call, name", [(lambda: decode_time("llama3-70b", 32, 8192, 4), "decode_time"),
+                                        (lambda: prefill("llama3-70b", 8192), "prefill"),
+                                        (lambda: step_estimate("llama3-70b", decode_batch=1), "step_estimate")])
+def test_the_step_functions_of_a_model_name_point_to_deployment(call, name):
+    with pytest.raises(ValueError, match=rf"\bestimate\.{name}'s first argument\b"):
+        call()
+
+
+def test_a_step_prices_only_what_it_is_given():
+    # Left out, the decode context is 0 (no cache to read), the prompts are 1 token long, and nothing is held.
+    d = Deployment("llama3-8b", "h100", 1)
+    assert step_estimate(d, decode_batch=2).kv_s == 0.0
+    assert step_estimate(d, prefill_tokens=5).attention_s == pytest.approx(prefill(d, 1, 5).attention_s, rel=1e-12)
+    weights = param_bytes(get_model("llama3-8b"))
+    assert step_estimate(d, held_tokens_each=1000).hbm_bytes_per_chip == weights  # no sequence held
+    assert step_estimate(d, held_sequences=3).hbm_bytes_per_chip == weights  # three empty caches
+
+
+def test_a_long_prefill_prints_in_milliseconds_to_a_tenth():
+    # A 32,768-token prompt of 70B on 8 H100 takes seconds: printed in ms, each figure to within 0.05 ms.
+    r = report("llama3-70b", "h100", 8, batch=8, context_len=32768)
+    row = next(line for line in r.describe().splitlines() if line.startswith("prefill"))
+    printed = _numbers(row.split("(")[0])
+    assert printed == pytest.approx([r.prefill_bound_s * 1e3, r.prefill_typical_s * 1e3], abs=0.05)
+    assert r.prefill_typical_s > 1.0 and row.endswith("ms typical (32,768-token prompt)")

@@ -1,6 +1,7 @@
 """scaling_lib.measurements: the published rows (Pope et al. 2022's Tables 2 and 3, TensorRT-LLM's tables) and how
 they are looked up; the rows against the estimate are in test_calibration.py and test_validation_runs.py."""
 
+import dataclasses
 import re
 
 import pytest
@@ -84,3 +85,76 @@ def test_the_headline_runs_constant_is_read_once_and_cached_under_its_own_name(m
     assert measurements.pope_headline_runs() == first  # the function is still there, and gives the same runs
     with pytest.raises(AttributeError, match="NO_SUCH_TABLE"):
         measurements.NO_SUCH_TABLE
+
+
+# --- issue 21, third pass (G2): each table's reader puts every published column into its field, with its type -------
+def _types(row):
+    return {field.name: type(getattr(row, field.name)).__name__ for field in dataclasses.fields(row)}
+
+
+def test_the_first_tensorrt_llm_row_is_read_as_published():
+    # TensorRT-LLM's Performance Overview, Llama 3.3 70B on one H200 in FP8: 3,803 output tokens/s at 128/128.
+    from scaling_lib.measurements import ThroughputRow
+
+    row = trtllm_rows()[0]
+    assert dataclasses.replace(row, source="") == ThroughputRow(
+        model="llama3-70b", checkpoint="nvidia/Llama-3.3-70B-Instruct-FP8", gpu="h200", n_gpus=1, tensor_parallel=1,
+        input_len=128, output_len=128, weight_dtype="fp8", output_tokens_per_s=3803.0, source="")
+    assert [t for name, t in _types(row).items() if name in ("n_gpus", "tensor_parallel", "input_len", "output_len",
+                                                             "output_tokens_per_s")] == ["int"] * 4 + ["float"]
+    assert "column 'H200 TP1 (FP8)'" in row.source
+
+
+def test_the_first_pope_row_is_read_as_published():
+    # Pope et al. 2022, Table 2: PaLM 540B low-latency prefill on 64 TPU v4, 2D weight-stationary, int8 weights,
+    # MFU 43%, 0.29 s.
+    from scaling_lib.measurements import PopeRow
+
+    row = pope_rows()[0]
+    assert dataclasses.replace(row, source="") == PopeRow(
+        model="palm-540b", scenario="low latency", phase="prefill", chip="tpu-v4", chips=64, batch=1, context_len=2048,
+        decode_steps=0, ffn_layout="2d-ws", attention_sharding="heads", weight_dtype="int8", mfu=0.43, latency_s=0.29,
+        source="")
+    assert set(_types(row).values()) == {"str", "int", "float"}
+    assert (type(row.chips), type(row.decode_steps), type(row.mfu), type(row.latency_s)) == (int, int, float, float)
+    assert pope_rows()[1].decode_steps == 64 and pope_rows()[1].attention_sharding == "batch"
+
+
+def test_collective_rows_read_a_statement_and_a_timed_measurement_as_published():
+    from scaling_lib.measurements import CollectiveRow
+
+    rows = collective_rows()
+    # the NCCL maintainer's statements for 8 H100 at 4 GiB: ring 370 GB/s bus; NVLS 480 bus, 275 algorithm bandwidth
+    assert dataclasses.replace(rows[0], source="") == CollectiveRow(
+        chip="h100", n_chips=8, collective="all-reduce", algorithm="ring", array_bytes=4294967296.0, time_us=None,
+        busbw_GBps=370.0, algbw_GBps=None, kind="statement", source="")
+    assert (rows[1].algorithm, rows[1].busbw_GBps, rows[1].algbw_GBps) == ("", 480.0, 275.0)
+    timed = [r for r in rows if r.time_us is not None][0]  # NCCL issue 1259: about 6 us on 2 H100 at 8 kB
+    assert (timed.n_chips, timed.array_bytes, timed.time_us, timed.busbw_GBps, timed.kind) == (2, 8192.0, 6.0, None,
+                                                                                                "measurement")
+    assert type(timed.n_chips) is int and type(timed.array_bytes) is float and timed.seconds == 6e-6
+
+
+def test_published_runs_are_read_as_published_with_a_batch_only_where_one_is_given():
+    from scaling_lib.measurements import RunRow
+
+    runs = published_runs()
+    assert dataclasses.replace(runs[0], source="") == RunRow(
+        source="", engine="TensorRT-LLM v0.14 (TRT engines)", hardware="H200 TP1 FP8", chip="h200", n_chips=1,
+        tensor_parallel=1, model="llama3-70b", model_card="meta-llama/Llama-3.1-70B / Llama-3.3-70B (same shape)",
+        weights="fp8", kv_cache="fp8", compute="fp8", input_len=1000, output_len=1000, batch=None, kind="offline",
+        measured=2585.0953, unit="out tok/s", note="Llama-3.1-70B")
+    static = [r for r in runs if r.kind == "static"][0]  # TensorRT-LLM v0.6.1: static batch 768, 19,694 tok/s per GPU
+    assert (static.batch, static.measured, static.input_len, static.output_len) == (768, 19694.0, 128, 128)
+    assert (type(static.batch), type(static.measured), type(static.n_chips)) == (int, float, int)
+    assert runs[0].source.startswith("arthurrasmusson/TensorRT-LLM")
+
+
+def test_the_nccl_rows_are_read_in_bytes_per_second():
+    from scaling_lib.measurements import nccl_rows
+
+    ring, nvls = nccl_rows()
+    assert (ring.gpu, ring.n_gpus, ring.collective, ring.algorithm, ring.array_bytes_min, ring.bus_bandwidth) == \
+        ("h100", 8, "all-reduce", "ring", 2.0**30, 370e9)
+    assert (nvls.algorithm, nvls.bus_bandwidth) == ("nvls", 480e9) and "issue 212" in nvls.source
+    assert type(ring.n_gpus) is int and type(ring.array_bytes_min) is float
