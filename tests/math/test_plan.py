@@ -715,3 +715,18 @@ def test_an_empty_or_unlisted_set_of_names_asks_for_a_name_or_a_list(name, value
     assert re.search(rf"^{name}\b", str(caught.value)), str(caught.value)
     if name != "chips" or value == []:
         assert re.search(r"\bmust be a name or a non-empty list of names\b", str(caught.value))
+
+
+def test_sixteen_bit_weights_run_bf16_matmuls_even_where_the_chip_has_an_fp16_rate():
+    # the module docstring's rule: only 8- and 4-bit floats and int8 compute in their own format
+    assert "fp16" in get_chip("h100").compute_dtypes
+    assert price_deployment("llama3-8b", "h100", 1, 1000, 200, weight_dtype="fp16").compute_dtype == "bf16"
+    best = plan("llama3-8b", "h100", 1, 1000, 200, prices=2.5, weight_dtypes="fp16", kv_dtypes="bf16").best
+    assert (best.weight_dtype, best.compute_dtype) == ("fp16", "bf16")
+
+
+def test_targets_given_as_integers_are_kept_as_seconds_in_floats():
+    result = plan("llama3-8b", "h100", 1, 1000, 200, ttft=2, tpot=1, prices=2.5, weight_dtypes="bf16",
+                  kv_dtypes="bf16")
+    assert (result.ttft, result.tpot) == (2.0, 1.0)
+    assert type(result.ttft) is float and type(result.tpot) is float
