@@ -192,12 +192,6 @@ def test_matmuls_run_in_the_weight_format_where_the_chip_has_a_rate_for_it(chip,
     assert best.compute_dtype == compute
 
 
-def test_the_bound_is_never_dearer_than_the_typical_estimate():
-    args = dict(model="llama3-70b", chips="h100", max_chips=8, input_len=2000, output_len=500, prices=2.5)
-    assert plan(**args, efficiency=None).best.dollars_per_million_output_tokens_all_in <= \
-        plan(**args).best.dollars_per_million_output_tokens_all_in
-
-
 @pytest.mark.parametrize("target", ["ttft", "tpot"])
 def test_an_unreachable_target_is_named_with_how_close_the_best_came(target):
     with pytest.raises(TargetUnreachable) as caught:
@@ -208,14 +202,6 @@ def test_an_unreachable_target_is_named_with_how_close_the_best_came(target):
     assert f"{target}=0.0001 s is out of reach" in str(error)
     reached = getattr(error.deployment, f"{target}_s")
     assert reached == error.closest and f"{error.closest:.4g} s" in str(error)
-
-
-def test_a_tpot_target_out_of_reach_only_under_the_ttft_target_says_so():
-    free = plan("llama3-70b", "h100", 16, 2000, 500, prices=2.5).frontier
-    fastest = min(p.tpot_s for p in free)
-    with pytest.raises(TargetUnreachable, match="with a time to first token within") as caught:
-        plan("llama3-70b", "h100", 16, 2000, 500, prices=2.5, tpot=fastest * 0.5, ttft=10.0)
-    assert caught.value.target == "tpot"
 
 
 def test_a_model_that_fits_nowhere_names_max_chips():
@@ -272,17 +258,13 @@ def test_an_unreachable_tpot_names_a_deployment_that_meets_the_ttft_target_even_
 
 
 def test_the_plan_prints_ttft_and_tpot_in_milliseconds():
-    best = plan("llama3-70b", "h100", 8, 16000, 500, prices=2.0)
+    # a 30,000-token prompt: the TTFT runs past a second, printed with a thousands separator
+    best = plan("llama3-8b", "h100", 1, 30_000, 2_000, prices=2.0, weight_dtypes="bf16", kv_dtypes="bf16")
     text = best.describe()
     ttft = float(re.search(r"TTFT\)\s+([\d,.]+) ms", text).group(1).replace(",", ""))
     tpot = float(re.search(r"TPOT\)\s+([\d,.]+) ms", text).group(1).replace(",", ""))
-    assert ttft == pytest.approx(best.best.ttft_s * 1000, abs=0.05) and ttft > 100
+    assert ttft == pytest.approx(best.best.ttft_s * 1000, abs=0.05) and ttft > 1000
     assert tpot == pytest.approx(best.best.tpot_s * 1000, abs=0.005)
-
-
-def test_a_plans_dict_keeps_the_workload_it_was_asked_for():
-    asked = plan("llama3-8b", "h100", 8, 1000, 200, prices=2.0).as_dict()
-    assert (asked["input_len"], asked["output_len"]) == (1000, 200)
 
 
 # --- issue 21, seed-71 survivors (each test calls plan itself: mutmut credits a module fixture's calls to the first
@@ -367,6 +349,7 @@ def test_an_unreachable_target_reports_the_lowest_any_design_reaches_at_batch_on
     with pytest.raises(TargetUnreachable) as tpot_out:
         plan(**SMALL, ttft=ttft, tpot=1e-6)
     assert tpot_out.value.closest == pytest.approx(min(p.tpot_s for p in within), rel=1e-12)
+    assert tpot_out.value.target == "tpot" and re.search(r"\bwith a time to first token within\b", str(tpot_out.value))
     assert tpot_out.value.deployment.ttft_s <= ttft
     assert min(p.tpot_s for p in points) < tpot_out.value.closest  # the fastest overall misses the TTFT target
     with pytest.raises(TargetUnreachable) as free_out:
@@ -730,3 +713,13 @@ def test_targets_given_as_integers_are_kept_as_seconds_in_floats():
                   kv_dtypes="bf16")
     assert (result.ttft, result.tpot) == (2.0, 1.0)
     assert type(result.ttft) is float and type(result.tpot) is float
+
+
+def test_designs_that_cost_the_same_are_told_apart_by_name_not_by_the_order_searched():
+    # An H100 multiplies fp8 and int8 at the same rate (1,979 TFLOP/s dense) and both formats take one byte, so the
+    # four designs price the same to the last bit: searched int8 first, the plan and its frontier still take the
+    # first by name, fp8 and fp8.
+    assert get_chip("h100").peak_flops("fp8") == get_chip("h100").peak_flops("int8")
+    result = plan("llama3-8b", "h100", 1, 1000, 200, prices=2.5, weight_dtypes=("int8", "fp8"),
+                  kv_dtypes=("int8", "fp8"))
+    assert {(p.weight_dtype, p.kv_dtype) for p in (result.best,) + result.frontier} == {("fp8", "fp8")}
