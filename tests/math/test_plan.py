@@ -15,6 +15,7 @@ import pytest
 from scaling_lib.estimate import Deployment, max_batch, offline_estimate, resolve_efficiency, step_estimate
 from scaling_lib.hardware import get_chip
 from scaling_lib.models import get_model
+import scaling_lib.plan as plan_module
 from scaling_lib.plan import (KV_DTYPES, PlannedDeployment, TargetUnreachable, _Design, pareto_frontier, plan,
                               price_deployment, tensor_parallel_sizes)
 
@@ -723,3 +724,32 @@ def test_designs_that_cost_the_same_are_told_apart_by_name_not_by_the_order_sear
     result = plan("llama3-8b", "h100", 1, 1000, 200, prices=2.5, weight_dtypes=("int8", "fp8"),
                   kv_dtypes=("int8", "fp8"))
     assert {(p.weight_dtype, p.kv_dtype) for p in (result.best,) + result.frontier} == {("fp8", "fp8")}
+
+
+class _Stepped(_Design):
+    """A design whose step times, collectives' latency and cost per token are given outright, batch by batch, so
+    that the search's own logic (bisection, switches, branch and bound) is checked on numbers chosen to corner it."""
+
+    def __init__(self, name, cost, latency):
+        self.costs, self.latencies, self.max_batch, self.order, self._steps = cost, latency, len(cost), (name,), {}
+
+    def tpot(self, b):
+        return float(b)
+
+    ttft = tpot
+
+    def latency_s(self, b):
+        return self.latencies[b - 1]
+
+    def cost(self, b):
+        return self.costs[b - 1]
+
+
+def test_the_search_bounds_a_design_by_its_first_batch_when_the_collectives_switch_right_after_it():
+    # A design whose collectives switch algorithm after batch 1 and whose second batch costs ten times more: its
+    # cheapest batch is 1 (cost 1), which the branch and bound must count, or it would visit the other design first
+    # (least cost 5) and stop there.
+    switching, steady = _Stepped("a", [1.0, 10.0], [1e-6, 2e-6]), _Stepped("b", [8.0, 5.0], [1e-6, 1e-6])
+    assert switching.switches(1, 2) == [1]
+    assert plan_module._cheapest([steady, switching], None, None) == (switching, 1)
+    assert plan_module._cheapest([switching, steady], None, 1.5) == (switching, 1)
