@@ -753,3 +753,31 @@ def test_the_search_bounds_a_design_by_its_first_batch_when_the_collectives_swit
     assert switching.switches(1, 2) == [1]
     assert plan_module._cheapest([steady, switching], None, None) == (switching, 1)
     assert plan_module._cheapest([switching, steady], None, 1.5) == (switching, 1)
+
+
+@pytest.mark.parametrize("i, o, ttft", [(1000, 200, None), (30_000, 2_000, 1.2)])
+def test_the_frontier_is_every_unbeaten_point_of_the_batches_it_samples_over_all_designs(i, o, ttft):
+    # The frontier's promise, checked against the deployments priced one by one: over every design (here 1- and
+    # 2-way H100 replicas, bf16 and int4 weights), batches 1, 2, 4, ... and the largest that fits, and the best
+    # deployment, those meeting the TTFT target that no other beats on both TPOT and cost.
+    result = plan("llama3-8b", "h100", 2, i, o, ttft=ttft, prices=2.5, weight_dtypes=("bf16", "int4"),
+                  kv_dtypes="bf16")
+    candidates = [result.best]
+    for t in (1, 2):
+        for weights in ("bf16", "int4"):
+            d = Deployment("llama3-8b", "h100", 2, weight_dtype=weights, tensor_parallel=t)
+            largest = max_batch(d, i + o / 2, "typical") // d.replicas
+            for b in sorted({1, largest} | {2**k for k in range(1, 12) if 2**k < largest}):
+                candidates.append(price_deployment("llama3-8b", "h100", 2, i, o, tensor_parallel=t, batch=b * d.replicas,
+                                                   weight_dtype=weights, price_per_chip_hour=2.5))
+    meeting = [p for p in candidates if ttft is None or p.ttft_s <= ttft]
+    # two points of equal TPOT and cost (bf16 and int4 weights price the same at 32 sequences on two chips) count
+    # once, the first by split, chip and formats, as pareto_frontier orders them
+    first = {}
+    for p in sorted(meeting, key=lambda p: (p.tensor_parallel, p.chip, p.weight_dtype, p.kv_dtype)):
+        first.setdefault((p.tpot_s, p.dollars_per_million_output_tokens_all_in), p)
+    unbeaten = {p for p in first.values() if not any(
+        q.tpot_s <= p.tpot_s and q.dollars_per_million_output_tokens_all_in < p.dollars_per_million_output_tokens_all_in
+        or q.tpot_s < p.tpot_s and q.dollars_per_million_output_tokens_all_in <= p.dollars_per_million_output_tokens_all_in
+        for q in meeting)}
+    assert set(result.frontier) == unbeaten and len(unbeaten) >= 5
