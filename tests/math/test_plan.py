@@ -730,11 +730,12 @@ class _Stepped(_Design):
     """A design whose step times, collectives' latency and cost per token are given outright, batch by batch, so
     that the search's own logic (bisection, switches, branch and bound) is checked on numbers chosen to corner it."""
 
-    def __init__(self, name, cost, latency):
+    def __init__(self, name, cost, latency, tpot=None):
         self.costs, self.latencies, self.max_batch, self.order, self._steps = cost, latency, len(cost), (name,), {}
+        self.tpots = tpot or [float(b) for b in range(1, len(cost) + 1)]
 
     def tpot(self, b):
-        return float(b)
+        return self.tpots[b - 1]
 
     ttft = tpot
 
@@ -743,6 +744,9 @@ class _Stepped(_Design):
 
     def cost(self, b):
         return self.costs[b - 1]
+
+    def record(self, b):
+        return _point(self.tpot(b), self.cost(b), batch_per_replica=b, weight_dtype=self.order[0])
 
 
 def test_the_search_bounds_a_design_by_its_first_batch_when_the_collectives_switch_right_after_it():
@@ -781,3 +785,13 @@ def test_the_frontier_is_every_unbeaten_point_of_the_batches_it_samples_over_all
         or q.tpot_s < p.tpot_s and q.dollars_per_million_output_tokens_all_in <= p.dollars_per_million_output_tokens_all_in
         for q in meeting)}
     assert set(result.frontier) == unbeaten and len(unbeaten) >= 5
+
+
+def test_the_frontier_keeps_a_designs_point_that_a_faster_point_beats_only_at_the_designs_batch_one():
+    # Design "b" runs batch 1 in 1 s, batch 2 in 2 s (its cheapest, cost 2) and batch 3 in 3 s (cost 6, after its
+    # collectives switch); design "a" runs one sequence in 1.5 s at cost 4. Nothing beats b's batch 2 on both axes:
+    # a's point is faster but dearer, so the frontier holds b at 1, a, and b at 2.
+    b = _Stepped("b", [10.0, 2.0, 6.0], [1e-6, 1e-6, 2e-6])
+    a = _Stepped("a", [4.0], [1e-6], tpot=[1.5])
+    frontier = plan_module._frontier([b, a], None, {})
+    assert [(p.weight_dtype, p.batch_per_replica) for p in frontier] == [("b", 1), ("a", 1), ("b", 2)]
