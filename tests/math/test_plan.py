@@ -653,7 +653,9 @@ def test_pareto_frontier_keeps_one_of_two_equal_points_the_fewer_chips_per_repli
 def test_pareto_frontier_refuses_what_is_not_a_list_of_planned_deployments(points):
     with pytest.raises(ValueError) as caught:
         pareto_frontier(points)
-    assert re.search(r"\bpoints\b", str(caught.value)) and re.search(r"\bPlannedDeployment\b", str(caught.value))
+    # names the argument and where such records come from
+    assert re.search(r"\bpoints\b", str(caught.value))
+    assert re.search(r"\bplan\.PlannedDeployment records \(what plan\(\) prices\), got\b", str(caught.value))
 
 
 def test_prices_name_each_chip_by_any_spelling_and_a_missing_one_with_the_fix():
