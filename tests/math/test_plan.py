@@ -797,3 +797,14 @@ def test_the_frontier_keeps_a_designs_point_that_a_faster_point_beats_only_at_th
     a = _Stepped("a", [4.0], [1e-6], tpot=[1.5])
     frontier = plan_module._frontier([b, a], None, {})
     assert [(p.weight_dtype, p.batch_per_replica) for p in frontier] == [("b", 1), ("a", 1), ("b", 2)]
+
+
+def test_a_designs_collectives_latency_is_that_of_its_steady_state_iteration_at_three_output_tokens():
+    # At O = 3 the steady state prefills b I / (O - 1) = 500 prompt tokens per sequence per iteration, enough to move
+    # the collectives to another algorithm than 250 tokens (I / (O + 1)) would: latency_s prices the same iteration as
+    # estimate.offline_estimate.
+    design = _Design(get_model("llama3-8b"), get_chip("h100"), 2, "bf16", "bf16", 1000, 3,
+                     resolve_efficiency("typical"), 2.5, 2)
+    d = Deployment("llama3-8b", "h100", 2, tensor_parallel=2)
+    assert design.latency_s(1) == pytest.approx(offline_estimate(d, 1000, 3, "typical", slots=1).step.comm_latency_s,
+                                                rel=1e-12)
