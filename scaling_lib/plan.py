@@ -322,6 +322,12 @@ class _Design:
         middle = (low + high) // 2
         return self.switches(low, middle) + self.switches(middle, high)
 
+    def least_cost(self) -> float:
+        """The least cost per million output tokens at any batch that fits: at the largest batch, or just before a
+        switch of the collectives (between switches the cost never rises with the batch; `cheapest_batch_meeting`).
+        It bounds the design's cost from below in `plan`'s search."""
+        return min(self.cost(b) for b in self.switches(1, self.max_batch) + [self.max_batch])
+
     def cheapest_batch_meeting(self, ttft, tpot) -> int:
         """The batch of least cost meeting both targets (0 if none). Between two switches of the collectives'
         algorithms, every term of the step either stays fixed or grows in proportion to the batch, so the cost
@@ -411,13 +417,10 @@ def _cheapest(designs, ttft, tpot) -> tuple:
     any batch that fits (at its largest batch or just before a switch of the collectives, `_Design.switches`)
     bounds its cost under the targets from below; designs are visited from the lowest bound up, and the search
     stops at the first whose bound is above the best deployment found."""
-    def least(design):
-        return min(design.cost(b) for b in design.switches(1, design.max_batch) + [design.max_batch])
-
-    feasible = sorted((design for design in designs if design.meets(1, ttft, tpot)), key=least)
+    feasible = sorted((design for design in designs if design.meets(1, ttft, tpot)), key=_Design.least_cost)
     best, best_batch = None, 0
     for design in feasible:
-        if best is not None and least(design) > best.cost(best_batch):
+        if best is not None and design.least_cost() > best.cost(best_batch):
             break
         batch = design.cheapest_batch_meeting(ttft, tpot)
         if best is None or design.key(batch) < best.key(best_batch):
@@ -428,14 +431,14 @@ def _cheapest(designs, ttft, tpot) -> tuple:
 def _frontier(designs, ttft, known: dict) -> tuple:
     """The Pareto frontier of cost against TPOT over each design's batches 1, 2, 4, ... and the largest that fits
     (those meeting the TTFT target), plus the best deployment. A design whose every point is beaten on both axes by
-    a point already found (one with a lower TPOT than the design's batch of 1 and a lower cost than its largest
-    batch) is skipped."""
+    a point already found (one with a lower TPOT than the design's batch of 1 and a lower cost than its least,
+    `_Design.least_cost`) is skipped."""
     points = []  # (tpot, cost, design, batch)
     for design, batch in ((d, b) for d in designs for b in (1, d.max_batch, known.get(id(d), 0)) if b):
         if design.meets(batch, ttft, None):
             points.append((design.tpot(batch), design.cost(batch), design, batch))
     for design in sorted(designs, key=lambda design: design.tpot(1)):
-        fastest, cheapest = design.tpot(1), design.cost(design.max_batch)
+        fastest, cheapest = design.tpot(1), design.least_cost()
         if any(tpot < fastest and cost < cheapest for tpot, cost, _, _ in points):
             continue
         for k in range(1, design.max_batch.bit_length()):

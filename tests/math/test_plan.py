@@ -808,3 +808,15 @@ def test_a_designs_collectives_latency_is_that_of_its_steady_state_iteration_at_
     d = Deployment("llama3-8b", "h100", 2, tensor_parallel=2)
     assert design.latency_s(1) == pytest.approx(offline_estimate(d, 1000, 3, "typical", slots=1).step.comm_latency_s,
                                                 rel=1e-12)
+
+
+def test_the_frontier_skips_a_design_only_when_its_least_cost_is_beaten_not_its_largest_batchs():
+    # Design "b" costs 10 at batch 1, 2 at batch 2 (its least: its collectives switch right after it) and 6 at its
+    # largest batch, 3; design "a" runs one sequence in 0.5 s at cost 4. a beats b's batch 1 on TPOT and b's largest
+    # batch on cost, but not b's batch 2 (cost 2): the frontier holds a and b at 2. Bounding b by its largest batch's
+    # cost would skip b and lose that point.
+    b = _Stepped("b", [10.0, 2.0, 6.0], [1e-6, 1e-6, 2e-6])
+    a = _Stepped("a", [4.0], [1e-6], tpot=[0.5])
+    assert b.least_cost() == 2.0 and a.least_cost() == 4.0
+    frontier = plan_module._frontier([b, a], None, {})
+    assert [(p.weight_dtype, p.batch_per_replica) for p in frontier] == [("a", 1), ("b", 2)]
