@@ -3,6 +3,7 @@ results. Expected values come from the closed-form step bounds of `inference` (a
 test) and hand-worked KV reads; prefix caching: cached prompt tokens skip prefill but not decode."""
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -751,3 +752,56 @@ def test_a_bad_length_spec_is_refused_naming_the_column(spec, message):
 
 def test_a_length_function_may_return_a_list():
     assert poisson_workload(1.0, 3, output_len=lambda rng, n: [9] * n).output_len.tolist() == [9] * 3
+
+
+@pytest.mark.parametrize("kwargs, inner", [
+    (dict(shared_prefix_fraction="half"), r"\(shared_prefix_fraction must be a number, got the string 'half'"),
+    (dict(shared_prefix_fraction=float("nan")), r"\(shared_prefix_fraction must be a finite number\b"),
+    (dict(rate_per_s="fast"), r"\(rate_per_s must be a number, got the string 'fast'"),
+])
+def test_poisson_workload_says_in_brackets_what_is_wrong_with_the_argument_it_names(kwargs, inner):
+    # the outer sentence says what the argument is; the bracket, from the check, names it again and says why
+    with pytest.raises(ValueError, match=inner):
+        poisson_workload(**{"rate_per_s": 1.0, "n_requests": 4, **kwargs})
+
+
+def test_one_token_outputs_give_a_nan_time_per_output_token_without_a_warning():
+    result = simulate(FOUR_SLOTS, trace_workload([(0.0, 100, 1), (0.1, 50, 1)]), "naive")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy warns on a percentile of nothing but NaN: the result does not ask it
+        assert math.isnan(result.tpot_percentile(50))
+
+
+def test_queue_length_counts_simultaneous_arrivals_after_the_first_moment_at_once():
+    # A at 0; B and C together at 0.5, when the server is idle again: B starts at once, C after B's prefill.
+    result = simulate(FOUR_SLOTS, trace_workload([(0.0, 100, 2), (0.5, 100, 2), (0.5, 100, 2)]), "interleaved")
+    times, lengths = result.queue_length()
+    assert times.tolist() == [0.0, 0.5, pytest.approx(0.5 + _prefill(100), rel=1e-12)]
+    assert lengths.tolist() == [0, 1, 0]
+
+
+def test_windowed_decode_after_a_sequence_leaves_reads_the_others_at_their_own_contexts():
+    # Window 512; the 100-token prompt ends after 19 decode steps, the other two run 20 more at batch 2, their
+    # contexts still counted from their own prompts (500 crosses the window at step 12, 700 is past it throughout).
+    model = get_model("llama3-8b").with_(sliding_window=512, name="llama3-8b-local")
+    config = ServingConfig(model, "h100", n_chips=1, max_batch=4, max_context_len=2048)
+    requests = [(100, 20), (500, 40), (700, 40)]
+    result = simulate(config, trace_workload([(0.0, p, o) for p, o in requests]), "naive")
+    expected = 0.0
+    for j in range(1, 40):
+        active = [min(p + j, 512) for p, o in requests if o - 1 >= j]
+        expected += _step(len(active), sum(active) / len(active), "h100", 1, model)
+    assert result.finish_s[1] - result.first_token_s[1] == pytest.approx(expected, rel=1e-9)
+
+
+def test_a_windowed_chunk_step_reads_the_running_sequences_capped_at_the_window():
+    # Window 256: A (300 tokens, 3 out) decodes past the window; B (100 tokens) arrives during A's first decode step,
+    # so the next step carries A's decode (reading 256, not 302) and B's chunk together.
+    model = get_model("llama3-70b").with_(sliding_window=256, name="llama3-70b-w256")
+    config = ServingConfig(model, "tpu-v5e", n_chips=16, max_batch=4, max_context_len=4096)
+    weights = decode_step_time(model, "tpu-v5e", 16, 1, 0)
+    t1 = max(weights.weight_s, _chunk(300))
+    t2 = t1 + _step(1, 256, model=model)
+    result = simulate(config, trace_workload([(0.0, 300, 3), (t1 + 1e-6, 100, 2)]), "chunked")
+    mixed = 256 * LLAMA70_KV_PER_TOKEN / (16 * V5E_W) + max(weights.weight_s, weights.compute_s + _chunk(100))
+    assert result.finish_s[0] == pytest.approx(t2 + mixed, rel=1e-9)
