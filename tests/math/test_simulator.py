@@ -8,8 +8,9 @@ import warnings
 import numpy as np
 import pytest
 
+from scaling_lib.hardware import get_chip
 from scaling_lib.inference import decode_step_time, prefill_time
-from scaling_lib.memory import max_batch_size
+from scaling_lib.memory import kv_cache_bytes, max_batch_size, param_bytes
 from scaling_lib.models import get_model
 from scaling_lib.serving import prefill_latency
 from scaling_lib.simulator import (
@@ -805,3 +806,16 @@ def test_a_windowed_chunk_step_reads_the_running_sequences_capped_at_the_window(
     result = simulate(config, trace_workload([(0.0, 300, 3), (t1 + 1e-6, 100, 2)]), "chunked")
     mixed = 256 * LLAMA70_KV_PER_TOKEN / (16 * V5E_W) + max(weights.weight_s, weights.compute_s + _chunk(100))
     assert result.finish_s[0] == pytest.approx(t2 + mixed, rel=1e-9)
+
+
+def test_room_for_a_one_token_cache_but_not_a_longer_one_is_a_cache_problem_not_a_weights_one():
+    # A LLaMA-3-70B whose vocabulary is grown until one H100 has room, after its int8 weights, for between one and
+    # two tokens of int8 cache: weights fit, a 2-token context does not, so the message is about the cache.
+    base, hbm = get_model("llama3-70b"), get_chip("h100").hbm_capacity
+    per_entry = param_bytes(base.with_(vocab_size=base.vocab_size + 1), "int8") - param_bytes(base, "int8")
+    one_token = kv_cache_bytes(base, 1, 1, "int8")
+    extra = int((hbm - param_bytes(base, "int8") - 1.5 * one_token) // per_entry)
+    model = base.with_(vocab_size=base.vocab_size + extra, name="llama3-70b-wide-vocab")
+    assert one_token <= hbm - param_bytes(model, "int8") < 2 * one_token  # the band this test needs
+    with pytest.raises(ValueError, match=r"\bat most 0 KV caches of 2 tokens in int8\b"):
+        ServingConfig(model, "h100", 1, 1, 2, weight_dtype="int8", kv_dtype="int8")
