@@ -194,9 +194,8 @@ def decode_hops_per_layer(model, n_chips: int, batch: int, mesh_shape=None) -> i
     m = get_model(model)
     mesh_shape = _torus(n_chips, mesh_shape)
     count = 2 * hops.ring_hops(mesh_shape, "all-reduce")  # the axes are reduced one after another: their hops add
-    if n_chips > 1:
-        count += 2 * hops.collective_hops("all-to-all", kv_cache_sharding(m.n_kv_heads, batch, n_chips).batch_shards)
-    return count
+    # one chip keeps the whole batch (one batch shard, no all-to-all hop), and the batch is checked there too
+    return count + 2 * hops.collective_hops("all-to-all", kv_cache_sharding(m.n_kv_heads, batch, n_chips).batch_shards)
 
 
 def decode_step_components(model, chip, n_chips: int, batch: int, context_len: int, weight_dtype: str = "bf16",

@@ -184,3 +184,10 @@ def test_prefill_model_parallelism_by_hand_in_each_compute_dtype():
     assert max_prefill_model_parallelism("tpu-v5e", 28672, "int8") == pytest.approx(28672 * 9e10 / 394e12, rel=1e-12)
     with pytest.raises(ValueError, match=r"^d_ff must be positive"):
         max_prefill_model_parallelism("tpu-v5e", 0)
+
+
+@pytest.mark.parametrize("n_chips", [1, 8])
+def test_decode_hops_refuse_an_empty_batch_on_any_chip_count(n_chips):
+    # one chip has no collective, but a batch of 0 sequences is still no batch
+    with pytest.raises(ValueError, match=r"^batch must be a positive integer"):
+        decode_hops_per_layer("llama3-70b", n_chips, 0)
