@@ -191,3 +191,11 @@ def test_decode_hops_refuse_an_empty_batch_on_any_chip_count(n_chips):
     # one chip has no collective, but a batch of 0 sequences is still no batch
     with pytest.raises(ValueError, match=r"^batch must be a positive integer"):
         decode_hops_per_layer("llama3-70b", n_chips, 0)
+
+
+def test_two_chips_of_a_multiquery_model_pay_the_all_to_alls_of_their_batch_split():
+    # PaLM 540B (one KV head) on 2 v5e: the batch splits 2 ways; per layer 2 all-reduces over a ring of 2 (2 hops
+    # each) and 2 all-to-alls (1 hop each): the 6 hops of decode_hops_per_layer, 1 us each, over 118 layers.
+    parts = decode_step_components("palm-540b", "tpu-v5e", 2, 8, 1024, check_capacity=False)
+    assert parts.ici_latency_s == pytest.approx(118 * 6e-6, rel=1e-12)
+    assert decode_hops_per_layer("palm-540b", 2, 8) == 6
