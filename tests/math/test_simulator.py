@@ -819,3 +819,11 @@ def test_room_for_a_one_token_cache_but_not_a_longer_one_is_a_cache_problem_not_
     assert one_token <= hbm - param_bytes(model, "int8") < 2 * one_token  # the band this test needs
     with pytest.raises(ValueError, match=r"\bat most 0 KV caches of 2 tokens in int8\b"):
         ServingConfig(model, "h100", 1, 1, 2, weight_dtype="int8", kv_dtype="int8")
+
+
+def test_a_disaggregated_int8_cache_crosses_in_half_the_time():
+    config = ServingConfig("llama3-70b", "tpu-v5e", n_chips=16, max_batch=4, max_context_len=4096, kv_dtype="int8")
+    result = simulate_disaggregated(config, trace_workload([(0.0, 100, 2)]), transfer_bandwidth=1e9)
+    transfer = 100 * LLAMA70_KV_PER_TOKEN / 2 / 1e9  # one byte per element instead of two
+    step = decode_step_time("llama3-70b", "tpu-v5e", 16, 1, 101, kv_dtype="int8").total_s
+    assert result.finish_s[0] == pytest.approx(_prefill(100) + transfer + step, rel=1e-12)
