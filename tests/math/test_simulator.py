@@ -680,6 +680,8 @@ def test_prefill_servers_take_requests_first_come_first_served(n_prefill):
     second = _prefill(100) if n_prefill == 1 else 0.0
     assert result.start_s.tolist() == [0.0, pytest.approx(second, rel=1e-12)]
     assert result.first_token_s[1] == pytest.approx(second + _prefill(200), rel=1e-12)
+    assert result.first_token_s[0] == pytest.approx(_prefill(100), rel=1e-12)  # each request's own first token
+    assert result.generated_tokens.tolist() == [1, 1] and result.total_tokens == 2
 
 
 @pytest.mark.parametrize("n_decode, batch", [(1, 2), (2, 1), (3, 1)])
