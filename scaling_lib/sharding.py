@@ -194,9 +194,8 @@ def decode_hops_per_layer(model, n_chips: int, batch: int, mesh_shape=None) -> i
     m = get_model(model)
     mesh_shape = _torus(n_chips, mesh_shape)
     count = 2 * hops.ring_hops(mesh_shape, "all-reduce")  # the axes are reduced one after another: their hops add
-    if n_chips > 1:
-        count += 2 * hops.collective_hops("all-to-all", kv_cache_sharding(m.n_kv_heads, batch, n_chips).batch_shards)
-    return count
+    # one chip keeps the whole batch (one batch shard, no all-to-all hop), and the batch is checked there too
+    return count + 2 * hops.collective_hops("all-to-all", kv_cache_sharding(m.n_kv_heads, batch, n_chips).batch_shards)
 
 
 def decode_step_components(model, chip, n_chips: int, batch: int, context_len: int, weight_dtype: str = "bf16",
@@ -221,11 +220,9 @@ def decode_step_components(model, chip, n_chips: int, batch: int, context_len: i
                             check_capacity=check_capacity)
     b_act = bytes_per_element(activation_dtype)
     reduce = collectives.mesh_collective("all-reduce", batch * m.d_model * b_act, chip, mesh_shape)
-    ici, latency = 2 * reduce.total_s, 2 * reduce.latency_s
-    kv = kv_cache_sharding(m.n_kv_heads, batch, n_chips) if n_chips > 1 else None
-    if kv is not None and kv.batch_shards > 1:
-        swap = collectives.collective_time("all-to-all", batch * m.n_heads * m.head_dim * b_act, chip, kv.batch_shards)
-        ici += 2 * swap.total_s
-        latency += 2 * swap.latency_s
+    # between the batch shards (one shard, e.g. on one chip or with a KV head per chip: a collective of 0 s)
+    swap = collectives.collective_time("all-to-all", batch * m.n_heads * m.head_dim * b_act, chip,
+                                       kv_cache_sharding(m.n_kv_heads, batch, n_chips).batch_shards)
+    ici, latency = 2 * reduce.total_s + 2 * swap.total_s, 2 * reduce.latency_s + 2 * swap.latency_s
     return DecodeStepComponents(weights_s=step.weight_s, kv_s=step.kv_s, flops_s=step.compute_s,
                                 ici_s=m.n_layers * ici, ici_latency_s=m.n_layers * latency)

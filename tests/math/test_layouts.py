@@ -7,13 +7,20 @@ import math
 
 import pytest
 
+from scaling_lib.collectives import Collective
 from scaling_lib.layouts import (
+    LAYOUTS,
     best_layout,
     comm_volume_curves,
     ffn_collectives,
+    ffn_comm_time,
+    ffn_comm_volume,
     ffn_layer_time,
     layout_switch_points,
+    optimal_2d_mesh,
     wg_optimal_gather_size,
+    wg_switch_tokens,
+    ws_2d_crossover_chips,
     ws_2d_optimal_x,
 )
 
@@ -68,3 +75,210 @@ def test_the_scaling_book_convention_puts_x_at_the_root_of_n_over_8_when_f_is_4d
     # Scaling Book ch. 7 Q7: minimizing D/X + 2 F X / n with F = 4 D gives X = sqrt(n / 8); 64 chips: sqrt(8).
     assert ws_2d_optimal_x(64, 1024, 4096, "scaling-book") == pytest.approx(math.sqrt(8), rel=1e-12)
     assert ws_2d_optimal_x(64, 1024, 4096, "pope") == pytest.approx(math.sqrt(16), rel=1e-12)
+
+
+# --- issue 21, third pass: each function by hand on PaLM 540B (D = 18,432, F = 73,728 = 4D) and TPU v4 ---------------
+D, F = 18432, 73728
+V4_LINK = 45e9  # one ICI link, one way; 6 links per chip; 275 TFLOP/s bf16, 1.2 TB/s of HBM
+
+
+@pytest.mark.parametrize("layout, expected", [
+    ("1d-ws", [("all-gather", "activations", 2 * 10 * D, (2, 4, 8)),
+               ("reduce-scatter", "activations", 2 * 10 * D, (2, 4, 8))]),
+    ("2d-ws", [("all-gather", "activations", 2 * 10 * D / 2, (4, 8)),
+               ("reduce-scatter", "activations", 2 * 10 * F / 32, (2,)),
+               ("all-gather", "activations", 2 * 10 * F / 32, (2,)),
+               ("reduce-scatter", "activations", 2 * 10 * D / 2, (4, 8))]),
+    ("wg-x", [("all-gather", "weights", 2 * D * F * 2 / 64, (2,))] * 2
+     + [("all-gather", "activations", 2 * 10 * D / 2, (4, 8)), ("reduce-scatter", "activations", 2 * 10 * D / 2, (4, 8))]),
+    ("wg-xy", [("all-gather", "weights", 2 * D * F * 8 / 64, (2, 4))] * 2
+     + [("all-gather", "activations", 2 * 10 * D / 8, (8,)), ("reduce-scatter", "activations", 2 * 10 * D / 8, (8,))]),
+    ("wg-xyz", [("all-gather", "weights", 2 * D * F, (2, 4, 8))] * 2),  # nothing left to split the activations over
+])
+def test_each_layouts_collectives_by_hand_on_a_2x4x8_mesh(layout, expected):
+    # 10 tokens, bf16: every byte count is 2 x the elements of the block each chip holds or gathers
+    got = ffn_collectives(layout, "palm-540b", 10, (2, 4, 8))
+    assert got == tuple(Collective(*step) for step in expected)
+
+
+def test_collectives_over_one_chip_are_left_out_and_dtypes_set_the_bytes():
+    # X = 1: 2d-ws's F-collectives run over a single chip and move nothing
+    assert [c.group for c in ffn_collectives("2d-ws", "palm-540b", 10, (1, 4, 4))] == [(4, 4), (4, 4)]
+    steps = ffn_collectives("wg-x", "palm-540b", 10, (2, 4, 8), weight_dtype="int8", activation_dtype="fp32")
+    assert [c.bytes_per_chip for c in steps] == [D * F * 2 / 64] * 2 + [4 * 10 * D / 2] * 2
+    volume = ffn_comm_volume("wg-x", "palm-540b", 10, (2, 4, 8))
+    assert volume.weight_bytes == 2 * (2 * D * F * 2 / 64) and volume.activation_bytes == 2 * (2 * 10 * D / 2)
+    assert volume.total_bytes == volume.weight_bytes + volume.activation_bytes
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: ffn_collectives("3d-ws", "palm-540b", 10, SLICE), r"\blayout\b.*\bone of 1d-ws, 2d-ws, wg-x\b"),
+    (lambda: ffn_collectives("1d-ws", "palm-540b", 0, SLICE), r"^tokens must be positive"),
+    (lambda: ffn_comm_time("1d-ws", "palm-540b", "tpu-v4", 10, SLICE, "book"), r"\bconvention\b.*\bscaling-book\b"),
+])
+def test_ffn_collectives_and_their_time_refuse_bad_arguments_by_name(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+def test_ffn_comm_time_under_each_convention_by_hand():
+    # 1d-ws, 10 tokens on 4x4x4: 2 collectives of 2 x 10 x D bytes each; pope: 6 links x 45 GB/s; scaling-book: the
+    # three axes x 90 GB/s both ways -- the same 270 GB/s. 2d-ws: D-collectives over YZ (2 axes), F over X (1 axis).
+    ws1 = 2 * 2 * 10 * D
+    assert ffn_comm_time("1d-ws", "palm-540b", "tpu-v4", 10, SLICE) == pytest.approx(ws1 / (6 * V4_LINK), rel=1e-12)
+    ws2_d, ws2_f = 2 * 2 * 10 * D / 4, 2 * 2 * 10 * F / 16
+    assert ffn_comm_time("2d-ws", "palm-540b", "tpu-v4", 10, SLICE, "scaling-book") == pytest.approx(
+        ws2_d / (2 * 2 * V4_LINK) + ws2_f / (2 * V4_LINK), rel=1e-12)
+
+
+def test_one_ffn_layers_time_by_hand_in_prefill():
+    # wg-xy on 4x4x4, 4,096 tokens: compute 4 T D F / (64 x 275e12); each chip multiplies the weights gathered over
+    # XY = 16 chips: 2 D F x 2 B x 16 / 64 read from HBM; no KV read in prefill, whatever the context.
+    layer = ffn_layer_time("wg-xy", "palm-540b", "tpu-v4", SLICE, 4096, context_len=2048)
+    assert layer.layout == "wg-xy"
+    assert layer.compute_s == pytest.approx(4 * 4096 * D * F / (64 * 275e12), rel=1e-12)
+    assert layer.weight_memory_s == pytest.approx(2 * D * F * 2 * 16 / 64 / 1.2e12, rel=1e-12)
+    assert layer.kv_memory_s == 0.0 and layer.memory_s == layer.weight_memory_s
+    assert layer.comm_s == ffn_comm_time("wg-xy", "palm-540b", "tpu-v4", 4096, SLICE)
+    assert layer.total_s == pytest.approx(max(layer.compute_s, layer.memory_s) + layer.comm_s, rel=1e-15)
+    assert layer.overlapped_s == max(layer.compute_s, layer.memory_s, layer.comm_s)
+
+
+def test_one_ffn_layers_time_in_decode_in_its_dtypes():
+    base = ffn_layer_time("2d-ws", "palm-540b", "tpu-v4", SLICE, 64, "decode", context_len=2048)
+    quant = ffn_layer_time("2d-ws", "palm-540b", "tpu-v4", SLICE, 64, "decode", context_len=2048, weight_dtype="int8",
+                           kv_dtype="int8", activation_dtype="int8", compute_dtype="int8", convention="scaling-book")
+    assert quant.weight_memory_s == pytest.approx(base.weight_memory_s / 2, rel=1e-12)
+    assert quant.kv_memory_s == pytest.approx(base.kv_memory_s / 2, rel=1e-12)
+    assert quant.compute_s == base.compute_s  # v4 runs int8 at its bf16 rate; v5e at twice it
+    v5e = [ffn_layer_time("2d-ws", "palm-540b", "tpu-v5e", SLICE, 64, compute_dtype=dtype).compute_s
+           for dtype in ("bf16", "int8")]
+    assert v5e[1] == pytest.approx(v5e[0] / 2, rel=1e-12)
+    assert quant.comm_s == ffn_comm_time("2d-ws", "palm-540b", "tpu-v4", 64, SLICE, "scaling-book",
+                                         activation_dtype="int8")
+    assert base.memory_s == base.weight_memory_s + base.kv_memory_s
+    assert ffn_layer_time("2d-ws", "palm-540b", "tpu-v4", SLICE, 64, "decode").kv_memory_s == 0.0  # no context
+    assert ffn_layer_time("2d-ws", "palm-540b", "tpu-v4", SLICE, 64, "decode", context_len=2048,
+                          n_chips=64) == base
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(context_len=-1), r"^context_len must be non-negative"),
+    (dict(n_chips=0), r"^n_chips must be a positive integer"),
+    (dict(phase="train"), r"\bphase\b.*\bprefill, decode\b"),
+])
+def test_ffn_layer_time_refuses_bad_arguments_by_name(kwargs, message):
+    kwargs = {"phase": "decode", **kwargs}
+    phase = kwargs.pop("phase")
+    with pytest.raises(ValueError, match=message):
+        ffn_layer_time("2d-ws", "palm-540b", "tpu-v4", SLICE, 64, phase, **kwargs)
+
+
+def test_best_layout_passes_its_options_to_every_layout():
+    choice = best_layout("palm-540b", "tpu-v4", SLICE, 64, "decode", context_len=2048, weight_dtype="int8")
+    assert [t.layout for t in choice.times] == list(LAYOUTS)
+    assert choice.time("wg-x") == ffn_layer_time("wg-x", "palm-540b", "tpu-v4", SLICE, 64, "decode",
+                                                 context_len=2048, weight_dtype="int8")
+    assert choice.best == min(choice.times, key=lambda t: t.total_s).layout
+
+
+def test_two_layouts_switch_where_their_bytes_or_seconds_meet_by_hand():
+    # 2d-ws on 4x4x4 moves a T (2D/4 + 2F/16) = a T D bytes (F = 4D); wg-xyz gathers 2 b_w D F whatever T.
+    # Bytes (and pope seconds, one bandwidth for all): equal at T = 2F = 147,456.
+    # Scaling-book seconds: 2d-ws pays T D / 2 over 2 axes and T D / 2 over 1 axis, 0.75 a T D / W; wg-xyz's gather
+    # runs over 3 axes: 2 b_w D F / (3 W); equal at T = 8 D / 3 / 0.75 = 32 D / 9 = 65,536.
+    pair = ("2d-ws", "wg-xyz")
+    for convention, tokens in [("pope", 2 * F), ("scaling-book", 32 * D / 9)]:
+        (point,) = layout_switch_points("palm-540b", "tpu-v4", SLICE, convention, layouts=pair)
+        assert (point.from_layout, point.to_layout) == pair and point.tokens == pytest.approx(tokens, rel=1e-9)
+    (point,) = comm_volume_curves("palm-540b", SLICE, (1, 10**6), layouts=pair).switch_points
+    assert point.tokens == pytest.approx(2 * F, rel=1e-9)
+    # a range that ends before the switch, or starts after it, has none
+    assert layout_switch_points("palm-540b", "tpu-v4", SLICE, layouts=pair, tokens_range=(1, 2 * F - 100)) == ()
+    assert layout_switch_points("palm-540b", "tpu-v4", SLICE, layouts=pair, tokens_range=(2 * F + 100, 1e7)) == ()
+    assert comm_volume_curves("palm-540b", SLICE, (2 * F + 100, 1e7), layouts=pair).switch_points == ()
+
+
+def test_curves_hold_each_layouts_volume_and_the_cheapest_at_each_count():
+    curves = comm_volume_curves("palm-540b", SLICE, [100, 10**6], layouts=["2d-ws", "wg-xyz"])
+    assert curves.tokens == (100, 10**6) and curves.layouts == ("2d-ws", "wg-xyz")
+    assert curves.volume("2d-ws") == (2 * 100 * D, 2 * 10**6 * D)  # a T D, bf16
+    assert curves.volume("wg-xyz") == (4 * D * F,) * 2
+    assert curves.best() == ("2d-ws", "wg-xyz")
+    with pytest.raises(ValueError, match=r"\blayout\b.*\bone of 2d-ws, wg-xyz\b"):
+        curves.volume("1d-ws")
+
+
+@pytest.mark.parametrize("tokens, message", [("64", r"^tokens must list token counts\b"), (64, r"^tokens must list"),
+                                             ((), r"\bat least one token count\b")])
+def test_comm_volume_curves_refuse_tokens_that_are_not_a_list_of_counts(tokens, message):
+    with pytest.raises(ValueError, match=message):
+        comm_volume_curves("palm-540b", SLICE, tokens)
+
+
+@pytest.mark.parametrize("tokens_range", [(1, 2, 3), 10, "ab", [5]])
+def test_layout_switch_points_want_a_start_and_stop(tokens_range):
+    with pytest.raises(ValueError, match=r"^tokens_range must be a \(start, stop\) pair\b"):
+        layout_switch_points("palm-540b", "tpu-v4", SLICE, tokens_range=tokens_range)
+
+
+def test_layout_switch_points_refuse_an_unknown_convention_or_layout():
+    with pytest.raises(ValueError, match=r"\bconvention\b.*\bpope\b"):
+        layout_switch_points("palm-540b", "tpu-v4", SLICE, "paper")
+    with pytest.raises(ValueError, match=r"\blayouts?\b.*\b3d-ws\b"):
+        layout_switch_points("palm-540b", "tpu-v4", SLICE, layouts=("2d-ws", "3d-ws"))
+
+
+@pytest.mark.parametrize("n_chips, pope, book", [
+    # pope: minimize 2 (D / X + F / YZ) with no F-collective when X = 1; book: the F (X-axis) collectives get one
+    # axis, the D (YZ) ones two. 16 chips: X = 1 (2D) ties X = 2 (D + 2 x 4D / 8 = 2D); the even (4, 4) wins the tie.
+    (16, (1, 4, 4), (1, 4, 4)),
+    (64, (4, 4, 4), (4, 4, 4)),  # pope X = sqrt(64 / 4) = 4; book: X = 2 and 4 tie, the even 4 x 4 wins
+    # 128: pope X = 4 (0.5 D + 0.25 D) ties X = 8 (0.25 D + 0.5 D), (8, 4, 4) is the even one; book: X = 4 gives
+    # 0.25 D + 0.25 D, X = 8 0.125 D + 0.5 D: X = 4, Y Z = 32 = 4 x 8
+    (128, (8, 4, 4), (4, 4, 8)),
+    (1, (1, 1, 1), (1, 1, 1)),
+])
+def test_the_best_2d_mesh_by_hand(n_chips, pope, book):
+    assert optimal_2d_mesh(n_chips, "palm-540b") == pope
+    assert optimal_2d_mesh(n_chips, "palm-540b", "tpu-v4", "scaling-book") == book
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(n_chips=0), r"^n_chips must be a positive integer"),
+    (dict(n_chips=2**40), r"\bn_chips=1,099,511,627,776\b.*\bno slice has more chips\b"),
+    (dict(convention="paper"), r"\bconvention\b.*\bscaling-book\b"),
+])
+def test_the_best_2d_mesh_refuses_bad_arguments_by_name(kwargs, message):
+    kwargs = {"n_chips": 64, "model": "palm-540b", **kwargs}
+    with pytest.raises(ValueError, match=message):
+        optimal_2d_mesh(**kwargs)
+
+
+@pytest.mark.parametrize("args, message", [
+    ((0, D, F), r"^n_chips must be positive"), ((64, 0, F), r"^d_model must be positive"),
+    ((64, D, 0), r"^d_ff must be positive"), ((64, D, F, "paper"), r"\bconvention\b"),
+])
+def test_ws_2d_optimal_x_refuses_bad_arguments_by_name(args, message):
+    with pytest.raises(ValueError, match=message):
+        ws_2d_optimal_x(*args)
+
+
+def test_ws_2d_crossover_by_hand_and_its_refusals():
+    assert ws_2d_crossover_chips(1000, 3000) == 12.0 and ws_2d_crossover_chips(1000, 3000, "scaling-book") == 54.0
+    with pytest.raises(ValueError, match=r"^d_model must be positive"):
+        ws_2d_crossover_chips(0, 3000)
+    with pytest.raises(ValueError, match=r"^d_ff must be positive"):
+        ws_2d_crossover_chips(1000, 0)
+
+
+def test_wg_switch_tokens_by_hand_and_its_refusals():
+    # T = (b_w / b_a) F N1 N2 / n: 4 -> 16 on 64 chips is F; fp32 activations halve it
+    assert wg_switch_tokens("palm-540b", 4, 16, 64) == F
+    assert wg_switch_tokens("palm-540b", 4, 16, 64, activation_dtype="fp32") == F / 2
+    assert wg_switch_tokens("palm-540b", 4, 64, 64) == 4 * F  # gathering over every chip is allowed
+    for args, message in [((4, 4, 64), r"\bneed gather_from < gather_to <= n_chips, got 4, 4, 64\b"),
+                          ((4, 128, 64), r"\bgot 4, 128, 64\b"), ((0, 16, 64), r"^gather_from must be a positive"),
+                          ((4, 0, 64), r"^gather_to must be a positive"), ((4, 16, 0), r"^n_chips must be a positive")]:
+        with pytest.raises(ValueError, match=message):
+            wg_switch_tokens("palm-540b", *args)

@@ -59,3 +59,38 @@ def test_server_ratio_prices_decode_in_the_compute_dtype():
 def test_an_mfu_above_one_is_refused_saying_what_mfu_is():
     with pytest.raises(ValueError, match="mfu.*the fraction of peak FLOP/s achieved"):
         prefill_saturating_tokens("llama3-8b", "h100", mfu=1.5)
+
+
+# --- issue 21, third pass: server_ratio and the transfer by hand ------------------------------------------------------
+def test_server_ratio_by_hand_from_the_step_bounds():
+    # LLaMA-3-70B, 8,192-token prompts on 32 v5e (compute-bound prefill at 50% MFU, int8 weights), 513-token outputs
+    # decoded at batch 16 on 8 v5e with an int8 cache: the decode step is taken at 8,192 + 256.5 tokens of context.
+    ratio = server_ratio("llama3-70b", "tpu-v5e", 8192, 513, 16, 32, 8, mfu=0.5, weight_dtype="int8", kv_dtype="int8")
+    prefill = prefill_time("llama3-70b", "tpu-v5e", 32, 8192, 0.5)
+    assert prefill > param_bytes("llama3-70b", "int8") / (32 * 8.2e11)  # compute-bound: no weight floor
+    step = decode_step_time("llama3-70b", "tpu-v5e", 8, 16, 8192 + 256.5, weight_dtype="int8", kv_dtype="int8")
+    assert ratio.prefill_s == pytest.approx(prefill, rel=1e-12)
+    assert ratio.decode_step_s == pytest.approx(step.total_s, rel=1e-12)
+    assert ratio.prefill_requests_per_s == pytest.approx(1 / prefill, rel=1e-12)
+    assert ratio.decode_requests_per_s == pytest.approx(16 / (step.total_s * 513), rel=1e-12)
+    assert ratio.prefill_per_decode == pytest.approx(prefill * 16 / (step.total_s * 513), rel=1e-12)
+
+
+def test_server_ratio_floors_a_short_prefill_at_the_weight_read_in_the_weight_dtype():
+    ratio = server_ratio("llama3-70b", "tpu-v5e", 16, 64, 8, 16, 16, weight_dtype="int8")
+    assert ratio.prefill_s == pytest.approx(param_bytes("llama3-70b", "int8") / (16 * 8.2e11), rel=1e-12)
+
+
+def test_server_ratio_refuses_a_batch_that_does_not_fit_unless_asked_to_price_it():
+    with pytest.raises(ValueError, match=r"\bdoes not fit\b"):
+        server_ratio("llama3-70b", "tpu-v5e", 8192, 512, 1024, 16, 16)
+    assert server_ratio("llama3-70b", "tpu-v5e", 8192, 512, 1024, 16, 16, check_capacity=False).decode_step_s > 0
+
+
+@pytest.mark.parametrize("index, name", [(3, "output_len"), (4, "decode_batch"), (5, "n_prefill_chips"),
+                                         (6, "n_decode_chips")])
+def test_server_ratio_refuses_zero_counts_by_name(index, name):
+    args = ["llama3-8b", "h100", 512, 64, 8, 1, 1]
+    args[index] = 0
+    with pytest.raises(ValueError, match=rf"^{name} must be a positive integer"):
+        server_ratio(*args)
