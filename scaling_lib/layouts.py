@@ -47,6 +47,7 @@ from .utilization import mfu  # noqa: F401 - DESIGN.md documents layouts.mfu
 
 LAYOUTS = ("1d-ws", "2d-ws", "wg-x", "wg-xy", "wg-xyz")
 PHASES = ("prefill", "decode")
+TIE_RTOL = 1e-9  # two communication times this close are the same bytes summed in another order: a tie
 _GATHER_AXES = {"1d-ws": 0, "2d-ws": 0, "wg-x": 1, "wg-xy": 2, "wg-xyz": 3}  # leading mesh axes weights gather over
 
 
@@ -308,8 +309,12 @@ def optimal_2d_mesh(n_chips: int, model, chip="tpu-v4", convention: str = "pope"
     def seconds(mesh):  # one token's 2D weight-stationary collectives: the time is linear in T, so T = 1 ranks them
         return sum(c.seconds(chip, convention) for c in _ffn_collectives("2d-ws", m, 1.0, mesh, "bf16", "bf16"))
 
-    # Prefer the most even Y x Z split on ties (fewest degenerate axes).
-    return min(meshes, key=lambda mesh: (seconds(mesh), abs(mesh[1] - mesh[2])))
+    # Ties, up to the rounding of the same bytes over a chip's bandwidth summed in another order, go to the most even
+    # Y x Z split (fewest degenerate axes), so the choice does not depend on the chip's bandwidth under "pope".
+    times = {mesh: seconds(mesh) for mesh in meshes}
+    least = min(times.values())
+    tied = [mesh for mesh in meshes if times[mesh] <= least * (1 + TIE_RTOL)]
+    return min(tied, key=lambda mesh: abs(mesh[1] - mesh[2]))
 
 
 def layout_switch_points(model, chip, mesh_shape, convention: str = "pope", layouts=LAYOUTS,

@@ -282,3 +282,11 @@ def test_wg_switch_tokens_by_hand_and_its_refusals():
                           ((4, 0, 64), r"^gather_to must be a positive"), ((4, 16, 0), r"^n_chips must be a positive")]:
         with pytest.raises(ValueError, match=message):
             wg_switch_tokens("palm-540b", *args)
+
+
+@pytest.mark.parametrize("chip", ["tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e"])
+def test_the_best_2d_mesh_under_pope_does_not_depend_on_the_chips_bandwidth(chip):
+    # PaLM 540B with multihead attention on 32 chips: (4, 2, 4) and (2, 4, 4) move the same bytes, so under Pope's
+    # convention (bytes over one per-chip bandwidth) they tie on every chip, and the tie goes to the even Y x Z split.
+    # Before ties were taken up to rounding, tpu-v4 and tpu-v5p picked (4, 2, 4): the same sum in another order.
+    assert optimal_2d_mesh(32, "palm-540b-multihead", chip) == (2, 4, 4)
