@@ -145,3 +145,12 @@ def test_the_first_token_of_a_curve_skipping_masked_pairs_is_the_prefill_skippin
     curve = generation_flops_curve(LLAMA, 64, 3, skip_masked=True)
     assert curve[0] == forward_flops(LLAMA, 64, skip_masked=True)
     assert curve[0].attention < forward_flops(LLAMA, 64).attention
+
+
+def test_causal_pairs_are_an_exact_integer_beyond_float_precision():
+    # 10**9 queries over 10**9 keys: T (T + 1) / 2 = 500,000,000,500,000,000 pairs, past 2**53, where a float
+    # division would round; a 4,096-key window keeps 4,096 x 4,097 / 2 on the ramp plus 4,096 per later query.
+    t, w = 10**9, 4096
+    assert attention_pairs(t, t, None, True) == 500_000_000_500_000_000
+    windowed = attention_pairs(t, t, w, True)
+    assert isinstance(windowed, int) and windowed == w * (w + 1) // 2 + (t - w) * w

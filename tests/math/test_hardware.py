@@ -184,3 +184,10 @@ def test_ironwood_hbm_is_192_gib_as_google_clouds_tpu7x_page_gives_it():
     chip = get_chip("ironwood")
     assert "192 GiB" in chip.source
     assert chip.hbm_capacity == pytest.approx(192 * 2**30, rel=1e-12)  # 206.2e9 B, not 192e9
+
+
+@pytest.mark.parametrize("field", ["hop_latency", "dcn_bandwidth"])
+def test_every_topology_number_of_a_chip_must_be_positive_or_none(field):
+    chip = get_chip("tpu-v5e")
+    with pytest.raises(ValueError, match=rf"\btpu-v5e: topology {field} must be positive or None, got -1\.0$"):
+        dataclasses.replace(chip, topology=dataclasses.replace(chip.topology, **{field: -1.0}))

@@ -46,3 +46,10 @@ def test_dot_error_bound_holds_for_adversarial_weights_and_adds_the_activation_t
 def test_quantization_table_refuses_an_empty_list_of_schemes():
     with pytest.raises(ValueError, match="schemes must list at least 1 entry"):
         quantization_table("llama3-8b", "h100", 1, 1024, 8, schemes=[])
+
+
+def test_dot_error_bound_rounds_the_activations_in_their_own_format():
+    # int8 weights of absmax 1 (a step of 1/127.5, so dw = 1/127.5/2) and int4 activations of absmax 1 (a step of
+    # 1/7.5, dx = 1/7.5/2), 10 terms: 10 (dw + dx + dx dw).
+    dw, dx = 1 / 127.5 / 2, 1 / 7.5 / 2
+    assert dot_error_bound(10, 1.0, 1.0, "int8", "int4") == pytest.approx(10 * (dw + dx + dx * dw), rel=1e-12)

@@ -402,7 +402,8 @@ def test_an_empty_workload_is_refused_saying_it_needs_a_request():
 
 def test_a_workload_of_more_requests_than_the_simulator_runs_says_why():
     n = 10**6 + 1
-    with pytest.raises(ValueError, match=r"number of requests.*the simulator runs each one in Python"):
+    with pytest.raises(ValueError, match=r"^the number of requests=1,000,001 is more than\b.*\bthe simulator runs each one "
+                                         r"in Python$"):
         Workload(np.zeros(n), np.ones(n, np.int64), np.ones(n, np.int64))
 
 
