@@ -1010,3 +1010,12 @@ def test_a_long_prefill_prints_in_milliseconds_to_a_tenth():
     printed = _numbers(row.split("(")[0])
     assert printed == pytest.approx([r.prefill_bound_s * 1e3, r.prefill_typical_s * 1e3], abs=0.05)
     assert r.prefill_typical_s > 1.0 and row.endswith("ms typical (32,768-token prompt)")
+
+
+@pytest.mark.parametrize("placement", ["replicated", "batch-split"])
+def test_a_deployment_describes_where_the_kv_cache_goes_past_the_kv_heads(placement):
+    # LLaMA-3-8B has 8 KV heads: on 16 chips of one replica they split 8 ways, then the cache is replicated or split
+    # by batch; on 8 chips the heads alone place it.
+    wide = Deployment("llama3-8b", "h100", 16, kv_placement=placement).describe()
+    assert wide.endswith(f"KV heads split 8 ways, then {placement}")
+    assert Deployment("llama3-8b", "h100", 8, kv_placement=placement).describe().endswith("KV heads split 8 ways")

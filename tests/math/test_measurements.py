@@ -158,3 +158,11 @@ def test_the_nccl_rows_are_read_in_bytes_per_second():
         ("h100", 8, "all-reduce", "ring", 2.0**30, 370e9)
     assert (nvls.algorithm, nvls.bus_bandwidth) == ("nvls", 480e9) and "issue 212" in nvls.source
     assert type(ring.n_gpus) is int and type(ring.array_bytes_min) is float
+
+
+@pytest.mark.parametrize("model, scenario, phase", [("palm-8b", "low latency", "decode"),
+                                                     ("palm-540b", "fastest", "decode"),
+                                                     ("palm-540b", "low latency", "training")])
+def test_an_unknown_pope_row_is_a_value_error_listing_the_known_rows(model, scenario, phase):
+    with pytest.raises(ValueError, match=r"\(known rows: \('palm-540b', 'low latency', 'prefill'\), \('palm-540b', "):
+        pope_row(model, scenario, phase)
