@@ -5,8 +5,8 @@ Tests are marked by what they need: everything under tests/tiny/, the book build
 notebook cells are `tiny` (they run JAX or build the book), and so is every test that loads what the inner loop never
 loads: tests/book/test_backlinks.py and the tests that resolve every name the notebooks import (the JAX model, Qwix
 and Flax; about 1.5 s), tests/book/test_figure_checks.py (the checks of the JAX chapters' figures import the tiny
-model; about 0.6 s) and tests/book/test_execution_cache.py (the build's cache: jupyter-cache and SQLAlchemy; about
-0.8 s). `pytest -m "not tiny"` runs the closed-form math and the rest of the book's tooling in seconds, and never
+model; about 0.6 s), tests/book/test_execution_cache.py (the build's cache: jupyter-cache and SQLAlchemy; about
+0.8 s) and the answer boxes' zip, which the build's Sphinx extension writes (about 1 s). `pytest -m "not tiny"` runs the closed-form math and the rest of the book's tooling in seconds, and never
 imports JAX.
 """
 

@@ -75,6 +75,7 @@ def _answer_boxes_extension():
     return module
 
 
+@pytest.mark.tiny  # a step of the book build: the Sphinx extension writes the zip (it loads Sphinx, as the build does)
 def test_library_zip_is_built_from_the_package_and_holds_what_the_page_imports(tmp_path):
     extension = _answer_boxes_extension()
     target = tmp_path / "scaling_lib.zip"
