@@ -413,10 +413,9 @@ def plan(model, chips, max_chips: int, input_len: int, output_len: int, *, ttft:
 
 
 def _cheapest(designs, ttft, tpot) -> tuple:
-    """(design, batch) of the least `_Design.key` meeting the targets. Branch and bound: a design's least cost at
-    any batch that fits (at its largest batch or just before a switch of the collectives, `_Design.switches`)
-    bounds its cost under the targets from below; designs are visited from the lowest bound up, and the search
-    stops at the first whose bound is above the best deployment found."""
+    """(design, batch) of the least `_Design.key` meeting the targets. Branch and bound: a design's least cost
+    (`_Design.least_cost`) bounds its cost under the targets from below; designs are visited from the lowest bound
+    up, and the search stops at the first whose bound is above the best deployment found."""
     feasible = sorted((design for design in designs if design.meets(1, ttft, tpot)), key=_Design.least_cost)
     best, best_batch = None, 0
     for design in feasible:
