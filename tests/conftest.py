@@ -44,10 +44,15 @@ def _all_tiny(path: Path) -> bool:
     return path.suffix == ".ipynb" or path in _TINY_MODULES or _TINY_TESTS in path.parents
 
 
+def _inner_loop(config) -> bool:
+    """Whether this run is the inner loop, `-m "not tiny"`."""
+    return config.getoption("markexpr", "").strip() == "not tiny"
+
+
 def pytest_ignore_collect(collection_path, config):
     """Under -m "not tiny", do not even import what holds only tiny tests (importing them loads JAX, Qwix or the
     build's cache)."""
-    if config.getoption("markexpr", "").strip() == "not tiny" and _all_tiny(Path(collection_path).resolve()):
+    if _inner_loop(config) and _all_tiny(Path(collection_path).resolve()):
         return True
     return None
 
@@ -65,7 +70,7 @@ def pytest_collection_modifyitems(items):
 
 def pytest_sessionfinish(session, exitstatus):
     """The inner loop (-m "not tiny") never imports JAX: a test that needs it is tiny. Fail the run if one slipped in."""
-    if session.config.getoption("markexpr", "").strip() == "not tiny" and "jax" in sys.modules:
+    if _inner_loop(session.config) and "jax" in sys.modules:
         writer = session.config.get_terminal_writer()
         writer.line()
         writer.line(
