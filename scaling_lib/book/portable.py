@@ -61,3 +61,33 @@ def at_least(value: float, rungs=AGREEMENT_RUNGS, fmt: str = "{:.0%}") -> str:
     value, rungs = real("value", value), _rungs(rungs)
     reached = [r for r in rungs if r <= value]
     return f"at least {fmt.format(reached[-1])}" if reached else f"below {fmt.format(rungs[0])}"
+
+
+GLUE_DIGITS = 6  # significant digits a glued float keeps: more than any sentence prints, far fewer than a CPU varies
+
+
+def significant(value: float, digits: int = GLUE_DIGITS) -> float:
+    """`value` rounded to `digits` significant digits: 2188.8888888888887 -> 2188.89 at 6. What a notebook stores is
+    then the same on every CPU, because kernels that sum in another order differ only in the last few digits."""
+    if isinstance(digits, bool) or not isinstance(digits, int) or not 1 <= digits <= 10:
+        raise ValueError(f"digits must be an integer from 1 to 10, got {digits!r}")
+    value = real("value", value)
+    return float(f"{value:.{digits}g}")
+
+
+def glue(name: str, value, *, digits: int = GLUE_DIGITS, display: bool = False) -> None:
+    """myst-nb's `glue`, for a number a sentence quotes: a float (or NumPy scalar) is stored with `digits` significant
+    digits (`significant`), never as a raw float whose last digits depend on the CPU; an int, a bool or a string is
+    stored as it is. The prose formats it as before (`{glue:text}`name:.1f``). Anything else is a ValueError: glue
+    the number or the text the page shows."""
+    from myst_nb import glue as myst_glue  # the build's own package; the library never needs it
+
+    if isinstance(value, (bool, int, str)):
+        stored = value
+    elif isinstance(value, np.integer):
+        stored = int(value)
+    elif isinstance(value, (float, np.floating)) or (isinstance(value, np.ndarray) and value.ndim == 0):
+        stored = significant(float(value), digits)
+    else:
+        raise ValueError(f"glue {name!r}: a number or a string, got {type(value).__name__}; glue what the page shows")
+    myst_glue(name, stored, display=display)
