@@ -48,7 +48,8 @@ import math
 from dataclasses import dataclass
 
 from ._validate import axes as check_axes
-from ._validate import choice, divisors, fraction, non_negative_int, positive, positive_int
+from ._validate import MAX_CHIPS, at_most, choice, divisors, fraction, hourly_price, non_negative_int, positive
+from ._validate import positive_int
 from .collectives import mesh_collective
 from .dtypes import bytes_per_element
 from .flops import decode_step_flops, forward_flops, matmul_params
@@ -158,6 +159,15 @@ def _torus_mesh(n: int, axes: int) -> tuple:
 # No tensor-parallel group is larger than one ICI slice or NVLink domain: the largest TPU slice is Ironwood's 9,216
 # chips (Google Cloud TPU documentation). A larger group is refused before any mesh is searched.
 MAX_TENSOR_PARALLEL = 16_384
+
+
+def largest_tensor_parallel(chip) -> int | None:
+    """The largest tensor-parallel group the hardware table can price on `chip`: one NVLink or Infinity Fabric
+    domain when no source gives the bandwidth between its nodes (MI300X, GB200 NVL72), else no limit (None)."""
+    topology = get_chip(chip).topology
+    if topology is None or isinstance(topology, Torus) or topology.scale_out_bandwidth is not None:
+        return None
+    return topology.domain_size
 # vLLM's defaults for the two engine settings (`gpu_memory_utilization=0.9`; `max_num_seqs` is 256 there, TensorRT-LLM
 # runs up to 2,048 and more): the fraction of HBM an engine lets weights and caches use, and its cap on the sequences
 # one replica decodes at once.
@@ -219,9 +229,16 @@ class Deployment:
         utilization = fraction("memory_utilization", self.memory_utilization,
                                "the share of HBM the engine may use for weights and KV caches")
         max_sequences = positive_int("max_sequences", self.max_sequences)
+        at_most("n_chips", n, MAX_CHIPS, "more chips than any machine has")
         if n % tp:
             raise ValueError(f"tensor_parallel={tp} does not divide n_chips={n}: the chips form n / tensor_parallel "
                              f"identical replicas; pick a divisor of {n}")
+        domain = largest_tensor_parallel(chip)
+        if domain is not None and tp > domain:
+            raise ValueError(f"tensor_parallel={tp} spans {math.ceil(tp / domain)} {chip.name} nodes of {domain} and "
+                             f"the hardware table has no bandwidth between {chip.name} nodes (no source gives it); "
+                             f"keep each copy of the model in one node: tensor_parallel={domain} or fewer (n_chips="
+                             f"{n} then runs as replicas)")
         if self.ffn_layout == "1d-ws" and model.n_heads % tp:
             raise ValueError(f"tensor_parallel={tp} does not divide n_heads={model.n_heads} of {model.name}: "
                              "Megatron tensor parallelism gives each chip whole query heads; use one of "
@@ -238,6 +255,8 @@ class Deployment:
                 mesh = _torus_mesh(tp, chip.topology.axes)
             else:
                 mesh = optimal_2d_mesh(tp, model, chip)
+        elif isinstance(chip.topology, Torus):
+            mesh = chip.topology.check_mesh(self.mesh_shape, chip.name)
         else:
             mesh = check_axes("mesh_shape", self.mesh_shape)
         if math.prod(mesh) != tp:
@@ -763,7 +782,7 @@ def report(model, chip, n_chips: int, *, batch: int | None = None, context_len: 
         raise ValueError(f"prompt_len={prompt_len} is longer than context_len={context_len}, the tokens a sequence "
                          f"holds in all: give a context at least as long as the prompt")
     if price_per_chip_hour is not None:
-        positive("price_per_chip_hour", price_per_chip_hour)
+        hourly_price("price_per_chip_hour", price_per_chip_hour)
     fits = max_batch(deployment, context_len, TYPICAL)
     if batch is None:
         if fits < 1:

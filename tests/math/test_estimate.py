@@ -397,10 +397,26 @@ def test_decode_attention_is_capped_by_a_sliding_window():
     assert decode_step(windowed, 1, 8192).attention_s == pytest.approx(decode_step(windowed, 1, 1024).attention_s)
 
 
-@pytest.mark.parametrize("kwargs, name", [(dict(mesh_shape=(0, 8)), "mesh_shape"), (dict(ffn_layout="3d"), "ffn_layout")])
-def test_a_bad_deployment_names_the_field(kwargs, name):
-    with pytest.raises(ValueError, match=rf"\b{name}\b"):
-        Deployment("llama3-70b", "tpu-v5e", 8, **kwargs)
+@pytest.mark.parametrize("kwargs, words", [
+    (dict(mesh_shape=(0, 8)), r"\bmesh_shape\b"), (dict(ffn_layout="3d"), r"\bffn_layout\b"),
+    # a 2D torus has no third axis of links to lay a third mesh axis on
+    (dict(mesh_shape=(2, 2, 2), ffn_layout="2d-ws"), r"^mesh_shape \(2, 2, 2\) lays chips along 3 axes and tpu-v5e's "
+                                                    r"torus has 2\b.*\be\.g\. mesh_shape=\(2, 4\)$"),
+    (dict(n_chips=2**30, tensor_parallel=8), r"^n_chips=1,073,741,824 is more than 1,048,576\b"),
+    # no source gives MI300X's network between nodes: a copy of the model stays in one node of 8
+    (dict(chip="mi300x", n_chips=16), r"^tensor_parallel=16 spans 2 mi300x nodes of 8\b.*\btensor_parallel=8 or "
+                                      r"fewer\b"),
+])
+def test_a_bad_deployment_names_the_field(kwargs, words):
+    with pytest.raises(ValueError, match=words):
+        Deployment(**{"model": "llama3-70b", "chip": "tpu-v5e", "n_chips": 8, **kwargs})
+
+
+@pytest.mark.parametrize("chip", ["tpu-v5e", "tpu-v6e"])
+def test_the_default_pope_mesh_on_a_2d_torus_uses_two_axes_of_links_at_most(chip):
+    for n in (4, 8, 16, 32, 64, 128, 256):
+        mesh = Deployment("llama3-70b", chip, n, ffn_layout="2d-ws").mesh_shape
+        assert math.prod(mesh) == n and sum(a > 1 for a in mesh) <= 2, (n, mesh)
 
 
 @pytest.mark.parametrize("field", ["mfu", "hbm", "network"])
@@ -564,8 +580,9 @@ def test_the_bound_is_the_peak_efficiency_with_overlap():
 
 
 def test_the_kv_cache_is_replicated_on_a_full_mesh_gpu_too():
-    # MI300X joins its GPUs in a full mesh, not a switch: still a GPU, still a replicated cache beyond K heads.
-    assert Deployment("llama3-8b", "mi300x", 16).kv_placement == "replicated"
+    # MI300X joins its GPUs in a full mesh, not a switch: still a GPU, still a replicated cache beyond K heads (one
+    # KV head of PaLM 62B's multiquery attention on 8 GPUs).
+    assert Deployment("palm-62b", "mi300x", 8).kv_placement == "replicated"
 
 
 # --- the numbers an error message and the report print ---------------------------------------------------------

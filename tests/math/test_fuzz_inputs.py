@@ -150,6 +150,7 @@ SPECS = {
                                  context_len="real0"),
     "estimate.decode_time": spec(dict(deployment=DEPLOYMENT, batch=32, context_len=8192, steps=16), batch="count",
                                  context_len="real0", steps="small"),
+    "estimate.largest_tensor_parallel": spec(dict(chip="mi300x"), chip="chip"),
     "estimate.max_batch": spec(dict(deployment=DEPLOYMENT, context_len=8192), context_len="real"),
     "estimate.offline_estimate": spec(dict(deployment=DEPLOYMENT, input_len=2048, output_len=256),
                                       input_len="count", output_len="count"),
