@@ -55,7 +55,7 @@ def test_defaults_and_requirements_are_the_parsers():
     assert "| `--json` | flag | off |" in section and args.json is False
     plan = _section(cli_reference.page(), "plan")
     assert "| `--efficiency` | one of `typical`, `bound` | `typical` |" in plan
-    assert "| `--kv` | comma-separated names | `" + ",".join(cli.KV_DTYPES) + "` |" in plan
+    assert "| `--kv` | comma-separated number formats | `" + ",".join(cli.KV_DTYPES) + "` |" in plan
     assert "one of `--model`, `--config` required" in plan
 
 
