@@ -294,10 +294,22 @@ class Deployment:
         """Every weight stored (all experts, both embedding tables), split tensor_parallel ways."""
         return model_param_bytes(self.model, self.weight_dtype) / self.tensor_parallel
 
+    @functools.cached_property
+    def kv_shards(self) -> int:
+        """Chips that split one replica's batch of caches between them: tensor_parallel / gcd(K, tensor_parallel)
+        for a batch-split cache beyond the K KV heads (each of them holds whole sequences of its heads), else 1."""
+        groups, tp = kv_head_groups(self.model), self.tensor_parallel
+        return tp // math.gcd(groups, tp) if self.kv_placement == "batch-split" and tp > groups else 1
+
     def kv_bytes_per_chip(self, sequences: float, tokens_each: float) -> float:
-        """HBM one chip holds for `sequences` caches of `tokens_each` tokens (`memory.kv_cache_bytes`: sliding
-        windows, local and global layers and latent attention included), times the copies, over the chips."""
-        total = kv_cache_bytes(self.model, tokens_each, sequences, self.kv_dtype)
+        """HBM the busiest chip holds for `sequences` caches of `tokens_each` tokens (`memory.kv_cache_bytes`:
+        sliding windows, local and global layers and latent attention included), times the copies, over the chips.
+        A batch-split cache is never split within a sequence: each of the `kv_shards` chips sharing a head holds
+        whole sequences, the busiest ceil(sequences / kv_shards) of them (one sequence on 8 shards: all of its
+        cache on one chip, not an eighth on each)."""
+        shards = self.kv_shards
+        held = sequences if shards == 1 else math.ceil(sequences / shards) * shards
+        total = kv_cache_bytes(self.model, tokens_each, held, self.kv_dtype)
         return total * self.kv_copies / self.tensor_parallel
 
     @functools.cached_property
@@ -585,8 +597,8 @@ def max_batch(deployment: Deployment, context_len: float, efficiency=None) -> in
     positive("context_len", context_len)
     eff = resolve_efficiency(efficiency)
     free = d.hbm_limit(eff) - d.weight_bytes_per_chip
-    per_sequence = d.kv_bytes_per_chip(1, context_len)
-    per_replica = 0 if free <= 0 else min(int(math.floor(free / per_sequence)), d.sequence_cap(eff))
+    per_chip = d.kv_bytes_per_chip(d.kv_shards, context_len)  # one whole sequence on each chip of a head group
+    per_replica = 0 if free <= 0 else min(int(math.floor(free / per_chip)) * d.kv_shards, d.sequence_cap(eff))
     return d.replicas * per_replica
 
 
