@@ -330,6 +330,22 @@ def test_standard_slips_follow_the_quantity_and_keep_a_hand_written_one_of_the_s
         Number("s", lambda: 1.0, quantity="bytes")
 
 
+def test_binary_prefixes_and_scale_words_are_read_at_their_exact_value():
+    # LLaMA-3-70B's KV per token is 2 x 80 x 8 x 128 x 2 B = 327,680 B = exactly 320 KiB (327.68 kB): "320 KiB" is
+    # right and "328 KiB" (335,872 B, 2.5% high) is not; read with Ki = 1,000 the two would swap.
+    assert grade("ch4.kv-per-token-llama3-70b", "320 KiB").correct
+    assert grade("ch4.kv-per-token-llama3-70b", "328 KiB").direction == "high"
+    # LLaMA-3-8B's 32,768-token cache is 2 x 32 x 8 x 128 x 2 B x 32,768 = 2^32 B = exactly 4,096 MiB (4.29 GB)
+    assert grade("ch4.kv-32k-llama3-8b", {"cache": "4096 MiB"}).parts[0].correct
+    assert grade("ch4.kv-32k-llama3-8b", {"cache": "4 GiB"}).parts[0].correct
+    assert grade("ch4.kv-32k-llama3-8b", {"cache": "4295 MB"}).parts[0].correct
+    # "million" is 10^6 and "thousand" 10^3 (a count answered in words)
+    params = get_exercise("wp.q1-params").answer.expected()
+    assert grade("wp.q1-params", f"{params / 1e6:.0f} million").correct
+    assert grade("wp.q1-params", f"{params / 1e3:.0f} thousand").correct
+    assert grade("wp.q1-params", f"{params / 1e9:.0f} million").direction == "low"
+
+
 def test_units_the_checker_used_to_misread():
     bandwidth = get_exercise("ch1.hbm-for-v5e-bcrit-h100").answer.expected()
     assert grade("ch1.hbm-for-v5e-bcrit-h100", f"{bandwidth * 8 / 1e12:.2f} Tb/s").correct  # terabits

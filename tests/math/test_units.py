@@ -133,6 +133,13 @@ def test_a_count_of_chips_tokens_or_sequences_takes_no_metric_prefix(unit):
         parse_unit(unit)
 
 
+@pytest.mark.parametrize("unit, bytes_", [("kB", 1000), ("MB", 1000**2), ("GB", 1000**3), ("TB", 1000**4),
+                                          ("KiB", 1024), ("MiB", 1024**2), ("GiB", 1024**3), ("TiB", 1024**4)])
+def test_decimal_prefixes_step_by_1000_and_binary_ones_by_1024(unit, bytes_):
+    # IEC 80000-13: Ki = 2^10, Mi = 2^20, Gi = 2^30, Ti = 2^40; SI: k = 10^3, M = 10^6, G = 10^9, T = 10^12
+    assert parse_unit(unit) == (bytes_, "bytes") and parse_unit(unit + "/s") == (bytes_, "bandwidth")
+
+
 @pytest.mark.parametrize("unit, kind", [("chip", "count"), ("chips", "count"), ("ms", "time"), ("kB", "bytes")])
 def test_a_count_unit_without_a_prefix_is_read(unit, kind):
     assert parse_unit(unit)[1] == kind
