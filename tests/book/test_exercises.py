@@ -476,7 +476,7 @@ READER_TEXT = st.one_of(st.text(), st.lists(_PIECES, max_size=40).map("".join),
                         st.builds(lambda n, piece: "1 " + piece * n, st.integers(1, 3000), _PIECES))
 
 
-@settings(max_examples=examples(300), deadline=None, derandomize=True, database=None,
+@settings(max_examples=examples(300, inner=20), deadline=None, derandomize=True, database=None,
           suppress_health_check=list(HealthCheck))
 @given(item=st.sampled_from(_ONE_PER_KIND), text=READER_TEXT)
 def test_any_text_gets_a_short_verdict_never_an_exception_even_on_an_ascii_terminal(item, text):

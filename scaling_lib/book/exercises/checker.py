@@ -157,6 +157,7 @@ _COUNT_KINDS = ("count", "token_rate")
 _MULTIPLIERS = {"k": 1e3, "K": 1e3, "M": 1e6}
 
 
+_LONGEST_UNIT = 24  # characters: past this, a typed unit is not tried in every letter case
 _BIT_RATE = re.compile(r"^([kKMGTP]?)(?:b/s|bit/s|bits/s|bps|bit/sec)$")
 _COUNT_WORDS = {"B": 1e9, "bn": 1e9, "billion": 1e9, "billions": 1e9, "million": 1e6, "millions": 1e6,
                 "thousand": 1e3, "thousands": 1e3, "T": 1e12, "trillion": 1e12}
@@ -203,7 +204,8 @@ def _read_unit(text: str, default_unit: str, scaled: bool = False):
             factor, kind = None, None
         if kind in _COUNT_KINDS:
             return _MULTIPLIERS[text[0]] * factor, kind
-    letters = [i for i, char in enumerate(text) if char.isalpha()]
+    # Every unit is a few characters ('FLOPs/byte' is 10): longer text is no unit in any case, and is not scanned.
+    letters = [i for i, char in enumerate(text) if char.isalpha()] if len(text) <= _LONGEST_UNIT else []
     meanings = {}
     if 0 < len(letters) <= 12:
         for mask in range(2 ** len(letters)):
