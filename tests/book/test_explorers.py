@@ -84,6 +84,8 @@ def test_figure_data_cannot_end_the_script_it_is_written_into():
         Explorer('"><script>', {})
 
 
-def test_explorer_json_is_deterministic(explorers):
-    assert roofline_explorer().json() == explorers["roofline"].json()  # built again, byte for byte the same
-    assert json.loads(serving_explorer().json()) == json.loads(explorers["serving"].json())
+def test_explorer_json_is_deterministic():
+    # Built twice, byte for byte the same (smaller grids than the book's: the same code, seeded simulations included).
+    assert roofline_explorer(batches=(1, 256)).json() == roofline_explorer(batches=(1, 256)).json()
+    assert serving_explorer(loads=(1.0, 3.0), n_requests=40).json() == \
+        serving_explorer(loads=(1.0, 3.0), n_requests=40).json()

@@ -193,18 +193,23 @@ def test_an_unreachable_target_in_json_says_how_close_the_best_came(capsys):
 
 
 # ---------------------------------------------------------------------------------------------------- processes
-@pytest.mark.parametrize("argv", [EXAMPLE, ESTIMATE], ids=["plan", "estimate"])
-def test_a_closed_pipe_ends_quietly_without_a_traceback(argv):
-    process = subprocess.Popen([sys.executable, "-m", "scaling_lib", *argv, "--json"], stdout=subprocess.PIPE,
+def test_a_closed_pipe_ends_quietly_without_a_traceback():
+    process = subprocess.Popen([sys.executable, "-m", "scaling_lib", *ESTIMATE, "--json"], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, cwd=REPO)
     process.stdout.close()  # the reader is gone before the first byte (what `| head -1` does to a long output)
     stderr = process.communicate()[1].decode()
     assert "Traceback" not in stderr and "BrokenPipe" not in stderr and process.returncode == 0, stderr
 
 
-def test_plan_runs_as_a_module_and_prints_the_table():
+def test_plan_runs_as_a_module_and_a_bad_config_is_one_line_without_a_traceback(tmp_path):
     done = subprocess.run([sys.executable, "-m", "scaling_lib", *EXAMPLE], capture_output=True, text=True, cwd=REPO)
     assert done.returncode == 0 and done.stderr == "" and "frontier" in done.stdout
+    path = tmp_path / "list.json"
+    path.write_text("[1, 2]")
+    done = subprocess.run([sys.executable, "-m", "scaling_lib", "estimate", "--config", str(path), "--chip", "h100",
+                           "--chips", "8"], capture_output=True, text=True, cwd=REPO)
+    assert done.returncode == 2 and done.stdout == "" and "Traceback" not in done.stderr
+    assert done.stderr.count("\n") == 1 and "list.json" in done.stderr
 
 
 # ---------------------------------------------------------------------------------------------------- help and layout
