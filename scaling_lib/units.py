@@ -4,6 +4,7 @@ The library works in SI (seconds, bytes, FLOP/s); these helpers are for the edge
 reading a reader's typed answer in `exercises.check`.
 """
 
+import functools
 import math
 import re
 
@@ -43,6 +44,11 @@ def _shown(text, limit: int = 60) -> str:
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
+_PREFIX_ORDER = tuple(sorted(_PREFIXES, key=len, reverse=True))  # "Ki" is tried before "K"
+# Counts take no metric prefix ("1,000 chips", never "1 kchip"); nor do a bare number, "x" and "%".
+_UNPREFIXED = ("", "x", "%", "tokens", "token", "tok", "chips", "chip", "ways", "sequences", "sequence")
+
+
 def parse_unit(unit: str):
     """'ms' -> (1e-3, 'time'); 'GiB' -> (2**30, 'bytes'); 'tokens' -> (1, 'count'). Unknown unit: ValueError."""
     if not isinstance(unit, str):
@@ -50,11 +56,20 @@ def parse_unit(unit: str):
     unit = unit.strip()
     if unit in _BASES:
         return (0.01 if unit == "%" else 1.0), _BASES[unit]
-    for prefix in sorted(_PREFIXES, key=len, reverse=True):
-        if prefix and unit.startswith(prefix) and unit[len(prefix):] in _BASES and unit[len(prefix):] not in (
-                "", "x", "%", "tokens", "token", "tok", "chips", "chip", "ways", "sequences", "sequence"):
+    for prefix in _PREFIX_ORDER:
+        if prefix and unit.startswith(prefix) and unit[len(prefix):] in _BASES and \
+                unit[len(prefix):] not in _UNPREFIXED:
             return _PREFIXES[prefix], _BASES[unit[len(prefix):]]
     raise ValueError(f"unknown unit {_shown(unit)}; try one like s, ms, us, B, kB, GB, GiB, FLOP/s, TFLOP/s, tokens, tok/s")
+
+
+@functools.cache
+def unit_spellings() -> dict:
+    """Every unit `parse_unit` reads, spelled exactly, and its reading: {'ms': (1e-3, 'time'), 'GiB': (2**30,
+    'bytes'), ...}. The exercise checker looks a reader's unit up in it in any letter case."""
+    spellings = list(_BASES) + [prefix + base for prefix in _PREFIXES if prefix for base in _BASES
+                                if base not in _UNPREFIXED]
+    return {spelling: parse_unit(spelling) for spelling in spellings}
 
 
 def read_number(text: str) -> tuple:

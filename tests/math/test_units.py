@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from scaling_lib.book.exercises import grade
-from scaling_lib.units import format_quantity, parse_quantity, parse_unit, read_number
+from scaling_lib.units import format_quantity, parse_quantity, parse_unit, read_number, unit_spellings
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -138,6 +138,13 @@ def test_a_count_of_chips_tokens_or_sequences_takes_no_metric_prefix(unit):
 def test_decimal_prefixes_step_by_1000_and_binary_ones_by_1024(unit, bytes_):
     # IEC 80000-13: Ki = 2^10, Mi = 2^20, Gi = 2^30, Ti = 2^40; SI: k = 10^3, M = 10^6, G = 10^9, T = 10^12
     assert parse_unit(unit) == (bytes_, "bytes") and parse_unit(unit + "/s") == (bytes_, "bandwidth")
+
+
+def test_unit_spellings_list_every_prefixed_unit_and_no_prefixed_count():
+    spellings = unit_spellings()
+    assert spellings["KiB"] == (1024, "bytes") and spellings["ms"] == (1e-3, "time") and spellings["%"][1] == "percent"
+    assert spellings["TFLOP/s"] == (1e12, "flop_rate") and spellings["tokens"] == (1, "count")
+    assert not {"ktokens", "kchips", "Mx", "k%", "k"} & set(spellings)
 
 
 @pytest.mark.parametrize("unit, kind", [("chip", "count"), ("chips", "count"), ("ms", "time"), ("kB", "bytes")])

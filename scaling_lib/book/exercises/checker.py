@@ -12,11 +12,12 @@ message saying what to write, never a traceback.
 """
 
 import difflib
+import functools
 import math
 import re
 from dataclasses import dataclass
 
-from ...units import parse_unit, read_number
+from ...units import parse_unit, read_number, unit_spellings
 from ..text import print_text, wrap_text
 from . import ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08, ch09, ch10, ch11, ch12, ch13, ch14, appendix_worked
 from .exercise import Choice, Exercise, Number, is_whole
@@ -157,7 +158,6 @@ _COUNT_KINDS = ("count", "token_rate")
 _MULTIPLIERS = {"k": 1e3, "K": 1e3, "M": 1e6}
 
 
-_LONGEST_UNIT = 24  # characters: past this, a typed unit is not tried in every letter case
 _BIT_RATE = re.compile(r"^([kKMGTP]?)(?:b/s|bit/s|bits/s|bps|bit/sec)$")
 _COUNT_WORDS = {"B": 1e9, "bn": 1e9, "billion": 1e9, "billions": 1e9, "million": 1e6, "millions": 1e6,
                 "thousand": 1e3, "thousands": 1e3, "T": 1e12, "trillion": 1e12}
@@ -179,6 +179,22 @@ def _read_count_word(text: str, default_unit: str):
     if parse_unit(default_unit)[1] != "count" or text not in _COUNT_WORDS:
         return None
     return _COUNT_WORDS[text], "count"
+
+
+@functools.cache
+def _units_in_any_case() -> dict:
+    """{a unit spelling in lower case: the spellings `parse_unit` reads that lower to it}, for the meanings a reader
+    may have (milli-bytes and micro-tokens are nobody's: only factors of at least 1, or any time)."""
+    index = {}
+    for spelling, (factor, kind) in unit_spellings().items():
+        if any(char.isalpha() for char in spelling) and (factor >= 1 or kind == "time"):
+            index.setdefault(spelling.lower(), []).append(spelling)
+    return index
+
+
+def _capitals(spelling: str) -> tuple:
+    """Sort key: the capital letters of a spelling, fewest and latest first ('kB' before 'KB', 'ms' before 'Ms')."""
+    return tuple(i for i, char in reversed(list(enumerate(spelling))) if char.isupper())
 
 
 def _read_unit(text: str, default_unit: str, scaled: bool = False):
@@ -204,21 +220,12 @@ def _read_unit(text: str, default_unit: str, scaled: bool = False):
             factor, kind = None, None
         if kind in _COUNT_KINDS:
             return _MULTIPLIERS[text[0]] * factor, kind
-    # Every unit is a few characters ('FLOPs/byte' is 10): longer text is no unit in any case, and is not scanned.
-    letters = [i for i, char in enumerate(text) if char.isalpha()] if len(text) <= _LONGEST_UNIT else []
     meanings = {}
-    if 0 < len(letters) <= 12:
-        for mask in range(2 ** len(letters)):
-            chars = list(text)
-            for bit, i in enumerate(letters):
-                chars[i] = chars[i].upper() if mask >> bit & 1 else chars[i].lower()
-            spelling = "".join(chars)
-            try:
-                factor, kind = parse_unit(spelling)
-            except ValueError:
-                continue
-            if factor >= 1 or kind == "time":  # milli-bytes and micro-tokens are nobody's meaning
-                meanings.setdefault((factor, kind), spelling)
+    if any(char.isalpha() for char in text):
+        # every spelling of a unit that differs from the text only in letter case, the least capitalised first
+        for spelling in sorted(_units_in_any_case().get(text.lower(), ()), key=_capitals):
+            factor, kind = unit_spellings()[spelling]
+            meanings.setdefault((factor, kind), spelling)
     if len(meanings) == 1:
         return next(iter(meanings))
     if len(meanings) > 1:
