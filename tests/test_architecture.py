@@ -35,12 +35,23 @@ def _imports(path) -> tuple:
     return tuple(_walk_imports(path))
 
 
+def _statements(body):
+    """Every statement in `body` and in the blocks nested in it (function and class bodies, if, try, with, loops,
+    match cases): where an import can be, without walking the expressions, which cannot hold one."""
+    for node in body:
+        yield node
+        for block in ("body", "orelse", "finalbody", "handlers", "cases"):
+            inner = getattr(node, block, None)
+            if isinstance(inner, list):
+                yield from _statements(inner)
+
+
 def _walk_imports(path):
     name = _module_name(path)
     package = name if path.stem == "__init__" else name.rsplit(".", 1)[0]
     tree = ast.parse(path.read_text())
     top_level = {id(node) for node in tree.body}
-    for node in ast.walk(tree):
+    for node in _statements(tree.body):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 yield alias.name, (), node, id(node) in top_level

@@ -26,7 +26,6 @@ from hypothesis import strategies as st
 import scaling_lib
 import scaling_lib.quantization
 from tests import REPO, examples
-from scaling_lib.calibration import comparisons
 from scaling_lib.estimate import Deployment
 from scaling_lib.frontier import sweep
 from scaling_lib.measurements import pope_rows
@@ -34,7 +33,7 @@ from scaling_lib.models import get_model
 from scaling_lib.plan import plan
 from scaling_lib.prefix_cache import CacheTiers, chat_workload
 from scaling_lib.simulator import ServingConfig, trace_workload
-from tests.math.fuzz_more_specs import XFAIL, extend, is_input_class
+from tests.math.fuzz_more_specs import ITEMS, XFAIL, extend, is_input_class
 
 MODULES = sorted(m.name for m in pkgutil.iter_modules(scaling_lib.__path__) if not m.ispkg and not m.name.startswith("_"))
 SETTINGS = settings(max_examples=examples(25), deadline=None, derandomize=True, database=None,
@@ -130,7 +129,7 @@ SPECS = {
     "calibration.fit_typical": spec({}),
     "calibration.predicted_latency": spec(dict(row=POPE)),
     "calibration.split_of": spec(dict(row=POPE)),
-    "calibration.summarize": spec(dict(items=comparisons(split="validation")[:3])),
+    "calibration.summarize": spec(dict(items=ITEMS)),
     "calibration.validation_summary": spec({}),
     "collectives.bus_bandwidth": spec(dict(op="all-reduce", array_bytes=1e6, seconds=1e-3, n_shards=8), op="op",
                                       array_bytes="real0", seconds="real", n_shards="count"),
@@ -510,7 +509,7 @@ SPECS.update({
     "calibration.group_of": spec(dict(row=_RUN)),
     "calibration.loss": spec(dict(models=[scaling_lib.calibration.row_model(r) for r in pope_rows()[:2]],
                                   efficiency=scaling_lib.estimate.Efficiency())),
-    "calibration.metrics": spec(dict(items=comparisons(split="validation")[:3])),
+    "calibration.metrics": spec(dict(items=ITEMS)),
     "calibration.platform_of": spec(dict(row=POPE)),
     "calibration.row_model": spec(dict(row=POPE)),
     "calibration.trtllm_memory_utilization": spec(dict(model=M, chip="h100", weight_dtype="fp8", tensor_parallel=8),
@@ -601,24 +600,29 @@ def _path(where) -> str:
     return where + "".join(reversed(parts))
 
 
-def _check_sane(value, where, signed=False, infinite=False):
+def _check_sane(value, where, signed=False, infinite=False, seen=None):
     """Every number in `value` (recursively through dataclasses, tuples, lists, dicts, arrays) is finite and >= 0.
     The path to each value is kept as (parent, suffix) pairs and printed only in a failure's message: results hold
-    hundreds of thousands of numbers."""
+    hundreds of thousands of numbers. A dataclass met again under the same rules (hundreds of published rows share
+    a few deployments) is checked once (`seen`: their ids and rules)."""
     if isinstance(value, (str, bool)) or value is None:
         return
+    seen = set() if seen is None else seen
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        if (id(value), signed, infinite) in seen:
+            return
+        seen.add((id(value), signed, infinite))
         for f in dataclasses.fields(value):
             _check_sane(getattr(value, f.name), (where, "." + f.name), signed or f.name in SIGNED,
-                        infinite or f.name in INFINITE)
+                        infinite or f.name in INFINITE, seen)
         return
     if isinstance(value, dict):
         for key, item in value.items():
-            _check_sane(item, (where, f"[{key!r}]"), signed, infinite)
+            _check_sane(item, (where, f"[{key!r}]"), signed, infinite, seen)
         return
     if isinstance(value, (tuple, list)):
         for i, item in enumerate(value):
-            _check_sane(item, (where, i), signed, infinite)
+            _check_sane(item, (where, i), signed, infinite, seen)
         return
     if isinstance(value, np.ndarray):
         if value.dtype.kind in "fiu":
