@@ -160,9 +160,11 @@ def parser() -> argparse.ArgumentParser:
                           help="prompt tokens per request of a workload (with --output-len: TTFT, TPOT and $ per "
                                "million input and output tokens in continuous batching, prefill included)")
     estimate.add_argument("--output-len", type=_count, default=None, help="output tokens per request of a workload")
-    estimate.add_argument("--weights", type=_dtype, default=None, help="weight dtype: bf16, fp8, int8, int4, nvfp4, mxfp4 "
-                                                          "(default: the --config's quantization_config, else bf16)")
-    estimate.add_argument("--kv", type=_dtype, default="bf16", help="KV-cache dtype (default bf16, whatever the weights)")
+    estimate.add_argument("--weights", type=_dtype, default=None,
+                          help="weight dtype: bf16, fp8, int8, int4, nvfp4, mxfp4 (default: the --config's "
+                               "quantization_config, else bf16)")
+    estimate.add_argument("--kv", type=_dtype, default="bf16",
+                          help="KV-cache dtype (default bf16, whatever the weights)")
     estimate.add_argument("--compute", type=_dtype, default="bf16", help="matmul dtype (default bf16)")
     estimate.add_argument("--memory-utilization", type=_fraction, default=None,
                           help="share of each chip's HBM the engine may use for weights and KV cache (default 0.9)")

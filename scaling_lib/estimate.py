@@ -168,6 +168,8 @@ def largest_tensor_parallel(chip) -> int | None:
     if topology is None or isinstance(topology, Torus) or topology.scale_out_bandwidth is not None:
         return None
     return topology.domain_size
+
+
 # vLLM's defaults for the two engine settings (`gpu_memory_utilization=0.9`; `max_num_seqs` is 256 there, TensorRT-LLM
 # runs up to 2,048 and more): the fraction of HBM an engine lets weights and caches use, and its cap on the sequences
 # one replica decodes at once.

@@ -60,7 +60,8 @@ def parse_unit(unit: str):
         if prefix and unit.startswith(prefix) and unit[len(prefix):] in _BASES and \
                 unit[len(prefix):] not in _UNPREFIXED:
             return _PREFIXES[prefix], _BASES[unit[len(prefix):]]
-    raise ValueError(f"unknown unit {_shown(unit)}; try one like s, ms, us, B, kB, GB, GiB, FLOP/s, TFLOP/s, tokens, tok/s")
+    raise ValueError(f"unknown unit {_shown(unit)}; try one like s, ms, us, B, kB, GB, GiB, FLOP/s, TFLOP/s, "
+                     "tokens, tok/s")
 
 
 @functools.cache

@@ -24,6 +24,8 @@ from scaling_lib.estimate import (
     step_estimate,
 )
 from scaling_lib.flops import forward_flops, matmul_params
+from scaling_lib.frontier import layout_cost
+from scaling_lib.layouts import LAYOUTS
 from scaling_lib.hardware import get_chip
 from scaling_lib.inference import decode_step_time, prefill_time
 from scaling_lib.measurements import pope_rows, trtllm_rows
@@ -435,8 +437,9 @@ def test_a_bad_deployment_names_the_field(kwargs, words):
 @pytest.mark.parametrize("chip", ["tpu-v5e", "tpu-v6e"])
 def test_the_default_pope_mesh_on_a_2d_torus_uses_two_axes_of_links_at_most(chip):
     for n in (4, 8, 16, 32, 64, 128, 256):
-        mesh = Deployment("llama3-70b", chip, n, ffn_layout="2d-ws").mesh_shape
-        assert math.prod(mesh) == n and sum(a > 1 for a in mesh) <= 2, (n, mesh)
+        meshes = [Deployment("llama3-70b", chip, n, ffn_layout="2d-ws").mesh_shape] + [
+            layout_cost("palm-62b", chip, n, "decode", 256, layout, "batch").mesh_shape for layout in LAYOUTS]
+        assert all(math.prod(mesh) == n and sum(a > 1 for a in mesh) <= 2 for mesh in meshes), (n, meshes)
 
 
 @pytest.mark.parametrize("field", ["mfu", "hbm", "network"])
