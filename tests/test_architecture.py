@@ -125,18 +125,20 @@ def test_there_is_no_import_cycle_and_imports_flow_top_level_then_tiny_then_book
             visit(node, [node])
 
 
-@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
-def test_no_private_name_is_imported_from_another_module(path):
-    leaks = [f"{module}.{name}" for module, names, _, _ in _imports(path) if module and module.startswith("scaling_lib")
-             for name in names if name.startswith("_")]
-    assert not leaks, f"{path.name} imports private names {leaks}; promote them (e.g. to scaling_lib._validate)"
+def test_no_private_name_is_imported_from_another_module():
+    leaks = {str(path.relative_to(PACKAGE)): [f"{module}.{name}" for module, names, _, _ in _imports(path)
+                                              if module and module.startswith("scaling_lib")
+                                              for name in names if name.startswith("_")] for path in MODULES}
+    leaks = {where: names for where, names in leaks.items() if names}
+    assert not leaks, f"modules import private names {leaks}; promote them (e.g. to scaling_lib._validate)"
 
 
-@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
-def test_imports_sit_at_the_top_of_the_module(path):
-    name = _module_name(path)
-    nested = [module for module, _, _, top in _imports(path) if not top and (name, module) not in OPTIONAL_IMPORTS]
-    assert not nested, f"{path.name} imports {nested} inside a function; import at module level"
+def test_imports_sit_at_the_top_of_the_module():
+    nested = {str(path.relative_to(PACKAGE)): [module for module, _, _, top in _imports(path)
+                                               if not top and (_module_name(path), module) not in OPTIONAL_IMPORTS]
+              for path in MODULES}
+    nested = {where: modules for where, modules in nested.items() if modules}
+    assert not nested, f"modules import {nested} inside a function; import at module level"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)

@@ -4,8 +4,8 @@ and input class of the closed-form modules has a kind, so `test_fuzz_coverage` f
 `extend(GOOD, BAD, SPECS)` adds the kinds these parameters need (a `Deployment`, an efficiency, a serving config, a
 workload, lists of lengths, dtype triples, ...) and the specs; it is called once from `test_fuzz_inputs`, which
 draws them like the others. `XFAIL` lists the (function, parameter) pairs whose bad values the code on this branch
-still lets through in modules other branches are changing; each is a strict xfail, so the fix turns it into a
-failure that says to drop the entry.
+still lets through in modules other branches are changing; the bad-value test expects each to get through and
+fails once it is refused, saying to drop the entry.
 """
 
 import itertools
