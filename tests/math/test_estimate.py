@@ -436,7 +436,7 @@ def test_a_bad_deployment_names_the_field(kwargs, words):
 
 @pytest.mark.parametrize("chip", ["tpu-v5e", "tpu-v6e"])
 def test_the_default_pope_mesh_on_a_2d_torus_uses_two_axes_of_links_at_most(chip):
-    for n in (4, 8, 16, 32, 64, 128, 256):
+    for n in (16, 64, 256):  # 16 and 64 chips were laid on three axes, (2, 2, 4) and (4, 4, 4)
         meshes = [Deployment("llama3-70b", chip, n, ffn_layout="2d-ws").mesh_shape] + [
             layout_cost("palm-62b", chip, n, "decode", 256, layout, "batch").mesh_shape for layout in LAYOUTS]
         assert all(math.prod(mesh) == n and sum(a > 1 for a in mesh) <= 2 for mesh in meshes), (n, meshes)
