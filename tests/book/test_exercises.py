@@ -330,7 +330,7 @@ def test_standard_slips_follow_the_quantity_and_keep_a_hand_written_one_of_the_s
         Number("s", lambda: 1.0, quantity="bytes")
 
 
-def test_binary_prefixes_and_scale_words_are_read_at_their_exact_value():
+def test_units_the_checker_used_to_misread():
     # LLaMA-3-70B's KV per token is 2 x 80 x 8 x 128 x 2 B = 327,680 B = exactly 320 KiB (327.68 kB): "320 KiB" is
     # right and "328 KiB" (335,872 B, 2.5% high) is not; read with Ki = 1,000 the two would swap.
     assert grade("ch4.kv-per-token-llama3-70b", "320 KiB").correct
@@ -344,14 +344,10 @@ def test_binary_prefixes_and_scale_words_are_read_at_their_exact_value():
     assert grade("wp.q1-params", f"{params / 1e6:.0f} million").correct
     assert grade("wp.q1-params", f"{params / 1e3:.0f} thousand").correct
     assert grade("wp.q1-params", f"{params / 1e9:.0f} million").direction == "low"
-
-
-def test_units_the_checker_used_to_misread():
     bandwidth = get_exercise("ch1.hbm-for-v5e-bcrit-h100").answer.expected()
     assert grade("ch1.hbm-for-v5e-bcrit-h100", f"{bandwidth * 8 / 1e12:.2f} Tb/s").correct  # terabits
     assert grade("ch1.hbm-for-v5e-bcrit-h100", f"{bandwidth * 8 / 1e9:.0f} Gbps").correct
     assert "bits vs bytes" in grade("ch1.hbm-for-v5e-bcrit-h100", f"{bandwidth / 1e12:.2f} Tb/s").message
-    params = get_exercise("wp.q1-params").answer.expected()
     assert grade("wp.q1-params", f"{params / 1e9:.1f}B").correct  # billions, the book's own notation
     assert grade("wp.q1-params", f"{params / 1e9:.1f} billion").correct
     assert "asks for a plain number" in grade("wp.q1-params", "18.4 GB").message

@@ -103,21 +103,17 @@ def test_kv_placement_beyond_k_ways_is_explicit_in_capacity_and_in_communication
     assert decode_step(copied, 16, 8192).kv_placement == "replicated"
 
 
-@pytest.mark.parametrize("sequences, busiest", [(1, 1), (7, 1), (8, 1), (9, 2), (64, 8), (65, 9)])
-def test_a_batch_split_cache_keeps_whole_sequences_on_each_chip(sequences, busiest):
+def test_a_batch_split_cache_keeps_whole_sequences_on_each_chip():
     # LLaMA-3-70B on 64 TPU v5e: its 8 KV heads split 8 ways, then the batch 8 ways. A chip holds whole sequences of
     # its head: 2 (K, V) x 80 layers x 1 head x 128 x 2 B = 40,960 B per token of each, the busiest ceil(B / 8) of
     # them. One sequence of 1,000,000 tokens is 40.96 GB on one chip, not an eighth of it on each of 8.
     d = Deployment("llama3-70b", "tpu-v5e", 64)
-    assert d.kv_bytes_per_chip(sequences, 1_000_000) == busiest * 2 * 80 * 128 * 2 * 1_000_000
-
-
-def test_a_batch_split_sequence_that_fits_no_chip_is_refused_and_the_largest_batch_is_whole_sequences_per_chip():
+    for sequences, busiest in ((1, 1), (7, 1), (8, 1), (9, 2), (64, 8), (65, 9)):
+        assert d.kv_bytes_per_chip(sequences, 1_000_000) == busiest * 2 * 80 * 128 * 2 * 1_000_000, sequences
     with pytest.raises(ValueError, match=r"needs 43\.2 GB per chip \(2\.2 GB of weights \+ 41\.0 GB of KV cache\)"):
         report("llama3-70b", "tpu-v5e", 64, batch=1, context_len=1_000_000)
     # The bound's largest batch: as many 8,192-token sequences of one head as fit beside a 64th of the bf16 weights
     # on each chip, times the 8 chips that share the head.
-    d = Deployment("llama3-70b", "tpu-v5e", 64)
     per_chip = math.floor((16e9 - param_count(get_model("llama3-70b")) * 2 / 64) / (2 * 80 * 128 * 2 * 8192))
     assert max_batch(d, 8192) == 8 * per_chip
     assert decode_step(d, 8 * per_chip, 8192).batch == 8 * per_chip
