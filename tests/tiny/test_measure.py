@@ -11,13 +11,17 @@ The measured rates are then C and W, the predicted critical batch C / W x 4 / 2 
 batch from which every time is at least 1.5x the fastest) the first grid batch at or above 1.5 x 2 C / W = 3 C / W.
 """
 
+import importlib.util
+
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from scaling_lib.measurements import accelerator_decode_sweep, accelerator_knee, accelerator_rows
 from scaling_lib.roofline import critical_batch_from_rates, fit_batch_roofline, matmul_flops
 from scaling_lib.tiny import measure
 from scaling_lib.tiny.measure import BatchRule, batch_rule
+from tests import REPO
 
 
 class FakeClock:
@@ -216,3 +220,22 @@ def test_the_real_layer_runs_and_is_timed():
     # The one real timing: only that each batch was timed (no bound on how long it took).
     rule = batch_rule(d_model=32, d_ff=64, batches=(1, 4), repeats=1)
     assert len(rule.seconds) == 2 and all(np.isfinite(t) and t > 0 for t in rule.seconds)
+
+
+def test_the_accelerator_bench_writes_rows_the_books_readers_read(tmp_path, capsys):
+    # bench/bench_accelerator.py on this CPU at its smallest sizes: the file it writes has the stored H200 runs'
+    # format, and the readers chapters 1 and 11 use take its runs (no assertion on what the timings are).
+    spec = importlib.util.spec_from_file_location("bench_accelerator", REPO / "bench" / "bench_accelerator.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert bench.main(["--out", str(tmp_path / "run.csv"), "--quick", "--repeats", "1"]) == 0
+    rows = accelerator_rows(tmp_path / "run.csv")
+    assert {(r.run, r.experiment) for r in rows} == {("cpu-fp32", "read"), ("cpu-fp32", "matmul"), ("cpu-fp32", "knee"),
+                                                     ("cpu-book-sweep", "read"), ("cpu-book-sweep", "matmul"),
+                                                     ("cpu-book-sweep", "decode_step")}
+    assert all(r.date and r.software.startswith("JAX") and r.method and r.source for r in rows)
+    assert accelerator_knee("cpu-fp32", rows=rows).batches == (1, 4, 16, 64)
+    steps = accelerator_decode_sweep("cpu-book-sweep", rows=rows)
+    assert [(s.batch, s.cache_len) for s in steps] == [(1, 16), (2, 16)]
+    assert all(s.measured_s > 0 and s.bound_s > 0 for s in steps)
+    assert "cpu-book-sweep" in capsys.readouterr().out
