@@ -32,6 +32,7 @@ Used in chapter 11, *How close do real systems come?*.
 import csv
 import functools
 from dataclasses import dataclass
+from os import PathLike
 from pathlib import Path
 
 from .models import Transformer, from_hf_config
@@ -402,19 +403,49 @@ def _accelerator_row(r: dict) -> AcceleratorRow:
                           bound_s=_optional(r["bound_s"]), method=r["method"], source=r["source"])
 
 
+def _file(name: str, path, existing: bool) -> Path:
+    """`path` as a Path: an existing file, or (existing=False) a file name in an existing folder."""
+    if isinstance(path, bool) or not isinstance(path, (str, PathLike)) or not str(path):
+        raise ValueError(f"{name} must be a file path (a string or a Path), got {path!r}")
+    path = Path(path)
+    if existing and not path.is_file():
+        raise ValueError(f"{name}={str(path)!r} is not a file; give a CSV bench/bench_accelerator.py wrote, or None "
+                         "for the book's own measurements")
+    if not existing and (path.is_dir() or not path.parent.is_dir()):
+        raise ValueError(f"{name}={str(path)!r} is a folder or lies in no folder; give a file name in an existing "
+                         "folder")
+    return path
+
+
 def accelerator_rows(path=None) -> tuple:
     """The rows of `accelerator_measurements.csv` (or of a file bench/bench_accelerator.py wrote), in file order."""
-    with open(ACCELERATOR_CSV if path is None else path, newline="") as handle:
+    path = ACCELERATOR_CSV if path is None else _file("path", path, existing=True)
+    with open(path, newline="") as handle:
         reader = csv.DictReader(handle)
         if tuple(reader.fieldnames or ()) != ACCELERATOR_COLUMNS:
-            raise ValueError(f"{path or ACCELERATOR_CSV} has columns {reader.fieldnames}; expected "
+            raise ValueError(f"path={str(path)!r} has columns {reader.fieldnames}; expected "
                              f"{list(ACCELERATOR_COLUMNS)}")
         return tuple(_accelerator_row(r) for r in reader)
+
+
+def _rows(rows) -> tuple:
+    """`rows` as a tuple of `AcceleratorRow`s; None: the book's own (`accelerator_rows()`)."""
+    if rows is None:
+        return accelerator_rows()
+    if isinstance(rows, (str, bytes)) or not hasattr(rows, "__iter__"):
+        raise ValueError(f"rows must be AcceleratorRows (from accelerator_rows), got {rows!r}")
+    rows = tuple(rows)
+    if not all(isinstance(r, AcceleratorRow) for r in rows):
+        raise ValueError(f"rows must hold only AcceleratorRows (from accelerator_rows), got {rows[:3]!r}")
+    return rows
 
 
 def write_accelerator_rows(rows, path) -> None:
     """Write `AcceleratorRow`s to a CSV of `accelerator_measurements.csv`'s format (what bench/bench_accelerator.py
     produces; `accelerator_rows(path)` reads it back)."""
+    if rows is None:
+        raise ValueError("rows is None; give the AcceleratorRows to write")
+    rows, path = _rows(rows), _file("path", path, existing=False)
     with open(path, "w", newline="") as handle:
         writer = csv.DictWriter(handle, ACCELERATOR_COLUMNS, lineterminator="\n")
         writer.writeheader()
@@ -422,11 +453,14 @@ def write_accelerator_rows(rows, path) -> None:
             writer.writerow({k: "" if getattr(row, k) is None else getattr(row, k) for k in ACCELERATOR_COLUMNS})
 
 
-def _run(run: str, rows) -> tuple:
-    rows = accelerator_rows() if rows is None else tuple(rows)
+def _run(run, rows, name: str = "run") -> tuple:
+    """The rows of one run, `name` being the argument that named it."""
+    rows = _rows(rows)
+    if not isinstance(run, str):
+        raise ValueError(f"{name} must be the name of a run, got {run!r}")
     found = tuple(r for r in rows if r.run == run)
     if not found:
-        raise ValueError(f"no run {run!r} in the accelerator measurements; known runs: "
+        raise ValueError(f"{name}={run!r} is no run of these accelerator measurements; known runs: "
                          f"{', '.join(dict.fromkeys(r.run for r in rows))}")
     return found
 
@@ -444,10 +478,15 @@ class MeasuredRates:
 
 def accelerator_rates(run: str, rows=None) -> MeasuredRates:
     """The read and matmul rates of `run` (its "read" and "matmul" rows)."""
-    found = _run(run, rows)
+    return _rates(run, rows, "run")
+
+
+def _rates(run, rows, name: str) -> MeasuredRates:
+    """`accelerator_rates`, `name` being the argument that named the run (for the error if it has no rates)."""
+    found = _run(run, rows, name)
     kinds = {r.experiment: r for r in found if r.experiment in ("read", "matmul")}
     if set(kinds) != {"read", "matmul"}:
-        raise ValueError(f"run {run!r} has no read and matmul rows to give W and C")
+        raise ValueError(f"{name}={run!r} has no read and matmul rows to give W and C")
     return MeasuredRates(kinds["read"].measured_rate, kinds["matmul"].measured_rate, kinds["matmul"].dtype,
                          kinds["matmul"].chip, kinds["matmul"].source)
 
@@ -497,7 +536,7 @@ def accelerator_knee(run: str = "h200-bf16", rates_run: str | None = None, rows=
     if not curve:
         raise ValueError(f"run {run!r} has no knee or layer rows to give a batch curve")
     return MeasuredKnee(batches=tuple(r.batch for r in curve), seconds=tuple(r.best_s for r in curve),
-                        rates=accelerator_rates(run if rates_run is None else rates_run, rows),
+                        rates=_rates(run, rows, "run") if rates_run is None else _rates(rates_run, rows, "rates_run"),
                         weight_dtype=curve[0].dtype, source=curve[0].source)
 
 

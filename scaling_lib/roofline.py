@@ -243,18 +243,15 @@ def slowdown_knee(batches, seconds, factor: float = SLOWDOWN) -> float:
     t(B) without fitting it (robust to one slow point at small batch); inf if the time never grows that much.
 
     On a roofline t(B) = max(t_0, B t_0 / B_crit) the time first reaches factor x t_0 at B = factor x B_crit, so
-    with the default 1.5 the knee sits at 1.5 B_crit (the Scaling Book's appendix reads its v5e curve the same way).
-
-    Defined in chapter 1, *Rooflines and the critical batch size*.
-    """
+    with the default 1.5 the knee sits at 1.5 B_crit (the Scaling Book's appendix reads its v5e curve the same way)."""
     batches, seconds = _sequence("batches", batches), _sequence("seconds", seconds)
     if len(batches) != len(seconds) or not batches:
-        raise ValueError(f"need (batch, seconds) pairs of equal length, got {len(batches)} batches and "
-                         f"{len(seconds)} times")
+        raise ValueError(f"batches and seconds must pair up: got {len(batches)} batches and {len(seconds)} seconds")
+    for b, t in zip(batches, seconds):
+        positive("batches entry", b)
+        positive("seconds entry", t)
     if list(batches) != sorted(set(batches)):
         raise ValueError(f"batches must be increasing and distinct, got {batches!r}")
-    for t in seconds:
-        positive("seconds entry", t)
     if positive("factor", factor) <= 1:
         raise ValueError(f"factor={factor!r} must exceed 1: the knee is where the time has grown past its floor")
     slow = [t >= factor * min(seconds) for t in seconds]

@@ -100,7 +100,10 @@ def native_dtype(device=None):
 
 
 def dtype_name(dtype) -> str:
-    """The library's name of a JAX dtype ("fp32", "bf16", "fp16"), as `roofline` and `estimate` take it."""
+    """The library's name of a JAX dtype ("fp32", "bf16", "fp16"), as `roofline` and `estimate` take it.
+
+    Defined in chapter 1, *Rooflines and the critical batch size*.
+    """
     name = jnp.dtype(dtype).name
     if name not in _DTYPE_NAMES:
         raise ValueError(f"dtype {name} has no rate here; use one of {', '.join(_DTYPE_NAMES)}")
@@ -149,10 +152,7 @@ def _time_matmul(n: int, dtype, repeats: int) -> float:
 
 def grow(time_at, size: int, max_size: int) -> tuple:
     """(size, seconds) of the first call that takes at least MIN_CALL_S, doubling `size` from the one given; the
-    call at the largest size not above `max_size` if none does. `time_at(size)` returns that call's seconds.
-
-    Defined in chapter 1, *Rooflines and the critical batch size*.
-    """
+    call at the largest size not above `max_size` if none does. `time_at(size)` returns that call's seconds."""
     size, max_size = positive_int("size", size), positive_int("max_size", max_size)
     while True:
         seconds = time_at(size)
@@ -208,10 +208,7 @@ def _matmul_call(n, dtype, repeats) -> tuple:
 def measure_rates(repeats: int = 5, dtype=None, n_bytes=None, n=None) -> Rates:
     """W and C of this machine in `dtype` (default `native_dtype()`): each call sized by the device (`sizes`, grown
     until a call takes MIN_CALL_S, the read to at most a quarter of the device's memory) unless `n_bytes` (the read)
-    or `n` (the matmul's side) fixes it.
-
-    Defined in chapter 1, *Rooflines and the critical batch size*.
-    """
+    or `n` (the matmul's side) fixes it."""
     repeats = positive_int("repeats", repeats)
     dtype = native_dtype() if dtype is None else dtype
     read_bytes, read_s = _read_call(n_bytes, dtype, repeats)

@@ -181,7 +181,7 @@ def test_every_accelerator_row_carries_its_date_software_method_and_source():
         assert row.chip == "h200" and get_chip(row.chip).name == "h200"
         assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", row.date) and "JAX" in row.software
         assert row.method and "H200" in row.source, row
-    # the rates the log and shared/measurements.md quote: 3.95e12 B/s read, 6.89e14 FLOP/s bf16 matmul
+    # the rates the run's log and its write-up quote: 3.95e12 B/s read, 6.89e14 FLOP/s bf16 matmul
     bf16 = accelerator_rates("h200-bf16")
     assert (bf16.bytes_per_s, bf16.flops_per_s) == (pytest.approx(3.954e12, rel=1e-3), pytest.approx(6.887e14, rel=1e-3))
 
@@ -218,7 +218,7 @@ def test_no_h200_decode_step_beats_the_bound_and_each_bound_is_the_estimate_on_t
     for step in steps:
         assert step.bound_s == pytest.approx(decode_step(deployment, step.batch, step.cache_len).total_s, rel=1e-9)
         assert step.ratio >= 1.0, step
-    assert min(s.ratio for s in steps) == pytest.approx(3.6, abs=0.05)  # the 3.6-6.5x shared/measurements.md quotes
+    assert min(s.ratio for s in steps) == pytest.approx(3.6, abs=0.05)  # the 3.6-6.5x the run's write-up quotes
     assert max(s.ratio for s in steps) == pytest.approx(6.5, abs=0.05)
 
 
@@ -229,11 +229,15 @@ def test_accelerator_rows_written_by_the_bench_read_back_as_written(tmp_path):
 
 
 @pytest.mark.parametrize("call, words", [
-    (lambda: accelerator_knee("h200-tpu"), "no run 'h200-tpu'"),
+    (lambda: accelerator_knee("h200-tpu"), "run='h200-tpu' is no run"),
+    (lambda: accelerator_knee(rates_run="h200-tpu"), "rates_run='h200-tpu' is no run"),
     (lambda: accelerator_knee("h200-book-sweep"), "no knee or layer rows"),
     (lambda: accelerator_decode_sweep("h200-bf16"), "no decode_step rows"),
     (lambda: accelerator_rates("h200-book-batch-rule", rows=[r for r in accelerator_rows() if r.experiment != "read"]),
      "no read and matmul rows"),
+    (lambda: accelerator_rows("no/such/run.csv"), "path='no/such/run.csv' is not a file"),
+    (lambda: write_accelerator_rows(accelerator_rows(), "no/such/folder/run.csv"), "lies in no folder"),
+    (lambda: accelerator_knee(rows=[3]), "rows must hold only AcceleratorRows"),
     (lambda: accelerator_rows()[2].measured_rate, "a knee row has no rate"),
 ])
 def test_an_accelerator_run_without_what_is_asked_of_it_is_a_value_error(call, words):

@@ -108,7 +108,7 @@ def test_slowdown_knee_of_a_roofline_is_the_first_batch_at_one_and_a_half_times_
 
 
 @pytest.mark.parametrize("batches, seconds, factor, words", [
-    ([1, 2], [1.0], 1.5, "equal length"), ([2, 1], [1.0, 1.0], 1.5, "increasing"),
+    ([1, 2], [1.0], 1.5, "must pair up"), ([2, 1], [1.0, 1.0], 1.5, "increasing"),
     ([1, 1], [1.0, 1.0], 1.5, "distinct"), ([1, 2], [1.0, 0.0], 1.5, "seconds entry"),
     ([1, 2], [1.0, 2.0], 1.0, "must exceed 1"), ("ab", [1.0, 2.0], 1.5, "sequence"),
 ])
