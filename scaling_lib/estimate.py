@@ -59,93 +59,8 @@ from .memory import KV_PLACEMENTS, kv_bytes_per_token, kv_cache_bytes, kv_head_g
 from .memory import param_bytes as model_param_bytes
 from .models import get_model
 from .moe import expected_experts_touched
-
-
-@dataclass(frozen=True)
-class Efficiency:
-    """How a real system uses each resource, one number per phenomenon (chapter 11):
-
-    - `mfu`: the fraction of peak matmul and attention FLOP/s achieved, in (0, 1];
-    - `hbm`: the fraction of peak HBM bandwidth achieved streaming weights and caches, in (0, 1];
-    - `network`: the fraction of a collective's line-rate bandwidth achieved (its bandwidth term is divided by it),
-      in (0, 1];
-    - `latency`: a scale on the collectives' sourced latency (alpha) terms, > 0 (1.0: as `collectives` prices it);
-    - `overhead_s`: fixed seconds per step that no resource explains (scheduling, kernel launches), >= 0;
-    - `overlap`: True composes the terms as the bound does (max over resources), False as a serial engine does
-      (module docstring).
-
-    `BOUND` is `Efficiency(overlap=True)`: every resource at peak, everything overlapped, no overhead.
-
-    Defined in chapter 11, *How close do real systems come?*.
-    """
-
-    mfu: float = 1.0
-    hbm: float = 1.0
-    network: float = 1.0
-    latency: float = 1.0
-    overhead_s: float = 0.0
-    overlap: bool = False
-
-    def __post_init__(self):
-        for name in ("mfu", "hbm", "network"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
-                raise ValueError(f"Efficiency.{name} must be a fraction of peak in (0, 1], got {value!r}")
-        if isinstance(self.latency, bool) or not isinstance(self.latency, (int, float)) or \
-                not 0 < self.latency < math.inf:
-            raise ValueError(f"Efficiency.latency must be a positive finite scale on the collectives' latency "
-                             f"(1.0: as sourced), got {self.latency!r}")
-        if isinstance(self.overhead_s, bool) or not isinstance(self.overhead_s, (int, float)) or \
-                not 0 <= self.overhead_s < math.inf:
-            raise ValueError(f"Efficiency.overhead_s must be non-negative finite seconds per step, got "
-                             f"{self.overhead_s!r}")
-        if not isinstance(self.overlap, bool):
-            raise ValueError(f"Efficiency.overlap must be True (the bound's composition) or False (serial), got "
-                             f"{self.overlap!r}")
-
-    def for_chip(self, chip) -> "Efficiency":
-        """The efficiency that applies on `chip`: itself (a `Calibrated` pair picks its GPU or TPU half)."""
-        return self
-
-
-@dataclass(frozen=True)
-class Calibrated:
-    """Efficiencies fitted separately for GPUs (switched) and TPUs (torus): `for_chip` picks the one a chip uses."""
-
-    gpu: Efficiency
-    tpu: Efficiency
-    overlap: bool = False
-
-    def __post_init__(self):
-        for name in ("gpu", "tpu"):
-            if not isinstance(getattr(self, name), Efficiency):
-                raise TypeError(f"Calibrated.{name} must be an Efficiency, got {getattr(self, name)!r}")
-        if not isinstance(self.overlap, bool):
-            raise ValueError(f"Calibrated.overlap must be True or False, got {self.overlap!r}")
-
-    def for_chip(self, chip) -> Efficiency:
-        """`tpu` on a TPU torus, `gpu` on anything else."""
-        return self.tpu if isinstance(get_chip(chip).topology, Torus) else self.gpu
-
-
-BOUND = Efficiency(overlap=True)
-# Fitted by `calibration.fit_typical()` on the calibration split of the published rows (chapter 11;
-# `calibration.split_of` states the rule); tests/math/test_calibration.py re-runs the fit and checks these values
-# are its result, and measures them on the validation split the fit never saw.
-TYPICAL = Calibrated(gpu=Efficiency(mfu=0.53, hbm=0.51, network=0.69, latency=8.83, overhead_s=0.00122),
-                     tpu=Efficiency(mfu=0.92, hbm=0.36, network=0.2, latency=0.25, overhead_s=0.00422))
-
-
-def resolve_efficiency(efficiency):
-    """None -> BOUND, "bound" -> BOUND, "typical" -> TYPICAL, an Efficiency or Calibrated passes through."""
-    if efficiency is None or (isinstance(efficiency, str) and efficiency == "bound"):
-        return BOUND
-    if isinstance(efficiency, str) and efficiency == "typical":
-        return TYPICAL
-    if isinstance(efficiency, (Efficiency, Calibrated)):
-        return efficiency
-    raise ValueError(f"efficiency must be None (the bound), 'typical' or an Efficiency(mfu, hbm, network, latency, "
-                     f"overhead_s), got {efficiency!r}")
+from .efficiency import (BOUND, PHYSICAL_RANGES, PROFILES, TYPICAL, Calibrated, Efficiency, Profile,  # noqa: F401
+                         platform_of_chip, resolve_efficiency)
 
 
 def _torus_mesh(n: int, axes: int) -> tuple:
@@ -328,8 +243,9 @@ class StepEstimate:
     kv_placement: str
     hbm_bytes_per_chip: float  # weights + KV caches held
     hbm_capacity: float  # the bytes the step may use: all of HBM for the bound, memory_utilization of it otherwise
-    overhead_s: float = 0.0  # the fixed per-step overhead of an engine
+    overhead_s: float = 0.0  # fixed time per step: the host's overhead plus the tensor-parallel layers' (layer_s)
     overlap: bool = False  # True: the bound's composition
+    layer_s: float = 0.0  # the part of overhead_s the tensor-parallel layers cost (n_layers x Efficiency.layer_s)
 
     @property
     def comm_bandwidth_s(self) -> float:
@@ -469,6 +385,7 @@ def step_estimate(deployment: Deployment, *, decode_batch: float = 0.0, decode_c
     positive_int("prefill_len", prefill_len)
     m, chip, tp = d.model, d.chip, d.tensor_parallel
     hbm = chip.hbm_bandwidth * eff.hbm
+    kv_rate = chip.hbm_bandwidth * eff.kv_fraction
     rate = chip.peak_flops(d.compute_dtype) * eff.mfu
     tokens = decode_batch + prefill_tokens
     # decode reads its caches; prefill writes the new tokens' entries (every layer keeps the newest token)
@@ -484,15 +401,16 @@ def step_estimate(deployment: Deployment, *, decode_batch: float = 0.0, decode_c
     # the bound: the best algorithm at line rate, the shortest latency physics allows; the estimate: NCCL's pick
     bandwidth, latency = _collectives(d, tokens, decode_batch, floors=eff.overlap)
     bandwidth, latency = bandwidth / eff.network, latency * eff.latency
+    layers = 0.0 if eff.overlap or not tokens or tp == 1 else m.n_layers * eff.layer_s  # tensor-parallel layers
+    fixed = 0.0 if eff.overlap or not tokens else eff.overhead_s + layers
     return StepEstimate(weights_s=d.weights_read_per_chip(tokens) / hbm if tokens else 0.0,
-                        kv_s=kv_moved / hbm, matmul_s=matmul / rate,
+                        kv_s=kv_moved / kv_rate, matmul_s=matmul / rate,
                         attention_s=attention / tp / rate, comm_s=bandwidth + latency,
                         comm_latency_s=latency, batch=decode_batch, tokens=tokens,
                         kv_placement=d.kv_placement,
                         hbm_bytes_per_chip=d.weight_bytes_per_chip + d.kv_bytes_per_chip(held_sequences,
                                                                                           held_tokens_each),
-                        hbm_capacity=d.hbm_limit(eff), overhead_s=0.0 if eff.overlap else eff.overhead_s,
-                        overlap=eff.overlap)
+                        hbm_capacity=d.hbm_limit(eff), overhead_s=fixed, overlap=eff.overlap, layer_s=layers)
 
 
 def _per_replica(deployment: Deployment, batch: int) -> int:

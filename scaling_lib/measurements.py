@@ -332,3 +332,28 @@ def collective_rows() -> tuple:
                                time_us=_optional(r["time_us"]), busbw_GBps=_optional(r["busbw_GBps"]),
                                algbw_GBps=_optional(r["algbw_GBps"]), kind=r["kind"], source=r["source"])
                  for r in _read("collective_measurements.csv"))
+
+
+@dataclass(frozen=True)
+class DecodeStepRow:
+    """One engine-grade decode step timed on a real GPU (`h200_decode_step.csv`): `batch` sequences at `context`
+    cached tokens; `best_s` the whole step, `attention_only_s` its attention calls alone; it reads
+    `matmul_weight_bytes` of weights and `kv_bytes` of cache once."""
+
+    chip: str
+    batch: int
+    context: int
+    best_s: float
+    attention_only_s: float
+    matmul_weight_bytes: float
+    kv_bytes: float
+    source: str
+
+
+def decode_step_rows() -> tuple:
+    """This project's H200 decode steps (PyTorch, one CUDA graph, LLaMA-3-8B shapes), each with its source."""
+    return tuple(DecodeStepRow(chip=r["chip"], batch=int(r["batch"]), context=int(r["context"]),
+                               best_s=float(r["best_s"]), attention_only_s=float(r["attention_only_s"]),
+                               matmul_weight_bytes=float(r["matmul_weight_bytes"]), kv_bytes=float(r["kv_bytes"]),
+                               source=r["source"])
+                 for r in _read("h200_decode_step.csv"))
