@@ -38,12 +38,12 @@ from .collectives import bus_bandwidth, collective_time
 from .dtypes import bytes_per_element
 from .efficiency import PHYSICAL_RANGES, PLATFORMS
 from .efficiency import platform_of_chip as _platform_of_chip
-from .estimate import (MEMORY_UTILIZATION, Calibrated, Deployment, Efficiency, decode_step, decode_time,
+from .estimate import (MAX_SEQUENCES, MEMORY_UTILIZATION, Calibrated, Deployment, Efficiency, decode_step, decode_time,
                        max_batch, offline_estimate, prefill, resolve_efficiency, step_estimate)
 from .hardware import get_chip
 from ._least_squares import Solution, bounded_least_squares
-from .measurements import (PopeRow, RunRow, ThroughputRow, collective_rows, decode_step_rows, nccl_rows, pope_rows,
-                           published_runs, trtllm_rows, validation_runs)
+from .measurements import (PopeRow, RunRow, ThroughputRow, collective_rows, decode_step_rows, gathered_runs, nccl_rows,
+                           pope_rows, published_runs, trtllm_rows, validation_runs)
 from .memory import param_bytes
 from .models import get_model
 
@@ -119,7 +119,7 @@ def _stable_key(row: RunRow) -> tuple:
 def _run_splits() -> dict:
     """label -> split for the published runs: every third row of each group, from the second, validates."""
     groups = {}
-    for row in published_runs():
+    for row in published_runs() + gathered_runs():
         groups.setdefault(group_of(row), []).append(row)
     splits = {}
     for rows in groups.values():
@@ -141,8 +141,8 @@ def split_of(row) -> str:
         return "calibration" if row.model == "palm-540b" else "validation"
     splits = _run_splits()
     if row.label not in splits:
-        raise ValueError(f"row {row.label!r} is not one of measurements.published_runs(), so it has no split; pass "
-                         "a row of published_runs() (a run of validation_runs() is scored by "
+        raise ValueError(f"row {row.label!r} is not one of measurements.published_runs() or gathered_runs(), so it has "
+                         "no split; pass a row of either (a run of validation_runs() is scored by "
                          "calibration.out_of_sample(); any other run is priced by calibration.row_model(row))")
     return splits[row.label]
 
@@ -196,12 +196,14 @@ def run_deployment(row: RunRow) -> Deployment:
     `Deployment`'s defaults otherwise."""
     _check_row(row, "run_deployment")
     utilization = MEMORY_UTILIZATION
-    if row.kind in ("static", "ttft"):
+    if row.kind in ("static", "ttft", "latency", "tpot"):
         utilization = 1.0
     elif row.engine.startswith("TensorRT-LLM"):
         utilization = trtllm_memory_utilization(row.model, row.chip, row.weights, row.tensor_parallel)
+    cap = max(MAX_SEQUENCES, row.batch or 0)  # a run's stated batch is what its engine allowed
     return Deployment(row.model, row.chip, row.n_chips, weight_dtype=row.weights, kv_dtype=row.kv_cache,
-                      compute_dtype=row.compute, tensor_parallel=row.tensor_parallel, memory_utilization=utilization)
+                      compute_dtype=row.compute, tensor_parallel=row.tensor_parallel, memory_utilization=utilization,
+                      max_sequences=cap)
 
 
 def predicted_latency(row: PopeRow, efficiency=None) -> float:
@@ -258,7 +260,13 @@ def _run_prediction(row: RunRow, efficiency) -> tuple:
 
 
 def _measured_speed(row: RunRow) -> float:
-    return 1.0 / row.measured if row.kind == "ttft" else row.measured
+    """The published figure as a speed: 1 / seconds for a first token or a time per output token, output tokens / s
+    of the batch for a batch's end-to-end latency, the figure itself otherwise (it is already tokens/s)."""
+    if row.kind in ("ttft", "tpot"):
+        return 1.0 / row.measured
+    if row.kind == "latency":
+        return row.batch * row.n_chips // row.tensor_parallel * row.output_len / row.measured
+    return row.measured
 
 
 def compare(row, efficiency=None, kv_dtype: str = "fp8") -> Comparison:
@@ -289,11 +297,12 @@ def compare(row, efficiency=None, kv_dtype: str = "fp8") -> Comparison:
 
 
 def all_rows() -> tuple:
-    """Every published row: the 40 earlier TensorRT-LLM rows, Pope et al.'s 8, then the 263 published runs.
+    """Every published row the fits may use: the 40 earlier TensorRT-LLM rows, Pope et al.'s 8, the 263 published
+    runs, then the runs gathered for the engine and hardware profiles (`measurements.gathered_runs`).
 
     Defined in chapter 11, *How close do real systems come?*.
     """
-    return trtllm_rows() + pope_rows() + published_runs()
+    return trtllm_rows() + pope_rows() + published_runs() + gathered_runs()
 
 
 def comparisons(efficiency=None, split: str | None = None, kv_dtype: str = "fp8") -> tuple:
@@ -435,11 +444,11 @@ def row_model(row) -> RowModel:
                                                                                PEAK))),))
     if row.kind == "tpot":
         return RowModel(row, 1.0 / row.measured, 1.0, ((1, _components(_tpot_step(d, row, PEAK))),))
-    batch = row.batch * d.replicas
+    batch = row.batch * d.replicas  # a static batch or a batch's latency: one prefill, then output_len - 1 steps
     steps = [(1, _components(prefill(d, row.input_len, batch, PEAK)))]
     if row.output_len > 1:
         steps.append((row.output_len - 1, _decode_mean(d, batch, row.input_len, row.output_len - 1)))
-    return RowModel(row, row.measured, batch * row.output_len, tuple(steps))
+    return RowModel(row, _measured_speed(row), batch * row.output_len, tuple(steps))
 
 
 def _tpot_step(d: Deployment, row: RunRow, efficiency):
@@ -509,8 +518,11 @@ def _check_fixed(fixed) -> dict:
 
 
 def _solve(models, fixed: dict, start: dict | None = None, iterations: int = 60) -> Solution:
-    """The least-squares solution over the free fields, each inside `RANGES`, from `start` (default: the middle of
-    each range, and the low ends of the fixed times, whichever ends lower)."""
+    """The least-squares solution (`Solution`: values, loss, fields on an edge) over the free fields of some
+    `RowModel`s, each inside `RANGES`, those in `fixed` held, from `start` (default: the middle of each range, and
+    from the low ends of the fixed times, whichever ends lower). `fit_rows` rounds it into an `Efficiency`."""
+    models = _as_row_models(models, "solve_rows")
+    fixed = _check_fixed(fixed)
     free = [name for name in FIELDS if name not in fixed]
     if start is not None:
         return bounded_least_squares(lambda v: _residuals(models, Efficiency(**fixed, **v)), RANGES,
@@ -617,9 +629,14 @@ def gpu_network_efficiency() -> float:
 
 
 # ------------------------------------------------------------------------------------------------ the profiles
-# Which rows each profile is fitted on: an engine's own rows, or a hardware family's. "typical" takes them all.
-PROFILE_ENGINES = {"typical": None, "tensorrt-llm": ("TensorRT-LLM",), "vllm": ("vLLM",), "sglang": ("SGLang",),
+# Which rows each profile is fitted on: an engine's own rows, or a hardware family's. "typical" takes them all. The
+# project holds no published SGLang run, so SGLang has no profile; vLLM's runs are mostly on AMD GPUs (the "mi300x"
+# family's), with three small batches on H200.
+PROFILE_ENGINES = {"typical": None, "tensorrt-llm": ("TensorRT-LLM",), "vllm": ("vLLM",),
                    "jetstream": ("JetStream", "Pope et al."), "mi300x": None}
+# An engine profile with fewer rows than this on a platform refits only its per-step costs (`overhead_s`, `layer_s`),
+# the rates held at the typical fit's: two numbers from a handful of rows, not six.
+RATES_NEED_ROWS = 12
 
 
 def engine_of(row) -> str:
@@ -647,14 +664,19 @@ def _fit_platform(platform: str, profile: str) -> Efficiency | None:
     models = _row_models(platform, "calibration", profile)
     if not models:
         return None
-    return fit_rows(models, fixed=measured_efficiencies(platform))
+    fixed = measured_efficiencies(platform)
+    if profile != "typical" and len(models) < RATES_NEED_ROWS:
+        typical = getattr(_fit_profile("typical"), platform)
+        fixed.update({name: getattr(typical, name) for name in FIELDS if name not in ("overhead_s", "layer_s")})
+    return fit_rows(models, fixed=fixed)
 
 
 def fit_profile(profile: str = "typical") -> Calibrated:
     """The stored values of `estimate.PROFILES[profile]`: for each platform with calibration rows of that profile
     (`in_profile`), the efficiencies minimising the sum of squared log ratios over them, each inside its physical
-    range, the collective latency scale held at its measured value (`collective_latency_scale`). A platform with no
-    rows takes the typical fit's values.
+    range, the measured efficiencies held (`measured_efficiencies`); with fewer than `RATES_NEED_ROWS` rows only the
+    per-step costs are fitted, the rates held at the typical fit's. A platform with no rows takes the typical fit's
+    values.
 
     Defined in chapter 11, *How close do real systems come?*.
     """
@@ -704,8 +726,9 @@ def uncertainty(platform: str, profile: str = "typical", replicates: int = 40, l
     """
     choice("platform", platform, PLATFORMS)
     choice("profile", profile, tuple(PROFILE_ENGINES))
-    at_most("replicates", positive_int("replicates", replicates), 1000, "each resample refits every efficiency")
-    fraction("level", level, "the central share of the resampled fits the range covers")
+    replicates = int(at_most("replicates", positive_int("replicates", replicates), 1000,
+                             "each resample refits every efficiency"))
+    level = float(fraction("level", level, "the central share of the resampled fits the range covers"))
     return _uncertainty(platform, profile, replicates, level)
 
 

@@ -153,10 +153,12 @@ BOUND = Efficiency(overlap=True)
 # Fitted by `calibration.fit_typical()` on the calibration split of the published rows (chapter 11;
 # `calibration.split_of` states the rule); tests/math/test_calibration.py re-runs the fit and checks these values
 # are its result, and measures them on the validation split the fit never saw.
-TYPICAL = Calibrated(gpu=Efficiency(mfu=0.57, hbm=0.67, network=0.32, latency=1.05, overhead_s=0.00402, kv_hbm=0.71,
-                                     layer_s=0.000135),
-                     tpu=Efficiency(mfu=0.8, hbm=0.92, network=0.3, latency=1.54, overhead_s=0.005, kv_hbm=0.3,
-                                    layer_s=7.1e-05))
+_GPU = Efficiency(mfu=0.57, hbm=0.67, network=0.31, latency=1.05, overhead_s=0.00312, kv_hbm=0.66, layer_s=0.000115)
+_TPU = Efficiency(mfu=0.8, hbm=0.6, network=0.31, latency=1.54, overhead_s=0.005, kv_hbm=0.39, layer_s=0.000141)
+_AMD = Efficiency(mfu=0.24, hbm=0.6, network=0.49, latency=1.05, overhead_s=0.0, kv_hbm=0.32, layer_s=4.7e-05)
+_TRT_GPU = Efficiency(mfu=0.57, hbm=0.67, network=0.32, latency=1.05, overhead_s=0.00402, kv_hbm=0.71, layer_s=0.000135)
+_VLLM_GPU = Efficiency(mfu=0.57, hbm=0.67, network=0.31, latency=1.05, overhead_s=0.0017, kv_hbm=0.66, layer_s=1.6e-05)
+TYPICAL = Calibrated(gpu=_GPU, tpu=_TPU, amd=_AMD)
 
 
 
@@ -177,6 +179,13 @@ class Profile:
     platforms: tuple
     fitted_on: str
     caveats: tuple = ()  # ((platform, words), ...): said whenever the profile prices a chip of that platform
+    spread: tuple = ()  # ((platform, low, high), ...): measured / predicted on the rows the fit never saw, 10th-90th %
+
+    def spread_on(self, chip) -> tuple:
+        """(low, high) of measured / predicted on the held-out rows of `chip`'s platform (`holdout.profile_spread`);
+        () where there are none."""
+        platform = platform_of_chip(chip)
+        return next(((low, high) for name, low, high in self.spread if name == platform), ())
 
     @property
     def overlap(self) -> bool:
@@ -197,9 +206,34 @@ class Profile:
         return self.efficiency.for_chip(chip)
 
 
+# The TPU fits rest on Pope et al.'s four PaLM 540B rows, three JetStream rows and two JetStream + MaxText Mixtral
+# recipes: say so whenever they price a TPU.
+_TPU_CAVEAT = ("fitted on a handful of TPU rows (Pope et al.'s PaLM tables and JetStream's published runs), several of "
+               "its efficiencies on an edge of their physical range: read a TPU estimate as a rough guide")
+# Stored by `calibration.fit_profile(name)` and `holdout.profile_spread(name, platform)`; tests/math/test_calibration.py
+# re-runs both and checks these are their results.
 PROFILES = {
-    "typical": Profile("typical", "every engine of the calibration rows (the broadest fit)", TYPICAL,
-                       ("gpu", "tpu"), "every calibration row of every engine"),
+    "typical": Profile("typical", "every engine of the calibration rows (the broadest fit): TensorRT-LLM and a little "
+                       "vLLM on NVIDIA GPUs, vLLM on AMD GPUs, JetStream and Pope et al.'s engine on TPUs", TYPICAL,
+                       ("gpu", "amd", "tpu"), "every calibration row of every engine", (("tpu", _TPU_CAVEAT),),
+                       (("gpu", 0.83, 1.25), ("amd", 0.9, 1.17), ("tpu", 0.88, 1.42))),
+    "tensorrt-llm": Profile("tensorrt-llm", "TensorRT-LLM, releases 0.5 to 1.0 (TRT engines and the PyTorch backend)",
+                            Calibrated(gpu=_TRT_GPU, tpu=_TPU), ("gpu",),
+                            "TensorRT-LLM's published tables on H100 and H200 (v0.5, v0.6.1, v0.14, v1.0)", (),
+                            (("gpu", 0.84, 1.25),)),
+    "vllm": Profile("vllm", "vLLM (2024-2025): on ROCm for AMD GPUs, on CUDA for NVIDIA GPUs",
+                    Calibrated(gpu=_VLLM_GPU, tpu=_TPU, amd=_AMD), ("gpu", "amd"),
+                    "AMD's and Oracle's vLLM runs on 8 MI300X; on NVIDIA GPUs only vLLM's three CI latency runs on "
+                    "H200, which set its per-step costs (its rates are the typical fit's)",
+                    (("gpu", "vLLM's NVIDIA half rests on three small-batch runs: only its per-step costs are vLLM's"),),
+                    (("amd", 0.9, 1.17),)),
+    "jetstream": Profile("jetstream", "JetStream (MaxText and PyTorch) and Pope et al.'s PaLM engine on TPUs",
+                         Calibrated(gpu=_GPU, tpu=_TPU), ("tpu",),
+                         "Pope et al.'s TPU v4 tables, JetStream on TPU v5e and JetStream + MaxText on TPU v6e",
+                         (("tpu", _TPU_CAVEAT),), (("tpu", 0.88, 1.42),)),
+    "mi300x": Profile("mi300x", "AMD MI300X-class GPUs under vLLM on ROCm (2024-2025)", TYPICAL, ("amd",),
+                      "AMD's published vLLM tables for 8 MI300X and Oracle's Llama 3.1 405B runs", (),
+                      (("amd", 0.9, 1.17),)),
 }
 
 

@@ -656,7 +656,7 @@ def report(model, chip, n_chips: int, *, batch: int | None = None, context_len: 
            prompt_len: int | None = None, weight_dtype: str = "bf16", kv_dtype: str | None = None,
            compute_dtype: str = "bf16", price_per_chip_hour: float | None = None,
            memory_utilization: float = MEMORY_UTILIZATION, max_sequences: int = MAX_SEQUENCES,
-           kv_placement: str | None = None, tensor_parallel: int | None = None) -> Report:
+           kv_placement: str | None = None, tensor_parallel: int | None = None, efficiency="typical") -> Report:
     """Weights, KV per token, the largest batch that fits, the decode step (bound and typical), the prefill time,
     tokens/s and $ per million output tokens, for one deployment, in one call.
 
@@ -664,7 +664,8 @@ def report(model, chip, n_chips: int, *, batch: int | None = None, context_len: 
     `memory_utilization` and `max_sequences` of `Deployment`; the bound and the typical step are both priced at
     it). kv_dtype None: bf16, whatever the weights (an int4 or fp8 checkpoint does not make the engine's cache 4 or 8
     bits; say kv_dtype="fp8" for an 8-bit cache). kv_placement None: `Deployment`'s default. tensor_parallel None:
-    one group of all n_chips (`Deployment`'s default); otherwise n_chips / tensor_parallel replicas. prompt_len None:
+    one group of all n_chips (`Deployment`'s default); otherwise n_chips / tensor_parallel replicas. `efficiency`: the
+    "typical" columns' efficiencies, "typical" (the broadest fit) or an engine profile's name (`PROFILES`). prompt_len None:
     context_len; a prompt longer than the context is refused. The price is the user's (no price is built in): dollars per chip per hour. Each number is the
     corresponding function of this module (`max_batch`, `decode_step`, `prefill`) or of `memory`. Also behind
     `python -m scaling_lib estimate`.
@@ -682,15 +683,19 @@ def report(model, chip, n_chips: int, *, batch: int | None = None, context_len: 
                          f"holds in all: give a context at least as long as the prompt")
     if price_per_chip_hour is not None:
         positive("price_per_chip_hour", price_per_chip_hour)
-    fits = max_batch(deployment, context_len, TYPICAL)
+    typical = resolve_efficiency(efficiency)
+    if typical.overlap:
+        raise ValueError(f"efficiency={efficiency!r}: the report's typical columns need an estimate ('typical' or an "
+                         f"engine profile: {', '.join(PROFILES)}); its bound columns are always the bound")
+    fits = max_batch(deployment, context_len, typical)
     if batch is None:
         if fits < 1:
-            decode_step(deployment, deployment.replicas, context_len, TYPICAL)  # raises, naming the bytes needed
+            decode_step(deployment, deployment.replicas, context_len, typical)  # raises, naming the bytes needed
         batch = fits
     step_bound = decode_step(deployment, batch, context_len, BOUND)
-    step_typical = decode_step(deployment, batch, context_len, TYPICAL)
+    step_typical = decode_step(deployment, batch, context_len, typical)
     first = prefill(deployment, prompt_len, deployment.replicas, BOUND)
-    first_typical = prefill(deployment, prompt_len, deployment.replicas, TYPICAL)
+    first_typical = prefill(deployment, prompt_len, deployment.replicas, typical)
     return Report(deployment=deployment, batch=batch, context_len=context_len, prompt_len=prompt_len,
                   weight_bytes=model_param_bytes(deployment.model, weight_dtype),
                   kv_bytes_per_token=kv_bytes_per_token(deployment.model, deployment.kv_dtype), max_batch=fits,

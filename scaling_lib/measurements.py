@@ -201,7 +201,8 @@ class RunRow:
 
     `kind`: "offline" (output tokens/s of the deployment, the engine choosing its batch), "offline_b" (the same at
     `batch` slots per replica), "static" (output tokens/s of one static batch of `batch` sequences: a prefill, then
-    output_len - 1 decode steps) or "ttft" (seconds to the first token at batch 1). `measured` is in `unit`.
+    output_len - 1 decode steps), "latency" (the seconds that static batch takes), "ttft" (seconds to the first token
+    at batch 1) or "tpot" (seconds per output token with `batch` sequences decoding). `measured` is in `unit`.
     """
 
     source: str
@@ -243,6 +244,15 @@ def _run_row(r: dict, model) -> RunRow:
 def published_runs() -> tuple:
     """The 263 published runs of `published_runs.csv`, in the file's order, each with its source."""
     return tuple(_run_row(r, r["model"]) for r in _read("published_runs.csv"))
+
+
+def gathered_runs() -> tuple:
+    """Published runs gathered for the engine and hardware profiles (`gathered_runs.csv`), each with its source:
+    vLLM on 8 AMD MI300X (AMD's performance-results page, five container releases of 2025, and Oracle's Llama 3.1
+    405B blog: offline throughput and the end-to-end latency of one batch), JetStream + MaxText serving Mixtral on
+    TPU v6e (Google Cloud's recipes). Kinds as `RunRow`'s, plus "latency": seconds for one batch of `batch`
+    sequences, its prefill and output_len - 1 decode steps."""
+    return tuple(_run_row(r, r["model"]) for r in _read("gathered_runs.csv"))
 
 
 # Configs of models the library does not name (`book/data/hf_configs/`, each with its source in that README).

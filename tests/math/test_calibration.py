@@ -50,11 +50,11 @@ REPO_CONFIGS = __import__("pathlib").Path(__file__).resolve().parents[2] / "book
 # --- the bound ---------------------------------------------------------------------------------------------------
 
 def test_no_published_measurement_beats_the_bound():
-    # Every row of scaling_lib/data (the earlier TensorRT-LLM table, Pope et al., the 263 published runs, fp8 rows
-    # included): the bound's speed (every resource at peak, everything overlapped, all of HBM) is at least the
-    # measured one.
+    # Every row of scaling_lib/data (the earlier TensorRT-LLM table, Pope et al., the 263 published runs, the runs
+    # gathered for the profiles, fp8 rows included): the bound's speed (every resource at peak, everything overlapped,
+    # all of HBM) is at least the measured one.
     rows = all_rows()
-    assert len(rows) == len(trtllm_rows()) + len(pope_rows()) + 263
+    assert len(rows) == len(trtllm_rows()) + len(pope_rows()) + 263 + len(measurements.gathered_runs())
     beaten = [(c.label, round(c.ratio, 3)) for c in (compare(row, BOUND) for row in rows) if c.ratio < 1.0]
     assert beaten == []
 
@@ -104,14 +104,29 @@ def test_the_split_is_disjoint_stable_and_has_validation_rows_in_every_group():
 
 def test_every_group_of_the_acceptance_has_validation_rows():
     keys = {group_of(row) for row in all_rows() if split_of(row) == "validation"}
-    assert {k[0] for k in keys} == {"gpu", "tpu"} and {k[2] for k in keys} == {"dense", "moe"}
+    assert {k[0] for k in keys} == {"gpu", "amd", "tpu"} and {k[2] for k in keys} == {"dense", "moe"}
     assert {1, 2, 4, 8} <= {k[1] for k in keys} and {"bf16", "fp8", "int8"} <= {k[3] for k in keys}
 
 
 # --- the fit -----------------------------------------------------------------------------------------------------
 
-def test_typical_is_exactly_the_stored_result_of_the_fit():
-    assert fit_typical() == TYPICAL  # a stale constant (rows or model changed, TYPICAL not refitted) fails here
+@pytest.mark.parametrize("name", list(estimate.PROFILES))
+def test_each_stored_profile_is_exactly_the_result_of_its_fit(name):
+    # A stale constant (rows or model changed, the profile not refitted) fails here.
+    assert calibration.fit_profile(name) == estimate.PROFILES[name].efficiency
+    assert fit_typical() == TYPICAL == estimate.PROFILES["typical"].efficiency
+
+
+def test_an_engine_profile_fits_only_its_engines_rows_and_few_rows_only_the_per_step_costs():
+    # vLLM on NVIDIA GPUs: three rows, so its rates are the typical fit's and only its two per-step costs its own.
+    vllm_gpu = calibration._row_models("gpu", "calibration", "vllm")
+    assert 0 < len(vllm_gpu) < calibration.RATES_NEED_ROWS
+    assert all(calibration.engine_of(m.row).startswith("vLLM") for m in vllm_gpu)
+    vllm, typical = estimate.PROFILES["vllm"].efficiency.gpu, TYPICAL.gpu
+    for name in ("mfu", "hbm", "kv_hbm", "network", "latency"):
+        assert getattr(vllm, name) == getattr(typical, name)
+    trt = calibration._row_models("gpu", "calibration", "tensorrt-llm")
+    assert len(trt) >= calibration.RATES_NEED_ROWS and not {m.row for m in trt} & {m.row for m in vllm_gpu}
 
 
 @pytest.mark.parametrize("platform", ["gpu", "tpu"])

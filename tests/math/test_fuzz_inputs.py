@@ -24,6 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import scaling_lib
+import scaling_lib.holdout
 import scaling_lib.quantization
 from tests import REPO, examples
 from scaling_lib.calibration import comparisons
@@ -535,7 +536,20 @@ SPECS.update({
                                       row="row", deployment="deployment", efficiency="efficiency"),
     "efficiency.platform_of_chip": spec(dict(chip="h100"), chip="chip"),
     "measurements.decode_step_rows": spec({}),
+    "measurements.gathered_runs": spec({}),
+    "holdout.group_key": spec(dict(row=_RUN, by="release"), row="row", by="grouping"),
+    "holdout.fitted_rows": spec({}, profile="profile", platform="platform"),
+    "holdout.held_out_ratios": spec({}, profile="profile", platform="platform"),
+    "holdout.profile_spread": spec({}, profile="profile", platform="platform", quantiles="quantiles"),
+    "holdout.leave_one_group_out": spec(dict(by="kind"), by="grouping", profile="profile"),
 })
+SPECS["estimate.report"][1].update(efficiency="named_engine")
+GOOD["grouping"] = st.sampled_from(scaling_lib.holdout.GROUPINGS)
+BAD["grouping"] = BAD["choice"]
+GOOD["quantiles"] = st.sampled_from([(0.1, 0.9), (0.25, 0.75)])
+BAD["quantiles"] = [None, 3, (0.1,), (0.0, 0.9), (0.1, 1.5)]
+GOOD["named_engine"] = st.sampled_from(list(scaling_lib.estimate.PROFILES))
+BAD["named_engine"] = ["fast", 3, None, "bound"]
 SPECS.update({"calibration.out_of_sample_summary": spec({}), "calibration.release_of": spec(dict(row=_RUN)),
               "calibration.out_of_sample": spec({}), "measurements.validation_runs": spec({})})
 SPECS["estimate.max_batch"][1].update(efficiency="efficiency")
