@@ -188,12 +188,17 @@ def pope_deployment(row: PopeRow) -> Deployment:
                       kv_placement=placement)
 
 
+# A run's note says how its page served a mixture of experts (TensorRT-LLM v1.0's MoE options).
+SERVED_WITH_DATA_PARALLEL_ATTENTION_AND_EXPERTS = "attention data parallelism and expert parallelism"
+
+
 @functools.lru_cache(maxsize=None)
 def run_deployment(row: RunRow) -> Deployment:
     """The deployment of a published run: its chips, tensor-parallel degree and number formats (FP16 engines priced
     as bf16: the same bytes and peak); TensorRT-LLM's memory rule (`trtllm_memory_utilization`) for its in-flight
     batching rows, all of HBM for a static batch or a first token (the run held exactly its batch, so it fit),
-    `Deployment`'s defaults otherwise."""
+    `Deployment`'s defaults otherwise; attention data-parallel with expert parallelism where the run's note says its
+    page served it so."""
     _check_row(row, "run_deployment")
     utilization = MEMORY_UTILIZATION
     if row.kind in ("static", "ttft", "latency", "tpot"):
@@ -201,9 +206,10 @@ def run_deployment(row: RunRow) -> Deployment:
     elif row.engine.startswith("TensorRT-LLM"):
         utilization = trtllm_memory_utilization(row.model, row.chip, row.weights, row.tensor_parallel)
     cap = max(MAX_SEQUENCES, row.batch or 0)  # a run's stated batch is what its engine allowed
+    served = SERVED_WITH_DATA_PARALLEL_ATTENTION_AND_EXPERTS in row.note
     return Deployment(row.model, row.chip, row.n_chips, weight_dtype=row.weights, kv_dtype=row.kv_cache,
                       compute_dtype=row.compute, tensor_parallel=row.tensor_parallel, memory_utilization=utilization,
-                      max_sequences=cap)
+                      max_sequences=cap, expert_parallel=served, attention_data_parallel=served)
 
 
 def predicted_latency(row: PopeRow, efficiency=None) -> float:

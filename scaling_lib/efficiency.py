@@ -220,7 +220,7 @@ PROFILES = {
     "tensorrt-llm": Profile("tensorrt-llm", "TensorRT-LLM, releases 0.5 to 1.0 (TRT engines and the PyTorch backend)",
                             Calibrated(gpu=_TRT_GPU, tpu=_TPU), ("gpu",),
                             "TensorRT-LLM's published tables on H100 and H200 (v0.5, v0.6.1, v0.14, v1.0)", (),
-                            (("gpu", 0.84, 1.25),)),
+                            (("gpu", 0.83, 1.25),)),
     "vllm": Profile("vllm", "vLLM (2024-2025): on ROCm for AMD GPUs, on CUDA for NVIDIA GPUs",
                     Calibrated(gpu=_VLLM_GPU, tpu=_TPU, amd=_AMD), ("gpu", "amd"),
                     "AMD's and Oracle's vLLM runs on 8 MI300X; on NVIDIA GPUs only vLLM's three CI latency runs on "

@@ -57,7 +57,7 @@ from .attention_sharding import attention_collectives
 from .layouts import LAYOUTS, ffn_collectives, optimal_2d_mesh
 from .memory import KV_PLACEMENTS, kv_bytes_per_token, kv_cache_bytes, kv_head_groups, kv_replication
 from .memory import param_bytes as model_param_bytes
-from .models import get_model
+from .models import get_model, param_breakdown
 from .moe import expected_experts_touched
 from .efficiency import (BOUND, PHYSICAL_RANGES, PROFILES, TYPICAL, Calibrated, Efficiency, Profile,  # noqa: F401
                          platform_of_chip, resolve_efficiency)
@@ -96,6 +96,16 @@ class Deployment:
     lets weights and KV caches use, the rest being its runtime and activations; `max_sequences` (default 2,048): the
     most sequences one replica decodes at once (vLLM's `max_num_seqs`, TensorRT-LLM's max batch size).
 
+    Two ways to serve a mixture of experts on the replica's chips, beside tensor parallelism (both "1d-ws" only):
+    `expert_parallel` puts whole routed experts on each chip (n_experts / tensor_parallel each) instead of a slice of
+    every expert; `attention_data_parallel` gives each chip whole attention weights and its own share of the
+    sequences, caches included, so no KV head is replicated. With both, each MoE layer sends every token's hidden
+    state to the chips of its k experts and back: two all-to-alls of tokens x k x D, and no all-reduce; with
+    attention data-parallel alone, an all-gather of the tokens before each feed-forward and a reduce-scatter after
+    (`_collectives`). Expert parallelism alone keeps the tokens on every chip, so it moves the same all-reduces as
+    tensor parallelism (DeepSeek-V3 report, sec. 3.4; SGLang's "DP attention" and TensorRT-LLM's
+    `enable_attention_dp`).
+
     Defined in chapter 5, *A model of the decode step*.
     """
 
@@ -112,6 +122,8 @@ class Deployment:
     mesh_shape: tuple | None = None
     memory_utilization: float = MEMORY_UTILIZATION
     max_sequences: int = MAX_SEQUENCES
+    expert_parallel: bool = False
+    attention_data_parallel: bool = False
 
     def __post_init__(self):
         model, chip = get_model(self.model), get_chip(self.chip)
@@ -137,7 +149,17 @@ class Deployment:
         if n % tp:
             raise ValueError(f"tensor_parallel={tp} does not divide n_chips={n}: the chips form n / tensor_parallel "
                              f"identical replicas; pick a divisor of {n}")
-        if self.ffn_layout == "1d-ws" and model.n_heads % tp:
+        for name in ("expert_parallel", "attention_data_parallel"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        if self.expert_parallel and (model.n_experts == 1 or model.n_experts % tp):
+            raise ValueError(f"expert_parallel=True puts n_experts / tensor_parallel whole experts on each chip: "
+                             f"{model.name} has {model.n_experts} expert(s) and tensor_parallel={tp}; use a mixture "
+                             f"of experts whose expert count tensor_parallel divides, or expert_parallel=False")
+        if (self.expert_parallel or self.attention_data_parallel) and self.ffn_layout != "1d-ws":
+            raise ValueError(f"expert_parallel and attention_data_parallel replace Megatron's layout, not "
+                             f"ffn_layout={self.ffn_layout!r}: use ffn_layout='1d-ws'")
+        if self.ffn_layout == "1d-ws" and model.n_heads % tp and not self.attention_data_parallel:
             raise ValueError(f"tensor_parallel={tp} does not divide n_heads={model.n_heads} of {model.name}: "
                              "Megatron tensor parallelism gives each chip whole query heads; use one of "
                              f"{divisors(model.n_heads)} (or a Pope et al. layout such as ffn_layout='2d-ws' on a "
@@ -182,13 +204,23 @@ class Deployment:
 
     @functools.cached_property
     def kv_copies(self) -> float:
-        """Copies of the KV cache one replica holds (`memory.kv_replication`)."""
+        """Copies of the KV cache one replica holds (`memory.kv_replication`); one with attention data-parallel,
+        where each sequence's whole cache lives on the chip that attends to it."""
+        if self.attention_data_parallel:
+            return 1.0
         return kv_replication(self.model, self.tensor_parallel, self.kv_placement)
 
     @functools.cached_property
+    def attention_bytes(self) -> float:
+        """The attention weights (every layer's projections, `models.param_breakdown`), in bytes."""
+        return param_breakdown(self.model).attention * bytes_per_element(self.weight_dtype)
+
+    @functools.cached_property
     def weight_bytes_per_chip(self) -> float:
-        """Every weight stored (all experts, both embedding tables), split tensor_parallel ways."""
-        return model_param_bytes(self.model, self.weight_dtype) / self.tensor_parallel
+        """Every weight stored (all experts, both embedding tables), split tensor_parallel ways; with attention
+        data-parallel the attention weights are whole on every chip."""
+        split = model_param_bytes(self.model, self.weight_dtype) / self.tensor_parallel
+        return split + (self.attention_bytes * (1 - 1 / self.tensor_parallel) if self.attention_data_parallel else 0.0)
 
     def kv_bytes_per_chip(self, sequences: float, tokens_each: float) -> float:
         """HBM one chip holds for `sequences` caches of `tokens_each` tokens (`memory.kv_cache_bytes`: sliding
@@ -210,16 +242,20 @@ class Deployment:
         if m.n_experts > 1:
             touched = expected_experts_touched(m.n_experts, m.n_active_experts, tokens)
             weights += m.n_moe_layers * (touched - m.n_active_experts) * 3 * m.d_model * m.d_ff
-        return weights * bytes_per_element(self.weight_dtype) / self.tensor_parallel
+        read = weights * bytes_per_element(self.weight_dtype) / self.tensor_parallel
+        return read + (self.attention_bytes * (1 - 1 / self.tensor_parallel) if self.attention_data_parallel else 0.0)
 
     def describe(self) -> str:
         m = self.model
         groups = kv_head_groups(m)
         kv = (f"KV heads split {min(self.tensor_parallel, groups)} ways"
               + ("" if self.tensor_parallel <= groups else f", then {self.kv_placement}"))
+        if self.attention_data_parallel:
+            kv = "attention data-parallel: each chip's sequences keep their whole caches"
+        experts = "; experts whole on each chip (expert parallel)" if self.expert_parallel else ""
         return (f"{m.name} on {self.n_chips} x {self.chip.name} ({self.replicas} replica(s) of "
                 f"{self.tensor_parallel}-way {self.ffn_layout} on {self.mesh_shape}); weights {self.weight_dtype}, "
-                f"KV {self.kv_dtype}, math {self.compute_dtype}; {kv}")
+                f"KV {self.kv_dtype}, math {self.compute_dtype}; {kv}{experts}")
 
 
 @dataclass(frozen=True)
@@ -324,6 +360,8 @@ def _collectives(deployment: Deployment, tokens: float, decode_batch: float, flo
     if tp == 1:
         return 0.0, 0.0
     act = bytes_per_element(d.activation_dtype)
+    if d.attention_data_parallel:
+        return _data_parallel_collectives(d, tokens * act, floors)
     if d.ffn_layout == "1d-ws":
         steps = [("all-reduce", d.mesh_shape, tokens * m.d_model * act, None)] * 2  # after attention, after the FFN
     else:
@@ -354,6 +392,30 @@ def _collectives(deployment: Deployment, tokens: float, decode_batch: float, flo
                 priced[key] = (step.bandwidth_s, step.latency_s)
         bandwidth, latency = bandwidth + priced[key][0], latency + priced[key][1]
     return m.n_layers * bandwidth, m.n_layers * latency
+
+
+def _data_parallel_collectives(d: Deployment, bytes_per_dim: float, floors: bool) -> tuple:
+    """Attention data-parallel: no collective around attention; around each MoE layer with expert parallelism two
+    all-to-alls of the routed copies (tokens x k x D), otherwise (and on dense layers) an all-gather of the tokens'
+    hidden states (tokens x D) and a reduce-scatter of the same."""
+    m = d.model
+    moe_layers = m.n_moe_layers if d.expert_parallel else 0
+    steps = [(moe_layers, ("all-to-all", bytes_per_dim * m.n_active_experts * m.d_model)),
+             (m.n_layers - moe_layers, ("all-gather", bytes_per_dim * m.d_model)),
+             (m.n_layers - moe_layers, ("reduce-scatter", bytes_per_dim * m.d_model))]
+    bandwidth = latency = 0.0
+    for layers, (op, volume) in steps:
+        if not layers:
+            continue
+        if floors:
+            each = (mesh_collective(op, volume * _FLOOR_SCALE, d.chip, d.mesh_shape).bound_s / _FLOOR_SCALE,
+                    _floor_latency(op, d.chip, d.mesh_shape))
+        else:
+            step = mesh_collective(op, volume, d.chip, d.mesh_shape)
+            each = (step.bandwidth_s, step.latency_s)
+        count = layers * (2 if op == "all-to-all" else 1)  # dispatch and combine
+        bandwidth, latency = bandwidth + count * each[0], latency + count * each[1]
+    return bandwidth, latency
 
 
 @functools.lru_cache(maxsize=256)

@@ -174,7 +174,7 @@ MORE_SPECS = {
                                 n_chips="count", weight_dtype="dtype", kv_dtype="dtype", compute_dtype="dtype",
                                 activation_dtype="dtype", tensor_parallel="small?", kv_placement="placement?",
                                 ffn_layout="layout", mesh_shape="axes?", memory_utilization="frac",
-                                max_sequences="count"),
+                                max_sequences="count", expert_parallel="flag", attention_data_parallel="flag"),
     "efficiency.Efficiency": spec({}, mfu="frac", hbm="frac", network="frac", latency="real", overhead_s="real0",
                                   overlap="flag", kv_hbm="frac?", layer_s="real0"),
     "efficiency.Calibrated": spec(dict(gpu=Efficiency(), tpu=Efficiency()), gpu="an_efficiency", tpu="an_efficiency",
