@@ -216,7 +216,7 @@ PROFILES = {
     "typical": Profile("typical", "every engine of the calibration rows (the broadest fit): TensorRT-LLM and a little "
                        "vLLM on NVIDIA GPUs, vLLM on AMD GPUs, JetStream and Pope et al.'s engine on TPUs", TYPICAL,
                        ("gpu", "amd", "tpu"), "every calibration row of every engine", (("tpu", _TPU_CAVEAT),),
-                       (("gpu", 0.83, 1.25), ("amd", 0.9, 1.17), ("tpu", 0.88, 1.42))),
+                       (("gpu", 0.82, 1.24), ("amd", 0.9, 1.17), ("tpu", 0.88, 1.42))),
     "tensorrt-llm": Profile("tensorrt-llm", "TensorRT-LLM, releases 0.5 to 1.0 (TRT engines and the PyTorch backend)",
                             Calibrated(gpu=_TRT_GPU, tpu=_TPU), ("gpu",),
                             "TensorRT-LLM's published tables on H100 and H200 (v0.5, v0.6.1, v0.14, v1.0)", (),
