@@ -162,7 +162,10 @@ TRTLLM_RUNTIME_BYTES = _EXAMPLE_TOTAL - _EXAMPLE_ENGINE - _EXAMPLE_AVAILABLE
 def trtllm_memory_utilization(model, chip, weight_dtype: str, tensor_parallel: int) -> float:
     """`memory_utilization` equivalent to TensorRT-LLM's rule: (W + 0.9 (C - W - R)) / C for W weight bytes per chip,
     C bytes of HBM and R the runtime's own bytes (`TRTLLM_RUNTIME_BYTES`); 1.0 when the weights alone fill the chip
-    (the deployment is then refused anyway)."""
+    (the deployment is then refused anyway).
+
+    Defined in chapter 11, *How close do real systems come?*.
+    """
     capacity = get_chip(chip).hbm_capacity
     weights = param_bytes(get_model(model), weight_dtype) / positive_int("tensor_parallel", tensor_parallel)
     free = max(0.0, capacity - weights - TRTLLM_RUNTIME_BYTES)
@@ -488,10 +491,7 @@ def _fast_loss(models, values: dict) -> float:
 
 
 def loss(models, efficiency) -> float:
-    """The fit's loss: sum(log(predicted / measured)^2) of some `RowModel`s at a serial `Efficiency`.
-
-    Defined in chapter 11, *How close do real systems come?*.
-    """
+    """The fit's loss: sum(log(predicted / measured)^2) of some `RowModel`s at a serial `Efficiency`."""
     models = _as_row_models(models, "loss")
     if not isinstance(efficiency, Efficiency) or efficiency.overlap:
         raise ValueError(f"efficiency must be a serial Efficiency (overlap=False), got {efficiency!r}")
@@ -566,10 +566,7 @@ def collective_latency_scale(platform: str) -> float:
     row: the median over the project's published collectives whose priced latency exceeds their bandwidth term
     (`measurements.collective_rows`) of measured / priced time, on GPUs (NCCL's model: 6 us measured on 2 H100 against
     7.8 priced, 20 us on 8 against 15) or on TPUs (8 us measured for a 4-chip v5e all-gather of 128 kB against 3 hops
-    and the bandwidth, 5.2 us). AMD GPUs have no such row and take the GPUs'. Rounded to 0.01.
-
-    Defined in chapter 11, *How close do real systems come?*.
-    """
+    and the bandwidth, 5.2 us). AMD GPUs have no such row and take the GPUs'. Rounded to 0.01."""
     choice("platform", platform, PLATFORMS)
     wanted = "gpu" if platform == "amd" else platform
     ratios = []
@@ -590,10 +587,7 @@ def measured_weight_streaming() -> float:
     H200 (`measurements.decode_step_rows`): at batch 1, where the matmuls are pure weight reads, the weight bytes
     over the step's time less its attention calls, over the data sheet's bandwidth; the median over the contexts
     measured (0.67-0.77 of 4.8e12 B/s). NVIDIA GPUs' `hbm` is held at it: the throughput rows, batched, barely see
-    the weights. Rounded to 0.01.
-
-    Defined in chapter 11, *How close do real systems come?*.
-    """
+    the weights. Rounded to 0.01."""
     fractions = [row.matmul_weight_bytes / (row.best_s - row.attention_only_s) / get_chip(row.chip).hbm_bandwidth
                  for row in decode_step_rows() if row.batch == 1]
     if not fractions:
@@ -618,10 +612,7 @@ def gpu_network_efficiency() -> float:
     """The GPU collective bandwidth efficiency NCCL itself reaches at large sizes: the project's published NCCL
     bus bandwidth (`measurements.nccl_rows`) of the algorithm `collectives` picks at that size, over the bus bandwidth
     of its line-rate bandwidth term (480 GB/s of NVLS on 8 H100 against 700 at line rate: 0.69). Rounded to 0.01. The
-    upper reference for the fitted `network`, which prices an engine's far smaller per-layer collectives.
-
-    Defined in chapter 11, *How close do real systems come?*.
-    """
+    upper reference for the fitted `network`, which prices an engine's far smaller per-layer collectives."""
     ratios = []
     for row in nccl_rows():
         priced = collective_time(row.collective, row.array_bytes_min, row.gpu, row.n_gpus)
@@ -682,10 +673,7 @@ def fit_profile(profile: str = "typical") -> Calibrated:
     (`in_profile`), the efficiencies minimising the sum of squared log ratios over them, each inside its physical
     range, the measured efficiencies held (`measured_efficiencies`); with fewer than `RATES_NEED_ROWS` rows only the
     per-step costs are fitted, the rates held at the typical fit's. A platform with no rows takes the typical fit's
-    values.
-
-    Defined in chapter 11, *How close do real systems come?*.
-    """
+    values."""
     choice("profile", profile, tuple(PROFILE_ENGINES))
     return _fit_profile(profile)
 
@@ -826,10 +814,7 @@ class Metrics:
 
 
 def metrics(items, name: str = "all") -> Metrics:
-    """`Metrics` of some comparisons.
-
-    Defined in chapter 11, *How close do real systems come?*.
-    """
+    """`Metrics` of some comparisons."""
     if not isinstance(name, str):
         raise ValueError(f"name must be a string (the group's label), got {name!r}")
     items = _comparisons(items, f"score {name!r}")

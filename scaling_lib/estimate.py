@@ -527,7 +527,10 @@ def decode_time(deployment: Deployment, batch: int, context_len: int, steps: int
     """Seconds for `steps` decode steps of `batch` sequences starting from `context_len` cached tokens (a
     non-negative integer): steps x the step at the mean context, context_len + (steps + 1) / 2. Every term of a step
     is affine in the context, so this is their sum (where terms trade places inside a max it is slightly below the
-    sum: still a bound). The memory check uses the last step's context."""
+    sum: still a bound). The memory check uses the last step's context.
+
+    Defined in chapter 11, *How close do real systems come?*.
+    """
     d = _require_deployment(deployment, "decode_time")
     steps = positive_int("steps", steps)
     context_len = non_negative_int("context_len", context_len)

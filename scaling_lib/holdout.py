@@ -32,10 +32,7 @@ SPREAD_QUANTILES = (0.1, 0.9)
 
 def group_key(row, by: str) -> str:
     """The value of grouping `by` for a row: its engine and release ("TensorRT-LLM v0.14", "vLLM 0.10.1", "Pope et
-    al."), its chip, "TP<n>", "dense" or "moe", or its weight format.
-
-    Defined in chapter 11, *How close do real systems come?*.
-    """
+    al."), its chip, "TP<n>", "dense" or "moe", or its weight format."""
     choice("by", by, GROUPINGS)
     platform, tp, kind, weights = group_of(row)
     chip = getattr(row, "chip", None) or getattr(row, "gpu")
@@ -104,10 +101,7 @@ def _leave_one_group_out(by: str, profile: str) -> tuple:
 
 def held_out_ratios(profile: str = "typical", platform: str = "gpu") -> tuple:
     """measured / predicted for every row of `profile` on `platform` its stored fit never saw (the validation split
-    and the out-of-sample runs), at `estimate.PROFILES[profile]`'s efficiencies.
-
-    Defined in chapter 11, *How close do real systems come?*.
-    """
+    and the out-of-sample runs), at `estimate.PROFILES[profile]`'s efficiencies."""
     choice("profile", profile, tuple(PROFILE_ENGINES))
     choice("platform", platform, PLATFORMS)
     eff = getattr(fit_profile(profile), platform)
@@ -120,10 +114,7 @@ def held_out_ratios(profile: str = "typical", platform: str = "gpu") -> tuple:
 def profile_spread(profile: str = "typical", platform: str = "gpu", quantiles: tuple = SPREAD_QUANTILES) -> tuple:
     """(low, high): the `quantiles` (default the 10th and 90th percentiles) of measured / predicted over the rows the
     profile's fit never saw on `platform` (`held_out_ratios`), rounded to 0.01; () where it has none. A prediction
-    times these brackets four in five of the held-out measurements.
-
-    Defined in chapter 11, *How close do real systems come?*.
-    """
+    times these brackets four in five of the held-out measurements."""
     if not isinstance(quantiles, tuple) or len(quantiles) != 2:
         raise ValueError(f"quantiles must be a (low, high) pair of fractions, got {quantiles!r}")
     low, high = (fraction("quantiles", q, "a fraction of the held-out rows") for q in quantiles)
