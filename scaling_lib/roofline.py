@@ -222,7 +222,8 @@ def fit_batch_roofline(batches, seconds, n_floor: int = 3) -> MeasuredRoofline:
         positive("seconds entry", t)
     if list(batches) != sorted(batches):
         raise ValueError(f"batches must be increasing, got {batches!r}")
-    if not 1 <= positive_int("n_floor", n_floor) < len(batches):
+    n_floor = positive_int("n_floor", n_floor)  # an int: 3.0 counts three batches, and slices
+    if not 1 <= n_floor < len(batches):
         raise ValueError(f"n_floor must be between 1 and {len(batches) - 1}, got {n_floor!r}")
     floor = sorted(seconds[:n_floor])
     mid = len(floor) // 2

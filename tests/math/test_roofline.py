@@ -65,6 +65,7 @@ def test_fit_batch_roofline_floor_is_the_median_odd_or_even():
     batches, seconds = [1, 2, 4, 8], [1.0, 3.0, 5.0, 8.0]
     assert fit_batch_roofline(batches, seconds, n_floor=2).floor_s == 2.0  # mean of the middle two
     assert fit_batch_roofline(batches, seconds, n_floor=3).floor_s == 3.0
+    assert fit_batch_roofline(batches, seconds, n_floor=3.0).floor_s == 3.0  # a whole float is a count too
 
 
 def test_fit_batch_roofline_floor_of_one_point_is_that_point():
