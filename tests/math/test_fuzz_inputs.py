@@ -273,6 +273,7 @@ SPECS = {
         dict(attention_sharding="batch", batch=512, n_heads=48, head_dim=256, mesh_shape=(4, 4, 4)),
         attention_sharding="sharding", batch="count", n_heads="count", head_dim="count", mesh_shape="mesh",
         activation_dtype="dtype"),
+    "layouts.block_model": spec(dict(d_model=32, d_ff=64), d_model="count", d_ff="count"),
     "layouts.best_layout": spec(dict(model="palm-540b", chip="tpu-v4", mesh_shape=(4, 4, 4), tokens_per_batch=4096),
                                 model="model", chip="chip", mesh_shape="mesh", tokens_per_batch="real",
                                 phase="phase"),
