@@ -352,6 +352,8 @@ SPECS = {
     "models.model_names": spec({}),
     "models.param_breakdown": spec(dict(model=MOE, active_only=True), model="model", active_only="flag"),
     "models.param_count": spec(dict(model=M), model="model"),
+    "moe.capacity_buffer_bytes": spec(dict(n_experts=8, capacity=3, d_model=32), n_experts="count", capacity="count",
+                                      d_model="count", dtype="dtype"),
     "moe.as_moe": spec(dict(model=M, n_experts=16, n_active_experts=2), model="model", n_experts="small",
                        n_active_experts="small"),
     "moe.expected_experts_touched": spec(dict(n_experts=16, n_active_experts=2, tokens=32), n_experts="count",
