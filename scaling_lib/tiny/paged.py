@@ -253,7 +253,7 @@ def extend_step(params, tokens, pool, table, start, n_new):
     B, T = tokens.shape
     block_size, M = pool.k.shape[2], table.shape[1]
     positions = start[:, None] + jnp.arange(T)  # [B, T]
-    # token t of sequence b goes to block table[b, t // block_size], slot t % block_size
+    # token t of sequence b: block table[b, t // block_size], slot t % block_size
     column = jnp.minimum(positions // block_size, M - 1)
     blocks = jnp.take_along_axis(table, column, axis=1)
     real = jnp.arange(T) < n_new[:, None]
