@@ -34,7 +34,7 @@ from itertools import product
 
 from ._validate import axes, choice, flag, instances, positive, positive_int, real
 from .attention_sharding import ATTENTION_SHARDINGS
-from .collectives import Collective, collective_time
+from .collectives import Collective, collective_time, slice_hops
 from .dtypes import bytes_per_element
 from .hardware import Torus, get_chip
 from .hops import cube_torus
@@ -114,9 +114,15 @@ def _heads_priced(model, n_chips: int, attention_sharding: str, pad_heads) -> ob
 
 
 def _latency_s(collective: Collective, chip) -> float:
-    """Hop latency of one collective: ceil(k / 2) hops on each ring axis it spans, axes one after another."""
-    return sum(collective_time(collective.op, collective.bytes_per_chip, chip, k).latency_s
-               for k in collective.group if k > 1)
+    """Latency of one collective: on a torus its hops x t_hop by the book's one hop rule (`collectives.slice_hops`,
+    as chapter 7 counts them: floor(k / 2) a pass on each axis of k chips it spans that wraps, k - 1 on one that does
+    not, axes one after another); on a GPU switch NCCL's latency for the group. A layout's mesh is logical (the sweep
+    does not say how its axes lie on the physical slice), so each axis of a group wraps as an axis of its size does
+    in the chip's slices (`hardware.Torus.axis_wraps`: on TPU v4 an axis of 4 or 8 chips wraps, one of 2 does not)."""
+    if not isinstance(chip.network, Torus):
+        return sum(collective_time(collective.op, collective.bytes_per_chip, chip, k).latency_s
+                   for k in collective.group if k > 1)
+    return slice_hops(collective.op, chip, collective.group, whole_slice=False) * chip.network.hop_latency
 
 
 @dataclass(frozen=True)
