@@ -225,6 +225,7 @@ SPECS = {
     "frontier.measured_mfu": spec(dict(row=POPE), row="row"),
     "frontier.measured_step_s": spec(dict(row=POPE), row="row"),
     "frontier.pareto_frontier": spec(dict(points=POINTS), points="points"),
+    "frontier.padded_heads": spec(dict(n_heads=48, n_chips=64), n_heads="count", n_chips="count"),
     "frontier.sweep": spec(dict(model="palm-62b", chip="tpu-v4", phase="decode", chip_counts=(8, 16), batches=(8, 64)),
                            model="model", chip="chip", phase="phase", chip_counts="counts", batches="counts"),
     "hardware.chip_names": spec({}),
