@@ -314,10 +314,7 @@ def slice_wraps(chip, mesh_shape, wraparound=None, *, whole_slice: bool | None =
     v5p 2 x 2 x 4 has none, a v4 4 x 4 x 4 wraps every axis); otherwise the axes are a group of a larger slice, or a
     logical mesh whose place on the physical slice is unknown, and each wraps as an axis of its size does in the
     chip's slices (`hardware.Torus.axis_wraps`: the (4, 4) group of a v5p 4 x 4 x 4 wraps). A chip that is not a
-    torus (a GPU's NVLink switch) has no axes and no hops: ValueError.
-
-    Defined in chapter 7, *Sharding prefill and generation*.
-    """
+    torus (a GPU's NVLink switch) has no axes and no hops: ValueError."""
     chip = get_chip(chip)
     shape = check_axes("mesh_shape", mesh_shape)
     topology = chip.network
@@ -338,10 +335,7 @@ def slice_hops(op: str, chip, mesh_shape, wraparound=None, *, whole_slice: bool 
     a - 1 on one that does not; an all-reduce is two passes). The book's one rule for hops: the latency of
     `mesh_collective` is these hops x t_hop, chapter 7 counts h(n) with it (`sharding.decode_hops_per_layer`),
     chapter 12 prices each collective's latency with it (`frontier.layout_cost`, on logical meshes:
-    `whole_slice=False`) and chapter 14 the sequence-sharded all-reduces (`sequence_sharding`).
-
-    Defined in chapter 7, *Sharding prefill and generation*.
-    """
+    `whole_slice=False`) and chapter 14 the sequence-sharded all-reduces (`sequence_sharding`)."""
     choice("collective op", op, COLLECTIVES)
     return mesh_hops(op, mesh_shape, slice_wraps(chip, mesh_shape, wraparound, whole_slice=whole_slice))
 

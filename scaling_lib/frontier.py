@@ -101,10 +101,7 @@ def padded_heads(n_heads: int, n_chips: int) -> int:
     next multiple of n, padded no further than the next power of two of n_heads (Pope et al. padded PaLM 540B's 48
     heads to 64, so that the power-of-two slices up to 64 chips split them); 0 when that cap is too few for n chips
     (heads cannot be split over them without padding further than the paper did: 48 heads over 256 chips would need
-    256, a model with 43% more weights than PaLM 540B).
-
-    Defined in chapter 12, *Choosing a layout by the metric*.
-    """
+    256, a model with 43% more weights than PaLM 540B)."""
     heads, n = positive_int("n_heads", n_heads), positive_int("n_chips", n_chips)
     padded = math.ceil(heads / n) * n
     return padded if padded <= 1 << (heads - 1).bit_length() else 0

@@ -61,10 +61,7 @@ def mesh_hops(op: str, mesh_shape, wraparound=True) -> int:
     does not; twice that for an all-reduce). `wraparound`: one flag for every axis, or one per axis. The book's one
     rule for hops: `collectives.slice_hops` gives it a chip's slice (which axes wrap), and chapter 7's hops per layer
     (`sharding.decode_hops_per_layer`), its collectives' prices and chapter 12's step (`frontier.layout_cost`) all
-    count with it.
-
-    Defined in chapter 7, *Sharding prefill and generation*.
-    """
+    count with it."""
     shape = axes("mesh_shape", mesh_shape)
     return sum(collective_hops(op, a, w) for a, w in zip(shape, axis_flags("wraparound", shape, wraparound)))
 

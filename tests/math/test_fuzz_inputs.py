@@ -319,6 +319,8 @@ SPECS = {
                                             attention_sharding="batch"), model="model", chip="chip", n_chips="count",
                                        batch="count", attention_sharding="sharding", kv_fraction="frac",
                                        kv_dtype="dtype"),
+    "utilization.mbu": spec(dict(bytes_per_step=1e9, seconds=1e-3, chip="h100", n_chips=1), bytes_per_step="real",
+                            seconds="real", chip="chip", n_chips="count"),
     "utilization.mfu": spec(dict(param_count=5.4e11, tokens=2**20, seconds=85.2, chip="tpu-v4", n_chips=64),
                         param_count="real", tokens="real", seconds="real", chip="chip", n_chips="count",
                         compute_dtype="dtype"),
