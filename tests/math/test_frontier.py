@@ -14,8 +14,6 @@ from scaling_lib.book.claims.frontier import LEDGER_ROWS_ELSEWHERE, chatbot_turn
 from scaling_lib.context_limits import max_context_length
 from scaling_lib.estimate import Deployment
 from scaling_lib.frontier import (
-    BATCHES,
-    CHIP_COUNTS,
     NothingFits,
     choose,
     choose_for,
