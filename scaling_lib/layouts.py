@@ -13,7 +13,7 @@ Feed-forward layouts (sec. 3.2; per-chip bytes per layer, (m-1)/m factors droppe
              optimal X = sqrt(n D / F): 4 b_a T sqrt(D F / n) = 8 b_a T D / sqrt(n) when F = 4D
     "wg-x", "wg-xy", "wg-xyz"  weights stored as in 2d-ws, all-gathered over n_wg = X, XY or XYZ chips before use;
              the batch is split n_wg ways and the rest of the mesh runs 1d-ws:   2 b_w D F n_wg / n + 2 b_a T D / n_wg
-             optimal n_wg = sqrt(T n / F): 4 D sqrt(T F / n) (b_a = b_w), which grows only as sqrt(T)
+             optimal n_wg = sqrt(T n / F): 4 b D sqrt(T F / n) (b_a = b_w = b), which grows only as sqrt(T)
 A collective over a group of one chip moves nothing, so "wg-xyz" has no activation traffic at all.
 
 Two conventions turn bytes into seconds (CONVENTIONS):
