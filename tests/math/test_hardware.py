@@ -92,6 +92,9 @@ def test_b200_holds_one_eighth_of_a_dgx_b200_and_gb200_one_72nd_of_an_nvl72_rack
     gb200 = get_chip("gb200")
     assert "13.4 TB of HBM3e for the 72" in gb200.source
     assert gb200.hbm_capacity == pytest.approx(13.4e12 / 72)
+    # its NVLink domain is the rack of 72 GPUs (18 compute trays), not a node; an HGX node's is its 8 GPUs
+    assert (gb200.topology.domain_size, gb200.topology.domain) == (72, "NVL72 rack")
+    assert (get_chip("b200").topology.domain_size, get_chip("b200").topology.domain) == (8, "node")
 
 
 def test_gb200_is_one_nvlink_domain_of_72_gpus_and_a_collective_over_them_never_leaves_it():
