@@ -151,6 +151,23 @@ def _m6_levers():
                    f"with a {_M6_WINDOWS[0]:,}-token window, {order(wide)} with {_M6_WINDOWS[1]:,}")
 
 
+# Worked problems 1 and 2 on the Scaling Book's "sb7-worked" model (16 TPU v5e, everything int8). The source answers
+# problem 2 at 131,072 tokens of context; the appendix *Worked problems* asks it at 8,192 and sets the two side by side.
+WORKED_CONTEXT = 131072
+_WORKED_NOTE = ("The published answers of the worked problems are those of the source's live page; the February "
+                "2025 snapshot of its repository prints only problem 1's parameter count. The source rounds the "
+                "batch to the nearest whole number (6.9 to 7); the largest batch that fits is 6 (55 with one KV "
+                "head): the rows compare the unrounded quotient. The appendix asks problem 2 at 8,192 tokens.")
+
+
+def worked_batch(n_kv_heads: int = 8, context_len: int = WORKED_CONTEXT) -> float:
+    """Worked problem 2 before rounding: (16 x 16e9 B - int8 weights) / one int8 cache, for the worked-problem model
+    with `n_kv_heads` KV heads (W_K and W_V shrink with them)."""
+    model = get_model("sb7-worked").with_(n_kv_heads=n_kv_heads)
+    free = 16 * get_chip("tpu-v5e").hbm_capacity - param_bytes(model, "int8")
+    return free / kv_cache_bytes(model, context_len, dtype="int8")
+
+
 _ROUNDED = ("The source computes from rounded inputs (26e9 B of weights, 6.7e9 B per cache, 13e9 parameters); with "
             "them (source_footprint, source_step) the row reproduces to its printed digits (chapter 4).")
 _GIB = f"The source labels the column GiB but computes in 1e9 B; we compare in 1e9 B. {_ROUNDED}"
@@ -202,4 +219,10 @@ CLAIMS = (
           "settings the book measures the reverse order (GQA saves the most, paged attention the least, and "
           "cross-layer sharing and int8 entries tie at 2x), and a wider window reorders them again "
           "(see the finding): the order depends on the settings, and the ledger claims no ranking."),
+    Claim("M7", "kv per token", "worked problem 1: the worked-problem model's KV cache per token in int8", SB7,
+          "262 kB", 262e3, "kB", lambda: kv_cache_bytes("sb7-worked", 1, dtype="int8"), note=_WORKED_NOTE),
+    Claim("M7", "batch at 128k", "worked problem 2: the largest int8 batch of 131,072-token sequences on 16 v5e", SB7,
+          "7", 7, "sequences", worked_batch, note=_WORKED_NOTE),
+    Claim("M7", "batch at 128k, one KV head", "the same with a single KV head", SB7, "about 56", 56, "sequences",
+          lambda: worked_batch(1), note=_WORKED_NOTE),
 )
