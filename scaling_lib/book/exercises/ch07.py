@@ -59,6 +59,9 @@ EXERCISES = (
                  "Ironwood's HBM is much faster for its links: use its own beta."),
             Slip("no batch", lambda: _ways(beta("ironwood"), batch=1),
                  "the activations crossing ICI grow with the batch: n = F / (B beta)."),
+            Slip("rounding up", lambda: math.ceil(max_decode_model_parallelism(get_model("llama3-8b").d_ff, 64,
+                                                                              beta("ironwood"))),
+                 "past F / (B beta) the bytes over ICI outlast the weight read: take the largest whole n below it."),
         )),
     ),
     Exercise(
@@ -69,7 +72,9 @@ EXERCISES = (
             Slip("bidirectional link bandwidth", lambda: 16 * get_chip("tpu-v5e").ici_bidirectional
                  * get_chip("tpu-v5e").ici_hop_latency,
                  "the threshold uses one direction of one link: n x W_link x t_hop."),
-            Slip("8 chips", lambda: latency_bound_bytes("tpu-v5e", 8), "the collective spans 16 chips."),
+            Slip("8 chips, or n/2 hops at one direction's bandwidth", lambda: latency_bound_bytes("tpu-v5e", 8),
+                 "both land here, half the threshold: the collective spans 16 chips; and a pass's n/2 hops are set "
+                 "against the bytes at both directions' bandwidth, M / W_ici,bidi < (n/2) t_hop, so M < n W_ici t_hop."),
         )),
     ),
     Exercise(
@@ -102,6 +107,8 @@ EXERCISES = (
             Slip("n beta instead of (n - 1) beta",
                  lambda: fsdp_decode_cost("llama3-70b", "ironwood", 4).slowdown * 4 / 3,
                  "each chip already holds its own shard: it receives (n - 1)/n of the weights."),
+            Slip("the ratio upside down", lambda: 1 / fsdp_decode_cost("llama3-70b", "ironwood", 4).slowdown,
+                 "the question asks how many times longer the gather takes than the HBM read: ICI over HBM."),
         )),
     ),
     Exercise(
@@ -167,7 +174,8 @@ EXERCISES = (
                  "own chips. Far below the critical batch, what happens to the step time?",
         answer=Choice({"a": "it halves", "b": "it stays about the same",
                        "c": "it doubles", "d": "it falls by the square root of 2"}, "b", why={
-            "a": "each replica still reads all the weights every step, and that read dominates.",
+            "a": "ask what a replica must read each step, and whether a smaller batch changes it far below "
+                 "B_crit.",
             "c": "nothing is added to a replica's step; the chips work independently.",
             "d": "no part of the step shrinks by a square root; the weight read stays."}),
     ),
