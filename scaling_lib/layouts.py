@@ -37,13 +37,13 @@ from itertools import product
 
 from ._validate import MAX_CHIPS, at_most, choice, divisors, items, positive, positive_int, torus_mesh
 from .collectives import CONVENTIONS, Collective
-from .context_limits import max_context_length  # noqa: F401 - DESIGN.md documents layouts.max_context_length
+from .context_limits import max_context_length  # noqa: F401 - readers import layouts.max_context_length
 from .dtypes import bytes_per_element
 from .hardware import get_chip
 from .memory import kv_bytes_per_token
 from .models import get_model
 from .roofline import matmul_flops
-from .utilization import mfu  # noqa: F401 - DESIGN.md documents layouts.mfu
+from .utilization import mfu  # noqa: F401 - readers import layouts.mfu
 
 LAYOUTS = ("1d-ws", "2d-ws", "wg-x", "wg-xy", "wg-xyz")
 PHASES = ("prefill", "decode")

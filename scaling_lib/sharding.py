@@ -8,7 +8,8 @@ chips, V = bytes of the full array,
 and each takes `hops.collective_hops` hops of ~1 us: floor(n / 2) per pass on a ring, n - 1 on an axis without
 wraparound, two passes for an all-reduce. On a GPU the collective bandwidth W is the NVLink injection bandwidth
 instead (`collectives.collective_bandwidth`), and beta, the model-parallelism limits and FSDP's cost below use it.
-`latency_bound_bytes` is importable from here as DESIGN.md documents it; it lives in `collectives`.
+`latency_bound_bytes` stays importable from here, where the book's public API first placed it; it lives in
+`collectives`.
 """
 
 import math
@@ -18,7 +19,7 @@ from types import MappingProxyType
 
 from . import collectives, hops
 from ._validate import axes, positive, positive_int
-from .collectives import latency_bound_bytes  # noqa: F401 - DESIGN.md documents sharding.latency_bound_bytes
+from .collectives import latency_bound_bytes  # noqa: F401 - readers import sharding.latency_bound_bytes
 from .dtypes import bytes_per_element
 from .hardware import get_chip
 from .inference import decode_step_time

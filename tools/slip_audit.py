@@ -15,7 +15,7 @@ sorts the verdict:
     unnamed    wrong, with no slip named
     accepted   graded right: the slip passes for the answer
 
-The checker's target: at least 90% named, none misnamed, none accepted (tests/book/test_slip_audit.py). `--list`
+The checker's target: at least 90% named, none misnamed, none accepted (tests/book/test_verdicts.py). `--list`
 prints every typed slip and its verdict. The families are a specification of what students get wrong, written
 beside the exercises, not from them: a new exercise whose mistake no family covers is not audited until one does.
 """
