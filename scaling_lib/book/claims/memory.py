@@ -1,4 +1,4 @@
-"""Claims M1-M6 of the ledger: The KV cache and memory (LLaMA-2-13B on 8 x TPU v5e).
+"""Claims M1-M7 of the ledger: The KV cache and memory (LLaMA-2-13B on 8 x TPU v5e; M7, the worked problems).
 
 Each row below is a published number and the scaling_lib call that recomputes it; the helpers sit beside
 the rows that use them.

@@ -1,4 +1,4 @@
-"""Claims T1-T4 of the ledger: Step time.
+"""Claims T1-T5 of the ledger: Step time (T5, a worked problem).
 
 Each row below is a published number and the scaling_lib call that recomputes it; the helpers sit beside
 the rows that use them.
