@@ -117,12 +117,12 @@ def _heads_priced(model, n_chips: int, attention_sharding: str, pad_heads) -> ob
     divisors = [d for d in range(1, model.n_heads + 1) if model.n_heads % d == 0]
     padded = padded_heads(model.n_heads, n_chips)
     if not padded:
-        cap = 1 << (model.n_heads - 1).bit_length()
+        cap, needed = 1 << (model.n_heads - 1).bit_length(), math.ceil(model.n_heads / n_chips) * n_chips
         raise ValueError(f"attention_sharding='heads' cannot split the n_heads={model.n_heads} query heads of "
-                         f"{model.name} n_chips={n_chips} ways: that pads them to {math.ceil(model.n_heads / n_chips) * n_chips}, "
-                         f"past {cap}, the next power of two, as far as Pope et al. padded (PaLM 540B's 48 heads to "
-                         f"64); use attention_sharding='batch', or a chip count that {cap} padded heads split over "
-                         f"(at most {cap})")
+                         f"{model.name} n_chips={n_chips} ways: that pads them to {needed}, past {cap}, the next "
+                         f"power of two, as far as Pope et al. padded (PaLM 540B's 48 heads to 64); use "
+                         f"attention_sharding='batch', or a chip count that {cap} padded heads split over (at most "
+                         f"{cap})")
     if not pad_heads:
         raise ValueError(f"attention_sharding='heads' splits the n_heads={model.n_heads} query heads of {model.name} "
                          f"n_chips={n_chips} ways, and {n_chips} does not divide {model.n_heads}: use "
