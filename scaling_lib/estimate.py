@@ -48,7 +48,8 @@ import math
 from dataclasses import dataclass
 
 from ._validate import axes as check_axes
-from ._validate import choice, divisors, fraction, non_negative_int, positive, positive_int
+from ._validate import MAX_CHIPS, at_most, choice, divisors, fraction, hourly_price, non_negative_int, positive
+from ._validate import positive_int
 from .collectives import mesh_collective
 from .dtypes import bytes_per_element
 from .flops import decode_step_flops, forward_flops, matmul_params
@@ -158,6 +159,17 @@ def _torus_mesh(n: int, axes: int) -> tuple:
 # No tensor-parallel group is larger than one ICI slice or NVLink domain: the largest TPU slice is Ironwood's 9,216
 # chips (Google Cloud TPU documentation). A larger group is refused before any mesh is searched.
 MAX_TENSOR_PARALLEL = 16_384
+
+
+def largest_tensor_parallel(chip) -> int | None:
+    """The largest tensor-parallel group the hardware table can price on `chip`: one NVLink or Infinity Fabric
+    domain when no source gives the bandwidth between its nodes (MI300X, GB200 NVL72), else no limit (None)."""
+    topology = get_chip(chip).topology
+    if topology is None or isinstance(topology, Torus) or topology.scale_out_bandwidth is not None:
+        return None
+    return topology.domain_size
+
+
 # vLLM's defaults for the two engine settings (`gpu_memory_utilization=0.9`; `max_num_seqs` is 256 there, TensorRT-LLM
 # runs up to 2,048 and more): the fraction of HBM an engine lets weights and caches use, and its cap on the sequences
 # one replica decodes at once.
@@ -219,9 +231,16 @@ class Deployment:
         utilization = fraction("memory_utilization", self.memory_utilization,
                                "the share of HBM the engine may use for weights and KV caches")
         max_sequences = positive_int("max_sequences", self.max_sequences)
+        at_most("n_chips", n, MAX_CHIPS, "more chips than any machine has")
         if n % tp:
             raise ValueError(f"tensor_parallel={tp} does not divide n_chips={n}: the chips form n / tensor_parallel "
                              f"identical replicas; pick a divisor of {n}")
+        domain = largest_tensor_parallel(chip)
+        if domain is not None and tp > domain:
+            raise ValueError(f"tensor_parallel={tp} spans {math.ceil(tp / domain)} {chip.name} nodes of {domain} and "
+                             f"the hardware table has no bandwidth between {chip.name} nodes (no source gives it); "
+                             f"keep each copy of the model in one node: tensor_parallel={domain} or fewer (n_chips="
+                             f"{n} then runs as replicas)")
         if self.ffn_layout == "1d-ws" and model.n_heads % tp:
             raise ValueError(f"tensor_parallel={tp} does not divide n_heads={model.n_heads} of {model.name}: "
                              "Megatron tensor parallelism gives each chip whole query heads; use one of "
@@ -238,6 +257,8 @@ class Deployment:
                 mesh = _torus_mesh(tp, chip.topology.axes)
             else:
                 mesh = optimal_2d_mesh(tp, model, chip)
+        elif isinstance(chip.topology, Torus):
+            mesh = chip.topology.check_mesh(self.mesh_shape, chip.name)
         else:
             mesh = check_axes("mesh_shape", self.mesh_shape)
         if math.prod(mesh) != tp:
@@ -275,10 +296,22 @@ class Deployment:
         """Every weight stored (all experts, both embedding tables), split tensor_parallel ways."""
         return model_param_bytes(self.model, self.weight_dtype) / self.tensor_parallel
 
+    @functools.cached_property
+    def kv_shards(self) -> int:
+        """Chips that split one replica's batch of caches between them: tensor_parallel / gcd(K, tensor_parallel)
+        for a batch-split cache beyond the K KV heads (each of them holds whole sequences of its heads), else 1."""
+        groups, tp = kv_head_groups(self.model), self.tensor_parallel
+        return tp // math.gcd(groups, tp) if self.kv_placement == "batch-split" and tp > groups else 1
+
     def kv_bytes_per_chip(self, sequences: float, tokens_each: float) -> float:
-        """HBM one chip holds for `sequences` caches of `tokens_each` tokens (`memory.kv_cache_bytes`: sliding
-        windows, local and global layers and latent attention included), times the copies, over the chips."""
-        total = kv_cache_bytes(self.model, tokens_each, sequences, self.kv_dtype)
+        """HBM the busiest chip holds for `sequences` caches of `tokens_each` tokens (`memory.kv_cache_bytes`:
+        sliding windows, local and global layers and latent attention included), times the copies, over the chips.
+        A batch-split cache is never split within a sequence: each of the `kv_shards` chips sharing a head holds
+        whole sequences, the busiest ceil(sequences / kv_shards) of them (one sequence on 8 shards: all of its
+        cache on one chip, not an eighth on each)."""
+        shards = self.kv_shards
+        held = sequences if shards == 1 else math.ceil(sequences / shards) * shards
+        total = kv_cache_bytes(self.model, tokens_each, held, self.kv_dtype)
         return total * self.kv_copies / self.tensor_parallel
 
     @functools.cached_property
@@ -566,8 +599,8 @@ def max_batch(deployment: Deployment, context_len: float, efficiency=None) -> in
     positive("context_len", context_len)
     eff = resolve_efficiency(efficiency)
     free = d.hbm_limit(eff) - d.weight_bytes_per_chip
-    per_sequence = d.kv_bytes_per_chip(1, context_len)
-    per_replica = 0 if free <= 0 else min(int(math.floor(free / per_sequence)), d.sequence_cap(eff))
+    per_chip = d.kv_bytes_per_chip(d.kv_shards, context_len)  # one whole sequence on each chip of a head group
+    per_replica = 0 if free <= 0 else min(int(math.floor(free / per_chip)) * d.kv_shards, d.sequence_cap(eff))
     return d.replicas * per_replica
 
 
@@ -763,7 +796,7 @@ def report(model, chip, n_chips: int, *, batch: int | None = None, context_len: 
         raise ValueError(f"prompt_len={prompt_len} is longer than context_len={context_len}, the tokens a sequence "
                          f"holds in all: give a context at least as long as the prompt")
     if price_per_chip_hour is not None:
-        positive("price_per_chip_hour", price_per_chip_hour)
+        hourly_price("price_per_chip_hour", price_per_chip_hour)
     fits = max_batch(deployment, context_len, TYPICAL)
     if batch is None:
         if fits < 1:

@@ -175,6 +175,11 @@ def test_metrics_count_the_share_within_each_factor_both_ways():
     m = calibration.metrics(items)
     assert (m.n_rows, m.within_1_5, m.within_2) == (5, 0.4, 0.8)
     assert m.median_measured_over_predicted == pytest.approx(1 / 1.2)
+    # The summary's ratio is the median (sorted 0.4, 0.625, 1.2, 1.4, 1.9: the middle one), not the mean (1.105);
+    # the worst is the farthest from 1 in log, 1 / 2.5 (a factor 2.5) before 1.9.
+    summary = calibration.summarize(items)
+    assert (summary.n_rows, summary.median, summary.worst, summary.worst_label) == (5, 1.2, 1 / 2.5, "4")
+    assert summary.worst_factor == pytest.approx(2.5)
 
 
 # --- new models come from their Hugging Face configs ---------------------------------------------------------------

@@ -4,6 +4,7 @@ shows it (a closed pipe, `python -m`)."""
 
 import argparse
 import dataclasses
+import io
 import json
 import math
 import os
@@ -143,8 +144,8 @@ ERRORS = [
     (EXAMPLE[:-2] + ["--price", "h999=1"], "unknown chip 'h999'"),
     (EXAMPLE[:3] + ["--chip", "h100,,h200"] + EXAMPLE[5:], "argument --chip"),
     (EXAMPLE[:3] + ["--chip", "h999"] + EXAMPLE[5:], "unknown chip 'h999'"),
-    (EXAMPLE + ["--weights", "fp7"], "weight_dtypes: unknown dtype 'fp7'"),
-    (EXAMPLE + ["--kv", "int3"], "kv_dtypes: unknown dtype 'int3'"),
+    (EXAMPLE + ["--weights", "fp7"], "argument --weights: unknown dtype 'fp7'"),
+    (EXAMPLE + ["--kv", "int3"], "argument --kv: unknown dtype 'int3'"),
     (EXAMPLE + ["--efficiency", "fast"], "argument --efficiency"),
     (EXAMPLE + ["--max-chips", "0"], "argument --max-chips"),
     (EXAMPLE + ["--output-len", "1"], "output_len=1"),
@@ -162,6 +163,13 @@ ERRORS = [
     (ESTIMATE + ["--memory-utilization", "0.1"], "does not fit"),
     (ESTIMATE + ["--input-len", "100", "--output-len", "1"], "output_len=1"),
     (ESTIMATE + ["--tensor-parallel", "0"], "argument --tensor-parallel"),
+    (ESTIMATE + ["--price", "1e308"], "argument --price: must be at most 1e+09 per chip-hour"),  # costs would overflow
+    (EXAMPLE[:-2] + ["--price", "h100=2,h100=3"], "argument --price: prices h100 twice"),
+    (EXAMPLE[:3] + ["--chip", "tpu-v5e"] + EXAMPLE[5:-2] + ["--price", "v5e=2,tpu-v5e=3"], "names tpu-v5e twice"),
+    (ESTIMATE + ["--weights", ""], "argument --weights: unknown dtype ''"),  # not the default bf16
+    (EXAMPLE + ["--max-chips", str(2**53)], "argument --max-chips: must be at most 1,048,576 chips"),
+    (ESTIMATE[:3] + ["--chip", "mi300x", "--chips", "16"], "tensor_parallel=16 spans 2 mi300x nodes of 8 and the "
+                                                          "hardware table has no bandwidth between mi300x nodes"),
 ]
 
 
@@ -185,18 +193,23 @@ def test_an_unreachable_target_in_json_says_how_close_the_best_came(capsys):
 
 
 # ---------------------------------------------------------------------------------------------------- processes
-@pytest.mark.parametrize("argv", [EXAMPLE, ESTIMATE], ids=["plan", "estimate"])
-def test_a_closed_pipe_ends_quietly_without_a_traceback(argv):
-    process = subprocess.Popen([sys.executable, "-m", "scaling_lib", *argv, "--json"], stdout=subprocess.PIPE,
+def test_a_closed_pipe_ends_quietly_without_a_traceback():
+    process = subprocess.Popen([sys.executable, "-m", "scaling_lib", *ESTIMATE, "--json"], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, cwd=REPO)
     process.stdout.close()  # the reader is gone before the first byte (what `| head -1` does to a long output)
     stderr = process.communicate()[1].decode()
     assert "Traceback" not in stderr and "BrokenPipe" not in stderr and process.returncode == 0, stderr
 
 
-def test_plan_runs_as_a_module_and_prints_the_table():
+def test_plan_runs_as_a_module_and_a_bad_config_is_one_line_without_a_traceback(tmp_path):
     done = subprocess.run([sys.executable, "-m", "scaling_lib", *EXAMPLE], capture_output=True, text=True, cwd=REPO)
     assert done.returncode == 0 and done.stderr == "" and "frontier" in done.stdout
+    path = tmp_path / "list.json"
+    path.write_text("[1, 2]")
+    done = subprocess.run([sys.executable, "-m", "scaling_lib", "estimate", "--config", str(path), "--chip", "h100",
+                           "--chips", "8"], capture_output=True, text=True, cwd=REPO)
+    assert done.returncode == 2 and done.stdout == "" and "Traceback" not in done.stderr
+    assert done.stderr.count("\n") == 1 and "list.json" in done.stderr
 
 
 # ---------------------------------------------------------------------------------------------------- help and layout
@@ -455,7 +468,7 @@ def test_a_positive_option_refuses_zero_negatives_infinities_and_words_saying_wh
 def test_a_share_of_hbm_above_one_is_refused_naming_the_range():
     with pytest.raises(argparse.ArgumentTypeError, match=r"\bshare of HBM in \(0, 1\], got '1\.01'"):
         _fraction("1.01")
-    assert _seconds("2") == 2.0 and _price("1e3") == 1000.0  # no upper bound on seconds or prices
+    assert _seconds("2") == 2.0 and _price("1e9") == 1e9  # no upper bound on seconds; prices up to 1e9
 
 
 def test_names_are_split_at_commas_and_stripped_and_an_empty_one_is_refused():
@@ -540,8 +553,37 @@ def test_a_closed_pipe_sends_the_rest_of_the_output_to_devnull(tmp_path, monkeyp
 
 
 def test_emit_prints_the_text_and_a_newline(capsys):
-    _emit("a table")
+    assert _emit("a table") is True
     assert capsys.readouterr().out == "a table\n"
+
+
+@pytest.mark.parametrize("stdout, words", [(None, "stdout is closed"),  # `>&-`
+                                           ("/dev/full", "No space left on device")])
+def test_an_output_that_cannot_be_written_is_one_line_on_stderr_and_exit_2(stdout, words, monkeypatch, capsys):
+    if stdout is not None and not os.path.exists(stdout):
+        pytest.skip(f"no {stdout} on this system")
+    with open(stdout or os.devnull, "w") as sink:
+        monkeypatch.setattr(sys, "stdout", sink if stdout else None)
+        assert main(ESTIMATE) == 2
+    assert capsys.readouterr().err == f"error: cannot write the output: {words}\n" if stdout is None else \
+        re.fullmatch(rf"error: cannot write the output: \[Errno \d+\] {words}\n", capsys.readouterr().err)
+
+
+@pytest.mark.parametrize("name, written", [("\ud800", "\\ud800"),  # a lone surrogate that JSON can hold
+                                           ("org/Mod\u00e8le-\u0416", "mod\\xe8le-\\u0436")])
+@pytest.mark.parametrize("command", ["estimate", "plan"])
+def test_a_model_name_the_terminal_cannot_write_is_printed_escaped(name, written, command, tmp_path, monkeypatch,
+                                                                   capsys):
+    config = json.loads((REPO / "book/data/hf_configs/llama-3.1-8b.json").read_text())
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**config, "_name_or_path": name}))
+    argv = (["estimate", "--chips", "1"] if command == "estimate" else
+            ["plan", "--max-chips", "1", "--input-len", "100", "--output-len", "100", "--price", "2"])
+    terminal = io.TextIOWrapper(io.BytesIO(), encoding="ascii")
+    monkeypatch.setattr(sys, "stdout", terminal)
+    assert main(argv[:1] + ["--config", str(path), "--chip", "h100"] + argv[1:]) == 0
+    terminal.flush()
+    assert written in terminal.buffer.getvalue().decode("ascii").splitlines()[0]
 
 
 def test_a_failure_prints_one_line_and_in_json_the_extra_fields(capsys):

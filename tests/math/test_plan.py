@@ -215,7 +215,8 @@ BAD_ARGUMENTS = [
     ("output_len", 1), ("output_len", "500"), ("ttft", -1.0), ("ttft", "2"), ("tpot", math.nan), ("tpot", 0),
     ("prices", 0), ("prices", math.inf), ("prices", {"tpu-v5e": 1.0}), ("prices", {"h100": -2.5}),
     ("prices", {"tpu-v9": 1.0}), ("weight_dtypes", []), ("weight_dtypes", ("int3",)), ("kv_dtypes", "fp7"),
-    ("efficiency", "fast"), ("model", "gpt-9"),
+    ("efficiency", "fast"), ("model", "gpt-9"), ("max_chips", 2**53), ("prices", 1e308),
+    ("prices", {"h100": 2.5, "H100": 3.0}),  # one chip, two prices: which was meant?
 ]
 
 
@@ -227,6 +228,21 @@ def test_every_bad_argument_is_a_value_error_naming_it(name, value):
     message = str(caught.value)
     # the argument as a whole word, as it is spelled ("XXchips" or "CHIPS" would not do)
     assert re.search(rf"\b{name}\b", message) or (name == "model" and "unknown model" in message), message
+
+
+def test_a_plan_with_mi300x_beyond_one_node_searches_it_in_its_node_beside_other_chips():
+    # No source gives MI300X's network between nodes: its tensor-parallel groups stay within its 8 GPUs (16 chips
+    # run as replicas) instead of failing the whole plan; H100 groups of 16 span two nodes over InfiniBand.
+    result = plan("llama3-70b", ["h100", "mi300x"], 16, 1000, 200, prices={"h100": 2.5, "mi300x": 2.5})
+    points = result.frontier + (result.best,)
+    assert {p.tensor_parallel for p in points if p.chip == "mi300x"} <= {1, 2, 4, 8}
+    # A design's cost does not depend on its replicas: on two nodes the plan picks the one node's design, twice.
+    one_node, two_nodes = (plan("llama3-70b", "mi300x", n, 1000, 200, prices=2.5).best for n in (8, 16))
+    assert two_nodes.replicas == 2 * one_node.replicas and two_nodes.n_chips == 2 * one_node.n_chips
+    assert [getattr(two_nodes, f) for f in ("tensor_parallel", "batch_per_replica", "tpot_s",
+                                            "dollars_per_million_output_tokens_all_in")] == \
+        [getattr(one_node, f) for f in ("tensor_parallel", "batch_per_replica", "tpot_s",
+                                        "dollars_per_million_output_tokens_all_in")]
 
 
 def test_price_deployment_prices_one_deployment_as_plan_prices_its_choice(example):
