@@ -277,8 +277,8 @@ def test_hop_counting_and_collective_pricing_each_have_one_owner_and_no_module_r
 
 # A path the docs name: one under a folder of the repository ("scaling_lib/...", "tests/book/test_x.py"), or a file at
 # its root ("TESTING.md", "Makefile"). "<name>" and "*" stand for any name, "NN" for a two-digit number, and must
-# match at least one file; built
-# output (under _build/) is not in a clone. Names of other projects' files (the Scaling Book's "tpus.md") are neither.
+# match at least one file. What a tool writes into a folder .gitignore names (bench/results/, _build/) is not in a
+# clone, and names of other projects' files (the Scaling Book's "tpus.md") are neither.
 _NAMED_PATH = re.compile(r"(?<![\w./<>*-])((?:scaling_lib|tests|tools|bench|book|chapters|\.ci)/[\w./<>*-]*[\w>*/]"
                          r"|[A-Z]+\.md|Makefile|pyproject\.toml|requirements\.txt|package(?:-lock)?\.json"
                          r"|_config\.yml|_toc\.yml)(?![\w/])")
@@ -299,9 +299,13 @@ def _docs_and_docstrings():
 
 
 def test_every_path_the_readme_testing_and_the_docstrings_name_exists():
+    ignored = tuple(line.strip().strip("/") + "/" for line in (REPO / ".gitignore").read_text().splitlines()
+                    if line.strip().endswith("/"))
     missing = []
     for where, text in _docs_and_docstrings():
         for named in _NAMED_PATH.findall(text):
+            if named.startswith(ignored):
+                continue
             pattern = re.sub(r"<[^>]*>", "*", named.rstrip(".")).replace("NN", "[0-9][0-9]")
             found = list(REPO.glob(pattern)) if "*" in pattern or "[" in pattern else (REPO / pattern).exists()
             if not found:
