@@ -9,9 +9,10 @@ import pytest
 
 from scaling_lib.book.claims import published
 from scaling_lib.book.exercises import exercises, get_exercise, grade
-from scaling_lib.book.exercises.exercise import Choice
+from scaling_lib.book.exercises.exercise import Choice, Number
 from scaling_lib.flops import decode_step_flops, matmul_params
 from scaling_lib.models import active_param_count
+from scaling_lib.units import parse_unit
 from tests import REPO
 
 _SPEC = importlib.util.spec_from_file_location("slip_audit", REPO / "tools" / "slip_audit.py")
@@ -26,6 +27,20 @@ def test_typed_slips_are_named_at_least_nine_times_in_ten_never_misnamed_never_a
     wrong = [(r.typed, r.verdict, r.slip) for r in results if r.verdict in ("misnamed", "accepted")]
     assert not wrong
     assert counts["named"] >= 0.9 * counts["typed"], [(r.typed, r.message) for r in results if r.verdict != "named"]
+
+
+_BYTE_PARTS = [(eid, part) for eid, exercise in sorted(exercises().items()) for part in exercise.parts
+               if isinstance(part, Number) and parse_unit(part.unit)[1] in ("bytes", "bandwidth")]
+
+
+@pytest.mark.parametrize("item", _BYTE_PARTS, ids=lambda item: f"{item[0]}:{item[1].name}")
+def test_a_listed_slip_that_lands_where_bits_for_bytes_does_names_both(item):
+    # Eight times the answer (its bits labelled bytes) or an eighth (its bytes labelled bits) is also a unit slip.
+    eid, part = item
+    for slip in part.slips:
+        ratio = slip.value() / part.expected()
+        if any(abs(ratio / factor - 1) <= max(part.rel_tol, 0.001) for factor in (8, 1 / 8)):
+            assert "bits" in slip.name, (eid, slip.name)
 
 
 def test_2p_is_a_named_slip_where_the_question_asks_for_2p_mm():

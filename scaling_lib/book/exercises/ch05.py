@@ -85,7 +85,8 @@ EXERCISES = (
                      "the server produces one token per sequence per step: B / T_step."),
                 Slip("per chip", lambda: _throughput() / 16, "the question asks for the whole server."),
                 Slip("keys only", lambda: _throughput("int4"),  # half the int8 cache's bytes, as 4 bits would be
-                     "each cached token holds a key AND a value for every KV head of every layer: the step reads both."),
+                     "each cached token holds a key AND a value for every KV head of every layer: the step reads "
+                     "both."),
             )),
             Choice({"a": "yes", "b": "no"}, "a", name="fits", why={
                 "b": "add the int8 weights and 32 int8 caches and compare with 16 x 16 GB."}),

@@ -48,9 +48,10 @@ EXERCISES = (
                 Slip("3 of 4 layers global",
                      lambda: 0.75 * kv_cache_bytes("llama3-70b", 32768) + 0.25 * kv_cache_bytes("llama3-70b", 4096),
                      "it is the other way round: 1 layer in 4 is global, 3 in 4 are local."),
-                Slip("MQA as well", lambda: local_global_kv_bytes(get_model("llama3-70b").with_(n_kv_heads=1), 32768,
-                                                                  window=4096, global_every=4),
-                     "price each lever on its own: the local/global model keeps its K = 8 KV heads."),
+                Slip("MQA as well, or bits for bytes", lambda: local_global_kv_bytes(
+                    get_model("llama3-70b").with_(n_kv_heads=1), 32768, window=4096, global_every=4),
+                     "both land here, an eighth of the cache: price each lever on its own, the local/global model "
+                     "keeps its K = 8 KV heads; and a cache is counted in bytes, 8 bits each."),
             )),
         ),
     ),
@@ -95,7 +96,8 @@ EXERCISES = (
                 Slip("the KV term alone", lambda: _int8_kv_step().kv_s,
                      "the step also reads the weights once (or does their FLOPs, whichever is longer)."),
                 Slip("keys only", lambda: _int8_kv_step(kv_dtype="int4").total_s,  # half the int8 cache's bytes
-                     "each cached token holds a key AND a value for every KV head of every layer: the step reads both."),
+                     "each cached token holds a key AND a value for every KV head of every layer: the step reads "
+                     "both."),
             )),
         ),
     ),

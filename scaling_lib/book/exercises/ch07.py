@@ -74,7 +74,8 @@ EXERCISES = (
                  "the threshold uses one direction of one link: n x W_link x t_hop."),
             Slip("8 chips, or n/2 hops at one direction's bandwidth", lambda: latency_bound_bytes("tpu-v5e", 8),
                  "both land here, half the threshold: the collective spans 16 chips; and a pass's n/2 hops are set "
-                 "against the bytes at both directions' bandwidth, M / W_ici,bidi < (n/2) t_hop, so M < n W_ici t_hop."),
+                 "against the bytes at both directions' bandwidth, M / W_ici,bidi < (n/2) t_hop, so "
+                 "M < n W_ici t_hop."),
         )),
     ),
     Exercise(
@@ -147,8 +148,10 @@ EXERCISES = (
             Slip("the output projection replicated too",
                  lambda: fsdp_gather_bytes(TINY, "fp32", replicated=("embed", "unembed")),
                  "the embeddings are not tied here: the output projection is a table of its own, still split."),
-            Slip("one device's share", lambda: fsdp_gather_bytes(TINY, "fp32", replicated="embed") / 8,
-                 "an all-gather delivers the whole array to every device, not one block of it."),
+            Slip("one device's share, or bits for bytes",
+                 lambda: fsdp_gather_bytes(TINY, "fp32", replicated="embed") / 8,
+                 "both land here, an eighth: an all-gather delivers the whole array to every device, not one block of "
+                 "it; and the answer is in bytes, 8 bits each."),
             Slip("bf16", lambda: fsdp_gather_bytes(TINY, "bf16", replicated="embed"),
                  "the tiny model's weights are float32, 4 bytes each."),
         )),
