@@ -110,7 +110,7 @@ def _in_bits(eid: str, name: str = "") -> str:
     scaled = _expected(eid, name) / parse_unit(part.unit)[0]
     prefix = part.unit[:-1] if part.unit.endswith("B") else part.unit[:-3]  # kB -> k, TB/s -> T
     unit = f"{prefix}bit" + ("/s" if part.unit.endswith("/s") else "")
-    return f"{scaled:.5g} {unit}"
+    return f"{round(scaled)} {unit}" if part.integer else f"{scaled:.5g} {unit}"
 
 
 def _half_kv(step) -> float:
@@ -206,6 +206,9 @@ FAMILIES = (
         times("wp.q1-kv-per-token", 8.0),
         text("ch1.hbm-for-v5e-bcrit-h100", lambda: _in_bits("ch1.hbm-for-v5e-bcrit-h100")),
         value("ch7.fsdp-replicated-embedding", lambda: 8 * _expected("ch7.fsdp-replicated-embedding")),
+        text("ch7.fsdp-replicated-embedding", lambda: _in_bits("ch7.fsdp-replicated-embedding")),
+        text("ch6.mqa-or-local-global-llama3-70b", lambda: _in_bits("ch6.mqa-or-local-global-llama3-70b",
+                                                                    "local_global"), "local_global"),
     )),
     Family("a unit prefix off by 1,000", r"power of 1,000|1,000", (
         times("ch1.matmul-time-v5e", 1e-3, "time"),  # seconds typed as ms
