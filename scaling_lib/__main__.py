@@ -21,7 +21,7 @@ import sys
 
 from ._validate import MAX_CHIPS, MAX_INT, MAX_PRICE_PER_CHIP_HOUR
 from .dtypes import bytes_per_element
-from .estimate import BOUND, TYPICAL, decode_step, report
+from .estimate import BOUND, PROFILES, decode_step, report
 from .hardware import chip_names
 from .memory import kv_cache_bytes, kv_head_groups
 from .models import active_param_count, model_names, param_count, read_hf_config
@@ -137,6 +137,29 @@ def _model_options(command: argparse.ArgumentParser):
     which.add_argument("--config", help="a Hugging Face config.json of your own model")
 
 
+def _engine_option(command: argparse.ArgumentParser):
+    command.add_argument("--engine", choices=tuple(PROFILES), default="typical",
+                         help="whose efficiencies the typical estimate uses: typical (the broadest fit, every engine; "
+                              "default) or one engine's or hardware family's profile (chapter 11)")
+
+
+def _engine_words(profile, chip) -> dict:
+    """What the chosen profile is, for the JSON and the table: its name, the engine it describes, what it was fitted
+    on, its held-out spread on `chip`'s platform (measured / estimate, 10th-90th percentile) and its caveat."""
+    spread = profile.spread_on(chip)
+    return {"profile": profile.name, "describes": profile.engine, "fitted_on": profile.fitted_on,
+            "spread": list(spread) if spread else None, "caveat": profile.caveat(chip) or None}
+
+
+def _between(seconds: float, spread, scale: float, digits: int, unit: str) -> str:
+    """' (x-y unit for 4 in 5 held-out runs)': the time the held-out measurements bracket (a run that is faster than
+    the estimate takes less time: the range is seconds / (measured / estimate))."""
+    if not spread:
+        return ""
+    low, high = seconds / spread[1] * scale, seconds / spread[0] * scale
+    return f" ({low:,.{digits}f}-{high:,.{digits}f} {unit} for 4 in 5 held-out runs)"
+
+
 def parser() -> argparse.ArgumentParser:
     """The command line's parser, both commands and every option; the appendix *Command-line reference*
     (book/command_line.md) is generated from it by scaling_lib.book.cli_reference."""
@@ -169,6 +192,7 @@ def parser() -> argparse.ArgumentParser:
     estimate.add_argument("--memory-utilization", type=_fraction, default=None,
                           help="share of each chip's HBM the engine may use for weights and KV cache (default 0.9)")
     estimate.add_argument("--price", type=_price, default=None, help="your price in $ per chip-hour (none is built in)")
+    _engine_option(estimate)
     estimate.add_argument("--json", action="store_true", help="print JSON (SI units) instead of a table")
 
     planner = commands.add_parser("plan", help="the cheapest deployment meeting TTFT and TPOT targets",
@@ -191,6 +215,7 @@ def parser() -> argparse.ArgumentParser:
                          help=f"KV-cache formats to try, comma-separated (default {','.join(KV_DTYPES)})")
     planner.add_argument("--efficiency", choices=("typical", "bound"), default="typical",
                          help="typical: the calibrated estimate (default); bound: every resource at peak")
+    _engine_option(planner)
     planner.add_argument("--json", action="store_true", help="print JSON (SI units) instead of a table")
     return parser
 
@@ -263,11 +288,13 @@ def _estimate(args, model, config) -> tuple:
     if (args.input_len is None) != (args.output_len is None):
         raise ValueError("arguments --input-len and --output-len: give both (a workload) or neither")
     engine = {} if args.memory_utilization is None else {"memory_utilization": args.memory_utilization}
+    profile = PROFILES[args.engine]
+    profile.for_chip(args.chip)  # a profile fitted on another platform says which ones cover this chip
     one = report(model, args.chip, tp, batch=None if args.batch is None else args.batch // replicas,
                  context_len=args.context, prompt_len=args.prompt, weight_dtype=weights, kv_dtype=args.kv,
-                 compute_dtype=args.compute, price_per_chip_hour=args.price, **engine)  # one replica
+                 compute_dtype=args.compute, price_per_chip_hour=args.price, efficiency=profile, **engine)  # one replica
     d = one.deployment
-    typical = decode_step(d, one.batch, args.context, TYPICAL)
+    typical = decode_step(d, one.batch, args.context, profile)
     bound = decode_step(d, one.batch, args.context, BOUND)
     limit, share = _limit(typical)
     split = _split(dataclasses.replace(d, n_chips=args.chips))
@@ -281,8 +308,10 @@ def _estimate(args, model, config) -> tuple:
             "max_sequences_per_replica": d.max_sequences, "split": split, "limited_by": limit,
             "tpot_typical_s": one.decode_step_typical_s, "ttft_typical_s": one.prefill_typical_s,
             "decode_step_typical": _terms(typical), "decode_step_bound": _terms(bound),
-            "efficiency": {"typical": dataclasses.asdict(TYPICAL.for_chip(d.chip)),
-                           "bound": dataclasses.asdict(BOUND)}}
+            "efficiency": {"typical": dataclasses.asdict(profile.for_chip(d.chip)),
+                           "bound": dataclasses.asdict(BOUND)},
+            "engine": _engine_words(profile, d.chip)}
+    spread = profile.spread_on(d.chip)
     per_chip = one.weight_bytes / tp / 1e9
     rows = [("model", f"{d.model.name}: {data['parameters'] / 1e9:,.2f}B parameters "
                       f"({data['active_parameters'] / 1e9:,.2f}B active per token)"),
@@ -296,10 +325,15 @@ def _estimate(args, model, config) -> tuple:
             ("largest batch that fits", f"{data['max_batch']:,} sequences of {args.context:,} tokens (the engine's "
                                         f"{d.memory_utilization:.0%} of HBM, at most {d.max_sequences:,} per replica)"),
             ("batch", f"{data['batch']:,} ({one.batch:,} per replica)"),
+            ("engine profile", f"{profile.name}: {profile.engine}"
+                               + (f"; CAVEAT: {profile.caveat(d.chip)}" if profile.caveat(d.chip) else "")),
             ("decode step = time per output token (TPOT)",
-             f"{one.decode_step_typical_s * 1e3:,.2f} ms typical, {one.decode_step_bound_s * 1e3:,.2f} ms bound"),
+             f"{one.decode_step_typical_s * 1e3:,.2f} ms typical"
+             f"{_between(one.decode_step_typical_s, spread, 1e3, 2, 'ms')}, {one.decode_step_bound_s * 1e3:,.2f} ms "
+             "bound"),
             ("what limits the step", f"{limit} ({share:.0%} of the typical step)"),
-            ("time to first token (TTFT)", f"{one.prefill_typical_s * 1e3:,.1f} ms typical, "
+            ("time to first token (TTFT)", f"{one.prefill_typical_s * 1e3:,.1f} ms typical"
+                                           f"{_between(one.prefill_typical_s, spread, 1e3, 1, 'ms')}, "
                                            f"{one.prefill_bound_s * 1e3:,.1f} ms bound (one {one.prompt_len:,}-token "
                                            "prompt, nothing else running)"),
             ("output tokens/s", f"{data['tokens_per_s_typical']:,.0f} typical, {data['tokens_per_s_bound']:,.0f} "
@@ -312,7 +346,8 @@ def _estimate(args, model, config) -> tuple:
         workload = price_deployment(d.model, d.chip, args.chips, args.input_len, args.output_len,
                                     tensor_parallel=tp, batch=args.batch, weight_dtype=d.weight_dtype,
                                     kv_dtype=d.kv_dtype, compute_dtype=d.compute_dtype,
-                                    price_per_chip_hour=args.price, memory_utilization=d.memory_utilization)
+                                    price_per_chip_hour=args.price, memory_utilization=d.memory_utilization,
+                                    efficiency=profile)
         data["workload"] = {"input_len": args.input_len, "output_len": args.output_len, **workload.as_dict()}
         rows.append((f"workload of {args.input_len:,} + {args.output_len:,} tokens",
                      f"TTFT {workload.ttft_s * 1e3:,.1f} ms, TPOT {workload.tpot_s * 1e3:,.2f} ms, "
@@ -332,10 +367,16 @@ def _plan(args, model, config) -> tuple:
     _fits_positions(config, args.input_len + args.output_len, "--input-len + --output-len")
     weights = args.weights or ((config.weight_dtype,) if config is not None and config.weight_dtype else
                                WEIGHT_DTYPES)
+    profile = PROFILES[args.engine]
+    for chip in args.chip:
+        profile.for_chip(chip)  # a profile fitted on another platform says which ones cover the chip
     result = plan(model, list(args.chip), args.max_chips, args.input_len, args.output_len, ttft=args.ttft,
                   tpot=args.tpot, prices=args.price, weight_dtypes=weights, kv_dtypes=args.kv,
-                  efficiency=None if args.efficiency == "bound" else "typical")
-    return {"schema": SCHEMA, **result.as_dict()}, result.describe()
+                  efficiency=None if args.efficiency == "bound" else profile)
+    caveats = sorted({profile.caveat(chip) for chip in args.chip} - {""})
+    table = result.describe() + "".join(f"\nCAVEAT ({profile.name}): {words}" for words in caveats)
+    return {"schema": SCHEMA, **result.as_dict(), "engine": {"profile": profile.name, "describes": profile.engine,
+                                                             "caveats": caveats or None}}, table
 
 
 # ------------------------------------------------------------------------------------------------------ main

@@ -346,6 +346,8 @@ def mesh_collective(op: str, array_bytes: float, chip, mesh_shape, wraparound=No
     (`slice_hops`); an all-to-all is bounded by the bisection of the slice (module docstring). Which axes wrap:
     `slice_wraps` (`wraparound` True, False or one flag per axis, else the chip's rule for the slice). A switch sees
     one group of prod(shape).
+
+    Defined in chapter 11, *How close do real systems come?*.
     """
     choice("collective op", op, COLLECTIVES)
     chip = get_chip(chip)

@@ -218,7 +218,7 @@ def layer_collectives(model, n_chips: int, phase: str, batch: int, ffn_layout: s
     Raises ValueError for a Pope et al. layout on a chip that is not a torus, and for heads that do not split
     n ways under attention_sharding='heads' (unless `pad_heads`, as in `layout_cost`).
 
-    Defined in chapter 12, *Choosing a layout by the metric*.
+    Defined in chapter 11, *How close do real systems come?*.
     """
     m = get_model(model)
     n_chips, batch, context_len, mesh = _check_step(
@@ -260,7 +260,7 @@ def layout_cost(model, chip, n_chips: int, phase: str, batch: int, ffn_layout: s
     weights count in the compute and weight terms and in HBM, not in the model FLOPs of MFU; and for Pope et al.'s layouts on a chip that is not a torus (a GPU's NVLink switch
     runs "1d-ws", as `estimate.Deployment` decides).
 
-    Defined in chapter 12, *Choosing a layout by the metric*.
+    Defined in chapter 11, *How close do real systems come?*.
     """
     return _layout_cost(get_model(model), get_chip(chip), n_chips, phase, batch, ffn_layout, attention_sharding,
                         context_len=context_len, weight_dtype=weight_dtype, kv_dtype=kv_dtype,

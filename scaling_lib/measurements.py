@@ -208,7 +208,8 @@ class RunRow:
 
     `kind`: "offline" (output tokens/s of the deployment, the engine choosing its batch), "offline_b" (the same at
     `batch` slots per replica), "static" (output tokens/s of one static batch of `batch` sequences: a prefill, then
-    output_len - 1 decode steps) or "ttft" (seconds to the first token at batch 1). `measured` is in `unit`.
+    output_len - 1 decode steps), "latency" (the seconds that static batch takes), "ttft" (seconds to the first token
+    at batch 1) or "tpot" (seconds per output token with `batch` sequences decoding). `measured` is in `unit`.
     """
 
     source: str
@@ -250,6 +251,15 @@ def _run_row(r: dict, model) -> RunRow:
 def published_runs() -> tuple:
     """The 263 published runs of `published_runs.csv`, in the file's order, each with its source."""
     return tuple(_run_row(r, r["model"]) for r in _read("published_runs.csv"))
+
+
+def gathered_runs() -> tuple:
+    """Published runs gathered for the engine and hardware profiles (`gathered_runs.csv`), each with its source:
+    vLLM on 8 AMD MI300X (AMD's performance-results page, five container releases of 2025, and Oracle's Llama 3.1
+    405B blog: offline throughput and the end-to-end latency of one batch), JetStream + MaxText serving Mixtral on
+    TPU v6e (Google Cloud's recipes). Kinds as `RunRow`'s, plus "latency": seconds for one batch of `batch`
+    sequences, its prefill and output_len - 1 decode steps."""
+    return tuple(_run_row(r, r["model"]) for r in _read("gathered_runs.csv"))
 
 
 # Configs of models the library does not name (`book/data/hf_configs/`, each with its source in that README).
@@ -576,3 +586,28 @@ def accelerator_decode_sweep(run: str = "h200-book-sweep", rows=None) -> tuple:
     if not steps:
         raise ValueError(f"run {run!r} has no decode_step rows")
     return steps
+
+
+@dataclass(frozen=True)
+class DecodeStepRow:
+    """One engine-grade decode step timed on a real GPU (`h200_decode_step.csv`): `batch` sequences at `context`
+    cached tokens; `best_s` the whole step, `attention_only_s` its attention calls alone; it reads
+    `matmul_weight_bytes` of weights and `kv_bytes` of cache once."""
+
+    chip: str
+    batch: int
+    context: int
+    best_s: float
+    attention_only_s: float
+    matmul_weight_bytes: float
+    kv_bytes: float
+    source: str
+
+
+def decode_step_rows() -> tuple:
+    """This project's H200 decode steps (PyTorch, one CUDA graph, LLaMA-3-8B shapes), each with its source."""
+    return tuple(DecodeStepRow(chip=r["chip"], batch=int(r["batch"]), context=int(r["context"]),
+                               best_s=float(r["best_s"]), attention_only_s=float(r["attention_only_s"]),
+                               matmul_weight_bytes=float(r["matmul_weight_bytes"]), kv_bytes=float(r["kv_bytes"]),
+                               source=r["source"])
+                 for r in _read("h200_decode_step.csv"))

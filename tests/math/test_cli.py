@@ -18,7 +18,7 @@ import pytest
 import scaling_lib.__main__ as cli
 from scaling_lib.__main__ import (SCHEMA, _OneLineParser, _count, _emit, _fail, _fits_positions, _fraction, _limit,
                                   _model_options, _names, _one_line, _price, _prices, _seconds, _split, _terms, main)
-from scaling_lib.estimate import TYPICAL, Deployment, report
+from scaling_lib.estimate import PROFILES, TYPICAL, Deployment, decode_step, report
 from scaling_lib.models import active_param_count, get_model, model_names, param_count
 from scaling_lib.plan import plan, price_deployment
 from tests import REPO
@@ -110,7 +110,9 @@ def test_estimate_memory_utilization_kv_default_and_batch_per_replica(capsys):
 def test_plan_json_is_the_library_plan_with_a_schema(capsys):
     data = _json(EXAMPLE, capsys)
     expected = plan("llama3-70b", ["h100"], 16, 2000, 500, ttft=2.0, tpot=0.05, prices=2.5)
+    engine = data.pop("engine")
     assert data == {"schema": SCHEMA, **expected.as_dict()}
+    assert engine == {"profile": "typical", "describes": PROFILES["typical"].engine, "caveats": None}
     assert DEPLOYMENT_KEYS <= set(data["best"]) and all(DEPLOYMENT_KEYS <= set(p) for p in data["frontier"])
     best = data["best"]
     assert best["ttft_s"] <= 2 and best["tpot_s"] <= 0.05 and best["replicas"] * best["tensor_parallel"] == \
@@ -278,15 +280,21 @@ def test_the_estimate_table_shows_the_json_numbers_in_its_units_one_row_a_line(c
     assert re.fullmatch(r"([\d.]+) GB \(([\d.]+) GB per chip\)", rows["weights"]).groups() == \
         (f"{2 * data['parameters'] / 1e9:.1f}",) * 2
     assert rows["KV cache per token"] == "131.1 kB"
-    tpot = re.fullmatch(r"([\d,.]+) ms typical, ([\d,.]+) ms bound", rows["decode step = time per output token (TPOT)"])
+    tpot = re.fullmatch(r"([\d,.]+) ms typical \(([\d,.]+)-([\d,.]+) ms for 4 in 5 held-out runs\), ([\d,.]+) ms bound",
+                        rows["decode step = time per output token (TPOT)"])
     assert _number(tpot[1]) == pytest.approx(data["tpot_typical_s"] * 1e3, abs=0.006)
-    assert _number(tpot[2]) == pytest.approx(data["decode_step_bound"]["total_s"] * 1e3, abs=0.006)
+    assert _number(tpot[4]) == pytest.approx(data["decode_step_bound"]["total_s"] * 1e3, abs=0.006)
+    # The range is the estimate over the held-out measured / estimate quantiles, so the faster runs give its low end.
+    low, high = data["engine"]["spread"]
+    assert (_number(tpot[2]), _number(tpot[3])) == pytest.approx((data["tpot_typical_s"] * 1e3 / high,
+                                                                  data["tpot_typical_s"] * 1e3 / low), abs=0.006)
     assert rows["batch"] == "2,048 (2,048 per replica)"
     assert re.match(r"2,048 sequences of 128 tokens", rows["largest batch that fits"])
     tokens = re.fullmatch(r"([\d,]+) typical, ([\d,]+) bound \(all replicas, decode only\)", rows["output tokens/s"])
     assert _number(tokens[1]) == pytest.approx(data["tokens_per_s_typical"], abs=0.6)
     assert _number(tokens[2]) == pytest.approx(data["tokens_per_s_bound"], abs=0.6)
-    ttft = re.match(r"([\d,.]+) ms typical, ([\d,.]+) ms bound", rows["time to first token (TTFT)"])
+    ttft = re.match(r"([\d,.]+) ms typical \([\d,.]+-[\d,.]+ ms for 4 in 5 held-out runs\), ([\d,.]+) ms bound",
+                    rows["time to first token (TTFT)"])
     assert _number(ttft[1]) == pytest.approx(data["ttft_typical_s"] * 1e3, abs=0.06)
     workload = data["workload"]
     shown = re.match(r"TTFT ([\d,.]+) ms, TPOT ([\d,.]+) ms, ([\d,]+) output tokens/s at ([\d,]+) sequences",
@@ -343,7 +351,8 @@ def test_the_estimate_splits_the_weights_over_a_replicas_chips_and_sums_the_repl
     assert data["max_batch"] == data["batch"] and data["max_batch"] % 2 == 0
     assert data["tokens_per_s_typical"] == pytest.approx(data["batch"] / data["tpot_typical_s"], rel=1e-9)
     assert data["tokens_per_s_bound"] == pytest.approx(data["batch"] / data["decode_step_bound"]["total_s"], rel=1e-9)
-    ttft = re.match(r"([\d,.]+) ms typical, ([\d,.]+) ms bound \(one 1,000-token prompt", rows["time to first token (TTFT)"])
+    ttft = re.match(r"([\d,.]+) ms typical \([^)]*\), ([\d,.]+) ms bound \(one 1,000-token prompt",
+                    rows["time to first token (TTFT)"])
     assert _number(ttft[1]) == pytest.approx(data["ttft_typical_s"] * 1e3, abs=0.06)
     assert _number(ttft[2]) == pytest.approx(data["prefill_bound_s"] * 1e3, abs=0.06)
     assert data["prompt_len"] == 1000 and data["context_len"] == 4096
@@ -722,7 +731,8 @@ def test_an_error_in_json_is_strict_json_or_nothing(capsys):
 
 def test_the_time_to_first_token_is_shown_in_ms_to_a_tenth(capsys):
     one = report("llama3-70b", "h100", 8)  # one replica, an 8,192-token prompt
-    ttft = re.fullmatch(r"([\d,.]+) ms typical, ([\d,.]+) ms bound \(one 8,192-token prompt, nothing else running\)",
+    ttft = re.fullmatch(r"([\d,.]+) ms typical \([^)]*\), ([\d,.]+) ms bound \(one 8,192-token prompt, nothing else "
+                        r"running\)",
                         _table(_ok(ESTIMATE, capsys))["time to first token (TTFT)"])
     assert one.prefill_bound_s > 0.1  # long enough that 0.1% more would show in the first decimal
     assert _number(ttft[1]) == pytest.approx(one.prefill_typical_s * 1e3, abs=0.051)
@@ -734,3 +744,19 @@ def test_json_output_is_strict_and_a_non_finite_result_is_an_error_not_nan(monke
     assert main(ESTIMATE + ["--json"]) == 2
     captured = capsys.readouterr()
     assert _strict(captured.out)["schema"] == SCHEMA and re.search(r"\bnot JSON compliant\b", captured.err)
+
+
+def test_the_engine_option_prices_with_that_profile_and_says_which_engine_and_its_caveat(capsys):
+    argv = ["estimate", "--model", "llama3-70b", "--chip", "h100", "--chips", "8", "--batch", "1", "--context", "2048",
+            "--weights", "fp8", "--kv", "fp8", "--compute", "fp8"]
+    typical, vllm = _json(argv, capsys), _json(argv + ["--engine", "vllm"], capsys)
+    d = Deployment("llama3-70b", "h100", 8, weight_dtype="fp8", kv_dtype="fp8", compute_dtype="fp8")
+    assert vllm["tpot_typical_s"] == pytest.approx(decode_step(d, 1, 2048, PROFILES["vllm"]).total_s)
+    assert typical["tpot_typical_s"] == pytest.approx(decode_step(d, 1, 2048, TYPICAL).total_s)
+    assert (vllm["engine"]["profile"], typical["engine"]["profile"]) == ("vllm", "typical")
+    assert vllm["engine"]["caveat"] and "three small-batch runs" in _table(_ok(argv + ["--engine", "vllm"],
+                                                                               capsys))["engine profile"]
+    assert main(["estimate", "--model", "llama3-8b", "--chip", "tpu-v5e", "--chips", "1", "--engine",
+                 "tensorrt-llm"]) == 2
+    err = capsys.readouterr().err
+    assert "fitted on gpu rows only" in err and "use one of typical, jetstream" in err

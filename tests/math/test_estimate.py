@@ -144,6 +144,12 @@ def test_bad_deployments_name_the_problem_and_the_fix():
         Deployment("llama3-70b", "h100", 8, ffn_layout="2d-ws")
     with pytest.raises(ValueError, match="unknown kv_placement 'sharded'"):
         Deployment("llama3-70b", "h100", 8, kv_placement="sharded")
+    with pytest.raises(ValueError, match=r"expert_parallel=True .* llama3-70b has 1 expert"):
+        Deployment("llama3-70b", "h100", 8, expert_parallel=True)
+    with pytest.raises(ValueError, match=r"mixtral-8x7b has 8 expert\(s\) and tensor_parallel=16"):
+        Deployment("mixtral-8x7b", "tpu-v5e", 16, expert_parallel=True)
+    with pytest.raises(ValueError, match=r"attention_data_parallel must be True or False, got 'yes'"):
+        Deployment("mixtral-8x7b", "h100", 8, attention_data_parallel="yes")
     with pytest.raises(ValueError, match="tpu-v5e has no native fp8"):
         Deployment("llama3-70b", "tpu-v5e", 16, compute_dtype="fp8")
     with pytest.raises(ValueError, match=r"Efficiency.mfu must be a fraction of peak in \(0, 1\]"):
@@ -1055,3 +1061,36 @@ def test_a_deployment_describes_where_the_kv_cache_goes_past_the_kv_heads(placem
     wide = Deployment("llama3-8b", "h100", 16, kv_placement=placement).describe()
     assert wide.endswith(f"KV heads split 8 ways, then {placement}")
     assert Deployment("llama3-8b", "h100", 8, kv_placement=placement).describe().endswith("KV heads split 8 ways")
+
+
+def test_attention_data_parallel_keeps_whole_attention_weights_and_unreplicated_caches_on_each_chip():
+    # Qwen3-235B-A22B on 8 H200 (4 KV heads): tensor parallelism splits every weight 8 ways and replicates each KV head
+    # on 2 chips; attention data-parallel holds the attention weights whole and each sequence's cache once.
+    tp, dp = Deployment("qwen3-235b-a22b", "h200", 8), Deployment("qwen3-235b-a22b", "h200", 8,
+                                                                 attention_data_parallel=True, expert_parallel=True)
+    m = get_model("qwen3-235b-a22b")
+    attention = m.n_layers * (m.d_model * m.n_heads * m.head_dim * 2 + m.d_model * m.n_kv_heads * m.head_dim * 2) * 2
+    assert dp.weight_bytes_per_chip == pytest.approx(param_count(m) * 2 / 8 + attention * 7 / 8)
+    assert tp.kv_bytes_per_chip(64, 1000) == pytest.approx(2 * dp.kv_bytes_per_chip(64, 1000))
+    assert dp.kv_bytes_per_chip(64, 1000) == pytest.approx(kv_cache_bytes(m, 1000, 64) / 8)
+    # Every chip reads its whole attention weights each step, and its share of the experts.
+    assert dp.weights_read_per_chip(4096) - tp.weights_read_per_chip(4096) == pytest.approx(attention * 7 / 8)
+
+
+def test_experts_and_data_parallel_attention_trade_the_all_reduces_for_two_all_to_alls_per_moe_layer():
+    # Per MoE layer two all-to-alls of the k routed copies of every token's hidden state (dispatch and combine); with
+    # attention data-parallel alone, an all-gather and a reduce-scatter of the tokens; expert parallelism alone keeps
+    # Megatron's two all-reduces.
+    m, tokens = get_model("qwen3-235b-a22b"), 2048
+    hidden = tokens * m.d_model * 2
+    ep_dp = Deployment(m, "h200", 8, expert_parallel=True, attention_data_parallel=True)
+    step = step_estimate(ep_dp, prefill_tokens=tokens, prefill_len=tokens, efficiency=Efficiency())
+    a2a = collective_time("all-to-all", hidden * m.n_active_experts, "h200", 8)
+    assert step.comm_s == pytest.approx(2 * m.n_moe_layers * (a2a.bandwidth_s + a2a.latency_s))
+    dp = Deployment(m, "h200", 8, attention_data_parallel=True)
+    gather, scatter = (collective_time(op, hidden, "h200", 8) for op in ("all-gather", "reduce-scatter"))
+    assert step_estimate(dp, prefill_tokens=tokens, prefill_len=tokens, efficiency=Efficiency()).comm_s == \
+        pytest.approx(m.n_layers * (gather.total_s + scatter.total_s))
+    ep, plain = Deployment(m, "h200", 8, expert_parallel=True), Deployment(m, "h200", 8)
+    assert step_estimate(ep, prefill_tokens=tokens, prefill_len=tokens).comm_s == \
+        step_estimate(plain, prefill_tokens=tokens, prefill_len=tokens).comm_s

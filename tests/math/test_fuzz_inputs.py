@@ -24,6 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import scaling_lib
+import scaling_lib.holdout
 import scaling_lib.quantization
 from tests import REPO, examples
 from scaling_lib.estimate import Deployment
@@ -165,7 +166,7 @@ SPECS = {
     "estimate.prefill": spec(dict(deployment=DEPLOYMENT, prompt_len=2048), prompt_len="count", batch="count"),
     "estimate.report": spec(dict(model=M, chip="tpu-v5e", n_chips=16), model="model", chip="chip", n_chips="count",
                             context_len="count"),
-    "estimate.resolve_efficiency": spec(dict(efficiency=None)),
+    "efficiency.resolve_efficiency": spec(dict(efficiency=None)),
     "estimate.step_estimate": spec(dict(deployment=DEPLOYMENT, decode_batch=32, decode_context=8192),
                                    decode_batch="real0", decode_context="real0"),
     "inference.full_hbm_step_time": spec(dict(chip="tpu-v5e"), chip="chip"),
@@ -529,11 +530,40 @@ SPECS.update({
     "calibration.trtllm_memory_utilization": spec(dict(model=M, chip="h100", weight_dtype="fp8", tensor_parallel=8),
                                                   model="model", chip="chip", weight_dtype="dtype",
                                                   tensor_parallel="count"),
-    "calibration.uncertainty": spec(dict(platform="tpu"), platform="platform", worsening="frac"),
+    "calibration.uncertainty": spec(dict(platform="tpu", replicates=2), platform="platform", profile="profile",
+                                    replicates="small", level="frac"),
     "calibration.validation_metrics": spec({}, efficiency="efficiency"),
     "measurements.published_runs": spec({}),
 })
 # The out-of-sample check (appended): priced once per efficiency and cached, so only the default is fuzzed here.
+# The physics pass: efficiencies measured apart from the throughput rows, the engine profiles, the bounded fit.
+GOOD["profile"] = st.sampled_from(tuple(scaling_lib.calibration.PROFILE_ENGINES))
+BAD["profile"] = BAD["choice"]
+SPECS.update({
+    "calibration.collective_latency_scale": spec(dict(platform="gpu"), platform="platform"),
+    "calibration.measured_efficiencies": spec(dict(platform="gpu"), platform="platform"),
+    "calibration.measured_weight_streaming": spec({}),
+    "calibration.engine_of": spec(dict(row=_RUN), row="row"),
+    "calibration.in_profile": spec(dict(row=_RUN, profile="typical"), row="row", profile="profile"),
+    "calibration.fit_profile": spec({}, profile="profile"),
+    "calibration.offline_slots": spec(dict(row=_RUN, deployment=scaling_lib.calibration.run_deployment(_RUN)),
+                                      row="row", deployment="deployment", efficiency="efficiency"),
+    "efficiency.platform_of_chip": spec(dict(chip="h100"), chip="chip"),
+    "measurements.decode_step_rows": spec({}),
+    "measurements.gathered_runs": spec({}),
+    "holdout.group_key": spec(dict(row=_RUN, by="release"), row="row", by="grouping"),
+    "holdout.fitted_rows": spec({}, profile="profile", platform="platform"),
+    "holdout.held_out_ratios": spec({}, profile="profile", platform="platform"),
+    "holdout.profile_spread": spec({}, profile="profile", platform="platform", quantiles="quantiles"),
+    "holdout.leave_one_group_out": spec(dict(by="kind"), by="grouping", profile="profile"),
+})
+SPECS["estimate.report"][1].update(efficiency="named_engine")
+GOOD["grouping"] = st.sampled_from(scaling_lib.holdout.GROUPINGS)
+BAD["grouping"] = BAD["choice"]
+GOOD["quantiles"] = st.sampled_from([(0.1, 0.9), (0.25, 0.75)])
+BAD["quantiles"] = [None, 3, (0.1,), (0.0, 0.9), (0.1, 1.5)]
+GOOD["named_engine"] = st.sampled_from(list(scaling_lib.estimate.PROFILES))
+BAD["named_engine"] = ["fast", 3, None, "bound"]
 SPECS.update({"calibration.out_of_sample_summary": spec({}), "calibration.release_of": spec(dict(row=_RUN)),
               "calibration.out_of_sample": spec({}), "measurements.validation_runs": spec({})})
 SPECS["estimate.max_batch"][1].update(efficiency="efficiency")
