@@ -64,6 +64,8 @@ EXERCISES = (
         answer=Number("ms", _step, slips=(
             Slip("a bf16 cache", lambda: _step(kv="bf16"), "fp8 cache entries take 1 byte, half of bf16."),
             Slip("int8 weights", lambda: _step(weights="int8"), "int4 weights take half a byte."),
+            Slip("keys only", lambda: _step(kv="int4"),  # half the fp8 cache's bytes, as 4 bits would be
+                 "each cached token holds a key AND a value for every KV head of every layer: the step reads both."),
         )),
     ),
     Exercise(
@@ -73,8 +75,8 @@ EXERCISES = (
         answer=Choice({"a": "different tokens from plain greedy decoding", "b": "nothing: every step is rejected",
                        "c": "the same tokens as plain greedy decoding, about one per target pass",
                        "d": "the drafter's tokens, corrected at the end"}, "c", why={
-            "a": "every kept token is the target's own argmax given the tokens before it.",
-            "b": "a rejected step still keeps the target's correction: one token per pass.",
+            "a": "ask whose argmax decides each token that is kept.",
+            "b": "ask what the target contributes to a step even when it accepts no drafted token.",
             "d": "corrections happen at the first disagreement of every step, not at the end."}),
     ),
     Exercise(
