@@ -92,8 +92,9 @@ EXERCISES = (
                  "the buffer holds CAPACITY slots for every expert: its size follows the capacity."),
             Slip("the pairs routed, not the buffer", lambda: _T_DEVICE * _K * _D * bytes_per_element("fp32"),
                  "a fixed-shape buffer travels whole, empty slots included: E x kappa x D values."),
-            Slip("this device's experts only", lambda: _buffer_bytes(n_experts=_E // _N),
-                 "each device sends slots for all E experts, one block to every device, its own included."),
+            Slip("this device's experts only, or bits for bytes", lambda: _buffer_bytes(n_experts=_E // _N),
+                 "each device sends slots for all E experts, one block to every device, its own included; and a "
+                 "byte is 8 bits."),
             Slip("both all-to-alls", lambda: 2 * _buffer_bytes(), "the question asks for one of the two."),
             Slip("2-byte activations", lambda: _buffer_bytes(dtype="bf16"), "the tiny layer runs in float32."),
         )),
