@@ -55,8 +55,9 @@ from .flops import decode_step_flops, forward_flops, matmul_params
 from .hardware import Torus, get_chip
 from .attention_sharding import attention_collectives
 from .layouts import LAYOUTS, ffn_collectives, optimal_2d_mesh
-from .memory import KV_PLACEMENTS, kv_bytes_per_token, kv_cache_bytes, kv_head_groups, kv_replication
+from .memory import KV_PLACEMENTS, kv_bytes_per_token, kv_cache_bytes, kv_head_groups, kv_read_bytes, kv_replication
 from .memory import param_bytes as model_param_bytes
+from .memory import state_bytes_per_sequence, weights_read_bytes
 from .models import get_model
 from .moe import expected_experts_touched
 
@@ -277,9 +278,22 @@ class Deployment:
 
     def kv_bytes_per_chip(self, sequences: float, tokens_each: float) -> float:
         """HBM one chip holds for `sequences` caches of `tokens_each` tokens (`memory.kv_cache_bytes`: sliding
-        windows, local and global layers and latent attention included), times the copies, over the chips."""
-        total = kv_cache_bytes(self.model, tokens_each, sequences, self.kv_dtype)
-        return total * self.kv_copies / self.tensor_parallel
+        windows, local and global layers and latent attention included), times the copies, over the chips; plus a
+        hybrid's fixed-size states (`memory.state_bytes_per_sequence`), split over the chips by head."""
+        total = kv_cache_bytes(self.model, tokens_each, sequences, self.kv_dtype) * self.kv_copies
+        return (total + sequences * self.state_bytes_per_sequence) / self.tensor_parallel
+
+    @functools.cached_property
+    def state_bytes_per_sequence(self) -> float:
+        """A hybrid's fixed-size state per sequence (`memory.state_bytes_per_sequence`; 0 for other models)."""
+        return state_bytes_per_sequence(self.model)
+
+    def kv_read_per_chip(self, sequences: float, tokens_each: float) -> float:
+        """Bytes one decode step moves on one chip for its caches: the KV it reads (`memory.kv_read_bytes`: under
+        sparse attention only the top-k latents) times the copies, and each hybrid state read once and written
+        back once, over the chips."""
+        read = kv_read_bytes(self.model, tokens_each, sequences, self.kv_dtype) * self.kv_copies
+        return (read + 2 * sequences * self.state_bytes_per_sequence) / self.tensor_parallel
 
     @functools.cached_property
     def matmul_params(self) -> float:
@@ -289,13 +303,12 @@ class Deployment:
     def weights_read_per_chip(self, tokens: float) -> float:
         """Weight bytes one step reads on one chip: the matmul weights (not the input embedding table) and, on each
         MoE layer, the shared experts plus the expected number of distinct routed experts that `tokens` tokens
-        touch (`moe.expected_experts_touched`, uniform routing) instead of the k each token uses."""
+        touch (`moe.expected_experts_touched`, uniform routing) instead of the k each token uses; each weight group
+        in its own format (`memory.weights_read_bytes`: a mixed-precision checkpoint's experts and attention
+        differ)."""
         m = self.model
-        weights = self.matmul_params
-        if m.n_experts > 1:
-            touched = expected_experts_touched(m.n_experts, m.n_active_experts, tokens)
-            weights += m.n_moe_layers * (touched - m.n_active_experts) * 3 * m.d_model * m.d_ff
-        return weights * bytes_per_element(self.weight_dtype) / self.tensor_parallel
+        touched = expected_experts_touched(m.n_experts, m.n_active_experts, tokens) if m.n_experts > 1 else None
+        return weights_read_bytes(m, self.weight_dtype, touched) / self.tensor_parallel
 
     def describe(self) -> str:
         m = self.model
@@ -471,9 +484,11 @@ def step_estimate(deployment: Deployment, *, decode_batch: float = 0.0, decode_c
     hbm = chip.hbm_bandwidth * eff.hbm
     rate = chip.peak_flops(d.compute_dtype) * eff.mfu
     tokens = decode_batch + prefill_tokens
-    # decode reads its caches; prefill writes the new tokens' entries (every layer keeps the newest token)
-    kv_moved = (d.kv_bytes_per_chip(decode_batch, decode_context) if decode_batch else 0.0) + \
-        (prefill_tokens * kv_bytes_per_token(m, d.kv_dtype) * d.kv_copies / tp)
+    # decode reads its caches (and a hybrid's states, read and written back); prefill writes the new tokens' entries
+    # (every layer keeps the newest token) and each prompt's final state
+    kv_moved = (d.kv_read_per_chip(decode_batch, decode_context) if decode_batch else 0.0) + \
+        (prefill_tokens * kv_bytes_per_token(m, d.kv_dtype) * d.kv_copies / tp) + \
+        (prefill_tokens / prefill_len * d.state_bytes_per_sequence / tp)
     attention = 0.0  # FLOPs summed over the layers (local layers score at most their window)
     if decode_batch:
         context = max(1, round(decode_context))

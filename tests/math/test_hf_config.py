@@ -1,12 +1,16 @@
 """Your own model: `models.from_hf_config` reads shipped config.json files into the right shapes, and the parameter
 totals match the model cards; the new structures (MLA, local/global layers, shared experts, leading dense layers)
-are counted the way a hand derivation counts them."""
+are counted the way a hand derivation counts them; a checkpoint's formats (`quantization_config`) and a multimodal
+wrapper's text tower are read as `hf_config` documents."""
 
 import json
+import re
 
 import pytest
 
+from scaling_lib import hf_config, models
 from scaling_lib.flops import decode_step_flops, matmul_params
+from scaling_lib.hf_fields import ConfigFields
 from scaling_lib.kv_levers import decode_attention_cost, kv_footprint
 from scaling_lib.memory import kv_bytes_per_token, kv_cache_bytes
 from scaling_lib.models import Transformer, active_param_count, from_hf_config, get_model, param_count
@@ -124,8 +128,8 @@ def test_from_hf_config_bad_input_names_the_field(tmp_path):
     with pytest.raises(ValueError, match="num_hidden_layers"):
         from_hf_config(config)
     moe = json.loads((CONFIGS / "qwen3-235b-a22b.json").read_text())
-    with pytest.raises(ValueError, match="decoder_sparse_step"):
-        from_hf_config({**moe, "decoder_sparse_step": 2})
+    with pytest.raises(ValueError, match="'moe_intermediate_size'"):
+        from_hf_config({k: v for k, v in moe.items() if k != "moe_intermediate_size"})
     with pytest.raises(ValueError, match="no config file"):
         from_hf_config(tmp_path / "missing.json")
     with pytest.raises(ValueError, match="unknown model"):
@@ -240,3 +244,79 @@ def test_from_hf_config_file_problems_name_the_file(content, says, tmp_path):
         big.truncate(10**7 + 1)  # sparse: no disk used
     with pytest.raises(ValueError, match="weights.json holds 10,000,001 bytes; a config.json is a few kB"):
         from_hf_config(tmp_path / "weights.json")
+
+
+# --- formats and nested configs ---------------------------------------------------------------------------------------
+LLAMA_CONFIG = dict(model_type="llama", num_hidden_layers=2, hidden_size=64, num_attention_heads=4, vocab_size=256,
+                    intermediate_size=128)
+
+
+def _fields(**config):
+    return ConfigFields(config, "here.json")
+
+
+@pytest.mark.parametrize("quantization, weights", [({"quant_method": "fbgemm_fp8"}, "fp8"),
+                                                   ({"quant_method": "modelopt", "quant_algo": "FP8"}, "fp8"),
+                                                   ({"quant_method": "modelopt", "quant_algo": "NVFP4"}, "nvfp4"),
+                                                   ({"quant_method": "awq", "bits": 8}, "int8"),
+                                                   ({"quant_method": "gptq", "bits": 4}, "int4")])
+def test_each_quantization_method_names_its_weight_format(quantization, weights):
+    assert hf_config._read_quantization(_fields(quantization_config=quantization))[0] == weights
+
+
+@pytest.mark.parametrize("quantization, says", [
+    ("fp8", r"\bmust be an object with a 'quant_method', got the string 'fp8'"),
+    ({"quant_method": "modelopt", "quant_algo": "INT4_AWQ"}, r"\bhas quant_algo 'INT4_AWQ'; this book reads FP8 and "
+                                                             r"NVFP4\b"),
+    ({"quant_method": "bitnet"}, r"\bhas quant_method 'bitnet'; this book reads fp8, fbgemm_fp8, mxfp4, awq, gptq, "
+                                 r"compressed-tensors, modelopt and bitsandbytes\b"),
+    ({"quant_method": "gptq", "bits": 3}, r"\bgptq with bits=3; this book stores 4 or 8 bits\b"),
+    ({"quant_method": "awq"}, r"\bawq with bits=None\b"),
+])
+def test_a_quantization_this_book_cannot_store_says_what_it_reads(quantization, says):
+    with pytest.raises(ValueError, match=r"\bfield 'quantization_config' of here\.json\b") as err:
+        hf_config._read_quantization(_fields(quantization_config=quantization))[0]
+    assert re.search(says, str(err.value)), str(err.value)
+
+
+def test_read_hf_config_reads_the_position_limit_and_names_a_bad_one():
+    assert models.read_hf_config(LLAMA_CONFIG).max_position_embeddings is None
+    assert models.read_hf_config({**LLAMA_CONFIG, "max_position_embeddings": 4096.0}).max_position_embeddings == 4096
+    with pytest.raises(ValueError, match=r"\bfield 'max_position_embeddings' of the config dict must be an integer"):
+        models.read_hf_config({**LLAMA_CONFIG, "max_position_embeddings": "4096"})
+
+
+def test_read_hf_config_names_the_file_of_a_bad_quantization(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**LLAMA_CONFIG, "quantization_config": {"quant_method": "bitnet"}}))
+    with pytest.raises(ValueError, match=rf"\bfield 'quantization_config' of {re.escape(str(path))} has"):
+        models.read_hf_config(path)
+    path.write_text(json.dumps({**LLAMA_CONFIG, "quantization_config": {"quant_method": "fp8"}}))
+    assert models.read_hf_config(tmp_path).weight_dtype == "fp8"  # the folder, read like the file
+
+
+def test_a_nested_text_config_takes_the_outer_name_quantization_and_tie_but_keeps_its_own_values():
+    outer = {"model_type": "gemma3", "_name_or_path": "google/gemma-3-4b-it", "tie_word_embeddings": False,
+             "quantization_config": {"quant_method": "fp8"}, "text_config": {"model_type": "llama"}}
+    read = models.read_hf_config(outer)
+    # the text_config is read as a Gemma 3 text model (its model_type overridden) with Hugging Face's defaults
+    assert (read.model.name, read.model.tied_embeddings, read.weight_dtype) == ("gemma-3-4b-it", False, "fp8")
+    assert (read.model.vocab_size, read.model.global_every) == (262_208, 6)
+    inner_wins = {**outer, "text_config": {"tie_word_embeddings": True, "_name_or_path": "inner/name"}}
+    assert (from_hf_config(inner_wins).tied_embeddings, from_hf_config(inner_wins).name) == (True, "name")
+
+
+def test_a_nested_config_allows_the_positions_its_language_model_does():
+    # Gemma 3 and Llama 4 keep max_position_embeddings in their text_config (it was read from the outer config: None)
+    nested = {"model_type": "gemma3", "text_config": {}}
+    assert models.read_hf_config(nested).max_position_embeddings == 131_072  # Hugging Face's Gemma 3 default
+    nested["text_config"]["max_position_embeddings"] = 8192
+    assert models.read_hf_config(nested).max_position_embeddings == 8192
+
+
+def test_a_field_inside_a_text_config_is_named_as_being_there():
+    with pytest.raises(ValueError, match=r"\bfield 'hidden_size' of the config dict \(its text_config\) must be"):
+        from_hf_config({"model_type": "gemma3", "text_config": {"hidden_size": "big"}})
+    with pytest.raises(ValueError, match=r"\bfield 'text_config' of the config dict must be an object holding the "
+                                         r"language model's fields \(model_type 'llama4'\), got a list \(1 items\)"):
+        from_hf_config({"model_type": "llama4", "text_config": [4]})
