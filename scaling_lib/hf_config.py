@@ -218,7 +218,7 @@ def _resolve_family(config: dict, where: str) -> tuple:
     if not _known(kind):
         return published[0], (f"model_type {kind!r} is not a type this book knows; its architectures, {cls}, is, and "
                               f"the config was read as that class computes it ({published[0]})")
-    said, says = DESCRIPTIONS.get(TYPE_ALIASES.get(kind, kind), kind), DESCRIPTIONS.get(published[0], published[0])
+    said, says = (DESCRIPTIONS.get(TYPE_ALIASES.get(t, t), t) for t in (kind, published[0]))
     raise ValueError(f"model_type {kind!r} and architectures {cls} in {where} disagree: the type says {said}, the "
                      f"class computes {says} (published as model_type {published[0]!r}). An engine loads the class, "
                      "so reading the label would misprice the model: restore the config as published (both fields) "

@@ -320,3 +320,134 @@ def test_a_field_inside_a_text_config_is_named_as_being_there():
     with pytest.raises(ValueError, match=r"\bfield 'text_config' of the config dict must be an object holding the "
                                          r"language model's fields \(model_type 'llama4'\), got a list \(1 items\)"):
         from_hf_config({"model_type": "llama4", "text_config": [4]})
+
+
+# --- by architecture, not by label ------------------------------------------------------------------------------------
+def _published(stem):
+    return json.loads((CONFIGS / f"{stem}.json").read_text())
+
+
+# (config, what the refusal must say): each relabelled or unreadable config is refused with its reason, and no
+# refusal suggests another model_type (a relabelling is how the audit's misreads happened).
+REFUSED = {
+    "Cohere relabelled llama": ({**_published("command-r-v01"), "model_type": "llama"},
+                                r"model_type 'llama' and architectures CohereForCausalLM .* disagree"),
+    "MiniMax relabelled mixtral": ({**_published("minimax-m1"), "model_type": "mixtral"},
+                                   r"disagree: .* the class computes MiniMax-01/M1, a hybrid"),
+    "Jamba relabelled mixtral": ({**_published("jamba-v0.1"), "model_type": "mixtral"},
+                                 r"the class computes Jamba, a hybrid of Mamba and attention layers"),
+    "Qwen3-Next relabelled qwen2_moe": ({**_published("qwen3-next-80b-a3b"), "model_type": "qwen2_moe"},
+                                        r"the class computes Qwen3-Next"),
+    "a MiniMax labelled mixtral with no class": (
+        {k: v for k, v in {**_published("minimax-m1"), "model_type": "mixtral"}.items() if k != "architectures"},
+        r"field 'attn_type_list' .* sets linear-attention layers, which a Mixtral mixture of experts does not have"),
+    "chunked attention on a LLaMA": ({**_published("llama-3.1-8b"), "attention_chunk_size": 8192},
+                                     r"field 'attention_chunk_size' .* sets chunked attention"),
+    "MTP on a Mistral": ({**_published("mistral-7b-v0.1"), "num_nextn_predict_layers": 1},
+                         r"field 'num_nextn_predict_layers' .* sets multi-token-prediction layers"),
+    "linear attention on a Qwen2": ({**_published("qwen2.5-7b"), "linear_num_key_heads": 16},
+                                    r"field 'linear_num_key_heads' .* sets linear-attention layers"),
+    "a pure Mamba": ({"model_type": "mamba2", "hidden_size": 2560}, r"it has only Mamba-2 layers \(no attention at "
+                                                                    r"all\), which this book's models cannot represent"),
+    "an unknown family": ({"model_type": "foo", "architectures": ["FooForCausalLM"]},
+                          r"not a family this book reads: .* build its shape from the model card with "
+                          r"scaling_lib\.models\.Transformer"),
+    "a classifier": ({**_published("llama-3.1-8b"), "architectures": ["LlamaForSequenceClassification"]},
+                     r"puts a classifier head on the model"),
+    "an unknown class": ({**_published("llama-3.1-8b"), "architectures": ["MyLlamaForCausalLM"]},
+                         r"a class this book does not know, so it cannot confirm"),
+    "two classes": ({**_published("llama-3.1-8b"), "architectures": ["LlamaForCausalLM", "MistralForCausalLM"]},
+                    r"names 2 classes"),
+    "a MiniMax shared expert": ({**_published("minimax-m1"), "shared_intermediate_size": 9216},
+                                r"'shared_intermediate_size' .* a shared expert beside MiniMax's routed ones"),
+    "a Nemotron-NAS linear block": (
+        {**_published("llama-3.3-nemotron-super-49b"),
+         "block_configs": [{"attention": {"replace_with_linear": True}, "ffn": {"ffn_mult": 1.0}}] * 80},
+        r"layer 0's attention is replaced by a linear layer"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REFUSED))
+def test_a_config_this_book_would_misread_is_refused_saying_why_and_never_suggesting_a_relabelling(case):
+    config, says = REFUSED[case]
+    with pytest.raises(ValueError, match=says) as err:
+        from_hf_config(config)
+    assert "its model_type is" not in str(err.value) and "set model_type" not in str(err.value)
+
+
+def test_qwen3_coders_shared_expert_of_width_zero_is_no_shared_expert():
+    # The published Qwen3-Coder-480B-A35B carries shared_expert_intermediate_size 0 (and Qwen3MoeForCausalLM builds
+    # none whatever it says): read, and equal to the config without the field.
+    coder = _published("qwen3-coder-480b-a35b")
+    without = {k: v for k, v in coder.items() if k != "shared_expert_intermediate_size"}
+    assert from_hf_config(coder) == from_hf_config(without) and from_hf_config(coder).n_shared_experts == 0
+
+
+def test_qwen3_moe_that_uses_its_sliding_window_is_priced_with_the_window_on_every_layer(capsys):
+    # Qwen3MoeForCausalLM gives every layer config.sliding_window when use_sliding_window is true (max_window_layers
+    # is not read): at 16,384 tokens each layer keeps the last 4,096.
+    windowed = {**_published("qwen3-30b-a3b"), "use_sliding_window": True, "sliding_window": 4096,
+                "max_window_layers": 28}
+    model = from_hf_config(windowed)
+    assert (model.sliding_window, model.n_global_layers) == (4096, 0)
+    assert kv_cache_bytes(model, 16384) == 4096 * kv_bytes_per_token(model)
+
+
+# quantization_config -> (the format named, bytes per weight by group as the method stores them)
+GROUPS = {
+    "gpt-oss's mxfp4": ({"quant_method": "mxfp4", "modules_to_not_convert": [
+        "model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"]},
+        "mxfp4", dict(experts=4.25 / 8, attention=2, router=2, embeddings=2, head=2)),
+    "DeepSeek's block fp8": ({"quant_method": "fp8", "weight_block_size": [128, 128]}, "fp8",
+                             dict(experts=1 + 4 / 128**2, attention=1 + 4 / 128**2, embeddings=2, head=2, router=2)),
+    "AWQ int4, groups of 128 with zeros": ({"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True},
+                                           "int4", dict(attention=0.5 + (2 + 0.5) / 128, head=2)),
+    "GPTQ int8 with its head": ({"quant_method": "gptq", "bits": 8, "group_size": 128, "lm_head": True}, "int8",
+                                dict(feed_forward=1 + 3 / 128, head=1 + 3 / 128, embeddings=2)),
+    "compressed-tensors fp8 per channel": ({"quant_method": "compressed-tensors", "format": "float-quantized",
+                                            "config_groups": {"group_0": {"targets": ["Linear"], "weights": {
+                                                "num_bits": 8, "type": "float", "strategy": "channel"}}},
+                                            "ignore": ["lm_head"]}, "fp8", dict(attention=1, head=2)),
+    "compressed-tensors nvfp4": ({"quant_method": "compressed-tensors", "config_groups": {"group_0": {
+        "targets": ["Linear"], "weights": {"num_bits": 4, "type": "float", "strategy": "tensor_group",
+                                           "group_size": 16}}}, "ignore": ["re:.*mlp.gate$", "lm_head"]},
+        "nvfp4", dict(experts=4.5 / 8, router=2, head=2)),
+    "ModelOpt FP8 with excluded attention": ({"quant_method": "modelopt", "quant_algo": "FP8",
+                                              "exclude_modules": ["model.layers.*.self_attn*", "lm_head"]}, "fp8",
+                                             dict(attention=2, feed_forward=1)),
+    "bitsandbytes nf4, double quantized": ({"quant_method": "bitsandbytes", "load_in_4bit": True,
+                                            "bnb_4bit_use_double_quant": True}, "int4",
+                                           dict(attention=0.5 + 1 / 64 + 4 / (64 * 256))),
+}
+
+
+@pytest.mark.parametrize("case", sorted(GROUPS))
+def test_each_quantization_method_gives_bytes_per_weight_group_scales_included(case):
+    quantization, dtype, groups = GROUPS[case]
+    read = models.read_hf_config({**_published("qwen3-30b-a3b"), "quantization_config": quantization})
+    assert read.weight_dtype == dtype
+    for group, per_weight in groups.items():
+        assert read.weight_dtype.group_bytes(group) == pytest.approx(per_weight, rel=1e-12), group
+
+
+@pytest.mark.parametrize("modules, says", [
+    (["model.layers.0.mlp"], r"keeps 'model\.layers\.0\.mlp' .* one layer's feed_forward/experts, in another format"),
+    (["the_big_matrix"], r"names module 'the_big_matrix' in modules_to_not_convert, which this book cannot place"),
+])
+def test_a_module_kept_in_another_format_that_no_group_holds_whole_is_refused(modules, says):
+    config = {**_published("qwen3-30b-a3b"), "quantization_config": {"quant_method": "fp8",
+                                                                      "modules_to_not_convert": modules}}
+    with pytest.raises(ValueError, match=says):
+        models.read_hf_config(config)
+
+
+def test_a_kv_cache_format_the_checkpoint_names_is_the_estimates_default(capsys, tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**_published("llama-3.1-8b"), "quantization_config": {
+        "quant_method": "modelopt", "quant_algo": "FP8", "kv_cache_quant_algo": "FP8"}}))
+    read = models.read_hf_config(path)
+    assert (read.weight_dtype, read.kv_dtype) == ("fp8", "fp8")
+    from scaling_lib.__main__ import main
+    assert main(["estimate", "--config", str(path), "--chip", "h100", "--chips", "1", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert (data["kv_dtype"], data["kv_bytes_per_token"]) == ("fp8", kv_bytes_per_token("llama3-8b", "fp8"))
