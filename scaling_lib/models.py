@@ -12,7 +12,7 @@ from dataclasses import dataclass, fields, replace
 
 from ._validate import flag, non_negative_int, positive_int
 from .hf_config import read_config
-from .mixers import SparseIndexer, StateMixer
+from .mixers import SparseIndexer, StateMixer, mamba
 
 _ALWAYS_SHOWN = ("n_layers", "d_model", "d_ff", "n_heads", "n_kv_heads", "head_dim", "vocab_size", "n_experts",
                  "n_active_experts", "tied_embeddings", "sliding_window", "name", "source")
@@ -448,6 +448,15 @@ MODELS["mixtral-8x22b"] = Transformer(n_layers=56, d_model=6144, d_ff=16384, n_h
                                       vocab_size=32768, n_experts=8, n_active_experts=2, name="mixtral-8x22b",
                                       source=_HF.format("mistralai/Mixtral-8x22B-v0.1", "141B total, 39B active"))
 ALIASES.update({"mixtral8x22b": "mixtral-8x22b", "mixtral8x22bv0.1": "mixtral-8x22b"})
+
+# A hybrid for chapter 6's state lever: Jamba-v0.1 keeps softmax attention in 4 of its 32 layers (every 8th, from the
+# 5th) and a Mamba state in the other 28 (D_in = 2 D, N_s = 16, a 4-wide convolution, step rank D / 16); a 16-expert
+# top-2 FFN on every other layer, dense FFNs of the same width between (book/data/hf_configs/jamba-v0.1.json).
+MODELS["jamba-v0.1"] = Transformer(n_layers=32, d_model=4096, d_ff=14336, n_heads=32, n_kv_heads=8, head_dim=128,
+                                   vocab_size=65536, n_experts=16, n_active_experts=2, n_dense_layers=16,
+                                   d_ff_dense=14336, n_attention_layers=4, n_state_layers=28,
+                                   state=mamba(4096, 8192, 16, 4, 256), name="jamba-v0.1",
+                                   source=_HF.format("ai21labs/Jamba-v0.1", "52B total, 12B active"))
 
 # ----------------------------------------------------------------------------------------------- your own model
 @dataclass(frozen=True)

@@ -240,6 +240,7 @@ MORE_SPECS = {
     "memory.weight_bytes_by_group": spec(dict(model=M), model="model", dtype="dtype"),
     "memory.weights_read_bytes": spec(dict(model=M), model="model", dtype="dtype", experts_per_layer="real?"),
     "models.mtp_param_count": spec(dict(model="deepseek-v3"), model="model"),
+    "kv_levers.state_lever": spec(dict(model=HYBRID), model="model", kv_dtype="dtype"),
     "flops.chunked_attention_pairs": spec(dict(query_len=4, kv_len=8, chunk=3), query_len="small", kv_len="count",
                                           chunk="count", skip_masked="flag"),
     "your_model.estimate_deployment": spec(dict(model="llama3-8b", chip="h100", n_chips=1), model="model?",

@@ -68,6 +68,8 @@ def test_shapes_read_from_the_configs():
         "llama3.1-405b").with_(name="", source="")
     assert from_hf_config(CONFIGS / "deepseek-v3.json").with_(name="", source="") == get_model(
         "deepseek-v3").with_(name="", source="")
+    assert from_hf_config(CONFIGS / "jamba-v0.1.json").with_(name="", source="") == get_model(
+        "jamba-v0.1").with_(name="", source="")
 
 
 def test_mla_kv_bytes_per_token_against_a_hand_derivation():
