@@ -273,50 +273,44 @@ def param_breakdown(model: Transformer, active_only: bool = False) -> ParamCount
     """
     m = get_model(model)
     flag("active_only", active_only)
-    embeddings = m.vocab_size * m.d_model * (1 if m.tied_embeddings else 2)
-    return ParamCount(m.attention_layers * _attention_params(m), _ffn_params(m, active_only),
-                      m.n_moe_layers * m.d_model * m.n_experts, embeddings,
-                      m.n_state_layers * (m.state.params if m.state is not None else 0))
-
-
-def _attention_params(m: Transformer) -> int:
-    """Weights of one attention layer (`param_breakdown`)."""
     d, n, h, hv = m.d_model, m.n_heads, m.head_dim, m.value_head_dim
-    if not m.is_mla:
-        return d * n * h + d * m.n_kv_heads * (h + hv) + n * hv * d
-    w_q = d * n * h if m.q_lora_rank is None else d * m.q_lora_rank + m.q_lora_rank * n * h
-    attention = w_q + d * (m.kv_lora_rank + m.rope_head_dim) + m.kv_lora_rank * n * (h - m.rope_head_dim + hv)
-    indexer = 0 if m.indexer is None else m.indexer.params(d, m.q_lora_rank)
-    return attention + n * hv * d + indexer
-
-
-def _ffn_params(m: Transformer, active_only: bool) -> int:
-    """Feed-forward weights of every layer (`param_breakdown`)."""
-    per_width = m.ffn_matrices * m.d_model
-    if m.ffn_widths is not None:
-        return per_width * sum(m.ffn_widths)
-    experts = (m.n_active_experts if active_only else m.n_experts) + m.n_shared_experts
-    dense = m.n_dense_layers * per_width * m.d_ff_dense if m.n_dense_layers else 0
-    return (m.ffn_layers - m.n_dense_layers) * per_width * m.d_ff * experts + dense
+    if m.is_mla:
+        w_q = d * n * h if m.q_lora_rank is None else d * m.q_lora_rank + m.q_lora_rank * n * h
+        attention = w_q + d * (m.kv_lora_rank + m.rope_head_dim) + m.kv_lora_rank * n * (h - m.rope_head_dim + hv)
+        attention += n * hv * d + (0 if m.indexer is None else m.indexer.params(d, m.q_lora_rank))
+    else:
+        attention = d * n * h + d * m.n_kv_heads * (h + hv) + n * hv * d
+    per_width = m.ffn_matrices * d  # weights per unit of FFN width: 3 D gated, 2 D otherwise
+    if m.ffn_widths is not None:  # a dense model whose FFN widths differ by layer
+        feed_forward = per_width * sum(m.ffn_widths)
+    else:
+        experts = (m.n_active_experts if active_only else m.n_experts) + m.n_shared_experts
+        feed_forward = (m.ffn_layers - m.n_dense_layers) * per_width * m.d_ff * experts
+        feed_forward += m.n_dense_layers * per_width * m.d_ff_dense if m.n_dense_layers else 0
+    router = m.n_moe_layers * d * m.n_experts
+    embeddings = m.vocab_size * d * (1 if m.tied_embeddings else 2)
+    state = m.n_state_layers * (m.state.params if m.state is not None else 0)
+    return ParamCount(m.attention_layers * attention, feed_forward, router, embeddings, state)
 
 
 def mtp_param_count(model: Transformer) -> int:
     """Weights of the multi-token-prediction modules (DeepSeek-V3's MTP, GLM-4.5's next-n layers), not counted in
     `param_count`: each is one more decoder layer (attention and a mixture-of-experts FFN with every expert, or the
-    dense FFN of a dense model) plus the projection of [hidden; embedding] to D (2 D x D); the embedding table and
-    the output projection are the main model's, shared. DeepSeek-V3: 11.7B, which with its own copies of the shared
-    embedding and head in the checkpoint is the card's "14B of MTP module weights".
+    dense FFN of a dense model: `param_breakdown` of that one layer) plus the projection of [hidden; embedding] to
+    D (2 D x D); the embedding table and the output projection are the main model's, shared. DeepSeek-V3: 11.6B,
+    which with its own copies of the shared embedding and head in the checkpoint is the card's "14B of MTP module
+    weights".
 
     Defined in the appendix *Apply the book to your model*.
     """
     m = get_model(model)
     if not m.n_mtp_layers:
         return 0
-    if m.n_experts > 1:
-        ffn = m.ffn_matrices * m.d_model * m.d_ff * (m.n_experts + m.n_shared_experts) + m.d_model * m.n_experts
-    else:
-        ffn = m.ffn_matrices * m.d_model * m.d_ff
-    return m.n_mtp_layers * (_attention_params(m) + ffn + 2 * m.d_model * m.d_model)
+    layer = param_breakdown(m.with_(n_layers=1, n_attention_layers=None, n_state_layers=0, state=None,
+                                    n_ffn_layers=None, n_dense_layers=0, ffn_widths=None, global_layers=None,
+                                    global_every=None, sliding_window=None, chunked_attention=False,
+                                    d_ff=max(m.ffn_widths) if m.ffn_widths else m.d_ff))
+    return m.n_mtp_layers * (layer.attention + layer.feed_forward + layer.router + 2 * m.d_model * m.d_model)
 
 
 def param_count(model: Transformer) -> int:
