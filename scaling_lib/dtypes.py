@@ -55,10 +55,7 @@ class MixedWeights(str):
 
     gpt-oss-120b: MixedWeights("mxfp4", experts=0.53125, attention=2, router=2, embeddings=2, head=2, ...): its
     experts in MXFP4 (4.25 bits), the rest in bf16. It compares equal to its format's name ("mxfp4"), so every table
-    keyed by format finds it; `memory.param_bytes` and `memory.weight_groups` read the groups.
-
-    Defined in the appendix *Apply the book to your model*.
-    """
+    keyed by format finds it; `memory.param_bytes` and `memory.weight_groups` read the groups."""
 
     def __new__(cls, dtype: str, method: str = "", **bytes_per_weight):
         if dtype not in BYTES_PER_ELEMENT:

@@ -82,10 +82,7 @@ def attention_pairs(query_len: int, kv_len: int, window=None, skip_masked: bool 
 def chunked_attention_pairs(query_len: int, kv_len: int, chunk: int, skip_masked: bool = False) -> int:
     """(query, key) pairs scored under chunked attention (Llama 4): a query at position p sees the keys of its own
     chunk of `chunk` tokens up to itself, (p mod c) + 1 of them; summed over the last query_len of kv_len positions.
-    skip_masked=False: query_len x kv_len, every pair a masked implementation computes (as `attention_pairs`).
-
-    Defined in chapter 6, *A fixed-size state*.
-    """
+    skip_masked=False: query_len x kv_len, every pair a masked implementation computes (as `attention_pairs`)."""
     query_len, kv_len, chunk = (positive_int(n, v) for n, v in (("query_len", query_len), ("kv_len", kv_len),
                                                                 ("chunk", chunk)))
     if query_len > kv_len:

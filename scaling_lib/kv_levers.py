@@ -285,7 +285,7 @@ def state_lever(model, kv_dtype: str = "bf16") -> StateLever:
     S_state = M_state / (2 (L - L_attn) K H b_kv) tokens (`StateLever.crossover_tokens`). M_state is in the engines'
     bf16 (`memory.state_bytes_per_sequence`); the KV in `kv_dtype`.
 
-    Defined in chapter 6, *Shrinking the KV cache* (lever 7, a fixed-size state).
+    Defined in chapter 6, *Shrinking the KV cache*.
     """
     m = get_model(model)
     if not m.n_state_layers:

@@ -41,10 +41,7 @@ def kv_bytes_per_token(model, dtype: str = "bf16") -> float:
 def local_tokens_kept(model, tokens: float) -> float:
     """Tokens a local layer keeps of a `tokens`-token sequence: min(S, w) under a sliding window w; under chunked
     attention (Llama 4) the tokens of the current chunk, S - c floor((S - 1) / c) for S >= 1 (c = the chunk);
-    S on a layer without a window.
-
-    Defined in chapter 6, *A fixed-size state*.
-    """
+    S on a layer without a window."""
     m = get_model(model)
     positive("tokens", tokens, allow_zero=True)
     w = m.sliding_window
@@ -83,10 +80,7 @@ STATE_DTYPE = "bf16"
 def state_bytes_per_sequence(model, dtype: str = STATE_DTYPE) -> float:
     """Bytes of the fixed-size state one sequence keeps in a hybrid's state layers (linear attention, DeltaNet,
     Mamba): n_state_layers x `mixers.StateMixer.state_elements` x bytes; 0 for a model without state layers. It does
-    not grow with the context: the lever that removes the cache's growth.
-
-    Defined in chapter 6, *A fixed-size state*.
-    """
+    not grow with the context: the lever that removes the cache's growth."""
     m = get_model(model)
     if m.state is None:
         bytes_per_element(dtype)
@@ -97,10 +91,7 @@ def state_bytes_per_sequence(model, dtype: str = STATE_DTYPE) -> float:
 def kv_read_bytes(model, tokens: float, batch: int = 1, dtype: str = "bf16") -> float:
     """KV bytes one decode step reads for `batch` sequences at `tokens` of context: the cache it holds
     (`kv_cache_bytes`), except under DeepSeek's sparse attention, which reads every token's indexer key but only the
-    top-k tokens' latents: B L (S x key_bytes + min(S, k) x latent bytes).
-
-    Defined in chapter 6, *A fixed-size state*.
-    """
+    top-k tokens' latents: B L (S x key_bytes + min(S, k) x latent bytes)."""
     m = get_model(model)
     held = kv_cache_bytes(m, tokens, batch, dtype)
     if m.indexer is None:
@@ -124,10 +115,7 @@ def weight_groups(model) -> dict:
     """Parameters by the groups a checkpoint's formats name (`dtypes.WEIGHT_GROUPS`): attention (MLA and the
     indexer included), state (a hybrid's recurrent mixers), experts (the routed experts), feed_forward (dense FFNs
     and shared experts), router, embeddings (the input table) and head (the output projection; 0 when tied, the
-    table serving both). They add up to `param_count`.
-
-    Defined in the appendix *Apply the book to your model*.
-    """
+    table serving both). They add up to `param_count`."""
     m = get_model(model)
     blocks = param_breakdown(m)
     experts = m.n_moe_layers * m.ffn_matrices * m.d_model * m.d_ff * m.n_experts
@@ -139,10 +127,7 @@ def weight_groups(model) -> dict:
 
 def weight_bytes_by_group(model, dtype: str = "bf16") -> dict:
     """Bytes of each weight group (`weight_groups`) in `dtype`: one format for all, or a `dtypes.MixedWeights`
-    checkpoint's format per group (gpt-oss: experts in MXFP4, the rest in bf16).
-
-    Defined in the appendix *Apply the book to your model*.
-    """
+    checkpoint's format per group (gpt-oss: experts in MXFP4, the rest in bf16)."""
     return {group: count * _group_bytes(dtype, group) for group, count in weight_groups(model).items()}
 
 
@@ -157,10 +142,7 @@ def param_bytes(model, dtype: str = "bf16") -> float:
 def weights_read_bytes(model, dtype: str = "bf16", experts_per_layer: float | None = None) -> float:
     """Bytes of the weights a step multiplies by: every group but the input embedding table (a lookup; when
     embeddings are tied the table is read as the output projection), with `experts_per_layer` routed experts on
-    each MoE layer (default k, one token's) instead of all E. Each group at its own format (`weight_bytes_by_group`).
-
-    Defined in chapter 5, *A model of the decode step*.
-    """
+    each MoE layer (default k, one token's) instead of all E. Each group at its own format (`weight_bytes_by_group`)."""
     m = get_model(model)
     groups = weight_groups(m)
     experts = m.n_active_experts if experts_per_layer is None else positive("experts_per_layer", experts_per_layer)

@@ -45,10 +45,7 @@ class StateMixer:
 
     `state_elements` counts the recurrent state plus the convolution window, per sequence and layer; `params` the
     weights of one layer's mixer (projections, convolution, per-channel decay and skip terms; norms not counted);
-    `flops_per_token` the recurrence's FLOPs per token and layer (the projections are in `params`: 2 FLOPs per weight).
-
-    Defined in chapter 6, *A fixed-size state*.
-    """
+    `flops_per_token` the recurrence's FLOPs per token and layer (the projections are in `params`: 2 FLOPs per weight)."""
 
     kind: str
     params: int

@@ -299,10 +299,7 @@ def mtp_param_count(model: Transformer) -> int:
     dense FFN of a dense model: `param_breakdown` of that one layer) plus the projection of [hidden; embedding] to
     D (2 D x D); the embedding table and the output projection are the main model's, shared. DeepSeek-V3: 11.6B,
     which with its own copies of the shared embedding and head in the checkpoint is the card's "14B of MTP module
-    weights".
-
-    Defined in the appendix *Apply the book to your model*.
-    """
+    weights"."""
     m = get_model(model)
     if not m.n_mtp_layers:
         return 0
@@ -479,10 +476,7 @@ def read_hf_config(path_or_dict) -> HfConfig:
     """A Hugging Face config (a file, a model folder, a Hugging Face cache entry or the parsed dict) read by
     architecture (`hf_config`): the `Transformer`, the checkpoint's formats, its position limit and notes. Behind
     `python -m scaling_lib estimate --config` and `plan --config`, which default the weights (and the KV cache) to
-    those formats and refuse a longer context.
-
-    Defined in the appendix *Apply the book to your model*.
-    """
+    those formats and refuse a longer context."""
     reading = read_config(path_or_dict)
     try:
         model = Transformer(**reading.fields, name=reading.name,
@@ -509,10 +503,7 @@ def from_hf_config(path_or_dict) -> Transformer:
     MiniMax-M1, Jamba and Nemotron-H (a fixed-size state per sequence: `mixers`), Llama-Nemotron (NAS), and the
     text towers of Gemma 3, Llama 4, Qwen2-VL/2.5-VL/3-VL, Mistral 3 and LLaVA. A field this book cannot represent,
     a missing one, one of the wrong JSON type (sizes are integers; flags are true or false, never the strings
-    "true"/"false"), or values that make no model raise ValueError naming the field and the file.
-
-    Defined in the appendix *Apply the book to your model*.
-    """
+    "true"/"false"), or values that make no model raise ValueError naming the field and the file."""
     return read_hf_config(path_or_dict).model
 
 
