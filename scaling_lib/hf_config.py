@@ -355,7 +355,7 @@ def _mixed(dtype: str, quantized_bytes: float, quantized: set, method: str, kept
 
 def _bits(f: ConfigFields, value, method: str, allowed=(4, 8)) -> int:
     if isinstance(value, bool) or value not in allowed:
-        raise f.error("quantization_config", f"{method} with bits={value!r}; this book stores "
+        raise f.error("quantization_config", f"{method} with bits={ConfigFields.value_text(value)}; this book stores "
                                              f"{' or '.join(map(str, allowed))} bits")
     return value
 
@@ -365,7 +365,7 @@ def _group_scales(f: ConfigFields, group_size, method: str) -> float:
     if group_size in (None, -1, 0):
         return 0.0
     if isinstance(group_size, bool) or not isinstance(group_size, int) or group_size < 1:
-        raise f.error("quantization_config", f"{method} with group_size={group_size!r}; a group is a positive number "
+        raise f.error("quantization_config", f"{method} with group_size={ConfigFields.value_text(group_size)}; a group is a positive number "
                                              "of weights (or -1: one scale per column)")
     return 1.0 / group_size
 
@@ -460,14 +460,15 @@ def _read_quantization(f: ConfigFields, groups: tuple = ("attention", "experts",
         weights = _mixed(dtype, per_weight, quantized, method)
         scheme = q.get("kv_cache_scheme")
         if isinstance(scheme, dict):
-            kv = {("float", 8): "fp8", ("int", 8): "int8"}.get((scheme.get("type"), scheme.get("num_bits")))
+            kind_bits = (scheme.get("type"), scheme.get("num_bits"))
+            kv = "fp8" if kind_bits == ("float", 8) else "int8" if kind_bits == ("int", 8) else None
     elif method == "modelopt":
         algo = q.get("quant_algo")
         if algo not in ("FP8", "NVFP4"):
-            raise f.error("quantization_config", f"has quant_algo {algo!r}; this book reads FP8 and NVFP4")
+            raise f.error("quantization_config", f"has quant_algo {ConfigFields.value_text(algo)}; this book reads FP8 and NVFP4")
         kept = _kept(f, q, "exclude_modules") | _kept(f, q, "ignore")
         weights = _mixed(algo.lower(), BYTES_PER_ELEMENT[algo.lower()], set(_LINEAR) - kept, method)
-        kv = {"FP8": "fp8"}.get(q.get("kv_cache_quant_algo"))
+        kv = "fp8" if q.get("kv_cache_quant_algo") == "FP8" else None
     elif method == "bitsandbytes":
         if q.get("load_in_4bit") is True:
             double = q.get("bnb_4bit_use_double_quant") is True
@@ -478,7 +479,7 @@ def _read_quantization(f: ConfigFields, groups: tuple = ("attention", "experts",
         else:
             raise f.error("quantization_config", "is bitsandbytes with neither load_in_4bit nor load_in_8bit true")
     else:
-        raise f.error("quantization_config", f"has quant_method {method!r}; this book reads fp8, fbgemm_fp8, mxfp4, "
+        raise f.error("quantization_config", f"has quant_method {ConfigFields.value_text(method)}; this book reads fp8, fbgemm_fp8, mxfp4, "
                                              "awq, gptq, compressed-tensors, modelopt and bitsandbytes")
     quantized_bytes = min(weights.group_bytes(g) for g in groups)
     kept = [g for g in groups if weights.group_bytes(g) != quantized_bytes]

@@ -52,6 +52,12 @@ class ConfigFields:
             return f"an object ({len(value)} fields)"
         return repr(value)
 
+    @staticmethod
+    def value_text(value) -> str:
+        """A JSON value as a message quotes it: repr of a scalar, a list or an object by its size (the repr of a list
+        nested thousands deep raises RecursionError)."""
+        return ConfigFields.json_text(value) if isinstance(value, (list, tuple, dict)) else repr(value)
+
     def get(self, name: str, default=None):
         """A field's raw JSON value (`default` when absent), recorded as read."""
         self.read.add(name)
@@ -66,7 +72,7 @@ class ConfigFields:
         return ValueError(f"field {name!r} of {self.where} {problem}")
 
     def missing(self, name: str) -> ValueError:
-        return ValueError(f"{self.where} has no usable {name!r} (model_type {self.config.get('model_type')!r}); "
+        return ValueError(f"{self.where} has no usable {name!r} (model_type {self.value_text(self.config.get('model_type'))}); "
                           "add it, or build the model with scaling_lib.models.Transformer(...)")
 
     def count(self, name: str, default=REQUIRED, minimum: int = 1):
@@ -83,7 +89,7 @@ class ConfigFields:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise self.error(name, f"must be an integer, got {self.json_text(value)}")
         if isinstance(value, float) and not (math.isfinite(value) and value == int(value)):
-            raise self.error(name, f"must be an integer, got {value!r}")
+            raise self.error(name, f"must be an integer, got {self.value_text(value)}")
         if value > MAX_INT:
             raise self.error(name, f"must be an integer up to 2**53 (no real size is larger), got {value!r}")
         if value < minimum:

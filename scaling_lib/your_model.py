@@ -16,8 +16,8 @@ Errors name the argument in the caller's words (`names`: the command line passes
 import dataclasses
 from dataclasses import dataclass
 
-from ._validate import positive_int
-from .estimate import BOUND, TYPICAL, decode_step, report
+from ._validate import choice, positive_int
+from .estimate import BOUND, PROFILES, decode_step, report
 from .flops import matmul_params
 from .memory import (kv_cache_bytes, kv_head_groups, state_bytes_per_sequence, weight_bytes_by_group,
                      weight_groups)
@@ -81,6 +81,23 @@ class DeploymentEstimate:
     table: str
 
 
+def _engine_words(profile, chip) -> dict:
+    """What the chosen profile is, for the JSON and the table: its name, the engine it describes, what it was fitted
+    on, its held-out spread on `chip`'s platform (measured / estimate, 10th-90th percentile) and its caveat."""
+    spread = profile.spread_on(chip)
+    return {"profile": profile.name, "describes": profile.engine, "fitted_on": profile.fitted_on,
+            "spread": list(spread) if spread else None, "caveat": profile.caveat(chip) or None}
+
+
+def _between(seconds: float, spread, scale: float, digits: int, unit: str) -> str:
+    """' (x-y unit for 4 in 5 held-out runs)': the time the held-out measurements bracket (a run that is faster than
+    the estimate takes less time: the range is seconds / (measured / estimate))."""
+    if not spread:
+        return ""
+    low, high = seconds / spread[1] * scale, seconds / spread[0] * scale
+    return f" ({low:,.{digits}f}-{high:,.{digits}f} {unit} for 4 in 5 held-out runs)"
+
+
 def _gb(value: float) -> str:
     return f"{value / 1e9:,.1f} GB"
 
@@ -111,14 +128,15 @@ def estimate_deployment(model=None, chip=None, n_chips: int = 1, *, config=None,
                         batch: int | None = None, context_len: int | None = None, prompt_len: int | None = None,
                         weight_dtype: str | None = None, kv_dtype: str | None = None, compute_dtype: str = "bf16",
                         price_per_chip_hour: float | None = None, memory_utilization: float | None = None,
-                        input_len: int | None = None, output_len: int | None = None,
+                        input_len: int | None = None, output_len: int | None = None, engine: str = "typical",
                         names: dict = PYTHON_NAMES) -> DeploymentEstimate:
     """What serving `model` (a name or a Transformer) or `config` (a Hugging Face config: path, folder or dict) on
     `n_chips` x `chip` costs: n_chips / tensor_parallel replicas of `tensor_parallel` chips (default one group of all,
     or the largest that splits the heads), `batch` sequences in all (default the largest that fits) of `context_len`
     tokens (default 8,192, or the config's max_position_embeddings when smaller); with input_len and output_len,
     a workload's TTFT, TPOT and throughput (`plan.price_deployment`). weight_dtype and kv_dtype None: the config's
-    formats (its quantization_config, a KV format it names), else bf16. Module docstring for the rest.
+    formats (its quantization_config, a KV format it names), else bf16. `engine`: whose efficiencies the typical
+    estimate uses (`estimate.PROFILES`, chapter 11). Module docstring for the rest.
 
     Defined in the appendix *Apply the book to your model*.
     """
@@ -148,8 +166,11 @@ def estimate_deployment(model=None, chip=None, n_chips: int = 1, *, config=None,
         total = positive_int(names["input_len"], input_len) + positive_int(names["output_len"], output_len)
         if read is not None:
             read.check_positions(total, f"{names['input_len']} + {names['output_len']}")
-    weights = weight_dtype or (read.weight_dtype if read is not None else None) or "bf16"
-    kv = kv_dtype or (read.kv_dtype if read is not None else None) or "bf16"
+    # None takes the config's format; '' is refused by the format check, never read as the default
+    weights = weight_dtype if weight_dtype is not None else (read.weight_dtype if read is not None else None) or "bf16"
+    kv = kv_dtype if kv_dtype is not None else (read.kv_dtype if read is not None else None) or "bf16"
+    profile = PROFILES[choice("engine", engine, tuple(PROFILES))]
+    profile.for_chip(chip)  # a profile fitted on another platform says which ones cover this chip
     if tensor_parallel is None:
         tp = _default_tensor_parallel(model, n_chips)
         if tp < n_chips:
@@ -165,12 +186,12 @@ def estimate_deployment(model=None, chip=None, n_chips: int = 1, *, config=None,
         raise ValueError(f"argument {names['batch']}: {batch} sequences do not split over {replicas} replicas "
                          f"({names['n_chips']} {n_chips} / {names['tensor_parallel']} {tp}); use a multiple of "
                          f"{replicas}")
-    engine = {} if memory_utilization is None else {"memory_utilization": memory_utilization}
+    settings = {} if memory_utilization is None else {"memory_utilization": memory_utilization}
     one = report(model, chip, tp, batch=None if batch is None else batch // replicas, context_len=context_len,
                  prompt_len=prompt_len, weight_dtype=weights, kv_dtype=kv, compute_dtype=compute_dtype,
-                 price_per_chip_hour=price_per_chip_hour, **engine)  # one replica
+                 price_per_chip_hour=price_per_chip_hour, efficiency=profile, **settings)  # one replica
     d = one.deployment
-    data, rows = _describe(one, notes, n_chips, replicas, tp, context_len)
+    data, rows = _describe(one, profile, notes, n_chips, replicas, tp, context_len)
     if price_per_chip_hour is not None:
         rows.append(("$ per million output tokens", f"{one.dollars_per_million_tokens_typical:,.3f} typical, "
                                                     f"{one.dollars_per_million_tokens_bound:,.3f} at the bound (decode "
@@ -179,7 +200,7 @@ def estimate_deployment(model=None, chip=None, n_chips: int = 1, *, config=None,
         workload = price_deployment(d.model, d.chip, n_chips, input_len, output_len, tensor_parallel=tp, batch=batch,
                                     weight_dtype=d.weight_dtype, kv_dtype=d.kv_dtype, compute_dtype=d.compute_dtype,
                                     price_per_chip_hour=price_per_chip_hour,
-                                    memory_utilization=d.memory_utilization)
+                                    memory_utilization=d.memory_utilization, efficiency=profile)
         data["workload"] = {"input_len": input_len, "output_len": output_len, **workload.as_dict()}
         rows.append((f"workload of {input_len:,} + {output_len:,} tokens",
                      f"TTFT {workload.ttft_s * 1e3:,.1f} ms, TPOT {workload.tpot_s * 1e3:,.2f} ms, "
@@ -195,10 +216,10 @@ def estimate_deployment(model=None, chip=None, n_chips: int = 1, *, config=None,
     return DeploymentEstimate(data, "\n".join(f"{name:<{width}}  {value}" for name, value in rows))
 
 
-def _describe(one, notes: list, n_chips: int, replicas: int, tp: int, context_len: int) -> tuple:
-    """(data, table rows) of one replica's `estimate.Report`, scaled to the replicas."""
+def _describe(one, profile, notes: list, n_chips: int, replicas: int, tp: int, context_len: int) -> tuple:
+    """(data, table rows) of one replica's `estimate.Report` under the engine `profile`, scaled to the replicas."""
     d, m = one.deployment, one.deployment.model
-    typical, bound = decode_step(d, one.batch, context_len, TYPICAL), decode_step(d, one.batch, context_len, BOUND)
+    typical, bound = decode_step(d, one.batch, context_len, profile), decode_step(d, one.batch, context_len, BOUND)
     limit, share = _limit(typical)
     split = _split(dataclasses.replace(d, n_chips=n_chips))
     state = state_bytes_per_sequence(m)
@@ -218,9 +239,10 @@ def _describe(one, notes: list, n_chips: int, replicas: int, tp: int, context_le
             "max_sequences_per_replica": d.max_sequences, "split": split, "limited_by": limit,
             "tpot_typical_s": one.decode_step_typical_s, "ttft_typical_s": one.prefill_typical_s,
             "decode_step_typical": _terms(typical), "decode_step_bound": _terms(bound),
-            "efficiency": {"typical": dataclasses.asdict(TYPICAL.for_chip(d.chip)),
+            "efficiency": {"typical": dataclasses.asdict(profile.for_chip(d.chip)),
                            "bound": dataclasses.asdict(BOUND)},
-            "notes": notes}
+            "engine": _engine_words(profile, d.chip), "notes": notes}
+    spread = profile.spread_on(d.chip)
     active = (f"{data['active_parameters'] / 1e9:,.2f}B active per token, {data['matmul_parameters'] / 1e9:,.2f}B "
               "multiplied (the input table is a lookup)")
     rows = [("model", f"{m.name}: {data['parameters'] / 1e9:,.2f}B parameters ({active})")]
@@ -246,10 +268,15 @@ def _describe(one, notes: list, n_chips: int, replicas: int, tp: int, context_le
                                          f"{d.memory_utilization:.0%} of HBM, at most {d.max_sequences:,} per "
                                          "replica)"),
              ("batch", f"{data['batch']:,} ({one.batch:,} per replica)"),
+             ("engine profile", f"{profile.name}: {profile.engine}"
+                                + (f"; CAVEAT: {profile.caveat(d.chip)}" if profile.caveat(d.chip) else "")),
              ("decode step = time per output token (TPOT)",
-              f"{one.decode_step_typical_s * 1e3:,.2f} ms typical, {one.decode_step_bound_s * 1e3:,.2f} ms bound"),
+              f"{one.decode_step_typical_s * 1e3:,.2f} ms typical"
+              f"{_between(one.decode_step_typical_s, spread, 1e3, 2, 'ms')}, {one.decode_step_bound_s * 1e3:,.2f} ms "
+              "bound"),
              ("what limits the step", f"{limit} ({share:.0%} of the typical step)"),
-             ("time to first token (TTFT)", f"{one.prefill_typical_s * 1e3:,.1f} ms typical, "
+             ("time to first token (TTFT)", f"{one.prefill_typical_s * 1e3:,.1f} ms typical"
+                                            f"{_between(one.prefill_typical_s, spread, 1e3, 1, 'ms')}, "
                                             f"{one.prefill_bound_s * 1e3:,.1f} ms bound (one {one.prompt_len:,}-token "
                                             "prompt, nothing else running)"),
              ("output tokens/s", f"{data['tokens_per_s_typical']:,.0f} typical, {data['tokens_per_s_bound']:,.0f} "

@@ -160,11 +160,31 @@ def test_read_hf_config_names_the_weight_format_its_quantization_config_stores(q
     assert read.model == from_hf_config(config)
 
 
+def _nested(depth: int) -> list:
+    """[[[...]]], `depth` lists deep: deeper than Python's recursion limit for depth 5,000 (repr of it raises)."""
+    outer = inner = []
+    for _ in range(depth):
+        inner.append([])
+        inner = inner[0]
+    return outer
+
+
+DEEP = _nested(5000)
+
+
 @pytest.mark.parametrize("quantization", [{"quant_method": "bitnet"}, {"quant_method": "gptq", "bits": 3},
-                                          {"quant_method": "awq", "bits": True}, "awq", [4]])
+                                          {"quant_method": "awq", "bits": True}, "awq", [4],
+                                          {"quant_method": ["fp8"]}, {"quant_method": DEEP},
+                                          {"quant_method": "modelopt", "quant_algo": DEEP},
+                                          {"quant_method": "awq", "bits": [4]}])
 def test_a_quantization_this_book_cannot_store_is_refused_naming_the_field(quantization):
     with pytest.raises(ValueError, match="'quantization_config'"):
         read_hf_config({**PHI3_MINI, "quantization_config": quantization})
+
+
+def test_a_model_type_nested_thousands_deep_is_refused_naming_it_not_a_recursion_error():
+    with pytest.raises(ValueError, match=r"^field 'model_type' of .* must be a string .*, got a list \(1 items\)"):
+        from_hf_config({**PHI3_MINI, "model_type": DEEP})
 
 
 def test_the_command_line_takes_the_configs_weights_refuses_a_context_past_its_positions(tmp_path, capsys):
