@@ -191,7 +191,7 @@ MORE_KINDS = {
     "serving.server_ratio": dict(weight_dtype="dtype", compute_dtype="dtype", check_capacity="flag"),
     "serving.default_transfer_bandwidth": dict(network="network"),
     "serving.kv_transfer_time": dict(network="network"),
-    "sharding.decode_hops_per_layer": dict(mesh_shape="axes?"),
+    "sharding.decode_hops_per_layer": dict(mesh_shape="axes?", chip="chip?"),
     "sharding.decode_step_components": dict(weight_dtype="dtype", compute_dtype="dtype", mesh_shape="axes?",
                                             check_capacity="flag"),
     "simulator.trace_workload": dict(trace="trace"),

@@ -38,8 +38,9 @@ EXERCISES = (
         answer=(
             Number("GB", lambda: kv_cache_bytes(get_model("llama3-70b").with_(n_kv_heads=1), 32768), name="mqa",
                    quantity="kv", slips=(
-                Slip("the GQA cache (K = 8)", lambda: kv_cache_bytes("llama3-70b", 32768),
-                     "multiquery attention keeps a single KV head per layer."),
+                Slip("the GQA cache (K = 8), or bits for bytes", lambda: kv_cache_bytes("llama3-70b", 32768),
+                     "both land here, 8 times the cache: multiquery attention keeps a single KV head per layer; and "
+                     "a cache is counted in bytes, 8 bits each."),
                 Slip("one layer", lambda: kv_cache_bytes(get_model("llama3-70b").with_(n_kv_heads=1), 32768)
                      / get_model("llama3-70b").n_layers,
                      "each of the model's layers keeps its own single KV head."),
@@ -53,9 +54,10 @@ EXERCISES = (
                 Slip("3 of 4 layers global",
                      lambda: 0.75 * kv_cache_bytes("llama3-70b", 32768) + 0.25 * kv_cache_bytes("llama3-70b", 4096),
                      "it is the other way round: 1 layer in 4 is global, 3 in 4 are local."),
-                Slip("MQA as well", lambda: local_global_kv_bytes(get_model("llama3-70b").with_(n_kv_heads=1), 32768,
-                                                                  window=4096, global_every=4),
-                     "price each lever on its own: the local/global model keeps its K = 8 KV heads."),
+                Slip("MQA as well, or bits for bytes", lambda: local_global_kv_bytes(
+                    get_model("llama3-70b").with_(n_kv_heads=1), 32768, window=4096, global_every=4),
+                     "both land here, an eighth of the cache: price each lever on its own, the local/global model "
+                     "keeps its K = 8 KV heads; and a cache is counted in bytes, 8 bits each."),
             )),
         ),
     ),
@@ -88,7 +90,7 @@ EXERCISES = (
         answer=(
             Choice({"a": "both the weight and the KV terms", "b": "the weight term only", "c": "the KV term only",
                     "d": "neither: the step is compute-bound at batch 64"}, "c", name="halves", why={
-                       "a": "only the cache changes precision; the weights stay bf16.",
+                       "a": "check which of the two arrays the question changes the precision of.",
                        "b": "the weights stay bf16: their bytes do not change.",
                        "d": "at batch 64 the step is far below the critical batch: it is bytes read, and int8 "
                             "entries take 1 byte instead of 2."}),
@@ -99,6 +101,9 @@ EXERCISES = (
                      "only the cache is int8; the weights stay bf16."),
                 Slip("the KV term alone", lambda: _int8_kv_step().kv_s,
                      "the step also reads the weights once (or does their FLOPs, whichever is longer)."),
+                Slip("keys only", lambda: _int8_kv_step(kv_dtype="int4").total_s,  # half the int8 cache's bytes
+                     "each cached token holds a key AND a value for every KV head of every layer: the step reads "
+                     "both."),
             )),
         ),
     ),
