@@ -315,3 +315,18 @@ def test_decode_attention_cost_names_what_it_refuses():
         decode_attention_cost(FOUR, 0)
     with pytest.raises(ValueError, match=r"\babsorbed must be True or False\b"):
         decode_attention_cost(FOUR, 10, absorbed=1)
+
+
+def test_a_hybrids_state_costs_less_than_its_twins_cache_past_the_crossover_counted_by_hand():
+    # Jamba-v0.1: 28 Mamba layers of 8,192 x 16 state values and a 3 x 8,192 convolution window, bf16; as attention
+    # layers they would cache 2 x 8 KV heads x 128 values a token each, bf16.
+    from scaling_lib.kv_levers import state_lever
+    lever = state_lever("jamba-v0.1")
+    state = 28 * (8192 * 16 + 3 * 8192) * 2
+    assert lever.state_bytes == state
+    assert lever.crossover_tokens == pytest.approx(state / (28 * 2 * 8 * 128 * 2), rel=1e-12)
+    s = lever.crossover_tokens
+    assert lever.hybrid_bytes(s) == pytest.approx(lever.twin_bytes(s), rel=1e-12)
+    assert lever.hybrid_bytes(2 * s) < lever.twin_bytes(2 * s) and lever.hybrid_bytes(s / 2) > lever.twin_bytes(s / 2)
+    with pytest.raises(ValueError, match=r"has no state layers .* compares a hybrid with its all-attention twin"):
+        state_lever("llama3-8b")

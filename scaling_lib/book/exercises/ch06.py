@@ -1,8 +1,9 @@
 """Chapter 6 exercises: shrinking the KV cache. Every value, right or slipped, is a scaling_lib call."""
 
 from ...inference import decode_step_time
-from ...kv_levers import cross_layer_kv_bytes, local_global_kv_bytes, ragged_kv_reads
-from ...memory import kv_cache_bytes
+from ...kv_levers import cross_layer_kv_bytes, local_global_kv_bytes, ragged_kv_reads, state_lever
+from ...memory import kv_cache_bytes, state_bytes_per_sequence
+from ...mixers import mamba
 from ...models import get_model
 from ..claims.step_time import T4_DEPLOYMENT
 from .exercise import Choice, Exercise, Number, Slip
@@ -17,6 +18,11 @@ def _int8_kv_step(weight_dtype: str = "bf16", kv_dtype: str = "int8"):
 
 def _cla(batch: int = 32):
     return cross_layer_kv_bytes("llama3-8b", 16384, share_every=2, batch=batch)
+
+
+def _jamba_lever(**changes):
+    """Chapter 6's state lever on Jamba-v0.1 (`kv_levers.state_lever`), with a changed state when a slip asks."""
+    return state_lever(get_model("jamba-v0.1").with_(**changes))
 
 
 def _lever5_step(weight_dtype: str = "int4", kv_dtype: str = "bf16") -> float:
@@ -128,6 +134,36 @@ EXERCISES = (
             Slip("an int4 cache too", lambda: _lever5_step(kv_dtype="int4"),
                  "only the weights are int4; the cache stays bf16."),
         )),
+    ),
+    Exercise(
+        id="ch6.hybrid-state-jamba",
+        question="Jamba-v0.1 keeps softmax attention in 4 of its 32 layers (8 KV heads of 128) and a Mamba state in "
+                 "the other 28: per layer and sequence 8,192 x 16 state values plus a convolution window of 3 x 8,192 "
+                 "values, all in bf16. How many MB does one sequence's state take? Past what context, in tokens, "
+                 "does one Jamba sequence hold fewer bytes than it would with softmax attention in all 32 layers?",
+        answer=(
+            Number("MB", lambda: state_bytes_per_sequence("jamba-v0.1"), name="state", slips=(
+                Slip("the convolution window left out",
+                     lambda: _jamba_lever(state=mamba(4096, 8192, 16, 1, 256)).state_bytes,
+                     "the layer also keeps the last kernel - 1 = 3 inputs of its causal convolution."),
+                Slip("an fp32 state", lambda: state_bytes_per_sequence("jamba-v0.1", "fp32"),
+                     "the state is kept in bf16, 2 bytes a value."),
+                Slip("one layer", lambda: state_bytes_per_sequence("jamba-v0.1") / 28,
+                     "each of the 28 Mamba layers keeps its own state."),
+            )),
+            Number("tokens", lambda: _jamba_lever().crossover_tokens, name="crossover", slips=(
+                Slip("against the whole all-attention cache",
+                     lambda: _jamba_lever().state_bytes / _jamba_lever().twin_kv_bytes_per_token,
+                     "the hybrid still caches its 4 attention layers: the state replaces only what the 28 other "
+                     "layers would cache per token."),
+                Slip("against the hybrid's own cache",
+                     lambda: _jamba_lever().state_bytes / _jamba_lever().kv_bytes_per_token,
+                     "compare with the bytes per token the 28 Mamba layers would cache as attention layers, not "
+                     "with what the 4 attention layers cache."),
+                Slip("keys only", lambda: 2 * _jamba_lever().crossover_tokens,
+                     "each replaced layer would cache a key AND a value per KV head: 2 x 8 x 128 values a token."),
+            )),
+        ),
     ),
     Exercise(
         id="ch6.explain-paging",
