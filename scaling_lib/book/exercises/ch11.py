@@ -67,7 +67,7 @@ EXERCISES = (
                 Slip("one NVLink link", _one_link_beta,
                      "W is the injection bandwidth, all of a GPU's NVLink links together, not one link."),
             )),
-            Number("ways", lambda: _ways(beta("b200")), integer=True, name="ways", slips=(
+            Number("ways", lambda: _ways(beta("b200")), integer=True, rounding="down", name="ways", slips=(
                 Slip("one NVLink link", lambda: _ways(_one_link_beta()),
                      "W is the injection bandwidth, all of a GPU's NVLink links together, not one link."),
                 Slip("the node size", lambda: get_chip("b200").topology.domain_size,
