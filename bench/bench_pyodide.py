@@ -56,17 +56,20 @@ def one_run(browser, site: str) -> dict:
                   lambda route: (leaks.append(route.request.url), route.abort()))
     page = context.new_page()
     page.goto(f"{site}/{PAGE}", wait_until="load")
-    page.wait_for_timeout(1000)  # the page's own start-up (MathJax) is not the box's
+    # the page's own start-up (MathJax typesetting) is not the box's: wait for it and for an idle main thread
+    page.wait_for_function("() => !document.querySelector(\"script[src*='mathjax']\") || (window.MathJax && "
+                           "MathJax.startup && MathJax.startup.promise)", timeout=60_000)
+    page.evaluate("() => window.MathJax && MathJax.startup ? MathJax.startup.promise : null")
+    page.evaluate("() => new Promise((done) => requestIdleCallback(done, { timeout: 10000 }))")
     box = page.locator(f'.answer-box[data-exercise-id="{EXERCISE}"]')
     field, verdict = box.locator("input"), box.locator(".verdict")
-    field.scroll_into_view_if_needed()
     start_ms = page.evaluate("performance.now()")
     clicked = time.perf_counter()
     field.click()
     field.press_sequentially("328", delay=KEY_DELAY_MS)
     entered = time.perf_counter()
     field.press("Enter")
-    page.wait_for_function(WAIT_FOR_VERDICT, arg=verdict.element_handle(), timeout=300_000)
+    page.wait_for_function(WAIT_FOR_VERDICT, arg=verdict.element_handle(), timeout=300_000, polling=100)
     done = time.perf_counter()
     tasks = [duration for begin, duration in page.evaluate("window.benchLongTasks") if begin + duration >= start_ms]
     first_verdict = verdict.inner_text()
