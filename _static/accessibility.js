@@ -5,6 +5,8 @@
 //   "Show ..." text is the better name, so the label goes;
 // - the theme's search button ("Search", shown as "Search Ctrl+K"): its visible text names it;
 // - the theme's colour-mode button, which shows "Light", "Dark" or "System" as the icon's title: its name says all three.
+// And the references page's list of citations (sphinxcontrib-bibtex: role="list") gets its items (role="listitem"
+// for the deprecated "doc-biblioentry"), which axe-core reports as critical when missing.
 (function () {
   "use strict";
   function name() {
@@ -16,6 +18,9 @@
     });
     document.querySelectorAll(".theme-switch-button").forEach((button) => {
       button.setAttribute("aria-label", "Color mode: light, dark or system");
+    });
+    document.querySelectorAll('[role="list"] > .citation').forEach((item) => {  // doc-biblioentry is deprecated
+      item.setAttribute("role", "listitem");
     });
   }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", name);
