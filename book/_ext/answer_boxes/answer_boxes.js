@@ -61,21 +61,21 @@ def _estimate(fields_json):
       return bytes;
     }
 
-    // From file://: load each binary's script wrapping and answer fetches of those files from memory.
-    function serveWrappedFiles(urls) {
-      importScripts(...urls.map((url) => url + ".js"));
-      const files = self.bookFiles;
-      const fetchOverNetwork = self.fetch.bind(self);
-      self.fetch = async (resource, init) => {
-        const name = String(resource.url || resource).split(/[?#]/)[0].split("/").pop();
-        if (!(name in files)) return fetchOverNetwork(resource, init);
+    // From file://, where fetch fails: answer each fetch from the file's script wrapping (`<url>.js`, written by the
+    // build), loaded on the first fetch of that file; a file with no wrapping fails as its fetch would have.
+    function serveWrappedFiles() {
+      self.bookFiles = self.bookFiles || {};
+      self.fetch = async (resource) => {
+        const url = String(resource.url || resource).split(/[?#]/)[0];
+        const name = url.split("/").pop();
+        if (!(name in self.bookFiles)) importScripts(url + ".js");
         const type = name.endsWith(".wasm") ? "application/wasm" : "application/octet-stream";
-        return new Response(bytesOf(files[name]), { headers: { "Content-Type": type } });
+        return new Response(bytesOf(self.bookFiles[name]), { headers: { "Content-Type": type } });
       };
     }
 
-    async function start({ pyodideURL, libraryURL, fromFile, program, wrapped }) {
-      if (fromFile) serveWrappedFiles(wrapped.map((name) => pyodideURL + name).concat([libraryURL]));
+    async function start({ pyodideURL, libraryURL, fromFile, program }) {
+      if (fromFile) serveWrappedFiles();
       importScripts(pyodideURL + "pyodide.js");
       const pyodide = await self.loadPyodide({ indexURL: pyodideURL, stdout: () => {}, stderr: () => {} });
       const response = await fetch(libraryURL);
@@ -138,8 +138,7 @@ def _estimate(fields_json):
       };
       thread.onerror = (event) => reject(new Error(event.message || "the worker stopped"));
       thread.postMessage({ kind: "start", pyodideURL: pyodideURL.href, libraryURL: libraryURL.href,
-                           fromFile: location.protocol === "file:", program: PYTHON,
-                           wrapped: ["pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json"] });
+                           fromFile: location.protocol === "file:", program: PYTHON });
     });
     ready.catch(() => { ready = null; });  // a later try starts afresh
     return ready;
