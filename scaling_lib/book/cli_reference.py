@@ -11,6 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from .._validate import MAX_CHIPS
 from ..__main__ import parser
 
 PAGE = "book/command_line.md"
@@ -23,6 +24,9 @@ VALUE_KINDS = {
     "_seconds": "seconds",
     "_fraction": "share in (0, 1]",
     "_names": "comma-separated names",
+    "_chips": f"positive integer up to {MAX_CHIPS:,}",
+    "_dtype": "number format",
+    "_dtypes": "comma-separated number formats",
 }
 _HEADER = """\
 # Command-line reference
