@@ -13,7 +13,7 @@ Feed-forward layouts (sec. 3.2; per-chip bytes per layer, (m-1)/m factors droppe
              optimal X = sqrt(n D / F): 4 b_a T sqrt(D F / n) = 8 b_a T D / sqrt(n) when F = 4D
     "wg-x", "wg-xy", "wg-xyz"  weights stored as in 2d-ws, all-gathered over n_wg = X, XY or XYZ chips before use;
              the batch is split n_wg ways and the rest of the mesh runs 1d-ws:   2 b_w D F n_wg / n + 2 b_a T D / n_wg
-             optimal n_wg = sqrt(T n / F): 4 D sqrt(T F / n) (b_a = b_w), which grows only as sqrt(T)
+             optimal n_wg = sqrt(T n / F): 4 b D sqrt(T F / n) (b_a = b_w = b), which grows only as sqrt(T)
 A collective over a group of one chip moves nothing, so "wg-xyz" has no activation traffic at all.
 
 Two conventions turn bytes into seconds (CONVENTIONS):
@@ -37,18 +37,28 @@ from itertools import product
 
 from ._validate import MAX_CHIPS, at_most, choice, divisors, items, positive, positive_int, torus_mesh
 from .collectives import CONVENTIONS, Collective
-from .context_limits import max_context_length  # noqa: F401 - DESIGN.md documents layouts.max_context_length
+from .context_limits import max_context_length  # noqa: F401 - readers import layouts.max_context_length
 from .dtypes import bytes_per_element
 from .hardware import Torus, get_chip
 from .memory import kv_bytes_per_token
-from .models import get_model
+from .models import Transformer, get_model
 from .roofline import matmul_flops
-from .utilization import mfu  # noqa: F401 - DESIGN.md documents layouts.mfu
+from .utilization import mfu  # noqa: F401 - readers import layouts.mfu
 
 LAYOUTS = ("1d-ws", "2d-ws", "wg-x", "wg-xy", "wg-xyz")
 PHASES = ("prefill", "decode")
 TIE_RTOL = 1e-9  # two communication times this close are the same bytes summed in another order: a tie
 _GATHER_AXES = {"1d-ws": 0, "2d-ws": 0, "wg-x": 1, "wg-xy": 2, "wg-xyz": 3}  # leading mesh axes weights gather over
+
+
+def block_model(d_model: int, d_ff: int) -> Transformer:
+    """A one-layer `Transformer` with only a feed-forward shape, D x F: the block `ffn_collectives` prices, for
+    blocks that belong to no published model (chapter 8 runs D = 32, F = 64 on 2 x 2 x 2 emulated devices).
+
+    Defined in chapter 8, *Partitioning layouts*.
+    """
+    return Transformer(n_layers=1, d_model=d_model, d_ff=d_ff, n_heads=1, n_kv_heads=1, head_dim=d_model,
+                       vocab_size=1, name=f"ffn-block-{d_model}x{d_ff}")
 
 
 def ffn_collectives(layout: str, model, tokens: float, mesh_shape, weight_dtype: str = "bf16",

@@ -2,9 +2,10 @@
 // Pyodide and the library are loaded from this book's _static folder, in a worker started when a reader focuses a box
 // or the form (or a box comes into view while the page is idle); the page's own thread never runs Python, so it never
 // freezes. No request leaves the site. A box's verdict is `scaling_lib.book.exercises.checker.grade(..., page=True)`'s
-// message, `check`'s verdict in the page's words; the form's output is `scaling_lib.estimate.report(...).describe()`,
-// as the notebook and the command line print it. Opened from disk (file://), where Chromium refuses to fetch, the
-// worker loads the binaries from their script wrappings (`<name>.js`, written by the build) instead.
+// message, `check`'s verdict in the page's words; the form's output is
+// `scaling_lib.your_model.estimate_deployment(...).table`, what `python -m scaling_lib estimate` prints for the same
+// inputs. Opened from disk (file://), where Chromium refuses to fetch, the worker loads the binaries from their script
+// wrappings (`<name>.js`, written by the build) instead.
 (function () {
   "use strict";
   const here = new URL(".", document.currentScript.src);  // .../_static/answer_boxes/
@@ -16,8 +17,7 @@
 import json, sys
 sys.path.insert(0, "/home/pyodide/book_library")
 from scaling_lib.book.exercises.checker import grade
-from scaling_lib.estimate import report
-from scaling_lib.models import from_hf_config
+from scaling_lib.your_model import estimate_deployment
 
 
 def _answer_box_grade(exercise_id, answer_json):
@@ -37,13 +37,13 @@ def _number(text):
 def _estimate(fields_json):
     fields = json.loads(fields_json)
     try:
-        config = fields.pop("config").strip()
-        model = from_hf_config(json.loads(config)) if config else fields.pop("model")
-        fields.pop("model", None)
+        config, model = fields.pop("config").strip(), fields.pop("model", None)
         chip, chips = fields.pop("chip"), _number(fields.pop("chips"))
         kwargs = {name: _number(value) if name not in ("weight_dtype", "kv_dtype", "compute_dtype") else value
                   for name, value in fields.items() if value != ""}
-        return json.dumps([True, report(model, chip, chips, **kwargs).describe()])
+        estimate = estimate_deployment(None if config else model, chip, chips,
+                                       config=json.loads(config) if config else None, **kwargs)
+        return json.dumps([True, estimate.table])
     except (ValueError, TypeError) as error:  # json.JSONDecodeError is a ValueError
         return json.dumps([False, "error: " + " ".join(str(error).split())])
 `;

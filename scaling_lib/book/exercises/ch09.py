@@ -16,8 +16,8 @@ def _ratio_with_step_at(context_len: float) -> float:
     return prefill_to_decode_ratio(prefill, step, _BATCH, _OUTPUT)
 
 
-def _ratio() -> float:
-    return server_ratio("llama3-70b", "tpu-v5e", _PROMPT, _OUTPUT, _BATCH, 16, 16).prefill_per_decode
+def _ratio(mfu: float = 0.4) -> float:
+    return server_ratio("llama3-70b", "tpu-v5e", _PROMPT, _OUTPUT, _BATCH, 16, 16, mfu=mfu).prefill_per_decode
 
 
 EXERCISES = (
@@ -51,6 +51,8 @@ EXERCISES = (
                  "the last step is the longest; the average step sits at the prompt plus half the output."),
             Slip("decode servers per prefill server", lambda: 1.0 / _ratio(),
                  "the question asks for prefill servers per decode server: R_p / R_d."),
+            Slip("the peak rate (no MFU)", lambda: _ratio(mfu=1.0),
+                 "at 40% MFU the prefill chips achieve 0.4 of their peak: the prefill takes 2.5 times the peak time."),
             Slip("a decode batch of 1", lambda: _ratio() / _BATCH,
                  "a decode server finishes B requests every T_gen steps: R_p / R_d = T_pre B / (T_step T_gen)."),
         )),
