@@ -591,8 +591,8 @@ REFUSED = {
                          r"field 'num_nextn_predict_layers' .* sets multi-token-prediction layers"),
     "linear attention on a Qwen2": ({**_published("qwen2.5-7b"), "linear_num_key_heads": 16},
                                     r"field 'linear_num_key_heads' .* sets linear-attention layers"),
-    "a pure Mamba": ({"model_type": "mamba2", "hidden_size": 2560}, r"it has only Mamba-2 layers \(no attention at "
-                                                                    r"all\), which this book's models cannot represent"),
+    "a pure Mamba": ({"model_type": "mamba2", "hidden_size": 2560},
+                     r"it has only Mamba-2 layers \(no attention at all\), which this book's models cannot represent"),
     "an unknown family": ({"model_type": "foo", "architectures": ["FooForCausalLM"]},
                           r"not a family this book reads: .* build its shape from the model card with "
                           r"scaling_lib\.models\.Transformer"),
@@ -612,8 +612,9 @@ REFUSED = {
          "block_configs": [{"attention": {"replace_with_linear": True}, "ffn": {"ffn_mult": 1.0}}] * 80},
         r"layer 0's attention is replaced by a linear layer"),
     "a layer kind the family lacks": ({**GEMMA3, "layer_types": ["linear_attention"] * 12},
-                                      r"\bfield 'layer_types' of the config dict has layers of kind 'linear_attention'; "
-                                      r"this family's layers are full_attention or sliding_attention"),
+                                      r"\bfield 'layer_types' of the config dict has layers of kind "
+                                      r"'linear_attention'; this family's layers are full_attention or "
+                                      r"sliding_attention"),
     "a Llama 4 NoPE pattern off the period": ({**LLAMA4_SCOUT, "text_config": {**SCOUT_TEXT,
                                                                                 "no_rope_layers": [1, 0] * 24}},
                                               r"'no_rope_layers' .* every 4th layer"),

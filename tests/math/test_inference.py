@@ -379,7 +379,8 @@ def _prefill(**kwargs):
           (dict(batch=-1), "batch must be a non-negative integer"),
           (dict(context_len=-1), "context_len must be non-negative"),
           (dict(n_chips=0), "n_chips must be a positive integer")]],
-    (lambda: decode_step_time_kv_heads("llama2-13b", 0, "h100", 1, 1, 1024), r"\bn_kv_heads must be a positive integer\b"),
+    (lambda: decode_step_time_kv_heads("llama2-13b", 0, "h100", 1, 1, 1024),
+     r"\bn_kv_heads must be a positive integer\b"),
     (lambda: decode_throughput("llama3-8b", "h100", 1, 0, 8192), r"\bbatch must be a positive integer\b"),
     *[(lambda f=f, args=args: f(*args, check_capacity="no"), r"\bcheck_capacity must be True or False\b")
       for f, args in [(decode_step_time, ("llama3-8b", "h100", 1, 1, 1024)),

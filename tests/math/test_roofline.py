@@ -194,7 +194,8 @@ def _attention_bytes(**kwargs):
         (dict(query_len=0), "query_len"), (dict(kv_len=-1), "kv_len"), (dict(n_heads=0), "n_heads"),
         (dict(head_dim=0), "head_dim"), (dict(batch=0), "batch")]],
     (lambda: attention_bytes(1, 8, n_heads=4, n_kv_heads=3, head_dim=8), r"\bn_kv_heads=3 does not divide n_heads=4\b"),
-    (lambda: attention_bytes(1, 8192, n_heads=64, n_kv_heads=7, head_dim=128), "n_kv_heads=7 does not divide n_heads=64"),
+    (lambda: attention_bytes(1, 8192, n_heads=64, n_kv_heads=7, head_dim=128),
+     "n_kv_heads=7 does not divide n_heads=64"),
     *[(lambda args=args: attention_intensity(*args), rf"\b{name}\b")
       for args, name in [((0, 8), "query_len"), ((8, 0), "kv_len"), ((8, 8, 0), "group_size")]],
     (lambda: explain_matmul("tpu-v5e", 64, compute_dtype="fp8"), r"\bfp8\b"),
