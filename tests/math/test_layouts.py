@@ -234,6 +234,20 @@ def _switch_points(**kwargs):
         ((4, 4, 64), r"\bneed gather_from < gather_to <= n_chips, got 4, 4, 64\b"),
         ((4, 128, 64), r"\bgot 4, 128, 64\b"), ((0, 16, 64), r"^gather_from must be a positive"),
         ((4, 0, 64), r"^gather_to must be a positive"), ((4, 16, 0), r"^n_chips must be a positive")]],
+    # the chapter 11 claims' entrances
+    (lambda: ffn_comm_volume("3d-ws", "palm-540b", 64, SLICE), "unknown layout"),
+    (lambda: ffn_comm_time("2d-ws", "palm-540b", "tpu-v4", 64, SLICE, "megatron"), "unknown convention"),
+    (lambda: ffn_layer_time("2d-ws", "palm-540b", "tpu-v4", SLICE, 64, n_chips=32), "not n_chips=32"),
+    (lambda: best_layout("palm-540b", "tpu-v4", SLICE, 64, n_chips=128), "not n_chips=128"),
+    (lambda: best_layout("palm-540b", "tpu-v4", SLICE, 0), "tokens_per_batch must be positive"),
+    (lambda: best_layout("palm-540b", "tpu-v4", SLICE, -5), "tokens_per_batch must be positive"),
+    (lambda: ffn_comm_volume("1d-ws", "palm-540b", 0, SLICE), "tokens must be positive"),
+    (lambda: best_layout("palm-540b", "tpu-v4", SLICE, 64, "training"), "unknown phase"),
+    (lambda: best_layout("palm-540b", "tpu-v4", (4, 4, 0), 64), "mesh_shape"),
+    (lambda: best_layout("palm-540b", "tpu-v4", (2, 2, 2, 2), 64), "mesh_shape"),
+    (lambda: comm_volume_curves("palm-540b", SLICE, []), "at least one"),
+    (lambda: ws_2d_crossover_chips(18432, 73728, "paper"), "unknown convention"),
+    (lambda: wg_switch_tokens("palm-540b", 64, 16, 64), "gather_from < gather_to <= n_chips"),
 ])
 def test_bad_input_gets_a_value_error_naming_the_argument_and_the_fix(call, words):
     with pytest.raises(ValueError, match=words):
