@@ -159,6 +159,23 @@ def test_throughput_rises_below_bcrit_is_flat_above_and_the_step_never_beats_the
         assert report.step.total_s >= report.weight_bytes / (16 * get_chip("tpu-v5e").hbm_bandwidth)
 
 
+def test_the_step_grows_with_batch_and_context_and_fp8_halves_a_memory_bound_one():
+    model = get_model("llama3-70b")
+    # a property of the formula, past the 171 sequences that fit too
+    batches = (1, 4, 16, 64, 256, 1024)
+    times = [decode_step_time(model, "tpu-v5e", 16, b, 4096, check_capacity=False).total_s for b in batches]
+    assert times == sorted(times)
+    rates = [decode_throughput(model, "tpu-v5e", 16, b, 4096, check_capacity=False) for b in batches]
+    assert rates == sorted(rates)
+    by_context = [decode_step_time(model, "tpu-v5e", 16, 32, s, check_capacity=False).total_s
+                  for s in (128, 1024, 8192, 32768)]
+    assert by_context == sorted(by_context)
+    # Halving the bytes of weights and KV at most halves the step (FLOP term unchanged).
+    bf16 = decode_step_time(model, "tpu-7x", 8, 64, 32768, check_capacity=False)
+    fp8 = decode_step_time(model, "tpu-7x", 8, 64, 32768, "fp8", "fp8", "fp8")
+    assert fp8.total_s == pytest.approx(bf16.total_s / 2, rel=0.01)
+
+
 def test_full_hbm_step_time_is_capacity_over_bandwidth():
     assert full_hbm_step_time("h100") == pytest.approx(81559 * 2**20 / H100_W, rel=1e-12)  # 25.5 ms
     assert full_hbm_step_time("tpu-v5e") == pytest.approx(0.0195, rel=0.02)  # Scaling Book ch. 8: about 19 ms
@@ -172,6 +189,12 @@ def test_prefill_time_by_hand_on_a_small_model(params, weights):
         2 * weights * 3 * 1000 / (2 * H100_FP8 * 0.5), rel=1e-12)
     assert prefill_time(small, "h100", 1, 1000, 1.0, params=params) == pytest.approx(
         2 * weights * 1000 / H100_BF16, rel=1e-12)
+    # Linear in tokens, inverse in chips and MFU.
+    base = prefill_time("llama3-70b", "tpu-v5e", 16, 8192, mfu=0.4)
+    assert math.isfinite(base) and base > 0
+    assert prefill_time("llama3-70b", "tpu-v5e", 16, 16384, mfu=0.4) == pytest.approx(2 * base)
+    assert prefill_time("llama3-70b", "tpu-v5e", 32, 8192, mfu=0.4) == pytest.approx(base / 2)
+    assert prefill_time("llama3-70b", "tpu-v5e", 16, 8192, mfu=0.8) == pytest.approx(base / 2)
     # NumPy numbers price the same as Python ones (float32's MFU to its precision).
     assert prefill_time("llama3-70b", "tpu-v5e", np.int16(16), np.int64(8192), np.float32(0.5)) == \
         pytest.approx(prefill_time("llama3-70b", "tpu-v5e", 16, 8192, 0.5), rel=1e-7)

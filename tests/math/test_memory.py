@@ -11,7 +11,7 @@ import pytest
 from scaling_lib.hardware import get_chip
 from scaling_lib.memory import (kv_bytes_per_token, kv_cache_bytes, kv_replication, max_batch_size, memory_footprint,
                                  memory_footprint_kv_heads, param_bytes, require_fit)
-from scaling_lib.models import Transformer, param_count
+from scaling_lib.models import Transformer, get_model, param_count
 
 # 4 layers, 2 KV heads of 16: a token's K and V on one layer are 2 x 2 x 16 x 2 B = 128 B in bf16 (512 B on 4 layers).
 FOUR = Transformer(n_layers=4, d_model=64, d_ff=128, n_heads=4, n_kv_heads=2, head_dim=16, vocab_size=256)
@@ -32,6 +32,13 @@ def test_the_kv_cache_by_hand_one_sequence_in_bf16_by_default():
     # DeepSeek-V3 caches one 512-value latent and one 64-value RoPE key per layer: 61 x 576 values.
     assert kv_bytes_per_token("deepseek-v3") == 61 * 576 * 2
     assert kv_bytes_per_token("deepseek-v3", "fp8") == 61 * 576
+    # Linear in tokens and batch, half in a one-byte format, capped by a window.
+    model = get_model("llama3-8b")
+    assert kv_cache_bytes(model, 2000, batch=3) == pytest.approx(3 * 2000 * kv_bytes_per_token(model))
+    assert kv_bytes_per_token(model, "int8") == kv_bytes_per_token(model, "bf16") / 2
+    local = model.with_(sliding_window=1024)
+    assert kv_cache_bytes(local, 8192) == kv_cache_bytes(model, 1024)
+    assert kv_cache_bytes(local, 512) == kv_cache_bytes(model, 512)
     # NumPy numbers count the same as Python ones.
     assert kv_cache_bytes("llama3-8b", np.int64(100), batch=np.int32(3)) == kv_cache_bytes("llama3-8b", 100, 3)
 
@@ -84,6 +91,18 @@ def test_max_batch_size_by_hand():
     # int8 weights free 8.03 GB more: (85.52 - 8.03) / 1.07 = 72.2
     assert max_batch_size("llama3-8b", "h100", 1, 8192, weight_dtype="int8") == 72
     assert max_batch_size("llama3-70b", "h100", 1, 8192) == 0  # 141 GB of weights on 85.5 GB
+    assert max_batch_size("llama3-70b", "tpu-v5e", 1, 4096) == 0
+    assert max_batch_size("llama3-70b", "tpu-v5e", 1, 4096, weight_dtype="int4") == 0
+    assert max_batch_size("llama3-70b", "tpu-v5e", 16, 4096) > 0
+
+
+@pytest.mark.parametrize("model, chip, n_chips, context", [
+    ("llama2-13b", "tpu-v5e", 8, 8192), ("llama3-70b", "tpu-7x", 8, 32768), ("llama3-8b", "h100", 1, 4096)])
+def test_max_batch_size_is_the_last_batch_that_fits(model, chip, n_chips, context):
+    batch = max_batch_size(model, chip, n_chips, context)
+    assert batch >= 1
+    assert memory_footprint(model, chip, n_chips, batch, context).fits
+    assert not memory_footprint(model, chip, n_chips, batch + 1, context).fits
 
 
 def test_one_byte_left_after_the_weights_holds_one_one_byte_cache():

@@ -109,6 +109,14 @@ def test_parameters_of_a_dense_model_and_of_a_gqa_model_with_narrower_value_head
     assert models.param_breakdown(Transformer(**SMALL, v_head_dim=8), active_only=True) == parts
 
 
+@pytest.mark.parametrize("name", [n for n in model_names() if get_model(n).n_experts == 1])
+def test_a_dense_models_parts_add_up_to_its_total_which_is_all_active(name):
+    model = get_model(name)
+    parts = models.param_breakdown(model)
+    assert parts.total == models.param_count(model) == models.active_param_count(model)
+    assert parts.embeddings == model.vocab_size * model.d_model * (1 if model.tied_embeddings else 2)
+
+
 def test_parameters_of_an_moe_with_a_shared_expert_and_a_leading_dense_layer_counted_by_hand():
     # L=4, D=64, N=K=4, H=16, V=100 tied; 8 experts of F=32, 2 active, 1 shared; layer 0 dense of F=96.
     # Attention per layer 4 x 64 x 64 = 16,384. An expert is 3 x 64 x 32 = 6,144: 3 MoE layers x 9 experts (8 + the
@@ -120,6 +128,13 @@ def test_parameters_of_an_moe_with_a_shared_expert_and_a_leading_dense_layer_cou
     assert models.param_breakdown(moe) == models.ParamCount(65536, 165888 + 18432, 1536, 6400)
     assert models.param_breakdown(moe, active_only=True) == models.ParamCount(65536, 55296 + 18432, 1536, 6400)
     assert models.active_param_count(moe) == 65536 + 73728 + 1536 + 6400
+    # A dense model made an MoE of 16 experts, 2 active: 16 and 2 copies of its FFN.
+    dense = get_model("llama3-8b")
+    moe = dense.with_(n_experts=16, n_active_experts=2)
+    assert models.param_count(moe) > models.active_param_count(moe) > models.active_param_count(dense)
+    ffn_dense = models.param_breakdown(dense).feed_forward
+    assert models.param_breakdown(moe).feed_forward == 16 * ffn_dense
+    assert models.param_breakdown(moe, active_only=True).feed_forward == 2 * ffn_dense
 
 
 @pytest.mark.parametrize("q_lora_rank, w_q", [(None, 64 * 4 * 16), (12, 64 * 12 + 12 * 4 * 16)])

@@ -9,6 +9,7 @@ import re
 
 import pytest
 
+from scaling_lib.hardware import chip_names, get_chip
 from scaling_lib.roofline import (arithmetic_intensity, attainable_flops, attention_bytes, attention_flops,
                                   attention_intensity, critical_batch_from_rates, critical_batch_size, explain_matmul,
                                   fit_batch_roofline, matmul_bytes, matmul_flops, matmul_intensity, matmul_time,
@@ -48,6 +49,38 @@ def test_closed_forms_by_hand(call, expected):
 
 
 # --- The roofline time: max(FLOPs / C, bytes / W) over the chips ------------------------------------------------------
+@pytest.mark.parametrize("name", chip_names())
+def test_the_roofline_crosses_over_at_the_ridge_point_and_flattens_at_peak(name):
+    chip = get_chip(name)
+    ridge = ridge_point(chip)
+    at_ridge = roofline_time(ridge * 1e9, 1e9, chip)
+    assert at_ridge.compute_s == pytest.approx(at_ridge.memory_s, rel=1e-12)
+    assert roofline_time(ridge * 0.9e9, 1e9, chip).bound == "memory"
+    assert roofline_time(ridge * 1.1e9, 1e9, chip).bound == "compute"
+    assert attainable_flops(ridge, chip) == pytest.approx(chip.peak_flops("bf16"), rel=1e-12)
+    intensities = [2.0**k for k in range(-2, 14)]
+    rates = [attainable_flops(i, chip) for i in intensities]
+    assert all(b >= a for a, b in zip(rates, rates[1:]))
+    assert max(rates) == chip.peak_flops("bf16")
+    assert rates[0] == pytest.approx(intensities[0] * chip.hbm_bandwidth)
+
+
+def test_intensities_tend_to_their_limits_and_a_weight_dominated_matmul_turns_compute_bound_at_b_crit():
+    for batch in (1, 8, 64):  # weights dominate: a matmul's intensity tends to its batch
+        assert matmul_intensity(batch, 65536, 65536) == pytest.approx(batch, rel=0.01)
+    # ...and to twice that when each weight is one byte.
+    assert matmul_intensity(8, 65536, 65536, weight_dtype="int8") == pytest.approx(16, rel=0.01)
+    bcrit = critical_batch_size("tpu-v5e")
+    assert matmul_time(int(bcrit * 0.8), 32768, 32768, "tpu-v5e").bound == "memory"
+    assert matmul_time(int(bcrit * 1.25), 32768, 32768, "tpu-v5e").bound == "compute"
+    # attention: 1 for one query or one key, G for decode, rising with a square prefill
+    assert attention_intensity(1, 10**9) == pytest.approx(1.0, rel=1e-6)
+    assert attention_intensity(10**9, 1) == pytest.approx(1.0, rel=1e-6)
+    assert attention_intensity(1, 10**9, group_size=8) == pytest.approx(8.0, rel=1e-6)
+    values = [attention_intensity(t, t) for t in (16, 64, 256)]
+    assert values == sorted(values)
+
+
 def test_roofline_time_splits_flops_and_bytes_over_the_chips_at_the_compute_formats_rate():
     # 4 s of int8 math and 3 s of HBM traffic on one chip: 2 s and 1.5 s on two
     t = roofline_time(4 * 394e12, 3 * 820e9, "tpu-v5e", 2, "int8")
@@ -114,6 +147,11 @@ def test_explain_matmul_defaults_to_an_8192_square_bf16_matmul_and_prices_every_
     assert int8.attainable_flops == attainable_flops(int8.intensity, "tpu-v5e", "int8")
     weights = explain_matmul("tpu-v5e", 64, weight_dtype="int8")
     assert weights.weight_dtype == "int8" and weights.critical_batch == critical_batch_size("tpu-v5e", "int8", "bf16")
+    small = explain_matmul("tpu-v5e", 64, 8192, 8192)
+    assert small.time == matmul_time(64, 8192, 8192, "tpu-v5e")
+    assert small.critical_batch == critical_batch_size("tpu-v5e")
+    assert small.time.bound == "memory" and small.fraction_of_peak < 0.3 and "memory-bound" in small.describe()
+    assert int8.intensity == pytest.approx(2 * small.intensity, rel=0.01)  # every byte halved
 
 
 def test_describe_states_the_shape_the_bound_the_share_of_peak_the_time_and_the_critical_batch_in_four_lines():
@@ -161,6 +199,13 @@ def test_fit_batch_roofline_floor_is_the_median_of_the_smallest_batches(batches,
     assert fit_batch_roofline(batches, seconds, **kwargs).floor_s == floor
 
 
+def test_fit_batch_roofline_recovers_a_synthetic_knee():
+    # Synthetic machine: 2 ms to load the weights, 10 us per row -> knee at 200 rows.
+    batches = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
+    seconds = [max(2e-3, b * 1e-5) for b in batches]
+    assert fit_batch_roofline(batches, seconds).knee_batch == pytest.approx(200, rel=1e-9)
+
+
 # On a roofline t(B) = max(t_0, B t_0 / B_crit) the time first reaches 1.5 t_0 at B = 1.5 B_crit (hand derivation), so
 # the knee is the first grid batch at or above it: B_crit = 100 -> 150 -> 192 on the H200 run's grid.
 @pytest.mark.parametrize("critical, knee", [(100, 192), (170, 256), (2, 16), (5000, float("inf"))])
@@ -200,6 +245,8 @@ def _attention_bytes(**kwargs):
       for args, name in [((0, 8), "query_len"), ((8, 0), "kv_len"), ((8, 8, 0), "group_size")]],
     (lambda: explain_matmul("tpu-v5e", 64, compute_dtype="fp8"), r"\bfp8\b"),
     (lambda: fit_batch_roofline([1, 2], [1.0, -2.0]), "seconds entry must be positive"),
+    (lambda: fit_batch_roofline([4, 2, 1], [1.0, 1.0, 1.0], n_floor=1), "increasing"),
+    (lambda: fit_batch_roofline([1], [1.0]), "at least two"),
     (lambda: fit_batch_roofline("abc", [1.0, 2.0, 3.0]), "batches must be a sequence of numbers"),
     (lambda: fit_batch_roofline([1, 2, 4, 8], [1.0, 1.0, 2.0, 4.0], n_floor=4), r"\bn_floor must be between 1 and 3\b"),
     *[(lambda args=args: slowdown_knee(*args), words) for args, words in [
