@@ -80,6 +80,9 @@ def test_ring_costs_by_hand_on_a_ring_of_8_v5e():
     assert (reduce.bandwidth_s, reduce.latency_s) == pytest.approx((2e6 / 9e10, 8e-6))
     swap = collective_time("all-to-all", 1 * MB, "tpu-v5e", 8, wraparound=True)
     assert swap.bandwidth_s == pytest.approx(1e6 / (4 * 9e10))
+    # The Scaling Book's ring costs relative to each other: V / W, V / W, 2 V / W, V / 4W.
+    scatter = collective_time("reduce-scatter", 64e6, "tpu-v5e", 8, wraparound=True).bandwidth_s
+    assert scatter == pytest.approx(collective_time("all-gather", 64e6, "tpu-v5e", 8, wraparound=True).bandwidth_s)
     # NumPy numbers price the same as Python ones.
     assert collective_time("all-gather", np.float64(1e6), "tpu-v5e", np.int64(8)) == \
         collective_time("all-gather", 1e6, "tpu-v5e", 8)

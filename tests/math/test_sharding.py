@@ -174,11 +174,13 @@ def test_fsdp_gathers_llama3_8b_whole_with_its_norm_gains():
     (lambda: kv_cache_sharding(8, 7, 12),
      r"\bbatch=7 does not split 3 ways: 12 shards use 4 for the 8 KV heads\b.*\bdivisible by the remaining 3\b.*"
      r"\bmultiple of 3\b"),
+    (lambda: kv_cache_sharding(8, 7, 16), r"batch=7 does not split 2 ways.*multiple of 2"),
     (lambda: kv_cache_sharding(0, 8, 8), r"^n_kv_heads must be a positive integer"),
     (lambda: kv_cache_sharding(8, 0, 8), r"^batch must be a positive integer"),
     (lambda: kv_cache_sharding(8, 8, 0), r"^n_shards must be a positive integer"),
     (lambda: fsdp_decode_cost("llama3-8b", "tpu-v5e", 1), r"\bFSDP needs at least 2 chips, got n_chips=1\b"),
     (lambda: fsdp_decode_cost("llama3-8b", "tpu-v5e", 0), r"^n_chips must be a positive integer"),
+    (lambda: fsdp_decode_cost("llama3-8b", "tpu-v5e", 1), "at least 2 chips"),
     (lambda: fsdp_gather_bytes("llama3-8b", "bf16", replicated="router"), "router"),
     (lambda: fsdp_gather_bytes("llama3-8b", "bf16", replicated=("embed", 3)), "tuple of names"),
     (lambda: fsdp_gather_bytes("llama3-8b", "bf16", replicated=None), "tuple of names"),
