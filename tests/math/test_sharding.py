@@ -2,6 +2,8 @@
 what its components cost, where more chips stop paying, and what FSDP gathers (the chapter 7 claims are in
 test_claims_sharding.py). The expected values are worked by hand from the model shapes and the chips' links."""
 
+import itertools
+
 import pytest
 
 from scaling_lib.inference import decode_step_time
@@ -16,11 +18,34 @@ LLAMA70 = dict(L=80, D=8192, N=64, H=128)
 
 
 # --- The KV cache's split: by KV heads as far as they go, the batch the rest ----------------------------------------
-def test_kv_heads_take_the_common_factor_of_the_shards_and_the_batch_the_rest():
-    # 12 shards of 8 KV heads: gcd 4 ways by heads, 3 by batch, which then needs its two all-to-alls
-    split = kv_cache_sharding(8, 6, 12)
-    assert (split.head_shards, split.batch_shards, split.all_to_alls_per_attention_layer) == (4, 3, 2)
-    assert kv_cache_sharding(8, 1, 4).all_to_alls_per_attention_layer == 0
+def reference_kv_split(n_kv_heads, n_shards):
+    """Try every way to split n shards as (heads h) x (batch n / h): the KV heads must split evenly over h, and the
+    rule takes the largest such h (head sharding is free; batch sharding costs two all-to-alls per layer)."""
+    best = max(h for h in range(1, n_shards + 1) if n_shards % h == 0 and n_kv_heads % h == 0)
+    return best, n_shards // best
+
+
+@pytest.mark.parametrize("n_kv_heads, n_shards", list(itertools.product((1, 2, 3, 5, 6, 8, 12, 40), range(1, 25))))
+def test_kv_cache_sharding_matches_brute_force_non_power_of_two_head_and_mesh_counts_included(n_kv_heads, n_shards):
+    head, batch = reference_kv_split(n_kv_heads, n_shards)
+    rule = kv_cache_sharding(n_kv_heads, batch=n_shards * 2, n_shards=n_shards)
+    assert (rule.head_shards, rule.batch_shards) == (head, batch)
+    assert rule.all_to_alls_per_attention_layer == (2 if batch > 1 else 0)
+
+
+@pytest.mark.parametrize("n_kv_heads, n_shards, batch, expected", [
+    (8, 12, 6, (4, 3)),  # 12 chips, 8 KV heads: 4 heads-ways (8 / 4 = 2 heads each), the other 3 ways by batch
+    (6, 9, 18, (3, 3)),
+    (5, 10, 20, (5, 2)),
+    (3, 8, 16, (1, 8)),  # nothing in common: all batch
+    (40, 16, 32, (8, 2)),  # LLaMA-2-13B's 40 heads on 16 chips
+    (8, 4, 1, (4, 1)),  # K = 8 over 4 chips: all by heads, no all-to-all
+])
+def test_kv_heads_take_the_common_factor_of_the_shards_and_the_batch_the_rest_by_hand(n_kv_heads, n_shards, batch,
+                                                                                      expected):
+    rule = kv_cache_sharding(n_kv_heads, batch, n_shards)
+    assert (rule.head_shards, rule.batch_shards) == expected
+    assert rule.all_to_alls_per_attention_layer == (2 if expected[1] > 1 else 0)
 
 
 # --- Hops per layer: two all-reduces over the torus, two all-to-alls over the batch shards --------------------------
@@ -61,6 +86,31 @@ def test_a_ring_of_16_v5e_prices_two_all_reduces_and_two_all_to_alls_per_layer_b
     # The default mesh is a ring of the chips.
     assert parts == decode_step_components("llama3-70b", "tpu-v5e", 16, 64, 1024, mesh_shape=(16,))
     assert parts != decode_step_components("llama3-70b", "tpu-v5e", 16, 64, 1024, mesh_shape=(4, 4))
+
+
+def test_the_collectives_of_llama3_70b_at_batch_32_on_16_v5e_in_a_ring_or_a_4x4_slice_by_hand():
+    # 16 chips in a ring (a v5e axis of 16 wraps), K = 8: the KV cache splits 8 ways by heads and 2 ways by batch.
+    # Per layer, 2 all-reduces of B D bf16 = 32 x 8,192 x 2 = 524,288 B over 16 chips, each latency + bandwidth:
+    #   2 rounds x 8 hops x 1 us = 16 us, plus 2 x 524,288 / 9e10 = 11.65 us.
+    # and 2 all-to-alls of B N H bf16 = 32 x 64 x 128 x 2 = 524,288 B over the 2 batch shards, an axis of 2 that does
+    # not wrap: one link between them, each sends a quarter of the array one way at 4.5e10: 524,288 / 4 / 4.5e10,
+    # plus 1 hop.
+    all_reduce = 16e-6 + 2 * 524_288 / 9e10
+    all_to_all = 1e-6 + 524_288 / 4 / 4.5e10
+    parts = decode_step_components("llama3-70b", "tpu-v5e", 16, 32, 8192)
+    assert parts.ici_s == pytest.approx(80 * (2 * all_reduce + 2 * all_to_all), rel=1e-12)  # 5.05 ms
+    assert parts.ici_latency_s == pytest.approx(80 * 2 * (16e-6 + 1e-6), rel=1e-12)
+    # With 8 chips the KV heads absorb the whole split: no all-to-all, only the two all-reduces. An axis of 8 v5e
+    # chips is a line: 2 passes of 7 hops, and each end chip takes in 7/8 of the array over its one link, per pass.
+    eight = decode_step_components("llama3-70b", "tpu-v5e", 8, 32, 8192, check_capacity=False)  # 227 GB > 128 GB
+    assert eight.ici_s == pytest.approx(80 * 2 * (14e-6 + 2 * 7 / 8 * 524_288 / 4.5e10), rel=1e-12)
+    assert eight.ici_latency_s == pytest.approx(80 * 2 * 14e-6, rel=1e-12)
+    # The same step on a 4 x 4 v5e slice, which has no wraparound (no axis spans 16 chips). Per axis (a line of 4)
+    # the all-reduce's bandwidth term is 2 x 3/4 x 524,288 / 4.5e10 = 17.48 us; the two axes' links run at once, so
+    # half of it, 8.74 us; its latency is 2 rounds x 3 hops per axis, over 2 axes one after the other = 12 us.
+    square = decode_step_components("llama3-70b", "tpu-v5e", 16, 32, 8192, mesh_shape=(4, 4))
+    square_reduce = 12e-6 + 2 * 3 / 4 * 524_288 / 4.5e10 / 2
+    assert square.ici_s == pytest.approx(80 * (2 * square_reduce + 2 * all_to_all), rel=1e-12)
 
 
 def test_eight_chips_hold_every_kv_head_and_run_no_all_to_all_and_one_chip_runs_no_collective():
