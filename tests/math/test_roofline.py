@@ -231,6 +231,7 @@ def _attention_bytes(**kwargs):
     (lambda: attainable_flops(-1.0, "h100"), r"\bintensity\b"),
     (lambda: critical_batch_from_rates(0.0, 1.0), r"\bflops_per_s\b"),
     (lambda: critical_batch_from_rates(1.0, -1.0), r"\bbytes_per_s\b"),
+    (lambda: critical_batch_from_rates(2e11, 0.0, "fp32"), r"\bbytes_per_s\b"),
     *[(lambda experts=experts, active=active: moe_critical_batch_size("tpu-v5e", experts, active), words)
       for experts, active, words in [(0, 1, r"\bn_experts\b"), (4, 0, r"\bn_active_experts\b"),
                                      (2.5, 1, r"\bn_experts\b"), (4, 1.5, r"\bn_active_experts\b"),
