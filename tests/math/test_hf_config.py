@@ -197,7 +197,7 @@ def test_mla_caches_a_latent_and_a_rope_key_and_its_active_weights_match_the_car
     gqa = get_model("deepseek-v3").with_(kv_lora_rank=None, q_lora_rank=None, rope_head_dim=0, n_kv_heads=8)
     assert kv_bytes_per_token(gqa, "bf16") == 61 * 8 * (192 + 128) * 2
     assert kv_cache_bytes("deepseek-v3", 32768, batch=2) == 2 * 32768 * 70272
-    assert kv_bytes_per_token("llama3-70b") == 2 * 80 * 8 * 128 * 2  # GQA as before
+    assert kv_bytes_per_token("llama3-70b") == 2 * 80 * 8 * 128 * 2  # and a GQA model: 2 L K H x 2 B
 
 
 def test_mla_decode_attention_flops_absorbed_against_a_hand_derivation():
@@ -205,7 +205,7 @@ def test_mla_decode_attention_flops_absorbed_against_a_hand_derivation():
     cost = decode_attention_cost("deepseek-v3", 1000)
     assert cost.flops == 61 * 1000 * (2 * 128 * (512 + 64) + 2 * 128 * 512)
     assert cost.kv_bytes == 1000 * 70272
-    assert 200 < cost.intensity < 300  # near an H100's ridge point: MLA decode attention is no longer ~G FLOPs/B
+    assert 200 < cost.intensity < 300  # near an H100's ridge point: MLA decode attention is far from GQA's ~G FLOPs/B
     # Standard GQA: 4 N H per cached token and layer, G = 8 FLOPs per byte of bf16 cache.
     llama = decode_attention_cost("llama3-70b", 1000)
     assert llama.flops == 80 * 1000 * 4 * 64 * 128 and llama.intensity == pytest.approx(8)

@@ -1,7 +1,7 @@
 """The page's estimate form and the command line agree: both print `your_model.estimate_deployment`'s table. The form's
 Python (the code answer_boxes.js runs in Pyodide) is run here in CPython with the strings a reader types, and its
-output compared with `python -m scaling_lib estimate` given the same inputs; then what the form got wrong before:
-weights per chip are the tensor-parallel group's, a pasted config's formats are used, its position limit is enforced."""
+output compared with `python -m scaling_lib estimate` given the same inputs; then what the form must state: weights
+per chip are the tensor-parallel group's, a pasted config's formats are used, its position limit is enforced."""
 
 import json
 import re
