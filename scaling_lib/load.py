@@ -1,0 +1,592 @@
+"""Latency under load: TTFT and TPOT when requests arrive at a rate, or from a fixed number of clients.
+
+One replica runs continuous batching with chunked prefill (vLLM, SGLang, TensorRT-LLM): every step decodes one token
+for each running sequence and spends what is left of a token budget C per step (decode tokens included) on waiting
+prompts, first come first served. A request waits in a queue while the batch is full (the engine's cap on
+sequences, or the KV memory); once admitted, its prompt goes through in chunks, and the step that finishes the prompt
+makes its first token. So
+
+    TTFT = queueing + the step already running + prefill chunks (the last one makes the first token)
+    TPOT = the step time at the batch a running request sees
+
+Every step is priced by a step-time model `step_s(decode_batch, prefill_tokens)` (seconds of one step of one
+replica at the workload's mean context, I + O/2; `estimate.step_estimate` behind `load_estimate`). With I prompt and
+O output tokens per request:
+
+- **The steady state at decode batch b.** b / (O - 1) requests finish per step and as many start, bringing
+  b I / (O - 1) prompt tokens per step, so the step takes T(b) = step_s(b, b I / (O - 1)) and the replica serves
+  lambda(b) = b / ((O - 1) T(b)) requests per second (Little's law on the decode phase: b = lambda (O - 1) T).
+- **The saturation rate** is lambda at the largest batch B the engine runs (memory, its cap on sequences, and the
+  budget: b (1 + I / (O - 1)) <= C): lambda_sat = B / ((O - 1) T(B)) = the offline throughput over O
+  (`estimate.offline_estimate`). Arrivals at or above it make the queue grow without bound.
+- **Open loop** (Poisson arrivals at lambda per replica, MLPerf's Server scenario): a running request sees itself
+  plus the others, Poisson with mean b-bar (as in an M/G/infinity system), so it decodes at e = min(B, 1 + b-bar)
+  with b-bar = lambda (O - 1) T(e). TPOT = T(e) stays finite up to saturation, where e = B. The queue for a slot
+  is M/D/c with c = B slots each held (O - 1) T(B): the Erlang C probability of waiting, and given a wait an
+  exponential of mean 1 / (2 (lambda_sat - lambda)) (the Allen-Cunneen factor (1 + c_s^2) / 2 = 1/2 for a
+  deterministic service). That mean diverges as lambda -> lambda_sat: TTFT explodes while TPOT levels off at T(B).
+  Prompts share the budget left by the decodes, C - b-bar tokens per step: an M/D/1 queue of prompt tokens
+  (utilisation rho_p = lambda T I / (C - b-bar), Pollaczek-Khinchine mean wait rho_p s_p / (2 (1 - rho_p)) with
+  s_p the steps one prompt needs), then ceil(I / (C - b-bar)) chunk steps. A request arrives during a step: half a
+  step more on average.
+- **Closed loop** (N clients per replica, each sending its next request when the last one ends, zero think time:
+  genai-perf's and vLLM's `--max-concurrency`): Little's law fixes the throughput, X = N / (TTFT + (O - 1) TPOT).
+  While N requests fit, b = N (O - 1) TPOT / (TTFT + (O - 1) TPOT); past B the batch stays at B, X = lambda_sat, and
+  the N - (what the engine holds) requests queue: TTFT = N / X - (O - 1) T(B) grows linearly with N. Requests
+  arrive as others finish, at the end of a step (no half step).
+- **p99.** TTFT: the 99th percentile of the residual step (uniform) plus the two waits (each an atom at zero and an
+  exponential tail), solved exactly, plus the chunks; where waits are rarer than 1 in 100 that percentile would sit
+  below the mean, and the mean is reported. TPOT: a request's TPOT averages O - 1 steps; the others that overlap its
+  life are Poisson with mean b-bar (the arrivals during its life and those present when it starts), each adding a
+  decode slot for part of its life and its prompt to one step, so its variance is
+  b-bar ((2/3) c_d^2 + (I c_p / (O - 1))^2) with c_d, c_p the step's cost per decoding sequence and per prompt token;
+  p99 = mean + z_0.99 sigma. Closed loop: the batch is fixed, only the prompt term remains.
+- **The bound** prices the same load with every resource at peak (`estimate.BOUND`: all of HBM, no cap on
+  sequences, no token budget): TPOT at the batch the load implies at peak, TTFT a prompt prefilled alone (plus, in a
+  closed loop, the queue that the memory alone forces), throughput by Little's law. No engine beats it.
+
+The model is checked against `simulator.simulate_open_loop` and `simulate_closed_loop` (the same engine, step by
+step, with the same step-time model; tests/math/test_load.py). Used in chapter 9, *Serving engines*.
+"""
+
+import functools
+import math
+from dataclasses import dataclass, field
+from statistics import NormalDist
+
+from ._validate import positive, positive_int
+from .estimate import BOUND, Deployment, max_batch, resolve_efficiency, step_estimate
+
+# vLLM's default token budget per step for its OpenAI server on GPUs with at least 70 GiB (max_num_batched_tokens;
+# vllm/engine/arg_utils.py, EngineArgs.get_batch_defaults: 8,192 there, 2,048 on smaller GPUs and A100s).
+TOKEN_BUDGET = 8192
+Z_99 = NormalDist().inv_cdf(0.99)  # the standard normal's 99th percentile, about 2.326
+_RATE_TOLERANCE = 1e-4  # relative precision of max_request_rate's bisection
+
+
+@dataclass(frozen=True)
+class Engine:
+    """One replica of a continuous-batching engine with chunked prefill, as the load model sees it.
+
+    `step_s(decode_batch, prefill_tokens)`: seconds of one step at the workload's mean context (integers in, a
+    float out; each pair is priced once). `max_batch`: the most sequences the replica decodes at once (memory and
+    the engine's cap). `token_budget`: tokens per step, decode tokens included (None: no budget, whole prompts in
+    one step). `bound`: price as the bound does (no queueing but what Little's law forces, a prompt alone).
+
+    Defined in chapter 9, *Serving engines*.
+    """
+
+    step_s: object
+    input_len: int
+    output_len: int
+    max_batch: int
+    token_budget: int | None = TOKEN_BUDGET
+    bound: bool = False
+    _steps: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        if not callable(self.step_s):
+            raise ValueError(f"step_s must be a function (decode_batch, prefill_tokens) -> seconds, got "
+                             f"{self.step_s!r}")
+        positive_int("input_len", self.input_len)
+        if positive_int("output_len", self.output_len) < 2:
+            raise ValueError(f"output_len={self.output_len}: a request under load needs at least 2 output tokens "
+                             "(the first comes from the prefill, TPOT from the rest)")
+        positive_int("max_batch", self.max_batch)
+        if self.token_budget is not None and positive_int("token_budget", self.token_budget) < 2:
+            raise ValueError(f"token_budget={self.token_budget}: a step must hold a decode token and a prompt token; "
+                             f"use at least 2 (vLLM's default is {TOKEN_BUDGET:,})")
+
+    # ------------------------------------------------------------------------------------------- step times
+    def step(self, decode_batch: int, prefill_tokens: int) -> float:
+        """`step_s`, each (decode_batch, prefill_tokens) pair priced once."""
+        key = (decode_batch, prefill_tokens)
+        if key not in self._steps:
+            self._steps[key] = float(self.step_s(decode_batch, prefill_tokens))
+        return self._steps[key]
+
+    def iteration(self, b: float) -> float:
+        """T(b): the mean step with b sequences decoding in the steady state (b in [1, B]; linear between whole
+        batches)."""
+        table = self._table
+        low = min(max(1, int(b)), len(table) - 1)
+        if low == len(table) - 1 or b <= low:
+            return table[low]
+        return table[low] + (b - low) * (table[low + 1] - table[low])
+
+    @property
+    def _table(self) -> list:
+        """T(n) for n = 0 .. B (index 0 unused)."""
+        return self._pricing[1]
+
+    @property
+    def _priced(self) -> list:
+        """The batches `_table` prices; it interpolates the others."""
+        return self._pricing[0]
+
+    @functools.cached_property
+    def _pricing(self) -> tuple:
+        """(priced batches, T(n) for n = 0 .. B): every batch up to 16 priced, then batches 20% apart and B, linear
+        in between (the step is piecewise linear in the batch)."""
+        limit = self.batch_limit
+        priced = sorted({n for n in range(1, 17)} | {round(16 * 1.2**k) for k in range(64)} | {limit})
+        priced = [n for n in priced if n <= limit]
+        table = [0.0] * (limit + 1)
+        for low, high in zip(priced, priced[1:] + [None]):
+            t_low = table[low] = self._iteration_at(low)
+            if high is not None:
+                t_high = self._iteration_at(high)
+                for n in range(low + 1, high):
+                    table[n] = t_low + (n - low) / (high - low) * (t_high - t_low)
+        return priced, table
+
+    def _iteration_at(self, b: int) -> float:
+        """The mean step at a whole batch b: prompts arrive x = b / (O - 1) per step, Poisson, so a fraction
+        pi = 1 - e^-x of the steps carries prompt tokens, L = I x / (1 - e^-x) of them on average (at most the budget
+        left, C - b, and then pi = x I / L): T(b) = (1 - pi) step(b, 0) + pi step(b, L). Prompts come in lumps of
+        I tokens, not spread over the steps, so a lone prompt cannot hide under the weight read."""
+        lump = self._lump(b)
+        share = b / (self.output_len - 1) * self.input_len / lump  # pi
+        return (1 - share) * self.step(b, 0) + share * self.step(b, lump)
+
+    def _lump(self, b: float, arrivals_per_step: float | None = None) -> int:
+        """Prompt tokens in a step that carries some, with b decoding: I x / (1 - e^-x) for x prompts arriving per
+        step (default b / (O - 1)), capped by the budget left, C - b."""
+        x = b / (self.output_len - 1) if arrivals_per_step is None else arrivals_per_step
+        lump = self.input_len * (x / -math.expm1(-x) if x > 0 else 1.0)
+        if self.token_budget is not None:
+            lump = min(lump, self.token_budget - b)
+        return max(1, round(lump))
+
+    @property
+    def batch_limit(self) -> int:
+        """B: the largest decode batch, `max_batch` or what the token budget carries, b (1 + I / (O - 1)) <= C."""
+        if self.token_budget is None:
+            return self.max_batch
+        per_sequence = 1 + self.input_len / (self.output_len - 1)
+        return max(1, min(self.max_batch, int(self.token_budget / per_sequence)))
+
+    def saturation_rate(self) -> float:
+        """lambda_sat = B / ((O - 1) T(B)), requests per second: the offline throughput over O."""
+        return self.batch_limit / ((self.output_len - 1) * self.iteration(self.batch_limit))
+
+    # ------------------------------------------------------------------------------------------- one load
+    def open_loop(self, rate: float) -> "LoadPoint":
+        """Poisson arrivals at `rate` requests/s (module docstring). ValueError at or above the saturation rate."""
+        rate = positive("request_rate", rate)
+        saturation = self.saturation_rate()
+        if rate >= saturation:
+            raise ValueError(f"request_rate={rate:.4g} per replica is at or above the saturation rate "
+                             f"{saturation:.4g} requests/s (the offline throughput over output_len): the queue grows "
+                             "without bound; lower the rate, add replicas, or ask for a closed loop (concurrency)")
+        if self.bound:
+            decoding = self._decoding_at(rate)
+            return self._point(rate, self.step(0, self.input_len), 0.0, self.iteration(max(1.0, decoding)), decoding)
+        occupancy, full = self._occupancy(rate)
+        limit, table = self.batch_limit, self._table
+        tpot = sum(p * table[n + 1] for n, p in enumerate(occupancy[:limit])) + full * table[limit]
+        decoding = sum(n * p for n, p in enumerate(occupancy[:limit])) + full * limit
+        parts, spread = [], []
+        for weight, n in self._bins(occupancy, full):
+            arrivals = rate * self.iteration(max(1, min(n + 1, limit)))  # prompts arriving per step
+            residual, prefill_wait, chunks_s = self._arrival(n, arrivals)
+            slot_wait = (1.0, 2.0 * (saturation - rate)) if n == limit else (0.0, 1.0)
+            parts.append((weight, residual, slot_wait, prefill_wait, chunks_s))
+            spread.append((weight, table[max(1, min(n + 1, limit))], self._prompt_noise(n, decoding)))
+        ttft, ttft_p99 = _ttft(parts)
+        queue = ttft - sum(weight * part[-1] for weight, *part in parts)
+        return self._point(rate, ttft, queue, tpot, decoding, ttft_p99, _tpot_p99(tpot, spread))
+
+    def closed_loop(self, clients: int) -> "LoadPoint":
+        """`clients` requests always in the system, each replaced as soon as it ends (module docstring)."""
+        n = positive_int("concurrency", clients)
+        o, limit = self.output_len, self.batch_limit
+        decoding, tpot, engine_s = float(min(n, limit)), 0.0, 0.0
+        for _ in range(200):  # the fixed point b = n (O - 1) T / (TTFT + (O - 1) T), capped at B; a few rounds
+            tpot = self.iteration(max(1.0, decoding))
+            whole = round(decoding)
+            _, (wait_p, wait_theta), chunks_s = self._arrival(whole, decoding / (o - 1))
+            engine_s = self.step(0, self.input_len) if self.bound else chunks_s + (wait_p and wait_p / wait_theta)
+            updated = min(limit, n * (o - 1) * tpot / (engine_s + (o - 1) * tpot))
+            if abs(updated - decoding) <= 1e-9 * updated:
+                break
+            decoding = 0.5 * (decoding + updated)
+        throughput = decoding / ((o - 1) * tpot)
+        queue = max(0.0, n / throughput - (o - 1) * tpot - engine_s)
+        if self.bound:
+            return self._point(throughput, queue + engine_s, queue, tpot, decoding, clients=n)
+        ttft, ttft_p99 = _ttft([(1.0, (), (0.0, 1.0), (wait_p, wait_theta), queue + chunks_s)])
+        tpot_p99 = _tpot_p99(tpot, [(1.0, tpot, self._prompt_noise(whole, decoding))])
+        return self._point(throughput, ttft, ttft - chunks_s, tpot, decoding, ttft_p99, tpot_p99, clients=n)
+
+    def closed_loops(self, clients: int, replicas: int) -> "LoadPoint":
+        """`clients` over `replicas` copies of this engine, each a closed loop, as even as they divide (some get one
+        more, some none): rates, tokens/s and requests in flight add up, means are weighted by the requests each
+        copy serves, p99 the worse copy's."""
+        clients, replicas = positive_int("concurrency", clients), positive_int("replicas", replicas)
+        base, extra = divmod(clients, replicas)
+        groups = [(count, self.closed_loop(n)) for count, n in ((replicas - extra, base), (extra, base + 1))
+                  if count and n]
+        rate = sum(count * p.request_rate for count, p in groups)
+
+        def mean(name):
+            return sum(count * p.request_rate * getattr(p, name) for count, p in groups) / rate
+
+        return LoadPoint(request_rate=rate, ttft_s=mean("ttft_s"), tpot_s=mean("tpot_s"),
+                         ttft_p99_s=max(p.ttft_p99_s for _, p in groups),
+                         tpot_p99_s=max(p.tpot_p99_s for _, p in groups), queue_s=mean("queue_s"),
+                         requests_in_flight=float(clients), decode_batch=mean("decode_batch"),
+                         output_tokens_per_s=sum(count * p.output_tokens_per_s for count, p in groups))
+
+    def max_request_rate(self, *, ttft=None, tpot=None, ttft_p99=None, tpot_p99=None) -> float:
+        """The highest Poisson rate (requests/s) whose mean and p99 TTFT and TPOT meet the targets given (None: no
+        target): a bisection, since each grows with the rate. 0.0 when even a trickle misses one; the saturation
+        rate (a supremum) when no target binds below it."""
+        targets = [(name, float(positive(name, value))) for name, value in
+                   (("ttft", ttft), ("tpot", tpot), ("ttft_p99", ttft_p99), ("tpot_p99", tpot_p99))
+                   if value is not None]
+        saturation = self.saturation_rate()
+
+        def meets(rate):
+            point = self.open_loop(rate)
+            return all(getattr(point, f"{name}_s") <= value for name, value in targets)
+
+        low, high = 0.0, saturation
+        if not targets or meets(saturation * (1 - _RATE_TOLERANCE)):
+            return saturation
+        if not meets(saturation * 1e-9):
+            return 0.0
+        low = saturation * 1e-9
+        while high - low > _RATE_TOLERANCE * high:
+            middle = 0.5 * (low + high)
+            low, high = (middle, high) if meets(middle) else (low, middle)
+        return low
+
+    # ------------------------------------------------------------------------------------------- the parts
+    def _occupancy(self, rate: float) -> tuple:
+        """([P(N = n) for n = 0 .. B], P(N >= B)) for N requests in the replica: a birth-death chain with arrivals
+        at `rate` and departures at mu(n) = n / ((O - 1) T(n)), the steady state's rate at n running (mu(B) =
+        lambda_sat beyond B, where arrivals queue): P(n) ~ prod_k rate / mu(k), the states above B a geometric tail
+        of ratio rate / lambda_sat. It holds both limits: Poisson occupancy while the step barely grows with the
+        batch (bandwidth-bound), M/M/1-like when it grows in proportion (compute-bound)."""
+        limit, o, table = self.batch_limit, self.output_len, self._table
+        log_weights, total = [0.0], 0.0
+        for n in range(1, limit + 1):
+            log_weights.append(log_weights[-1] + math.log(rate * (o - 1) * table[n] / n))
+        top = max(log_weights)
+        weights = [math.exp(value - top) for value in log_weights]
+        ratio = rate / self.saturation_rate()
+        tail = weights[limit] * ratio / (1 - ratio)
+        total = sum(weights) + tail
+        return [w / total for w in weights], (weights[limit] + tail) / total
+
+    def _decoding_at(self, rate: float) -> float:
+        """b with b = rate (O - 1) T(b) (Little's law on the decode phase; at least one sequence), by bisection."""
+        low, high = 0.0, float(self.batch_limit)
+        while high - low > 1e-9 * high:
+            middle = 0.5 * (low + high)
+            if rate * (self.output_len - 1) * self.iteration(max(1.0, middle)) > middle:
+                low = middle
+            else:
+                high = middle
+        return 0.5 * (low + high)
+
+    def _bins(self, occupancy: list, full: float) -> list:
+        """(probability, decode batch) pairs that stand for the occupancy: the batches between two priced batches
+        of `_table` gathered at the nearer end (so every step is priced once for all rates), and the full engine
+        (B running, arrivals queue) on its own. Bins below 1e-9 are dropped."""
+        limit = self.batch_limit
+        priced = [0] + self._priced + [limit]
+        gathered = {}
+        for low, high in zip(priced, priced[1:]):
+            for n in range(low, high):
+                if occupancy[n] > 0:
+                    at = low if n - low <= high - n else high
+                    at = min(at, limit - 1) if at == limit else at
+                    gathered[at] = gathered.get(at, 0.0) + occupancy[n]
+        gathered[limit] = full
+        return [(weight, n) for n, weight in sorted(gathered.items()) if weight > 1e-9]
+
+    def _arrival(self, decoding: int, arrivals: float) -> tuple:
+        """What a prompt meets when it arrives with `decoding` sequences decoding and `arrivals` prompts arriving
+        per step: ((weight, length) of the step it lands in), (probability it waits, that wait's exponential rate),
+        seconds of its own chunks (ceil(I / (C - b)) steps).
+
+        The step it lands in carries prompts (length L_long, share pi of the steps) or not; arrivals fall in the
+        long ones in proportion to their length. The wait gathers two delays: the prompts that arrive during the
+        same step share its next step (Poisson, mean x L_land / T, each adding a prompt's cost to that step), and
+        the M/D/1 queue for the budget left by the decodes, C - b (Pollaczek-Khinchine mean rho s / (2 (1 - rho)),
+        s the seconds of one prompt's share of the budget)."""
+        i = self.input_len
+        budget = math.inf if self.token_budget is None else max(1, self.token_budget - decoding)
+        own = min(budget, i)
+        chunk_s = self._step_p(decoding, own)
+        chunks = 1 if budget == math.inf else math.ceil(i / budget)
+        residual, companions = (), arrivals
+        if decoding:
+            lump = min(budget, i * arrivals / -math.expm1(-arrivals))
+            carrying = min(1.0, arrivals * i / lump)
+            short, long = self._step_p(decoding, 0), self._step_p(decoding, lump)
+            mean_step = carrying * long + (1 - carrying) * short
+            landing = carrying * long / mean_step
+            residual = ((landing, long), (1 - landing, short))
+            companions = arrivals * (landing * long + (1 - landing) * short) / mean_step
+        extra = self._step_p(decoding, min(budget, own + i)) - chunk_s  # one more prompt in the same step
+        wait_p, wait_s = -math.expm1(-companions) if extra > 0 else 0.0, companions * extra
+        if budget != math.inf:
+            utilisation = min(arrivals * i / budget, 1 - 1e-9)
+            service_s = i / budget * chunk_s  # one prompt's share of the budget, in seconds
+            wait_p = 1 - (1 - wait_p) * (1 - utilisation)
+            wait_s += utilisation * service_s / (2 * (1 - utilisation))
+        return residual, (wait_p, wait_p / wait_s if wait_s > 0 else 1.0), chunks * chunk_s
+
+    def _step_p(self, decoding: int, prompt_tokens: float) -> float:
+        """step(decoding, prompt_tokens) with the prompt tokens on a grid 25% apart, linear in between (the step is
+        piecewise linear in them), so that every rate reuses the same priced steps."""
+        if prompt_tokens <= 0:
+            return self.step(decoding, 0)
+        k = math.log(prompt_tokens) / math.log(1.25)
+        low, high = round(1.25 ** math.floor(k)), round(1.25 ** math.ceil(k))
+        if high <= low:
+            return self.step(decoding, low)
+        t_low, t_high = self.step(decoding, low), self.step(decoding, high)
+        return t_low + (prompt_tokens - low) / (high - low) * (t_high - t_low)
+
+    def _prompt_noise(self, decoding: int, mean_decoding: float) -> float:
+        """The spread of a request's TPOT that its life's prompts add: the others arriving during its life,
+        Poisson with mean b-bar, each adds its prompt's cost I c_p to one of its O - 1 steps."""
+        b = max(1, decoding)
+        lump = self._lump(b)
+        per_prompt = (self._step_p(b, lump) - self._step_p(b, 0)) / lump * self.input_len / (self.output_len - 1)
+        return math.sqrt(max(0.0, mean_decoding)) * per_prompt
+
+    def _point(self, rate, ttft, queue, tpot, decoding, ttft_p99=None, tpot_p99=None, clients=None):
+        o = self.output_len
+        in_flight = clients if clients is not None else rate * (ttft + (o - 1) * tpot)  # Little's law
+        return LoadPoint(request_rate=rate, ttft_s=ttft, tpot_s=tpot,
+                         ttft_p99_s=ttft if ttft_p99 is None else ttft_p99,
+                         tpot_p99_s=tpot if tpot_p99 is None else tpot_p99, queue_s=queue,
+                         requests_in_flight=in_flight, decode_batch=decoding, output_tokens_per_s=rate * o)
+
+
+def _ttft(parts: list) -> tuple:
+    """(mean, p99) of TTFT, a mixture over `parts` (probability, residual, slot wait, prefill wait, fixed seconds):
+    fixed + U + W_slot + W_prefill. U is the rest of the step running when the request arrives: uniform on
+    [0, length] with probability weight for each (weight, length) of `residual` (none: it starts at once). Each W
+    is zero with probability 1 - p and else exponential of rate theta ((p, theta) pairs). The survival of
+    W_slot + W_prefill is A_s e^{-theta_s w} + A_p e^{-theta_p w}; with U it integrates in closed form, and the 99th
+    percentile is found by bisection (never reported below the mean: module docstring)."""
+    mean, components = 0.0, []
+    for probability, residual, (p_s, theta_s), (p_p, theta_p), fixed in parts:
+        mean += probability * (fixed + sum(weight * length / 2 for weight, length in residual) +
+                               (p_s / theta_s if p_s else 0.0) + (p_p / theta_p if p_p else 0.0))
+        if p_s and p_p and abs(theta_s - theta_p) <= 1e-9 * theta_s:
+            theta_p *= 1 + 1e-6  # equal rates: the sum's survival is the limit of the distinct-rate formula
+        terms = []
+        if p_s:
+            terms.append((p_s * (1 - p_p) + (p_s * p_p * theta_p / (theta_p - theta_s) if p_p else 0.0), theta_s))
+        if p_p:
+            terms.append((p_p * (1 - p_s) - (p_s * p_p * theta_s / (theta_p - theta_s) if p_s else 0.0), theta_p))
+        components.append((probability, [(w, length) for w, length in residual if w > 0], terms, fixed))
+
+    def survival(t):  # P(TTFT > t)
+        total = 0.0
+        for probability, residual, terms, fixed in components:
+            s = t - fixed
+            if s < 0:
+                total += probability
+            elif not residual:
+                total += probability * sum(a * math.exp(-theta * s) for a, theta in terms)
+            else:
+                for weight, length in residual:
+                    inside = min(s, length)  # U <= s: W must exceed s - U >= 0
+                    tail = sum(a / theta * (math.exp(-theta * (s - inside)) - math.exp(-theta * s))
+                               for a, theta in terms)
+                    total += probability * weight * (tail + max(0.0, length - s)) / length
+        return total
+
+    high = max(fixed + max([length for _, length in residual], default=0.0) +
+               sum(math.log(100 * max(a, 1e-300) + 1) / theta for a, theta in terms)
+               for _, residual, terms, fixed in components) + 1e-12
+    while survival(high) > 0.01:
+        high *= 2
+    low = 0.0
+    for _ in range(200):
+        if high - low <= 1e-9 * high:
+            break
+        middle = 0.5 * (low + high)
+        low, high = (middle, high) if survival(middle) > 0.01 else (low, middle)
+    return mean, max(high, mean)
+
+
+def _tpot_p99(mean: float, spread: list) -> float:
+    """The 99th percentile of a request's TPOT: a mixture over the batches it may start with ((probability, T at
+    that batch, sigma of the prompts' noise) in `spread`) of normals centred a fraction sqrt(2/3) of the way from
+    the mean to T at that batch (the batch drifts back during its life: two thirds of the variance of an
+    M/G/infinity occupancy averaged over one service time remain), at least the mean."""
+    shrink = math.sqrt(2 / 3)
+    normals = [(p, mean + shrink * (t - mean), sigma) for p, t, sigma in spread]
+
+    def survival(x):
+        return sum(p * (1 - NormalDist(m, sigma).cdf(x)) if sigma > 0 else (p if m > x else 0.0)
+                   for p, m, sigma in normals)
+
+    low = min(m for _, m, _ in normals)
+    high = max(m + 4 * sigma for _, m, sigma in normals) + 1e-12
+    for _ in range(100):
+        if high - low <= 1e-9 * high:
+            break
+        middle = 0.5 * (low + high)
+        low, high = (middle, high) if survival(middle) > 0.01 else (low, middle)
+    return max(high, mean)
+
+
+@dataclass(frozen=True)
+class LoadPoint:
+    """One replica under one load: means and p99 in seconds, `request_rate` served (requests/s),
+    `requests_in_flight` (queued and running: Little's law), `queue_s` (mean time from arrival to the request's
+    first prefill chunk), `decode_batch` (mean sequences decoding), `output_tokens_per_s`."""
+
+    request_rate: float
+    ttft_s: float
+    tpot_s: float
+    ttft_p99_s: float
+    tpot_p99_s: float
+    queue_s: float
+    requests_in_flight: float
+    decode_batch: float
+    output_tokens_per_s: float
+
+
+@dataclass(frozen=True)
+class LoadBound:
+    """The same load with every resource at peak: no engine beats these (module docstring)."""
+
+    ttft_s: float
+    tpot_s: float
+    output_tokens_per_s: float
+
+
+@dataclass(frozen=True)
+class LoadEstimate:
+    """A deployment under a load (`load_estimate`): means (the plain names) and p99 of TTFT and TPOT, output
+    tokens/s, requests in flight and queueing time, over all replicas, beside the bound. `concurrency` or
+    `request_rate` is the load asked for; `saturation_rate` the most requests/s the deployment sustains."""
+
+    concurrency: int | None
+    request_rate: float  # served, requests/s (the rate asked for in an open loop)
+    ttft_s: float
+    tpot_s: float
+    ttft_p99_s: float
+    tpot_p99_s: float
+    output_tokens_per_s: float
+    requests_in_flight: float
+    queue_s: float
+    decode_batch: float  # mean sequences decoding per replica
+    max_batch: int  # per replica: the most sequences it decodes at once (`estimate.max_batch`, the token budget)
+    saturation_rate: float
+    token_budget: int | None
+    bound: LoadBound
+
+    def as_dict(self) -> dict:
+        """The JSON of `python -m scaling_lib estimate --concurrency | --request-rate` (SI units)."""
+        return {"concurrency": self.concurrency, "request_rate": self.request_rate, "ttft_s": self.ttft_s,
+                "tpot_s": self.tpot_s, "ttft_p99_s": self.ttft_p99_s, "tpot_p99_s": self.tpot_p99_s,
+                "output_tokens_per_s": self.output_tokens_per_s, "requests_in_flight": self.requests_in_flight,
+                "queue_s": self.queue_s, "decode_batch_per_replica": self.decode_batch,
+                "max_batch_per_replica": self.max_batch, "saturation_rate": self.saturation_rate,
+                "token_budget": self.token_budget,
+                "bound": {"ttft_s": self.bound.ttft_s, "tpot_s": self.bound.tpot_s,
+                          "output_tokens_per_s": self.bound.output_tokens_per_s}}
+
+    def describe(self) -> str:
+        """The same in words, one line per quantity."""
+        load = (f"{self.concurrency:,} clients (closed loop)" if self.concurrency is not None else
+                f"{self.request_rate:,.3g} requests/s (Poisson arrivals)")
+        rows = [("load", f"{load}; the deployment saturates at {self.saturation_rate:,.3g} requests/s"),
+                ("time to first token (TTFT)", f"{self.ttft_s * 1e3:,.1f} ms mean, {self.ttft_p99_s * 1e3:,.1f} ms "
+                                               f"p99 ({self.queue_s * 1e3:,.1f} ms of it queueing); bound "
+                                               f"{self.bound.ttft_s * 1e3:,.1f} ms"),
+                ("time per output token (TPOT)", f"{self.tpot_s * 1e3:,.2f} ms mean, {self.tpot_p99_s * 1e3:,.2f} ms "
+                                                 f"p99; bound {self.bound.tpot_s * 1e3:,.2f} ms"),
+                ("output tokens/s", f"{self.output_tokens_per_s:,.0f} (bound {self.bound.output_tokens_per_s:,.0f})"),
+                ("requests in flight", f"{self.requests_in_flight:,.1f} (queued or running; "
+                                       f"{self.decode_batch:,.1f} decoding per replica, at most {self.max_batch:,})")]
+        width = max(len(name) for name, _ in rows)
+        return "\n".join(f"{name:<{width}}  {value}" for name, value in rows)
+
+
+def deployment_engine(deployment: Deployment, input_len: int, output_len: int, efficiency="typical",
+                      token_budget: int | None = TOKEN_BUDGET) -> Engine:
+    """The `Engine` of one replica of `deployment`: steps priced by `estimate.step_estimate` at the mean context
+    I + O/2 (prompts of I tokens), the batch capped by `estimate.max_batch` at that context (the engine settings
+    for an estimate, all of HBM for the bound). The bound (efficiency None or BOUND) has no token budget.
+
+    Defined in chapter 9, *Serving engines*.
+    """
+    if not isinstance(deployment, Deployment):
+        raise ValueError(f"deployment must be an estimate.Deployment, got {deployment!r}")
+    i, o = positive_int("input_len", input_len), positive_int("output_len", output_len)
+    eff = resolve_efficiency(efficiency)
+    context = i + o / 2
+    per_replica = max_batch(deployment, context, eff) // deployment.replicas
+    if per_replica < 1:
+        max_batch_needed = deployment.weight_bytes_per_chip + deployment.kv_bytes_per_chip(1, context)
+        raise ValueError(f"one request of {i:,} + {o:,} tokens does not fit on {deployment.describe()}: it needs "
+                         f"{max_batch_needed / 1e9:.1f} GB per chip; quantize the weights or the KV cache, or add "
+                         "chips")
+
+    def step_s(decode_batch, prefill_tokens):
+        extra = dict(prefill_tokens=prefill_tokens, prefill_len=i) if prefill_tokens else {}
+        return step_estimate(deployment, decode_batch=decode_batch, decode_context=context,
+                             held_sequences=decode_batch, held_tokens_each=context, efficiency=eff,
+                             **extra).total_s
+
+    return Engine(step_s, i, o, per_replica, None if eff.overlap else token_budget, bound=eff.overlap)
+
+
+def load_estimate(deployment: Deployment, input_len: int, output_len: int, *, concurrency: int | None = None,
+                  request_rate: float | None = None, efficiency="typical",
+                  token_budget: int | None = TOKEN_BUDGET) -> LoadEstimate:
+    """TTFT and TPOT (mean and p99), output tokens/s, requests in flight and queueing time of `deployment` serving
+    requests of `input_len` prompt and `output_len` output tokens under a load: `concurrency` clients in a closed
+    loop, or Poisson arrivals at `request_rate` requests/s over all replicas (give exactly one). Beside it the bound:
+    the same load with every resource at peak. `efficiency`: "typical" (calibrated, chapter 11) or an
+    `estimate.Efficiency`; `token_budget`: tokens per step (vLLM's max_num_batched_tokens), None for whole prompts.
+    The model: module docstring. Concurrency spreads over the replicas as evenly as it divides. Behind
+    `python -m scaling_lib estimate --concurrency N | --request-rate R`.
+
+    Defined in chapter 9, *Serving engines*.
+    """
+    if (concurrency is None) == (request_rate is None):
+        raise ValueError("give exactly one load: concurrency=<clients> (closed loop) or request_rate=<requests per "
+                         f"second> (Poisson arrivals), got concurrency={concurrency!r}, request_rate={request_rate!r}")
+    if resolve_efficiency(efficiency).overlap:
+        raise ValueError("efficiency=None prices the bound, which load_estimate reports beside the estimate; pass "
+                         "'typical' or an Efficiency with overlap=False")
+    engine = deployment_engine(deployment, input_len, output_len, efficiency, token_budget)
+    peak = deployment_engine(deployment, input_len, output_len, BOUND)
+    replicas = deployment.replicas
+    if concurrency is not None:
+        concurrency = positive_int("concurrency", concurrency)
+        estimate, bound = (model.closed_loops(concurrency, replicas) for model in (engine, peak))
+    else:
+        rate = float(positive("request_rate", request_rate)) / replicas
+        estimate, bound = engine.open_loop(rate), peak.open_loop(rate)
+        estimate, bound = (_whole(point, replicas) for point in (estimate, bound))
+    return LoadEstimate(concurrency=concurrency, request_rate=estimate.request_rate, ttft_s=estimate.ttft_s,
+                        tpot_s=estimate.tpot_s, ttft_p99_s=estimate.ttft_p99_s, tpot_p99_s=estimate.tpot_p99_s,
+                        output_tokens_per_s=estimate.output_tokens_per_s,
+                        requests_in_flight=estimate.requests_in_flight, queue_s=estimate.queue_s,
+                        decode_batch=estimate.decode_batch, max_batch=engine.batch_limit,
+                        saturation_rate=engine.saturation_rate() * replicas, token_budget=engine.token_budget,
+                        bound=LoadBound(ttft_s=bound.ttft_s, tpot_s=bound.tpot_s,
+                                        output_tokens_per_s=bound.output_tokens_per_s))
+
+
+def _whole(point: LoadPoint, replicas: int) -> LoadPoint:
+    """A replica's point as the whole deployment's: rates and counts times the replicas, times unchanged."""
+    return LoadPoint(request_rate=point.request_rate * replicas, ttft_s=point.ttft_s, tpot_s=point.tpot_s,
+                     ttft_p99_s=point.ttft_p99_s, tpot_p99_s=point.tpot_p99_s, queue_s=point.queue_s,
+                     requests_in_flight=point.requests_in_flight * replicas, decode_batch=point.decode_batch,
+                     output_tokens_per_s=point.output_tokens_per_s * replicas)
