@@ -21,10 +21,12 @@ import sys
 
 from ._validate import MAX_INT
 from .estimate import BOUND, TYPICAL, decode_step, report
+from .formats import ALL_WEIGHT_DTYPES, matmul_dtype, own_weight_dtype, quality_caveat
 from .hardware import chip_names
+from .load import TOKEN_BUDGET, load_estimate
 from .memory import kv_cache_bytes, kv_head_groups
 from .models import active_param_count, model_names, param_count, read_hf_config
-from .plan import KV_DTYPES, WEIGHT_DTYPES, TargetUnreachable, plan, price_deployment
+from .plan import KV_DTYPES, TargetUnreachable, plan, price_deployment
 
 SCHEMA = 1  # the version of the JSON both commands print; raised when a key changes meaning or goes away
 
@@ -69,6 +71,24 @@ def _price(text: str) -> float:
 def _seconds(text: str) -> float:
     """--ttft, --tpot: seconds, a positive finite number."""
     return _positive(text, "seconds such as 0.05")
+
+
+def _rate(text: str) -> float:
+    """--request-rate: requests per second, a positive finite number."""
+    return _positive(text, "requests per second such as 8")
+
+
+def _load_options(command: argparse.ArgumentParser, what: str):
+    """--concurrency and --request-rate (at most one), and the engine's --token-budget."""
+    load = command.add_mutually_exclusive_group()
+    load.add_argument("--concurrency", type=_count, default=None,
+                      help=f"{what} N clients in a closed loop, each sending its next request when its last one "
+                           "ends (genai-perf's and vLLM's --max-concurrency)")
+    load.add_argument("--request-rate", type=_rate, default=None,
+                      help=f"{what} requests arriving at R per second, Poisson (MLPerf's Server scenario)")
+    command.add_argument("--token-budget", type=_count, default=TOKEN_BUDGET,
+                         help=f"tokens per engine step under load, decode tokens included (vLLM's "
+                              f"max_num_batched_tokens; default {TOKEN_BUDGET:,})")
 
 
 def _fraction(text: str) -> float:
@@ -130,10 +150,15 @@ def parser() -> argparse.ArgumentParser:
                           help="prompt tokens per request of a workload (with --output-len: TTFT, TPOT and $ per "
                                "million input and output tokens in continuous batching, prefill included)")
     estimate.add_argument("--output-len", type=_count, default=None, help="output tokens per request of a workload")
+    _load_options(estimate, "with the workload, price it under a load:")
     estimate.add_argument("--weights", default=None, help="weight dtype: bf16, fp8, int8, int4, nvfp4, mxfp4 "
-                                                          "(default: the --config's quantization_config, else bf16)")
+                                                          "(default: the model's own: the --config's "
+                                                          "quantization_config, a published fp8 checkpoint, else "
+                                                          "bf16)")
     estimate.add_argument("--kv", default="bf16", help="KV-cache dtype (default bf16, whatever the weights)")
-    estimate.add_argument("--compute", default="bf16", help="matmul dtype (default bf16)")
+    estimate.add_argument("--compute", default=None,
+                          help="matmul dtype (default: the weights' own where the chip computes it natively and it "
+                               "is fp8, int8, nvfp4 or mxfp4, else bf16; plan follows the same rule)")
     estimate.add_argument("--memory-utilization", type=_fraction, default=None,
                           help="share of each chip's HBM the engine may use for weights and KV cache (default 0.9)")
     estimate.add_argument("--price", type=_price, default=None, help="your price in $ per chip-hour (none is built in)")
@@ -150,11 +175,18 @@ def parser() -> argparse.ArgumentParser:
     planner.add_argument("--output-len", type=_count, required=True, help="output tokens per request (at least 2)")
     planner.add_argument("--ttft", type=_seconds, default=None, help="target time to first token, seconds")
     planner.add_argument("--tpot", type=_seconds, default=None, help="target time per output token, seconds")
+    planner.add_argument("--ttft-p99", type=_seconds, default=None,
+                         help="target 99th-percentile time to first token under load, seconds (MLPerf's Server "
+                              "limits are p99 targets)")
+    planner.add_argument("--tpot-p99", type=_seconds, default=None,
+                         help="target 99th-percentile time per output token under load, seconds")
+    _load_options(planner, "the load to serve with the fewest replicas meeting the targets:")
     planner.add_argument("--price", type=_prices, required=True,
                          help="$ per chip-hour: one number (2.5) or one per chip (h100=2.5,tpu-v5e=1.2)")
     planner.add_argument("--weights", type=_names, default=None,
-                         help=f"weight formats to try, comma-separated (default: the --config's quantization_config, "
-                              f"else {','.join(WEIGHT_DTYPES)})")
+                         help=f"weight formats to try, comma-separated, or all ({','.join(ALL_WEIGHT_DTYPES)}); nvfp4 "
+                              "and mxfp4 only on chips that compute them (default: the model's own precision: the "
+                              "--config's quantization_config, a published fp8 checkpoint, else bf16)")
     planner.add_argument("--kv", type=_names, default=KV_DTYPES,
                          help=f"KV-cache formats to try, comma-separated (default {','.join(KV_DTYPES)})")
     planner.add_argument("--efficiency", choices=("typical", "bound"), default="typical",
@@ -218,7 +250,8 @@ def _estimate(args, model, config) -> tuple:
     _fits_positions(config, args.context, "--context")
     if args.input_len is not None and args.output_len is not None:
         _fits_positions(config, args.input_len + args.output_len, "--input-len + --output-len")
-    weights = args.weights or (config.weight_dtype if config is not None else None) or "bf16"
+    weights = args.weights or own_weight_dtype(model, config.weight_dtype if config is not None else None)
+    compute = args.compute or matmul_dtype(args.chip, weights)
     tp = args.chips if args.tensor_parallel is None else args.tensor_parallel
     if args.chips % tp:
         raise ValueError(f"argument --tensor-parallel: {tp} does not divide --chips {args.chips}; the chips form "
@@ -229,10 +262,13 @@ def _estimate(args, model, config) -> tuple:
                          f"multiple of {replicas}")
     if (args.input_len is None) != (args.output_len is None):
         raise ValueError("arguments --input-len and --output-len: give both (a workload) or neither")
+    if (args.concurrency is not None or args.request_rate is not None) and args.input_len is None:
+        raise ValueError("argument --concurrency/--request-rate: a load needs its requests; give --input-len and "
+                         "--output-len too")
     engine = {} if args.memory_utilization is None else {"memory_utilization": args.memory_utilization}
     one = report(model, args.chip, tp, batch=None if args.batch is None else args.batch // replicas,
                  context_len=args.context, prompt_len=args.prompt, weight_dtype=weights, kv_dtype=args.kv,
-                 compute_dtype=args.compute, price_per_chip_hour=args.price, **engine)  # one replica
+                 compute_dtype=compute, price_per_chip_hour=args.price, **engine)  # one replica
     d = one.deployment
     typical = decode_step(d, one.batch, args.context, TYPICAL)
     bound = decode_step(d, one.batch, args.context, BOUND)
@@ -247,6 +283,7 @@ def _estimate(args, model, config) -> tuple:
             "kv_placement": d.kv_placement, "memory_utilization": d.memory_utilization,
             "max_sequences_per_replica": d.max_sequences, "split": split, "limited_by": limit,
             "tpot_typical_s": one.decode_step_typical_s, "ttft_typical_s": one.prefill_typical_s,
+            "weight_quality_caveat": quality_caveat(d.weight_dtype),
             "decode_step_typical": _terms(typical), "decode_step_bound": _terms(bound),
             "efficiency": {"typical": dataclasses.asdict(TYPICAL.for_chip(d.chip)),
                            "bound": dataclasses.asdict(BOUND)}}
@@ -255,6 +292,7 @@ def _estimate(args, model, config) -> tuple:
                       f"({data['active_parameters'] / 1e9:,.2f}B active per token)"),
             ("deployment", f"{args.chips} x {d.chip.name}: {split}"),
             ("formats", f"weights {d.weight_dtype}, KV cache {d.kv_dtype}, matmuls {d.compute_dtype}"),
+            *([("quality", data["weight_quality_caveat"])] if data["weight_quality_caveat"] else []),
             ("weights", f"{one.weight_bytes / 1e9:,.1f} GB ({per_chip:,.1f} GB per chip)"),
             ("KV cache per token", f"{one.kv_bytes_per_token / 1e3:,.1f} kB"
                                    + ("" if data["kv_bytes_per_token_effective"] == one.kv_bytes_per_token else
@@ -290,6 +328,12 @@ def _estimate(args, model, config) -> tuple:
                          f"{workload.dollars_per_million_input_tokens:,.3f} / "
                          f"{workload.dollars_per_million_output_tokens:,.3f} (output with the prefill's share: "
                          f"{workload.dollars_per_million_output_tokens_all_in:,.3f})"))
+        if args.concurrency is not None or args.request_rate is not None:
+            whole = dataclasses.replace(d, n_chips=args.chips)
+            loaded = load_estimate(whole, args.input_len, args.output_len, concurrency=args.concurrency,
+                                   request_rate=args.request_rate, token_budget=args.token_budget)
+            data["load"] = loaded.as_dict()
+            rows += loaded.rows()
     width = max(len(name) for name, _ in rows)
     return data, "\n".join(f"{name:<{width}}  {value}" for name, value in rows)
 
@@ -297,11 +341,14 @@ def _estimate(args, model, config) -> tuple:
 def _plan(args, model, config) -> tuple:
     """(JSON-ready dict, table) for `plan`."""
     _fits_positions(config, args.input_len + args.output_len, "--input-len + --output-len")
-    weights = args.weights or ((config.weight_dtype,) if config is not None and config.weight_dtype else
-                               WEIGHT_DTYPES)
+    weights = args.weights or (own_weight_dtype(model, config.weight_dtype if config is not None else None),)
+    if weights == ("all",):
+        weights = ALL_WEIGHT_DTYPES
     result = plan(model, list(args.chip), args.max_chips, args.input_len, args.output_len, ttft=args.ttft,
                   tpot=args.tpot, prices=args.price, weight_dtypes=weights, kv_dtypes=args.kv,
-                  efficiency=None if args.efficiency == "bound" else "typical")
+                  efficiency=None if args.efficiency == "bound" else "typical", ttft_p99=args.ttft_p99,
+                  tpot_p99=args.tpot_p99, concurrency=args.concurrency, request_rate=args.request_rate,
+                  token_budget=args.token_budget)
     return {"schema": SCHEMA, **result.as_dict()}, result.describe()
 
 

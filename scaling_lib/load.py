@@ -6,47 +6,54 @@ prompts, first come first served. A request waits in a queue while the batch is 
 sequences, or the KV memory); once admitted, its prompt goes through in chunks, and the step that finishes the prompt
 makes its first token. So
 
-    TTFT = queueing + the step already running + prefill chunks (the last one makes the first token)
-    TPOT = the step time at the batch a running request sees
+    TTFT = queueing + the rest of the step running when it arrives + prefill chunks (the last makes the first token)
+    TPOT = the mean step at the batch a running request sees
 
-Every step is priced by a step-time model `step_s(decode_batch, prefill_tokens)` (seconds of one step of one
-replica at the workload's mean context, I + O/2; `estimate.step_estimate` behind `load_estimate`). With I prompt and
-O output tokens per request:
+Every step is priced by a step-time model `step_s(decode_batch, prompt_tokens)`: seconds of one step of one replica
+at the workload's mean context I + O/2 (`estimate.step_estimate` behind `load_estimate`). With I prompt and O output
+tokens per request (symbols: book/notation.md; lambda a rate of requests, B the largest decode batch):
 
-- **The steady state at decode batch b.** b / (O - 1) requests finish per step and as many start, bringing
-  b I / (O - 1) prompt tokens per step, so the step takes T(b) = step_s(b, b I / (O - 1)) and the replica serves
-  lambda(b) = b / ((O - 1) T(b)) requests per second (Little's law on the decode phase: b = lambda (O - 1) T).
-- **The saturation rate** is lambda at the largest batch B the engine runs (memory, its cap on sequences, and the
-  budget: b (1 + I / (O - 1)) <= C): lambda_sat = B / ((O - 1) T(B)) = the offline throughput over O
-  (`estimate.offline_estimate`). Arrivals at or above it make the queue grow without bound.
-- **Open loop** (Poisson arrivals at lambda per replica, MLPerf's Server scenario): a running request sees itself
-  plus the others, Poisson with mean b-bar (as in an M/G/infinity system), so it decodes at e = min(B, 1 + b-bar)
-  with b-bar = lambda (O - 1) T(e). TPOT = T(e) stays finite up to saturation, where e = B. The queue for a slot
-  is M/D/c with c = B slots each held (O - 1) T(B): the Erlang C probability of waiting, and given a wait an
-  exponential of mean 1 / (2 (lambda_sat - lambda)) (the Allen-Cunneen factor (1 + c_s^2) / 2 = 1/2 for a
-  deterministic service). That mean diverges as lambda -> lambda_sat: TTFT explodes while TPOT levels off at T(B).
-  Prompts share the budget left by the decodes, C - b-bar tokens per step: an M/D/1 queue of prompt tokens
-  (utilisation rho_p = lambda T I / (C - b-bar), Pollaczek-Khinchine mean wait rho_p s_p / (2 (1 - rho_p)) with
-  s_p the steps one prompt needs), then ceil(I / (C - b-bar)) chunk steps. A request arrives during a step: half a
-  step more on average.
-- **Closed loop** (N clients per replica, each sending its next request when the last one ends, zero think time:
-  genai-perf's and vLLM's `--max-concurrency`): Little's law fixes the throughput, X = N / (TTFT + (O - 1) TPOT).
-  While N requests fit, b = N (O - 1) TPOT / (TTFT + (O - 1) TPOT); past B the batch stays at B, X = lambda_sat, and
-  the N - (what the engine holds) requests queue: TTFT = N / X - (O - 1) T(B) grows linearly with N. Requests
-  arrive as others finish, at the end of a step (no half step).
-- **p99.** TTFT: the 99th percentile of the residual step (uniform) plus the two waits (each an atom at zero and an
-  exponential tail), solved exactly, plus the chunks; where waits are rarer than 1 in 100 that percentile would sit
-  below the mean, and the mean is reported. TPOT: a request's TPOT averages O - 1 steps; the others that overlap its
-  life are Poisson with mean b-bar (the arrivals during its life and those present when it starts), each adding a
-  decode slot for part of its life and its prompt to one step, so its variance is
-  b-bar ((2/3) c_d^2 + (I c_p / (O - 1))^2) with c_d, c_p the step's cost per decoding sequence and per prompt token;
-  p99 = mean + z_0.99 sigma. Closed loop: the batch is fixed, only the prompt term remains.
+- **The steady state at decode batch b.** b / (O - 1) requests finish per step and as many start. Prompts arrive
+  whole, not spread over the steps: with x = b / (O - 1) arriving per step (Poisson), a share pi = 1 - e^-x of the
+  steps carries prompt tokens, L = I x / (1 - e^-x) of them on average (at most C - b), so the mean step is
+  T(b) = (1 - pi) step(b, 0) + pi step(b, L): a lone prompt cannot hide under the weight read the way an even
+  spread of its tokens would. The replica serves lambda(b) = b / ((O - 1) T(b)) requests/s (Little's law on the
+  decode phase).
+- **The saturation rate** is lambda at the largest batch B (memory and the engine's cap, `estimate.max_batch`, and
+  what the budget carries, b (1 + I / (O - 1)) <= C): lambda_sat = B / ((O - 1) T(B)); where the step is linear in
+  the prompt tokens near B it equals the offline throughput over O (`estimate.offline_estimate`). Arrivals at or
+  above it make the queue grow without bound.
+- **Open loop** (Poisson arrivals at lambda per replica, MLPerf's Server scenario). The number N of requests in
+  the replica is a birth-death chain: arrivals at lambda, departures at mu(n) = lambda(n) while n <= B, and
+  lambda_sat beyond, where arrivals queue. Its stationary distribution, P(n) ~ prod_{k <= n} lambda / mu(k), holds
+  both limits: a Poisson occupancy while the step barely grows with the batch (bandwidth-bound, M/G/infinity) and
+  an M/M/1-like one when it grows in proportion (compute-bound). TPOT = the mean of T(n + 1) over it: it levels off
+  at T(B) at saturation. A request that finds B running waits for a slot: given a wait, exponential of mean
+  1 / (2 (lambda_sat - lambda)) (M/M/1's, halved by the Allen-Cunneen factor (1 + c_s^2) / 2 for a deterministic
+  service), which diverges as lambda -> lambda_sat: TTFT explodes while TPOT does not. Once admitted, a prompt
+  lands in a running step (long ones, which carry prompts, in proportion to their length), shares its next step
+  with the prompts that arrived during the same one (Poisson, each adding a prompt's cost), waits in an M/D/1 queue
+  for the budget the decodes leave (Pollaczek-Khinchine: rho s / (2 (1 - rho))), and takes ceil(I / (C - b)) chunk
+  steps.
+- **Closed loop** (N clients, each sending its next request when its last one ends, zero think time: genai-perf's
+  and vLLM's `--max-concurrency`). Little's law fixes the throughput, X = N / (TTFT + (O - 1) TPOT). While the N
+  requests fit, the batch is b = N (O - 1) TPOT / (TTFT + (O - 1) TPOT) (a fixed point); past B it stays at B,
+  X = lambda_sat, and the rest queue: TTFT = N / X - (O - 1) T(B) grows linearly with N. Requests arrive as others
+  finish, at the end of a step (no step to wait out).
+- **p99.** TTFT: the 99th percentile of the mixture over the occupancy of (the residual step, uniform on its
+  length) + (the two waits, each an atom at zero and an exponential tail) + the chunks, solved in closed form and by
+  bisection; where waits are rarer than 1 in 100 it would sit below the mean, and the mean is reported. TPOT: a
+  request averages O - 1 steps; it starts at batch n (the occupancy) and its batch drifts back towards the mean over
+  its life (two thirds of the variance of an M/G/infinity occupancy survive averaging over one service time), and
+  the others' prompts that land in its steps add a Poisson term; its p99 is that mixture's.
 - **The bound** prices the same load with every resource at peak (`estimate.BOUND`: all of HBM, no cap on
   sequences, no token budget): TPOT at the batch the load implies at peak, TTFT a prompt prefilled alone (plus, in a
-  closed loop, the queue that the memory alone forces), throughput by Little's law. No engine beats it.
+  closed loop, the queue the memory alone forces), throughput by Little's law. No engine beats it.
 
-The model is checked against `simulator.simulate_open_loop` and `simulate_closed_loop` (the same engine, step by
-step, with the same step-time model; tests/math/test_load.py). Used in chapter 9, *Serving engines*.
+The step times are priced at every batch up to 16, then at batches 20% apart, and at prompt-token counts 25% apart,
+linear in between (the step is piecewise linear in both). `simulator.simulate_open_loop` and
+`simulate_closed_loop` run the same engine step by step with the same step-time model: they check the queueing
+formulas (tests/math/test_load.py). Used in chapter 9, *Serving engines*.
 """
 
 import functools
@@ -61,7 +68,7 @@ from .estimate import BOUND, Deployment, max_batch, resolve_efficiency, step_est
 # vllm/engine/arg_utils.py, EngineArgs.get_batch_defaults: 8,192 there, 2,048 on smaller GPUs and A100s).
 TOKEN_BUDGET = 8192
 Z_99 = NormalDist().inv_cdf(0.99)  # the standard normal's 99th percentile, about 2.326
-_RATE_TOLERANCE = 1e-4  # relative precision of max_request_rate's bisection
+_RATE_TOLERANCE = 1e-3  # relative precision of max_request_rate's bisection
 
 
 @dataclass(frozen=True)
@@ -412,7 +419,7 @@ def _ttft(parts: list) -> tuple:
         high *= 2
     low = 0.0
     for _ in range(200):
-        if high - low <= 1e-9 * high:
+        if high - low <= 1e-6 * high:
             break
         middle = 0.5 * (low + high)
         low, high = (middle, high) if survival(middle) > 0.01 else (low, middle)
@@ -434,7 +441,7 @@ def _tpot_p99(mean: float, spread: list) -> float:
     low = min(m for _, m, _ in normals)
     high = max(m + 4 * sigma for _, m, sigma in normals) + 1e-12
     for _ in range(100):
-        if high - low <= 1e-9 * high:
+        if high - low <= 1e-6 * high:
             break
         middle = 0.5 * (low + high)
         low, high = (middle, high) if survival(middle) > 0.01 else (low, middle)
@@ -456,6 +463,14 @@ class LoadPoint:
     requests_in_flight: float
     decode_batch: float
     output_tokens_per_s: float
+
+    def replicated(self, replicas: int) -> "LoadPoint":
+        """The same point on `replicas` identical replicas, each with its share of the load: rates, tokens/s and
+        requests in flight times the replicas, times and the batch per replica unchanged."""
+        return LoadPoint(request_rate=self.request_rate * replicas, ttft_s=self.ttft_s, tpot_s=self.tpot_s,
+                         ttft_p99_s=self.ttft_p99_s, tpot_p99_s=self.tpot_p99_s, queue_s=self.queue_s,
+                         requests_in_flight=self.requests_in_flight * replicas, decode_batch=self.decode_batch,
+                         output_tokens_per_s=self.output_tokens_per_s * replicas)
 
 
 @dataclass(frozen=True)
@@ -499,19 +514,25 @@ class LoadEstimate:
                 "bound": {"ttft_s": self.bound.ttft_s, "tpot_s": self.bound.tpot_s,
                           "output_tokens_per_s": self.bound.output_tokens_per_s}}
 
+    def rows(self) -> list:
+        """(name, value) pairs in words, one per quantity: what `describe` prints."""
+        load = (f"{self.concurrency:,} clients (closed loop)" if self.concurrency is not None else
+                f"{self.request_rate:,.4g} requests/s (Poisson arrivals)")
+        return [("load", f"{load}; the deployment saturates at {self.saturation_rate:,.4g} requests/s"),
+                ("TTFT under load", f"{self.ttft_s * 1e3:,.1f} ms mean, {self.ttft_p99_s * 1e3:,.1f} ms p99 "
+                                    f"({self.queue_s * 1e3:,.1f} ms of the mean waiting for a prefill step); bound "
+                                    f"{self.bound.ttft_s * 1e3:,.1f} ms"),
+                ("TPOT under load", f"{self.tpot_s * 1e3:,.2f} ms mean, {self.tpot_p99_s * 1e3:,.2f} ms p99; bound "
+                                    f"{self.bound.tpot_s * 1e3:,.2f} ms"),
+                ("output tokens/s under load", f"{self.output_tokens_per_s:,.0f} (bound "
+                                               f"{self.bound.output_tokens_per_s:,.0f})"),
+                ("requests in flight", f"{self.requests_in_flight:,.1f}, queued or running (Little's law); "
+                                       f"{self.decode_batch:,.1f} decoding per replica of at most {self.max_batch:,} "
+                                       "(at the workload's mean context)")]
+
     def describe(self) -> str:
         """The same in words, one line per quantity."""
-        load = (f"{self.concurrency:,} clients (closed loop)" if self.concurrency is not None else
-                f"{self.request_rate:,.3g} requests/s (Poisson arrivals)")
-        rows = [("load", f"{load}; the deployment saturates at {self.saturation_rate:,.3g} requests/s"),
-                ("time to first token (TTFT)", f"{self.ttft_s * 1e3:,.1f} ms mean, {self.ttft_p99_s * 1e3:,.1f} ms "
-                                               f"p99 ({self.queue_s * 1e3:,.1f} ms of it queueing); bound "
-                                               f"{self.bound.ttft_s * 1e3:,.1f} ms"),
-                ("time per output token (TPOT)", f"{self.tpot_s * 1e3:,.2f} ms mean, {self.tpot_p99_s * 1e3:,.2f} ms "
-                                                 f"p99; bound {self.bound.tpot_s * 1e3:,.2f} ms"),
-                ("output tokens/s", f"{self.output_tokens_per_s:,.0f} (bound {self.bound.output_tokens_per_s:,.0f})"),
-                ("requests in flight", f"{self.requests_in_flight:,.1f} (queued or running; "
-                                       f"{self.decode_batch:,.1f} decoding per replica, at most {self.max_batch:,})")]
+        rows = self.rows()
         width = max(len(name) for name, _ in rows)
         return "\n".join(f"{name:<{width}}  {value}" for name, value in rows)
 
@@ -573,7 +594,7 @@ def load_estimate(deployment: Deployment, input_len: int, output_len: int, *, co
     else:
         rate = float(positive("request_rate", request_rate)) / replicas
         estimate, bound = engine.open_loop(rate), peak.open_loop(rate)
-        estimate, bound = (_whole(point, replicas) for point in (estimate, bound))
+        estimate, bound = estimate.replicated(replicas), bound.replicated(replicas)
     return LoadEstimate(concurrency=concurrency, request_rate=estimate.request_rate, ttft_s=estimate.ttft_s,
                         tpot_s=estimate.tpot_s, ttft_p99_s=estimate.ttft_p99_s, tpot_p99_s=estimate.tpot_p99_s,
                         output_tokens_per_s=estimate.output_tokens_per_s,
@@ -584,9 +605,3 @@ def load_estimate(deployment: Deployment, input_len: int, output_len: int, *, co
                                         output_tokens_per_s=bound.output_tokens_per_s))
 
 
-def _whole(point: LoadPoint, replicas: int) -> LoadPoint:
-    """A replica's point as the whole deployment's: rates and counts times the replicas, times unchanged."""
-    return LoadPoint(request_rate=point.request_rate * replicas, ttft_s=point.ttft_s, tpot_s=point.tpot_s,
-                     ttft_p99_s=point.ttft_p99_s, tpot_p99_s=point.tpot_p99_s, queue_s=point.queue_s,
-                     requests_in_flight=point.requests_in_flight * replicas, decode_batch=point.decode_batch,
-                     output_tokens_per_s=point.output_tokens_per_s * replicas)

@@ -334,13 +334,12 @@ class _Design:
             quality_caveat=quality_caveat(d.weight_dtype))
 
     def record_under_load(self, replicas: int, point, max_rate: float) -> PlannedDeployment:
-        """The deployment of `replicas` replicas admitting `max_batch` sequences each, at a load whose per-replica
-        `load.LoadPoint` is `point`, meeting the targets up to `max_rate` requests/s per replica. Its chips are paid
+        """The deployment of `replicas` replicas admitting `max_batch` sequences each, at a load whose
+        `load.LoadPoint` over all of them is `point`, meeting the targets up to `max_rate` requests/s per replica. Its chips are paid
         for all the time and make only the tokens the load asks for; the dollars split between prompt and output
         tokens as the steady state at the load's mean batch splits its step (module docstring)."""
         d, i, o, b = self.deployment, self.i, self.o, self.max_batch
-        rate = replicas * point.request_rate
-        per_second = replicas * self.per_second
+        rate, per_second = point.request_rate, replicas * self.per_second
         mean = max(1, round(point.decode_batch))
         decode_share = self._step(mean, 0.0).total_s / self.tpot(mean)
 
@@ -588,7 +587,7 @@ def _operating_points(design, targets: dict, concurrency, request_rate, first_on
             return []
         point = engine.open_loop(per_replica * (1 - 1e-9)) if per_replica >= engine.saturation_rate() else \
             engine.open_loop(per_replica)
-        return [design.record_under_load(design.replicas, point, per_replica)]
+        return [design.record_under_load(design.replicas, point.replicated(design.replicas), per_replica)]
     fewest = _fewest_replicas(design, engine, targets, concurrency, request_rate, per_replica)
     if fewest is None:
         return []
@@ -596,7 +595,7 @@ def _operating_points(design, targets: dict, concurrency, request_rate, first_on
     records = []
     for replicas in counts:
         point = engine.closed_loops(concurrency, replicas) if concurrency is not None else \
-            engine.open_loop(request_rate / replicas)
+            engine.open_loop(request_rate / replicas).replicated(replicas)
         records.append(design.record_under_load(replicas, point, per_replica))
     return records
 
@@ -629,22 +628,24 @@ def _meets(point, targets: dict) -> bool:
 def _unreachable_under_load(designs, targets: dict, concurrency, request_rate) -> "TargetUnreachable":
     """TargetUnreachable for the first target (in the order ttft, tpot, ttft_p99, tpot_p99) that no design meets
     at a trickle of requests (or at the load, when one is given), with the closest any design came."""
+    serving = [d for d in designs
+               if request_rate is None or request_rate / d.replicas < d.engine(d.max_batch).saturation_rate()]
+    if not serving:
+        fastest = max(designs, key=lambda d: d.replicas * d.engine(d.max_batch).saturation_rate())
+        most = fastest.replicas * fastest.engine(fastest.max_batch).saturation_rate()
+        return TargetUnreachable("request_rate", request_rate, most, fastest.record(fastest.max_batch),
+                                 " at saturation")
     points = []
-    for design in designs:
+    for design in serving:
         engine = design.engine(design.max_batch)
         if concurrency is not None:
             point, replicas = engine.closed_loops(concurrency, design.replicas), design.replicas
-        elif request_rate is not None and request_rate / design.replicas < engine.saturation_rate():
-            point, replicas = engine.open_loop(request_rate / design.replicas), design.replicas
+        elif request_rate is not None:
+            point = engine.open_loop(request_rate / design.replicas).replicated(design.replicas)
+            replicas = design.replicas
         else:
             point, replicas = engine.open_loop(engine.saturation_rate() * 1e-6), 1
         points.append((point, design, replicas))
-    if request_rate is not None and all(request_rate / d.replicas >= d.engine(d.max_batch).saturation_rate()
-                                        for d in designs):
-        fastest = max(designs, key=lambda d: d.replicas * d.engine(d.max_batch).saturation_rate())
-        most = fastest.replicas * fastest.engine(fastest.max_batch).saturation_rate()
-        return TargetUnreachable("request_rate", request_rate, most, fastest.record(1),
-                                 " at saturation")
     given = {name: value for name, value in targets.items() if value is not None}
 
     def worst(entry):  # the target this point misses most, and by how much

@@ -556,8 +556,9 @@ def test_the_printed_plan_states_the_workload_targets_best_deployment_and_prices
     points = lines[start + 2:]
     assert len(points) == len(result.frontier) > 1
     for line, point in zip(points, result.frontier):
-        tpot_ms, ttft_ms, dollars, layout = line.split(maxsplit=3)
+        tpot_ms, ttft_ms, dollars, rate, layout = line.split(maxsplit=4)
         assert float(dollars) == pytest.approx(point.dollars_per_million_output_tokens_all_in, abs=5e-4)
+        assert float(rate.replace(",", "")) == pytest.approx(point.max_request_rate, rel=5e-4)
         assert layout == point.describe()
 
 
@@ -574,7 +575,7 @@ def test_a_planned_deployment_describes_its_replicas_split_batch_and_formats():
                          kv_dtype="fp8")
     text = p.describe()
     for words in (r"^4 replica\(s\)", r"\b2-way tensor parallelism\b", r"\bon 8 x h100\b", r"\bbatch 3 per replica\b",
-                  r"\bweights int4\b", r"\bKV fp8$"):
+                  r"\bweights int4\*", r"\bKV fp8$"):
         assert re.search(words, text), (words, text)
 
 
