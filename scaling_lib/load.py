@@ -1,7 +1,7 @@
 """Latency under load: TTFT and TPOT when requests arrive at a rate, or from a fixed number of clients.
 
 One replica runs continuous batching with chunked prefill (vLLM, SGLang, TensorRT-LLM): every step decodes one token
-for each running sequence and spends what is left of a token budget C per step (decode tokens included) on waiting
+for each running sequence and spends what is left of a token budget Q per step (decode tokens included) on waiting
 prompts, first come first served. A request waits in a queue while the batch is full (the engine's cap on
 sequences, or the KV memory); once admitted, its prompt goes through in chunks, and the step that finishes the prompt
 makes its first token. So
@@ -9,41 +9,42 @@ makes its first token. So
     TTFT = queueing + the rest of the step running when it arrives + prefill chunks (the last makes the first token)
     TPOT = the mean step at the batch a running request sees
 
-Every step is priced by a step-time model `step_s(decode_batch, prompt_tokens)`: seconds of one step of one replica
-at the workload's mean context I + O/2 (`estimate.step_estimate` behind `load_estimate`). With I prompt and O output
-tokens per request (symbols: book/notation.md; lambda a rate of requests, B the largest decode batch):
+Symbols as in book/notation.md: T_0 prompt tokens and T_gen output tokens per request (the first from the prefill),
+B the decode batch, B_max the largest, Q the token budget, lambda a rate of requests, U clients, nu prompts arriving
+per step, T_step(B) the mean step at batch B. Every step is priced by a step-time model step_s(B, prompt tokens):
+seconds of one step of one replica at the workload's mean context T_0 + T_gen / 2 (`estimate.step_estimate` behind
+`load_estimate`).
 
-- **The steady state at decode batch b.** b / (O - 1) requests finish per step and as many start. Prompts arrive
-  whole, not spread over the steps: with x = b / (O - 1) arriving per step (Poisson), a share pi = 1 - e^-x of the
-  steps carries prompt tokens, L = I x / (1 - e^-x) of them on average (at most C - b), so the mean step is
-  T(b) = (1 - pi) step(b, 0) + pi step(b, L): a lone prompt cannot hide under the weight read the way an even
-  spread of its tokens would. The replica serves lambda(b) = b / ((O - 1) T(b)) requests/s (Little's law on the
-  decode phase).
-- **The saturation rate** is lambda at the largest batch B (memory and the engine's cap, `estimate.max_batch`, and
-  what the budget carries, b (1 + I / (O - 1)) <= C): lambda_sat = B / ((O - 1) T(B)); where the step is linear in
-  the prompt tokens near B it equals the offline throughput over O (`estimate.offline_estimate`). Arrivals at or
-  above it make the queue grow without bound.
-- **Open loop** (Poisson arrivals at lambda per replica, MLPerf's Server scenario). The number N of requests in
-  the replica is a birth-death chain: arrivals at lambda, departures at mu(n) = lambda(n) while n <= B, and
-  lambda_sat beyond, where arrivals queue. Its stationary distribution, P(n) ~ prod_{k <= n} lambda / mu(k), holds
+- **The steady state at batch B.** nu = B / (T_gen - 1) requests finish per step and as many start. Prompts arrive
+  whole, not spread over the steps: arriving Poisson, they leave a share pi = 1 - e^-nu of the steps carrying
+  prompt tokens, T_0 nu / (1 - e^-nu) of them on average (at most Q - B), so T_step(B) = (1 - pi) step_s(B, 0) +
+  pi step_s(B, that many): a lone prompt cannot hide under the weight read the way an even spread of its tokens
+  would. The replica serves lambda(B) = B / ((T_gen - 1) T_step(B)) requests/s (Little's law on the decode phase).
+- **The saturation rate** is lambda at B_max (memory and the engine's cap, `estimate.max_batch`, and what the budget
+  carries, B (1 + T_0 / (T_gen - 1)) <= Q): lambda_sat = B_max / ((T_gen - 1) T_step(B_max)); where the step is
+  linear in the prompt tokens near B_max it equals the offline throughput over T_gen (`estimate.offline_estimate`).
+  Arrivals at or above it make the queue grow without bound.
+- **Open loop** (Poisson arrivals at lambda per replica, MLPerf's Server scenario). The number of requests in the
+  replica is a birth-death chain: arrivals at lambda, departures at lambda(B) with B of them running, lambda_sat
+  beyond B_max, where arrivals queue. Its stationary distribution, P(B) ~ prod_{B' <= B} lambda / lambda(B'), holds
   both limits: a Poisson occupancy while the step barely grows with the batch (bandwidth-bound, M/G/infinity) and
-  an M/M/1-like one when it grows in proportion (compute-bound). TPOT = the mean of T(n + 1) over it: it levels off
-  at T(B) at saturation. A request that finds B running waits for a slot: given a wait, exponential of mean
-  1 / (2 (lambda_sat - lambda)) (M/M/1's, halved by the Allen-Cunneen factor (1 + c_s^2) / 2 for a deterministic
-  service), which diverges as lambda -> lambda_sat: TTFT explodes while TPOT does not. Once admitted, a prompt
-  lands in a running step (long ones, which carry prompts, in proportion to their length), shares its next step
-  with the prompts that arrived during the same one (Poisson, each adding a prompt's cost), waits in an M/D/1 queue
-  for the budget the decodes leave (Pollaczek-Khinchine: rho s / (2 (1 - rho))), and takes ceil(I / (C - b)) chunk
-  steps.
-- **Closed loop** (N clients, each sending its next request when its last one ends, zero think time: genai-perf's
-  and vLLM's `--max-concurrency`). Little's law fixes the throughput, X = N / (TTFT + (O - 1) TPOT). While the N
-  requests fit, the batch is b = N (O - 1) TPOT / (TTFT + (O - 1) TPOT) (a fixed point); past B it stays at B,
-  X = lambda_sat, and the rest queue: TTFT = N / X - (O - 1) T(B) grows linearly with N. Requests arrive as others
-  finish, at the end of a step (no step to wait out).
+  an M/M/1-like one when it grows in proportion (compute-bound). TPOT = the mean of T_step(B + 1) over it: it
+  levels off at T_step(B_max) at saturation. A request that finds B_max running waits for a slot: given a wait,
+  exponential of mean 1 / (2 (lambda_sat - lambda)) (M/M/1's, halved by the Allen-Cunneen factor (1 + c_s^2) / 2
+  for a deterministic service), which diverges as lambda -> lambda_sat: TTFT explodes while TPOT does not. Once
+  admitted, a prompt lands in a running step (long ones, which carry prompts, in proportion to their length),
+  shares its next step with the prompts that arrived during the same one (Poisson, each adding a prompt's cost),
+  waits in an M/D/1 queue for the budget the decodes leave (Pollaczek-Khinchine: rho s / (2 (1 - rho)), rho the
+  budget's utilisation, s one prompt's seconds of it), and takes ceil(T_0 / (Q - B)) chunk steps.
+- **Closed loop** (U clients, each sending its next request when its last one ends, zero think time: genai-perf's
+  and vLLM's `--max-concurrency`). Little's law fixes the throughput, lambda = U / (TTFT + (T_gen - 1) TPOT).
+  While the U requests fit, B = U (T_gen - 1) TPOT / (TTFT + (T_gen - 1) TPOT) (a fixed point); past B_max the
+  batch stays there, lambda = lambda_sat, and the rest queue: TTFT = U / lambda_sat - (T_gen - 1) T_step(B_max)
+  grows linearly with U. Requests arrive as others finish, at the end of a step (no step to wait out).
 - **p99.** TTFT: the 99th percentile of the mixture over the occupancy of (the residual step, uniform on its
   length) + (the two waits, each an atom at zero and an exponential tail) + the chunks, solved in closed form and by
   bisection; where waits are rarer than 1 in 100 it would sit below the mean, and the mean is reported. TPOT: a
-  request averages O - 1 steps; it starts at batch n (the occupancy) and its batch drifts back towards the mean over
+  request averages T_gen - 1 steps; it starts at the batch it finds and its batch drifts back towards the mean over
   its life (two thirds of the variance of an M/G/infinity occupancy survive averaging over one service time), and
   the others' prompts that land in its steps add a Poisson term; its p99 is that mixture's.
 - **The bound** prices the same load with every resource at peak (`estimate.BOUND`: all of HBM, no cap on
@@ -113,8 +114,8 @@ class Engine:
         return self._steps[key]
 
     def iteration(self, b: float) -> float:
-        """T(b): the mean step with b sequences decoding in the steady state (b in [1, B]; linear between whole
-        batches)."""
+        """T_step(B): the mean step with B sequences decoding in the steady state (B in [1, B_max]; linear between
+        whole batches)."""
         table = self._table
         low = min(max(1, int(b)), len(table) - 1)
         if low == len(table) - 1 or b <= low:
@@ -123,7 +124,7 @@ class Engine:
 
     @property
     def _table(self) -> list:
-        """T(n) for n = 0 .. B (index 0 unused)."""
+        """T_step(B) for B = 0 .. B_max (index 0 unused)."""
         return self._pricing[1]
 
     @property
@@ -133,8 +134,8 @@ class Engine:
 
     @functools.cached_property
     def _pricing(self) -> tuple:
-        """(priced batches, T(n) for n = 0 .. B): every batch up to 16 priced, then batches 20% apart and B, linear
-        in between (the step is piecewise linear in the batch)."""
+        """(priced batches, T_step(B) for B = 0 .. B_max): every batch up to 16 priced, then batches 20% apart and
+        B_max, linear in between (the step is piecewise linear in the batch)."""
         limit = self.batch_limit
         priced = sorted({n for n in range(1, 17)} | {round(16 * 1.2**k) for k in range(64)} | {limit})
         priced = [n for n in priced if n <= limit]
@@ -148,17 +149,17 @@ class Engine:
         return priced, table
 
     def _iteration_at(self, b: int) -> float:
-        """The mean step at a whole batch b: prompts arrive x = b / (O - 1) per step, Poisson, so a fraction
-        pi = 1 - e^-x of the steps carries prompt tokens, L = I x / (1 - e^-x) of them on average (at most the budget
-        left, C - b, and then pi = x I / L): T(b) = (1 - pi) step(b, 0) + pi step(b, L). Prompts come in lumps of
-        I tokens, not spread over the steps, so a lone prompt cannot hide under the weight read."""
+        """The mean step at a whole batch B: prompts arrive nu = B / (T_gen - 1) per step, Poisson, so a fraction
+        pi = 1 - e^-nu of the steps carries prompt tokens, T_0 nu / (1 - e^-nu) of them on average (at most the budget
+        left, Q - B, and then pi = nu T_0 / that): T_step(B) = (1 - pi) step(B, 0) + pi step(B, that many). Prompts
+        come whole, not spread over the steps, so a lone prompt cannot hide under the weight read."""
         lump = self._lump(b)
         share = b / (self.output_len - 1) * self.input_len / lump  # pi
         return (1 - share) * self.step(b, 0) + share * self.step(b, lump)
 
     def _lump(self, b: float, arrivals_per_step: float | None = None) -> int:
-        """Prompt tokens in a step that carries some, with b decoding: I x / (1 - e^-x) for x prompts arriving per
-        step (default b / (O - 1)), capped by the budget left, C - b."""
+        """Prompt tokens in a step that carries some, with b decoding: T_0 nu / (1 - e^-nu) for nu prompts arriving
+        per step (default b / (T_gen - 1)), capped by the budget left, Q - b."""
         x = b / (self.output_len - 1) if arrivals_per_step is None else arrivals_per_step
         lump = self.input_len * (x / -math.expm1(-x) if x > 0 else 1.0)
         if self.token_budget is not None:
@@ -167,14 +168,15 @@ class Engine:
 
     @property
     def batch_limit(self) -> int:
-        """B: the largest decode batch, `max_batch` or what the token budget carries, b (1 + I / (O - 1)) <= C."""
+        """B_max: the largest decode batch, `max_batch` or what the token budget carries,
+        B (1 + T_0 / (T_gen - 1)) <= Q."""
         if self.token_budget is None:
             return self.max_batch
         per_sequence = 1 + self.input_len / (self.output_len - 1)
         return max(1, min(self.max_batch, int(self.token_budget / per_sequence)))
 
     def saturation_rate(self) -> float:
-        """lambda_sat = B / ((O - 1) T(B)), requests per second: the offline throughput over O."""
+        """lambda_sat = B_max / ((T_gen - 1) T_step(B_max)), requests per second (module docstring)."""
         return self.batch_limit / ((self.output_len - 1) * self.iteration(self.batch_limit))
 
     # ------------------------------------------------------------------------------------------- one load
@@ -209,7 +211,7 @@ class Engine:
         n = positive_int("concurrency", clients)
         o, limit = self.output_len, self.batch_limit
         decoding, tpot, engine_s = float(min(n, limit)), 0.0, 0.0
-        for _ in range(200):  # the fixed point b = n (O - 1) T / (TTFT + (O - 1) T), capped at B; a few rounds
+        for _ in range(200):  # B = U (T_gen - 1) TPOT / (TTFT + (T_gen - 1) TPOT), capped at B_max: a few rounds
             tpot = self.iteration(max(1.0, decoding))
             whole = round(decoding)
             _, (wait_p, wait_theta), chunks_s = self._arrival(whole, decoding / (o - 1))
@@ -271,11 +273,10 @@ class Engine:
 
     # ------------------------------------------------------------------------------------------- the parts
     def _occupancy(self, rate: float) -> tuple:
-        """([P(N = n) for n = 0 .. B], P(N >= B)) for N requests in the replica: a birth-death chain with arrivals
-        at `rate` and departures at mu(n) = n / ((O - 1) T(n)), the steady state's rate at n running (mu(B) =
-        lambda_sat beyond B, where arrivals queue): P(n) ~ prod_k rate / mu(k), the states above B a geometric tail
-        of ratio rate / lambda_sat. It holds both limits: Poisson occupancy while the step barely grows with the
-        batch (bandwidth-bound), M/M/1-like when it grows in proportion (compute-bound)."""
+        """([P(u) for u = 0 .. B_max], P(u >= B_max)) for u requests in the replica: a birth-death chain with
+        arrivals at `rate` and departures at lambda(u) = u / ((T_gen - 1) T_step(u)), the steady state's rate with u
+        running (lambda_sat beyond B_max, where arrivals queue): P(u) ~ prod_{u' <= u} rate / lambda(u'), the states
+        above B_max a geometric tail of ratio rate / lambda_sat (module docstring)."""
         limit, o, table = self.batch_limit, self.output_len, self._table
         log_weights, total = [0.0], 0.0
         for n in range(1, limit + 1):
@@ -288,7 +289,8 @@ class Engine:
         return [w / total for w in weights], (weights[limit] + tail) / total
 
     def _decoding_at(self, rate: float) -> float:
-        """b with b = rate (O - 1) T(b) (Little's law on the decode phase; at least one sequence), by bisection."""
+        """B with B = rate (T_gen - 1) T_step(B) (Little's law on the decode phase; at least one sequence), by
+        bisection."""
         low, high = 0.0, float(self.batch_limit)
         while high - low > 1e-9 * high:
             middle = 0.5 * (low + high)
@@ -317,12 +319,13 @@ class Engine:
     def _arrival(self, decoding: int, arrivals: float) -> tuple:
         """What a prompt meets when it arrives with `decoding` sequences decoding and `arrivals` prompts arriving
         per step: ((weight, length) of the step it lands in), (probability it waits, that wait's exponential rate),
-        seconds of its own chunks (ceil(I / (C - b)) steps).
+        seconds of its own chunks (ceil(T_0 / (Q - B)) steps).
 
         The step it lands in carries prompts (length L_long, share pi of the steps) or not; arrivals fall in the
         long ones in proportion to their length. The wait gathers two delays: the prompts that arrive during the
-        same step share its next step (Poisson, mean x L_land / T, each adding a prompt's cost to that step), and
-        the M/D/1 queue for the budget left by the decodes, C - b (Pollaczek-Khinchine mean rho s / (2 (1 - rho)),
+        same step share its next step (Poisson, nu times the landing step over the mean step, each adding a prompt's
+        cost to that step), and the M/D/1 queue for the budget left by the decodes, Q - B (Pollaczek-Khinchine mean
+        rho s / (2 (1 - rho)),
         s the seconds of one prompt's share of the budget)."""
         i = self.input_len
         budget = math.inf if self.token_budget is None else max(1, self.token_budget - decoding)
@@ -361,7 +364,7 @@ class Engine:
 
     def _prompt_noise(self, decoding: int, mean_decoding: float) -> float:
         """The spread of a request's TPOT that its life's prompts add: the others arriving during its life,
-        Poisson with mean b-bar, each adds its prompt's cost I c_p to one of its O - 1 steps."""
+        Poisson with mean B-bar, each adds its prompt's cost to one of its T_gen - 1 steps."""
         b = max(1, decoding)
         lump = self._lump(b)
         per_prompt = (self._step_p(b, lump) - self._step_p(b, 0)) / lump * self.input_len / (self.output_len - 1)
@@ -540,8 +543,8 @@ class LoadEstimate:
 def deployment_engine(deployment: Deployment, input_len: int, output_len: int, efficiency="typical",
                       token_budget: int | None = TOKEN_BUDGET) -> Engine:
     """The `Engine` of one replica of `deployment`: steps priced by `estimate.step_estimate` at the mean context
-    I + O/2 (prompts of I tokens), the batch capped by `estimate.max_batch` at that context (the engine settings
-    for an estimate, all of HBM for the bound). The bound (efficiency None or BOUND) has no token budget.
+    T_0 + T_gen / 2 (prompts of T_0 tokens), the batch capped by `estimate.max_batch` at that context (the engine
+    settings for an estimate, all of HBM for the bound). The bound (efficiency None or BOUND) has no token budget.
 
     Defined in chapter 9, *Serving engines*.
     """
@@ -552,9 +555,9 @@ def deployment_engine(deployment: Deployment, input_len: int, output_len: int, e
     context = i + o / 2
     per_replica = max_batch(deployment, context, eff) // deployment.replicas
     if per_replica < 1:
-        max_batch_needed = deployment.weight_bytes_per_chip + deployment.kv_bytes_per_chip(1, context)
+        needed = deployment.weight_bytes_per_chip + deployment.kv_bytes_per_chip(1, context)
         raise ValueError(f"one request of {i:,} + {o:,} tokens does not fit on {deployment.describe()}: it needs "
-                         f"{max_batch_needed / 1e9:.1f} GB per chip; quantize the weights or the KV cache, or add "
+                         f"{needed / 1e9:.1f} GB per chip; quantize the weights or the KV cache, or add "
                          "chips")
 
     def step_s(decode_batch, prefill_tokens):
