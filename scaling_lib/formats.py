@@ -58,6 +58,7 @@ def own_weight_dtype(model, config_dtype: str | None = None) -> str:
 def searchable(chip, weight_dtype: str) -> bool:
     """Whether `plan` tries weights in `weight_dtype` on `chip`: every format does, except nvfp4 and mxfp4 on a chip
     with no native rate for them."""
+    bytes_per_element(weight_dtype)
     return weight_dtype not in FP4_DTYPES or weight_dtype in get_chip(chip).compute_dtypes
 
 

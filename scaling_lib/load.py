@@ -62,7 +62,7 @@ import math
 from dataclasses import dataclass, field
 from statistics import NormalDist
 
-from ._validate import positive, positive_int
+from ._validate import flag, positive, positive_int
 from .estimate import BOUND, Deployment, max_batch, resolve_efficiency, step_estimate
 
 # vLLM's default token budget per step for its OpenAI server on GPUs with at least 70 GiB (max_num_batched_tokens;
@@ -104,6 +104,7 @@ class Engine:
         if self.token_budget is not None and positive_int("token_budget", self.token_budget) < 2:
             raise ValueError(f"token_budget={self.token_budget}: a step must hold a decode token and a prompt token; "
                              f"use at least 2 (vLLM's default is {TOKEN_BUDGET:,})")
+        flag("bound", self.bound)
 
     # ------------------------------------------------------------------------------------------- step times
     def step(self, decode_batch: int, prefill_tokens: int) -> float:
@@ -180,8 +181,9 @@ class Engine:
         return self.batch_limit / ((self.output_len - 1) * self.iteration(self.batch_limit))
 
     # ------------------------------------------------------------------------------------------- one load
-    def open_loop(self, rate: float) -> "LoadPoint":
-        """Poisson arrivals at `rate` requests/s (module docstring). ValueError at or above the saturation rate."""
+    def open_loop(self, rate: float, percentiles: bool = True) -> "LoadPoint":
+        """Poisson arrivals at `rate` requests/s (module docstring). ValueError at or above the saturation rate.
+        `percentiles` False leaves the p99 values at the means (`max_request_rate` without p99 targets)."""
         rate = positive("request_rate", rate)
         saturation = self.saturation_rate()
         if rate >= saturation:
@@ -201,10 +203,12 @@ class Engine:
             residual, prefill_wait, chunks_s = self._arrival(n, arrivals)
             slot_wait = (1.0, 2.0 * (saturation - rate)) if n == limit else (0.0, 1.0)
             parts.append((weight, residual, slot_wait, prefill_wait, chunks_s))
-            spread.append((weight, table[max(1, min(n + 1, limit))], self._prompt_noise(n, decoding)))
-        ttft, ttft_p99 = _ttft(parts)
+            if percentiles:
+                spread.append((weight, table[max(1, min(n + 1, limit))], self._prompt_noise(n, decoding)))
+        ttft, ttft_p99 = _ttft(parts, percentile=percentiles)
         queue = ttft - sum(weight * part[-1] for weight, *part in parts)
-        return self._point(rate, ttft, queue, tpot, decoding, ttft_p99, _tpot_p99(tpot, spread))
+        tpot_p99 = _tpot_p99(tpot, spread) if percentiles else tpot
+        return self._point(rate, ttft, queue, tpot, decoding, ttft_p99, tpot_p99)
 
     def closed_loop(self, clients: int) -> "LoadPoint":
         """`clients` requests always in the system, each replaced as soon as it ends (module docstring)."""
@@ -214,7 +218,7 @@ class Engine:
         for _ in range(200):  # B = U (T_gen - 1) TPOT / (TTFT + (T_gen - 1) TPOT), capped at B_max: a few rounds
             tpot = self.iteration(max(1.0, decoding))
             whole = round(decoding)
-            _, (wait_p, wait_theta), chunks_s = self._arrival(whole, decoding / (o - 1))
+            _, (wait_p, wait_theta), chunks_s = self._arrival(whole, decoding / (o - 1), at_step_end=True)
             engine_s = self.step(0, self.input_len) if self.bound else chunks_s + (wait_p and wait_p / wait_theta)
             updated = min(limit, n * (o - 1) * tpot / (engine_s + (o - 1) * tpot))
             if abs(updated - decoding) <= 1e-9 * updated:
@@ -255,9 +259,10 @@ class Engine:
                    (("ttft", ttft), ("tpot", tpot), ("ttft_p99", ttft_p99), ("tpot_p99", tpot_p99))
                    if value is not None]
         saturation = self.saturation_rate()
+        percentiles = ttft_p99 is not None or tpot_p99 is not None
 
         def meets(rate):
-            point = self.open_loop(rate)
+            point = self.open_loop(rate, percentiles)
             return all(getattr(point, f"{name}_s") <= value for name, value in targets)
 
         low, high = 0.0, saturation
@@ -316,7 +321,7 @@ class Engine:
         gathered[limit] = full
         return [(weight, n) for n, weight in sorted(gathered.items()) if weight > 1e-9]
 
-    def _arrival(self, decoding: int, arrivals: float) -> tuple:
+    def _arrival(self, decoding: int, arrivals: float, at_step_end: bool = False) -> tuple:
         """What a prompt meets when it arrives with `decoding` sequences decoding and `arrivals` prompts arriving
         per step: ((weight, length) of the step it lands in), (probability it waits, that wait's exponential rate),
         seconds of its own chunks (ceil(T_0 / (Q - B)) steps).
@@ -326,14 +331,15 @@ class Engine:
         same step share its next step (Poisson, nu times the landing step over the mean step, each adding a prompt's
         cost to that step), and the M/D/1 queue for the budget left by the decodes, Q - B (Pollaczek-Khinchine mean
         rho s / (2 (1 - rho)),
-        s the seconds of one prompt's share of the budget)."""
+        s the seconds of one prompt's share of the budget). A request sent `at_step_end` (a closed loop's, as another
+        finishes) waits out no running step and shares its step with the nu prompts sent at the same end."""
         i = self.input_len
         budget = math.inf if self.token_budget is None else max(1, self.token_budget - decoding)
         own = min(budget, i)
         chunk_s = self._step_p(decoding, own)
         chunks = 1 if budget == math.inf else math.ceil(i / budget)
         residual, companions = (), arrivals
-        if decoding:
+        if decoding and not at_step_end:
             lump = min(budget, i * arrivals / -math.expm1(-arrivals))
             carrying = min(1.0, arrivals * i / lump)
             short, long = self._step_p(decoding, 0), self._step_p(decoding, lump)
@@ -379,13 +385,14 @@ class Engine:
                          requests_in_flight=in_flight, decode_batch=decoding, output_tokens_per_s=rate * o)
 
 
-def _ttft(parts: list) -> tuple:
+def _ttft(parts: list, percentile: bool = True) -> tuple:
     """(mean, p99) of TTFT, a mixture over `parts` (probability, residual, slot wait, prefill wait, fixed seconds):
     fixed + U + W_slot + W_prefill. U is the rest of the step running when the request arrives: uniform on
     [0, length] with probability weight for each (weight, length) of `residual` (none: it starts at once). Each W
     is zero with probability 1 - p and else exponential of rate theta ((p, theta) pairs). The survival of
     W_slot + W_prefill is A_s e^{-theta_s w} + A_p e^{-theta_p w}; with U it integrates in closed form, and the 99th
-    percentile is found by bisection (never reported below the mean: module docstring)."""
+    percentile is found by bisection (never reported below the mean: module docstring); without `percentile` it is
+    the mean."""
     mean, components = 0.0, []
     for probability, residual, (p_s, theta_s), (p_p, theta_p), fixed in parts:
         mean += probability * (fixed + sum(weight * length / 2 for weight, length in residual) +
@@ -398,6 +405,8 @@ def _ttft(parts: list) -> tuple:
         if p_p:
             terms.append((p_p * (1 - p_s) - (p_s * p_p * theta_s / (theta_p - theta_s) if p_s else 0.0), theta_p))
         components.append((probability, [(w, length) for w, length in residual if w > 0], terms, fixed))
+    if not percentile:
+        return mean, mean
 
     def survival(t):  # P(TTFT > t)
         total = 0.0

@@ -708,7 +708,7 @@ def simulate_open_loop(engine, request_rate: float, n_requests: int, seed: int =
     Defined in chapter 9, *Serving engines*.
     """
     n = _engine_run(engine, n_requests)
-    workload = poisson_workload(request_rate, n, engine.input_len, engine.output_len, seed)
+    workload = poisson_workload(positive("request_rate", request_rate), n, engine.input_len, engine.output_len, seed)
     prompt, output, cached, load, order = _columns(workload)
     rec = _Record(n)
     _chunked_server(_EngineCosts(engine), order, workload.arrival_s.tolist(), prompt, output, rec, cached, load)
