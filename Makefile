@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: book test venv clean lab refresh bench mutation test-portable probe
+.PHONY: book test venv clean lab refresh bench mutation test-portable probe generate
 
 venv: $(STAMP)
 
@@ -50,6 +50,14 @@ test-portable: $(STAMP)
 NB ?= chapters/*.ipynb book/*.ipynb
 refresh: $(STAMP)
 	$(BIN)/python tools/refresh_notebooks.py $(NB)
+
+# Regenerate what is generated from other files: the library code the chapters write out in saved cells
+# (tools/save_cells.py), then the "Defined in" back-links and the library index (tools/backlinks.py), then the
+# command-line reference page (scaling_lib.book.cli_reference). The tests fail when any of them is out of date.
+generate: $(STAMP)
+	$(BIN)/python tools/save_cells.py
+	$(BIN)/python tools/backlinks.py
+	$(BIN)/python -m scaling_lib.book.cli_reference
 
 lab: $(STAMP)
 	$(BIN)/python -m pip install --quiet jupyterlab==4.6.6

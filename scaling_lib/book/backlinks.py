@@ -7,7 +7,8 @@ scans the code cells of every notebook in `_toc.yml`, resolves each name a cell 
 directly, or as an attribute of an imported module) to the function or class that defines it, and decides each
 function's home, the one notebook that derives it:
 
-1. the notebook that shows its code (`show_source(f)`, placed where the chapter derives `f`);
+1. the notebook that shows its code (`show_source(f)`, placed where the chapter derives `f`), or writes it out in a
+   saved cell (`scaling_lib.book.saved`: the cell is the function's source);
 2. otherwise, unless it is a shared helper, the first notebook in reading order that calls it.
 
 A shared helper gets no back-link, unless a chapter shows its code: what lives in a HELPER_MODULES module (the book's
@@ -33,6 +34,7 @@ from pathlib import Path
 import yaml
 
 from .exercises.index import notebook_title
+from .saved import saved_cells
 
 PACKAGE = "scaling_lib"
 MARKER = "Defined in "  # the generated line, always the docstring's last paragraph, starts with this
@@ -198,9 +200,24 @@ def usage(repo: Path) -> dict:
     return _by_notebook(repo, used_objects)
 
 
+def saved_objects(path: Path) -> set:
+    """The scaling_lib functions and classes a notebook writes out in saved cells (`scaling_lib.book.saved`)."""
+    found = set()
+    for cell in saved_cells(path):
+        module = importlib.import_module(cell.module)
+        found.update(value for value in (_defined(getattr(module, name, None)) for name in cell.definitions)
+                     if value is not None)
+    return found
+
+
 def showing(repo: Path) -> dict:
-    """{function or class: [the notebooks that show its source with show_source]} (one each, tests/book checks)."""
-    return _by_notebook(repo, shown_objects)
+    """{function or class: [the notebooks that show its source, with show_source or in a saved cell]} (one each,
+    tests/book checks)."""
+    found = {}
+    for notebook in notebooks(repo):
+        for value in shown_objects(_code(_cells(notebook.path))) | saved_objects(notebook.path):
+            found.setdefault(value, []).append(notebook)
+    return found
 
 
 def is_tooling(value) -> bool:

@@ -15,6 +15,10 @@ Three ways to run it, which must agree token for token:
 The cache is allocated once at its full length S and written in place (the jitted step donates it), and positions
 are traced values, so `decode_step` compiles once for every position.
 
+The building blocks and the two passes (`full_pass`, prefill's computation, and `cached_step`, decode's) are written
+out in chapter 2's saved cells, which are their source (scaling_lib.book.saved): edit them there, then `make
+generate`. The public entry points below them check their arguments on the host and call those passes.
+
 Companions reuse the public building blocks (`qkv`, `attention`, `attention_out`, `mlp`, `finish`, `unembed`):
   scaling_lib.tiny.paged      a paged KV cache (block pool + block table), with int8/fp8 entries, prefix sharing and a
                               sliding window that frees blocks (chapter 6, "Shrinking the KV cache");
@@ -35,7 +39,6 @@ from jax.tree_util import register_dataclass
 
 from .._validate import non_negative_int, positive, positive_int
 from ..models import Transformer
-from .quantize import QuantizedWeight
 
 ROPE_THETA = 10_000.0  # RoPE base frequency (Su et al. 2021; LLaMA-2 uses the same value)
 NORM_EPS = 1e-6  # RMSNorm epsilon
@@ -99,7 +102,10 @@ class KVCache(_KVArrays):
     store only min(S, w).
 
     k and v of different dtypes or shapes are refused here, when the cache is made (a step would otherwise promote
-    one of them silently). Leaves without a dtype (JAX's sharding specs, tree placeholders) pass unchecked."""
+    one of them silently). Leaves without a dtype (JAX's sharding specs, tree placeholders) pass unchecked.
+
+    Defined in chapter 2, *Sampling and the KV cache*.
+    """
 
     __slots__ = ()
 
@@ -155,35 +161,48 @@ def init_params(config: Transformer, seed: int = 0, dtype=jnp.float32) -> Params
 
 # ---------------------------------------------------------------------------------------------- building blocks
 def rms_norm(x, gain):
-    """x / sqrt(mean(x^2) + eps) * gain, computed in fp32 (Zhang & Sennrich 2019)."""
+    """x / sqrt(mean(x^2) + eps) * gain, computed in fp32 (Zhang & Sennrich 2019).
+
+    Defined in chapter 2, *Sampling and the KV cache*.
+    """
     x32 = x.astype(jnp.float32)
-    return (x32 * jax.lax.rsqrt(jnp.mean(x32 ** 2, axis=-1, keepdims=True) + NORM_EPS)).astype(x.dtype) * gain
+    scale = jax.lax.rsqrt(jnp.mean(x32**2, axis=-1, keepdims=True) + NORM_EPS)
+    return (x32 * scale).astype(x.dtype) * gain
 
 
 def rope(x, positions):
-    """Rotate pairs (x_i, x_{i+H/2}) by angle p * theta^(-2i/H) (RoPE, Su et al. 2021). x [B,T,heads,H], p [B,T]."""
+    """Rotate pairs (x_i, x_{i+H/2}) by angle p * theta^(-2i/H) (RoPE, Su et al. 2021).
+
+    x [B, T, heads, H]; positions p [B, T].
+
+    Defined in chapter 2, *Sampling and the KV cache*.
+    """
     half = x.shape[-1] // 2
     freq = ROPE_THETA ** (-jnp.arange(half, dtype=jnp.float32) * 2 / x.shape[-1])
     angle = positions[..., None, None].astype(jnp.float32) * freq  # [B, T, 1, H/2]
     cos, sin = jnp.cos(angle), jnp.sin(angle)
     x1, x2 = x[..., :half].astype(jnp.float32), x[..., half:].astype(jnp.float32)
-    return jnp.concatenate([x1 * cos - x2 * sin, x1 * sin + x2 * cos], axis=-1).astype(x.dtype)
+    rotated = [x1 * cos - x2 * sin, x1 * sin + x2 * cos]
+    return jnp.concatenate(rotated, axis=-1).astype(x.dtype)
 
 
 def attention(q, k, v, q_pos, k_pos, window=None):
-    """softmax(q k^T / sqrt(H) + mask) v, with the N query heads split into K groups of G sharing one KV head.
+    """softmax(q k^T / sqrt(H) + mask) v, N query heads in K groups sharing a KV head.
 
-    q [B,T,N,H]; k, v [B,S,K,H]; q_pos [B,T], k_pos [B,S] absolute positions.
-    Query at position p sees key at position s iff s <= p (causal) and p - s < w (sliding window). That is also all
-    the masking padding needs: prompts are right-padded, so a real token never looks at the padding after it, and
-    cache slots past a sequence's position (padding, or not yet written) lie in its future.
+    q [B,T,N,H]; k, v [B,S,K,H]; q_pos [B,T], k_pos [B,S] absolute positions. The query
+    at position p sees the key at position s iff s <= p (causal) and p - s < w (a
+    sliding window). That is all the masking padding needs: prompts are right-padded,
+    so a real token never looks at the padding after it, and cache slots past a
+    sequence's position (padding, or not yet written) lie in its future.
 
-    Defined in chapter 6, *Shrinking the KV cache*.
+    Defined in chapter 2, *Sampling and the KV cache*.
     """
     B, T, N, H = q.shape
     K = k.shape[2]
-    q = q.reshape(B, T, K, N // K, H)
-    scores = jnp.einsum("btkgh,bskh->bkgts", q, k, preferred_element_type=jnp.float32) / math.sqrt(H)
+    q = q.reshape(B, T, K, N // K, H)  # G = N / K query heads per KV head
+    scores = jnp.einsum(
+        "btkgh,bskh->bkgts", q, k, preferred_element_type=jnp.float32
+    ) / math.sqrt(H)
     delta = q_pos[:, :, None] - k_pos[:, None, :]  # [B, T, S]
     mask = delta >= 0
     if window is not None:
@@ -193,64 +212,83 @@ def attention(q, k, v, q_pos, k_pos, window=None):
     return jnp.einsum("bkgts,bskh->btkgh", probs, v).reshape(B, T, N, H)
 
 
-def _project(x, w, spec=None):
-    """x times weight w, contracting x's trailing axes with w's leading ones (einsum `spec`, or x @ w when None).
+def project(x, w, spec=None):
+    """x times the weight w: einsum `spec`, or x @ w when None.
 
-    A `quantize.QuantizedWeight` (int8 values + per-output-channel scales, from `quantize.quantize_params`) does its
-    own matmul, weight-only or int8 x int8; plain arrays take exactly the float path."""
-    if isinstance(w, QuantizedWeight):
+    A quantized weight (`quantize.QuantizedWeight`: int8 values with per-channel scales)
+    does its own matmul; a plain array takes exactly this float path.
+
+    Defined in chapter 2, *Sampling and the KV cache*.
+    """
+    if hasattr(w, "apply"):  # a quantized weight
         return w.apply(x)
     return x @ w if spec is None else jnp.einsum(spec, x, w)
 
 
 def qkv(p, x, positions):
-    """The attention projections of one layer (a dict from `Params.layer`): RMSNorm, then q [B,T,N,H] and k
-    [B,T,K,H] with RoPE at `positions` [B,T], and v [B,T,K,H]. Sharded and paged variants call this same block.
+    """One layer's attention projections (p = `Params.layer(i)`): RMSNorm, then
+    q [B,T,N,H] and k [B,T,K,H] with RoPE at `positions` [B,T], and v [B,T,K,H].
 
-    Defined in chapter 14, *Serving details*.
+    Defined in chapter 2, *Sampling and the KV cache*.
     """
     h = rms_norm(x, p["attn_norm"])
-    q = rope(_project(h, p["wq"], "btd,dnh->btnh"), positions)
-    k = rope(_project(h, p["wk"], "btd,dkh->btkh"), positions)
-    return q, k, _project(h, p["wv"], "btd,dkh->btkh")
+    q = rope(project(h, p["wq"], "btd,dnh->btnh"), positions)
+    k = rope(project(h, p["wk"], "btd,dkh->btkh"), positions)
+    return q, k, project(h, p["wv"], "btd,dkh->btkh")
 
 
 def attention_out(p, attn):
-    """The output projection W_o of one layer: attention output [B,T,N,H] -> [B,T,D] (before the residual add)."""
-    return _project(attn, p["wo"], "btnh,nhd->btd")
+    """The output projection W_o: attention output [B,T,N,H] -> [B,T,D].
+
+    Defined in chapter 2, *Sampling and the KV cache*.
+    """
+    return project(attn, p["wo"], "btnh,nhd->btd")
 
 
 def mlp(p, x):
-    """The gated MLP block of one layer on RMSNorm(x): W_down(silu(h W_gate) * h W_up), before the residual add."""
+    """The gated MLP on RMSNorm(x): W_down(silu(h W_gate) * (h W_up)).
+
+    Defined in chapter 2, *Sampling and the KV cache*.
+    """
     h = rms_norm(x, p["mlp_norm"])
-    return _project(jax.nn.silu(_project(h, p["w_gate"])) * _project(h, p["w_up"]), p["w_down"])
+    gated = jax.nn.silu(project(h, p["w_gate"])) * project(h, p["w_up"])
+    return project(gated, p["w_down"])
 
 
 def finish(p, x, attn):
-    """The rest of a layer after attention: x + W_o attn, then x + mlp(x) (the two residual adds)."""
+    """The rest of a layer after attention: x + W_o attn, then x + mlp(x).
+
+    Defined in chapter 2, *Sampling and the KV cache*.
+    """
     x = x + attention_out(p, attn)
     return x + mlp(p, x)
 
 
 def unembed(params, x):
-    """Final RMSNorm and the output projection (embed^T when tied): logits [..., V] in fp32."""
+    """Final RMSNorm and the output projection (embed^T when tied): fp32 logits.
+
+    Defined in chapter 2, *Sampling and the KV cache*.
+    """
     weight = params.embed.T if params.unembed is None else params.unembed
     return (rms_norm(x, params.final_norm) @ weight).astype(jnp.float32)
 
 
 # ---------------------------------------------------------------------------------------------- full passes
 @jax.jit
-def _full_pass(params, tokens):
-    """All T positions at once; returns logits [B,T,V] and every layer's k, v [L,B,T,K,H]."""
-    TRACE_COUNTS["prefill"] += 1
+def full_pass(params, tokens):
+    """Prefill's computation: all T positions of tokens [B, T] at once. Returns the
+    logits [B, T, V] and every layer's keys and values [L, B, T, K, H] for the cache.
+    """
+    TRACE_COUNTS["prefill"] += 1  # runs only while tracing: counts compilations
     B, T = tokens.shape
     positions = jnp.broadcast_to(jnp.arange(T), (B, T))
-    x = params.embed[tokens]
+    x = params.embed[tokens]  # [B, T, D]
+    window = params.config.sliding_window
     ks, vs = [], []
     for i in range(params.config.n_layers):
         p = params.layer(i)
         q, k, v = qkv(p, x, positions)
-        x = finish(p, x, attention(q, k, v, positions, positions, params.config.sliding_window))
+        x = finish(p, x, attention(q, k, v, positions, positions, window))
         ks.append(k)
         vs.append(v)
     return unembed(params, x), jnp.stack(ks), jnp.stack(vs)
@@ -262,7 +300,7 @@ def forward(params: Params, tokens) -> jax.Array:
     Defined in chapter 2, *Sampling and the KV cache*.
     """
     tokens = check_tokens(params, tokens)
-    return _full_pass(params, tokens)[0]
+    return full_pass(params, tokens)[0]
 
 
 def prefill(params: Params, tokens, lengths=None, cache_len=None):
@@ -280,32 +318,42 @@ def prefill(params: Params, tokens, lengths=None, cache_len=None):
     if cache_len < T:
         raise ValueError(f"cache_len={cache_len!r} is shorter than the prompt (T={T}); pass cache_len >= T "
                          "(prompt length plus the number of tokens to decode)")
-    logits, ks, vs = _full_pass(params, tokens)  # padding needs no mask: see `attention`
+    logits, ks, vs = full_pass(params, tokens)  # padding needs no mask: see `attention`
     pad = ((0, 0), (0, 0), (0, int(cache_len) - T), (0, 0), (0, 0))
     return logits, KVCache(jnp.pad(ks, pad), jnp.pad(vs, pad), lengths)
 
 
 # ---------------------------------------------------------------------------------------------- decoding
-def _decode_step(params, token, cache):
-    """One token per sequence: write its k, v at slot positions[b] of the cache, attend to slots 0..positions[b]."""
-    TRACE_COUNTS["decode_step"] += 1
+def cached_step(params, token, cache):
+    """Decode's computation: one new token per sequence, token [B]. Writes its key and
+    value at slot positions[b] of the cache, attends to slots 0..positions[b], and
+    returns the next-token logits [B, V] with the updated cache.
+
+    Defined in chapter 2, *Sampling and the KV cache*.
+    """
+    TRACE_COUNTS["decode_step"] += 1  # runs only while tracing: counts compilations
     B, S = token.shape[0], cache.k.shape[2]
-    pos = cache.positions[:, None]  # [B, 1]: a traced value, so every position shares one compilation
+    pos = cache.positions[
+        :, None
+    ]  # [B, 1], traced: one compilation serves every position
     slots = jnp.broadcast_to(jnp.arange(S), (B, S))
     rows = jnp.arange(B)
     x = params.embed[token][:, None, :]  # [B, 1, D]
+    window = params.config.sliding_window
     k_cache, v_cache = cache.k, cache.v
     for i in range(params.config.n_layers):
         p = params.layer(i)
         q, k, v = qkv(p, x, pos)
-        k_cache = k_cache.at[i, rows, cache.positions].set(k[:, 0])  # in place: the cache buffer is donated
+        k_cache = k_cache.at[i, rows, cache.positions].set(k[:, 0])  # the cache update
         v_cache = v_cache.at[i, rows, cache.positions].set(v[:, 0])
-        attn = attention(q, k_cache[i], v_cache[i], pos, slots, params.config.sliding_window)
+        attn = attention(
+            q, k_cache[i], v_cache[i], pos, slots, window
+        )  # over the cache
         x = finish(p, x, attn)
     return unembed(params, x)[:, 0], KVCache(k_cache, v_cache, cache.positions + 1)
 
 
-_decode_step_jit = jax.jit(_decode_step, donate_argnums=2)
+decode_step_jit = jax.jit(cached_step, donate_argnums=2)  # the cache updated in place
 
 
 def decode_step(params: Params, token, cache: KVCache):
@@ -316,7 +364,7 @@ def decode_step(params: Params, token, cache: KVCache):
     Defined in chapter 7, *Sharding prefill and generation*.
     """
     token = check_step(params, token, cache)
-    return _decode_step_jit(params, token, cache)
+    return decode_step_jit(params, token, cache)
 
 
 @jax.jit
@@ -346,7 +394,7 @@ def generate(params: Params, prompt, n_tokens: int, lengths=None, temperature: f
         token = _pick(last, jax.random.fold_in(key, step), temperature)
         out.append(token)
         if step + 1 < n_tokens:
-            last, cache = _decode_step_jit(params, token, cache)
+            last, cache = decode_step_jit(params, token, cache)
     return jnp.stack(out, axis=1)
 
 
