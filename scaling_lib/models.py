@@ -711,3 +711,12 @@ def read_hf_config(path_or_dict) -> HfConfig:
     fields = _Fields(*_language_model(config, where))  # a nested text_config holds the positions (Gemma 3, Llama 4)
     return HfConfig(model=model, weight_dtype=_quantized_format(fields),
                     max_position_embeddings=fields.count("max_position_embeddings", None))
+
+
+def tiny_transformer(n_kv_heads: int = 2, sliding_window=None, n_heads: int = 4, n_layers: int = 2,
+                     vocab_size: int = 256) -> Transformer:
+    """The shape of the book's tiny JAX decoder (`tiny.model.tiny_config` returns it): D = 64, F = 128, heads of
+    H = 16; n_kv_heads = n_heads is MHA, fewer is GQA, 1 is MQA. A shape, not a published model: the closed-form
+    library prices it for the exercises that predict what the tiny model's compiled programs do."""
+    return Transformer(n_layers=n_layers, d_model=64, d_ff=128, n_heads=n_heads, n_kv_heads=n_kv_heads, head_dim=16,
+                       vocab_size=vocab_size, sliding_window=sliding_window, name="tiny")

@@ -26,8 +26,8 @@ from .memory import param_bytes as model_param_bytes
 from .models import get_model
 
 __all__ = ["TORUS_SHAPES", "DecodeStepComponents", "FsdpDecodeCost", "KvSharding", "beta", "decode_hops_per_layer",
-           "decode_step_components", "fsdp_decode_cost", "kv_cache_sharding", "max_decode_model_parallelism",
-           "max_prefill_model_parallelism"]
+           "decode_step_components", "fsdp_decode_cost", "fsdp_gather_bytes", "kv_cache_sharding", "max_decode_model_parallelism",
+           "max_prefill_model_parallelism", "weight_shapes"]
 
 
 def beta(chip) -> float:
@@ -99,6 +99,47 @@ def fsdp_decode_cost(model, chip, n_chips: int, weight_dtype: str = "bf16") -> F
     weights = model_param_bytes(model, weight_dtype)
     return FsdpDecodeCost(ici_s=weights * (n_chips - 1) / n_chips / collectives.collective_bandwidth(chip),
                           hbm_s=weights / (n_chips * chip.hbm_bandwidth))
+
+
+def weight_shapes(model) -> dict:
+    """{name: shape} of the arrays a dense LLaMA-style decoder stores, stacked over its L layers, as the tiny JAX
+    model holds them: embed [V, D], attn_norm [L, D], wq [L, D, N, H], wk and wv [L, D, K, H], wo [L, N, H, D],
+    mlp_norm [L, D], w_gate and w_up [L, D, F], w_down [L, F, D], final_norm [D] and, unless the embeddings are tied,
+    unembed [D, V]. Their elements are the parameter count plus the RMSNorm gains, 2 L D + D.
+
+    Defined in chapter 7, *Sharding prefill and generation*.
+    """
+    m = get_model(model)
+    if m.n_experts != 1 or m.is_mla or m.global_every is not None:
+        raise ValueError(f"{m.name}: weight_shapes describes a dense decoder with standard attention on every layer; "
+                         "use param_breakdown for MoE and MLA models")
+    L, D, F, N, K, H, V = m.n_layers, m.d_model, m.d_ff, m.n_heads, m.n_kv_heads, m.head_dim, m.vocab_size
+    shapes = dict(embed=(V, D), attn_norm=(L, D), wq=(L, D, N, H), wk=(L, D, K, H), wv=(L, D, K, H),
+                  wo=(L, N, H, D), mlp_norm=(L, D), w_gate=(L, D, F), w_up=(L, D, F), w_down=(L, F, D),
+                  final_norm=(D,))
+    if not m.tied_embeddings:
+        shapes["unembed"] = (D, V)
+    return shapes
+
+
+def fsdp_gather_bytes(model, dtype: str = "bf16", replicated=()) -> int:
+    """Bytes an FSDP decode step all-gathers onto each chip: every stored array of `weight_shapes` (weights and norm
+    gains) arrives whole, except those named in `replicated`, which every chip already holds whole.
+
+    Defined in chapter 7, *Sharding prefill and generation*.
+    """
+    shapes = weight_shapes(model)
+    names = (replicated,) if isinstance(replicated, str) else replicated
+    if not isinstance(names, (tuple, list, set, frozenset)) or not all(isinstance(n, str) for n in names):
+        raise ValueError(f"replicated must be a weight name or a tuple of names, got {replicated!r}; e.g. "
+                         "replicated=('embed',)")
+    replicated = set(names)
+    unknown = sorted(replicated - set(shapes))
+    if unknown:
+        raise ValueError(f"replicated names {unknown}, which this model does not store; use names from "
+                         f"{sorted(shapes)}")
+    elements = sum(math.prod(shape) for name, shape in shapes.items() if name not in replicated)
+    return round(elements * bytes_per_element(dtype))
 
 
 @dataclass(frozen=True)

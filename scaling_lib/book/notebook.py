@@ -6,10 +6,12 @@
 
 It gives JAX 8 emulated CPU devices (or, with SCALING_BOOK_DEVICES=accelerator, the real TPUs or GPUs it can see),
 applies the book's plotting style, and makes inline figures PNG (nbval compares no pixels). It prints nothing, so
-every chapter's first output is its own.
+every chapter's first output is its own, and it changes nothing else in the reader's session: the figure checks
+(scaling_lib.book.figure_checks) are switched on only when the tests set SCALING_BOOK_FIGURES.
 """
 
 from ..tiny.xla import setup_devices
+from .figure_checks import checking as figures_are_checked
 from .figure_checks import install as check_figures_when_shown
 from .plotting import apply_style
 
@@ -19,7 +21,8 @@ def setup(devices: int = 8) -> str:
     "accelerator"). Call it first, before any JAX computation."""
     mode = setup_devices(devices)
     apply_style()
-    check_figures_when_shown()  # every figure's data is compared with the library before it is drawn
+    if figures_are_checked():  # under the tests only: a figure's data is compared with the library when shown
+        check_figures_when_shown()
     try:
         from matplotlib_inline.backend_inline import set_matplotlib_formats  # only inside a Jupyter kernel
     except ImportError:  # optional: plain Python (tests, scripts) has no inline backend to configure

@@ -38,7 +38,7 @@ import numpy as np
 from jax.tree_util import register_dataclass
 
 from .._validate import non_negative_int, positive, positive_int
-from ..models import Transformer
+from ..models import Transformer, tiny_transformer
 
 ROPE_THETA = 10_000.0  # RoPE base frequency (Su et al. 2021; LLaMA-2 uses the same value)
 NORM_EPS = 1e-6  # RMSNorm epsilon
@@ -49,9 +49,9 @@ TRACE_COUNTS = Counter()
 
 
 def tiny_config(n_kv_heads=2, sliding_window=None, n_heads=4, n_layers=2, vocab_size=256) -> Transformer:
-    """A 2-layer, D=64 model (N=4 heads of H=16, F=128): n_kv_heads 4 is MHA, 2 is GQA, 1 is MQA."""
-    return Transformer(n_layers=n_layers, d_model=64, d_ff=128, n_heads=n_heads, n_kv_heads=n_kv_heads,
-                       head_dim=16, vocab_size=vocab_size, sliding_window=sliding_window, name="tiny")
+    """A 2-layer, D=64 model (N=4 heads of H=16, F=128): n_kv_heads 4 is MHA, 2 is GQA, 1 is MQA
+    (`models.tiny_transformer`, the same shape for the closed-form library)."""
+    return tiny_transformer(n_kv_heads, sliding_window, n_heads, n_layers, vocab_size)
 
 
 @register_dataclass
@@ -62,6 +62,8 @@ class Params:
     wq [L,D,N,H]  wk, wv [L,D,K,H]  wo [L,N,H,D]  w_gate, w_up [L,D,F]  w_down [L,F,D]  norms [L,D]
     embed [V,D]; unembed [D,V] (None when tied: the output projection is embed^T).
     `quantize.quantize_params` swaps the seven linear weights for int8 `QuantizedWeight`s of the same layout.
+
+    Defined in chapter 7, *Sharding prefill and generation*.
     """
     embed: jax.Array
     attn_norm: jax.Array

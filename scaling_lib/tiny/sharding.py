@@ -18,8 +18,13 @@ axes together form one group of n; Scaling Book ch. 7, "Sharding generation" and
 Every variant computes the same function as the unsharded model (tests check logits and greedy tokens). Inside a
 step the layers are unrolled, so the compiled HLO lists each layer's collectives once (read them with
 `xla.collectives`).
+
+The layouts (their PartitionSpecs), the shard_map bodies and the jitted programs are written out in chapter 7's
+saved cells, which are their source (scaling_lib.book.saved): edit them there, then `make generate`. The public
+entry points (`megatron_decode`, ...) check their arguments and call them.
 """
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Callable
@@ -32,18 +37,20 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from ..models import Transformer
+from ..sharding import weight_shapes
 from ..sharding import KvSharding, kv_cache_sharding
-from . import model as tiny
+from . import model
+from .model import KVCache, attention, attention_out, cached_step, mlp, qkv, unembed
 from .xla import emulated_mesh
-
-_HEADS, _BATCH = "heads", "batch"  # the two axes a model-parallel group is viewed as (KV heads x batch)
-_ALL = "all"  # the one axis of FSDP and sequence parallelism
 
 
 # ---------------------------------------------------------------------------------------------- meshes and checks
 def as_mesh(mesh, axis_names=None) -> Mesh:
     """`mesh` itself, or `emulated_mesh(shape, axis_names)` for a shape tuple such as (2, 4) (names default to
-    x, y, z, ...). A shape needing more devices than are visible raises ValueError naming the axes and sizes."""
+    x, y, z, ...). A shape needing more devices than are visible raises ValueError naming the axes and sizes.
+
+    Defined in chapter 7, *Sharding prefill and generation*.
+    """
     if isinstance(mesh, Mesh):
         return mesh
     shape = tuple(mesh)
@@ -71,18 +78,32 @@ def _check_config(config):
         raise ValueError(f"config must be a scaling_lib.models.Transformer, got {type(config).__name__}")
 
 
-def _regroup(mesh, shape, names) -> Mesh:
-    """The same devices, in the same order, viewed as a mesh of another shape (no data moves)."""
+def regroup(mesh, shape, names) -> Mesh:
+    """The same devices, in the same order, viewed as a mesh of another shape and axis names (no data moves)."""
     return Mesh(np.asarray(mesh.devices).reshape(shape), names)
 
 
 # ---------------------------------------------------------------------------------------------- the model's pieces
-def _param_tree(config, **specs) -> tiny.Params:
-    """A Params whose leaves are the given specs (default: replicated)."""
-    names = ("embed", "attn_norm", "wq", "wk", "wv", "wo", "mlp_norm", "w_gate", "w_up", "w_down", "final_norm")
-    leaves = {name: specs.get(name, P()) for name in names}
-    leaves["unembed"] = None if config.tied_embeddings else specs.get("unembed", P())
-    return tiny.Params(**leaves, config=config)
+def param_tree(config, **specs):
+    """A Params whose leaves are the given PartitionSpecs, by weight name; every weight
+    not named is replicated (P()).
+
+    Defined in chapter 7, *Sharding prefill and generation*.
+    """
+    leaves = {name: specs.get(name, P()) for name in weight_shapes(config)}
+    leaves.setdefault(
+        "unembed", None
+    )  # tied embeddings: the output projection is embed^T
+    return model.Params(**leaves, config=config)
+
+
+def named(mesh, specs):
+    """PartitionSpecs as NamedShardings on `mesh`, which jit and device_put take.
+
+    Defined in chapter 7, *Sharding prefill and generation*.
+    """
+    is_spec = lambda leaf: isinstance(leaf, P)
+    return jax.tree.map(lambda spec: NamedSharding(mesh, spec), specs, is_leaf=is_spec)
 
 
 # ---------------------------------------------------------------------------------------------- a sharded decode step
@@ -96,7 +117,7 @@ class CheckedStep:
         self.jitted = jitted
 
     def __call__(self, params, token, cache):
-        tiny.check_step(params, token, cache)
+        model.check_step(params, token, cache)
         return self.jitted(params, token, cache)
 
     def lower(self, *args, **kwargs):
@@ -116,23 +137,25 @@ class ShardedDecode:
     kind: str
     mesh: Mesh
     kv: KvSharding
-    param_specs: tiny.Params
-    cache_specs: tiny.KVCache
+    param_specs: model.Params
+    cache_specs: model.KVCache
     token_spec: P
     step: Callable
 
     def shardings(self, specs):
         """NamedShardings on this layout's mesh for a tree of PartitionSpecs (e.g. `self.param_specs`)."""
-        return jax.tree.map(lambda spec: NamedSharding(self.mesh, spec), specs,
-                            is_leaf=lambda leaf: isinstance(leaf, P))
+        return named(self.mesh, specs)
 
-    def place(self, params=None, cache=None, token=None):
-        """device_put the weights, cache and/or tokens with this layout: returns (params, cache, token)."""
+    def place(self, params=None, token=None, cache=None):
+        """device_put the weights, tokens and/or cache with this layout: returns (params, token, cache), the
+        arguments of `step` in its order (None for what was not given)."""
         put = lambda value, specs: None if value is None else jax.device_put(value, self.shardings(specs))
-        return put(params, self.param_specs), put(cache, self.cache_specs), put(token, self.token_spec)
+        return put(params, self.param_specs), put(token, self.token_spec), put(cache, self.cache_specs)
 
 
-def _megatron_layout(config, batch, mesh):
+def megatron_kv(config, batch, mesh) -> tuple:
+    """(the mesh viewed as ("heads", "batch"), the KV cache's split): the checks of the Megatron layout. ValueError
+    when n does not divide N or F, or the batch does not split over what is left after the KV heads."""
     _check_config(config)
     mesh = as_mesh(mesh)
     _require_divides(mesh, "n_heads", config.n_heads)
@@ -141,42 +164,80 @@ def _megatron_layout(config, batch, mesh):
         kv = kv_cache_sharding(config.n_kv_heads, batch, mesh.size)
     except ValueError as err:
         raise ValueError(f"{_describe(mesh)}: {err}") from None
-    group = _regroup(mesh, (kv.head_shards, kv.batch_shards), (_HEADS, _BATCH))
-    model_axes = (_HEADS, _BATCH)  # all n devices: query heads and F are split n ways
-    params = _param_tree(config, wq=P(None, None, model_axes, None), wk=P(None, None, _HEADS, None),
-                         wv=P(None, None, _HEADS, None), wo=P(None, model_axes, None, None),
-                         w_gate=P(None, None, model_axes), w_up=P(None, None, model_axes),
-                         w_down=P(None, model_axes, None))
-    cache = tiny.KVCache(P(None, _BATCH, None, _HEADS, None), P(None, _BATCH, None, _HEADS, None), P())
-    return group, kv, params, cache
+    return regroup(mesh, (kv.head_shards, kv.batch_shards), ("heads", "batch")), kv
 
 
-def _megatron_body(params, token, cache, *, kv):
-    """One decode step on one device's shards; the comments give local shapes (n = devices, hs x bs = n)."""
-    config, split_batch = params.config, kv.batch_shards > 1
-    B = token.shape[0]
-    b_local = B // kv.batch_shards
-    first = lax.axis_index(_BATCH) * b_local if split_batch else 0
-    my_positions = lax.dynamic_slice_in_dim(cache.positions, first, b_local)  # [B/bs]
-    slots = jnp.broadcast_to(jnp.arange(cache.k.shape[2]), (b_local, cache.k.shape[2]))
+def megatron_specs(config):
+    """Where the Megatron layout puts each array, on a mesh of axes ("heads", "batch").
+
+    Query heads and F are split over both axes (all n devices), the K KV heads over
+    "heads" only, and the KV cache [L, B, S, K, H] by KV head and by batch. Returns the
+    PartitionSpecs of the weights (a Params) and of the cache (a KVCache).
+
+    Defined in chapter 7, *Sharding prefill and generation*.
+    """
+    every = ("heads", "batch")  # both axes together: all n devices
+    params = param_tree(
+        config,
+        wq=P(None, None, every, None),  # [L, D, N, H]: query heads
+        wk=P(None, None, "heads", None),  # [L, D, K, H]: KV heads
+        wv=P(None, None, "heads", None),
+        wo=P(None, every, None, None),  # [L, N, H, D]
+        w_gate=P(None, None, every),  # [L, D, F]: F
+        w_up=P(None, None, every),
+        w_down=P(None, every, None),  # [L, F, D]
+    )
+    kv = P(None, "batch", None, "heads", None)  # [L, B, S, K, H]
+    return params, KVCache(kv, kv, P())
+
+
+def megatron_body(params, token, cache):
+    """One decode step on one device's shards, inside shard_map; comments give local
+    shapes (n devices = hs along "heads" x bs along "batch").
+
+    Defined in chapter 7, *Sharding prefill and generation*.
+    """
+    B, bs = token.shape[0], lax.axis_size("batch")
+    b_local, S = B // bs, cache.k.shape[2]
+    first = lax.axis_index("batch") * b_local  # this device's first sequence
+    mine = lax.dynamic_slice_in_dim(cache.positions, first, b_local)  # [B/bs]
+    slots = jnp.broadcast_to(jnp.arange(S), (b_local, S))
     rows = jnp.arange(b_local)
     k_cache, v_cache = cache.k, cache.v  # [L, B/bs, S, K/hs, H]
     x = params.embed[token][:, None, :]  # [B, 1, D], the same on every device
-    for i in range(config.n_layers):
+    window = params.config.sliding_window
+    for i in range(params.config.n_layers):
         p = params.layer(i)
-        q, k, v = tiny.qkv(p, x, cache.positions[:, None])  # q [B, 1, N/n, H]; k, v [B, 1, K/hs, H]
-        if split_batch:  # all-to-all 1: queries from head sharding to (KV head x batch) sharding
-            q = lax.all_to_all(q, _BATCH, 0, 2, tiled=True)  # [B/bs, 1, N/hs, H]
+        q, k, v = qkv(p, x, cache.positions[:, None])  # q [B,1,N/n,H], k [B,1,K/hs,H]
+        if bs > 1:  # all-to-all 1: queries from head- to (KV head x batch)-sharding
+            q = lax.all_to_all(q, "batch", 0, 2, tiled=True)  # [B/bs, 1, N/hs, H]
             k = lax.dynamic_slice_in_dim(k, first, b_local)
             v = lax.dynamic_slice_in_dim(v, first, b_local)
-        k_cache = k_cache.at[i, rows, my_positions].set(k[:, 0])
-        v_cache = v_cache.at[i, rows, my_positions].set(v[:, 0])
-        attn = tiny.attention(q, k_cache[i], v_cache[i], my_positions[:, None], slots, config.sliding_window)
-        if split_batch:  # all-to-all 2: outputs back to head sharding
-            attn = lax.all_to_all(attn, _BATCH, 2, 0, tiled=True)  # [B, 1, N/n, H]
-        x = x + lax.psum(tiny.attention_out(p, attn), (_HEADS, _BATCH))  # all-reduce 1: [B, 1, D]
-        x = x + lax.psum(tiny.mlp(p, x), (_HEADS, _BATCH))  # all-reduce 2: the F/n partial sums of W_down, [B, 1, D]
-    return tiny.unembed(params, x)[:, 0], tiny.KVCache(k_cache, v_cache, cache.positions + 1)
+        k_cache = k_cache.at[i, rows, mine].set(k[:, 0])
+        v_cache = v_cache.at[i, rows, mine].set(v[:, 0])
+        attn = attention(q, k_cache[i], v_cache[i], mine[:, None], slots, window)
+        if bs > 1:  # all-to-all 2: the outputs back to head sharding, [B, 1, N/n, H]
+            attn = lax.all_to_all(attn, "batch", 2, 0, tiled=True)
+        x = x + lax.psum(attention_out(p, attn), ("heads", "batch"))  # all-reduce 1
+        x = x + lax.psum(
+            mlp(p, x), ("heads", "batch")
+        )  # all-reduce 2: F/n partial sums
+    return unembed(params, x)[:, 0], KVCache(k_cache, v_cache, cache.positions + 1)
+
+
+def megatron_step(mesh, param_specs, cache_specs):
+    """The Megatron decode step: `megatron_body` run by shard_map on every device of
+    `mesh`, each argument split as its PartitionSpecs say, and jitted.
+
+    Defined in chapter 7, *Sharding prefill and generation*.
+    """
+    step = jax.shard_map(
+        megatron_body,
+        mesh=mesh,
+        in_specs=(param_specs, P(), cache_specs),
+        out_specs=(P(), cache_specs),
+    )
+    return jax.jit(step)
 
 
 def megatron_decode(config, batch: int, mesh) -> ShardedDecode:
@@ -189,97 +250,134 @@ def megatron_decode(config, batch: int, mesh) -> ShardedDecode:
 
     Defined in chapter 7, *Sharding prefill and generation*.
     """
-    group, kv, param_specs, cache_specs = _megatron_layout(config, batch, mesh)
-    body = jax.shard_map(lambda params, token, cache: _megatron_body(params, token, cache, kv=kv), mesh=group,
-                         in_specs=(param_specs, P(), cache_specs), out_specs=(P(), cache_specs), check_vma=True)
-    return ShardedDecode("megatron", group, kv, param_specs, cache_specs, P(), CheckedStep(jax.jit(body)))
+    group, kv = megatron_kv(config, batch, mesh)
+    param_specs, cache_specs = megatron_specs(config)
+    step = CheckedStep(megatron_step(group, param_specs, cache_specs))
+    return ShardedDecode("megatron", group, kv, param_specs, cache_specs, P(), step)
 
 
-def auto_decode(config, batch: int, mesh) -> ShardedDecode:
-    """The Megatron layout as `NamedSharding`s on the weights and cache, and the unsharded `model.decode_step` under
-    `jit`: XLA's partitioner (GSPMD) chooses and inserts the collectives.
+def auto_step(mesh, param_specs, cache_specs):
+    """The unsharded decode step (`model.cached_step`) given to jit with the layout as
+    NamedShardings: XLA's partitioner chooses and inserts the collectives itself.
 
     Defined in chapter 7, *Sharding prefill and generation*.
     """
-    group, kv, param_specs, cache_specs = _megatron_layout(config, batch, mesh)
-    replicated = NamedSharding(group, P())
-    shard = lambda specs: jax.tree.map(lambda s: NamedSharding(group, s), specs, is_leaf=lambda x: isinstance(x, P))
-    step = jax.jit(tiny.decode_step, in_shardings=(shard(param_specs), replicated, shard(cache_specs)),
-                   out_shardings=(replicated, shard(cache_specs)))
-    return ShardedDecode("auto", group, kv, param_specs, cache_specs, P(), CheckedStep(step))
+    everywhere = NamedSharding(mesh, P())  # tokens and logits: on every device
+    return jax.jit(
+        cached_step,
+        in_shardings=(named(mesh, param_specs), everywhere, named(mesh, cache_specs)),
+        out_shardings=(everywhere, named(mesh, cache_specs)),
+    )
+
+
+def auto_decode(config, batch: int, mesh) -> ShardedDecode:
+    """The Megatron layout as `NamedSharding`s on the weights and cache, and the unsharded `model.cached_step` under
+    `jit`: XLA's partitioner (GSPMD) chooses and inserts the collectives."""
+    group, kv = megatron_kv(config, batch, mesh)
+    param_specs, cache_specs = megatron_specs(config)
+    step = CheckedStep(auto_step(group, param_specs, cache_specs))
+    return ShardedDecode("auto", group, kv, param_specs, cache_specs, P(), step)
 
 
 # ---------------------------------------------------------------------------------------------- FSDP, for contrast
-def _fsdp_dim(name, shape, n):
-    """The dimension FSDP splits: the largest one (not the layer axis of stacked weights) that n divides."""
-    start = 0 if name in ("embed", "final_norm", "unembed") else 1
-    fits = [d for d in range(start, len(shape)) if shape[d] % n == 0]
-    if not fits:
-        raise ValueError(f"FSDP: no dimension of {name} {list(shape)} splits {n} ways; use a mesh whose size "
-                         f"divides one of {list(shape[start:])}")
-    return max(fits, key=lambda d: shape[d])
+def fsdp_dim(shape, n, stacked=True):
+    """The dimension FSDP splits a weight of this shape along: its largest one that n
+    divides, never the layer axis of a weight stacked over layers; None if none does.
+
+    Defined in chapter 7, *Sharding prefill and generation*.
+    """
+    fits = [d for d in range(int(stacked), len(shape)) if shape[d] % n == 0]
+    return max(fits, key=lambda d: shape[d]) if fits else None
 
 
-def _fsdp_shapes(config):
-    c = config
-    L, D, F, N, K, H, V = c.n_layers, c.d_model, c.d_ff, c.n_heads, c.n_kv_heads, c.head_dim, c.vocab_size
-    shapes = dict(embed=(V, D), attn_norm=(L, D), wq=(L, D, N, H), wk=(L, D, K, H), wv=(L, D, K, H), wo=(L, N, H, D),
-                  mlp_norm=(L, D), w_gate=(L, D, F), w_up=(L, D, F), w_down=(L, F, D), final_norm=(D,))
-    if not c.tied_embeddings:
-        shapes["unembed"] = (D, V)
-    return shapes
+def fsdp_specs(config, n):
+    """FSDP on a one-axis mesh "all" of n devices: every weight split n ways along the
+    dimension `fsdp_dim` picks, the batch and the KV cache split n ways by sequence.
+    Returns the PartitionSpecs of the weights (a Params) and of the cache (a KVCache).
+
+    Defined in chapter 7, *Sharding prefill and generation*.
+    """
+    specs = {}
+    for name, shape in weight_shapes(config).items():
+        stacked = name not in ("embed", "unembed", "final_norm")
+        dim = fsdp_dim(shape, n, stacked)
+        specs[name] = P(*["all" if d == dim else None for d in range(len(shape))])
+    kv = P(None, "all")  # [L, B, S, K, H]: B/n sequences per device
+    return param_tree(config, **specs), KVCache(kv, kv, P("all"))
 
 
-def _fsdp_body(params, token, cache, *, dims):
-    """Each device holds 1/n of every weight and B/n sequences; every weight is all-gathered when it is needed."""
-    config = params.config
+def fsdp_body(params, token, cache, *, specs):
+    """One FSDP decode step on one device, inside shard_map: it holds 1/n of every
+    weight and B/n sequences, and all-gathers each weight when it is needed.
 
-    def gather(name, w, stacked=True):  # a layer's slice has lost the leading L axis
-        return lax.all_gather(w, _ALL, axis=dims[name] - int(stacked), tiled=True)
+    Defined in chapter 7, *Sharding prefill and generation*.
+    """
+
+    def whole(w, spec, stacked=False):  # gather w along the axis its spec splits
+        split = [d - stacked for d, axis in enumerate(spec) if axis == "all"]
+        return lax.all_gather(w, "all", axis=split[0], tiled=True) if split else w
 
     b_local, S = token.shape[0], cache.k.shape[2]
     slots = jnp.broadcast_to(jnp.arange(S), (b_local, S))
-    rows = jnp.arange(b_local)
-    pos = cache.positions[:, None]
-    embed = gather("embed", params.embed, stacked=False)
+    rows, pos = jnp.arange(b_local), cache.positions[:, None]
+    window = params.config.sliding_window
+    embed = whole(params.embed, specs.embed)
     x = embed[token][:, None, :]  # [B/n, 1, D]
     k_cache, v_cache = cache.k, cache.v  # [L, B/n, S, K, H]
-    for i in range(config.n_layers):
-        p = {name: gather(name, w) for name, w in params.layer(i).items()}
-        q, k, v = tiny.qkv(p, x, pos)
+    for i in range(params.config.n_layers):
+        layer = params.layer(i).items()
+        p = {name: whole(w, getattr(specs, name), stacked=True) for name, w in layer}
+        q, k, v = qkv(p, x, pos)
         k_cache = k_cache.at[i, rows, cache.positions].set(k[:, 0])
         v_cache = v_cache.at[i, rows, cache.positions].set(v[:, 0])
-        attn = tiny.attention(q, k_cache[i], v_cache[i], pos, slots, config.sliding_window)
-        x = x + tiny.attention_out(p, attn)
-        x = x + tiny.mlp(p, x)
-    unembed = embed.T if params.unembed is None else gather("unembed", params.unembed, stacked=False)
-    h = tiny.rms_norm(x, gather("final_norm", params.final_norm, stacked=False))
-    return (h @ unembed).astype(jnp.float32)[:, 0], tiny.KVCache(k_cache, v_cache, cache.positions + 1)
+        attn = attention(q, k_cache[i], v_cache[i], pos, slots, window)
+        x = x + attention_out(p, attn)
+        x = x + mlp(p, x)
+    if (
+        params.unembed is None
+    ):  # tied: the output projection is the embedding's transpose
+        out = embed.T
+    else:
+        out = whole(params.unembed, specs.unembed)
+    h = model.rms_norm(x, whole(params.final_norm, specs.final_norm))
+    logits = (h @ out).astype(jnp.float32)[:, 0]
+    return logits, KVCache(k_cache, v_cache, cache.positions + 1)
+
+
+def fsdp_step(mesh, param_specs, cache_specs):
+    """The FSDP decode step: `fsdp_body` run by shard_map on the one-axis `mesh`,
+    jitted; tokens and logits are split by sequence like the cache.
+
+    Defined in chapter 7, *Sharding prefill and generation*.
+    """
+    body = functools.partial(fsdp_body, specs=param_specs)
+    step = jax.shard_map(
+        body,
+        mesh=mesh,
+        in_specs=(param_specs, P("all"), cache_specs),
+        out_specs=(P("all"), cache_specs),
+    )
+    return jax.jit(step)
 
 
 def fsdp_decode(config, batch: int, mesh) -> ShardedDecode:
     """FSDP-sharded decode: every weight split n ways (and gathered back every step), batch and KV cache split n ways.
 
     The all-gathers move all P_bytes of weights over ICI each step (`sharding.fsdp_decode_cost`); the Scaling Book
-    (ch. 7) rules this out for decode. ValueError when the batch or some weight does not split n ways.
-
-    Defined in chapter 7, *Sharding prefill and generation*.
-    """
+    (ch. 7) rules this out for decode. ValueError when the batch or some weight does not split n ways."""
     _check_config(config)
     mesh = as_mesh(mesh)
     _require_divides(mesh, "batch", batch)
-    flat = _regroup(mesh, (mesh.size,), (_ALL,))
-    dims = {name: _fsdp_dim(name, shape, mesh.size) for name, shape in _fsdp_shapes(config).items()}
-    specs = {name: P(*[_ALL if d == dim else None for d in range(len(_fsdp_shapes(config)[name]))])
-             for name, dim in dims.items()}
-    param_specs = _param_tree(config, **specs)
-    cache_specs = tiny.KVCache(P(None, _ALL), P(None, _ALL), P(_ALL))
-    body = jax.shard_map(lambda params, token, cache: _fsdp_body(params, token, cache, dims=dims), mesh=flat,
-                         in_specs=(param_specs, P(_ALL), cache_specs), out_specs=(P(_ALL), cache_specs),
-                         check_vma=True)
-    step = CheckedStep(jax.jit(body))
+    for name, shape in weight_shapes(config).items():
+        stacked = name not in ("embed", "unembed", "final_norm")
+        if fsdp_dim(shape, mesh.size, stacked) is None:
+            raise ValueError(f"FSDP: no dimension of {name} {list(shape)} splits {mesh.size} ways; use a mesh whose "
+                             f"size divides one of {list(shape[int(stacked):])}")
+    flat = regroup(mesh, (mesh.size,), ("all",))
+    param_specs, cache_specs = fsdp_specs(config, mesh.size)
+    step = CheckedStep(fsdp_step(flat, param_specs, cache_specs))
     kv = KvSharding(head_shards=1, batch_shards=mesh.size)
-    return ShardedDecode("fsdp", flat, kv, param_specs, cache_specs, P(_ALL), step)
+    return ShardedDecode("fsdp", flat, kv, param_specs, cache_specs, P("all"), step)
 
 
 # ------------------------------------------------------------------------------------------ sequence-parallel prefill
@@ -296,35 +394,59 @@ class ShardedPrefill:
 
     def prefill(self, params, tokens, cache_len=None):
         """Like `model.prefill` (full-length prompts): (logits [B, T, V], a KVCache of cache_len slots)."""
-        tokens = tiny.check_tokens(params, tokens)  # ids outside the vocabulary would be clamped by the gather
+        tokens = model.check_tokens(params, tokens)  # ids outside the vocabulary would be clamped by the gather
         B, T = tokens.shape
         cache_len = T if cache_len is None else cache_len
         if isinstance(cache_len, bool) or not isinstance(cache_len, (int, np.integer)) or cache_len < T:
             raise ValueError(f"cache_len={cache_len} is shorter than the prompt (T={T}); pass cache_len >= T")
         logits, ks, vs = self.run(params, tokens)
         pad = ((0, 0), (0, 0), (0, cache_len - T), (0, 0), (0, 0))
-        return logits, tiny.KVCache(jnp.pad(ks, pad), jnp.pad(vs, pad), jnp.full((B,), T, jnp.int32))
+        return logits, model.KVCache(jnp.pad(ks, pad), jnp.pad(vs, pad), jnp.full((B,), T, jnp.int32))
 
 
-def _sequence_body(params, tokens):
-    config = params.config
+def sequence_body(params, tokens):
+    """Prefill on one device's T/n prompt positions, inside shard_map: every layer runs
+    on those positions alone, except attention, which all-gathers every position's keys
+    and values (each query needs all the keys before it).
+
+    Defined in chapter 7, *Sharding prefill and generation*.
+    """
     B, t_local = tokens.shape
-    T = t_local * lax.axis_size(_ALL)
-    positions = jnp.broadcast_to(lax.axis_index(_ALL) * t_local + jnp.arange(t_local), (B, t_local))
-    all_positions = jnp.broadcast_to(jnp.arange(T), (B, T))
+    T = t_local * lax.axis_size("all")
+    mine = lax.axis_index("all") * t_local + jnp.arange(t_local)
+    positions = jnp.broadcast_to(mine, (B, t_local))
+    every = jnp.broadcast_to(jnp.arange(T), (B, T))
     x = params.embed[tokens]  # [B, T/n, D]
+    window = params.config.sliding_window
     ks, vs = [], []
-    for i in range(config.n_layers):
+    for i in range(params.config.n_layers):
         p = params.layer(i)
-        q, k, v = tiny.qkv(p, x, positions)  # this device's T/n positions
-        k_all = lax.all_gather(k, _ALL, axis=1, tiled=True)  # every query needs every earlier key: [B, T, K, H]
-        v_all = lax.all_gather(v, _ALL, axis=1, tiled=True)
-        attn = tiny.attention(q, k_all, v_all, positions, all_positions, config.sliding_window)
-        x = x + tiny.attention_out(p, attn)
-        x = x + tiny.mlp(p, x)
+        q, k, v = qkv(p, x, positions)  # this device's T/n positions
+        k_all = lax.all_gather(k, "all", axis=1, tiled=True)  # [B, T, K, H]
+        v_all = lax.all_gather(v, "all", axis=1, tiled=True)
+        attn = attention(q, k_all, v_all, positions, every, window)
+        x = x + attention_out(p, attn)
+        x = x + mlp(p, x)
         ks.append(k)
         vs.append(v)
-    return tiny.unembed(params, x), jnp.stack(ks), jnp.stack(vs)
+    return unembed(params, x), jnp.stack(ks), jnp.stack(vs)
+
+
+def sequence_step(mesh, config):
+    """Sequence-parallel prefill: `sequence_body` run by shard_map on the one-axis
+    `mesh` ("all"), the weights replicated; returns logits and k, v, split along T.
+
+    Defined in chapter 7, *Sharding prefill and generation*.
+    """
+    along_t = P(None, "all")  # tokens and logits [B, T, ...]
+    per_layer = P(None, None, "all")  # k, v [L, B, T, K, H]
+    step = jax.shard_map(
+        sequence_body,
+        mesh=mesh,
+        in_specs=(param_tree(config), along_t),
+        out_specs=(along_t, per_layer, per_layer),
+    )
+    return jax.jit(step)
 
 
 def sequence_parallel_prefill(config, mesh, prompt_len: int) -> ShardedPrefill:
@@ -338,11 +460,8 @@ def sequence_parallel_prefill(config, mesh, prompt_len: int) -> ShardedPrefill:
     _check_config(config)
     mesh = as_mesh(mesh)
     _require_divides(mesh, "prompt_len", prompt_len)
-    flat = _regroup(mesh, (mesh.size,), (_ALL,))
-    seq = P(None, None, _ALL)
-    run = jax.shard_map(_sequence_body, mesh=flat, in_specs=(_param_tree(config), P(None, _ALL)),
-                        out_specs=(P(None, _ALL), seq, seq), check_vma=True)
-    return ShardedPrefill(flat, jax.jit(run))
+    flat = regroup(mesh, (mesh.size,), ("all",))
+    return ShardedPrefill(flat, sequence_step(flat, config))
 
 
 # ---------------------------------------------------------------------------------------------- generation
@@ -354,18 +473,18 @@ def generate(decode: ShardedDecode, params, prompt, n_tokens: int, prefill: Shar
     """
     if isinstance(n_tokens, bool) or not isinstance(n_tokens, (int, np.integer)) or n_tokens < 1:
         raise ValueError(f"n_tokens must be a positive integer, got {n_tokens!r}")
-    prompt = tiny.check_tokens(params, prompt)
+    prompt = model.check_tokens(params, prompt)
     cache_len = prompt.shape[1] + n_tokens
     if prefill is None:
-        logits, cache = tiny.prefill(params, prompt, cache_len=cache_len)
+        logits, cache = model.prefill(params, prompt, cache_len=cache_len)
     else:
         logits, cache = prefill.prefill(params, prompt, cache_len=cache_len)
-    placed, cache, _ = decode.place(params, cache)
+    placed, _, cache = decode.place(params, cache=cache)
     last = logits[:, -1]
     out = []
     for step in range(n_tokens):
         token = jnp.argmax(last, axis=-1).astype(jnp.int32)
         out.append(token)
         if step + 1 < n_tokens:
-            last, cache = decode.step(placed, decode.place(token=token)[2], cache)
+            last, cache = decode.step(placed, decode.place(token=token)[1], cache)
     return jnp.stack(out, axis=1)

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from scaling_lib.book.exercises import exercises
-from scaling_lib.book.exercises.index import (KINDS, kind_counts, scan_chapters, scan_notebook, toc_appendices,
+from scaling_lib.book.exercises.index import (EVERY_CHAPTER, KINDS, kind_counts, scan_chapters, scan_notebook, toc_appendices,
                                              toc_chapters)
 from tests import REPO
 
@@ -15,11 +15,11 @@ ROWS = scan_chapters(REPO / "chapters")
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
-def test_every_chapter_has_four_exercises_of_all_three_kinds(path):
+def test_every_chapter_has_four_exercises_of_the_three_common_kinds(path):
     rows = scan_notebook(path)
     assert len(rows) >= 4, f"{path.name}: {len(rows)} exercises"
     counts = kind_counts(rows)[path.stem]
-    missing = [kind for kind in KINDS if counts[kind] == 0]
+    missing = [kind for kind in EVERY_CHAPTER if counts[kind] == 0]
     assert not missing, f"{path.name} has no {', '.join(missing)} exercise ({counts})"
     assert counts.get("other", 0) == 0, f"{path.name}: exercises of unknown kind {[r.label for r in rows]}"
     assert all(row.label and row.question for row in rows)
@@ -91,7 +91,7 @@ def test_the_index_lists_the_worked_problems_too():
     rows = [row for stem in appendices for row in scan_notebook(REPO / "book" / f"{stem}.ipynb")]
     worked = {row.check_id for row in rows if row.check_id}
     assert worked == {eid for eid in exercises() if eid.startswith("wp.")}
-    assert len(rows) >= 13 and {row.kind for row in rows} == set(KINDS)
+    assert len(rows) >= 13 and set(EVERY_CHAPTER) <= {row.kind for row in rows} <= set(KINDS)
     source = (REPO / "book" / "exercises.ipynb").read_text(encoding="utf-8")
     assert "toc_appendices" in source and "scan_notebook" in source
 

@@ -21,7 +21,7 @@ GARBAGE = [float("nan"), float("inf"), -float("inf"), True, False, [1, 2], {"x":
            "1,5", "1,2 ms", "12 parsecs", "MS", object(), 3 + 4j, "", "   ", "--3", "1.2.3", "e5", ".", ","]
 
 # Another spelling of each unit the book asks in, with the factor from the asked unit: "one other unit".
-_OTHER_UNIT = {"ms": ("s", 1e-3), "s": ("ms", 1e3), "kB": ("MB", 1e-3), "MB": ("GB", 1e-3), "GB": ("MB", 1e3),
+_OTHER_UNIT = {"ms": ("s", 1e-3), "s": ("ms", 1e3), "B": ("kB", 1e-3), "kB": ("MB", 1e-3), "MB": ("GB", 1e-3), "GB": ("MB", 1e3),
                "TB/s": ("GB/s", 1e3), "TFLOP": ("GFLOP", 1e3), "FLOPs/B": ("FLOP/byte", 1.0),
                "tokens": ("k tokens", 1e-3), "tok/s": ("k tok/s", 1e-3), "tokens/s": ("k tokens/s", 1e-3),
                "%": ("%", 1.0), "x": ("X", 1.0),

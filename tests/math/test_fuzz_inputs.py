@@ -88,6 +88,7 @@ GOOD = {
     "row": st.sampled_from(pope_rows()), "points": st.sampled_from([POINTS, POINTS[:1], (), list(POINTS)]),
     "chat": st.sampled_from([CHAT]), "tiers": st.sampled_from([TIERS, CacheTiers(0, 0, 1e9)]),
     "algorithm": st.sampled_from(scaling_lib.collectives.SWITCH_ALGORITHMS),
+    "weights": st.sampled_from([(), ("embed",), "embed", ["wq", "w_up"], frozenset({"final_norm"})]),
 }
 _NUMBERISH = ["8", "0.4", True, None, [1], NAN]
 BAD = {
@@ -105,6 +106,7 @@ BAD = {
     "row": [None, 3, "palm-540b", ("palm-540b", "low latency", "decode")],
     "points": [None, 3, "abc", [1], [None], [NAN], [POPE]],
     "chat": [None, 3, "abc", WORKLOAD], "tiers": [None, 3, (1e9, 1e9, 1e9)],
+    "weights": [None, 3, "nope", ("embed", 3), [None], {"embed": 1}],
 }
 BAD.update(small=BAD["count"], small0=BAD["count0"], moe=BAD["model"] + ["llama3-8b"],
            axes=[m for m in BAD["mesh"] if m != (2, 2, 2, 2)])  # any number of axes (a layout takes 1 to 3)
@@ -455,6 +457,10 @@ SPECS = {
                                             context_len="real0", activation_dtype="dtype", kv_dtype="dtype"),
     "sharding.fsdp_decode_cost": spec(dict(model=M, chip="tpu-v5e", n_chips=8), model="model", chip="chip",
                                       n_chips="count", weight_dtype="dtype"),
+    "sharding.weight_shapes": spec(dict(model=M), model="model"),
+    "sharding.fsdp_gather_bytes": spec(dict(model=M), model="model", dtype="dtype", replicated="weights"),
+    "models.tiny_transformer": spec({}, n_kv_heads="small", sliding_window="count?", n_heads="small",
+                                    n_layers="small", vocab_size="count"),
     "sharding.kv_cache_sharding": spec(dict(n_kv_heads=8, batch=32, n_shards=16), n_kv_heads="count",
                                        batch="count", n_shards="count"),
     "sharding.max_decode_model_parallelism": spec(dict(d_ff=16384, batch=32, beta_value=8), d_ff="real",

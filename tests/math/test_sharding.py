@@ -7,8 +7,8 @@ import pytest
 from scaling_lib.inference import decode_step_time
 from scaling_lib.collectives import collective_time
 from scaling_lib.memory import param_bytes
-from scaling_lib.sharding import (decode_hops_per_layer, decode_step_components, fsdp_decode_cost, kv_cache_sharding,
-                                  max_decode_model_parallelism, max_prefill_model_parallelism)
+from scaling_lib.sharding import (decode_hops_per_layer, decode_step_components, fsdp_decode_cost, fsdp_gather_bytes,
+                                  kv_cache_sharding, max_decode_model_parallelism, max_prefill_model_parallelism)
 
 
 def test_decode_step_components_price_the_matmuls_in_the_compute_dtype():
@@ -199,3 +199,18 @@ def test_two_chips_of_a_multiquery_model_pay_the_all_to_alls_of_their_batch_spli
     parts = decode_step_components("palm-540b", "tpu-v5e", 2, 8, 1024, check_capacity=False)
     assert parts.ici_latency_s == pytest.approx(118 * 6e-6, rel=1e-12)
     assert decode_hops_per_layer("palm-540b", 2, 8) == 6
+
+
+def test_fsdp_gathers_llama3_8b_whole_with_its_norm_gains():
+    # LLaMA-3-8B's checkpoint stores 8,030,261,248 numbers (Hugging Face's count for Meta-Llama-3-8B: the weights,
+    # untied embeddings and the 2 L D + D = 266,240 RMSNorm gains), two bytes each in bf16.
+    assert fsdp_gather_bytes("llama3-8b", "bf16") == 8_030_261_248 * 2
+    table = 128_256 * 4_096  # the input embedding, V x D
+    assert fsdp_gather_bytes("llama3-8b", "bf16", replicated="embed") == (8_030_261_248 - table) * 2
+
+
+@pytest.mark.parametrize("replicated, problem", [("router", "router"), (("embed", 3), "tuple of names"),
+                                                  (None, "tuple of names")])
+def test_fsdp_gather_bytes_refuses_names_the_model_does_not_store(replicated, problem):
+    with pytest.raises(ValueError, match=problem):
+        fsdp_gather_bytes("llama3-8b", "bf16", replicated=replicated)

@@ -73,7 +73,7 @@ def params8():
 def test_sharded_decode_on_a_full_cache_raises(params8, make):
     _, full = model.prefill(params8, np.tile(PROMPT, (4, 1)))  # B=8, cache_len = T: no room left
     decode = make(CONFIG8, 8, (2, 4))
-    placed, cache, token = decode.place(params8, full, np.zeros(8, np.int32))
+    placed, token, cache = decode.place(params8, np.zeros(8, np.int32), full)
     with pytest.raises(ValueError, match=r"the cache is full \(S=8 slots\)"):
         decode.step(placed, token, cache)
 
@@ -81,7 +81,7 @@ def test_sharded_decode_on_a_full_cache_raises(params8, make):
 def test_sharded_decode_refuses_a_cache_for_another_batch(params8):
     _, cache = model.prefill(params8, np.tile(PROMPT, (4, 1)), cache_len=T + 2)
     decode = sharded.megatron_decode(CONFIG8, 8, (8,))
-    placed, cache, _ = decode.place(params8, cache)
+    placed, _, cache = decode.place(params8, cache=cache)
     with pytest.raises(ValueError, match=r"token has 4 rows but the cache holds 8 sequences"):
         decode.step(placed, jnp.zeros(4, jnp.int32), cache)
 

@@ -6,16 +6,22 @@ the same executable that runs. Parameters are float32: XLA's CPU backend would t
 """
 
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from scaling_lib import sharding
 
 from scaling_lib.hardware import get_chip
 from scaling_lib.inference import decode_step_time
 from scaling_lib.memory import param_bytes
 from scaling_lib.models import get_model
-from scaling_lib.sharding import (beta, decode_step_components, fsdp_decode_cost, kv_cache_sharding,
+from scaling_lib.sharding import (beta, decode_step_components, fsdp_decode_cost, fsdp_gather_bytes, kv_cache_sharding,
                                   max_decode_model_parallelism)
 from scaling_lib.tiny import model
 from scaling_lib.tiny import sharding as sharded
@@ -43,9 +49,9 @@ def reference(params):
 
 def run_compiled(decode, params, reference):
     """Place and run once: (logits, collectives of the executable that ran; lowering again hits jit's cache)."""
-    placed = decode.place(params, jax.tree.map(jnp.copy, reference[0]), reference[1])
-    logits, _ = decode.step(placed[0], placed[2], placed[1])
-    hlo = decode.step.lower(placed[0], placed[2], placed[1]).compile().as_text()
+    placed = decode.place(params, reference[1], jax.tree.map(jnp.copy, reference[0]))
+    logits, _ = decode.step(*placed)
+    hlo = decode.step.lower(*placed).compile().as_text()
     return np.asarray(logits), parse_collectives(hlo, n_devices=len(jax.devices()))
 
 
@@ -85,7 +91,7 @@ def test_megatron_decode_on_1x2_mesh_equals_unsharded(megatron2, reference):
 def test_auto_sharded_decode_on_2x4_mesh_equals_unsharded(params, reference):
     decode = sharded.auto_decode(CONFIG, B, (2, 4))
     cache, token, expected = reference
-    placed, placed_cache, placed_token = decode.place(params, jax.tree.map(jnp.copy, cache), token)
+    placed, placed_token, placed_cache = decode.place(params, token, jax.tree.map(jnp.copy, cache))
     logits, new_cache = decode.step(placed, placed_token, placed_cache)
     np.testing.assert_allclose(np.asarray(logits), expected, atol=ATOL)
     assert new_cache.k.sharding.spec == decode.cache_specs.k  # the cache stays sharded by KV heads x batch
@@ -149,7 +155,28 @@ def test_s4_fsdp_decode_all_gathers_every_weight_byte_each_step(fsdp8):
     _, _, found = fsdp8
     gathered = sum(c.bytes for c in found if c.op == "all-gather")
     assert gathered == pytest.approx(param_bytes(CONFIG, "fp32"), rel=0.02)  # norm gains are the only extra
+    assert gathered == fsdp_gather_bytes(CONFIG, "fp32")  # exactly: weights and norm gains, whole on every device
     assert count(found, "all-reduce") == 0 and count(found, "all-to-all") == 0
+
+
+def test_the_closed_form_weight_inventory_is_the_arrays_the_model_stores(params):
+    stored = {name: tuple(getattr(params, name).shape) for name in sharding.weight_shapes(CONFIG)}
+    assert stored == sharding.weight_shapes(CONFIG)
+    assert params.unembed is not None and "unembed" in stored  # untied: the output projection is its own table
+
+
+def test_an_fsdp_layout_that_replicates_the_embedding_gathers_everything_else(params, reference):
+    specs, cache_specs = sharded.fsdp_specs(CONFIG, 8)
+    specs = dataclasses.replace(specs, embed=P())
+    mesh = sharded.as_mesh((8,), ("all",))
+    step = sharded.fsdp_step(mesh, specs, cache_specs)
+    shardings = (sharded.named(mesh, specs), NamedSharding(mesh, P("all")), sharded.named(mesh, cache_specs))
+    args = jax.device_put((params, reference[1], jax.tree.map(jnp.copy, reference[0])), shardings)
+    logits, _ = step(*args)
+    assert np.allclose(logits, reference[2], atol=ATOL)  # the same step, whatever is replicated
+    compiled = step.lower(*args).compile()
+    gathered = sum(c.bytes for c in parse_collectives(compiled.as_text(), n_devices=8) if c.op == "all-gather")
+    assert gathered == fsdp_gather_bytes(CONFIG, "fp32", replicated="embed")
 
 
 def test_s4_fsdp_decode_cost_counts_the_bytes_the_hlo_moves_and_is_an_order_of_magnitude_for_llama3_70b(fsdp8):

@@ -5,9 +5,9 @@ import math
 from ...collectives import latency_bound_bytes
 from ...hardware import get_chip
 from ...memory import param_bytes
-from ...models import get_model
-from ...sharding import (TORUS_SHAPES, beta, decode_hops_per_layer, fsdp_decode_cost, kv_cache_sharding,
-                         max_decode_model_parallelism)
+from ...models import get_model, tiny_transformer
+from ...sharding import (TORUS_SHAPES, beta, decode_hops_per_layer, fsdp_decode_cost, fsdp_gather_bytes,
+                         kv_cache_sharding, max_decode_model_parallelism)
 from .exercise import Choice, Exercise, Number, Slip
 
 
@@ -24,6 +24,20 @@ def _hop_crossing(chip: str = "tpu-v5e", hop_share: float = 1.0) -> int:
         if hops_s > param_bytes(m) / (n * c.hbm_bandwidth):
             return n
     raise ValueError("no torus of the chapter is large enough")
+
+
+TINY = tiny_transformer(n_heads=8, n_kv_heads=2)  # the chapter's tiny model: N = 8 query heads, K = 2
+TINY_BATCH, F32 = 8, 4  # its batch of 8 sequences, in float32
+
+
+def _all_to_all_bytes(n_devices: int, heads_split: bool = True) -> float:
+    """Bytes one all-to-all of the chapter's Megatron step delivers to a device on n devices: the queries (or the
+    attention outputs) of [B, N, H], float32, split n ways; 0 when n <= K leaves the batch whole."""
+    kv = kv_cache_sharding(TINY.n_kv_heads, TINY_BATCH, n_devices)
+    if kv.batch_shards == 1:
+        return 0
+    share = n_devices if heads_split else 1
+    return TINY_BATCH * TINY.n_heads * TINY.head_dim * F32 / share
 
 
 def _kv_13b():
@@ -108,6 +122,42 @@ EXERCISES = (
                      "each attention layer needs two: queries into the batch split, outputs back."),
             )),
         ),
+    ),
+    Exercise(
+        id="ch7.fsdp-replicated-embedding",
+        question="In the cell of *Decode: what is ruled out* that runs FSDP, keep the embedding table whole on every "
+                 "device: after `fsdp_specs(CONFIG, 8)` add `param_specs = dataclasses.replace(param_specs, "
+                 "embed=P())` (and `import dataclasses`). Before you run it: how many bytes do the all-gathers of one "
+                 "decode step deliver to each device now? The tiny model's weights and norm gains are float32.",
+        answer=Number("B", lambda: fsdp_gather_bytes(TINY, "fp32", replicated="embed"), integer=True, slips=(
+            Slip("the embedding still gathered", lambda: fsdp_gather_bytes(TINY, "fp32"),
+                 "a replicated array is already whole on every device: there is nothing to gather."),
+            Slip("the norm gains left out",
+                 lambda: param_bytes(TINY, "fp32") - TINY.vocab_size * TINY.d_model * F32,
+                 "the RMSNorm gains are split and gathered like the weights (2 L D + D of them)."),
+            Slip("the output projection replicated too",
+                 lambda: fsdp_gather_bytes(TINY, "fp32", replicated=("embed", "unembed")),
+                 "the embeddings are not tied here: the output projection is a table of its own, still split."),
+            Slip("one device's share", lambda: fsdp_gather_bytes(TINY, "fp32", replicated="embed") / 8,
+                 "an all-gather delivers the whole array to every device, not one block of it."),
+            Slip("bf16", lambda: fsdp_gather_bytes(TINY, "bf16", replicated="embed"),
+                 "the tiny model's weights are float32, 4 bytes each."),
+        )),
+    ),
+    Exercise(
+        id="ch7.megatron-4-devices-all-to-all",
+        question="Run the Megatron step of *The layout, in code and drawn* on 4 devices: where the cell builds "
+                 "`mesh`, write `sharded.as_mesh((2, 2), (\"heads\", \"batch\"))`, so that the $K = 2$ KV heads still "
+                 "split 2 ways and the batch of 8 now splits 2 ways. Before you run it: how many bytes does each "
+                 "all-to-all deliver to one device? The tiny model has $N = 8$ query heads of $H = 16$, in float32.",
+        answer=Number("B", lambda: _all_to_all_bytes(4), integer=True, slips=(
+            Slip("8 devices", lambda: _all_to_all_bytes(8),
+                 "the mesh now has 4 devices, so each one holds N/4 query heads' worth of the queries."),
+            Slip("the whole batch's queries", lambda: _all_to_all_bytes(4, heads_split=False),
+                 "an all-to-all gives each device its own slice, 1/n of the [B, N, H] queries."),
+            Slip("the all-reduce's payload", lambda: TINY_BATCH * TINY.d_model * F32,
+                 "that is the [B, D] sum of an all-reduce; the all-to-all moves queries, [B, N, H] split n ways."),
+        )),
     ),
     Exercise(
         id="ch7.explain-dp",

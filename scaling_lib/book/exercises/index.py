@@ -9,7 +9,7 @@ Each chapter writes its exercises as sphinx-exercise directives in markdown cell
     ```
 
 followed, for a checked exercise, by a code cell `check("ch4.kv-per-token-llama3-70b", None)`. The kind of an
-exercise is its italic prefix (*Recompute.*, *Explain.*, *Explore.*) when it has one, else "recompute" when a
+exercise is its italic prefix (*Recompute.*, *Predict.*, *Explain.*, *Explore.*) when it has one, else "recompute" when a
 `check("...")` cell follows it directly, else "other". Labels follow one scheme, `chN-ex-<slug>`, and a checked
 exercise's label is its check id with "-ex-" for the first dot (`label_for`).
 """
@@ -21,10 +21,11 @@ from pathlib import Path
 
 import yaml
 
-KINDS = ("recompute", "explain", "explore")
+KINDS = ("recompute", "predict", "explain", "explore")
+EVERY_CHAPTER = ("recompute", "explain", "explore")  # the kinds each chapter asks; "predict" where it runs code
 
 _OPEN = re.compile(r"^(?P<fence>`{3,}|:{3,})\{(?P<name>exercise|exercise-start)\}[^\n]*$")
-_PREFIX = re.compile(r"^\s*(\*{1,2}|_)(?P<kind>Recompute|Explain|Explore)\.?(\*{1,2}|_)\.?\s*", re.IGNORECASE)
+_PREFIX = re.compile(r"^\s*(\*{1,2}|_)(?P<kind>Recompute|Predict|Explain|Explore)\.?(\*{1,2}|_)\.?\s*", re.IGNORECASE)
 _CHECK = re.compile(r"""\bcheck\(\s*["'](?P<id>[^"']+)["']""")
 
 
@@ -35,7 +36,8 @@ class ExerciseRow:
     chapter: str  # notebook file stem, e.g. "04_memory"
     chapter_title: str  # the notebook's first "# " heading
     label: str  # the directive's :label:, the target of {ref}
-    kind: str  # "recompute", "explain", "explore" or "other"
+    kind: str  # "recompute", "predict" (change a visible cell, say what it will do, run it), "explain", "explore"
+    # or "other"
     question: str  # the whole exercise text, prefix removed, on one line
     check_id: str | None = None  # the exercises.check id of the cell after it, if any
 

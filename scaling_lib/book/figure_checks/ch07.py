@@ -4,6 +4,7 @@ import re
 
 from ...models import get_model
 from ...sharding import beta, decode_step_components, max_decode_model_parallelism
+from ...tiny.sharding import named
 from ...tiny.xla import device_blocks
 from .core import FigureDataError, close, figure_check, number, vline
 
@@ -26,11 +27,11 @@ def blocks_match(ax, blocks, shade_prefix=""):
 
 
 @figure_check(r"^Megatron decode on 8 devices: who holds which block")
-def _ch7_megatron_blocks(suptitle, axes, *, megatron, params, cache):
-    """The notebook's `megatron` (sharded.megatron_decode), its `params` and KV `cache` give the shapes."""
+def _ch7_megatron_blocks(suptitle, axes, *, mesh, specs, params, cache):
+    """The notebook's `mesh`, its Megatron `specs` (weights', cache's PartitionSpecs), `params` and KV `cache`."""
     for ax in axes:
         blocks_tile(ax)
-    params_sh, cache_sh = megatron.shardings(megatron.param_specs), megatron.shardings(megatron.cache_specs)
+    params_sh, cache_sh = (named(mesh, tree) for tree in specs)
     panels = ((params_sh.wq, params.wq.shape, (1, 2)), (params_sh.w_down, params.w_down.shape, (1, 2)),
               (cache_sh.k, cache.k.shape, (1, 3)))
     for ax, (sharding, shape, dims) in zip(axes, panels):

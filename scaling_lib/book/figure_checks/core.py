@@ -194,17 +194,27 @@ def _open_figures() -> list:
     return [plt.figure(number) for number in plt.get_fignums()]
 
 
+def checking() -> bool:
+    """Whether figures are checked when shown: only when SCALING_BOOK_FIGURES is set in the environment (the test
+    suite sets it to "strict", so nbval checks every figure of every notebook). A reader's session never sets it, so
+    a figure a reader draws, whatever its title and data, shows as it is."""
+    return bool(os.environ.get(STRICT_ENV, ""))
+
+
 def show_figure(**inputs):
-    """Check every open figure, its checks given these inputs, then show it (`matplotlib.pyplot.show`).
+    """Show the open figures (`matplotlib.pyplot.show`), first checking each, its checks given these inputs, when
+    `checking()`.
 
     A chapter shows a figure whose check needs the notebook's data with, e.g., `show_figure(results=results)`."""
-    check_figures(_open_figures(), inputs)
+    if checking():
+        check_figures(_open_figures(), inputs)
     return (_ORIGINAL_SHOW or plt.show)()
 
 
 def install():
     """Check every figure when it is shown (wraps `matplotlib.pyplot.show`; idempotent). A figure shown with plain
-    `plt.show()` is checked with no inputs, so a check that needs some raises, naming them."""
+    `plt.show()` is checked with no inputs, so a check that needs some raises, naming them. `notebook.setup()` calls
+    it only when `checking()`: under the tests, never in a reader's session."""
     global _ORIGINAL_SHOW
     if _ORIGINAL_SHOW is not None:
         return
