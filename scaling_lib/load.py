@@ -232,6 +232,25 @@ class Engine:
         tpot_p99 = _tpot_p99(tpot, [(1.0, tpot, self._prompt_noise(whole, decoding))])
         return self._point(throughput, ttft, ttft - chunks_s, tpot, decoding, ttft_p99, tpot_p99, clients=n)
 
+    def lockstep(self, clients: int) -> "LoadPoint":
+        """`clients` in a closed loop of fixed-length requests on an engine that prefills whole prompts, all those
+        waiting at once, with decoding paused (no chunked prefill): the clients stay in step. They arrive together,
+        their U prompts go through one prefill of U T_0 tokens, every first token comes at its end, and the U decode
+        T_gen - 1 steps together and end together, so they arrive together again:
+
+            TTFT = step(0, U T_0) for every client,  TPOT = step(U, 0),  lambda = U / (TTFT + (T_gen - 1) TPOT)
+
+        (Little's law), the p99s equal to the means. The chunked engine of `closed_loop` breaks the step: a prompt's
+        chunks share steps with the others' decodes, so its clients drift apart. At most `max_batch` clients (more
+        would split into waves). Used in chapter 9, *Serving engines*, to read a published sweep."""
+        n = positive_int("concurrency", clients)
+        if n > self.max_batch:
+            raise ValueError(f"concurrency={n} is more than the {self.max_batch} sequences the replica holds: the "
+                             "clients would split into waves; use closed_loop, or at most max_batch clients")
+        ttft, tpot = self.step(0, n * self.input_len), self.step(n, 0)
+        rate = n / (ttft + (self.output_len - 1) * tpot)
+        return self._point(rate, ttft, 0.0, tpot, rate * (self.output_len - 1) * tpot, clients=n)
+
     def closed_loops(self, clients: int, replicas: int) -> "LoadPoint":
         """`clients` over `replicas` copies of this engine, each a closed loop, as even as they divide (some get one
         more, some none): rates, tokens/s and requests in flight add up, means are weighted by the requests each

@@ -89,6 +89,7 @@ GOOD = {
     "chat": st.sampled_from([CHAT]), "tiers": st.sampled_from([TIERS, CacheTiers(0, 0, 1e9)]),
     "algorithm": st.sampled_from(scaling_lib.collectives.SWITCH_ALGORITHMS),
     "weights": st.sampled_from([(), ("embed",), "embed", ["wq", "w_up"], frozenset({"final_norm"})]),
+    "sweep_engine": st.sampled_from(["vllm", "SGLang", "tensorrt-llm"]),
 }
 _NUMBERISH = ["8", "0.4", True, None, [1], NAN]
 BAD = {
@@ -111,7 +112,7 @@ BAD = {
 BAD.update(small=BAD["count"], small0=BAD["count0"], moe=BAD["model"] + ["llama3-8b"],
            axes=[m for m in BAD["mesh"] if m != (2, 2, 2, 2)])  # any number of axes (a layout takes 1 to 3)
 GOOD["axes"] = GOOD["mesh"]
-for _choice in ("layout", "convention", "phase", "sharding", "op", "engine", "network", "placement", "metric",
+for _choice in ("sweep_engine", "layout", "convention", "phase", "sharding", "op", "engine", "network", "placement", "metric",
                 "routing", "algorithm"):
     BAD[_choice] = BAD["choice"]
 
@@ -171,6 +172,7 @@ SPECS = {
     "measurements.pope_row": spec(dict(model="palm-540b", scenario="low latency", phase="decode")),
     "measurements.pope_rows": spec({}),
     "measurements.trtllm_rows": spec({}),
+    "measurements.sweep_rows": spec({}, chip="chip?", engine="sweep_engine?"),
     "memory.kv_head_groups": spec(dict(model=M), model="model"),
     "memory.kv_replication": spec(dict(model=M, n_chips=16), model="model", n_chips="count",
                                   kv_placement="placement"),

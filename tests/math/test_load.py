@@ -8,6 +8,9 @@
   queue, the budget and every prompt's chunks played out request by request. The analytic queueing must agree with
   it within the tolerances stated per quantity, and the run itself obeys Little's law and saturates at lambda_sat.
 - Inequalities any answer must satisfy: p99 at or above the mean, the bound below the estimate, Little's law.
+- A published closed-loop sweep (dstack's DeepSeek-R1 runs, `measurements.sweep_rows`): no row beats the bound,
+  TPOT within 1.5x, and its TTFT grows the way clients kept in step predict (`Engine.lockstep`), not the way a
+  chunked engine's drifting clients do.
 """
 
 import math
@@ -17,6 +20,7 @@ import pytest
 
 from scaling_lib.estimate import Deployment, offline_estimate
 from scaling_lib.load import Engine, deployment_engine, load_estimate
+from scaling_lib.measurements import sweep_rows
 from scaling_lib.simulator import ServingConfig, simulate_closed_loop, simulate_open_loop
 
 LLAMA_8B = Deployment("llama3-8b", "h100", 1)
@@ -45,6 +49,17 @@ def test_a_linear_step_gives_the_hand_derived_saturation_rate_and_a_queue_that_g
     grows = engine.closed_loop(310).ttft_s - engine.closed_loop(300).ttft_s
     assert grows == pytest.approx(10 / 125.0, rel=1e-9)
     assert engine.closed_loop(300).request_rate == pytest.approx(125.0, rel=1e-9)
+
+
+def test_clients_kept_in_step_share_one_prefill_of_all_their_prompts_then_decode_together():
+    # step = 10 ms + 0.1 ms per sequence + 50 us per prompt token; 4 clients, 100 prompt and 11 output tokens. The
+    # 4 prompts go through one prefill of 400 tokens: TTFT = 10 + 20 = 30 ms for every client; then 10 decode steps
+    # at batch 4 of 10.4 ms: a cycle of 30 + 104 = 134 ms, so 4 / 0.134 = 29.85 requests/s and 328.4 tokens/s.
+    point = Engine(_linear(0.010, 1e-4, 5e-5), input_len=100, output_len=11, max_batch=8).lockstep(4)
+    assert (point.ttft_s, point.tpot_s) == (pytest.approx(0.030, rel=1e-12), pytest.approx(0.0104, rel=1e-12))
+    assert point.request_rate == pytest.approx(4 / 0.134, rel=1e-12)
+    assert point.output_tokens_per_s == pytest.approx(11 * 4 / 0.134, rel=1e-12)
+    assert (point.ttft_p99_s, point.tpot_p99_s, point.requests_in_flight) == (point.ttft_s, point.tpot_s, 4)
 
 
 @pytest.mark.parametrize("deployment, input_len, output_len", [
@@ -174,6 +189,7 @@ BAD_INPUTS = [
     (lambda: Engine(0.01, 100, 20, 8), "step_s must be a function"),
     (lambda: simulate_open_loop(ServingConfig("llama3-8b", "h100", 1, 4, 4096), 1.0, 10), "load.Engine"),
     (lambda: simulate_closed_loop(Engine(_linear(0.01, 0, 0), 100, 20, 8), 30, 10), "concurrency"),
+    (lambda: Engine(_linear(0.01, 0, 0), 100, 20, 8).lockstep(9), "split into waves"),
 ]
 
 
@@ -196,3 +212,31 @@ def test_the_load_in_words_states_each_quantity_it_holds():
                          "queue_s", "bound"}
     assert set(data["bound"]) == {"ttft_s", "tpot_s", "output_tokens_per_s"}
     assert all(math.isfinite(value) for value in data["bound"].values())
+
+
+# ------------------------------------------------------------------------------------------- a published sweep
+def _sweep_deployment(row):
+    return Deployment(row.model, row.chip, row.n_chips, tensor_parallel=row.tensor_parallel, weight_dtype=row.weights,
+                      kv_dtype=row.kv_cache, compute_dtype="fp8")
+
+
+def test_no_published_sweep_point_beats_the_bound_at_its_load():
+    for row in sweep_rows():
+        bound = load_estimate(_sweep_deployment(row), row.input_len, row.output_len,
+                              concurrency=row.concurrency).bound
+        assert row.ttft_s >= bound.ttft_s and row.tpot_s >= bound.tpot_s, row.label
+        assert row.output_tokens_per_s <= bound.output_tokens_per_s, row.label
+
+
+def test_a_fixed_length_sweep_keeps_its_clients_in_step_and_its_tpot_within_one_and_a_half_times():
+    # vLLM on 8 H200 (no chunked prefill for DeepSeek's MLA then): measured TTFT over the lockstep prediction stays
+    # within 20% of one constant from 4 to 64 clients (the engine's prefill speed against the typical efficiency),
+    # while over the chunked model's drifting clients it grows more than tenfold; TPOT within 1.5x at every point
+    rows = sweep_rows("h200", "vllm")
+    engine = deployment_engine(_sweep_deployment(rows[0]), rows[0].input_len, rows[0].output_len)
+    upto_64 = [row for row in rows if row.concurrency <= 64]
+    in_step = [row.ttft_s / engine.lockstep(row.concurrency).ttft_s for row in upto_64]
+    drifting = [row.ttft_s / engine.closed_loop(row.concurrency).ttft_s for row in upto_64]
+    assert max(in_step) / min(in_step) < 1.2 and max(drifting) / min(drifting) > 10
+    for row in rows:
+        assert 1 / 1.5 < row.tpot_s / engine.closed_loop(row.concurrency).tpot_s < 1.5, row.label
