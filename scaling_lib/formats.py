@@ -31,10 +31,7 @@ PUBLISHED_WEIGHTS = {
 
 def matmul_dtype(chip, weight_dtype: str) -> str:
     """The format the matmuls run in for weights in `weight_dtype` on `chip`: the weights' own when it is one of
-    `NATIVE_MATMUL` and the chip has a native rate for it, else bf16 (module docstring).
-
-    Defined in the appendix *Apply the book to your model*.
-    """
+    `NATIVE_MATMUL` and the chip has a native rate for it, else bf16 (module docstring)."""
     chip = get_chip(chip)
     bytes_per_element(weight_dtype)
     if weight_dtype in NATIVE_MATMUL and weight_dtype in chip.compute_dtypes:
@@ -44,10 +41,7 @@ def matmul_dtype(chip, weight_dtype: str) -> str:
 
 def own_weight_dtype(model, config_dtype: str | None = None) -> str:
     """The precision `model` was published in: `config_dtype` (a config.json's quantization_config, when given),
-    else `PUBLISHED_WEIGHTS`, else bf16.
-
-    Defined in the appendix *Apply the book to your model*.
-    """
+    else `PUBLISHED_WEIGHTS`, else bf16."""
     if config_dtype is not None:
         bytes_per_element(config_dtype)
         return config_dtype
@@ -63,10 +57,7 @@ def searchable(chip, weight_dtype: str) -> bool:
 
 
 def quality_caveat(weight_dtype: str) -> str | None:
-    """One line for a weight format below 8 bits (int4, nvfp4, mxfp4), None for 8 bits and more.
-
-    Defined in the appendix *Apply the book to your model*.
-    """
+    """One line for a weight format below 8 bits (int4, nvfp4, mxfp4), None for 8 bits and more."""
     bits = bytes_per_element(weight_dtype) * 8
     if bits >= 8:
         return None

@@ -371,8 +371,7 @@ class SweepRow:
 def sweep_rows(chip: str | None = None, engine: str | None = None) -> tuple:
     """The published concurrency sweeps (dstack's DeepSeek-R1 study: 8 x H200 with vLLM, SGLang and TensorRT-LLM,
     8 x MI300X with vLLM and SGLang; prompts of 3,200 tokens, 800 out, 4 to 128 clients), in the file's order;
-    `chip` and `engine` (the engine's first word, case-insensitive, e.g. "vllm") select. Used in chapter 9,
-    *Serving engines*."""
+    `chip` and `engine` (the engine's first word, case-insensitive, e.g. "vllm") select."""
     rows = tuple(SweepRow(engine=r["engine"], chip=r["chip"], n_chips=int(r["n_chips"]),
                           tensor_parallel=int(r["tensor_parallel"]), model=r["model"], weights=r["weights"],
                           kv_cache=r["kv_cache"], input_len=int(r["input_len"]), output_len=int(r["output_len"]),

@@ -720,10 +720,7 @@ def simulate_closed_loop(engine, concurrency: int, n_requests: int) -> Simulatio
     moment its last one ends, until `n_requests` have been sent (as `simulate_open_loop` otherwise). Arrival times
     are those moments. The clients' first requests make 2, ..., O output tokens, spread evenly, so the clients start
     out of step as in a benchmark that has been running (identical requests sent at once would stay in lockstep);
-    leave the first `concurrency` requests out of a steady-state statistic. Deterministic.
-
-    Defined in chapter 9, *Serving engines*.
-    """
+    leave the first `concurrency` requests out of a steady-state statistic. Deterministic."""
     n = _engine_run(engine, n_requests)
     clients = at_most("concurrency", positive_int("concurrency", concurrency), n,
                       "each client sends at least one of the n_requests")

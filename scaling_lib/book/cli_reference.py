@@ -21,6 +21,7 @@ VALUE_KINDS = {
     "_price": "$ per chip-hour",
     "_prices": "$ per chip-hour, or chip=price pairs",
     "_seconds": "seconds",
+    "_rate": "requests per second",
     "_fraction": "share in (0, 1]",
     "_names": "comma-separated names",
 }
