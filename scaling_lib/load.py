@@ -269,28 +269,47 @@ class Engine:
 
     def max_request_rate(self, *, ttft=None, tpot=None, ttft_p99=None, tpot_p99=None) -> float:
         """The highest Poisson rate (requests/s) whose mean and p99 TTFT and TPOT meet the targets given (None: no
-        target): a bisection, since each grows with the rate. 0.0 when even a trickle misses one; the saturation
-        rate (a supremum) when no target binds below it."""
+        target), within a relative 1e-3. Each grows with the rate, so the rate is bracketed and the bracket narrowed
+        by false position (Illinois' rule) on log(worst latency / its target) against -log(1 - rate / lambda_sat),
+        in which the queue's divergence at saturation is about a straight line; a bisection step whenever that
+        fails to halve the bracket. 0.0 when even a trickle misses one; the saturation rate (a supremum) when no
+        target binds below it."""
         targets = [(name, float(positive(name, value))) for name, value in
                    (("ttft", ttft), ("tpot", tpot), ("ttft_p99", ttft_p99), ("tpot_p99", tpot_p99))
                    if value is not None]
         saturation = self.saturation_rate()
         percentiles = ttft_p99 is not None or tpot_p99 is not None
 
-        def meets(rate):
-            point = self.open_loop(rate, percentiles)
-            return all(getattr(point, f"{name}_s") <= value for name, value in targets)
+        def excess(x):  # above 0 where a target is missed, at rate lambda_sat (1 - e^-x)
+            point = self.open_loop(-saturation * math.expm1(-x), percentiles)
+            return math.log(max(getattr(point, f"{name}_s") / value for name, value in targets))
 
-        low, high = 0.0, saturation
-        if not targets or meets(saturation * (1 - _RATE_TOLERANCE)):
+        if not targets:
             return saturation
-        if not meets(saturation * 1e-9):
+        low, high = 1e-9, -math.log(_RATE_TOLERANCE)
+        f_high = excess(high)
+        if f_high <= 0:
+            return saturation
+        f_low = excess(low)
+        if f_low > 0:
             return 0.0
-        low = saturation * 1e-9
-        while high - low > _RATE_TOLERANCE * high:
-            middle = 0.5 * (low + high)
-            low, high = (middle, high) if meets(middle) else (low, middle)
-        return low
+        kept, halve = 0, False
+        while math.exp(-low) - math.exp(-high) > _RATE_TOLERANCE * -math.expm1(-high):
+            width = high - low
+            if halve:
+                middle = 0.5 * (low + high)
+            else:  # false position, kept off the ends
+                middle = (low * f_high - high * f_low) / (f_high - f_low)
+                middle = min(max(middle, low + 1e-3 * width), high - 1e-3 * width)
+            f_middle = excess(middle)
+            if f_middle <= 0:
+                low, f_low = middle, f_middle
+                f_high, kept = (f_high / 2 if kept == 1 else f_high), 1  # Illinois: the same end kept twice
+            else:
+                high, f_high = middle, f_middle
+                f_low, kept = (f_low / 2 if kept == -1 else f_low), -1
+            halve = high - low > 0.5 * width
+        return -saturation * math.expm1(-low)
 
     # ------------------------------------------------------------------------------------------- the parts
     def _occupancy(self, rate: float) -> tuple:

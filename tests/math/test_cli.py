@@ -175,7 +175,8 @@ ERRORS = [
     (ESTIMATE + ["--input-len", "100", "--output-len", "100", "--concurrency", "8", "--token-budget", "1"],
      "token_budget=1"),
     (EXAMPLE + ["--ttft-p99", "-1"], "argument --ttft-p99"),
-    (EXAMPLE + ["--request-rate", "1e6", "--tpot-p99", "1"], "request_rate=1e+06 requests/s is out of reach"),
+    (EXAMPLE + ["--max-chips", "4", "--request-rate", "1e6", "--tpot-p99", "1"],
+     "request_rate=1e+06 requests/s is out of reach"),
 ]
 
 

@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from ...load import deployment_engine, load_estimate
 from .core import close, figure_check, number
 
 
@@ -47,8 +48,6 @@ def _ch9_prefix(suptitle, axes, *, cached_runs):
 def _ch9_load_open(suptitle, axes, *, open_model, open_runs, warm, engine, server):
     """The load model's lines recomputed by `load.load_estimate` at the plotted shares of the saturation rate; the
     engine run's markers are the runs' steady-state mean and p99 (the first `warm` requests left out)."""
-    from ...load import load_estimate
-
     saturation = engine.saturation_rate()
     for ax, key, scale in ((axes[0], "ttft", 1.0), (axes[1], "tpot", 1e3)):
         shares = ax.line(r"^mean, load model$").x
@@ -66,8 +65,6 @@ def _ch9_load_open(suptitle, axes, *, open_model, open_runs, warm, engine, serve
 def _ch9_load_sweep(suptitle, axes, *, sweep, server):
     """The measured points are `measurements.sweep_rows`; the load model, its bound and the lockstep line are
     recomputed from the library at each plotted concurrency."""
-    from ...load import deployment_engine, load_estimate
-
     rows = {row.concurrency: row for row in sweep}
     users = sorted(rows)
     engine = deployment_engine(server, sweep[0].input_len, sweep[0].output_len)
