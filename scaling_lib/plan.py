@@ -184,7 +184,7 @@ class Plan:
                 ("time per output token (TPOT)", f"{b.tpot_s * 1e3:,.2f} ms"
                  + (f" mean, {b.tpot_p99_s * 1e3:,.2f} ms p99" if b.tpot_p99_s is not None else "")),
                 ("output tokens/s", f"{b.output_tokens_per_s:,.0f} (all replicas)"),
-                ("highest request rate", f"{b.max_request_rate:,.4g} requests/s meeting the targets (Poisson "
+                ("highest request rate", f"{b.max_request_rate:,.3g} requests/s meeting the targets (Poisson "
                                          "arrivals)" if b.max_request_rate is not None else "not computed"),
                 ("$ per million input tokens", f"{b.dollars_per_million_input_tokens:,.3f}"),
                 ("$ per million output tokens", f"{b.dollars_per_million_output_tokens:,.3f} (decode), "
@@ -195,7 +195,7 @@ class Plan:
         lines.append(f"\nfrontier (the cheapest for each TPOT; {self.evaluated:,} iterations priced):")
         lines.append(f"  {'TPOT ms':>9}  {'TTFT ms':>9}  {'$/M out':>9}  {'max req/s':>9}  deployment")
         for p in self.frontier:
-            rate = "" if p.max_request_rate is None else f"{p.max_request_rate:,.4g}"
+            rate = "" if p.max_request_rate is None else f"{p.max_request_rate:,.3g}"
             lines.append(f"  {p.tpot_s * 1e3:9.2f}  {p.ttft_s * 1e3:9.1f}  "
                          f"{p.dollars_per_million_output_tokens_all_in:9.3f}  {rate:>9}  {p.describe()}")
         caveats = dict.fromkeys(p.quality_caveat for p in (b, *self.frontier) if p.quality_caveat)

@@ -559,7 +559,7 @@ def test_the_printed_plan_states_the_workload_targets_best_deployment_and_prices
     for line, point in zip(points, result.frontier):
         tpot_ms, ttft_ms, dollars, rate, layout = line.split(maxsplit=4)
         assert float(dollars) == pytest.approx(point.dollars_per_million_output_tokens_all_in, abs=5e-4)
-        assert float(rate.replace(",", "")) == pytest.approx(point.max_request_rate, rel=5e-4)
+        assert float(rate.replace(",", "")) == pytest.approx(point.max_request_rate, rel=5e-3)  # three significant digits
         assert layout == point.describe()
 
 
