@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: book test venv clean lab refresh bench mutation test-portable probe generate
+.PHONY: book test venv clean lab refresh bench bench-accelerator mutation test-portable probe generate
 
 venv: $(STAMP)
 
@@ -72,6 +72,12 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_report.py
 	$(BIN)/python bench/bench_plan.py
 	$(BIN)/python bench/bench_cpu_roofline.py
+
+# The H200 measurements of scaling_lib/data/accelerator_measurements.csv, repeated on the GPU or TPU of this machine
+# (not part of `make bench` or `make test`; needs an accelerator): writes bench/results/accelerator-<date>.csv.
+bench-accelerator: $(STAMP)
+	@mkdir -p bench/results
+	SCALING_BOOK_DEVICES=accelerator $(BIN)/python bench/bench_accelerator.py --out bench/results/accelerator-$$(date +%F).csv
 
 # Mutation testing of the closed-form modules (not part of `make test`). Installs the dev extra (mutmut, hypothesis)
 # into .venv, generates every mutant of scaling_lib's top-level modules, runs the `-m "not tiny"` tests against a

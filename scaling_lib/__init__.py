@@ -6,7 +6,7 @@ Three layers, and imports flow one way (top-level <- tiny <- book):
   `units`, `measurements`), the core models (`roofline`, `flops`, `memory`, `inference`, `collectives`) and what is
   built on them (`sharding`, `hops`, `layouts`, `attention_sharding`, `context_limits`, `utilization`, `frontier`,
   `sequence_sharding`, `kv_levers`, `quantization`, `moe`, `speculative`, `serving`, `simulator`, `prefix_cache`,
-  `estimate`, `calibration`, `formats`, `load`, `plan`);
+  `efficiency`, `estimate`, `calibration`, `holdout`, `formats`, `load`, `plan`);
 - `scaling_lib.tiny` is JAX: each of its modules runs on the tiny model what its namesake above predicts
   (`tiny.sharding` runs `sharding`, `tiny.moe` runs `moe`, ...), plus `tiny.xla` (meshes, compiled costs,
   collectives) and `tiny.model` (the decoder itself);

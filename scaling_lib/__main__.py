@@ -19,8 +19,9 @@ import math
 import os
 import sys
 
-from ._validate import MAX_INT
-from .estimate import BOUND, TYPICAL, decode_step, report
+from ._validate import MAX_CHIPS, MAX_INT, MAX_PRICE_PER_CHIP_HOUR
+from .dtypes import bytes_per_element
+from .estimate import BOUND, PROFILES, decode_step, report
 from .formats import ALL_WEIGHT_DTYPES, matmul_dtype, own_weight_dtype, quality_caveat
 from .hardware import chip_names
 from .load import TOKEN_BUDGET, load_estimate
@@ -53,6 +54,15 @@ def _count(text: str) -> int:
     return value
 
 
+def _chips(text: str) -> int:
+    """--chips, --tensor-parallel, --max-chips: a count of chips, at most MAX_CHIPS (more than any machine has)."""
+    value = _count(text)
+    if value > MAX_CHIPS:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_CHIPS:,} chips, more than any machine has, got "
+                                         f"{text!r}")
+    return value
+
+
 def _positive(text: str, what: str) -> float:
     try:
         value = float(text)
@@ -64,8 +74,12 @@ def _positive(text: str, what: str) -> float:
 
 
 def _price(text: str) -> float:
-    """--price of estimate: dollars per chip-hour, a positive finite number."""
-    return _positive(text, "a price in $ per chip-hour such as 2.5")
+    """--price of estimate: dollars per chip-hour, a positive finite number up to MAX_PRICE_PER_CHIP_HOUR."""
+    value = _positive(text, "a price in $ per chip-hour such as 2.5")
+    if value > MAX_PRICE_PER_CHIP_HOUR:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_PRICE_PER_CHIP_HOUR:g} per chip-hour (the costs "
+                                         f"derived from more would overflow), got {text!r}")
+    return value
 
 
 def _seconds(text: str) -> float:
@@ -99,11 +113,30 @@ def _fraction(text: str) -> float:
     return value
 
 
-def _names(text: str) -> tuple:
+def _dtype(text: str) -> str:
+    """--weights, --kv, --compute of estimate: one number format (bf16, fp8, int4, ...)."""
+    try:
+        bytes_per_element(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return text
+
+
+def _dtypes(text: str) -> tuple:
+    """--weights, --kv of plan: number formats separated by commas."""
+    return tuple(_dtype(name) for name in _names(text, "bf16,fp8"))
+
+
+def _weight_formats(text: str) -> tuple:
+    """--weights of plan: number formats separated by commas, or all (`formats.ALL_WEIGHT_DTYPES`)."""
+    return ALL_WEIGHT_DTYPES if text.strip() == "all" else _dtypes(text)
+
+
+def _names(text: str, example: str = "h100,h200") -> tuple:
     """A comma-separated list of names: h100,h200,tpu-v5e."""
     names = tuple(name.strip() for name in text.split(","))
     if not all(names):
-        raise argparse.ArgumentTypeError(f"must be names separated by commas, such as h100,h200, got {text!r}")
+        raise argparse.ArgumentTypeError(f"must be names separated by commas, such as {example}, got {text!r}")
     return names
 
 
@@ -116,6 +149,8 @@ def _prices(text: str):
         chip, _, value = item.partition("=")
         if not chip.strip() or not value.strip():
             raise argparse.ArgumentTypeError(f"must be chip=price pairs such as h100=2.5,tpu-v5e=1.2, got {text!r}")
+        if chip.strip() in table:
+            raise argparse.ArgumentTypeError(f"prices {chip.strip()} twice; give each chip one price, got {text!r}")
         table[chip.strip()] = _price(value.strip())
     return table
 
@@ -125,6 +160,29 @@ def _model_options(command: argparse.ArgumentParser):
     which.add_argument("--model", help=f"a model name ({', '.join(model_names())}; spellings such as "
                                        "meta-llama/Llama-3.1-8B work)")
     which.add_argument("--config", help="a Hugging Face config.json of your own model")
+
+
+def _engine_option(command: argparse.ArgumentParser):
+    command.add_argument("--engine", choices=tuple(PROFILES), default="typical",
+                         help="whose efficiencies the typical estimate uses: typical (the broadest fit, every engine; "
+                              "default) or one engine's or hardware family's profile (chapter 11)")
+
+
+def _engine_words(profile, chip) -> dict:
+    """What the chosen profile is, for the JSON and the table: its name, the engine it describes, what it was fitted
+    on, its held-out spread on `chip`'s platform (measured / estimate, 10th-90th percentile) and its caveat."""
+    spread = profile.spread_on(chip)
+    return {"profile": profile.name, "describes": profile.engine, "fitted_on": profile.fitted_on,
+            "spread": list(spread) if spread else None, "caveat": profile.caveat(chip) or None}
+
+
+def _between(seconds: float, spread, scale: float, digits: int, unit: str) -> str:
+    """' (x-y unit for 4 in 5 held-out runs)': the time the held-out measurements bracket (a run that is faster than
+    the estimate takes less time: the range is seconds / (measured / estimate))."""
+    if not spread:
+        return ""
+    low, high = seconds / spread[1] * scale, seconds / spread[0] * scale
+    return f" ({low:,.{digits}f}-{high:,.{digits}f} {unit} for 4 in 5 held-out runs)"
 
 
 def parser() -> argparse.ArgumentParser:
@@ -137,8 +195,8 @@ def parser() -> argparse.ArgumentParser:
                                                "and, with a workload, scaling_lib.plan.price_deployment)")
     _model_options(estimate)
     estimate.add_argument("--chip", required=True, help=f"one of {', '.join(chip_names())} (or an alias)")
-    estimate.add_argument("--chips", type=_count, required=True, help="number of chips in all")
-    estimate.add_argument("--tensor-parallel", type=_count, default=None,
+    estimate.add_argument("--chips", type=_chips, required=True, help="number of chips in all")
+    estimate.add_argument("--tensor-parallel", type=_chips, default=None,
                           help="chips per copy of the model (default: all of --chips); the chips form "
                                "chips / tensor-parallel replicas")
     estimate.add_argument("--batch", type=_count, default=None,
@@ -151,17 +209,18 @@ def parser() -> argparse.ArgumentParser:
                                "million input and output tokens in continuous batching, prefill included)")
     estimate.add_argument("--output-len", type=_count, default=None, help="output tokens per request of a workload")
     _load_options(estimate, "with the workload, price it under a load:")
-    estimate.add_argument("--weights", default=None, help="weight dtype: bf16, fp8, int8, int4, nvfp4, mxfp4 "
-                                                          "(default: the model's own: the --config's "
-                                                          "quantization_config, a published fp8 checkpoint, else "
-                                                          "bf16)")
-    estimate.add_argument("--kv", default="bf16", help="KV-cache dtype (default bf16, whatever the weights)")
-    estimate.add_argument("--compute", default=None,
+    estimate.add_argument("--weights", type=_dtype, default=None,
+                          help="weight dtype: bf16, fp8, int8, int4, nvfp4, mxfp4 (default: the model's own: the "
+                               "--config's quantization_config, a published fp8 checkpoint, else bf16)")
+    estimate.add_argument("--kv", type=_dtype, default="bf16",
+                          help="KV-cache dtype (default bf16, whatever the weights)")
+    estimate.add_argument("--compute", type=_dtype, default=None,
                           help="matmul dtype (default: the weights' own where the chip computes it natively and it "
                                "is fp8, int8, nvfp4 or mxfp4, else bf16; plan follows the same rule)")
     estimate.add_argument("--memory-utilization", type=_fraction, default=None,
                           help="share of each chip's HBM the engine may use for weights and KV cache (default 0.9)")
     estimate.add_argument("--price", type=_price, default=None, help="your price in $ per chip-hour (none is built in)")
+    _engine_option(estimate)
     estimate.add_argument("--json", action="store_true", help="print JSON (SI units) instead of a table")
 
     planner = commands.add_parser("plan", help="the cheapest deployment meeting TTFT and TPOT targets",
@@ -170,7 +229,7 @@ def parser() -> argparse.ArgumentParser:
     _model_options(planner)
     planner.add_argument("--chip", type=_names, required=True, help="one chip or several, comma-separated "
                                                                      "(h100,h200,tpu-v5e)")
-    planner.add_argument("--max-chips", type=_count, required=True, help="the most chips the deployment may use")
+    planner.add_argument("--max-chips", type=_chips, required=True, help="the most chips the deployment may use")
     planner.add_argument("--input-len", type=_count, required=True, help="prompt tokens per request")
     planner.add_argument("--output-len", type=_count, required=True, help="output tokens per request (at least 2)")
     planner.add_argument("--ttft", type=_seconds, default=None, help="target time to first token, seconds")
@@ -183,14 +242,15 @@ def parser() -> argparse.ArgumentParser:
     _load_options(planner, "the load to serve with the fewest replicas meeting the targets:")
     planner.add_argument("--price", type=_prices, required=True,
                          help="$ per chip-hour: one number (2.5) or one per chip (h100=2.5,tpu-v5e=1.2)")
-    planner.add_argument("--weights", type=_names, default=None,
+    planner.add_argument("--weights", type=_weight_formats, default=None,
                          help=f"weight formats to try, comma-separated, or all ({','.join(ALL_WEIGHT_DTYPES)}); nvfp4 "
                               "and mxfp4 only on chips that compute them (default: the model's own precision: the "
                               "--config's quantization_config, a published fp8 checkpoint, else bf16)")
-    planner.add_argument("--kv", type=_names, default=KV_DTYPES,
+    planner.add_argument("--kv", type=_dtypes, default=KV_DTYPES,
                          help=f"KV-cache formats to try, comma-separated (default {','.join(KV_DTYPES)})")
     planner.add_argument("--efficiency", choices=("typical", "bound"), default="typical",
                          help="typical: the calibrated estimate (default); bound: every resource at peak")
+    _engine_option(planner)
     planner.add_argument("--json", action="store_true", help="print JSON (SI units) instead of a table")
     return parser
 
@@ -250,8 +310,9 @@ def _estimate(args, model, config) -> tuple:
     _fits_positions(config, args.context, "--context")
     if args.input_len is not None and args.output_len is not None:
         _fits_positions(config, args.input_len + args.output_len, "--input-len + --output-len")
-    weights = args.weights or own_weight_dtype(model, config.weight_dtype if config is not None else None)
-    compute = args.compute or matmul_dtype(args.chip, weights)
+    weights = args.weights if args.weights is not None else (  # --weights '' is refused, not read as the default
+        own_weight_dtype(model, config.weight_dtype if config is not None and config.weight_dtype else None))
+    compute = args.compute if args.compute is not None else matmul_dtype(args.chip, weights)
     tp = args.chips if args.tensor_parallel is None else args.tensor_parallel
     if args.chips % tp:
         raise ValueError(f"argument --tensor-parallel: {tp} does not divide --chips {args.chips}; the chips form "
@@ -266,11 +327,13 @@ def _estimate(args, model, config) -> tuple:
         raise ValueError("argument --concurrency/--request-rate: a load needs its requests; give --input-len and "
                          "--output-len too")
     engine = {} if args.memory_utilization is None else {"memory_utilization": args.memory_utilization}
+    profile = PROFILES[args.engine]
+    profile.for_chip(args.chip)  # a profile fitted on another platform says which ones cover this chip
     one = report(model, args.chip, tp, batch=None if args.batch is None else args.batch // replicas,
                  context_len=args.context, prompt_len=args.prompt, weight_dtype=weights, kv_dtype=args.kv,
-                 compute_dtype=compute, price_per_chip_hour=args.price, **engine)  # one replica
+                 compute_dtype=compute, price_per_chip_hour=args.price, efficiency=profile, **engine)  # one replica
     d = one.deployment
-    typical = decode_step(d, one.batch, args.context, TYPICAL)
+    typical = decode_step(d, one.batch, args.context, profile)
     bound = decode_step(d, one.batch, args.context, BOUND)
     limit, share = _limit(typical)
     split = _split(dataclasses.replace(d, n_chips=args.chips))
@@ -285,8 +348,10 @@ def _estimate(args, model, config) -> tuple:
             "tpot_typical_s": one.decode_step_typical_s, "ttft_typical_s": one.prefill_typical_s,
             "weight_quality_caveat": quality_caveat(d.weight_dtype),
             "decode_step_typical": _terms(typical), "decode_step_bound": _terms(bound),
-            "efficiency": {"typical": dataclasses.asdict(TYPICAL.for_chip(d.chip)),
-                           "bound": dataclasses.asdict(BOUND)}}
+            "efficiency": {"typical": dataclasses.asdict(profile.for_chip(d.chip)),
+                           "bound": dataclasses.asdict(BOUND)},
+            "engine": _engine_words(profile, d.chip)}
+    spread = profile.spread_on(d.chip)
     per_chip = one.weight_bytes / tp / 1e9
     rows = [("model", f"{d.model.name}: {data['parameters'] / 1e9:,.2f}B parameters "
                       f"({data['active_parameters'] / 1e9:,.2f}B active per token)"),
@@ -301,10 +366,15 @@ def _estimate(args, model, config) -> tuple:
             ("largest batch that fits", f"{data['max_batch']:,} sequences of {args.context:,} tokens (the engine's "
                                         f"{d.memory_utilization:.0%} of HBM, at most {d.max_sequences:,} per replica)"),
             ("batch", f"{data['batch']:,} ({one.batch:,} per replica)"),
+            ("engine profile", f"{profile.name}: {profile.engine}"
+                               + (f"; CAVEAT: {profile.caveat(d.chip)}" if profile.caveat(d.chip) else "")),
             ("decode step = time per output token (TPOT)",
-             f"{one.decode_step_typical_s * 1e3:,.2f} ms typical, {one.decode_step_bound_s * 1e3:,.2f} ms bound"),
+             f"{one.decode_step_typical_s * 1e3:,.2f} ms typical"
+             f"{_between(one.decode_step_typical_s, spread, 1e3, 2, 'ms')}, {one.decode_step_bound_s * 1e3:,.2f} ms "
+             "bound"),
             ("what limits the step", f"{limit} ({share:.0%} of the typical step)"),
-            ("time to first token (TTFT)", f"{one.prefill_typical_s * 1e3:,.1f} ms typical, "
+            ("time to first token (TTFT)", f"{one.prefill_typical_s * 1e3:,.1f} ms typical"
+                                           f"{_between(one.prefill_typical_s, spread, 1e3, 1, 'ms')}, "
                                            f"{one.prefill_bound_s * 1e3:,.1f} ms bound (one {one.prompt_len:,}-token "
                                            "prompt, nothing else running)"),
             ("output tokens/s", f"{data['tokens_per_s_typical']:,.0f} typical, {data['tokens_per_s_bound']:,.0f} "
@@ -317,7 +387,8 @@ def _estimate(args, model, config) -> tuple:
         workload = price_deployment(d.model, d.chip, args.chips, args.input_len, args.output_len,
                                     tensor_parallel=tp, batch=args.batch, weight_dtype=d.weight_dtype,
                                     kv_dtype=d.kv_dtype, compute_dtype=d.compute_dtype,
-                                    price_per_chip_hour=args.price, memory_utilization=d.memory_utilization)
+                                    price_per_chip_hour=args.price, memory_utilization=d.memory_utilization,
+                                    efficiency=profile)
         data["workload"] = {"input_len": args.input_len, "output_len": args.output_len, **workload.as_dict()}
         rows.append((f"workload of {args.input_len:,} + {args.output_len:,} tokens",
                      f"TTFT {workload.ttft_s * 1e3:,.1f} ms, TPOT {workload.tpot_s * 1e3:,.2f} ms, "
@@ -331,7 +402,8 @@ def _estimate(args, model, config) -> tuple:
         if args.concurrency is not None or args.request_rate is not None:
             whole = dataclasses.replace(d, n_chips=args.chips)
             loaded = load_estimate(whole, args.input_len, args.output_len, concurrency=args.concurrency,
-                                   request_rate=args.request_rate, token_budget=args.token_budget)
+                                   request_rate=args.request_rate, efficiency=profile,
+                                   token_budget=args.token_budget)
             data["load"] = loaded.as_dict()
             rows += loaded.rows()
     width = max(len(name) for name, _ in rows)
@@ -341,25 +413,53 @@ def _estimate(args, model, config) -> tuple:
 def _plan(args, model, config) -> tuple:
     """(JSON-ready dict, table) for `plan`."""
     _fits_positions(config, args.input_len + args.output_len, "--input-len + --output-len")
-    weights = args.weights or (own_weight_dtype(model, config.weight_dtype if config is not None else None),)
-    if weights == ("all",):
-        weights = ALL_WEIGHT_DTYPES
+    weights = args.weights or (own_weight_dtype(model, config.weight_dtype if config is not None and
+                                                config.weight_dtype else None),)
+    profile = PROFILES[args.engine]
+    for chip in args.chip:
+        profile.for_chip(chip)  # a profile fitted on another platform says which ones cover the chip
     result = plan(model, list(args.chip), args.max_chips, args.input_len, args.output_len, ttft=args.ttft,
                   tpot=args.tpot, prices=args.price, weight_dtypes=weights, kv_dtypes=args.kv,
-                  efficiency=None if args.efficiency == "bound" else "typical", ttft_p99=args.ttft_p99,
+                  efficiency=None if args.efficiency == "bound" else profile, ttft_p99=args.ttft_p99,
                   tpot_p99=args.tpot_p99, concurrency=args.concurrency, request_rate=args.request_rate,
                   token_budget=args.token_budget)
-    return {"schema": SCHEMA, **result.as_dict()}, result.describe()
+    caveats = sorted({profile.caveat(chip) for chip in args.chip} - {""})
+    table = result.describe() + "".join(f"\nCAVEAT ({profile.name}): {words}" for words in caveats)
+    return {"schema": SCHEMA, **result.as_dict(), "engine": {"profile": profile.name, "describes": profile.engine,
+                                                             "caveats": caveats or None}}, table
 
 
 # ------------------------------------------------------------------------------------------------------ main
-def _emit(text: str) -> None:
-    """Print to stdout; a reader that closed the pipe (`| head -1`) ends it quietly, without a traceback."""
+def _emit(text: str) -> bool:
+    """Print to stdout; True when written. A reader that closed the pipe (`| head -1`) ends it quietly; a stdout that
+    cannot be written (closed with `>&-`, a full disk such as /dev/full) gets one line on stderr, never a traceback;
+    characters the terminal's encoding lacks (a model named in another script on an ASCII-only locale, a lone
+    surrogate from a config's _name_or_path) are written as backslash escapes."""
+    if sys.stdout is None:
+        print("error: cannot write the output: stdout is closed", file=sys.stderr)
+        return False
     try:
-        print(text)
+        try:
+            print(text)
+        except UnicodeEncodeError:
+            encoding = sys.stdout.encoding or "ascii"
+            print(text.encode(encoding, "backslashreplace").decode(encoding, "replace"))
         sys.stdout.flush()
     except BrokenPipeError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error when Python exits
+        _drop_stdout()
+    except (OSError, ValueError) as error:  # ValueError: a stdout closed inside Python (I/O on a closed file)
+        _drop_stdout()
+        print(f"error: cannot write the output: {_one_line(error)}", file=sys.stderr)
+        return False
+    return True
+
+
+def _drop_stdout() -> None:
+    """Point stdout at /dev/null, so that Python's flush at exit finds no second error to report."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):
+        sys.stdout = None
 
 
 def main(argv=None) -> int:
@@ -391,8 +491,7 @@ def main(argv=None) -> int:
                                    "closest_s": error.closest, "closest": error.deployment.as_dict()})
     except (ValueError, TypeError) as error:  # TypeError: a library check that should have been a ValueError
         return _fail(args, error)
-    _emit(text)
-    return 0
+    return 0 if _emit(text) else 2
 
 
 def _fail(args, error: Exception, extra: dict | None = None) -> int:

@@ -26,6 +26,9 @@ MAX_INT = 2**53
 MAX_CHIPS = 2**20
 MAX_REQUESTS = 10**6
 MAX_CURVE_POINTS = 2**16
+# The largest price per chip-hour taken: far above any chip's hourly price in any currency, and small enough that every
+# cost the estimate and the plan derive from it (x chips / tokens per second x 1e6) stays a finite, printable number.
+MAX_PRICE_PER_CHIP_HOUR = 1e9
 
 
 def _string_hint(name: str, value: str) -> str:
@@ -164,6 +167,16 @@ def instances(name: str, values, kind: type, what: str) -> tuple:
         if not isinstance(value, kind):
             raise ValueError(f"{name} must hold {what}, got {value!r}")
     return values
+
+
+def hourly_price(name: str, value) -> float:
+    """A price per chip-hour (dollars, or any currency): positive, finite and at most MAX_PRICE_PER_CHIP_HOUR."""
+    positive(name, value)
+    if value > MAX_PRICE_PER_CHIP_HOUR:
+        raise ValueError(f"{name}={value!r} is more than {MAX_PRICE_PER_CHIP_HOUR:g} per chip-hour, far above any "
+                         "chip's price, and the costs derived from it would overflow; give the price of one chip for "
+                         "one hour, e.g. 2.5")
+    return value
 
 
 def at_most(name: str, value: int, limit: int, reason: str) -> int:

@@ -29,28 +29,30 @@ Used in chapter 11, *How close do real systems come?*.
 
 import functools
 import math
+import random
 import statistics
 from dataclasses import dataclass
 
 from ._validate import at_most, choice, fraction, positive_int
-from .dtypes import bytes_per_element
-from .estimate import (MEMORY_UTILIZATION, Calibrated, Deployment, Efficiency, decode_step, decode_time, offline_estimate, prefill,
-                       resolve_efficiency, step_estimate)
-from .hardware import Torus, get_chip
 from .collectives import bus_bandwidth, collective_time
-from .measurements import (PopeRow, RunRow, ThroughputRow, nccl_rows, pope_rows, published_runs, trtllm_rows,
-                           validation_runs)
+from .dtypes import bytes_per_element
+from .efficiency import PHYSICAL_RANGES, PLATFORMS
+from .efficiency import platform_of_chip as _platform_of_chip
+from .estimate import (MAX_SEQUENCES, MEMORY_UTILIZATION, Calibrated, Deployment, Efficiency, decode_step, decode_time,
+                       max_batch, offline_estimate, prefill, resolve_efficiency, step_estimate)
+from .hardware import get_chip
+from ._least_squares import Solution, bounded_least_squares
+from .measurements import (PopeRow, RunRow, ThroughputRow, collective_rows, decode_step_rows, gathered_runs, nccl_rows,
+                           pope_rows, published_runs, trtllm_rows, validation_runs)
 from .memory import param_bytes
 from .models import get_model
 
 SPLITS = ("calibration", "validation")
-PLATFORMS = ("gpu", "tpu")
-# The efficiencies the fit moves, and the range each is searched in: fractions of peak for the three rates, a scale
-# on the sourced collective latencies, and up to 5 ms of fixed overhead per step.
-FIELDS = ("mfu", "hbm", "network", "latency", "overhead_s")
-RANGES = {"mfu": (0.02, 1.0), "hbm": (0.02, 1.0), "network": (0.02, 1.0), "latency": (0.25, 16.0),
-          "overhead_s": (0.0, 5e-3)}
-_ROUND = {"mfu": 2, "hbm": 2, "network": 2, "latency": 2, "overhead_s": 5}  # decimals the fit reports
+# The efficiencies the fit moves, and the physical range each is searched in (`efficiency.PHYSICAL_RANGES`, with the
+# evidence for each end).
+FIELDS = ("mfu", "hbm", "kv_hbm", "network", "latency", "overhead_s", "layer_s")
+RANGES = PHYSICAL_RANGES
+_ROUND = {"mfu": 2, "hbm": 2, "kv_hbm": 2, "network": 2, "latency": 2, "overhead_s": 5, "layer_s": 6}
 ROW_TYPES = (ThroughputRow, PopeRow, RunRow)
 
 
@@ -82,13 +84,13 @@ def _check_row(row, function: str):
 
 
 def platform_of(row) -> str:
-    """"tpu" for a row measured on a TPU torus, "gpu" otherwise.
+    """"tpu" for a row measured on a TPU torus, "amd" on an AMD GPU, "gpu" on an NVIDIA GPU
+    (`efficiency.platform_of_chip`).
 
     Defined in chapter 11, *How close do real systems come?*.
     """
     _check_row(row, "platform_of")
-    chip = row.gpu if isinstance(row, ThroughputRow) else row.chip
-    return "tpu" if isinstance(get_chip(chip).topology, Torus) else "gpu"
+    return _platform_of_chip(row.gpu if isinstance(row, ThroughputRow) else row.chip)
 
 
 def group_of(row) -> tuple:
@@ -117,7 +119,7 @@ def _stable_key(row: RunRow) -> tuple:
 def _run_splits() -> dict:
     """label -> split for the published runs: every third row of each group, from the second, validates."""
     groups = {}
-    for row in published_runs():
+    for row in published_runs() + gathered_runs():
         groups.setdefault(group_of(row), []).append(row)
     splits = {}
     for rows in groups.values():
@@ -139,8 +141,8 @@ def split_of(row) -> str:
         return "calibration" if row.model == "palm-540b" else "validation"
     splits = _run_splits()
     if row.label not in splits:
-        raise ValueError(f"row {row.label!r} is not one of measurements.published_runs(), so it has no split; pass "
-                         "a row of published_runs() (a run of validation_runs() is scored by "
+        raise ValueError(f"row {row.label!r} is not one of measurements.published_runs() or gathered_runs(), so it has "
+                         "no split; pass a row of either (a run of validation_runs() is scored by "
                          "calibration.out_of_sample(); any other run is priced by calibration.row_model(row))")
     return splits[row.label]
 
@@ -149,14 +151,25 @@ def split_of(row) -> str:
 # (`kv_cache_free_gpu_mem_fraction`, default 0.9: TensorRT-LLM documentation, "Useful runtime options"), where vLLM
 # takes a fraction of all of HBM. As a `Deployment.memory_utilization` that is (weights + 0.9 x free) / HBM.
 TRTLLM_FREE_FRACTION = 0.9
+# Before it sizes the cache, the engine holds its activations, runtime buffers and the CUDA context. TensorRT-LLM's
+# memory documentation (docs/source/reference/memory.md, "How to debug the memory usage") prints an example: a
+# 6,695 MiB engine on a GPU with 79.10 GiB in all leaves 70.48 GiB available for the cache, so the runtime held the
+# difference, about 2.1 GiB, besides the weights.
+_EXAMPLE_TOTAL, _EXAMPLE_ENGINE, _EXAMPLE_AVAILABLE = 79.10 * 2**30, 6695 * 2**20, 70.48 * 2**30
+TRTLLM_RUNTIME_BYTES = _EXAMPLE_TOTAL - _EXAMPLE_ENGINE - _EXAMPLE_AVAILABLE
 
 
 def trtllm_memory_utilization(model, chip, weight_dtype: str, tensor_parallel: int) -> float:
-    """`memory_utilization` equivalent to TensorRT-LLM's rule: (W + 0.9 (C - W)) / C for W weight bytes per chip
-    and C bytes of HBM (1.0 when the weights alone fill the chip: the deployment is then refused anyway)."""
+    """`memory_utilization` equivalent to TensorRT-LLM's rule: (W + 0.9 (C - W - R)) / C for W weight bytes per chip,
+    C bytes of HBM and R the runtime's own bytes (`TRTLLM_RUNTIME_BYTES`); 1.0 when the weights alone fill the chip
+    (the deployment is then refused anyway).
+
+    Defined in chapter 11, *How close do real systems come?*.
+    """
     capacity = get_chip(chip).hbm_capacity
     weights = param_bytes(get_model(model), weight_dtype) / positive_int("tensor_parallel", tensor_parallel)
-    return min(1.0, (weights + TRTLLM_FREE_FRACTION * max(0.0, capacity - weights)) / capacity)
+    free = max(0.0, capacity - weights - TRTLLM_RUNTIME_BYTES)
+    return min(1.0, (weights + TRTLLM_FREE_FRACTION * free) / capacity)
 
 
 @functools.lru_cache(maxsize=None)
@@ -178,16 +191,28 @@ def pope_deployment(row: PopeRow) -> Deployment:
                       kv_placement=placement)
 
 
+# A run's note says how its page served a mixture of experts (TensorRT-LLM v1.0's MoE options).
+SERVED_WITH_DATA_PARALLEL_ATTENTION_AND_EXPERTS = "attention data parallelism and expert parallelism"
+
+
 @functools.lru_cache(maxsize=None)
 def run_deployment(row: RunRow) -> Deployment:
     """The deployment of a published run: its chips, tensor-parallel degree and number formats (FP16 engines priced
-    as bf16: the same bytes and peak); TensorRT-LLM's memory rule (`trtllm_memory_utilization`) for its rows,
-    `Deployment`'s defaults otherwise."""
+    as bf16: the same bytes and peak); TensorRT-LLM's memory rule (`trtllm_memory_utilization`) for its in-flight
+    batching rows, all of HBM for a static batch or a first token (the run held exactly its batch, so it fit),
+    `Deployment`'s defaults otherwise; attention data-parallel with expert parallelism where the run's note says its
+    page served it so."""
     _check_row(row, "run_deployment")
-    utilization = (trtllm_memory_utilization(row.model, row.chip, row.weights, row.tensor_parallel)
-                   if row.engine.startswith("TensorRT-LLM") else MEMORY_UTILIZATION)
+    utilization = MEMORY_UTILIZATION
+    if row.kind in ("static", "ttft", "latency", "tpot"):
+        utilization = 1.0
+    elif row.engine.startswith("TensorRT-LLM"):
+        utilization = trtllm_memory_utilization(row.model, row.chip, row.weights, row.tensor_parallel)
+    cap = max(MAX_SEQUENCES, row.batch or 0)  # a run's stated batch is what its engine allowed
+    served = SERVED_WITH_DATA_PARALLEL_ATTENTION_AND_EXPERTS in row.note
     return Deployment(row.model, row.chip, row.n_chips, weight_dtype=row.weights, kv_dtype=row.kv_cache,
-                      compute_dtype=row.compute, tensor_parallel=row.tensor_parallel, memory_utilization=utilization)
+                      compute_dtype=row.compute, tensor_parallel=row.tensor_parallel, memory_utilization=utilization,
+                      max_sequences=cap, expert_parallel=served, attention_data_parallel=served)
 
 
 def predicted_latency(row: PopeRow, efficiency=None) -> float:
@@ -201,13 +226,39 @@ def predicted_latency(row: PopeRow, efficiency=None) -> float:
     return decode_time(d, row.batch, row.context_len, row.decode_steps, efficiency)
 
 
+def offline_slots(row, deployment: Deployment, efficiency=None) -> int | None:
+    """The sequences each replica of an offline row decodes at once, when the engine fixes them: JetStream's stated
+    slots (`offline_b`), or for TensorRT-LLM the requests whose whole length (input + output tokens) fits in the KV
+    memory, since its default scheduler (`GUARANTEED_NO_EVICT`) admits a request only with room reserved for all its
+    tokens (TensorRT-LLM documentation, "Useful Runtime Options"; vLLM instead allocates as tokens arrive, the mean
+    context of `estimate.offline_estimate`). None: the largest batch at the mean context. The bound ignores the
+    engine's policy (all of HBM, the mean context).
+
+    Defined in chapter 11, *How close do real systems come?*.
+    """
+    _check_row(row, "offline_slots")
+    if not isinstance(deployment, Deployment):
+        raise ValueError(f"deployment must be the row's estimate.Deployment (calibration.run_deployment(row)), got "
+                         f"{deployment!r}")
+    if isinstance(row, RunRow) and row.kind == "offline_b":
+        return row.batch
+    eff = resolve_efficiency(efficiency)
+    if eff.overlap or not engine_of(row).startswith("TensorRT-LLM"):
+        return None
+    whole = max_batch(deployment, row.input_len + row.output_len, eff) // deployment.replicas
+    return whole or None
+
+
 def _run_prediction(row: RunRow, efficiency) -> tuple:
     """(predicted speed, the step whose largest term is reported) of a published run at `efficiency`."""
     d = run_deployment(row)
     if row.kind in ("offline", "offline_b"):
         est = offline_estimate(d, row.input_len, row.output_len, efficiency,
-                               slots=row.batch if row.kind == "offline_b" else None)
+                               slots=offline_slots(row, d, efficiency))
         return est.output_tokens_per_s, est.step
+    if row.kind == "tpot":
+        step = _tpot_step(d, row, efficiency)
+        return 1.0 / step.total_s, step
     if row.kind == "ttft":
         step = prefill(d, row.input_len, d.replicas, efficiency)
         return 1.0 / step.total_s, step
@@ -218,7 +269,13 @@ def _run_prediction(row: RunRow, efficiency) -> tuple:
 
 
 def _measured_speed(row: RunRow) -> float:
-    return 1.0 / row.measured if row.kind == "ttft" else row.measured
+    """The published figure as a speed: 1 / seconds for a first token or a time per output token, output tokens / s
+    of the batch for a batch's end-to-end latency, the figure itself otherwise (it is already tokens/s)."""
+    if row.kind in ("ttft", "tpot"):
+        return 1.0 / row.measured
+    if row.kind == "latency":
+        return row.batch * row.n_chips // row.tensor_parallel * row.output_len / row.measured
+    return row.measured
 
 
 def compare(row, efficiency=None, kv_dtype: str = "fp8") -> Comparison:
@@ -230,7 +287,9 @@ def compare(row, efficiency=None, kv_dtype: str = "fp8") -> Comparison:
     _check_row(row, "compare")
     bytes_per_element(kv_dtype)
     if isinstance(row, ThroughputRow):
-        estimate = offline_estimate(trtllm_deployment(row, kv_dtype), row.input_len, row.output_len, efficiency)
+        d = trtllm_deployment(row, kv_dtype)
+        estimate = offline_estimate(d, row.input_len, row.output_len, efficiency,
+                                    slots=offline_slots(row, d, efficiency))
         return Comparison(row.label, "TensorRT-LLM", f"{row.input_len}/{row.output_len}", split_of(row),
                           row.output_tokens_per_s, estimate.output_tokens_per_s, estimate.step.bound, row,
                           estimate.step)
@@ -247,11 +306,12 @@ def compare(row, efficiency=None, kv_dtype: str = "fp8") -> Comparison:
 
 
 def all_rows() -> tuple:
-    """Every published row: the 40 earlier TensorRT-LLM rows, Pope et al.'s 8, then the 263 published runs.
+    """Every published row the fits may use: the 40 earlier TensorRT-LLM rows, Pope et al.'s 8, the 263 published
+    runs, then the runs gathered for the engine and hardware profiles (`measurements.gathered_runs`).
 
     Defined in chapter 11, *How close do real systems come?*.
     """
-    return trtllm_rows() + pope_rows() + published_runs()
+    return trtllm_rows() + pope_rows() + published_runs() + gathered_runs()
 
 
 def comparisons(efficiency=None, split: str | None = None, kv_dtype: str = "fp8") -> tuple:
@@ -331,16 +391,18 @@ def _descend(loss, start: dict, ranges: dict, rounds: int, iterations: int = 20)
     return values
 
 
-# Fast pricing for the fit: every serial step is overhead + max(kv/h, attn/m) + max(w/h, mm/m) + lat*l + bw/n, so a
+# Fast pricing for the fit: every serial step is fixed + max(kv/h_kv, attn/m) + max(w/h, mm/m) + lat*l + bw/n, so a
 # row's prediction at any efficiency follows from its step components at peak (computed once, by `estimate` itself).
 def _components(step) -> tuple:
-    return (step.kv_s, step.attention_s, step.weights_s, step.matmul_s, step.comm_latency_s, step.comm_bandwidth_s)
+    layers = step.layer_s / PEAK_LAYER_S if step.tokens else 0.0  # the step's layers, when it has work
+    return (step.kv_s, step.attention_s, step.weights_s, step.matmul_s, step.comm_latency_s, step.comm_bandwidth_s,
+            1.0 if step.tokens else 0.0, layers)
 
 
 def _seconds(parts: tuple, eff: Efficiency) -> float:
-    kv, attention, weights, matmul, latency, bandwidth = parts
-    return (eff.overhead_s + max(kv / eff.hbm, attention / eff.mfu) + max(weights / eff.hbm, matmul / eff.mfu)
-            + latency * eff.latency + bandwidth / eff.network)
+    kv, attention, weights, matmul, latency, bandwidth, active, layers = parts
+    return (active * eff.overhead_s + layers * eff.layer_s + max(kv / eff.kv_fraction, attention / eff.mfu)
+            + max(weights / eff.hbm, matmul / eff.mfu) + latency * eff.latency + bandwidth / eff.network)
 
 
 @dataclass(frozen=True)
@@ -356,7 +418,10 @@ class RowModel:
         return self.numerator / sum(count * _seconds(parts, efficiency) for count, parts in self.steps)
 
 
-PEAK = Efficiency()  # every rate at peak, serial, no overhead: the components a RowModel scales
+# Every rate at peak, serial, no host overhead, one second per layer (so a step's `layer_s` counts its layers): the
+# components a RowModel scales.
+PEAK_LAYER_S = 1.0
+PEAK = Efficiency(layer_s=PEAK_LAYER_S)
 
 
 def row_model(row) -> RowModel:
@@ -369,10 +434,10 @@ def row_model(row) -> RowModel:
     _check_row(row, "row_model")
     if isinstance(row, (ThroughputRow, RunRow)) and (isinstance(row, ThroughputRow) or row.kind.startswith("offline")):
         if isinstance(row, ThroughputRow):
-            d, slots, measured = trtllm_deployment(row), None, row.output_tokens_per_s
+            d, measured = trtllm_deployment(row), row.output_tokens_per_s
         else:
-            d, slots, measured = run_deployment(row), (row.batch if row.kind == "offline_b" else None), row.measured
-        est = offline_estimate(d, row.input_len, row.output_len, PEAK, slots=slots)
+            d, measured = run_deployment(row), row.measured
+        est = offline_estimate(d, row.input_len, row.output_len, PEAK, slots=offline_slots(row, d, PEAK))
         o = row.output_len
         return RowModel(row, measured, d.replicas * est.batch * o / (o - 1), ((1, _components(est.step)),))
     if isinstance(row, PopeRow):
@@ -386,11 +451,20 @@ def row_model(row) -> RowModel:
     if row.kind == "ttft":
         return RowModel(row, 1.0 / row.measured, 1.0, ((1, _components(prefill(d, row.input_len, d.replicas,
                                                                                PEAK))),))
-    batch = row.batch * d.replicas
+    if row.kind == "tpot":
+        return RowModel(row, 1.0 / row.measured, 1.0, ((1, _components(_tpot_step(d, row, PEAK))),))
+    batch = row.batch * d.replicas  # a static batch or a batch's latency: one prefill, then output_len - 1 steps
     steps = [(1, _components(prefill(d, row.input_len, batch, PEAK)))]
     if row.output_len > 1:
         steps.append((row.output_len - 1, _decode_mean(d, batch, row.input_len, row.output_len - 1)))
-    return RowModel(row, row.measured, batch * row.output_len, tuple(steps))
+    return RowModel(row, _measured_speed(row), batch * row.output_len, tuple(steps))
+
+
+def _tpot_step(d: Deployment, row: RunRow, efficiency):
+    """A time-per-output-token row: one decode step of `batch` sequences per replica at the mean context of a
+    request, input_len + output_len / 2 (the closed-loop reading of a concurrency sweep)."""
+    context = max(1, round(row.input_len + row.output_len / 2))
+    return decode_step(d, row.batch * d.replicas, context, efficiency)
 
 
 def _decode_mean(d: Deployment, batch: int, context_len: int, steps: int) -> tuple:
@@ -403,33 +477,25 @@ def _decode_mean(d: Deployment, batch: int, context_len: int, steps: int) -> tup
 
 
 @functools.cache
-def _row_models(platform: str, split: str) -> tuple:
-    return tuple(row_model(row) for row in all_rows() if platform_of(row) == platform and split_of(row) == split)
+def _row_models(platform: str, split: str, profile: str = "typical") -> tuple:
+    return tuple(row_model(row) for row in all_rows() if platform_of(row) == platform and split_of(row) == split
+                 and in_profile(row, profile))
+
+
+def _residuals(models, eff: Efficiency) -> list:
+    return [math.log(m.predicted(eff) / m.measured) for m in models]
 
 
 def _fast_loss(models, values: dict) -> float:
-    eff = Efficiency(**values)
-    return sum(math.log(m.predicted(eff) / m.measured) ** 2 for m in models)
+    return sum(r * r for r in _residuals(models, Efficiency(**values)))
 
 
 def loss(models, efficiency) -> float:
-    """The fit's loss: sum(log(predicted / measured)^2) of some `RowModel`s at a serial `Efficiency`.
-
-    Defined in chapter 11, *How close do real systems come?*.
-    """
+    """The fit's loss: sum(log(predicted / measured)^2) of some `RowModel`s at a serial `Efficiency`."""
     models = _as_row_models(models, "loss")
     if not isinstance(efficiency, Efficiency) or efficiency.overlap:
         raise ValueError(f"efficiency must be a serial Efficiency (overlap=False), got {efficiency!r}")
-    return _fast_loss(models, {name: getattr(efficiency, name) for name in FIELDS})
-
-
-def fit_typical() -> Calibrated:
-    """`estimate.TYPICAL`'s values: for GPUs and for TPUs, the five efficiencies (`FIELDS`) minimising the sum of
-    squared log ratios over that platform's calibration rows (`split_of`), rounded as `fit_efficiency` rounds.
-
-    Defined in chapter 11, *How close do real systems come?*.
-    """
-    return _fit_typical()
+    return sum(r * r for r in _residuals(models, efficiency))
 
 
 def _as_row_models(models, who: str) -> tuple:
@@ -444,14 +510,7 @@ def _as_row_models(models, who: str) -> tuple:
     return models
 
 
-def fit_rows(models, rounds: int = 12, fixed: dict | None = None) -> Efficiency:
-    """The efficiencies (`FIELDS`) minimising sum(log(predicted / measured)^2) over some `RowModel`s, those in
-    `fixed` held at the values given (`fit_typical` on the calibration rows; tests give it rows with planted
-    efficiencies).
-
-    Defined in chapter 11, *How close do real systems come?*.
-    """
-    models = _as_row_models(models, "fit_rows")
+def _check_fixed(fixed) -> dict:
     if fixed is not None and not isinstance(fixed, dict):
         raise ValueError(f"fixed must be a dict of efficiency field -> value (or None), got {fixed!r}")
     fixed = dict(fixed or {})
@@ -461,19 +520,99 @@ def fit_rows(models, rounds: int = 12, fixed: dict | None = None) -> Efficiency:
         Efficiency(**fixed)
     except ValueError as error:
         raise ValueError(f"fixed={fixed!r}: {error}") from None
+    return fixed
+
+
+def _solve(models, fixed: dict, start: dict | None = None, iterations: int = 60) -> Solution:
+    """The least-squares solution (`Solution`: values, loss, fields on an edge) over the free fields of some
+    `RowModel`s, each inside `RANGES`, those in `fixed` held, from `start` (default: the middle of each range, and
+    from the low ends of the fixed times, whichever ends lower). `fit_rows` rounds it into an `Efficiency`."""
+    models = _as_row_models(models, "solve_rows")
+    fixed = _check_fixed(fixed)
     free = [name for name in FIELDS if name not in fixed]
-    values = _descend(lambda v: _fast_loss(models, {**fixed, **v}), {n: sum(RANGES[n]) / 2 for n in free},
-                      RANGES, at_most("rounds", positive_int("rounds", rounds), 1000, "each round searches every field again"))
-    return Efficiency(**fixed, **{name: round(value, _ROUND[name]) for name, value in values.items()})
+    if start is not None:
+        return bounded_least_squares(lambda v: _residuals(models, Efficiency(**fixed, **v)), RANGES,
+                                     {n: start[n] for n in free}, iterations)
+    best = None
+    for times in (0.5, 0.0):  # the fixed times from the middle and from zero: the max() terms make several minima
+        begin = {n: RANGES[n][0] + (times if n in ("overhead_s", "layer_s") else 0.5) * (RANGES[n][1] - RANGES[n][0])
+                 for n in free}
+        found = bounded_least_squares(lambda v: _residuals(models, Efficiency(**fixed, **v)), RANGES, begin,
+                                      iterations)
+        best = found if best is None or found.loss < best.loss else best
+    return best
 
 
-def gpu_network_efficiency() -> float:
-    """The GPU collective bandwidth efficiency, measured apart from any throughput row: the project's published NCCL
-    bus bandwidth (`measurements.nccl_rows`) of the algorithm `collectives` picks at that size, over the bus bandwidth
-    of its line-rate bandwidth term (480 GB/s of NVLS on 8 H100 against 700 at line rate: 0.69). Rounded to 0.01.
+def _rounded(values: dict) -> dict:
+    return {name: round(value, _ROUND[name]) for name, value in values.items()}
+
+
+def fit_rows(models, rounds: int = 60, fixed: dict | None = None) -> Efficiency:
+    """The efficiencies (`FIELDS`) minimising sum(log(predicted / measured)^2) over some `RowModel`s, each inside its
+    physical range (`RANGES`), those in `fixed` held at the values given (`fit_profile` on the calibration rows; tests
+    give it rows with planted efficiencies). Bounded Levenberg-Marquardt (`least_squares`), at most `rounds`
+    iterations; rounded (0.01 for fractions and scales, 10 us for the host overhead, 1 us for the per-layer time).
 
     Defined in chapter 11, *How close do real systems come?*.
     """
+    models = _as_row_models(models, "fit_rows")
+    fixed = _check_fixed(fixed)
+    rounds = at_most("rounds", positive_int("rounds", rounds), 1000, "each round takes one Levenberg-Marquardt step")
+    return Efficiency(**fixed, **_rounded(_solve(models, fixed, iterations=rounds).values))
+
+
+def collective_latency_scale(platform: str) -> float:
+    """How much longer small collectives take than `collectives` prices them, measured apart from any throughput
+    row: the median over the project's published collectives whose priced latency exceeds their bandwidth term
+    (`measurements.collective_rows`) of measured / priced time, on GPUs (NCCL's model: 6 us measured on 2 H100 against
+    7.8 priced, 20 us on 8 against 15) or on TPUs (8 us measured for a 4-chip v5e all-gather of 128 kB against 3 hops
+    and the bandwidth, 5.2 us). AMD GPUs have no such row and take the GPUs'. Rounded to 0.01."""
+    choice("platform", platform, PLATFORMS)
+    wanted = "gpu" if platform == "amd" else platform
+    ratios = []
+    for row in collective_rows():
+        if _platform_of_chip(row.chip) != wanted:
+            continue
+        priced = collective_time(row.collective, row.array_bytes, row.chip, row.n_chips)
+        if priced.latency_s > priced.bandwidth_s:
+            ratios.append(row.seconds / priced.expected_s)
+    if not ratios:
+        raise ValueError(f"no published collective on {platform} is small enough to measure its latency; add one to "
+                         "scaling_lib/data/collective_measurements.csv")
+    return round(statistics.median(ratios), _ROUND["latency"])
+
+
+def measured_weight_streaming() -> float:
+    """The fraction of HBM bandwidth at which an engine-grade decode streams its weights, measured on this project's
+    H200 (`measurements.decode_step_rows`): at batch 1, where the matmuls are pure weight reads, the weight bytes
+    over the step's time less its attention calls, over the data sheet's bandwidth; the median over the contexts
+    measured (0.67-0.77 of 4.8e12 B/s). NVIDIA GPUs' `hbm` is held at it: the throughput rows, batched, barely see
+    the weights. Rounded to 0.01."""
+    fractions = [row.matmul_weight_bytes / (row.best_s - row.attention_only_s) / get_chip(row.chip).hbm_bandwidth
+                 for row in decode_step_rows() if row.batch == 1]
+    if not fractions:
+        raise ValueError("no batch-1 decode step in scaling_lib/data/h200_decode_step.csv measures weight streaming")
+    return round(statistics.median(fractions), _ROUND["hbm"])
+
+
+def measured_efficiencies(platform: str) -> dict:
+    """The efficiencies measured apart from the throughput rows, which the fit holds: the collective latency scale
+    (`collective_latency_scale`) everywhere, and on NVIDIA GPUs the weight streaming (`measured_weight_streaming`).
+
+    Defined in chapter 11, *How close do real systems come?*.
+    """
+    choice("platform", platform, PLATFORMS)
+    held = {"latency": collective_latency_scale(platform)}
+    if platform == "gpu":
+        held["hbm"] = measured_weight_streaming()
+    return held
+
+
+def gpu_network_efficiency() -> float:
+    """The GPU collective bandwidth efficiency NCCL itself reaches at large sizes: the project's published NCCL
+    bus bandwidth (`measurements.nccl_rows`) of the algorithm `collectives` picks at that size, over the bus bandwidth
+    of its line-rate bandwidth term (480 GB/s of NVLS on 8 H100 against 700 at line rate: 0.69). Rounded to 0.01. The
+    upper reference for the fitted `network`, which prices an engine's far smaller per-layer collectives."""
     ratios = []
     for row in nccl_rows():
         priced = collective_time(row.collective, row.array_bytes_min, row.gpu, row.n_gpus)
@@ -486,59 +625,139 @@ def gpu_network_efficiency() -> float:
     return round(statistics.median(ratios), _ROUND["network"])
 
 
+# ------------------------------------------------------------------------------------------------ the profiles
+# Which rows each profile is fitted on: an engine's own rows, or a hardware family's. "typical" takes them all. The
+# project holds no published SGLang run, so SGLang has no profile; vLLM's runs are mostly on AMD GPUs (the "mi300x"
+# family's), with three small batches on H200.
+PROFILE_ENGINES = {"typical": None, "tensorrt-llm": ("TensorRT-LLM",), "vllm": ("vLLM",),
+                   "jetstream": ("JetStream", "Pope et al."), "mi300x": None}
+# An engine profile with fewer rows than this on a platform refits only its per-step costs (`overhead_s`, `layer_s`),
+# the rates held at the typical fit's: two numbers from a handful of rows, not six.
+RATES_NEED_ROWS = 12
+
+
+def engine_of(row) -> str:
+    """The engine a row was measured on: "TensorRT-LLM" for the earlier table, "Pope et al." for their TPU runs, and a
+    published run's own engine field (with its release)."""
+    _check_row(row, "engine_of")
+    if isinstance(row, ThroughputRow):
+        return "TensorRT-LLM v1.0 (trtllm-bench)"
+    return "Pope et al." if isinstance(row, PopeRow) else row.engine
+
+
+def in_profile(row, profile: str) -> bool:
+    """Whether `profile` is fitted on (or judged by) `row`: every row for "typical", the AMD rows for "mi300x", the
+    rows of the profile's engine otherwise."""
+    choice("profile", profile, tuple(PROFILE_ENGINES))
+    _check_row(row, "in_profile")
+    if profile == "typical":
+        return True
+    if profile == "mi300x":
+        return platform_of(row) == "amd"
+    return engine_of(row).startswith(PROFILE_ENGINES[profile])
+
+
+def _fit_platform(platform: str, profile: str) -> Efficiency | None:
+    models = _row_models(platform, "calibration", profile)
+    if not models:
+        return None
+    fixed = measured_efficiencies(platform)
+    if profile != "typical" and len(models) < RATES_NEED_ROWS:
+        typical = getattr(_fit_profile("typical"), platform)
+        fixed.update({name: getattr(typical, name) for name in FIELDS if name not in ("overhead_s", "layer_s")})
+    return fit_rows(models, fixed=fixed)
+
+
+def fit_profile(profile: str = "typical") -> Calibrated:
+    """The stored values of `estimate.PROFILES[profile]`: for each platform with calibration rows of that profile
+    (`in_profile`), the efficiencies minimising the sum of squared log ratios over them, each inside its physical
+    range, the measured efficiencies held (`measured_efficiencies`); with fewer than `RATES_NEED_ROWS` rows only the
+    per-step costs are fitted, the rates held at the typical fit's. A platform with no rows takes the typical fit's
+    values."""
+    choice("profile", profile, tuple(PROFILE_ENGINES))
+    return _fit_profile(profile)
+
+
 @functools.cache  # a pure function of the published rows: fitted once per process
-def _fit_typical() -> Calibrated:
-    # GPUs: the network efficiency is measured by NCCL's own rows, so the throughput rows fit the other four and the
-    # latency scale alone takes the per-collective costs they show; TPUs have no such rows, so all five are fitted.
-    return Calibrated(gpu=fit_rows(_row_models("gpu", "calibration"), fixed={"network": gpu_network_efficiency()}),
-                      tpu=fit_rows(_row_models("tpu", "calibration")))
+def _fit_profile(profile: str) -> Calibrated:
+    fits = {platform: _fit_platform(platform, profile) for platform in PLATFORMS}
+    typical = _fit_profile("typical") if profile != "typical" else None
+    gpu = fits["gpu"] or (typical.gpu if typical else None)
+    tpu = fits["tpu"] or (typical.tpu if typical else None)
+    return Calibrated(gpu=gpu, tpu=tpu, amd=fits["amd"])
+
+
+def fit_typical() -> Calibrated:
+    """`estimate.TYPICAL`'s values: `fit_profile("typical")`, every engine's calibration rows.
+
+    Defined in chapter 11, *How close do real systems come?*.
+    """
+    return _fit_profile("typical")
 
 
 @dataclass(frozen=True)
 class Range:
-    """How far one fitted efficiency can move, the others held at their fitted values, before the calibration
-    loss worsens by `worsening` (10%): [low, high], clipped to the field's search range."""
+    """One fitted efficiency with its joint uncertainty: `value` fitted on all the calibration rows, [low, high] the
+    central `level` of its values refitted on bootstrap resamples of the rows' configurations (every free efficiency
+    refitted together each time); `at_edge` says whether the full fit ended on an edge of its physical range."""
 
     field: str
     platform: str
     value: float
     low: float
     high: float
-    worsening: float
+    level: float
+    at_edge: bool
 
 
-def uncertainty(platform: str, worsening: float = 0.1) -> tuple:
-    """A `Range` for each of the five efficiencies of `platform`'s fit (bisection on each side).
+def uncertainty(platform: str, profile: str = "typical", replicates: int = 40, level: float = 0.9) -> tuple:
+    """A `Range` for each efficiency of `profile`'s fit on `platform`: a bootstrap over configurations (the rows of
+    one model, chip, parallelism, format and engine move together, since they share their errors), `replicates`
+    resamples drawn with a fixed seed, each refitted on all free efficiencies at once from the full fit. The latency
+    scale is measured, not fitted: its range is its value.
 
     Defined in chapter 11, *How close do real systems come?*.
     """
     choice("platform", platform, PLATFORMS)
-    fraction("worsening", worsening, "the relative increase of the loss that bounds the range")
-    return _uncertainty(platform, worsening)
+    choice("profile", profile, tuple(PROFILE_ENGINES))
+    replicates = int(at_most("replicates", positive_int("replicates", replicates), 1000,
+                             "each resample refits every efficiency"))
+    level = float(fraction("level", level, "the central share of the resampled fits the range covers"))
+    return _uncertainty(platform, profile, replicates, level)
+
+
+def _configuration(row) -> tuple:
+    group = group_of(row)
+    model = getattr(row, "model", "")
+    return (getattr(model, "name", model), getattr(row, "chip", getattr(row, "gpu", "")), group, engine_of(row))
 
 
 @functools.cache
-def _uncertainty(platform: str, worsening: float) -> tuple:
-    models = _row_models(platform, "calibration")
-    fitted = getattr(_fit_typical(), platform)
-    best = {name: getattr(fitted, name) for name in FIELDS}
-    limit = _fast_loss(models, best) * (1 + worsening)
+def _uncertainty(platform: str, profile: str, replicates: int, level: float) -> tuple:
+    models = _row_models(platform, "calibration", profile)
+    if not models:
+        raise ValueError(f"profile {profile!r} has no calibration rows on {platform}: nothing to resample")
+    fixed = measured_efficiencies(platform)
+    full = _solve(models, fixed)
+    clusters = {}
+    for m in models:
+        clusters.setdefault(_configuration(m.row), []).append(m)
+    keys = sorted(clusters, key=str)
+    draw = random.Random(20261204)
+    samples = []
+    for _ in range(replicates):
+        chosen = [m for _ in keys for m in clusters[keys[draw.randrange(len(keys))]]]
+        samples.append(_solve(chosen, fixed, start=full.values, iterations=20).values)
     ranges = []
+    tail = (1 - level) / 2
     for name in FIELDS:
-        ends = []
-        for edge in RANGES[name]:
-            inside, outside = best[name], edge
-            if _fast_loss(models, {**best, name: outside}) <= limit:
-                ends.append(outside)  # the whole side of the range stays within the limit
-                continue
-            for _ in range(40):
-                middle = (inside + outside) / 2
-                if _fast_loss(models, {**best, name: middle}) <= limit:
-                    inside = middle
-                else:
-                    outside = middle
-            ends.append(inside)
-        ranges.append(Range(name, platform, best[name], ends[0], ends[1], worsening))
+        if name in fixed:
+            ranges.append(Range(name, platform, fixed[name], fixed[name], fixed[name], level, False))
+            continue
+        values = sorted(s[name] for s in samples)
+        low, high = values[int(tail * (len(values) - 1))], values[int(round((1 - tail) * (len(values) - 1)))]
+        ranges.append(Range(name, platform, round(full.values[name], _ROUND[name]), low, high, level,
+                            name in full.at_edge))
     return tuple(ranges)
 
 
@@ -595,10 +814,7 @@ class Metrics:
 
 
 def metrics(items, name: str = "all") -> Metrics:
-    """`Metrics` of some comparisons.
-
-    Defined in chapter 11, *How close do real systems come?*.
-    """
+    """`Metrics` of some comparisons."""
     if not isinstance(name, str):
         raise ValueError(f"name must be a string (the group's label), got {name!r}")
     items = _comparisons(items, f"score {name!r}")

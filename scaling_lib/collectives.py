@@ -315,6 +315,8 @@ def mesh_collective(op: str, array_bytes: float, chip, mesh_shape, wraparound=No
     slice (`hardware.Torus.wraparound_axes`: a v5p 2 x 2 x 4 has none); for fewer axes, a group of a larger slice,
     each axis by `hardware.Torus.axis_wraps` (the (4, 4) group of a v5p 4 x 4 x 4 wraps). A switch sees one group of
     prod(shape).
+
+    Defined in chapter 11, *How close do real systems come?*.
     """
     choice("collective op", op, COLLECTIVES)
     chip = get_chip(chip)

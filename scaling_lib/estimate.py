@@ -48,7 +48,8 @@ import math
 from dataclasses import dataclass
 
 from ._validate import axes as check_axes
-from ._validate import choice, divisors, fraction, non_negative_int, positive, positive_int
+from ._validate import MAX_CHIPS, at_most, choice, divisors, fraction, hourly_price, non_negative_int, positive
+from ._validate import positive_int
 from .collectives import mesh_collective
 from .dtypes import bytes_per_element
 from .flops import decode_step_flops, forward_flops, matmul_params
@@ -57,95 +58,10 @@ from .attention_sharding import attention_collectives
 from .layouts import LAYOUTS, ffn_collectives, optimal_2d_mesh
 from .memory import KV_PLACEMENTS, kv_bytes_per_token, kv_cache_bytes, kv_head_groups, kv_replication
 from .memory import param_bytes as model_param_bytes
-from .models import get_model
+from .models import get_model, param_breakdown
 from .moe import expected_experts_touched
-
-
-@dataclass(frozen=True)
-class Efficiency:
-    """How a real system uses each resource, one number per phenomenon (chapter 11):
-
-    - `mfu`: the fraction of peak matmul and attention FLOP/s achieved, in (0, 1];
-    - `hbm`: the fraction of peak HBM bandwidth achieved streaming weights and caches, in (0, 1];
-    - `network`: the fraction of a collective's line-rate bandwidth achieved (its bandwidth term is divided by it),
-      in (0, 1];
-    - `latency`: a scale on the collectives' sourced latency (alpha) terms, > 0 (1.0: as `collectives` prices it);
-    - `overhead_s`: fixed seconds per step that no resource explains (scheduling, kernel launches), >= 0;
-    - `overlap`: True composes the terms as the bound does (max over resources), False as a serial engine does
-      (module docstring).
-
-    `BOUND` is `Efficiency(overlap=True)`: every resource at peak, everything overlapped, no overhead.
-
-    Defined in chapter 11, *How close do real systems come?*.
-    """
-
-    mfu: float = 1.0
-    hbm: float = 1.0
-    network: float = 1.0
-    latency: float = 1.0
-    overhead_s: float = 0.0
-    overlap: bool = False
-
-    def __post_init__(self):
-        for name in ("mfu", "hbm", "network"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
-                raise ValueError(f"Efficiency.{name} must be a fraction of peak in (0, 1], got {value!r}")
-        if isinstance(self.latency, bool) or not isinstance(self.latency, (int, float)) or \
-                not 0 < self.latency < math.inf:
-            raise ValueError(f"Efficiency.latency must be a positive finite scale on the collectives' latency "
-                             f"(1.0: as sourced), got {self.latency!r}")
-        if isinstance(self.overhead_s, bool) or not isinstance(self.overhead_s, (int, float)) or \
-                not 0 <= self.overhead_s < math.inf:
-            raise ValueError(f"Efficiency.overhead_s must be non-negative finite seconds per step, got "
-                             f"{self.overhead_s!r}")
-        if not isinstance(self.overlap, bool):
-            raise ValueError(f"Efficiency.overlap must be True (the bound's composition) or False (serial), got "
-                             f"{self.overlap!r}")
-
-    def for_chip(self, chip) -> "Efficiency":
-        """The efficiency that applies on `chip`: itself (a `Calibrated` pair picks its GPU or TPU half)."""
-        return self
-
-
-@dataclass(frozen=True)
-class Calibrated:
-    """Efficiencies fitted separately for GPUs (switched) and TPUs (torus): `for_chip` picks the one a chip uses."""
-
-    gpu: Efficiency
-    tpu: Efficiency
-    overlap: bool = False
-
-    def __post_init__(self):
-        for name in ("gpu", "tpu"):
-            if not isinstance(getattr(self, name), Efficiency):
-                raise TypeError(f"Calibrated.{name} must be an Efficiency, got {getattr(self, name)!r}")
-        if not isinstance(self.overlap, bool):
-            raise ValueError(f"Calibrated.overlap must be True or False, got {self.overlap!r}")
-
-    def for_chip(self, chip) -> Efficiency:
-        """`tpu` on a TPU torus, `gpu` on anything else."""
-        return self.tpu if isinstance(get_chip(chip).topology, Torus) else self.gpu
-
-
-BOUND = Efficiency(overlap=True)
-# Fitted by `calibration.fit_typical()` on the calibration split of the published rows (chapter 11;
-# `calibration.split_of` states the rule); tests/math/test_calibration.py re-runs the fit and checks these values
-# are its result, and measures them on the validation split the fit never saw.
-TYPICAL = Calibrated(gpu=Efficiency(mfu=0.53, hbm=0.51, network=0.69, latency=8.83, overhead_s=0.00122),
-                     tpu=Efficiency(mfu=0.92, hbm=0.36, network=0.2, latency=0.25, overhead_s=0.00422))
-
-
-def resolve_efficiency(efficiency):
-    """None -> BOUND, "bound" -> BOUND, "typical" -> TYPICAL, an Efficiency or Calibrated passes through."""
-    if efficiency is None or (isinstance(efficiency, str) and efficiency == "bound"):
-        return BOUND
-    if isinstance(efficiency, str) and efficiency == "typical":
-        return TYPICAL
-    if isinstance(efficiency, (Efficiency, Calibrated)):
-        return efficiency
-    raise ValueError(f"efficiency must be None (the bound), 'typical' or an Efficiency(mfu, hbm, network, latency, "
-                     f"overhead_s), got {efficiency!r}")
+from .efficiency import (BOUND, PHYSICAL_RANGES, PROFILES, TYPICAL, Calibrated, Efficiency, Profile,  # noqa: F401
+                         platform_of_chip, resolve_efficiency)
 
 
 def _torus_mesh(n: int, axes: int) -> tuple:
@@ -158,6 +74,17 @@ def _torus_mesh(n: int, axes: int) -> tuple:
 # No tensor-parallel group is larger than one ICI slice or NVLink domain: the largest TPU slice is Ironwood's 9,216
 # chips (Google Cloud TPU documentation). A larger group is refused before any mesh is searched.
 MAX_TENSOR_PARALLEL = 16_384
+
+
+def largest_tensor_parallel(chip) -> int | None:
+    """The largest tensor-parallel group the hardware table can price on `chip`: one NVLink or Infinity Fabric
+    domain when no source gives the bandwidth between its nodes (MI300X, GB200 NVL72), else no limit (None)."""
+    topology = get_chip(chip).topology
+    if topology is None or isinstance(topology, Torus) or topology.scale_out_bandwidth is not None:
+        return None
+    return topology.domain_size
+
+
 # vLLM's defaults for the two engine settings (`gpu_memory_utilization=0.9`; `max_num_seqs` is 256 there, TensorRT-LLM
 # runs up to 2,048 and more): the fraction of HBM an engine lets weights and caches use, and its cap on the sequences
 # one replica decodes at once.
@@ -181,6 +108,16 @@ class Deployment:
     lets weights and KV caches use, the rest being its runtime and activations; `max_sequences` (default 2,048): the
     most sequences one replica decodes at once (vLLM's `max_num_seqs`, TensorRT-LLM's max batch size).
 
+    Two ways to serve a mixture of experts on the replica's chips, beside tensor parallelism (both "1d-ws" only):
+    `expert_parallel` puts whole routed experts on each chip (n_experts / tensor_parallel each) instead of a slice of
+    every expert; `attention_data_parallel` gives each chip whole attention weights and its own share of the
+    sequences, caches included, so no KV head is replicated. With both, each MoE layer sends every token's hidden
+    state to the chips of its k experts and back: two all-to-alls of tokens x k x D, and no all-reduce; with
+    attention data-parallel alone, an all-gather of the tokens before each feed-forward and a reduce-scatter after
+    (`_collectives`). Expert parallelism alone keeps the tokens on every chip, so it moves the same all-reduces as
+    tensor parallelism (DeepSeek-V3 report, sec. 3.4; SGLang's "DP attention" and TensorRT-LLM's
+    `enable_attention_dp`).
+
     Defined in chapter 5, *A model of the decode step*.
     """
 
@@ -197,6 +134,8 @@ class Deployment:
     mesh_shape: tuple | None = None
     memory_utilization: float = MEMORY_UTILIZATION
     max_sequences: int = MAX_SEQUENCES
+    expert_parallel: bool = False
+    attention_data_parallel: bool = False
 
     def __post_init__(self):
         model, chip = get_model(self.model), get_chip(self.chip)
@@ -219,10 +158,27 @@ class Deployment:
         utilization = fraction("memory_utilization", self.memory_utilization,
                                "the share of HBM the engine may use for weights and KV caches")
         max_sequences = positive_int("max_sequences", self.max_sequences)
+        at_most("n_chips", n, MAX_CHIPS, "more chips than any machine has")
         if n % tp:
             raise ValueError(f"tensor_parallel={tp} does not divide n_chips={n}: the chips form n / tensor_parallel "
                              f"identical replicas; pick a divisor of {n}")
-        if self.ffn_layout == "1d-ws" and model.n_heads % tp:
+        for name in ("expert_parallel", "attention_data_parallel"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        if self.expert_parallel and (model.n_experts == 1 or model.n_experts % tp):
+            raise ValueError(f"expert_parallel=True puts n_experts / tensor_parallel whole experts on each chip: "
+                             f"{model.name} has {model.n_experts} expert(s) and tensor_parallel={tp}; use a mixture "
+                             f"of experts whose expert count tensor_parallel divides, or expert_parallel=False")
+        if (self.expert_parallel or self.attention_data_parallel) and self.ffn_layout != "1d-ws":
+            raise ValueError(f"expert_parallel and attention_data_parallel replace Megatron's layout, not "
+                             f"ffn_layout={self.ffn_layout!r}: use ffn_layout='1d-ws'")
+        domain = largest_tensor_parallel(chip)
+        if domain is not None and tp > domain:
+            raise ValueError(f"tensor_parallel={tp} spans {math.ceil(tp / domain)} {chip.name} nodes of {domain} and "
+                             f"the hardware table has no bandwidth between {chip.name} nodes (no source gives it); "
+                             f"keep each copy of the model in one node: tensor_parallel={domain} or fewer (n_chips="
+                             f"{n} then runs as replicas)")
+        if self.ffn_layout == "1d-ws" and model.n_heads % tp and not self.attention_data_parallel:
             raise ValueError(f"tensor_parallel={tp} does not divide n_heads={model.n_heads} of {model.name}: "
                              "Megatron tensor parallelism gives each chip whole query heads; use one of "
                              f"{divisors(model.n_heads)} (or a Pope et al. layout such as ffn_layout='2d-ws' on a "
@@ -238,6 +194,8 @@ class Deployment:
                 mesh = _torus_mesh(tp, chip.topology.axes)
             else:
                 mesh = optimal_2d_mesh(tp, model, chip)
+        elif isinstance(chip.topology, Torus):
+            mesh = chip.topology.check_mesh(self.mesh_shape, chip.name)
         else:
             mesh = check_axes("mesh_shape", self.mesh_shape)
         if math.prod(mesh) != tp:
@@ -267,18 +225,40 @@ class Deployment:
 
     @functools.cached_property
     def kv_copies(self) -> float:
-        """Copies of the KV cache one replica holds (`memory.kv_replication`)."""
+        """Copies of the KV cache one replica holds (`memory.kv_replication`); one with attention data-parallel,
+        where each sequence's whole cache lives on the chip that attends to it."""
+        if self.attention_data_parallel:
+            return 1.0
         return kv_replication(self.model, self.tensor_parallel, self.kv_placement)
 
     @functools.cached_property
+    def attention_bytes(self) -> float:
+        """The attention weights (every layer's projections, `models.param_breakdown`), in bytes."""
+        return param_breakdown(self.model).attention * bytes_per_element(self.weight_dtype)
+
+    @functools.cached_property
     def weight_bytes_per_chip(self) -> float:
-        """Every weight stored (all experts, both embedding tables), split tensor_parallel ways."""
-        return model_param_bytes(self.model, self.weight_dtype) / self.tensor_parallel
+        """Every weight stored (all experts, both embedding tables), split tensor_parallel ways; with attention
+        data-parallel the attention weights are whole on every chip."""
+        split = model_param_bytes(self.model, self.weight_dtype) / self.tensor_parallel
+        return split + (self.attention_bytes * (1 - 1 / self.tensor_parallel) if self.attention_data_parallel else 0.0)
+
+    @functools.cached_property
+    def kv_shards(self) -> int:
+        """Chips that split one replica's batch of caches between them: tensor_parallel / gcd(K, tensor_parallel)
+        for a batch-split cache beyond the K KV heads (each of them holds whole sequences of its heads), else 1."""
+        groups, tp = kv_head_groups(self.model), self.tensor_parallel
+        return tp // math.gcd(groups, tp) if self.kv_placement == "batch-split" and tp > groups else 1
 
     def kv_bytes_per_chip(self, sequences: float, tokens_each: float) -> float:
-        """HBM one chip holds for `sequences` caches of `tokens_each` tokens (`memory.kv_cache_bytes`: sliding
-        windows, local and global layers and latent attention included), times the copies, over the chips."""
-        total = kv_cache_bytes(self.model, tokens_each, sequences, self.kv_dtype)
+        """HBM the busiest chip holds for `sequences` caches of `tokens_each` tokens (`memory.kv_cache_bytes`:
+        sliding windows, local and global layers and latent attention included), times the copies, over the chips.
+        A batch-split cache is never split within a sequence: each of the `kv_shards` chips sharing a head holds
+        whole sequences, the busiest ceil(sequences / kv_shards) of them (one sequence on 8 shards: all of its
+        cache on one chip, not an eighth on each)."""
+        shards = self.kv_shards
+        held = sequences if shards == 1 else math.ceil(sequences / shards) * shards
+        total = kv_cache_bytes(self.model, tokens_each, held, self.kv_dtype)
         return total * self.kv_copies / self.tensor_parallel
 
     @functools.cached_property
@@ -295,16 +275,20 @@ class Deployment:
         if m.n_experts > 1:
             touched = expected_experts_touched(m.n_experts, m.n_active_experts, tokens)
             weights += m.n_moe_layers * (touched - m.n_active_experts) * 3 * m.d_model * m.d_ff
-        return weights * bytes_per_element(self.weight_dtype) / self.tensor_parallel
+        read = weights * bytes_per_element(self.weight_dtype) / self.tensor_parallel
+        return read + (self.attention_bytes * (1 - 1 / self.tensor_parallel) if self.attention_data_parallel else 0.0)
 
     def describe(self) -> str:
         m = self.model
         groups = kv_head_groups(m)
         kv = (f"KV heads split {min(self.tensor_parallel, groups)} ways"
               + ("" if self.tensor_parallel <= groups else f", then {self.kv_placement}"))
+        if self.attention_data_parallel:
+            kv = "attention data-parallel: each chip's sequences keep their whole caches"
+        experts = "; experts whole on each chip (expert parallel)" if self.expert_parallel else ""
         return (f"{m.name} on {self.n_chips} x {self.chip.name} ({self.replicas} replica(s) of "
                 f"{self.tensor_parallel}-way {self.ffn_layout} on {self.mesh_shape}); weights {self.weight_dtype}, "
-                f"KV {self.kv_dtype}, math {self.compute_dtype}; {kv}")
+                f"KV {self.kv_dtype}, math {self.compute_dtype}; {kv}{experts}")
 
 
 @dataclass(frozen=True)
@@ -328,8 +312,9 @@ class StepEstimate:
     kv_placement: str
     hbm_bytes_per_chip: float  # weights + KV caches held
     hbm_capacity: float  # the bytes the step may use: all of HBM for the bound, memory_utilization of it otherwise
-    overhead_s: float = 0.0  # the fixed per-step overhead of an engine
+    overhead_s: float = 0.0  # fixed time per step: the host's overhead plus the tensor-parallel layers' (layer_s)
     overlap: bool = False  # True: the bound's composition
+    layer_s: float = 0.0  # the part of overhead_s the tensor-parallel layers cost (n_layers x Efficiency.layer_s)
 
     @property
     def comm_bandwidth_s(self) -> float:
@@ -408,6 +393,8 @@ def _collectives(deployment: Deployment, tokens: float, decode_batch: float, flo
     if tp == 1:
         return 0.0, 0.0
     act = bytes_per_element(d.activation_dtype)
+    if d.attention_data_parallel:
+        return _data_parallel_collectives(d, tokens * act, floors)
     if d.ffn_layout == "1d-ws":
         steps = [("all-reduce", d.mesh_shape, tokens * m.d_model * act, None)] * 2  # after attention, after the FFN
     else:
@@ -440,6 +427,30 @@ def _collectives(deployment: Deployment, tokens: float, decode_batch: float, flo
     return m.n_layers * bandwidth, m.n_layers * latency
 
 
+def _data_parallel_collectives(d: Deployment, bytes_per_dim: float, floors: bool) -> tuple:
+    """Attention data-parallel: no collective around attention; around each MoE layer with expert parallelism two
+    all-to-alls of the routed copies (tokens x k x D), otherwise (and on dense layers) an all-gather of the tokens'
+    hidden states (tokens x D) and a reduce-scatter of the same."""
+    m = d.model
+    moe_layers = m.n_moe_layers if d.expert_parallel else 0
+    steps = [(moe_layers, ("all-to-all", bytes_per_dim * m.n_active_experts * m.d_model)),
+             (m.n_layers - moe_layers, ("all-gather", bytes_per_dim * m.d_model)),
+             (m.n_layers - moe_layers, ("reduce-scatter", bytes_per_dim * m.d_model))]
+    bandwidth = latency = 0.0
+    for layers, (op, volume) in steps:
+        if not layers:
+            continue
+        if floors:
+            each = (mesh_collective(op, volume * _FLOOR_SCALE, d.chip, d.mesh_shape).bound_s / _FLOOR_SCALE,
+                    _floor_latency(op, d.chip, d.mesh_shape))
+        else:
+            step = mesh_collective(op, volume, d.chip, d.mesh_shape)
+            each = (step.bandwidth_s, step.latency_s)
+        count = layers * (2 if op == "all-to-all" else 1)  # dispatch and combine
+        bandwidth, latency = bandwidth + count * each[0], latency + count * each[1]
+    return bandwidth, latency
+
+
 @functools.lru_cache(maxsize=256)
 def _latency(op: str, chip, group: tuple) -> float:
     """The latency `collectives` prices for a collective over `group` (a torus's hops do not depend on the bytes)."""
@@ -469,6 +480,7 @@ def step_estimate(deployment: Deployment, *, decode_batch: float = 0.0, decode_c
     positive_int("prefill_len", prefill_len)
     m, chip, tp = d.model, d.chip, d.tensor_parallel
     hbm = chip.hbm_bandwidth * eff.hbm
+    kv_rate = chip.hbm_bandwidth * eff.kv_fraction
     rate = chip.peak_flops(d.compute_dtype) * eff.mfu
     tokens = decode_batch + prefill_tokens
     # decode reads its caches; prefill writes the new tokens' entries (every layer keeps the newest token)
@@ -484,15 +496,16 @@ def step_estimate(deployment: Deployment, *, decode_batch: float = 0.0, decode_c
     # the bound: the best algorithm at line rate, the shortest latency physics allows; the estimate: NCCL's pick
     bandwidth, latency = _collectives(d, tokens, decode_batch, floors=eff.overlap)
     bandwidth, latency = bandwidth / eff.network, latency * eff.latency
+    layers = 0.0 if eff.overlap or not tokens or tp == 1 else m.n_layers * eff.layer_s  # tensor-parallel layers
+    fixed = 0.0 if eff.overlap or not tokens else eff.overhead_s + layers
     return StepEstimate(weights_s=d.weights_read_per_chip(tokens) / hbm if tokens else 0.0,
-                        kv_s=kv_moved / hbm, matmul_s=matmul / rate,
+                        kv_s=kv_moved / kv_rate, matmul_s=matmul / rate,
                         attention_s=attention / tp / rate, comm_s=bandwidth + latency,
                         comm_latency_s=latency, batch=decode_batch, tokens=tokens,
                         kv_placement=d.kv_placement,
                         hbm_bytes_per_chip=d.weight_bytes_per_chip + d.kv_bytes_per_chip(held_sequences,
                                                                                           held_tokens_each),
-                        hbm_capacity=d.hbm_limit(eff), overhead_s=0.0 if eff.overlap else eff.overhead_s,
-                        overlap=eff.overlap)
+                        hbm_capacity=d.hbm_limit(eff), overhead_s=fixed, overlap=eff.overlap, layer_s=layers)
 
 
 def _per_replica(deployment: Deployment, batch: int) -> int:
@@ -547,7 +560,10 @@ def decode_time(deployment: Deployment, batch: int, context_len: int, steps: int
     """Seconds for `steps` decode steps of `batch` sequences starting from `context_len` cached tokens (a
     non-negative integer): steps x the step at the mean context, context_len + (steps + 1) / 2. Every term of a step
     is affine in the context, so this is their sum (where terms trade places inside a max it is slightly below the
-    sum: still a bound). The memory check uses the last step's context."""
+    sum: still a bound). The memory check uses the last step's context.
+
+    Defined in chapter 11, *How close do real systems come?*.
+    """
     d = _require_deployment(deployment, "decode_time")
     steps = positive_int("steps", steps)
     context_len = non_negative_int("context_len", context_len)
@@ -566,8 +582,8 @@ def max_batch(deployment: Deployment, context_len: float, efficiency=None) -> in
     positive("context_len", context_len)
     eff = resolve_efficiency(efficiency)
     free = d.hbm_limit(eff) - d.weight_bytes_per_chip
-    per_sequence = d.kv_bytes_per_chip(1, context_len)
-    per_replica = 0 if free <= 0 else min(int(math.floor(free / per_sequence)), d.sequence_cap(eff))
+    per_chip = d.kv_bytes_per_chip(d.kv_shards, context_len)  # one whole sequence on each chip of a head group
+    per_replica = 0 if free <= 0 else min(int(math.floor(free / per_chip)) * d.kv_shards, d.sequence_cap(eff))
     return d.replicas * per_replica
 
 
@@ -738,7 +754,7 @@ def report(model, chip, n_chips: int, *, batch: int | None = None, context_len: 
            prompt_len: int | None = None, weight_dtype: str = "bf16", kv_dtype: str | None = None,
            compute_dtype: str = "bf16", price_per_chip_hour: float | None = None,
            memory_utilization: float = MEMORY_UTILIZATION, max_sequences: int = MAX_SEQUENCES,
-           kv_placement: str | None = None, tensor_parallel: int | None = None) -> Report:
+           kv_placement: str | None = None, tensor_parallel: int | None = None, efficiency="typical") -> Report:
     """Weights, KV per token, the largest batch that fits, the decode step (bound and typical), the prefill time,
     tokens/s and $ per million output tokens, for one deployment, in one call.
 
@@ -746,7 +762,8 @@ def report(model, chip, n_chips: int, *, batch: int | None = None, context_len: 
     `memory_utilization` and `max_sequences` of `Deployment`; the bound and the typical step are both priced at
     it). kv_dtype None: bf16, whatever the weights (an int4 or fp8 checkpoint does not make the engine's cache 4 or 8
     bits; say kv_dtype="fp8" for an 8-bit cache). kv_placement None: `Deployment`'s default. tensor_parallel None:
-    one group of all n_chips (`Deployment`'s default); otherwise n_chips / tensor_parallel replicas. prompt_len None:
+    one group of all n_chips (`Deployment`'s default); otherwise n_chips / tensor_parallel replicas. `efficiency`: the
+    "typical" columns' efficiencies, "typical" (the broadest fit) or an engine profile's name (`PROFILES`). prompt_len None:
     context_len; a prompt longer than the context is refused. The price is the user's (no price is built in): dollars per chip per hour. Each number is the
     corresponding function of this module (`max_batch`, `decode_step`, `prefill`) or of `memory`. Also behind
     `python -m scaling_lib estimate`.
@@ -763,17 +780,21 @@ def report(model, chip, n_chips: int, *, batch: int | None = None, context_len: 
         raise ValueError(f"prompt_len={prompt_len} is longer than context_len={context_len}, the tokens a sequence "
                          f"holds in all: give a context at least as long as the prompt")
     if price_per_chip_hour is not None:
-        positive("price_per_chip_hour", price_per_chip_hour)
-    fits = max_batch(deployment, context_len, TYPICAL)
+        hourly_price("price_per_chip_hour", price_per_chip_hour)
+    typical = resolve_efficiency(efficiency)
+    if typical.overlap:
+        raise ValueError(f"efficiency={efficiency!r}: the report's typical columns need an estimate ('typical' or an "
+                         f"engine profile: {', '.join(PROFILES)}); its bound columns are always the bound")
+    fits = max_batch(deployment, context_len, typical)
     if batch is None:
         if fits < 1:
-            decode_step(deployment, deployment.replicas, context_len, TYPICAL)  # raises, naming the bytes needed
+            decode_step(deployment, deployment.replicas, context_len, typical)  # raises, naming the bytes needed
         batch = fits
     # the estimate first: a batch larger than the engine runs is refused naming `fits`, the largest batch reported
-    step_typical = decode_step(deployment, batch, context_len, TYPICAL)
+    step_typical = decode_step(deployment, batch, context_len, typical)
     step_bound = decode_step(deployment, batch, context_len, BOUND)
     first = prefill(deployment, prompt_len, deployment.replicas, BOUND)
-    first_typical = prefill(deployment, prompt_len, deployment.replicas, TYPICAL)
+    first_typical = prefill(deployment, prompt_len, deployment.replicas, typical)
     return Report(deployment=deployment, batch=batch, context_len=context_len, prompt_len=prompt_len,
                   weight_bytes=model_param_bytes(deployment.model, weight_dtype),
                   kv_bytes_per_token=kv_bytes_per_token(deployment.model, deployment.kv_dtype), max_batch=fits,

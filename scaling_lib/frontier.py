@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from itertools import product
 
-from ._validate import axes, choice, flag, instances, positive, positive_int, real
+from ._validate import axes, choice, divisors, flag, instances, positive, positive_int, real
 from .attention_sharding import ATTENTION_SHARDINGS
 from .collectives import Collective, collective_time
 from .dtypes import bytes_per_element
@@ -53,8 +53,14 @@ _GATHER_AXES = {"1d-ws": 0, "2d-ws": 0, "wg-x": 1, "wg-xy": 2, "wg-xyz": 3}
 
 @lru_cache(maxsize=None)
 def _mesh_for(layout: str, model, chip_name: str, n_chips: int) -> tuple:
-    # 2D weight-stationary picks its own X (sqrt(n D / F), Pope et al. App. A.2.1); X = 1 is 1D over all chips.
-    return optimal_2d_mesh(n_chips, model, chip_name) if layout == "2d-ws" else cube_torus(n_chips)
+    # 2D weight-stationary picks its own X (sqrt(n D / F), Pope et al. App. A.2.1); X = 1 is 1D over all chips. The
+    # other layouts take the slice: the most cube-like on a 3D torus, the most square X <= Y (Z = 1) on a 2D one.
+    if layout == "2d-ws":
+        return optimal_2d_mesh(n_chips, model, chip_name)
+    if get_chip(chip_name).topology.axes == 3:
+        return cube_torus(n_chips)
+    x = max(d for d in divisors(n_chips) if d * d <= n_chips)
+    return (x, n_chips // x, 1)
 
 
 class NothingFits(ValueError):
@@ -70,6 +76,8 @@ def _mesh(mesh_shape, layout: str, model, chip, n_chips: int) -> tuple:
             return (n_chips,)
         return _mesh_for(layout, model, chip.name, n_chips)
     mesh = axes("mesh_shape", mesh_shape, max_axes=3)
+    if isinstance(chip.topology, Torus):
+        chip.topology.check_mesh(mesh, chip.name)
     if math.prod(mesh) != n_chips:
         raise ValueError(f"mesh_shape {mesh} holds {math.prod(mesh)} chips, not n_chips={n_chips}; pick axes whose "
                          f"product is {n_chips}, or mesh_shape=None for the layout's default")
@@ -184,7 +192,7 @@ def layer_collectives(model, n_chips: int, phase: str, batch: int, ffn_layout: s
     Raises ValueError for a Pope et al. layout on a chip that is not a torus, and for heads that do not split
     n ways under attention_sharding='heads' (unless `pad_heads`, as in `layout_cost`).
 
-    Defined in chapter 12, *Choosing a layout by the metric*.
+    Defined in chapter 11, *How close do real systems come?*.
     """
     m = get_model(model)
     n_chips, batch, context_len, mesh = _check_step(
@@ -226,7 +234,7 @@ def layout_cost(model, chip, n_chips: int, phase: str, batch: int, ffn_layout: s
     in the model FLOPs of MFU; and for Pope et al.'s layouts on a chip that is not a torus (a GPU's NVLink switch
     runs "1d-ws", as `estimate.Deployment` decides).
 
-    Defined in chapter 12, *Choosing a layout by the metric*.
+    Defined in chapter 11, *How close do real systems come?*.
     """
     return _layout_cost(get_model(model), get_chip(chip), n_chips, phase, batch, ffn_layout, attention_sharding,
                         context_len=context_len, weight_dtype=weight_dtype, kv_dtype=kv_dtype,

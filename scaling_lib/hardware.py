@@ -42,6 +42,7 @@ Sources (full references in book/references.bib):
          protocol (ring LL: 6.6 us + 0.6 us per NVLink step), and the NVLS (in-switch reduction) latency.
 """
 
+import math
 from dataclasses import dataclass
 
 from ._validate import axes as axes_of
@@ -110,6 +111,18 @@ class Torus:
             return tuple(a == WRAP_AXIS_CHIPS for a in shape)
         whole_cubes = len(shape) == 3 and all(a % CUBE_EDGE == 0 for a in shape)
         return tuple(whole_cubes for _ in shape)
+
+    def check_mesh(self, mesh_shape, chip_name: str) -> tuple:
+        """`mesh_shape` (its axes checked) when its axes of more than one chip are at most the torus's axes; else a
+        ValueError: a 2D torus (v5e, v6e) has no third axis of links to lay a third mesh axis on."""
+        shape = axes_of("mesh_shape", mesh_shape)
+        spread = tuple(a for a in shape if a > 1)
+        if len(spread) > self.axes:
+            merged = (spread[0], math.prod(spread[1:])) if self.axes == 2 else (math.prod(spread),)
+            raise ValueError(f"mesh_shape {shape} lays chips along {len(spread)} axes and {chip_name}'s torus has "
+                             f"{self.axes}, and no links join chips along another; use at most {self.axes} axes of "
+                             f"more than one chip, e.g. mesh_shape={merged}")
+        return shape
 
     def axis_wraps(self, n_chips: int) -> bool:
         """Whether one axis of n chips wraps when the rest of its slice is unknown: under "axis16" when n = 16;

@@ -39,7 +39,7 @@ from ._validate import MAX_CHIPS, at_most, choice, divisors, items, positive, po
 from .collectives import CONVENTIONS, Collective
 from .context_limits import max_context_length  # noqa: F401 - DESIGN.md documents layouts.max_context_length
 from .dtypes import bytes_per_element
-from .hardware import get_chip
+from .hardware import Torus, get_chip
 from .memory import kv_bytes_per_token
 from .models import get_model
 from .roofline import matmul_flops
@@ -298,23 +298,27 @@ def ws_2d_crossover_chips(d_model: int, d_ff: int, convention: str = "pope") -> 
 
 
 def optimal_2d_mesh(n_chips: int, model, chip="tpu-v4", convention: str = "pope") -> tuple:
-    """The integer mesh (X, Y, Z), X Y Z = n_chips, with the least 2D weight-stationary communication time."""
+    """The integer mesh (X, Y, Z), X Y Z = n_chips, with the least 2D weight-stationary communication time. On a 2D
+    torus (TPU v5e, v6e) at most two of the axes exceed one chip: there is no third axis of links."""
     n_chips = at_most("n_chips", positive_int("n_chips", n_chips), MAX_CHIPS, "no slice has more chips, and the "
                       "search tries every pair of divisors")
     m, chip = get_model(model), get_chip(chip)
     choice("convention", convention, CONVENTIONS)
     factors = divisors(n_chips)
-    meshes = [(x, y, n_chips // (x * y)) for x, y in product(factors, factors) if n_chips % (x * y) == 0]
+    torus_axes = chip.topology.axes if isinstance(chip.topology, Torus) else 3
+    meshes = [(x, y, n_chips // (x * y)) for x, y in product(factors, factors) if n_chips % (x * y) == 0 and
+              sum(a > 1 for a in (x, y, n_chips // (x * y))) <= torus_axes]
 
     def seconds(mesh):  # one token's 2D weight-stationary collectives: the time is linear in T, so T = 1 ranks them
         return sum(c.seconds(chip, convention) for c in _ffn_collectives("2d-ws", m, 1.0, mesh, "bf16", "bf16"))
 
     # Ties, up to the rounding of the same bytes over a chip's bandwidth summed in another order, go to the most even
-    # Y x Z split (fewest degenerate axes), so the choice does not depend on the chip's bandwidth under "pope".
+    # Y x Z split (fewest degenerate axes), so the choice does not depend on the chip's bandwidth under "pope"; on a
+    # 2D torus, to (X, YZ, 1) before (X, 1, YZ).
     times = {mesh: seconds(mesh) for mesh in meshes}
     least = min(times.values())
     tied = [mesh for mesh in meshes if times[mesh] <= least * (1 + TIE_RTOL)]
-    return min(tied, key=lambda mesh: abs(mesh[1] - mesh[2]))
+    return min(tied, key=lambda mesh: (abs(mesh[1] - mesh[2]), mesh[1] == 1 < mesh[2]))
 
 
 def layout_switch_points(model, chip, mesh_shape, convention: str = "pope", layouts=LAYOUTS,

@@ -79,7 +79,10 @@ class Engine:
     `step_s(decode_batch, prefill_tokens)`: seconds of one step at the workload's mean context (integers in, a
     float out; each pair is priced once). `max_batch`: the most sequences the replica decodes at once (memory and
     the engine's cap). `token_budget`: tokens per step, decode tokens included (None: no budget, whole prompts in
-    one step). `bound`: price as the bound does (no queueing but what Little's law forces, a prompt alone)."""
+    one step). `bound`: price as the bound does (no queueing but what Little's law forces, a prompt alone).
+
+    Defined in chapter 9, *Serving engines*.
+    """
 
     step_s: object
     input_len: int

@@ -22,6 +22,11 @@ frozen rows. The tables:
   is kept in the file but excluded).
 - `sweep_rows()`: published closed-loop concurrency sweeps (TTFT, TPOT, output tokens/s against the number of
   clients), each with its source: dstack's DeepSeek-R1 study on 8 H200 and 8 MI300X (30 rows). Used in chapter 9.
+- `accelerator_rows()`: this book's own measurements on a real accelerator (one NVIDIA H200, 2026-12-04), grouped in
+  runs, each row with its date, software, method and source: the bf16 rates and the critical-batch curve chapter 1
+  sets against its prediction (`accelerator_knee`), the book's microbenchmarks before and after they sized their calls,
+  and chapter 11's decode sweep of the tiny decoder (`accelerator_decode_sweep`). bench/bench_accelerator.py measures
+  the same on whatever accelerator is present and writes rows of this format (`write_accelerator_rows`).
 
 Used in chapter 11, *How close do real systems come?*.
 """
@@ -29,10 +34,12 @@ Used in chapter 11, *How close do real systems come?*.
 import csv
 import functools
 from dataclasses import dataclass
+from os import PathLike
 from pathlib import Path
 
 from .hardware import get_chip
-from .models import from_hf_config
+from .models import Transformer, from_hf_config
+from .roofline import SLOWDOWN, critical_batch_from_rates, fit_batch_roofline, slowdown_knee
 
 DATA = Path(__file__).resolve().parent / "data"
 
@@ -204,7 +211,8 @@ class RunRow:
 
     `kind`: "offline" (output tokens/s of the deployment, the engine choosing its batch), "offline_b" (the same at
     `batch` slots per replica), "static" (output tokens/s of one static batch of `batch` sequences: a prefill, then
-    output_len - 1 decode steps) or "ttft" (seconds to the first token at batch 1). `measured` is in `unit`.
+    output_len - 1 decode steps), "latency" (the seconds that static batch takes), "ttft" (seconds to the first token
+    at batch 1) or "tpot" (seconds per output token with `batch` sequences decoding). `measured` is in `unit`.
     """
 
     source: str
@@ -246,6 +254,15 @@ def _run_row(r: dict, model) -> RunRow:
 def published_runs() -> tuple:
     """The 263 published runs of `published_runs.csv`, in the file's order, each with its source."""
     return tuple(_run_row(r, r["model"]) for r in _read("published_runs.csv"))
+
+
+def gathered_runs() -> tuple:
+    """Published runs gathered for the engine and hardware profiles (`gathered_runs.csv`), each with its source:
+    vLLM on 8 AMD MI300X (AMD's performance-results page, five container releases of 2025, and Oracle's Llama 3.1
+    405B blog: offline throughput and the end-to-end latency of one batch), JetStream + MaxText serving Mixtral on
+    TPU v6e (Google Cloud's recipes). Kinds as `RunRow`'s, plus "latency": seconds for one batch of `batch`
+    sequences, its prefill and output_len - 1 decode steps."""
+    return tuple(_run_row(r, r["model"]) for r in _read("gathered_runs.csv"))
 
 
 # Configs of models the library does not name (`book/data/hf_configs/`, each with its source in that README).
@@ -388,3 +405,265 @@ def sweep_rows(chip: str | None = None, engine: str | None = None) -> tuple:
     chip = None if chip is None else get_chip(chip).name
     return tuple(r for r in rows if (chip is None or r.chip == chip)
                  and (engine is None or r.engine.split()[0].lower() == engine.lower()))
+
+
+# ---------------------------------------------------------------------- this book's measurements on a real accelerator
+ACCELERATOR_CSV = DATA / "accelerator_measurements.csv"
+ACCELERATOR_COLUMNS = ("run", "experiment", "chip", "date", "software", "dtype", "batch", "cache_len", "d_model",
+                       "d_ff", "size", "best_s", "median_s", "rate", "bound_s", "method", "source")
+EXPERIMENTS = ("read", "matmul", "knee", "layer", "decode_step")
+
+
+@dataclass(frozen=True)
+class AcceleratorRow:
+    """One measurement of a run on an accelerator (`accelerator_measurements.csv`); fields a kind does not use are None.
+
+    experiment: "read" (W: a sum reading `size` bytes once), "matmul" (C: a square matmul of side `size`), "knee"
+    (x[batch, d_model] @ w[d_model, d_ff]), "layer" (x W_in[d_model, d_ff] W_out[d_ff, d_model]) or "decode_step" (one
+    step of `batch` sequences over a cache of `cache_len`, beside its bound `bound_s`). best_s, median_s: seconds of
+    the call; rate: B/s or FLOP/s as the run recorded it when it kept no time.
+    """
+
+    run: str
+    experiment: str
+    chip: str
+    date: str
+    software: str
+    dtype: str
+    batch: int | None
+    cache_len: int | None
+    d_model: int | None
+    d_ff: int | None
+    size: int | None
+    best_s: float | None
+    median_s: float | None
+    rate: float | None
+    bound_s: float | None
+    method: str
+    source: str
+
+    @property
+    def measured_rate(self) -> float:
+        """A read's B/s (size / best_s) or a matmul's FLOP/s (2 size^3 / best_s), or the rate the run recorded."""
+        if self.rate is not None:
+            return self.rate
+        if self.experiment == "read":
+            return self.size / self.best_s
+        if self.experiment == "matmul":
+            return 2.0 * self.size**3 / self.best_s
+        raise ValueError(f"a {self.experiment} row has no rate; rates come from read and matmul rows")
+
+
+def _optional_int(value: str) -> int | None:
+    return int(value) if value else None
+
+
+def _accelerator_row(r: dict) -> AcceleratorRow:
+    if r["experiment"] not in EXPERIMENTS:
+        raise ValueError(f"unknown experiment {r['experiment']!r} in run {r['run']!r}; use one of {EXPERIMENTS}")
+    return AcceleratorRow(run=r["run"], experiment=r["experiment"], chip=r["chip"], date=r["date"],
+                          software=r["software"], dtype=r["dtype"], batch=_optional_int(r["batch"]),
+                          cache_len=_optional_int(r["cache_len"]), d_model=_optional_int(r["d_model"]),
+                          d_ff=_optional_int(r["d_ff"]), size=_optional_int(r["size"]),
+                          best_s=_optional(r["best_s"]), median_s=_optional(r["median_s"]), rate=_optional(r["rate"]),
+                          bound_s=_optional(r["bound_s"]), method=r["method"], source=r["source"])
+
+
+def _file(name: str, path, existing: bool) -> Path:
+    """`path` as a Path: an existing file, or (existing=False) a file name in an existing folder."""
+    if isinstance(path, bool) or not isinstance(path, (str, PathLike)) or not str(path):
+        raise ValueError(f"{name} must be a file path (a string or a Path), got {path!r}")
+    path = Path(path)
+    if existing and not path.is_file():
+        raise ValueError(f"{name}={str(path)!r} is not a file; give a CSV bench/bench_accelerator.py wrote, or None "
+                         "for the book's own measurements")
+    if not existing and (path.is_dir() or not path.parent.is_dir()):
+        raise ValueError(f"{name}={str(path)!r} is a folder or lies in no folder; give a file name in an existing "
+                         "folder")
+    return path
+
+
+def accelerator_rows(path=None) -> tuple:
+    """The rows of `accelerator_measurements.csv` (or of a file bench/bench_accelerator.py wrote), in file order."""
+    path = ACCELERATOR_CSV if path is None else _file("path", path, existing=True)
+    with open(path, newline="") as handle:
+        reader = csv.DictReader(handle)
+        if tuple(reader.fieldnames or ()) != ACCELERATOR_COLUMNS:
+            raise ValueError(f"path={str(path)!r} has columns {reader.fieldnames}; expected "
+                             f"{list(ACCELERATOR_COLUMNS)}")
+        return tuple(_accelerator_row(r) for r in reader)
+
+
+def _rows(rows) -> tuple:
+    """`rows` as a tuple of `AcceleratorRow`s; None: the book's own (`accelerator_rows()`)."""
+    if rows is None:
+        return accelerator_rows()
+    if isinstance(rows, (str, bytes)) or not hasattr(rows, "__iter__"):
+        raise ValueError(f"rows must be AcceleratorRows (from accelerator_rows), got {rows!r}")
+    rows = tuple(rows)
+    if not all(isinstance(r, AcceleratorRow) for r in rows):
+        raise ValueError(f"rows must hold only AcceleratorRows (from accelerator_rows), got {rows[:3]!r}")
+    return rows
+
+
+def write_accelerator_rows(rows, path) -> None:
+    """Write `AcceleratorRow`s to a CSV of `accelerator_measurements.csv`'s format (what bench/bench_accelerator.py
+    produces; `accelerator_rows(path)` reads it back)."""
+    if rows is None:
+        raise ValueError("rows is None; give the AcceleratorRows to write")
+    rows, path = _rows(rows), _file("path", path, existing=False)
+    with open(path, "w", newline="") as handle:
+        writer = csv.DictWriter(handle, ACCELERATOR_COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: "" if getattr(row, k) is None else getattr(row, k) for k in ACCELERATOR_COLUMNS})
+
+
+def _run(run, rows, name: str = "run") -> tuple:
+    """The rows of one run, `name` being the argument that named it."""
+    rows = _rows(rows)
+    if not isinstance(run, str):
+        raise ValueError(f"{name} must be the name of a run, got {run!r}")
+    found = tuple(r for r in rows if r.run == run)
+    if not found:
+        raise ValueError(f"{name}={run!r} is no run of these accelerator measurements; known runs: "
+                         f"{', '.join(dict.fromkeys(r.run for r in rows))}")
+    return found
+
+
+@dataclass(frozen=True)
+class MeasuredRates:
+    """W and C as one run measured them."""
+
+    bytes_per_s: float
+    flops_per_s: float
+    dtype: str
+    chip: str
+    source: str
+
+
+def accelerator_rates(run: str, rows=None) -> MeasuredRates:
+    """The read and matmul rates of `run` (its "read" and "matmul" rows)."""
+    return _rates(run, rows, "run")
+
+
+def _rates(run, rows, name: str) -> MeasuredRates:
+    """`accelerator_rates`, `name` being the argument that named the run (for the error if it has no rates)."""
+    found = _run(run, rows, name)
+    kinds = {r.experiment: r for r in found if r.experiment in ("read", "matmul")}
+    if set(kinds) != {"read", "matmul"}:
+        raise ValueError(f"{name}={run!r} has no read and matmul rows to give W and C")
+    return MeasuredRates(kinds["read"].measured_rate, kinds["matmul"].measured_rate, kinds["matmul"].dtype,
+                         kinds["matmul"].chip, kinds["matmul"].source)
+
+
+@dataclass(frozen=True)
+class MeasuredKnee:
+    """A batch curve timed on an accelerator beside the roofline's prediction from rates measured apart from it.
+
+    The roofline t(B) = max(weight bytes / W, B x 2 D F / C) is flat up to B_crit = C / W x b_w / 2, and reaches 1.5x
+    its floor at 1.5 B_crit (`roofline.slowdown_knee`): `predicted_knee` against `knee`."""
+
+    batches: tuple
+    seconds: tuple
+    rates: MeasuredRates
+    weight_dtype: str
+    source: str
+
+    @property
+    def predicted_batch(self) -> float:
+        """B_crit = C / W x b_w / 2 from the rates measured apart."""
+        return critical_batch_from_rates(self.rates.flops_per_s, self.rates.bytes_per_s, self.weight_dtype)
+
+    @property
+    def predicted_knee(self) -> float:
+        """1.5 B_crit: where the roofline's time reaches 1.5x its floor."""
+        return SLOWDOWN * self.predicted_batch
+
+    @property
+    def knee(self) -> float:
+        """The measured knee: the first batch from which every time is at least 1.5x the fastest."""
+        return slowdown_knee(self.batches, self.seconds)
+
+    @property
+    def fitted_batch(self) -> float:
+        """B_crit read off the curve as chapter 1 reads its CPU's (`roofline.fit_batch_roofline`): floor / slope."""
+        return fit_batch_roofline(self.batches, self.seconds).knee_batch
+
+
+def accelerator_knee(run: str = "h200-bf16", rates_run: str | None = None, rows=None) -> MeasuredKnee:
+    """The batch curve of `run` (its "knee" or "layer" rows) with the rates of `rates_run` (default: the same run).
+
+    `accelerator_knee()` is the H200 in bf16: x[B, 8192] @ W[8192, 28672], rates from an 8 GiB read and an 8,192-square
+    matmul. `accelerator_knee("h200-book-batch-rule")` is the book's own float32 layer with the rates its fixed-size
+    calls measured before they grew (a 256 MiB read and a 1,024-square matmul), and with rates_run="h200-book-fp32"
+    the same curve against rates measured at 4e9 bytes and 8,192."""
+    curve = sorted((r for r in _run(run, rows) if r.experiment in ("knee", "layer")), key=lambda r: r.batch)
+    if not curve:
+        raise ValueError(f"run {run!r} has no knee or layer rows to give a batch curve")
+    return MeasuredKnee(batches=tuple(r.batch for r in curve), seconds=tuple(r.best_s for r in curve),
+                        rates=_rates(run, rows, "run") if rates_run is None else _rates(rates_run, rows, "rates_run"),
+                        weight_dtype=curve[0].dtype, source=curve[0].source)
+
+
+def accelerator_sweep_model() -> Transformer:
+    """The tiny decoder's shape in chapter 11's sweep on an accelerator: 16 layers, D = 2,048, F = 8,192, 32 query and
+    8 KV heads of 64, V = 32,000 (LLaMA-3.2-1B-like; about 1.2e9 parameters, 4.9 GB in float32), the model of the
+    "h200-book-sweep" rows and of bench/bench_accelerator.py's sweep."""
+    return Transformer(n_layers=16, d_model=2048, d_ff=8192, n_heads=32, n_kv_heads=8, head_dim=64, vocab_size=32000,
+                       name="sweep-1b", source="scaling_lib.measurements: chapter 11's decode sweep on an accelerator "
+                                               "(a LLaMA-3.2-1B-like shape)")
+
+
+@dataclass(frozen=True)
+class MeasuredDecodeStep:
+    """One decode step of chapter 11's sweep timed on an accelerator, beside the bound (estimate.decode_step on the
+    run's measured W and C, no efficiency) the run priced it at."""
+
+    chip: str
+    batch: int
+    cache_len: int
+    measured_s: float
+    bound_s: float
+    source: str
+
+    @property
+    def ratio(self) -> float:
+        """measured / bound: at least 1 when the bound holds; how far from it the step runs."""
+        return self.measured_s / self.bound_s
+
+
+def accelerator_decode_sweep(run: str = "h200-book-sweep", rows=None) -> tuple:
+    """Chapter 11's decode sweep on an accelerator: a `MeasuredDecodeStep` (batch, cache_len, measured_s, bound_s,
+    ratio) per "decode_step" row of `run`, in file order. `accelerator_rates(run)` gives the W and C it was priced at;
+    `accelerator_sweep_model()` the model."""
+    steps = tuple(MeasuredDecodeStep(r.chip, r.batch, r.cache_len, r.best_s, r.bound_s, r.source)
+                  for r in _run(run, rows) if r.experiment == "decode_step")
+    if not steps:
+        raise ValueError(f"run {run!r} has no decode_step rows")
+    return steps
+
+
+@dataclass(frozen=True)
+class DecodeStepRow:
+    """One engine-grade decode step timed on a real GPU (`h200_decode_step.csv`): `batch` sequences at `context`
+    cached tokens; `best_s` the whole step, `attention_only_s` its attention calls alone; it reads
+    `matmul_weight_bytes` of weights and `kv_bytes` of cache once."""
+
+    chip: str
+    batch: int
+    context: int
+    best_s: float
+    attention_only_s: float
+    matmul_weight_bytes: float
+    kv_bytes: float
+    source: str
+
+
+def decode_step_rows() -> tuple:
+    """This project's H200 decode steps (PyTorch, one CUDA graph, LLaMA-3-8B shapes), each with its source."""
+    return tuple(DecodeStepRow(chip=r["chip"], batch=int(r["batch"]), context=int(r["context"]),
+                               best_s=float(r["best_s"]), attention_only_s=float(r["attention_only_s"]),
+                               matmul_weight_bytes=float(r["matmul_weight_bytes"]), kv_bytes=float(r["kv_bytes"]),
+                               source=r["source"])
+                 for r in _read("h200_decode_step.csv"))

@@ -344,6 +344,12 @@ _HF_NAMES = dict(n_layers="num_hidden_layers", d_model="hidden_size", d_ff="inte
                  v_head_dim="v_head_dim")
 
 
+def _value_text(value) -> str:
+    """A JSON value as a message quotes it: repr of a scalar, a list or an object by its size (the repr of a list
+    nested thousands deep raises RecursionError)."""
+    return _json_text(value) if isinstance(value, (list, tuple, dict)) else repr(value)
+
+
 def _json_text(value) -> str:
     """How a JSON value reads in a message: the string '4096', the boolean true, null, a list, an object, 2.5."""
     if isinstance(value, str):
@@ -577,7 +583,7 @@ def from_hf_config(path_or_dict) -> Transformer:
     config, where = _language_model(config, where)
     kind = config.get("model_type")
     if not isinstance(kind, str) or kind not in _HF_TYPES:
-        raise ValueError(f"model_type {kind!r} in {where} is not one this book reads; supported: "
+        raise ValueError(f"model_type {_value_text(kind)} in {where} is not one this book reads; supported: "
                          f"{', '.join(_HF_TYPES)}")
     f = _Fields(config, where)
     n_layers, n_heads, d_model = f.count("num_hidden_layers"), f.count("num_attention_heads"), f.count("hidden_size")
@@ -602,7 +608,7 @@ def from_hf_config(path_or_dict) -> Transformer:
             fields["sliding_window"] = window
             if kind not in _WINDOWED_TYPES:
                 fields["global_every"] = _layer_pattern(f, n_layers)
-    if kind in ("qwen2", "qwen3", "qwen2_moe") and f.flag("use_sliding_window", False):
+    if kind in ("qwen2", "qwen3", "qwen2_moe", "qwen3_moe") and f.flag("use_sliding_window", False):
         raise ValueError(f"use_sliding_window=true in {where} with max_window_layers: a per-layer window this "
                          "book's models cannot represent; set it to false to estimate the full-attention model")
     experts = None
@@ -689,15 +695,15 @@ def _quantized_format(fields: _Fields) -> str | None:
         algo = q.get("quant_algo")
         if algo in ("FP8", "NVFP4"):
             return algo.lower()
-        raise fields.error("quantization_config", f"has quant_algo {algo!r}; this book reads FP8 and NVFP4")
-    if method not in _QUANT_METHODS:
-        raise fields.error("quantization_config", f"has quant_method {method!r}; this book reads "
+        raise fields.error("quantization_config", f"has quant_algo {_value_text(algo)}; this book reads FP8 and NVFP4")
+    if not isinstance(method, str) or method not in _QUANT_METHODS:
+        raise fields.error("quantization_config", f"has quant_method {_value_text(method)}; this book reads "
                                                   f"{', '.join(_QUANT_METHODS)} and modelopt")
     if _QUANT_METHODS[method] is not None:
         return _QUANT_METHODS[method]
     bits = q.get("bits")
-    if bits not in _INT_BITS or isinstance(bits, bool):
-        raise fields.error("quantization_config", f"{method} with bits={bits!r}; this book stores 4 or 8 bits")
+    if not isinstance(bits, int) or isinstance(bits, bool) or bits not in _INT_BITS:
+        raise fields.error("quantization_config", f"{method} with bits={_value_text(bits)}; this book stores 4 or 8 bits")
     return _INT_BITS[bits]
 
 

@@ -46,7 +46,8 @@ meeting the targets or the last one before a switch below it, and the switches a
 collectives' latency. Designs are visited from the least cost they could reach at any batch up, and the search stops
 at the first that cannot beat the best found (branch and bound). The frontier is drawn from batches 1, 2, 4, ... up
 to the largest that fits, the largest, and the best, skipping designs whose every point is beaten on both axes.
-Tensor parallelism takes the divisors of the query heads up to `max_chips` (Megatron's rule, `estimate.Deployment`).
+Tensor parallelism takes the divisors of the query heads up to `max_chips` (Megatron's rule, `estimate.Deployment`),
+within one node where no source gives the network between nodes (`estimate.largest_tensor_parallel`: MI300X).
 
 **Formats.** The weights are tried in each of `weight_dtypes` and the KV cache in each of `kv_dtypes`,
 independently (an int4-weight deployment keeps a bf16 or fp8 cache). The matmuls run in the weight format when
@@ -60,9 +61,10 @@ From a terminal: `python -m scaling_lib plan` (and `estimate --input-len ... --o
 import math
 from dataclasses import asdict, dataclass, replace
 
-from ._validate import instances, positive, positive_int
+from ._validate import MAX_CHIPS, at_most, hourly_price, instances, positive, positive_int
 from .dtypes import bytes_per_element
-from .estimate import MEMORY_UTILIZATION, Deployment, max_batch, offline_estimate, resolve_efficiency, step_estimate
+from .estimate import MEMORY_UTILIZATION, Deployment, largest_tensor_parallel, max_batch, offline_estimate
+from .estimate import resolve_efficiency, step_estimate
 from .formats import matmul_dtype, own_weight_dtype, quality_caveat, searchable
 from .hardware import get_chip
 from .load import TOKEN_BUDGET, Engine
@@ -231,19 +233,22 @@ def _dtype(value) -> str:
 def _prices(prices, chips: tuple) -> dict:
     """{chip name: $ per chip-hour}: one number for every chip, or a mapping that names each chip searched."""
     if isinstance(prices, dict):
-        table = {}
+        table, spelled = {}, {}
         for name, price in prices.items():
             try:
                 chip = get_chip(name)
             except ValueError as error:
                 raise ValueError(f"prices: {error}") from None
-            table[chip.name] = positive(f"prices[{name!r}]", price)
+            if chip.name in table:  # an alias and the name ('v5e' and 'tpu-v5e'): which price was meant?
+                raise ValueError(f"prices names {chip.name} twice, as {spelled[chip.name]!r} and {name!r}; give each "
+                                 "chip one price")
+            table[chip.name], spelled[chip.name] = hourly_price(f"prices[{name!r}]", price), name
         missing = [chip.name for chip in chips if chip.name not in table]
         if missing:
             raise ValueError(f"prices has no price for {', '.join(missing)}; give every chip searched a price in $ "
                              "per chip-hour, e.g. prices={'h100': 2.5}")
         return {chip.name: float(table[chip.name]) for chip in chips}
-    price = positive("prices", prices)
+    price = hourly_price("prices", prices)
     return {chip.name: float(price) for chip in chips}
 
 
@@ -449,7 +454,8 @@ def plan(model, chips, max_chips: int, input_len: int, output_len: int, *, ttft:
     """
     model = get_model(model)
     chip_list = _chip_list(chips)
-    max_chips = positive_int("max_chips", max_chips)
+    max_chips = at_most("max_chips", positive_int("max_chips", max_chips), MAX_CHIPS, "more chips than any machine "
+                        "has")
     input_len = positive_int("input_len", input_len)
     output_len = positive_int("output_len", output_len)
     if output_len < 2:
@@ -470,7 +476,8 @@ def plan(model, chips, max_chips: int, input_len: int, output_len: int, *, ttft:
     eff = resolve_efficiency(efficiency)
     designs = []
     for chip in chip_list:
-        for tp in tensor_parallel_sizes(model, max_chips):
+        domain = largest_tensor_parallel(chip)  # a group across nodes whose network no source gives is not searched
+        for tp in (t for t in tensor_parallel_sizes(model, max_chips) if domain is None or t <= domain):
             for weight_dtype in (w for w in weights if searchable(chip, w)):
                 for kv_dtype in caches:
                     design = _Design(model, chip, tp, weight_dtype, kv_dtype, input_len, output_len, eff,
@@ -672,7 +679,7 @@ def price_deployment(model, chip, n_chips: int, input_len: int, output_len: int,
     n_chips = positive_int("n_chips", n_chips)
     tp = n_chips if tensor_parallel is None else positive_int("tensor_parallel", tensor_parallel)
     if price_per_chip_hour is not None:
-        price_per_chip_hour = float(positive("price_per_chip_hour", price_per_chip_hour))
+        price_per_chip_hour = float(hourly_price("price_per_chip_hour", price_per_chip_hour))
     whole = Deployment(model, chip, n_chips, weight_dtype=weight_dtype, kv_dtype=kv_dtype, tensor_parallel=tp,
                        compute_dtype=matmul_dtype(chip, _dtype(weight_dtype)) if compute_dtype is None
                        else compute_dtype, memory_utilization=memory_utilization)

@@ -222,12 +222,44 @@ def fit_batch_roofline(batches, seconds, n_floor: int = 3) -> MeasuredRoofline:
         positive("seconds entry", t)
     if list(batches) != sorted(batches):
         raise ValueError(f"batches must be increasing, got {batches!r}")
-    if not 1 <= positive_int("n_floor", n_floor) < len(batches):
+    n_floor = positive_int("n_floor", n_floor)  # an int: 3.0 counts three batches, and slices
+    if not 1 <= n_floor < len(batches):
         raise ValueError(f"n_floor must be between 1 and {len(batches) - 1}, got {n_floor!r}")
     floor = sorted(seconds[:n_floor])
     mid = len(floor) // 2
     floor_s = floor[mid] if len(floor) % 2 else 0.5 * (floor[mid - 1] + floor[mid])
     return MeasuredRoofline(floor_s=floor_s, per_row_s=seconds[-1] / batches[-1])
+
+
+SLOWDOWN = 1.5  # the knee read off a timed curve: where the time first stays 1.5 x its floor
+# How closely a knee measured on a real machine is expected to match the one its rates predict, measured apart: within
+# this factor either way. Wide, because a CPU is a rough roofline (caches, prefetchers, threads, other processes);
+# chapter 1 states it, bench/bench_cpu_roofline.py reports it on the CPU (a timing: no test asserts on one), and
+# tests/math/test_measurements.py holds the H200's stored measurement to it.
+KNEE_FACTOR = 4.0
+
+
+def slowdown_knee(batches, seconds, factor: float = SLOWDOWN) -> float:
+    """The smallest batch from which every measured time is at least `factor` x the fastest one: a knee read off
+    t(B) without fitting it (robust to one slow point at small batch); inf if the time never grows that much.
+
+    On a roofline t(B) = max(t_0, B t_0 / B_crit) the time first reaches factor x t_0 at B = factor x B_crit, so
+    with the default 1.5 the knee sits at 1.5 B_crit (the Scaling Book's appendix reads its v5e curve the same way)."""
+    batches, seconds = _sequence("batches", batches), _sequence("seconds", seconds)
+    if len(batches) != len(seconds) or not batches:
+        raise ValueError(f"batches and seconds must pair up: got {len(batches)} batches and {len(seconds)} seconds")
+    for b, t in zip(batches, seconds):
+        positive("batches entry", b)
+        positive("seconds entry", t)
+    if list(batches) != sorted(set(batches)):
+        raise ValueError(f"batches must be increasing and distinct, got {batches!r}")
+    if positive("factor", factor) <= 1:
+        raise ValueError(f"factor={factor!r} must exceed 1: the knee is where the time has grown past its floor")
+    slow = [t >= factor * min(seconds) for t in seconds]
+    for i, batch in enumerate(batches):
+        if all(slow[i:]):
+            return float(batch)
+    return float("inf")
 
 
 @dataclass(frozen=True)

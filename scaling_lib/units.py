@@ -4,6 +4,7 @@ The library works in SI (seconds, bytes, FLOP/s); these helpers are for the edge
 reading a reader's typed answer in `exercises.check`.
 """
 
+import functools
 import math
 import re
 
@@ -38,6 +39,17 @@ _THOUSANDS = re.compile(r"^\d{1,3}(?:,\d{3})+$")
 _TYPOGRAPHY = {"\u2212": "-", "\u00a0": " ", "\u202f": " "}
 
 
+def _shown(text, limit: int = 60) -> str:
+    """repr(text) cut to `limit` characters: a message quotes what was typed, not a megabyte of it."""
+    text = repr(text)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+_PREFIX_ORDER = tuple(sorted(_PREFIXES, key=len, reverse=True))  # "Ki" is tried before "K"
+# Counts take no metric prefix ("1,000 chips", never "1 kchip"); nor do a bare number, "x" and "%".
+_UNPREFIXED = ("", "x", "%", "tokens", "token", "tok", "chips", "chip", "ways", "sequences", "sequence")
+
+
 def parse_unit(unit: str):
     """'ms' -> (1e-3, 'time'); 'GiB' -> (2**30, 'bytes'); 'tokens' -> (1, 'count'). Unknown unit: ValueError."""
     if not isinstance(unit, str):
@@ -45,11 +57,21 @@ def parse_unit(unit: str):
     unit = unit.strip()
     if unit in _BASES:
         return (0.01 if unit == "%" else 1.0), _BASES[unit]
-    for prefix in sorted(_PREFIXES, key=len, reverse=True):
-        if prefix and unit.startswith(prefix) and unit[len(prefix):] in _BASES and unit[len(prefix):] not in (
-                "", "x", "%", "tokens", "token", "tok", "chips", "chip", "ways", "sequences", "sequence"):
+    for prefix in _PREFIX_ORDER:
+        if prefix and unit.startswith(prefix) and unit[len(prefix):] in _BASES and \
+                unit[len(prefix):] not in _UNPREFIXED:
             return _PREFIXES[prefix], _BASES[unit[len(prefix):]]
-    raise ValueError(f"unknown unit {unit!r}; try one like s, ms, us, B, kB, GB, GiB, FLOP/s, TFLOP/s, tokens, tok/s")
+    raise ValueError(f"unknown unit {_shown(unit)}; try one like s, ms, us, B, kB, GB, GiB, FLOP/s, TFLOP/s, "
+                     "tokens, tok/s")
+
+
+@functools.cache
+def unit_spellings() -> dict:
+    """Every unit `parse_unit` reads, spelled exactly, and its reading: {'ms': (1e-3, 'time'), 'GiB': (2**30,
+    'bytes'), ...}. The exercise checker looks a reader's unit up in it in any letter case."""
+    spellings = list(_BASES) + [prefix + base for prefix in _PREFIXES if prefix for base in _BASES
+                                if base not in _UNPREFIXED]
+    return {spelling: parse_unit(spelling) for spelling in spellings}
 
 
 def read_number(text: str) -> tuple:
@@ -66,7 +88,7 @@ def read_number(text: str) -> tuple:
     number, rest = _LEADING_NUMBER.match(text).groups()
     mantissa = re.split(r"[eE]", number)[0].lstrip("+-")
     if not re.search(r"\d", mantissa):
-        raise ValueError(f"could not read a number from {text!r}; write it like '4.98 ms' or '240'")
+        raise ValueError(f"could not read a number from {_shown(text)}; write it like '4.98 ms' or '240'")
     whole = mantissa.split(".")[0]
     if "," in whole or rest.startswith(","):
         if rest.startswith(",") or not _THOUSANDS.match(whole):
@@ -74,13 +96,13 @@ def read_number(text: str) -> tuple:
             decimal = number.count(",") == 1 and not _THOUSANDS.match(whole)
             example = (number.replace(",", ".", 1) if decimal else number.replace(",", "")) + \
                 ("" if rest.startswith(",") or not rest.strip() else " " + rest.strip())
-            raise ValueError(f"could not read {text!r}: its comma is ambiguous (a decimal comma or a thousands "
+            raise ValueError(f"could not read {_shown(text)}: its comma is ambiguous (a decimal comma or a thousands "
                              "separator?); a comma is read only as a thousands separator between groups of three "
-                             f"digits (1,920); for a fraction write the decimal point as '.', e.g. '{example}'")
+                             f"digits (1,920); for a fraction write the decimal point as '.', e.g. {_shown(example)}")
         number = number.replace(",", "")
     value = float(number.replace("_", ""))
     if not math.isfinite(value):
-        raise ValueError(f"could not read a finite number from {text!r}")
+        raise ValueError(f"could not read a finite number from {_shown(text)}")
     return value, rest.strip()
 
 
@@ -93,7 +115,7 @@ def parse_quantity(text, default_unit: str = ""):
         factor, kind = parse_unit(default_unit)
         return float(real("the answer", text)) * factor, kind
     if not isinstance(text, str):
-        raise ValueError(f"expected a number or a string such as '4.98 ms', got {text!r}")
+        raise ValueError(f"expected a number or a string such as '4.98 ms', got {_shown(text)}")
     number, unit = read_number(text)
     factor, kind = parse_unit(unit or default_unit)
     return number * factor, kind

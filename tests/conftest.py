@@ -6,8 +6,10 @@ notebook cells are `tiny` (they run JAX or build the book), and so is every test
 loads: tests/book/test_backlinks.py and the tests that resolve every name the notebooks import (the JAX model, Qwix
 and Flax; about 1.5 s), tests/book/test_figure_checks.py (the checks of the JAX chapters' figures import the tiny
 model; about 0.6 s), tests/book/test_execution_cache.py (the build's cache: jupyter-cache and SQLAlchemy; about
-0.8 s) and the answer boxes' zip, which the build's Sphinx extension writes (about 1 s). `pytest -m "not tiny"` runs the closed-form math and the rest of the book's tooling in seconds, and never
-imports JAX.
+0.8 s), the answer boxes' zip, which the build's Sphinx extension writes (about 1 s), and tests/book/test_explorers.py
+(the HTML book's live figures: Plotly, matplotlib and ipywidgets, which nothing else in the inner loop imports, about
+1 s, and the three figures built, about 1 s more). `pytest -m "not tiny"` runs the closed-form math and the rest of
+the book's tooling in seconds, and never imports JAX.
 """
 
 import os
@@ -34,9 +36,10 @@ if sys.dont_write_bytecode:
     sys.dont_write_bytecode = False
 
 _TINY_TESTS = REPO / "tests" / "tiny"
-# Test modules whose every test is tiny: the book build, and the two that import what the inner loop never loads.
+# Test modules whose every test is tiny: the book build, and those that import what the inner loop never loads.
 _TINY_MODULES = frozenset(REPO / "tests" / "book" / name
-                          for name in ("test_build.py", "test_backlinks.py", "test_execution_cache.py", "test_figure_checks.py"))
+                          for name in ("test_build.py", "test_backlinks.py", "test_execution_cache.py", "test_figure_checks.py",
+                                       "test_explorers.py"))
 
 
 def _all_tiny(path: Path) -> bool:

@@ -9,7 +9,11 @@ The catalogue (deterministic, built in this file):
   sizes, wrong types, meshes that do not divide;
 - the cases named in issue 21 (items 1-8), by hand: oversized batches, torus layouts on a switch, heads that do not
   split, divisor loops, NaN cache sizes, the tiny engine and caches, the exercise checker;
-- the command line, as a user runs it (a subprocess): odd JSON configs, bad flags.
+- extreme and pathological inputs (`_extreme_cases`): answers that recursed, config values nested past Python's
+  recursion limit, overflowing prices and chip counts, a chip priced twice, meshes a 2D torus cannot hold, a
+  sequence whose batch-split cache fits no chip, MI300X groups across nodes, markup in an explorer's data;
+- the command line, as a user runs it (a subprocess): odd JSON configs, bad flags, extreme values, an output that
+  cannot be written (/dev/full, a closed stdout), names an ASCII-only terminal cannot print.
 
 Each call runs in a worker process under a 1-second alarm (a subprocess that does not answer in 10 s is killed);
 each command-line case gets 1 s beyond the time a good command takes to start. Outcomes:
@@ -57,8 +61,9 @@ class Case:
     """One probe: `call` (a function of the fixtures namespace) or `argv` (a command line), and how to judge it."""
 
     def __init__(self, label, *, call=None, argv=None, config=None, names=(), accept=None, must_contain=None,
-                 raw_config=None, limit_s=LIMIT_S, huge=False):
+                 raw_config=None, limit_s=LIMIT_S, huge=False, stdout=None, env=None):
         self.label, self.call, self.argv, self.limit_s, self.huge = label, call, argv, limit_s, huge
+        self.stdout, self.env = stdout, env  # a command line's stdout (a path, or "closed"), extra environment
         self.config, self.raw_config = config, raw_config  # a JSON value, or raw bytes, written to the --config file
         self.names = tuple(names)  # words one of which the message must contain
         self.accept = accept  # result -> True when returning it is the right answer
@@ -231,11 +236,98 @@ def _cli_cases():
     add("--chip tpu-v9", ["estimate", "--model", "llama3-8b", "--chip", "tpu-v9", "--chips", "8"], names=("chip",))
     add("--chips 2**40", ["estimate", "--model", "llama3-8b", "--chip", "tpu-v5e", "--chips", str(2**40)],
         names=("chips", "n_chips"))
+    # extreme values, one chip priced twice, a group across MI300X nodes, outputs that cannot be written
+    small = ["estimate", "--model", "llama3-8b", "--chip", "h100", "--chips", "1"]
+    planned = ["plan", "--model", "llama3-8b", "--input-len", "100", "--output-len", "100"]
+    add("--price 1e308", small + ["--price", "1e308"], names=("--price",))
+    add("--price 1e308 --json", small + ["--price", "1e308", "--json"], names=("--price",))
+    add("plan --price h100=2,h100=3", planned + ["--chip", "h100", "--max-chips", "8", "--price", "h100=2,h100=3"],
+        names=("--price",))
+    add("plan --max-chips 2**53", planned + ["--chip", "h100", "--max-chips", str(2**53), "--price", "2"],
+        names=("--max-chips",))
+    add("--weights ''", small + ["--weights", ""], names=("--weights",))
+    add("--chip mi300x --chips 16", ["estimate", "--model", "llama3-8b", "--chip", "mi300x", "--chips", "16"],
+        names=("tensor_parallel",))
+    add("plan --chip h100,mi300x --max-chips 16 (answers)",
+        planned + ["--chip", "h100,mi300x", "--max-chips", "16", "--price", "2"], accept=True)
+    add("stdout to /dev/full", small, names=("cannot write the output",), stdout="/dev/full")
+    add("stdout closed", small, names=("cannot write the output",), stdout="closed")
+    for label, name in (("a lone surrogate", "\ud800"), ("a non-ASCII name", "org/Mod\u00e8le-\u0416")):
+        add(f"--config with {label} in _name_or_path on an ASCII terminal",
+            ["estimate", "--config", "{config}", "--chip", "h100", "--chips", "1"], config={**good, "_name_or_path": name},
+            env={"PYTHONIOENCODING": "ascii"}, accept=True)
+    return cases
+
+
+def _nested(depth):
+    outer = inner = []
+    for _ in range(depth):
+        inner.append([])
+        inner = inner[0]
+    return outer
+
+
+def _extreme_cases():
+    """Extreme and pathological inputs to the library: strings that recursed, values nested past Python's recursion
+    limit, prices and chip counts that overflow, one chip priced twice, meshes the torus cannot hold, a sequence
+    whose cache fits no chip, a GPU group across nodes no source prices, markup in a figure's data."""
+    cases, deep = [], _nested(5000)
+    qwen3_moe = json.loads((REPO / "book/data/hf_configs/qwen3-30b-a3b.json").read_text())
+    llama = json.loads((REPO / "book/data/hf_configs/llama-3.1-8b.json").read_text())
+
+    def add(label, call, names, **options):
+        cases.append(Case(f"extreme: {label}", call=call, names=names, **options))
+
+    for exercise in ("ch1.bcrit-v6e-int4", "ch4.kv-32k-llama3-8b", "ch1.matmul-time-v5e"):
+        for label, answer in (("'1 ' + 'k' * 1500", "1 " + "k" * 1500), ("a lone surrogate", "1 \ud800s"),
+                              ("'1 ' + 'ab' * 50000", "1 " + "ab" * 50_000), ("'2 kk tokens'", "2 kk tokens")):
+            add(f"exercises.grade({exercise}, {label})", lambda ns, e=exercise, a=answer: ns["grade"](e, a),
+                ("answer",), accept=lambda v: len(v.message) < 2000)
+        add(f"exercises.grade({exercise}, 1, reveal='no')", lambda ns, e=exercise: ns["grade"](e, 1, reveal="no"),
+            ("reveal",), accept=lambda v: "is not True or False" in v.message and "as you asked" not in v.message)
+    models = "models"
+    add("from_hf_config(model_type nested 5,000 deep)",
+        lambda ns: ns[models].from_hf_config({**llama, "model_type": deep}), ("model_type",))
+    for label, quantization in (("quant_method nested 5,000 deep", {"quant_method": deep}),
+                                ("quant_method ['fp8']", {"quant_method": ["fp8"]}),
+                                ("awq, bits [4]", {"quant_method": "awq", "bits": [4]}),
+                                ("modelopt, quant_algo nested 5,000 deep", {"quant_method": "modelopt", "quant_algo": deep})):
+        add(f"read_hf_config(quantization_config: {label})",
+            lambda ns, q=quantization: ns[models].read_hf_config({**llama, "quantization_config": q}),
+            ("quantization_config",))
+    add("from_hf_config(qwen3_moe, use_sliding_window=true)",
+        lambda ns: ns[models].from_hf_config({**qwen3_moe, "use_sliding_window": True}), ("use_sliding_window",))
+    est, pl = "estimate", "plan"
+    add("report(price_per_chip_hour=1e308)",
+        lambda ns: ns[est].report("llama3-8b", "h100", 1, price_per_chip_hour=1e308), ("price_per_chip_hour",))
+    add("plan(max_chips=2**53)", lambda ns: ns[pl].plan("llama3-8b", "h100", 2**53, 100, 100, prices=2.0),
+        ("max_chips",))
+    add("plan(prices={'v5e': 1, 'tpu-v5e': 2})",
+        lambda ns: ns[pl].plan("llama3-8b", "tpu-v5e", 8, 100, 100, prices={"v5e": 1.0, "tpu-v5e": 2.0}),
+        ("prices",))
+    add("Deployment(tpu-v5e, 16, 2d-ws, mesh_shape=(2, 2, 4))",
+        lambda ns: ns[est].Deployment("llama3-70b", "tpu-v5e", 16, ffn_layout="2d-ws", mesh_shape=(2, 2, 4)),
+        ("mesh_shape",))
+    add("Deployment(tpu-v5e, 16, 2d-ws)'s default mesh",
+        lambda ns: ns[est].Deployment("llama3-70b", "tpu-v5e", 16, ffn_layout="2d-ws"), ("mesh_shape",),
+        accept=lambda d: sum(a > 1 for a in d.mesh_shape) <= 2)
+    add("report(llama3-70b, 64 x tpu-v5e, batch 1, 1,000,000 tokens)",
+        lambda ns: ns[est].report("llama3-70b", "tpu-v5e", 64, batch=1, context_len=1_000_000), ("does not fit",))
+    add("Deployment(llama3-8b, 16 x mi300x)", lambda ns: ns[est].Deployment("llama3-8b", "mi300x", 16),
+        ("tensor_parallel",))
+    add("plan(llama3-8b, [h100, mi300x], max_chips 16)",
+        lambda ns: ns[pl].plan("llama3-8b", ["h100", "mi300x"], 16, 100, 100, prices=2.0), ("chips",),
+        accept=lambda result: result.best is not None)
+    add("Explorer.html() of a model named '</script>...'",
+        lambda ns: ns["explorers"].step_time_explorer(
+            configs=((ns[models].get_model("llama3-8b").with_(name="</script><img src=x>"), "h100", 1),),
+            contexts=(1024,), batches=(1,)).html(), ("name",), accept=lambda html: html.count("</script>") == 1)
+    add("Explorer(name='\"><script>')", lambda ns: ns["explorers"].Explorer('"><script>', {}), ("name",))
     return cases
 
 
 def catalogue():
-    return _registry_cases() + _issue_cases() + _cli_cases()
+    return _registry_cases() + _issue_cases() + _extreme_cases() + _cli_cases()
 
 
 # --- running a call case: the worker -------------------------------------------------------------------------------
@@ -247,10 +339,11 @@ def _fixtures() -> dict:
     from tests.math import test_fuzz_inputs as fuzz
     ns = {name: importlib.import_module(f"scaling_lib.{name}")
           for name in (m.name for m in pkgutil.iter_modules(scaling_lib.__path__) if not m.ispkg and m.name[0] != "_")}
+    from scaling_lib.book import explorers
     from scaling_lib.book.exercises import grade
     from scaling_lib.prefix_cache import TieredLru
     ns.update(FUNCTIONS=fuzz.FUNCTIONS, DEPLOYMENT=fuzz.DEPLOYMENT, CONFIG=fuzz.CONFIG, WORKLOAD=fuzz.WORKLOAD,
-              TIERS=fuzz.TIERS, TieredLru=TieredLru, grade=grade)
+              TIERS=fuzz.TIERS, TieredLru=TieredLru, grade=grade, explorers=explorers)
     cache = {}
 
     def tiny():
@@ -389,16 +482,24 @@ def _run_cli(case, limit_s) -> tuple:
             path.write_text(json.dumps(case.config))
         argv = [a.replace("{config}", str(path)) for a in case.argv]
         names = tuple(n.replace("{config}", str(path)) for n in case.names)
+        output = dict(stdout=subprocess.PIPE) if case.stdout is None else \
+            dict(stdout=subprocess.DEVNULL, preexec_fn=lambda: os.close(1)) if case.stdout == "closed" else \
+            dict(stdout=open(case.stdout, "w"))
         try:
-            done = subprocess.run([sys.executable, "-m", "scaling_lib", *argv], capture_output=True, text=True,
-                                  timeout=limit_s, cwd=REPO, errors="replace")
+            done = subprocess.run([sys.executable, "-m", "scaling_lib", *argv], stderr=subprocess.PIPE, text=True,
+                                  timeout=limit_s, cwd=REPO, errors="replace", env={**os.environ, **(case.env or {})},
+                                  **output)
         except subprocess.TimeoutExpired:
             return "hang", f"no answer in {limit_s:.1f} s"
+        finally:
+            if hasattr(output["stdout"], "close"):
+                output["stdout"].close()
     err = done.stderr.strip()
     if "Traceback" in err:
         return "traceback", err.splitlines()[-1][:200]
     if done.returncode == 0:
-        return "accepted", f"exit 0: {done.stdout.strip().splitlines()[0][:120] if done.stdout.strip() else ''}"
+        first = done.stdout.strip().splitlines()[0][:120] if done.stdout and done.stdout.strip() else ""
+        return ("clear" if case.accept else "accepted"), f"exit 0: {first}"
     last = err.splitlines()[-1] if err else ""
     if done.returncode == 2 and any(n in last for n in names):
         return "clear", last[:200]
@@ -453,8 +554,9 @@ def _report(cases, results, verbose) -> int:
     order = ("clear", "unclear", "accepted", "traceback", "hang")
     counts = {k: sum(1 for o, _ in results.values() if o == k) for k in order}
     total = len(results)
-    groups = {"closed-form (registry)": lambda c: c.call and not c.label.startswith("issue:"),
-              "issue 21 cases": lambda c: c.label.startswith("issue:"), "command line": lambda c: c.argv}
+    groups = {"closed-form (registry)": lambda c: c.call and not c.label.startswith(("issue:", "extreme:")),
+              "issue 21 cases": lambda c: c.label.startswith("issue:"),
+              "extreme inputs": lambda c: c.label.startswith("extreme:"), "command line": lambda c: c.argv}
     print(f"{total} bad inputs probed")
     for k in order:
         print(f"  {k:<10} {counts[k]:>5}  {100 * counts[k] / max(total, 1):5.1f}%")

@@ -11,6 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from .._validate import MAX_CHIPS
 from ..__main__ import parser
 
 PAGE = "book/command_line.md"
@@ -24,6 +25,10 @@ VALUE_KINDS = {
     "_rate": "requests per second",
     "_fraction": "share in (0, 1]",
     "_names": "comma-separated names",
+    "_chips": f"positive integer up to {MAX_CHIPS:,}",
+    "_dtype": "number format",
+    "_dtypes": "comma-separated number formats",
+    "_weight_formats": "comma-separated number formats, or all",
 }
 _HEADER = """\
 # Command-line reference

@@ -14,6 +14,7 @@ keeps one line, `display(roofline_widgets())`. Used in chapters 1, 5 and 9.
 """
 
 import json
+import re
 from dataclasses import dataclass
 
 import ipywidgets as widgets
@@ -43,6 +44,11 @@ class Explorer:
     figure: dict
     height_px: int = 460
 
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]*", self.name):
+            raise ValueError(f"Explorer name {self.name!r} is the id of its <div> in the page: letters, digits, '-' "
+                             "and '_', starting with a letter, such as 'roofline-explorer'")
+
     @property
     def data_bytes(self) -> int:
         """Size of the figure's JSON, what the page carries for this explorer (the issue's budget: 300 kB)."""
@@ -57,7 +63,7 @@ class Explorer:
                 f"<script>(function () {{\n"
                 f'  var el = document.getElementById("{self.name}");\n'
                 f"  if (typeof Plotly === \"undefined\") {{ el.textContent = {json.dumps(_FALLBACK)}; return; }}\n"
-                f"  var fig = {self.json()};\n"
+                f"  var fig = {_inside_script(self.json())};\n"
                 f"  Plotly.newPlot(el, fig.data, fig.layout, {json.dumps(_CONFIG, sort_keys=True)});\n"
                 f"}})();</script>")
 
@@ -66,6 +72,14 @@ class Explorer:
 
     def __repr__(self) -> str:  # the text a notebook stores beside the HTML: short, not the whole figure
         return f"Explorer({self.name!r}, {self.data_bytes / 1e3:.1f} kB of precomputed states)"
+
+
+def _inside_script(json_text: str) -> str:
+    """JSON text that cannot end or comment out the <script> it is written into: '<', '>' and '&' (only ever inside
+    JSON strings) as their \\u escapes, so a model named '</script><img ...>' stays data; U+2028 and U+2029 too."""
+    for char in "<>&\u2028\u2029":
+        json_text = json_text.replace(char, f"\\u{ord(char):04x}")
+    return json_text
 
 
 def _figure_dict(fig: go.Figure) -> dict:

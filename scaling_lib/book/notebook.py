@@ -18,7 +18,14 @@ from .plotting import apply_style
 
 def setup(devices: int = 8) -> str:
     """Devices, plot style and figure format for a chapter notebook; returns the device mode ("cpu" or
-    "accelerator"). Call it first, before any JAX computation."""
+    "accelerator"). Call it first, before any JAX computation.
+
+    `devices`: how many CPU devices to emulate (`tiny.xla.setup_devices`). The sharded demos need 8: chapters 7, 8
+    and 10 build meshes of 8 devices (2 x 4, 2 x 2 x 2, 8), chapter 14 one of 4. With SCALING_BOOK_DEVICES=accelerator
+    in the environment nothing is emulated and `devices` is unused: the notebooks run on the GPUs or TPUs JAX sees,
+    and those chapters need 8 of them (a cell that builds a larger mesh than there are devices stops with an error
+    saying how many it needs). Chapter 1's roofline experiment and chapter 11's decode sweep use one device and size
+    their calls to it (`tiny.measure`)."""
     mode = setup_devices(devices)
     apply_style()
     if figures_are_checked():  # under the tests only: a figure's data is compared with the library when shown

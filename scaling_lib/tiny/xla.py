@@ -144,9 +144,26 @@ COLLECTIVE_OPS = ("all-gather", "all-reduce", "reduce-scatter", "all-to-all", "c
 # `%name = <result type> op(` ; async pairs appear as op-start(...) / op-done(...): only the start is counted.
 _LINE = re.compile(r"=\s*(?P<type>.+?)\s(?P<op>" + "|".join(COLLECTIVE_OPS) + r")(?P<start>-start)?\(")
 _ARRAY = re.compile(r"(?P<dtype>[a-z][a-z0-9]*)\[(?P<dims>[0-9,]*)\]")
-_GROUPS_LIST = re.compile(r"replica_groups=\{(\{[0-9,]*\})")          # {{0,1,2,3},{4,5,6,7}}: first group
-_GROUPS_IOTA = re.compile(r"replica_groups=\[(?P<dims>[0-9,]+)\]<=")   # [2,4]<=[8]: 2 groups of 4
-_PAIRS = re.compile(r"source_target_pairs=\{(?P<pairs>[0-9,{}]*)\}")
+_HEADER_COUNTS = re.compile(r"\b(?P<key>num_partitions|replica_count)=(?P<n>\d+)")
+
+# The spellings of replica_groups that XLA prints (xla/hlo/ir/replica_group.cc, mesh_and_axis.cc, tile_assignment.cc):
+#   {{0,1,2,3},{4,5,6,7}}                      explicit groups; {} is one group of every device of the program
+#   [2,4]<=[8]  [2,4]<=[4,2]T(1,0)              iota: iota(8) reshaped to [4,2], transposed, read as 2 groups of 4
+#   mesh['x'=2,'y'=4] {'y'}                     named mesh: the devices that differ only along the grouped axes;
+#   mesh[...], device_ids=([2,4]T(1,0)) {...}   the mesh's device order as an iota (or an explicit list 0,4,1,5,...);
+#   mesh[...] {'y':(2)2}                        a sub-axis: size 2 of axis y, after a pre-size of 2 (y = [2, 2, 1])
+_INTS = r"[0-9]+(?:,[0-9]+)*"
+_IOTA = rf"\[(?P<{{0}}dims>{_INTS})\](?:T\((?P<{{0}}perm>{_INTS})\))?"
+_GROUPS = re.compile(
+    r"replica_groups=(?:"
+    r"(?P<list>\{(?:\{[0-9,]*\},?)*\})"
+    rf"|\[(?P<shape>{_INTS})\]<={_IOTA.format('iota_')}"
+    r"|mesh\[(?P<axes>[^\]]*)\]"
+    rf"(?:,\s*device_ids=\((?:{_IOTA.format('ids_')}|(?P<ids_list>{_INTS}))\))?"
+    r"\s*\{(?P<grouped>[^}]*)\})")
+_MESH_AXIS = re.compile(r"^(?:'(?P<quoted>[^']*)'|(?P<bare>[A-Za-z_][\w.]*))=(?P<size>\d+)$")
+_GROUPED_AXIS = re.compile(r"^(?:'(?P<quoted>[^']*)'|(?P<bare>[A-Za-z_][\w.]*))(?::\((?P<pre>\d+)\)(?P<size>\d+))?$")
+_PAIRS = re.compile(r"source_target_pairs=\{(?P<pairs>(?:\{[0-9]+,[0-9]+\},?)*)\}")
 
 
 @dataclass(frozen=True)
@@ -155,33 +172,141 @@ class Collective:
 
     op: all-gather, all-reduce, reduce-scatter, all-to-all or collective-permute. shape, dtype: of the result; for
     a tuple result (e.g. a multi-operand all-to-all), a tuple of shapes and a tuple of dtypes. bytes: of the result
-    on one device, summed over tuple elements. group_size: devices in each replica group (for collective-permute,
-    the devices its source-target pairs connect to the first source, e.g. 4 for a ring on one axis of 4; for empty
-    replica_groups, all devices).
+    on one device, summed over tuple elements. groups: the devices that take part together, one tuple of device ids
+    per replica group (`jax.Device.id` when the program's device assignment is known, as in `collectives`;
+    otherwise the program's own logical ids, 0 .. n-1); for collective-permute, the sets of devices its
+    source-target pairs connect (a ring on one mesh axis of 4 gives groups of 4). group_size: devices in each group
+    (for collective-permute, in the largest).
     """
     op: str
     shape: tuple
     dtype: str | tuple
     bytes: float
     group_size: int
+    groups: tuple = ()
 
 
-def _group_size(line, n_devices):
-    if m := _GROUPS_IOTA.search(line):
-        return int(m["dims"].split(",")[-1])
-    if m := _GROUPS_LIST.search(line):
-        return len([d for d in m.group(1).strip("{}").split(",") if d])
-    if m := _PAIRS.search(line):  # the devices linked (directly or not) to the first pair's source
-        pairs = [tuple(map(int, p.split(","))) for p in re.findall(r"\{(\d+,\d+)\}", m["pairs"])]
-        group = {pairs[0][0]} if pairs else set()
-        while grown := {d for p in pairs if group & set(p) for d in p} - group:
-            group |= grown
-        return len(group)
-    return n_devices  # replica_groups={} means one group of every device
+def _ints(text) -> list:
+    return [int(v) for v in text.split(",") if v]
 
 
-def parse_collectives(hlo_text: str, n_devices: int = 1) -> list:
-    """The collectives in HLO text, in program order (see `Collective`); `n_devices` sizes empty replica groups."""
+def _iota(dims, perm, spelling) -> np.ndarray:
+    """iota(prod(dims)) reshaped to dims and transposed by perm (identity if none), flattened."""
+    dims = _ints(dims)
+    perm = _ints(perm) if perm else list(range(len(dims)))
+    if sorted(perm) != list(range(len(dims))):
+        raise ValueError(f"replica_groups {spelling!r}: T({perm}) is not a permutation of the {len(dims)} "
+                         "dimensions it transposes")
+    return np.arange(math.prod(dims)).reshape(dims).transpose(perm).ravel()
+
+
+def _axis_name(match) -> str:
+    return match["quoted"] if match["quoted"] is not None else match["bare"]
+
+
+def _mesh_groups(m, spelling) -> np.ndarray:
+    """The groups of a named-mesh spelling: the mesh's devices, each mesh axis split into the factors its grouped
+    (sub-)axes name, grouped axes moved last (in the order listed), read off in rows of the group size."""
+    axes = []
+    for item in filter(None, (a.strip() for a in m["axes"].split(","))):
+        axis = _MESH_AXIS.match(item)
+        if not axis:
+            raise ValueError(f"replica_groups {spelling!r}: cannot read the mesh axis {item!r}")
+        axes.append((_axis_name(axis), int(axis["size"])))
+    n = math.prod(size for _, size in axes)
+    if m["ids_dims"]:
+        devices = _iota(m["ids_dims"], m["ids_perm"], spelling)
+    elif m["ids_list"]:
+        devices = np.array(_ints(m["ids_list"]))
+    else:
+        devices = np.arange(n)
+    if sorted(devices.tolist()) != list(range(n)):
+        raise ValueError(f"replica_groups {spelling!r}: device_ids are not a permutation of the mesh's {n} devices")
+    grouped = []
+    for item in filter(None, (a.strip() for a in m["grouped"].split(","))):
+        ref = _GROUPED_AXIS.match(item)
+        if not ref or _axis_name(ref) not in dict(axes):
+            raise ValueError(f"replica_groups {spelling!r}: {item!r} names no axis of the mesh {dict(axes)}")
+        full = dict(axes)[_axis_name(ref)]
+        pre, size = (int(ref["pre"]), int(ref["size"])) if ref["pre"] else (1, full)
+        grouped.append((_axis_name(ref), pre, size))
+    factors, position = [], {}
+    for name, full in axes:
+        covered = 1  # the product of the factors of this axis so far
+        for pre, size, index in sorted((p, s, i) for i, (g, p, s) in enumerate(grouped) if g == name):
+            if pre % covered or full % (pre * size):
+                raise ValueError(f"replica_groups {spelling!r}: the sub-axis ({pre}){size} of {name!r} does not "
+                                 f"tile its size {full}")
+            if pre > covered:
+                factors.append(pre // covered)
+            position[index] = len(factors)
+            factors.append(size)
+            covered = pre * size
+        if covered < full:
+            factors.append(full // covered)
+    last = [position[i] for i in range(len(grouped))]
+    order = [d for d in range(len(factors)) if d not in last] + last
+    group_size = math.prod(size for _, _, size in grouped)
+    return devices.reshape(factors or [1]).transpose(order or [0]).reshape(-1, group_size)
+
+
+def _replica_groups(line, n_devices) -> tuple:
+    """The replica groups of one HLO instruction, in the program's logical device ids (see `Collective`)."""
+    if m := _PAIRS.search(line):  # collective-permute: the devices its pairs connect, directly or not
+        components = []
+        for pair in re.findall(r"\{(\d+),(\d+)\}", m["pairs"]):
+            linked = {int(d) for d in pair}
+            touching = [c for c in components if c & linked]
+            components = [c for c in components if not c & linked] + [linked.union(*touching)]
+        return tuple(sorted(tuple(sorted(c)) for c in components))
+    if "replica_groups=" not in line:
+        raise ValueError(f"no replica_groups or source_target_pairs in {line.strip()[:160]!r}: cannot tell which "
+                         "devices this collective connects")
+    m = _GROUPS.search(line)
+    spelling = line[line.index("replica_groups=") + len("replica_groups="):][:100]
+    if not m:
+        raise ValueError(f"cannot read replica_groups={spelling!r}: scaling_lib.tiny.xla reads explicit lists "
+                         "{{0,1},{2,3}}, iota [2,4]<=[4,2]T(1,0) and named meshes mesh[...] {...}; teach "
+                         "_replica_groups this spelling rather than guessing the group")
+    if m["list"] is not None:
+        groups = [tuple(_ints(g)) for g in re.findall(r"\{([0-9,]*)\}", m["list"][1:-1])]
+        if not groups:  # {}: one group of every device of the program
+            if n_devices is None:
+                raise ValueError("replica_groups={} means every device of the program, but the HLO has no "
+                                 "num_partitions header and no n_devices was given: pass n_devices")
+            return (tuple(range(n_devices)),)
+        if len({len(g) for g in groups}) != 1:
+            raise ValueError(f"replica_groups={m['list']} has groups of different sizes; one group_size cannot "
+                             "describe it")
+        return tuple(groups)
+    if m["shape"] is not None:
+        shape = _ints(m["shape"])
+        ids = _iota(m["iota_dims"], m["iota_perm"], spelling)
+        if len(shape) != 2 or math.prod(shape) != ids.size:
+            raise ValueError(f"replica_groups={spelling!r}: expected [groups, group size] covering the "
+                             f"{ids.size} devices of the iota")
+        return tuple(map(tuple, ids.reshape(shape).tolist()))
+    return tuple(map(tuple, _mesh_groups(m, spelling).tolist()))
+
+
+def _program_devices(hlo_text):
+    """num_partitions x replica_count from the HloModule header line, or None if the text has no header."""
+    header = next((line for line in hlo_text.splitlines() if line.startswith("HloModule")), "")
+    counts = {m["key"]: int(m["n"]) for m in _HEADER_COUNTS.finditer(header)}
+    return counts.get("num_partitions", 1) * counts.get("replica_count", 1) if header else None
+
+
+def parse_collectives(hlo_text: str, n_devices: int | None = None, device_ids=None) -> list:
+    """The collectives in HLO text, in program order (see `Collective`).
+
+    Every spelling of replica_groups XLA prints is read (explicit lists, iota, named mesh with device_ids and
+    sub-axes); one it cannot read is an error, never a guess. An empty `replica_groups={}` is every device of the
+    program: num_partitions x replica_count from the `HloModule` header, or `n_devices` for text without one
+    (a program on 2 of 8 visible devices has groups of 2, whatever `n_devices` says). `device_ids`: the
+    program's device assignment (`jax.Device.id` of logical device 0, 1, ...) to report groups in device ids."""
+    program = _program_devices(hlo_text)
+    n_devices = program if program is not None else n_devices  # the program's own count, not the visible devices
+    ids = None if device_ids is None else tuple(int(d) for d in device_ids)
     found = []
     for line in hlo_text.splitlines():
         m = _LINE.search(line)
@@ -200,16 +325,25 @@ def parse_collectives(hlo_text: str, n_devices: int = 1) -> list:
         is_tuple = m["type"].lstrip().startswith("(")
         shape = tuple(dims for _, dims in arrays) if is_tuple else arrays[0][1]
         dtype = tuple(dtype for dtype, _ in arrays) if is_tuple else arrays[0][0]
-        found.append(Collective(m["op"], shape, dtype, float(nbytes), _group_size(line, n_devices)))
+        groups = _replica_groups(line, n_devices)
+        if ids is not None:
+            if max(max(g) for g in groups) >= len(ids):
+                raise ValueError(f"{m['op']} names device {max(max(g) for g in groups)} but device_ids lists "
+                                 f"{len(ids)} devices")
+            groups = tuple(tuple(ids[d] for d in g) for g in groups)
+        found.append(Collective(m["op"], shape, dtype, float(nbytes), max(len(g) for g in groups), groups))
     return found
 
 
 def collectives(fn, *args, **kwargs) -> list:
-    """The collectives XLA compiled into jit(fn)(*args): a list of `Collective`, one per op in the HLO text.
+    """The collectives XLA compiled into jit(fn)(*args): a list of `Collective`, one per op in the HLO text, its
+    groups in `jax.Device.id`s (the compiled program's device assignment maps XLA's logical ids to devices).
 
     `fn` may already be jitted (e.g. a sharded step with its in/out shardings): it is lowered as it is, and an
     executable jit has already built is reused. The one HLO reader of the book is `parse_collectives`.
 
     Each op is listed once where it appears in the program (an op inside a loop body is not multiplied by the trip
     count). On CPU the automatic partitioner may emit all-reduce + slice where a TPU would emit reduce-scatter."""
-    return parse_collectives(_compile(fn, *args, **kwargs).as_text(), n_devices=len(jax.devices()))
+    compiled = _compile(fn, *args, **kwargs)
+    devices = [d.id for d in compiled.runtime_executable().local_devices()]
+    return parse_collectives(compiled.as_text(), device_ids=devices)

@@ -5,6 +5,7 @@ import re
 
 import pytest
 
+from scaling_lib._validate import MAX_CHIPS
 from scaling_lib import __main__ as cli
 from scaling_lib.book import cli_reference
 from tests import REPO
@@ -49,12 +50,12 @@ def test_defaults_and_requirements_are_the_parsers():
     section = _section(cli_reference.page(), "estimate")
     args = cli.parser().parse_args(["estimate", "--model", "llama3-8b", "--chip", "h100", "--chips", "1"])
     assert f"| `--context` | positive integer | `{args.context}` |" in section
-    assert f"| `--kv` | text | `{args.kv}` |" in section
-    assert "| `--chips` | positive integer | required |" in section
+    assert f"| `--kv` | number format | `{args.kv}` |" in section
+    assert f"| `--chips` | positive integer up to {MAX_CHIPS:,} | required |" in section
     assert "| `--json` | flag | off |" in section and args.json is False
     plan = _section(cli_reference.page(), "plan")
     assert "| `--efficiency` | one of `typical`, `bound` | `typical` |" in plan
-    assert "| `--kv` | comma-separated names | `" + ",".join(cli.KV_DTYPES) + "` |" in plan
+    assert "| `--kv` | comma-separated number formats | `" + ",".join(cli.KV_DTYPES) + "` |" in plan
     assert "one of `--model`, `--config` required" in plan
 
 

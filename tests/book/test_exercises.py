@@ -1,17 +1,22 @@
 """The exercise checker, tried as a student would: every exercise answered right, in another unit, with each slip it
 lists, and with garbage. Verdicts name the slip and the direction, never the answer."""
 
+import contextlib
+import io
 import math
 import re
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from scaling_lib.book import check as top_level_check, solution as top_level_solution
 from scaling_lib.book.exercises import checker
 from scaling_lib.book.exercises import (Choice, Convention, Exercise, Number, Slip, check, exercises, get_exercise,
                                         grade, register, solution)
 from scaling_lib.units import parse_unit
+from tests import examples
 
 REGISTRY = exercises()
 NUMBER_PARTS = [(eid, part) for eid, ex in sorted(REGISTRY.items()) for part in ex.parts if isinstance(part, Number)]
@@ -225,6 +230,9 @@ def test_reveal_and_solution_give_the_answer_on_request(capsys):
     expected = get_exercise("ch4.max-batch-llama3-70b-v5e16").answer.expected()
     hidden = grade("ch4.max-batch-llama3-70b-v5e16", 1)
     assert f"{expected}" not in hidden.message
+    for not_a_bool in ("no", "False", 1, None, [True]):  # only the bool True reveals; "no" is a true value
+        refused = grade("ch4.max-batch-llama3-70b-v5e16", 1, reveal=not_a_bool)
+        assert f"{expected}" not in refused.message and "is not True or False" in refused.message, not_a_bool
     revealed = check("ch4.max-batch-llama3-70b-v5e16", 1, reveal=True)
     assert f"{expected} sequences" in revealed.message and f"{expected} sequences" in capsys.readouterr().out
     shown = solution("ch6.paged-slots")
@@ -323,11 +331,23 @@ def test_standard_slips_follow_the_quantity_and_keep_a_hand_written_one_of_the_s
 
 
 def test_units_the_checker_used_to_misread():
+    # LLaMA-3-70B's KV per token is 2 x 80 x 8 x 128 x 2 B = 327,680 B = exactly 320 KiB (327.68 kB): "320 KiB" is
+    # right and "328 KiB" (335,872 B, 2.5% high) is not; read with Ki = 1,000 the two would swap.
+    assert grade("ch4.kv-per-token-llama3-70b", "320 KiB").correct
+    assert grade("ch4.kv-per-token-llama3-70b", "328 KiB").direction == "high"
+    # LLaMA-3-8B's 32,768-token cache is 2 x 32 x 8 x 128 x 2 B x 32,768 = 2^32 B = exactly 4,096 MiB (4.29 GB)
+    assert grade("ch4.kv-32k-llama3-8b", {"cache": "4096 MiB"}).parts[0].correct
+    assert grade("ch4.kv-32k-llama3-8b", {"cache": "4 GiB"}).parts[0].correct
+    assert grade("ch4.kv-32k-llama3-8b", {"cache": "4295 MB"}).parts[0].correct
+    # "million" is 10^6 and "thousand" 10^3 (a count answered in words)
+    params = get_exercise("wp.q1-params").answer.expected()
+    assert grade("wp.q1-params", f"{params / 1e6:.0f} million").correct
+    assert grade("wp.q1-params", f"{params / 1e3:.0f} thousand").correct
+    assert grade("wp.q1-params", f"{params / 1e9:.0f} million").direction == "low"
     bandwidth = get_exercise("ch1.hbm-for-v5e-bcrit-h100").answer.expected()
     assert grade("ch1.hbm-for-v5e-bcrit-h100", f"{bandwidth * 8 / 1e12:.2f} Tb/s").correct  # terabits
     assert grade("ch1.hbm-for-v5e-bcrit-h100", f"{bandwidth * 8 / 1e9:.0f} Gbps").correct
     assert "bits vs bytes" in grade("ch1.hbm-for-v5e-bcrit-h100", f"{bandwidth / 1e12:.2f} Tb/s").message
-    params = get_exercise("wp.q1-params").answer.expected()
     assert grade("wp.q1-params", f"{params / 1e9:.1f}B").correct  # billions, the book's own notation
     assert grade("wp.q1-params", f"{params / 1e9:.1f} billion").correct
     assert "asks for a plain number" in grade("wp.q1-params", "18.4 GB").message
@@ -413,7 +433,7 @@ ODD_ANSWERS = [10**400, -10**400, 2**1024, 1e300, -1e300, 1e308, 5e-324, float("
                "", None, [], [1], {}, {"x": 1}, b"12", b"\xff", True, False, "1e300 GB", "1e300 TB/s", "1e300 TFLOP",
                "-1e300 ms", "1e306 s", "1e400", "9" * 5000, "x" * 100_000, "12 parsecs", "3 GB", "40 %", "7k tokens",
                np.array([1e300]), np.array([]), np.float64("nan"), np.int64(2**62), 3 + 4j, object(), _Exploding(),
-               {1, 2}, (1,) * 100]
+               {1, 2}, (1,) * 100, "1 " + "k" * 1500, "2 kk tokens", "1 " + "ab" * 50_000, "\ud800", "1 \ud800s"]
 
 
 @pytest.mark.parametrize("eid", sorted(REGISTRY))
@@ -439,3 +459,30 @@ def test_ids_that_are_not_strings_or_not_registered_get_a_message(exercise_id, c
     assert "no answer" not in solution(exercise_id).message.lower() and capsys.readouterr().out
     with pytest.raises(ValueError, match="exercise"):
         get_exercise(exercise_id)
+
+
+# One numeric part per unit the book asks in, and one multiple-choice part: the readers of every kind of answer.
+_ONE_PER_KIND = sorted({part.unit: (eid, part) for eid, part in NUMBER_PARTS}.values(), key=_part_id) + CHOICE_PARTS[:1]
+# What a reader's keyboard or a pasted page puts in an answer, in pieces: digits, signs, separators, prefixes and
+# units, scale words, typographic characters, a lone surrogate, control characters.
+_PIECES = st.sampled_from(["1", "0", "9", ".", ",", "_", "e", "E", "-", "+", " ", "k", "K", "M", "G", "Ki", "Mi", "B",
+                           "b", "/s", "s", "ms", "tokens", "tok", "%", "x", "million", "B", "FLOPs", "\u2212",
+                           "\u00a0", "\u202f", "\ud800", "\u00e9", "\u00b5", "\x00", "\n", "(", "a"])
+READER_TEXT = st.one_of(st.text(), st.lists(_PIECES, max_size=40).map("".join),
+                        st.builds(lambda n, piece: "1 " + piece * n, st.integers(1, 3000), _PIECES))
+
+
+@settings(max_examples=examples(300, inner=20), deadline=None, derandomize=True, database=None,
+          suppress_health_check=list(HealthCheck))
+@given(item=st.sampled_from(_ONE_PER_KIND), text=READER_TEXT)
+def test_any_text_gets_a_short_verdict_never_an_exception_even_on_an_ascii_terminal(item, text):
+    """`grade` and `check` never raise on any string ('1 ' + 'k' * 1500 once recursed past Python's limit), quote
+    it cut short, and `check` prints on a terminal that can only write ASCII."""
+    eid, part = item
+    verdict = grade(eid, _answer(eid, part, text))
+    assert verdict.message.startswith(f"[{eid}]") and len(verdict.message) < 1500
+    terminal = io.TextIOWrapper(io.BytesIO(), encoding="ascii")
+    with contextlib.redirect_stdout(terminal):
+        assert check(eid, _answer(eid, part, text)).message == verdict.message
+        terminal.flush()
+    assert terminal.buffer.getvalue()

@@ -7,10 +7,11 @@ import json
 import numpy as np
 import pytest
 
-from scaling_lib.book.explorers import (ROOFLINE_BATCHES, STEP_BATCHES, STEP_CONFIGS, STEP_CONTEXTS, roofline_explorer,
-                                        serving_explorer, step_time_explorer)
+from scaling_lib.book.explorers import (ROOFLINE_BATCHES, STEP_BATCHES, STEP_CONFIGS, STEP_CONTEXTS, Explorer,
+                                        roofline_explorer, serving_explorer, step_time_explorer)
 from scaling_lib.inference import decode_step_time
 from scaling_lib.memory import max_batch_size
+from scaling_lib.models import get_model
 from scaling_lib.roofline import attainable_flops, matmul_intensity, ridge_point
 
 
@@ -70,6 +71,21 @@ def test_serving_explorer_percentiles_are_ordered_and_ttft_grows_with_load(explo
     assert naive_ttft[-1] > naive_ttft[0]
 
 
-def test_explorer_json_is_deterministic(explorers):
-    assert roofline_explorer().json() == explorers["roofline"].json()  # built again, byte for byte the same
-    assert json.loads(serving_explorer().json()) == json.loads(explorers["serving"].json())
+def test_figure_data_cannot_end_the_script_it_is_written_into():
+    # A model named like markup (a pasted config's _name_or_path) stays data: the only "</script>" is the page's own,
+    # and the figure read back from the page is the figure.
+    hostile = get_model("llama3-8b").with_(name="</script><img src=x onerror=alert(1)><!--&")
+    explorer = step_time_explorer(configs=((hostile, "h100", 1),), contexts=(1024,), batches=(1, 8))
+    html = explorer.html()
+    assert html.count("</script>") == 1 and html.endswith("</script>") and "<img" not in html and "<!--" not in html
+    figure = html[html.index("var fig = ") + len("var fig = "):html.index(";\n  Plotly.newPlot")]
+    assert json.loads(figure) == explorer.figure and hostile.name in figure.encode().decode("unicode_escape")
+    with pytest.raises(ValueError, match=r"Explorer name '\"><script>' is the id of its <div>"):
+        Explorer('"><script>', {})
+
+
+def test_explorer_json_is_deterministic():
+    # Built twice, byte for byte the same (smaller grids than the book's: the same code, seeded simulations included).
+    assert roofline_explorer(batches=(1, 256)).json() == roofline_explorer(batches=(1, 256)).json()
+    assert serving_explorer(loads=(1.0, 3.0), n_requests=40).json() == \
+        serving_explorer(loads=(1.0, 3.0), n_requests=40).json()

@@ -4,17 +4,22 @@ and input class of the closed-form modules has a kind, so `test_fuzz_coverage` f
 `extend(GOOD, BAD, SPECS)` adds the kinds these parameters need (a `Deployment`, an efficiency, a serving config, a
 workload, lists of lengths, dtype triples, ...) and the specs; it is called once from `test_fuzz_inputs`, which
 draws them like the others. `XFAIL` lists the (function, parameter) pairs whose bad values the code on this branch
-still lets through in modules other branches are changing; each is a strict xfail, so the fix turns it into a
-failure that says to drop the entry.
+still lets through in modules other branches are changing; the bad-value test expects each to get through and
+fails once it is refused, saying to drop the entry.
 """
+
+import itertools
+import tempfile
+from pathlib import Path
 
 from hypothesis import strategies as st
 
-from scaling_lib.calibration import SPLITS, comparisons, row_model
+from scaling_lib.calibration import SPLITS, all_rows, compare, row_model, split_of
 from scaling_lib.collectives import Collective
 from scaling_lib.estimate import Deployment, Efficiency
 from scaling_lib.hardware import get_chip
 from scaling_lib.layouts import LAYOUTS
+from scaling_lib.measurements import ACCELERATOR_CSV, accelerator_rows
 from scaling_lib.prefix_cache import CacheTiers, chat_workload
 from scaling_lib.simulator import ServingConfig, trace_workload
 
@@ -28,8 +33,11 @@ WORKLOAD = trace_workload(TRACE)
 CHAT = chat_workload(n_sessions=4, turns=3, system_len=100, user_len=20, output_len=20, rate_per_s=1.0, think_s=5.0)
 TIERS = CacheTiers(hbm_bytes=1e6, host_bytes=1e8, host_bandwidth=16e9)
 COLLECTIVE = Collective("all-gather", "weights", 1e6, (4, 4))
-ITEMS = comparisons(split="validation")[:3]
+# The first three validation rows' comparisons (comparisons(split="validation")[:3]), priced alone
+ITEMS = tuple(itertools.islice((compare(row) for row in all_rows() if split_of(row) == "validation"), 3))
 ROW_MODELS = tuple(row_model(c.row) for c in ITEMS)
+ACCELERATOR_ROWS = accelerator_rows()
+OUT_CSV = str(Path(tempfile.gettempdir()) / "scaling-book-fuzz-accelerator.csv")  # write_accelerator_rows' good path
 TORUS = get_chip("tpu-v5e").topology
 SWITCH = get_chip("h100").topology
 
@@ -91,6 +99,14 @@ KINDS = {
     "flops_table": (st.sampled_from([(("bf16", 1e15),), (("bf16", 1e15), ("int8", 2e15))]),
                     [None, (), "abc", (("bf16", -1.0),), (("bf16", NAN),), (("fp7", 1e15),), 3]),
     "topology": (st.sampled_from([None, TORUS, SWITCH]), [3, "torus", (2, 4.5e10, 1e-6)]),
+    "accel_run": (st.sampled_from(sorted({r.run for r in ACCELERATOR_ROWS})), ["h200-tpu", 3, None, ["h200-bf16"]]),
+    "accel_rows": (st.sampled_from([ACCELERATOR_ROWS, list(ACCELERATOR_ROWS), ACCELERATOR_ROWS[:3]]),
+                   [3, "abc", [None], [3], ACCELERATOR_ROWS[0]]),
+    "csv_in": (st.sampled_from([ACCELERATOR_CSV, str(ACCELERATOR_CSV)]),
+               [3, "", "no/such/run.csv", ["x.csv"], str(ACCELERATOR_CSV.parent), True]),
+    "csv_out": (st.sampled_from([OUT_CSV, Path(OUT_CSV)]),
+                [None, 3, "", "/no/such/folder/run.csv", tempfile.gettempdir(), True]),
+    "knee_factor": (st.sampled_from([1.5, 2.0, 1.01]), [0.5, 1.0, -1.0, NAN, "1.5", None, True]),
 }
 
 
@@ -118,7 +134,7 @@ MORE_KINDS = {
     "calibration.summarize": dict(items="items"),
     "calibration.validation_summary": dict(efficiency="efficiency"),
     "collectives.collective_time": dict(wraparound="flag?"),
-    "estimate.resolve_efficiency": dict(efficiency="efficiency"),
+    "efficiency.resolve_efficiency": dict(efficiency="efficiency"),
     "estimate.step_estimate": dict(deployment="deployment", prefill_tokens="real0", prefill_len="count",
                                    held_sequences="real0", held_tokens_each="real0", efficiency="efficiency"),
     "estimate.decode_step": dict(deployment="deployment", efficiency="efficiency"),
@@ -170,15 +186,24 @@ MORE_KINDS = {
 
 # The input classes: constructing one checks what a caller passes.
 MORE_SPECS = {
+    "roofline.slowdown_knee": spec(dict(batches=[1, 2, 4, 8, 64], seconds=[2e-3, 2e-3, 2e-3, 2e-3, 6.4e-3]),
+                                   batches="batches_fit", seconds="seconds_fit", factor="knee_factor"),
+    "measurements.accelerator_rows": spec({}, path="csv_in?"),
+    "measurements.write_accelerator_rows": spec(dict(rows=ACCELERATOR_ROWS, path=OUT_CSV), rows="accel_rows",
+                                                path="csv_out"),
+    "measurements.accelerator_rates": spec(dict(run="h200-bf16"), run="accel_run", rows="accel_rows?"),
+    "measurements.accelerator_knee": spec({}, run="accel_run", rates_run="accel_run?", rows="accel_rows?"),
+    "measurements.accelerator_decode_sweep": spec({}, run="accel_run", rows="accel_rows?"),
+    "measurements.accelerator_sweep_model": spec({}),
     "estimate.Deployment": spec(dict(model=M, chip="tpu-v5e", n_chips=16), model="model", chip="chip",
                                 n_chips="count", weight_dtype="dtype", kv_dtype="dtype", compute_dtype="dtype",
                                 activation_dtype="dtype", tensor_parallel="small?", kv_placement="placement?",
                                 ffn_layout="layout", mesh_shape="axes?", memory_utilization="frac",
-                                max_sequences="count"),
-    "estimate.Efficiency": spec({}, mfu="frac", hbm="frac", network="frac", latency="real", overhead_s="real0",
-                                overlap="flag"),
-    "estimate.Calibrated": spec(dict(gpu=Efficiency(), tpu=Efficiency()), gpu="an_efficiency", tpu="an_efficiency",
-                                overlap="flag"),
+                                max_sequences="count", expert_parallel="flag", attention_data_parallel="flag"),
+    "efficiency.Efficiency": spec({}, mfu="frac", hbm="frac", network="frac", latency="real", overhead_s="real0",
+                                  overlap="flag", kv_hbm="frac?", layer_s="real0"),
+    "efficiency.Calibrated": spec(dict(gpu=Efficiency(), tpu=Efficiency()), gpu="an_efficiency", tpu="an_efficiency",
+                                  overlap="flag", amd="an_efficiency?"),
     "simulator.ServingConfig": spec(dict(model="llama3-8b", chip="h100", n_chips=1, max_batch=4, max_context_len=4096),
                                     model="model", chip="chip", n_chips="count", max_batch="small",
                                     max_context_len="count", mfu="frac", weight_dtype="dtype", kv_dtype="dtype",

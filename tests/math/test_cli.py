@@ -4,6 +4,7 @@ shows it (a closed pipe, `python -m`)."""
 
 import argparse
 import dataclasses
+import io
 import json
 import math
 import os
@@ -17,7 +18,7 @@ import pytest
 import scaling_lib.__main__ as cli
 from scaling_lib.__main__ import (SCHEMA, _OneLineParser, _count, _emit, _fail, _fits_positions, _fraction, _limit,
                                   _model_options, _names, _one_line, _price, _prices, _seconds, _split, _terms, main)
-from scaling_lib.estimate import TYPICAL, Deployment, report
+from scaling_lib.estimate import PROFILES, TYPICAL, Deployment, decode_step, report
 from scaling_lib.models import active_param_count, get_model, model_names, param_count
 from scaling_lib.plan import plan, price_deployment
 from tests import REPO
@@ -114,7 +115,9 @@ def test_estimate_memory_utilization_kv_default_and_batch_per_replica(capsys):
 def test_plan_json_is_the_library_plan_with_a_schema(capsys):
     data = _json(EXAMPLE, capsys)
     expected = plan("llama3-70b", ["h100"], 16, 2000, 500, ttft=2.0, tpot=0.05, prices=2.5)
+    engine = data.pop("engine")
     assert data == {"schema": SCHEMA, **expected.as_dict()}
+    assert engine == {"profile": "typical", "describes": PROFILES["typical"].engine, "caveats": None}
     assert DEPLOYMENT_KEYS <= set(data["best"]) and all(DEPLOYMENT_KEYS <= set(p) for p in data["frontier"])
     best = data["best"]
     assert best["ttft_s"] <= 2 and best["tpot_s"] <= 0.05 and best["replicas"] * best["tensor_parallel"] == \
@@ -148,8 +151,8 @@ ERRORS = [
     (EXAMPLE[:-2] + ["--price", "h999=1"], "unknown chip 'h999'"),
     (EXAMPLE[:3] + ["--chip", "h100,,h200"] + EXAMPLE[5:], "argument --chip"),
     (EXAMPLE[:3] + ["--chip", "h999"] + EXAMPLE[5:], "unknown chip 'h999'"),
-    (EXAMPLE + ["--weights", "fp7"], "weight_dtypes: unknown dtype 'fp7'"),
-    (EXAMPLE + ["--kv", "int3"], "kv_dtypes: unknown dtype 'int3'"),
+    (EXAMPLE + ["--weights", "fp7"], "argument --weights: unknown dtype 'fp7'"),
+    (EXAMPLE + ["--kv", "int3"], "argument --kv: unknown dtype 'int3'"),
     (EXAMPLE + ["--efficiency", "fast"], "argument --efficiency"),
     (EXAMPLE + ["--max-chips", "0"], "argument --max-chips"),
     (EXAMPLE + ["--output-len", "1"], "output_len=1"),
@@ -177,6 +180,13 @@ ERRORS = [
     (EXAMPLE + ["--ttft-p99", "-1"], "argument --ttft-p99"),
     (EXAMPLE + ["--max-chips", "4", "--request-rate", "1e6", "--tpot-p99", "1"],
      "request_rate=1e+06 requests/s is out of reach"),
+    (ESTIMATE + ["--price", "1e308"], "argument --price: must be at most 1e+09 per chip-hour"),  # costs would overflow
+    (EXAMPLE[:-2] + ["--price", "h100=2,h100=3"], "argument --price: prices h100 twice"),
+    (EXAMPLE[:3] + ["--chip", "tpu-v5e"] + EXAMPLE[5:-2] + ["--price", "v5e=2,tpu-v5e=3"], "names tpu-v5e twice"),
+    (ESTIMATE + ["--weights", ""], "argument --weights: unknown dtype ''"),  # not the default bf16
+    (EXAMPLE + ["--max-chips", str(2**53)], "argument --max-chips: must be at most 1,048,576 chips"),
+    (ESTIMATE[:3] + ["--chip", "mi300x", "--chips", "16"], "tensor_parallel=16 spans 2 mi300x nodes of 8 and the "
+                                                          "hardware table has no bandwidth between mi300x nodes"),
 ]
 
 
@@ -227,18 +237,23 @@ def test_an_unreachable_target_in_json_says_how_close_the_best_came(capsys):
 
 
 # ---------------------------------------------------------------------------------------------------- processes
-@pytest.mark.parametrize("argv", [EXAMPLE, ESTIMATE], ids=["plan", "estimate"])
-def test_a_closed_pipe_ends_quietly_without_a_traceback(argv):
-    process = subprocess.Popen([sys.executable, "-m", "scaling_lib", *argv, "--json"], stdout=subprocess.PIPE,
+def test_a_closed_pipe_ends_quietly_without_a_traceback():
+    process = subprocess.Popen([sys.executable, "-m", "scaling_lib", *ESTIMATE, "--json"], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, cwd=REPO)
     process.stdout.close()  # the reader is gone before the first byte (what `| head -1` does to a long output)
     stderr = process.communicate()[1].decode()
     assert "Traceback" not in stderr and "BrokenPipe" not in stderr and process.returncode == 0, stderr
 
 
-def test_plan_runs_as_a_module_and_prints_the_table():
+def test_plan_runs_as_a_module_and_a_bad_config_is_one_line_without_a_traceback(tmp_path):
     done = subprocess.run([sys.executable, "-m", "scaling_lib", *EXAMPLE], capture_output=True, text=True, cwd=REPO)
     assert done.returncode == 0 and done.stderr == "" and "frontier" in done.stdout
+    path = tmp_path / "list.json"
+    path.write_text("[1, 2]")
+    done = subprocess.run([sys.executable, "-m", "scaling_lib", "estimate", "--config", str(path), "--chip", "h100",
+                           "--chips", "8"], capture_output=True, text=True, cwd=REPO)
+    assert done.returncode == 2 and done.stdout == "" and "Traceback" not in done.stderr
+    assert done.stderr.count("\n") == 1 and "list.json" in done.stderr
 
 
 # ---------------------------------------------------------------------------------------------------- help and layout
@@ -308,15 +323,21 @@ def test_the_estimate_table_shows_the_json_numbers_in_its_units_one_row_a_line(c
     assert re.fullmatch(r"([\d.]+) GB \(([\d.]+) GB per chip\)", rows["weights"]).groups() == \
         (f"{2 * data['parameters'] / 1e9:.1f}",) * 2
     assert rows["KV cache per token"] == "131.1 kB"
-    tpot = re.fullmatch(r"([\d,.]+) ms typical, ([\d,.]+) ms bound", rows["decode step = time per output token (TPOT)"])
+    tpot = re.fullmatch(r"([\d,.]+) ms typical \(([\d,.]+)-([\d,.]+) ms for 4 in 5 held-out runs\), ([\d,.]+) ms bound",
+                        rows["decode step = time per output token (TPOT)"])
     assert _number(tpot[1]) == pytest.approx(data["tpot_typical_s"] * 1e3, abs=0.006)
-    assert _number(tpot[2]) == pytest.approx(data["decode_step_bound"]["total_s"] * 1e3, abs=0.006)
+    assert _number(tpot[4]) == pytest.approx(data["decode_step_bound"]["total_s"] * 1e3, abs=0.006)
+    # The range is the estimate over the held-out measured / estimate quantiles, so the faster runs give its low end.
+    low, high = data["engine"]["spread"]
+    assert (_number(tpot[2]), _number(tpot[3])) == pytest.approx((data["tpot_typical_s"] * 1e3 / high,
+                                                                  data["tpot_typical_s"] * 1e3 / low), abs=0.006)
     assert rows["batch"] == "2,048 (2,048 per replica)"
     assert re.match(r"2,048 sequences of 128 tokens", rows["largest batch that fits"])
     tokens = re.fullmatch(r"([\d,]+) typical, ([\d,]+) bound \(all replicas, decode only\)", rows["output tokens/s"])
     assert _number(tokens[1]) == pytest.approx(data["tokens_per_s_typical"], abs=0.6)
     assert _number(tokens[2]) == pytest.approx(data["tokens_per_s_bound"], abs=0.6)
-    ttft = re.match(r"([\d,.]+) ms typical, ([\d,.]+) ms bound", rows["time to first token (TTFT)"])
+    ttft = re.match(r"([\d,.]+) ms typical \([\d,.]+-[\d,.]+ ms for 4 in 5 held-out runs\), ([\d,.]+) ms bound",
+                    rows["time to first token (TTFT)"])
     assert _number(ttft[1]) == pytest.approx(data["ttft_typical_s"] * 1e3, abs=0.06)
     workload = data["workload"]
     shown = re.match(r"TTFT ([\d,.]+) ms, TPOT ([\d,.]+) ms, ([\d,]+) output tokens/s at ([\d,]+) sequences",
@@ -373,7 +394,8 @@ def test_the_estimate_splits_the_weights_over_a_replicas_chips_and_sums_the_repl
     assert data["max_batch"] == data["batch"] and data["max_batch"] % 2 == 0
     assert data["tokens_per_s_typical"] == pytest.approx(data["batch"] / data["tpot_typical_s"], rel=1e-9)
     assert data["tokens_per_s_bound"] == pytest.approx(data["batch"] / data["decode_step_bound"]["total_s"], rel=1e-9)
-    ttft = re.match(r"([\d,.]+) ms typical, ([\d,.]+) ms bound \(one 1,000-token prompt", rows["time to first token (TTFT)"])
+    ttft = re.match(r"([\d,.]+) ms typical \([^)]*\), ([\d,.]+) ms bound \(one 1,000-token prompt",
+                    rows["time to first token (TTFT)"])
     assert _number(ttft[1]) == pytest.approx(data["ttft_typical_s"] * 1e3, abs=0.06)
     assert _number(ttft[2]) == pytest.approx(data["prefill_bound_s"] * 1e3, abs=0.06)
     assert data["prompt_len"] == 1000 and data["context_len"] == 4096
@@ -501,7 +523,7 @@ def test_a_positive_option_refuses_zero_negatives_infinities_and_words_saying_wh
 def test_a_share_of_hbm_above_one_is_refused_naming_the_range():
     with pytest.raises(argparse.ArgumentTypeError, match=r"\bshare of HBM in \(0, 1\], got '1\.01'"):
         _fraction("1.01")
-    assert _seconds("2") == 2.0 and _price("1e3") == 1000.0  # no upper bound on seconds or prices
+    assert _seconds("2") == 2.0 and _price("1e9") == 1e9  # no upper bound on seconds; prices up to 1e9
 
 
 def test_names_are_split_at_commas_and_stripped_and_an_empty_one_is_refused():
@@ -586,8 +608,37 @@ def test_a_closed_pipe_sends_the_rest_of_the_output_to_devnull(tmp_path, monkeyp
 
 
 def test_emit_prints_the_text_and_a_newline(capsys):
-    _emit("a table")
+    assert _emit("a table") is True
     assert capsys.readouterr().out == "a table\n"
+
+
+@pytest.mark.parametrize("stdout, words", [(None, "stdout is closed"),  # `>&-`
+                                           ("/dev/full", "No space left on device")])
+def test_an_output_that_cannot_be_written_is_one_line_on_stderr_and_exit_2(stdout, words, monkeypatch, capsys):
+    if stdout is not None and not os.path.exists(stdout):
+        pytest.skip(f"no {stdout} on this system")
+    with open(stdout or os.devnull, "w") as sink:
+        monkeypatch.setattr(sys, "stdout", sink if stdout else None)
+        assert main(ESTIMATE) == 2
+    assert capsys.readouterr().err == f"error: cannot write the output: {words}\n" if stdout is None else \
+        re.fullmatch(rf"error: cannot write the output: \[Errno \d+\] {words}\n", capsys.readouterr().err)
+
+
+@pytest.mark.parametrize("name, written", [("\ud800", "\\ud800"),  # a lone surrogate that JSON can hold
+                                           ("org/Mod\u00e8le-\u0416", "mod\\xe8le-\\u0436")])
+@pytest.mark.parametrize("command", ["estimate", "plan"])
+def test_a_model_name_the_terminal_cannot_write_is_printed_escaped(name, written, command, tmp_path, monkeypatch,
+                                                                   capsys):
+    config = json.loads((REPO / "book/data/hf_configs/llama-3.1-8b.json").read_text())
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**config, "_name_or_path": name}))
+    argv = (["estimate", "--chips", "1"] if command == "estimate" else
+            ["plan", "--max-chips", "1", "--input-len", "100", "--output-len", "100", "--price", "2"])
+    terminal = io.TextIOWrapper(io.BytesIO(), encoding="ascii")
+    monkeypatch.setattr(sys, "stdout", terminal)
+    assert main(argv[:1] + ["--config", str(path), "--chip", "h100"] + argv[1:]) == 0
+    terminal.flush()
+    assert written in terminal.buffer.getvalue().decode("ascii").splitlines()[0]
 
 
 def test_a_failure_prints_one_line_and_in_json_the_extra_fields(capsys):
@@ -731,7 +782,8 @@ def test_an_error_in_json_is_strict_json_or_nothing(capsys):
 
 def test_the_time_to_first_token_is_shown_in_ms_to_a_tenth(capsys):
     one = report("llama3-70b", "h100", 8)  # one replica, an 8,192-token prompt
-    ttft = re.fullmatch(r"([\d,.]+) ms typical, ([\d,.]+) ms bound \(one 8,192-token prompt, nothing else running\)",
+    ttft = re.fullmatch(r"([\d,.]+) ms typical \([^)]*\), ([\d,.]+) ms bound \(one 8,192-token prompt, nothing else "
+                        r"running\)",
                         _table(_ok(ESTIMATE, capsys))["time to first token (TTFT)"])
     assert one.prefill_bound_s > 0.1  # long enough that 0.1% more would show in the first decimal
     assert _number(ttft[1]) == pytest.approx(one.prefill_typical_s * 1e3, abs=0.051)
@@ -743,3 +795,19 @@ def test_json_output_is_strict_and_a_non_finite_result_is_an_error_not_nan(monke
     assert main(ESTIMATE + ["--json"]) == 2
     captured = capsys.readouterr()
     assert _strict(captured.out)["schema"] == SCHEMA and re.search(r"\bnot JSON compliant\b", captured.err)
+
+
+def test_the_engine_option_prices_with_that_profile_and_says_which_engine_and_its_caveat(capsys):
+    argv = ["estimate", "--model", "llama3-70b", "--chip", "h100", "--chips", "8", "--batch", "1", "--context", "2048",
+            "--weights", "fp8", "--kv", "fp8", "--compute", "fp8"]
+    typical, vllm = _json(argv, capsys), _json(argv + ["--engine", "vllm"], capsys)
+    d = Deployment("llama3-70b", "h100", 8, weight_dtype="fp8", kv_dtype="fp8", compute_dtype="fp8")
+    assert vllm["tpot_typical_s"] == pytest.approx(decode_step(d, 1, 2048, PROFILES["vllm"]).total_s)
+    assert typical["tpot_typical_s"] == pytest.approx(decode_step(d, 1, 2048, TYPICAL).total_s)
+    assert (vllm["engine"]["profile"], typical["engine"]["profile"]) == ("vllm", "typical")
+    assert vllm["engine"]["caveat"] and "three small-batch runs" in _table(_ok(argv + ["--engine", "vllm"],
+                                                                               capsys))["engine profile"]
+    assert main(["estimate", "--model", "llama3-8b", "--chip", "tpu-v5e", "--chips", "1", "--engine",
+                 "tensorrt-llm"]) == 2
+    err = capsys.readouterr().err
+    assert "fitted on gpu rows only" in err and "use one of typical, jetstream" in err

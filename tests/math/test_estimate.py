@@ -24,6 +24,8 @@ from scaling_lib.estimate import (
     step_estimate,
 )
 from scaling_lib.flops import forward_flops, matmul_params
+from scaling_lib.frontier import layout_cost
+from scaling_lib.layouts import LAYOUTS
 from scaling_lib.hardware import get_chip
 from scaling_lib.inference import decode_step_time, prefill_time
 from scaling_lib.measurements import pope_rows, trtllm_rows
@@ -92,13 +94,29 @@ def test_gpu_tensor_parallel_decode_pays_two_all_reduces_per_layer_on_the_switch
 def test_kv_placement_beyond_k_ways_is_explicit_in_capacity_and_in_communication():
     split = Deployment("llama3-70b", "tpu-v5e", 16)
     copied = Deployment("llama3-70b", "tpu-v5e", 16, kv_placement="replicated")
-    assert copied.kv_bytes_per_chip(1, 8192) == pytest.approx(2 * split.kv_bytes_per_chip(1, 8192))
+    assert copied.kv_bytes_per_chip(2, 8192) == pytest.approx(2 * split.kv_bytes_per_chip(2, 8192))
     assert max_batch(split, 8192) == max_batch_size("llama3-70b", "tpu-v5e", 16, 8192)  # 42
     assert max_batch(copied, 8192) == max_batch_size("llama3-70b", "tpu-v5e", 16, 8192, kv_placement="replicated")
     assert max_batch_size("llama3-70b", "tpu-v5e", 16, 8192, kv_placement="replicated") == 21
     # Only a batch-split cache pays the two all-to-alls per layer.
     assert decode_step(split, 16, 8192).comm_s > decode_step(copied, 16, 8192).comm_s
     assert decode_step(copied, 16, 8192).kv_placement == "replicated"
+
+
+def test_a_batch_split_cache_keeps_whole_sequences_on_each_chip():
+    # LLaMA-3-70B on 64 TPU v5e: its 8 KV heads split 8 ways, then the batch 8 ways. A chip holds whole sequences of
+    # its head: 2 (K, V) x 80 layers x 1 head x 128 x 2 B = 40,960 B per token of each, the busiest ceil(B / 8) of
+    # them. One sequence of 1,000,000 tokens is 40.96 GB on one chip, not an eighth of it on each of 8.
+    d = Deployment("llama3-70b", "tpu-v5e", 64)
+    for sequences, busiest in ((1, 1), (7, 1), (8, 1), (9, 2), (64, 8), (65, 9)):
+        assert d.kv_bytes_per_chip(sequences, 1_000_000) == busiest * 2 * 80 * 128 * 2 * 1_000_000, sequences
+    with pytest.raises(ValueError, match=r"needs 43\.2 GB per chip \(2\.2 GB of weights \+ 41\.0 GB of KV cache\)"):
+        report("llama3-70b", "tpu-v5e", 64, batch=1, context_len=1_000_000)
+    # The bound's largest batch: as many 8,192-token sequences of one head as fit beside a 64th of the bf16 weights
+    # on each chip, times the 8 chips that share the head.
+    per_chip = math.floor((16e9 - param_count(get_model("llama3-70b")) * 2 / 64) / (2 * 80 * 128 * 2 * 8192))
+    assert max_batch(d, 8192) == 8 * per_chip
+    assert decode_step(d, 8 * per_chip, 8192).batch == 8 * per_chip
 
 
 # --- capacity and bad input --------------------------------------------------------------------------------------
@@ -126,6 +144,12 @@ def test_bad_deployments_name_the_problem_and_the_fix():
         Deployment("llama3-70b", "h100", 8, ffn_layout="2d-ws")
     with pytest.raises(ValueError, match="unknown kv_placement 'sharded'"):
         Deployment("llama3-70b", "h100", 8, kv_placement="sharded")
+    with pytest.raises(ValueError, match=r"expert_parallel=True .* llama3-70b has 1 expert"):
+        Deployment("llama3-70b", "h100", 8, expert_parallel=True)
+    with pytest.raises(ValueError, match=r"mixtral-8x7b has 8 expert\(s\) and tensor_parallel=16"):
+        Deployment("mixtral-8x7b", "tpu-v5e", 16, expert_parallel=True)
+    with pytest.raises(ValueError, match=r"attention_data_parallel must be True or False, got 'yes'"):
+        Deployment("mixtral-8x7b", "h100", 8, attention_data_parallel="yes")
     with pytest.raises(ValueError, match="tpu-v5e has no native fp8"):
         Deployment("llama3-70b", "tpu-v5e", 16, compute_dtype="fp8")
     with pytest.raises(ValueError, match=r"Efficiency.mfu must be a fraction of peak in \(0, 1\]"):
@@ -397,10 +421,27 @@ def test_decode_attention_is_capped_by_a_sliding_window():
     assert decode_step(windowed, 1, 8192).attention_s == pytest.approx(decode_step(windowed, 1, 1024).attention_s)
 
 
-@pytest.mark.parametrize("kwargs, name", [(dict(mesh_shape=(0, 8)), "mesh_shape"), (dict(ffn_layout="3d"), "ffn_layout")])
-def test_a_bad_deployment_names_the_field(kwargs, name):
-    with pytest.raises(ValueError, match=rf"\b{name}\b"):
-        Deployment("llama3-70b", "tpu-v5e", 8, **kwargs)
+@pytest.mark.parametrize("kwargs, words", [
+    (dict(mesh_shape=(0, 8)), r"\bmesh_shape\b"), (dict(ffn_layout="3d"), r"\bffn_layout\b"),
+    # a 2D torus has no third axis of links to lay a third mesh axis on
+    (dict(mesh_shape=(2, 2, 2), ffn_layout="2d-ws"), r"^mesh_shape \(2, 2, 2\) lays chips along 3 axes and tpu-v5e's "
+                                                    r"torus has 2\b.*\be\.g\. mesh_shape=\(2, 4\)$"),
+    (dict(n_chips=2**30, tensor_parallel=8), r"^n_chips=1,073,741,824 is more than 1,048,576\b"),
+    # no source gives MI300X's network between nodes: a copy of the model stays in one node of 8
+    (dict(chip="mi300x", n_chips=16), r"^tensor_parallel=16 spans 2 mi300x nodes of 8\b.*\btensor_parallel=8 or "
+                                      r"fewer\b"),
+])
+def test_a_bad_deployment_names_the_field(kwargs, words):
+    with pytest.raises(ValueError, match=words):
+        Deployment(**{"model": "llama3-70b", "chip": "tpu-v5e", "n_chips": 8, **kwargs})
+
+
+@pytest.mark.parametrize("chip", ["tpu-v5e", "tpu-v6e"])
+def test_the_default_pope_mesh_on_a_2d_torus_uses_two_axes_of_links_at_most(chip):
+    for n in (16, 64, 256):  # 16 and 64 chips were laid on three axes, (2, 2, 4) and (4, 4, 4)
+        meshes = [Deployment("llama3-70b", chip, n, ffn_layout="2d-ws").mesh_shape] + [
+            layout_cost("palm-62b", chip, n, "decode", 256, layout, "batch").mesh_shape for layout in LAYOUTS]
+        assert all(math.prod(mesh) == n and sum(a > 1 for a in mesh) <= 2 for mesh in meshes), (n, meshes)
 
 
 @pytest.mark.parametrize("field", ["mfu", "hbm", "network"])
@@ -564,8 +605,9 @@ def test_the_bound_is_the_peak_efficiency_with_overlap():
 
 
 def test_the_kv_cache_is_replicated_on_a_full_mesh_gpu_too():
-    # MI300X joins its GPUs in a full mesh, not a switch: still a GPU, still a replicated cache beyond K heads.
-    assert Deployment("llama3-8b", "mi300x", 16).kv_placement == "replicated"
+    # MI300X joins its GPUs in a full mesh, not a switch: still a GPU, still a replicated cache beyond K heads (one
+    # KV head of PaLM 62B's multiquery attention on 8 GPUs).
+    assert Deployment("palm-62b", "mi300x", 8).kv_placement == "replicated"
 
 
 # --- the numbers an error message and the report print ---------------------------------------------------------
@@ -1019,3 +1061,36 @@ def test_a_deployment_describes_where_the_kv_cache_goes_past_the_kv_heads(placem
     wide = Deployment("llama3-8b", "h100", 16, kv_placement=placement).describe()
     assert wide.endswith(f"KV heads split 8 ways, then {placement}")
     assert Deployment("llama3-8b", "h100", 8, kv_placement=placement).describe().endswith("KV heads split 8 ways")
+
+
+def test_attention_data_parallel_keeps_whole_attention_weights_and_unreplicated_caches_on_each_chip():
+    # Qwen3-235B-A22B on 8 H200 (4 KV heads): tensor parallelism splits every weight 8 ways and replicates each KV head
+    # on 2 chips; attention data-parallel holds the attention weights whole and each sequence's cache once.
+    tp, dp = Deployment("qwen3-235b-a22b", "h200", 8), Deployment("qwen3-235b-a22b", "h200", 8,
+                                                                 attention_data_parallel=True, expert_parallel=True)
+    m = get_model("qwen3-235b-a22b")
+    attention = m.n_layers * (m.d_model * m.n_heads * m.head_dim * 2 + m.d_model * m.n_kv_heads * m.head_dim * 2) * 2
+    assert dp.weight_bytes_per_chip == pytest.approx(param_count(m) * 2 / 8 + attention * 7 / 8)
+    assert tp.kv_bytes_per_chip(64, 1000) == pytest.approx(2 * dp.kv_bytes_per_chip(64, 1000))
+    assert dp.kv_bytes_per_chip(64, 1000) == pytest.approx(kv_cache_bytes(m, 1000, 64) / 8)
+    # Every chip reads its whole attention weights each step, and its share of the experts.
+    assert dp.weights_read_per_chip(4096) - tp.weights_read_per_chip(4096) == pytest.approx(attention * 7 / 8)
+
+
+def test_experts_and_data_parallel_attention_trade_the_all_reduces_for_two_all_to_alls_per_moe_layer():
+    # Per MoE layer two all-to-alls of the k routed copies of every token's hidden state (dispatch and combine); with
+    # attention data-parallel alone, an all-gather and a reduce-scatter of the tokens; expert parallelism alone keeps
+    # Megatron's two all-reduces.
+    m, tokens = get_model("qwen3-235b-a22b"), 2048
+    hidden = tokens * m.d_model * 2
+    ep_dp = Deployment(m, "h200", 8, expert_parallel=True, attention_data_parallel=True)
+    step = step_estimate(ep_dp, prefill_tokens=tokens, prefill_len=tokens, efficiency=Efficiency())
+    a2a = collective_time("all-to-all", hidden * m.n_active_experts, "h200", 8)
+    assert step.comm_s == pytest.approx(2 * m.n_moe_layers * (a2a.bandwidth_s + a2a.latency_s))
+    dp = Deployment(m, "h200", 8, attention_data_parallel=True)
+    gather, scatter = (collective_time(op, hidden, "h200", 8) for op in ("all-gather", "reduce-scatter"))
+    assert step_estimate(dp, prefill_tokens=tokens, prefill_len=tokens, efficiency=Efficiency()).comm_s == \
+        pytest.approx(m.n_layers * (gather.total_s + scatter.total_s))
+    ep, plain = Deployment(m, "h200", 8, expert_parallel=True), Deployment(m, "h200", 8)
+    assert step_estimate(ep, prefill_tokens=tokens, prefill_len=tokens).comm_s == \
+        step_estimate(plain, prefill_tokens=tokens, prefill_len=tokens).comm_s

@@ -67,5 +67,7 @@ def test_the_inner_loop_draws_a_fifth_of_the_examples_and_a_thorough_run_all(mon
     and `make mutation`) set the thorough budget (tests/book/test_mutation_tool.py checks that they do)."""
     monkeypatch.setattr(tests, "THOROUGH", False)
     assert [tests.examples(n) for n in (8, 12, 25, 40)] == [5, 5, 5, 8]
+    assert tests.examples(25, inner=3) == 3  # a property that names its inner-loop count
     monkeypatch.setattr(tests, "THOROUGH", True)
     assert [tests.examples(n) for n in (8, 12, 25, 40)] == [8, 12, 25, 40]
+    assert tests.examples(25, inner=3) == 25

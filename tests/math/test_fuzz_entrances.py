@@ -25,7 +25,9 @@ from scaling_lib.__main__ import main, parser
 from scaling_lib.models import Transformer, from_hf_config
 from tests import REPO, examples
 
-SETTINGS = settings(max_examples=examples(15), deadline=None, derandomize=True, database=None,
+# Each property below runs once per config field or command-line option (some 60 in all): the inner loop draws 3
+# examples of each, `make test` all of them.
+SETTINGS = settings(max_examples=examples(15, inner=3), deadline=None, derandomize=True, database=None,
                     suppress_health_check=list(HealthCheck))
 CONFIGS = REPO / "book" / "data" / "hf_configs"
 
@@ -167,6 +169,7 @@ OPTIONS = {  # option -> the texts Hypothesis tries
                                                                                           "abc", ""])),
     "--concurrency": _COUNTS, "--token-budget": _COUNTS,
     "--request-rate": st.one_of(st.floats(allow_nan=True).map(str), st.sampled_from(["8", "-1", "0", "abc", "", "1e400"])),
+    "--engine": st.sampled_from(["typical", "tensorrt-llm", "vllm", "jetstream", "mi300x", "sglang", ""]),
 }
 BASE_ARGV = ["estimate", "--model", "llama3-8b", "--chip", "h100", "--chips", "1", "--batch", "8"]
 
@@ -184,7 +187,7 @@ def _run(argv, capsys):
 
 @pytest.mark.parametrize("option", sorted(OPTIONS))
 def test_any_value_of_any_option_exits_0_or_2_with_one_line(option, capsys):
-    @settings(SETTINGS, max_examples=examples(12))
+    @settings(SETTINGS, max_examples=examples(12, inner=3))
     @given(OPTIONS[option])
     def check(value):
         argv = list(BASE_ARGV)

@@ -79,19 +79,31 @@ def test_a_topology_value_missing_for_a_chip_is_a_value_error_naming_chip_field_
 
 
 # --- chips a reader expects (issue 23): their rows say what their sources say --------------------------------------
-@pytest.mark.parametrize("name, mib", [("h100", 81559), ("h200", 143771)])
-def test_hopper_capacity_is_what_the_device_exposes_not_the_label(name, mib):
+# Every chip's HBM as its source publishes it, in the source's own unit (SI: GB = 10^9 B; IEC: GiB = 2^30 B,
+# MiB = 2^20 B), and the words of the row's source that state it (None: the Scaling Book's ch. 2 spec table, cited
+# by name: v5p 96GB, v6e 32GB). Hopper's figures are what nvidia-smi reports (85.5e9 and 150.8e9 B), not the labels'
+# 80 GB and 141 GB; B200 is an eighth of a DGX B200, GB200 a 72nd of an NVL72 rack.
+HBM_AS_PUBLISHED = [
+    ("tpu-v4", 32 * 2**30, "32 GiB HBM"),  # Pope et al. 2022
+    ("tpu-v5e", 16 * 10**9, "16 GB"),  # Scaling Book ch. 7
+    ("tpu-v5p", 96 * 10**9, None),
+    ("tpu-v6e", 32 * 10**9, None),
+    ("tpu-7x", 192 * 2**30, "192 GiB of HBM per chip"),  # Google Cloud's TPU7x page
+    ("h100", 81559 * 2**20, "81559 MiB"),
+    ("h200", 143771 * 2**20, "143771 MiB"),
+    ("b200", 1440 * 10**9 / 8, "1,440 GB for 8"),
+    ("gb200", 13.4 * 10**12 / 72, "13.4 TB of HBM3e for the 72"),
+    ("a100", 80 * 10**9, "80 GB HBM2e"),
+    ("mi300x", 192 * 2**30, "192 GiB of VRAM"),  # ROCm's MI300 documentation
+]
+
+
+@pytest.mark.parametrize("name, capacity, quoted", HBM_AS_PUBLISHED, ids=[row[0] for row in HBM_AS_PUBLISHED])
+def test_every_chips_hbm_is_its_sources_figure_in_its_sources_unit(name, capacity, quoted):
     chip = get_chip(name)
-    assert f"{mib} MiB" in chip.source
-    assert chip.hbm_capacity == mib * 2**20  # 85.5e9 and 150.8e9 bytes, not 80e9 and 141e9
-    assert chip.hbm_capacity > {"h100": 80e9, "h200": 141e9}[name]
-
-
-def test_b200_holds_one_eighth_of_a_dgx_b200_and_gb200_one_72nd_of_an_nvl72_rack():
-    assert "1,440 GB for 8" in get_chip("b200").source and get_chip("b200").hbm_capacity == pytest.approx(180e9)
-    gb200 = get_chip("gb200")
-    assert "13.4 TB of HBM3e for the 72" in gb200.source
-    assert gb200.hbm_capacity == pytest.approx(13.4e12 / 72)
+    assert chip.hbm_capacity == pytest.approx(capacity, rel=1e-12)
+    assert (quoted or "Scaling Book ch. 2 spec table") in chip.source
+    assert {row[0] for row in HBM_AS_PUBLISHED} == set(chip_names())  # no chip left unpinned
 
 
 def test_gb200_is_one_nvlink_domain_of_72_gpus_and_a_collective_over_them_never_leaves_it():
@@ -177,13 +189,6 @@ def test_peak_flops_defaults_to_bf16():
 def test_an_unknown_chip_lists_the_aliases():
     with pytest.raises(ValueError, match="aliases: ironwood"):
         get_chip("tpu-v9")
-
-
-def test_ironwood_hbm_is_192_gib_as_google_clouds_tpu7x_page_gives_it():
-    # Google Cloud's TPU7x page: "HBM capacity per chip (GiB)": 192 (issue 24, items 17 and the TPU7x row)
-    chip = get_chip("ironwood")
-    assert "192 GiB" in chip.source
-    assert chip.hbm_capacity == pytest.approx(192 * 2**30, rel=1e-12)  # 206.2e9 B, not 192e9
 
 
 @pytest.mark.parametrize("field", ["hop_latency", "dcn_bandwidth"])

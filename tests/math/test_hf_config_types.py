@@ -159,11 +159,31 @@ def test_read_hf_config_names_the_weight_format_its_quantization_config_stores(q
     assert read.model == from_hf_config(config)
 
 
+def _nested(depth: int) -> list:
+    """[[[...]]], `depth` lists deep: deeper than Python's recursion limit for depth 5,000 (repr of it raises)."""
+    outer = inner = []
+    for _ in range(depth):
+        inner.append([])
+        inner = inner[0]
+    return outer
+
+
+DEEP = _nested(5000)
+
+
 @pytest.mark.parametrize("quantization", [{"quant_method": "bitnet"}, {"quant_method": "gptq", "bits": 3},
-                                          {"quant_method": "awq", "bits": True}, "awq", [4]])
+                                          {"quant_method": "awq", "bits": True}, "awq", [4],
+                                          {"quant_method": ["fp8"]}, {"quant_method": DEEP},
+                                          {"quant_method": "modelopt", "quant_algo": DEEP},
+                                          {"quant_method": "awq", "bits": [4]}])
 def test_a_quantization_this_book_cannot_store_is_refused_naming_the_field(quantization):
     with pytest.raises(ValueError, match="'quantization_config'"):
         read_hf_config({**PHI3_MINI, "quantization_config": quantization})
+
+
+def test_a_model_type_nested_thousands_deep_is_refused_naming_it_not_a_recursion_error():
+    with pytest.raises(ValueError, match=r"^model_type a list \(1 items\) in .* is not one this book reads"):
+        from_hf_config({**PHI3_MINI, "model_type": DEEP})
 
 
 def test_the_command_line_takes_the_configs_weights_refuses_a_context_past_its_positions(tmp_path, capsys):
@@ -278,9 +298,11 @@ def test_llama4_no_rope_layers_off_the_pattern_are_refused_naming_the_period():
         from_hf_config({**LLAMA4_SCOUT, "text_config": text})
 
 
-def test_qwen2_moe_that_uses_its_sliding_window_is_refused():
+@pytest.mark.parametrize("config", [QWEN15_MOE, json.loads((REPO / "book/data/hf_configs/qwen3-30b-a3b.json")
+                                                             .read_text())], ids=["qwen2_moe", "qwen3_moe"])
+def test_a_qwen_moe_that_uses_its_sliding_window_is_refused_not_priced_as_full_attention(config):
     with pytest.raises(ValueError, match="use_sliding_window=true"):
-        from_hf_config({**QWEN15_MOE, "use_sliding_window": True})
+        from_hf_config({**config, "use_sliding_window": True})
 
 
 def test_qwen2_moe_without_a_shared_expert_has_none_and_a_list_field_of_another_type_is_named():

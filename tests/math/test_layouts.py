@@ -284,9 +284,12 @@ def test_wg_switch_tokens_by_hand_and_its_refusals():
             wg_switch_tokens("palm-540b", *args)
 
 
-@pytest.mark.parametrize("chip", ["tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e"])
-def test_the_best_2d_mesh_under_pope_does_not_depend_on_the_chips_bandwidth(chip):
+@pytest.mark.parametrize("chip, mesh", [("tpu-v4", (2, 4, 4)), ("tpu-v5p", (2, 4, 4)), ("tpu-v5e", (4, 8, 1)),
+                                        ("tpu-v6e", (4, 8, 1))])
+def test_the_best_2d_mesh_under_pope_does_not_depend_on_the_chips_bandwidth_and_fits_its_torus(chip, mesh):
     # PaLM 540B with multihead attention on 32 chips: (4, 2, 4) and (2, 4, 4) move the same bytes, so under Pope's
-    # convention (bytes over one per-chip bandwidth) they tie on every chip, and the tie goes to the even Y x Z split.
-    # Before ties were taken up to rounding, tpu-v4 and tpu-v5p picked (4, 2, 4): the same sum in another order.
-    assert optimal_2d_mesh(32, "palm-540b-multihead", chip) == (2, 4, 4)
+    # convention (bytes over one per-chip bandwidth) they tie on every 3D torus, and the tie goes to the even Y x Z
+    # split. Before ties were taken up to rounding, tpu-v4 and tpu-v5p picked (4, 2, 4): the same sum in another
+    # order. A 2D torus has no third axis of links: (4, 8) and (2, 16) tie, 2 (D / 4 + F / 8) = 2 (D / 2 + F / 16)
+    # with F = 4 D, and the tie goes to the more even (4, 8).
+    assert optimal_2d_mesh(32, "palm-540b-multihead", chip) == mesh

@@ -6,7 +6,12 @@ import re
 
 import pytest
 
-from scaling_lib.measurements import collective_rows, pope_row, pope_rows, published_runs, trtllm_rows, validation_runs
+from scaling_lib.estimate import Deployment, decode_step
+from scaling_lib.hardware import Chip, get_chip
+from scaling_lib.measurements import (accelerator_decode_sweep, accelerator_knee, accelerator_rates, accelerator_rows,
+                                      accelerator_sweep_model, collective_rows, pope_row, pope_rows, published_runs,
+                                      trtllm_rows, validation_runs, write_accelerator_rows)
+from scaling_lib.roofline import KNEE_FACTOR
 
 
 def test_an_unknown_pope_row_lists_the_known_ones():
@@ -166,3 +171,85 @@ def test_the_nccl_rows_are_read_in_bytes_per_second():
 def test_an_unknown_pope_row_is_a_value_error_listing_the_known_rows(model, scenario, phase):
     with pytest.raises(ValueError, match=r"\(known rows: \('palm-540b', 'low latency', 'prefill'\), \('palm-540b', "):
         pope_row(model, scenario, phase)
+
+
+# --- this book's measurements on an H200 (accelerator_measurements.csv) -----------------------------------------------
+def test_every_accelerator_row_carries_its_date_software_method_and_source():
+    rows = accelerator_rows()
+    assert {r.run for r in rows} == {"h200-bf16", "h200-book-fp32", "h200-book-batch-rule", "h200-book-sweep"}
+    for row in rows:
+        assert row.chip == "h200" and get_chip(row.chip).name == "h200"
+        assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", row.date) and "JAX" in row.software
+        assert row.method and "H200" in row.source, row
+    # the rates the run's log and its write-up quote: 3.95e12 B/s read, 6.89e14 FLOP/s bf16 matmul
+    bf16 = accelerator_rates("h200-bf16")
+    assert (bf16.bytes_per_s, bf16.flops_per_s) == (pytest.approx(3.954e12, rel=1e-3), pytest.approx(6.887e14, rel=1e-3))
+
+
+def test_the_h200_knee_in_bf16_is_within_chapter_1s_factor_of_the_prediction_from_its_rates():
+    knee = accelerator_knee()
+    # 1.5 C / W = 1.5 x 6.89e14 / 3.95e12 = 261 tokens (bf16: b_w / 2 = 1); the curve's knee is at 256
+    assert knee.predicted_knee == pytest.approx(1.5 * 6.887e14 / 3.954e12, rel=1e-3)
+    assert knee.knee == 256
+    assert 1 / KNEE_FACTOR <= knee.knee / knee.predicted_knee <= KNEE_FACTOR
+    # read as chapter 1 reads its CPU's curve (floor over slope), B_crit is within the factor of C / W as well
+    assert 1 / KNEE_FACTOR <= knee.fitted_batch / knee.predicted_batch <= KNEE_FACTOR
+
+
+def test_rates_from_calls_too_short_to_measure_miss_the_h200_knee_and_full_sized_ones_find_it():
+    # the same float32 layer curve (knee at 512): its own 1,024-square matmul and 256 MiB read measured C = 1.3e13 and
+    # W = 9.6e11, a B_crit of 27; rates from a 4e9-byte read and an 8,192-square matmul give 210 (1.5x: 314)
+    undersized = accelerator_knee("h200-book-batch-rule")
+    full = accelerator_knee("h200-book-batch-rule", rates_run="h200-book-fp32")
+    assert undersized.knee == full.knee == 512
+    assert undersized.predicted_batch == pytest.approx(27.27, rel=1e-3)
+    assert undersized.knee / undersized.predicted_knee > KNEE_FACTOR
+    assert 1 / KNEE_FACTOR <= full.knee / full.predicted_knee <= KNEE_FACTOR
+
+
+def test_no_h200_decode_step_beats_the_bound_and_each_bound_is_the_estimate_on_the_measured_rates():
+    rates, model = accelerator_rates("h200-book-sweep"), accelerator_sweep_model()
+    chip = Chip(name="h200-measured", peak_flops_table=(("fp32", rates.flops_per_s),), hbm_bandwidth=rates.bytes_per_s,
+                hbm_capacity=get_chip("h200").hbm_capacity, topology=None, source="the sweep's measured W and C")
+    deployment = Deployment(model, chip, 1, weight_dtype="fp32", kv_dtype="fp32", compute_dtype="fp32",
+                            activation_dtype="fp32")
+    steps = accelerator_decode_sweep()
+    assert [(s.batch, s.cache_len) for s in steps] == [(b, s) for b in (1, 8, 64, 128) for s in (512, 4096)]
+    for step in steps:
+        assert step.bound_s == pytest.approx(decode_step(deployment, step.batch, step.cache_len).total_s, rel=1e-9)
+        assert step.ratio >= 1.0, step
+    assert min(s.ratio for s in steps) == pytest.approx(3.6, abs=0.05)  # the 3.6-6.5x the run's write-up quotes
+    assert max(s.ratio for s in steps) == pytest.approx(6.5, abs=0.05)
+
+
+def test_accelerator_rows_written_by_the_bench_read_back_as_written(tmp_path):
+    rows = accelerator_rows()
+    write_accelerator_rows(rows, tmp_path / "run.csv")
+    assert accelerator_rows(tmp_path / "run.csv") == rows
+
+
+@pytest.mark.parametrize("call, words", [
+    (lambda: accelerator_knee("h200-tpu"), "run='h200-tpu' is no run"),
+    (lambda: accelerator_knee(rates_run="h200-tpu"), "rates_run='h200-tpu' is no run"),
+    (lambda: accelerator_knee("h200-book-sweep"), "no knee or layer rows"),
+    (lambda: accelerator_decode_sweep("h200-bf16"), "no decode_step rows"),
+    (lambda: accelerator_rates("h200-book-batch-rule", rows=[r for r in accelerator_rows() if r.experiment != "read"]),
+     "no read and matmul rows"),
+    (lambda: accelerator_rows("no/such/run.csv"), "path='no/such/run.csv' is not a file"),
+    (lambda: write_accelerator_rows(accelerator_rows(), "no/such/folder/run.csv"), "lies in no folder"),
+    (lambda: accelerator_knee(rows=[3]), "rows must hold only AcceleratorRows"),
+    (lambda: accelerator_rows()[2].measured_rate, "a knee row has no rate"),
+])
+def test_an_accelerator_run_without_what_is_asked_of_it_is_a_value_error(call, words):
+    with pytest.raises(ValueError, match=words):
+        call()
+
+
+def test_an_accelerator_file_with_other_columns_or_an_unknown_experiment_is_refused(tmp_path):
+    (tmp_path / "bad.csv").write_text("run,chip\nx,h200\n")
+    with pytest.raises(ValueError, match="expected"):
+        accelerator_rows(tmp_path / "bad.csv")
+    row = dataclasses.replace(accelerator_rows()[0], experiment="flash")
+    write_accelerator_rows([row], tmp_path / "flash.csv")
+    with pytest.raises(ValueError, match="unknown experiment 'flash'"):
+        accelerator_rows(tmp_path / "flash.csv")

@@ -10,7 +10,7 @@ import pytest
 from scaling_lib.roofline import (arithmetic_intensity, attainable_flops, attention_bytes, attention_flops,
                                   attention_intensity, critical_batch_from_rates, critical_batch_size, explain_matmul,
                                   fit_batch_roofline, matmul_bytes, matmul_flops, matmul_intensity, matmul_time,
-                                  moe_critical_batch_size, ridge_point, roofline_time)
+                                  moe_critical_batch_size, ridge_point, roofline_time, slowdown_knee)
 
 
 # --- closed forms by hand -------------------------------------------------------------------------------------------
@@ -65,6 +65,7 @@ def test_fit_batch_roofline_floor_is_the_median_odd_or_even():
     batches, seconds = [1, 2, 4, 8], [1.0, 3.0, 5.0, 8.0]
     assert fit_batch_roofline(batches, seconds, n_floor=2).floor_s == 2.0  # mean of the middle two
     assert fit_batch_roofline(batches, seconds, n_floor=3).floor_s == 3.0
+    assert fit_batch_roofline(batches, seconds, n_floor=3.0).floor_s == 3.0  # a whole float is a count too
 
 
 def test_fit_batch_roofline_floor_of_one_point_is_that_point():
@@ -96,6 +97,25 @@ def test_fit_batch_roofline_floor_of_four_or_five_points_is_their_median():
     batches, seconds = [1, 2, 4, 8, 16, 32], [4.0, 1.0, 3.0, 2.0, 5.0, 64.0]
     assert fit_batch_roofline(batches, seconds, n_floor=4).floor_s == 2.5  # sorted 1, 2, 3, 4: mean of 2 and 3
     assert fit_batch_roofline(batches, seconds, n_floor=5).floor_s == 3.0  # sorted 1, 2, 3, 4, 5
+
+
+# --- slowdown_knee ----------------------------------------------------------------------------------------------------
+# On a roofline t(B) = max(t_0, B t_0 / B_crit) the time first reaches 1.5 t_0 at B = 1.5 B_crit (hand derivation), so
+# the knee is the first grid batch at or above it: B_crit = 100 -> 150 -> 192 on the H200 run's grid.
+@pytest.mark.parametrize("critical, knee", [(100, 192), (170, 256), (2, 16), (5000, float("inf"))])
+def test_slowdown_knee_of_a_roofline_is_the_first_batch_at_one_and_a_half_times_the_critical_batch(critical, knee):
+    grid = (1, 16, 64, 128, 192, 256, 384, 512, 1024, 2048, 4096)
+    assert slowdown_knee(grid, [max(1.0, b / critical) for b in grid]) == knee
+
+
+@pytest.mark.parametrize("batches, seconds, factor, words", [
+    ([1, 2], [1.0], 1.5, "must pair up"), ([2, 1], [1.0, 1.0], 1.5, "increasing"),
+    ([1, 1], [1.0, 1.0], 1.5, "distinct"), ([1, 2], [1.0, 0.0], 1.5, "seconds entry"),
+    ([1, 2], [1.0, 2.0], 1.0, "must exceed 1"), ("ab", [1.0, 2.0], 1.5, "sequence"),
+])
+def test_slowdown_knee_refuses_what_has_no_knee(batches, seconds, factor, words):
+    with pytest.raises(ValueError, match=words):
+        slowdown_knee(batches, seconds, factor)
 
 
 def test_a_matmul_report_keeps_the_compute_format_and_prints_four_lines():

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from scaling_lib.book.exercises import grade
-from scaling_lib.units import format_quantity, parse_quantity, parse_unit, read_number
+from scaling_lib.units import format_quantity, parse_quantity, parse_unit, read_number, unit_spellings
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -133,6 +133,13 @@ def test_a_count_of_chips_tokens_or_sequences_takes_no_metric_prefix(unit):
         parse_unit(unit)
 
 
+@pytest.mark.parametrize("unit, bytes_", [("kB", 1000), ("MB", 1000**2), ("GB", 1000**3), ("TB", 1000**4),
+                                          ("KiB", 1024), ("MiB", 1024**2), ("GiB", 1024**3), ("TiB", 1024**4)])
+def test_decimal_prefixes_step_by_1000_and_binary_ones_by_1024(unit, bytes_):
+    # IEC 80000-13: Ki = 2^10, Mi = 2^20, Gi = 2^30, Ti = 2^40; SI: k = 10^3, M = 10^6, G = 10^9, T = 10^12
+    assert parse_unit(unit) == (bytes_, "bytes") and parse_unit(unit + "/s") == (bytes_, "bandwidth")
+
+
 @pytest.mark.parametrize("unit, kind", [("chip", "count"), ("chips", "count"), ("ms", "time"), ("kB", "bytes")])
 def test_a_count_unit_without_a_prefix_is_read(unit, kind):
     assert parse_unit(unit)[1] == kind
@@ -153,6 +160,10 @@ def test_parse_unit_strips_spaces_and_refuses_a_non_string_saying_what_a_unit_is
     for bad in (3, None, b"ms"):
         with pytest.raises(ValueError, match=r"\ba unit is a string such as 'ms' or 'GB', got\b"):
             parse_unit(bad)
+    spellings = unit_spellings()  # every unit it reads, as the checker looks them up in any letter case
+    assert spellings["KiB"] == (1024, "bytes") and spellings["ms"] == (1e-3, "time") and spellings["%"][1] == "percent"
+    assert spellings["TFLOP/s"] == (1e12, "flop_rate") and spellings["tokens"] == (1, "count")
+    assert not {"ktokens", "kchips", "Mx", "k%", "k"} & set(spellings)
 
 
 def test_an_unknown_unit_is_named_with_units_to_try():

@@ -11,13 +11,17 @@ The measured rates are then C and W, the predicted critical batch C / W x 4 / 2 
 batch from which every time is at least 1.5x the fastest) the first grid batch at or above 1.5 x 2 C / W = 3 C / W.
 """
 
+import importlib.util
+
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from scaling_lib.measurements import accelerator_decode_sweep, accelerator_knee, accelerator_rows
 from scaling_lib.roofline import critical_batch_from_rates, fit_batch_roofline, matmul_flops
 from scaling_lib.tiny import measure
 from scaling_lib.tiny.measure import BatchRule, batch_rule
+from tests import REPO
 
 
 class FakeClock:
@@ -35,20 +39,28 @@ class FakeClock:
 
 
 def roofline_machine(monkeypatch, flops_per_s, bytes_per_s):
-    """Replace the timer with the roofline time of each program on a machine of these rates."""
+    """Replace each timed program by its roofline time on a machine of these rates (no rate's array is allocated);
+    returns the sizes the rates' calls were timed at, in order."""
+    tried = {"read": [], "matmul": []}
 
-    def seconds(fn, *args, repeats):
-        if fn is measure._read:
-            return args[0].nbytes / bytes_per_s
-        if fn is measure._matmul:
-            (m, k), n = args[0].shape, args[1].shape[1]
-            return 2.0 * m * k * n / flops_per_s
+    def read(n_bytes, dtype, repeats):
+        tried["read"].append(n_bytes)
+        return n_bytes / bytes_per_s
+
+    def matmul(n, dtype, repeats):
+        tried["matmul"].append(n)
+        return 2.0 * n**3 / flops_per_s
+
+    def layer(fn, *args, repeats):
         assert fn is measure._layer
         x, w_in, w_out = args
         (batch, d), f = x.shape, w_in.shape[1]
         return max((w_in.nbytes + w_out.nbytes) / bytes_per_s, 4.0 * d * f * batch / flops_per_s)
 
-    monkeypatch.setattr(measure, "_best_seconds", seconds)
+    monkeypatch.setattr(measure, "_time_read", read)
+    monkeypatch.setattr(measure, "_time_matmul", matmul)
+    monkeypatch.setattr(measure, "_best_seconds", layer)
+    return tried
 
 
 def test_best_seconds_is_the_fastest_timed_call_after_an_untimed_warm_up(monkeypatch):
@@ -67,6 +79,54 @@ def test_the_micro_benchmarks_divide_the_work_they_do_by_the_best_time(monkeypat
     assert measure.measure_matmul_flops(n=256, repeats=2) == pytest.approx(2 * 256**3 / 1e-3, rel=1e-12)
 
 
+GIB = 2**30
+
+
+# Each rate's call starts at the platform's size and doubles until one call takes MIN_CALL_S = 2 ms (or reaches the
+# largest size). Hand derivation, on an H200-like machine (W = 3.95e12 B/s, C = 6.9e14 FLOP/s, shared measurements):
+# the read needs 2 ms x 3.95e12 = 7.9e9 bytes, so 256 MiB doubles five times to 8 GiB (2.17 ms); the matmul needs
+# n^3 >= 2 ms x 6.9e14 / 2, n >= 8,837, so 1,024 doubles four times to 16,384. On a CPU-like machine (20 GB/s,
+# 100 GFLOP/s) the first calls already take 13 ms and 21 ms: nothing grows. A machine too fast for the largest sizes
+# stops there (16 GiB, 16,384), or at a quarter of its memory: 4e9 bytes of a 16 GB device stop the read at 2 GiB.
+@pytest.mark.parametrize("platform, memory, bytes_per_s, flops_per_s, read_bytes, matmul_n", [
+    ("accelerator", 141e9, 3.95e12, 6.9e14, 8 * GIB, 16384),
+    ("cpu", None, 2e10, 1e11, 256 * 2**20, 1024),
+    ("accelerator", 141e9, 1e16, 1e18, 16 * GIB, 16384),
+    ("accelerator", 16e9, 1e16, 1e18, 2 * GIB, 16384),
+])
+def test_a_call_too_short_to_measure_is_grown_until_it_takes_min_call_s(monkeypatch, platform, memory, bytes_per_s,
+                                                                         flops_per_s, read_bytes, matmul_n):
+    monkeypatch.setattr(measure, "sizes", lambda device=None: measure.SIZES[platform])
+    monkeypatch.setattr(measure, "_device_memory", lambda: memory)
+    tried = roofline_machine(monkeypatch, flops_per_s, bytes_per_s)
+    rates = measure.measure_rates(repeats=1, dtype=jnp.float32)
+    assert (rates.read_bytes, rates.matmul_n) == (read_bytes, matmul_n)
+    assert rates.bytes_per_s == pytest.approx(bytes_per_s, rel=1e-12)  # the size cancels: W and C are the machine's
+    assert rates.flops_per_s == pytest.approx(flops_per_s, rel=1e-12)
+    first = measure.SIZES[platform]
+    assert tried["read"] == [first.read_bytes * 2**k for k in range(len(tried["read"]))] and tried["read"][-1] == read_bytes
+    assert tried["matmul"] == [first.matmul_n * 2**k for k in range(len(tried["matmul"]))]
+    # every call before the last was too short to measure
+    assert all(n / bytes_per_s < measure.MIN_CALL_S for n in tried["read"][:-1])
+    assert all(2 * n**3 / flops_per_s < measure.MIN_CALL_S for n in tried["matmul"][:-1])
+
+
+class StandInDevice:
+    def __init__(self, platform):
+        self.platform = platform
+
+
+@pytest.mark.parametrize("platform, dtype, name, sizes", [
+    ("cpu", jnp.float32, "fp32", "cpu"), ("gpu", jnp.bfloat16, "bf16", "accelerator"),
+    ("tpu", jnp.bfloat16, "bf16", "accelerator"),
+])
+def test_a_gpu_or_tpu_computes_in_bf16_at_accelerator_sizes_and_a_cpu_in_float32(platform, dtype, name, sizes):
+    device = StandInDevice(platform)
+    assert measure.native_dtype(device) == dtype and measure.dtype_name(measure.native_dtype(device)) == name
+    assert measure.sizes(device) == measure.SIZES[sizes]
+    assert measure.native_dtype() == jnp.float32  # the 8 emulated devices of the tests are CPUs
+
+
 @pytest.mark.parametrize("call, argument", [
     (lambda: measure.measure_memory_bandwidth(1e6, repeats=0), "repeats"),
     (lambda: measure.measure_memory_bandwidth(0), "n_bytes"),
@@ -77,6 +137,8 @@ def test_the_micro_benchmarks_divide_the_work_they_do_by_the_best_time(monkeypat
     (lambda: measure.time_batched_matmul(jnp.ones((4, 4)), [1], repeats=0), "repeats"),
     (lambda: measure.batch_rule(d_model=8, d_ff=8, batches=(1,), repeats=0), "repeats"),
     (lambda: measure._best_seconds(lambda: 0.0, repeats=0), "repeats"),
+    (lambda: measure.dtype_name(jnp.int8), "dtype int8"),
+    (lambda: measure.grow(lambda size: 1.0, 0, 8), "size"),
 ])
 def test_every_microbenchmark_refuses_a_count_that_measures_nothing(call, argument):
     # measure_memory_bandwidth(1e6, repeats=0) used to return 0.0 B/s: no call was timed, so the best was inf.
@@ -148,6 +210,8 @@ def test_knee_is_the_first_batch_from_which_every_time_is_slow():
     fake = BatchRule(batches=(1, 2, 4, 8, 16), seconds=(1.0, 1.8, 0.9, 1.0, 3.0), flops_per_s=1.0, bytes_per_s=1.0,
                      weight_bytes=1, layer_flops_per_token=1.0)
     assert fake.knee == 16  # the outlier at 2 does not count
+    # bf16 weights halve B_crit = C / W x b_w / 2 against float32's
+    assert BatchRule(**{**fake.__dict__, "weight_dtype": "bf16"}).predicted_batch == fake.predicted_batch / 2
     with pytest.raises(ValueError, match="increasing"):
         batch_rule(batches=(4, 2))
 
@@ -156,3 +220,22 @@ def test_the_real_layer_runs_and_is_timed():
     # The one real timing: only that each batch was timed (no bound on how long it took).
     rule = batch_rule(d_model=32, d_ff=64, batches=(1, 4), repeats=1)
     assert len(rule.seconds) == 2 and all(np.isfinite(t) and t > 0 for t in rule.seconds)
+
+
+def test_the_accelerator_bench_writes_rows_the_books_readers_read(tmp_path, capsys):
+    # bench/bench_accelerator.py on this CPU at its smallest sizes: the file it writes has the stored H200 runs'
+    # format, and the readers chapters 1 and 11 use take its runs (no assertion on what the timings are).
+    spec = importlib.util.spec_from_file_location("bench_accelerator", REPO / "bench" / "bench_accelerator.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert bench.main(["--out", str(tmp_path / "run.csv"), "--quick", "--repeats", "1"]) == 0
+    rows = accelerator_rows(tmp_path / "run.csv")
+    assert {(r.run, r.experiment) for r in rows} == {("cpu-fp32", "read"), ("cpu-fp32", "matmul"), ("cpu-fp32", "knee"),
+                                                     ("cpu-book-sweep", "read"), ("cpu-book-sweep", "matmul"),
+                                                     ("cpu-book-sweep", "decode_step")}
+    assert all(r.date and r.software.startswith("JAX") and r.method and r.source for r in rows)
+    assert accelerator_knee("cpu-fp32", rows=rows).batches == (1, 4, 16, 64)
+    steps = accelerator_decode_sweep("cpu-book-sweep", rows=rows)
+    assert [(s.batch, s.cache_len) for s in steps] == [(1, 16), (2, 16)]
+    assert all(s.measured_s > 0 and s.bound_s > 0 for s in steps)
+    assert "cpu-book-sweep" in capsys.readouterr().out

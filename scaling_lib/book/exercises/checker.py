@@ -12,12 +12,13 @@ message saying what to write, never a traceback.
 """
 
 import difflib
+import functools
 import math
 import re
 from dataclasses import dataclass
 
-from ...units import parse_unit, read_number
-from ..text import wrap_text
+from ...units import parse_unit, read_number, unit_spellings
+from ..text import print_text, wrap_text
 from . import ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08, ch09, ch10, ch11, ch12, ch13, ch14, appendix_worked
 from .exercise import Choice, Exercise, Number, is_whole
 
@@ -180,10 +181,27 @@ def _read_count_word(text: str, default_unit: str):
     return _COUNT_WORDS[text], "count"
 
 
-def _read_unit(text: str, default_unit: str):
-    """(factor, kind) of a unit a reader typed: exact spelling first, then 'k'/'M' on counts, then any letter case
-    when that leaves one meaning ('gb' is GB, 'Tokens' is tokens; 'MS' could be ms or Ms and is refused). Rates in
-    bits ('Tb/s') and counts in billions ('18.4B' where a count is asked) are read first."""
+@functools.cache
+def _units_in_any_case() -> dict:
+    """{a unit spelling in lower case: the spellings `parse_unit` reads that lower to it}, for the meanings a reader
+    may have (milli-bytes and micro-tokens are nobody's: only factors of at least 1, or any time)."""
+    index = {}
+    for spelling, (factor, kind) in unit_spellings().items():
+        if any(char.isalpha() for char in spelling) and (factor >= 1 or kind == "time"):
+            index.setdefault(spelling.lower(), []).append(spelling)
+    return index
+
+
+def _capitals(spelling: str) -> tuple:
+    """Sort key: the capital letters of a spelling, fewest and latest first ('kB' before 'KB', 'ms' before 'Ms')."""
+    return tuple(i for i, char in reversed(list(enumerate(spelling))) if char.isupper())
+
+
+def _read_unit(text: str, default_unit: str, scaled: bool = False):
+    """(factor, kind) of a unit a reader typed: exact spelling first, then one 'k'/'M' on counts ('4.6k tokens';
+    never two: 'kk' is no unit), then any letter case when that leaves one meaning ('gb' is GB, 'Tokens' is tokens;
+    'MS' could be ms or Ms and is refused). Rates in bits ('Tb/s') and counts in billions ('18.4B' where a count is
+    asked) are read first. `scaled`: the text follows a 'k' or 'M' already read."""
     text = _SYNONYMS.get(text.strip(), text.strip())
     if not text:
         return parse_unit(default_unit)
@@ -194,34 +212,26 @@ def _read_unit(text: str, default_unit: str):
         return parse_unit(text)
     except ValueError:
         pass
-    if text[0] in _MULTIPLIERS:
+    if text[0] in _MULTIPLIERS and not scaled:
         rest = _SYNONYMS.get(text[1:].strip(), text[1:].strip())
         try:
-            factor, kind = _read_unit(rest, default_unit) if rest else parse_unit(default_unit)
+            factor, kind = _read_unit(rest, default_unit, scaled=True) if rest else parse_unit(default_unit)
         except _Unreadable:
             factor, kind = None, None
         if kind in _COUNT_KINDS:
             return _MULTIPLIERS[text[0]] * factor, kind
-    letters = [i for i, char in enumerate(text) if char.isalpha()]
     meanings = {}
-    if 0 < len(letters) <= 12:
-        for mask in range(2 ** len(letters)):
-            chars = list(text)
-            for bit, i in enumerate(letters):
-                chars[i] = chars[i].upper() if mask >> bit & 1 else chars[i].lower()
-            spelling = "".join(chars)
-            try:
-                factor, kind = parse_unit(spelling)
-            except ValueError:
-                continue
-            if factor >= 1 or kind == "time":  # milli-bytes and micro-tokens are nobody's meaning
-                meanings.setdefault((factor, kind), spelling)
+    if any(char.isalpha() for char in text):
+        # every spelling of a unit that differs from the text only in letter case, the least capitalised first
+        for spelling in sorted(_units_in_any_case().get(text.lower(), ()), key=_capitals):
+            factor, kind = unit_spellings()[spelling]
+            meanings.setdefault((factor, kind), spelling)
     if len(meanings) == 1:
         return next(iter(meanings))
     if len(meanings) > 1:
-        raise _Unreadable(f"the unit {text!r} is ambiguous ({' or '.join(sorted(meanings.values()))}); "
+        raise _Unreadable(f"the unit {_short(text)} is ambiguous ({' or '.join(sorted(meanings.values()))}); "
                           "write it in its usual case, e.g. ms for milliseconds, MB for megabytes")
-    raise _Unreadable(f"could not read the unit {text!r}; write one like {default_unit or 'x'}, ms, GB, GiB, "
+    raise _Unreadable(f"could not read the unit {_short(text)}; write one like {default_unit or 'x'}, ms, GB, GiB, "
                       "tokens, tok/s, FLOPs/B or %")
 
 
@@ -275,7 +285,7 @@ def _read_choice(answer, part: Choice) -> str:
     text = text.strip("().:[] ")
     if text in part.options:
         return text
-    raise _Unreadable(f"{answer!r} is not one of the options; answer with one of the letters {letters}")
+    raise _Unreadable(f"{_short(answer)} is not one of the options; answer with one of the letters {letters}")
 
 
 # --- Judging -------------------------------------------------------------------------------------------------------
@@ -456,7 +466,8 @@ def _reveal(exercise: Exercise) -> tuple:
 
 
 def grade(exercise_id: str, answer=None, reveal: bool = False) -> Verdict:
-    """Judge `answer` part by part. Prints nothing; never raises for a reader's input."""
+    """Judge `answer` part by part. Prints nothing; never raises for a reader's input. Only `reveal=True` (the bool)
+    adds the expected answer; any other value of `reveal` gets a line saying so."""
     exercise = _registered(exercise_id)
     if exercise is None:
         return Verdict(_label(exercise_id), False, f"[{_label(exercise_id)}] {_unknown(exercise_id)}.")
@@ -475,7 +486,10 @@ def grade(exercise_id: str, answer=None, reveal: bool = False) -> Verdict:
         right = sum(v.correct for v in verdicts)
         message = "\n".join([f"{prefix} {right} of {len(verdicts)} parts right."]
                             + [f"  {v.name}: {v.message}" for v in verdicts])
-    if reveal:
+    if reveal is not True and reveal is not False:  # "no" is a true value: only the bool True reveals
+        message += (f"\n  reveal={_short(reveal)} is not True or False, so the answer stays hidden; pass "
+                    "reveal=True to see it.")
+    elif reveal:
         message += "\n" + "\n".join(["  The answer, as you asked:"] + [f"    {line}" for line in _reveal(exercise)[1]])
     return Verdict(exercise_id, correct, message, verdicts)
 
@@ -485,7 +499,7 @@ def check(exercise_id: str, answer=None, reveal: bool = False) -> Verdict:
 
     `reveal=True` also prints the expected answer; `solution(exercise_id)` prints it without an answer."""
     verdict = grade(exercise_id, answer, reveal)
-    print(wrap_text(verdict.message))
+    print_text(wrap_text(verdict.message))
     return verdict
 
 
@@ -495,7 +509,7 @@ def solution(exercise_id: str) -> Solution:
     exercise = _registered(exercise_id)
     if exercise is None:
         message = f"[{_label(exercise_id)}] {_unknown(exercise_id)}."
-        print(wrap_text(message))
+        print_text(wrap_text(message))
         return Solution(_label(exercise_id), {}, message)
     answers, lines = _reveal(exercise)
     slips = list(dict.fromkeys(slip.name for part in exercise.parts if isinstance(part, Number)
@@ -504,5 +518,5 @@ def solution(exercise_id: str) -> Solution:
     if slips:
         text.append("Slips the checker recognises: " + "; ".join(slips) + ".")
     message = "\n".join(text)
-    print(wrap_text(message))
+    print_text(wrap_text(message))
     return Solution(exercise_id, answers, message)

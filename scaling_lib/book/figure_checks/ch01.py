@@ -53,16 +53,17 @@ def _ch1_attention_intensity(suptitle, axes):
             close(hline(line), ridge_point(line.label.split(", ")[1]), line.label)
 
 
-@figure_check(r"^float32 \[B, \d+\] x \[\d+, \d+\] on this CPU$")
-def _ch1_measured_knee(suptitle, axes, *, bandwidth, flops, weights, d_model, d_ff):
+@figure_check(r"^(float32|bfloat16) \[B, \d+\] x \[\d+, \d+\] on this .+$")
+def _ch1_measured_knee(suptitle, axes, *, bandwidth, flops, weights, d_model, d_ff, weight_dtype):
     """The predicted lines come from W and C measured apart from the curve (the notebook's `bandwidth` and `flops`,
-    its weight matrix `weights` of shape [d_model, d_ff]), the measured knee from fitting the plotted points."""
+    its weight matrix `weights` of shape [d_model, d_ff] in `weight_dtype`: float32 on a CPU, bf16 on a GPU or TPU),
+    the measured knee from fitting the plotted points."""
     ax = axes[0]
     measured = ax.line(r"^measured")
     weight_bytes, row_flops = weights.nbytes, matmul_flops(1, d_model, d_ff)
     close(ax.line(r"^predicted floor").y, np.full(len(measured.x), weight_bytes / bandwidth * 1e3), "the floor")
     close(ax.line(r"^predicted slope").y, measured.x * row_flops / flops * 1e3, "the slope")
-    close(vline(ax.line(r"^predicted knee")), critical_batch_from_rates(flops, bandwidth, "fp32"), "the knee")
+    close(vline(ax.line(r"^predicted knee")), critical_batch_from_rates(flops, bandwidth, weight_dtype), "the knee")
     fit = fit_batch_roofline([int(b) for b in measured.x], list(measured.y / 1e3))
     close(vline(ax.line(r"^knee of the measured")), fit.knee_batch, "the measured knee")
 

@@ -1,0 +1,252 @@
+"""How efficiently a real system uses each resource: the `Efficiency` of one engine on one platform, its physical
+ranges, and the named profiles the library ships (chapter 11).
+
+An `Efficiency` holds one number per phenomenon (a fraction of a peak rate, a scale on a sourced latency, a fixed
+time); `estimate` applies it to each term of a step. Each fitted value lies inside `PHYSICAL_RANGES`, whose comment
+gives the evidence for each end. `Calibrated` holds one `Efficiency` per platform ("gpu" for NVIDIA GPUs, "amd" for
+AMD's, "tpu"); a `Profile` names one engine's or one hardware family's fit and says what it was fitted on.
+
+`BOUND` prices every resource at peak, overlapped: the bound. `TYPICAL` is fitted on every calibration row, of every
+engine (`calibration.fit_profile("typical")`); `PROFILES` holds it and the engine and family profiles, each fitted
+on its own rows only. `estimate`, `plan` and the command line (`--engine`) take any of their names.
+
+Used in chapter 11, *How close do real systems come?*.
+"""
+
+import math
+from dataclasses import dataclass
+
+from .hardware import FullMesh, Torus, get_chip
+
+PLATFORMS = ("gpu", "amd", "tpu")
+
+
+def platform_of_chip(chip) -> str:
+    """"tpu" for a TPU torus, "amd" for an AMD GPU (joined by Infinity Fabric, a full mesh), "gpu" for the others
+    (NVIDIA GPUs behind NVLink switches).
+
+    Defined in chapter 11, *How close do real systems come?*.
+    """
+    topology = get_chip(chip).topology
+    if isinstance(topology, Torus):
+        return "tpu"
+    return "amd" if isinstance(topology, FullMesh) else "gpu"
+
+
+# The physical range of each efficiency, with its evidence: `calibration` searches each inside its range, and a value
+# that ends at an edge is reported as a finding (chapter 11). Fractions of a data-sheet peak unless said otherwise.
+PHYSICAL_RANGES = {
+    # matmul and attention FLOP/s: large bf16 GEMMs reach 0.70 of the H200's dense peak in this project's
+    # measurement (measurements.md, `matmul_bf16`: 6.89e14 of 9.89e14); Pope et al. 2022 report 76% MFU for PaLM
+    # 540B prefill on TPU v4 (Table 2), the best published inference figure; nothing above 0.8 is physical here.
+    "mfu": (0.2, 0.8),
+    # streaming the weights: an engine-grade CUDA-graph decode on one H200 read weights and cache at 0.63 of the data
+    # sheet at batch 1 and 0.73-0.85 from batch 64; a plain 8 GiB read reached 0.82 (measurements.md). 0.6-0.92.
+    "hbm": (0.6, 0.92),
+    # attention reading the KV cache: PyTorch's fused attention read the cache at 3.2-4.2e12 B/s (0.67-0.88 of the
+    # H200's 4.8e12) from batch 16; a plain einsum attention at 0.28-0.31 (measurements.md). Paged kernels sit between.
+    "kv_hbm": (0.3, 0.92),
+    # a collective's line rate: NCCL reaches 0.82 (ring) and 0.69 (NVLS) only above ~1 GiB; its maintainer notes 256 MB
+    # is too small for the peak (nccl-tests issue 212), and an engine's per-layer all-reduce is 1-100 MB.
+    "network": (0.3, 1.0),
+    # a scale on the latency `collectives` prices (NCCL's own model on a GPU, hops x ~1 us on a torus): measured
+    # small collectives took 0.8-1.7x NCCL's model on H100 and ~2-3x the hop count on TPU v5e
+    # (`calibration.collective_latency_scale`); the acceptance keeps it within 0.5-3x.
+    "latency": (0.5, 3.0),
+    # host work once per step (scheduling, sampling, launching the step's graph): 0-5 ms per step.
+    "overhead_s": (0.0, 5e-3),
+    # the per-layer cost of tensor parallelism beyond the collectives' own latency and bytes: each layer's two
+    # all-reduces make every GPU wait for the slowest (a PyTorch all-reduce of a few kB took 20-25 us end to end on
+    # 8 H100: measurements.collective_rows), and its matmuls are split into thinner, less efficient pieces.
+    # TensorRT-LLM's first token for LLaMA-2-70B on 4 H100 (26 ms for 128 tokens, published_runs.csv) leaves at most
+    # ~200 us per layer once the weights are read; one GPU has no such cost.
+    "layer_s": (0.0, 2e-4),
+}
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    """How a real system uses each resource, one number per phenomenon (chapter 11), each inside `PHYSICAL_RANGES`
+    when fitted:
+
+    - `mfu`: the fraction of peak matmul and attention FLOP/s achieved, in (0, 1];
+    - `hbm`: the fraction of peak HBM bandwidth achieved streaming the weights, in (0, 1];
+    - `network`: the fraction of a collective's line-rate bandwidth achieved (its bandwidth term is divided by it),
+      in (0, 1];
+    - `latency`: a scale on the collectives' sourced latency (alpha) terms, > 0 (1.0: as `collectives` prices it);
+    - `overhead_s`: fixed host seconds per step (scheduling, sampling, launching the step), >= 0;
+    - `overlap`: True composes the terms as the bound does (max over resources), False as a serial engine does
+      (module docstring);
+    - `kv_hbm`: the fraction of peak HBM bandwidth attention achieves reading (or prefill writing) the KV cache, in
+      (0, 1]; None (the default) takes `hbm`;
+    - `layer_s`: fixed seconds per layer and step that tensor parallelism adds beyond its collectives' latency and
+      bytes (waiting for the slowest GPU at each all-reduce, thinner matmuls), >= 0; nothing on one chip.
+
+    `BOUND` is `Efficiency(overlap=True)`: every resource at peak, everything overlapped, no overhead.
+
+    Defined in chapter 11, *How close do real systems come?*.
+    """
+
+    mfu: float = 1.0
+    hbm: float = 1.0
+    network: float = 1.0
+    latency: float = 1.0
+    overhead_s: float = 0.0
+    overlap: bool = False
+    kv_hbm: float | None = None
+    layer_s: float = 0.0
+
+    def __post_init__(self):
+        for name in ("mfu", "hbm", "network") + (("kv_hbm",) if self.kv_hbm is not None else ()):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
+                raise ValueError(f"Efficiency.{name} must be a fraction of peak in (0, 1], got {value!r}")
+        if isinstance(self.latency, bool) or not isinstance(self.latency, (int, float)) or \
+                not 0 < self.latency < math.inf:
+            raise ValueError(f"Efficiency.latency must be a positive finite scale on the collectives' latency "
+                             f"(1.0: as sourced), got {self.latency!r}")
+        for name, what in (("overhead_s", "seconds per step"), ("layer_s", "seconds per layer and step")):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
+                raise ValueError(f"Efficiency.{name} must be non-negative finite {what}, got {value!r}")
+        if not isinstance(self.overlap, bool):
+            raise ValueError(f"Efficiency.overlap must be True (the bound's composition) or False (serial), got "
+                             f"{self.overlap!r}")
+
+    @property
+    def kv_fraction(self) -> float:
+        """The fraction of HBM bandwidth the KV cache moves at: `kv_hbm`, or `hbm` when it is None."""
+        return self.hbm if self.kv_hbm is None else self.kv_hbm
+
+    def for_chip(self, chip) -> "Efficiency":
+        """The efficiency that applies on `chip`: itself (a `Calibrated` pair picks its GPU or TPU half)."""
+        return self
+
+
+@dataclass(frozen=True)
+class Calibrated:
+    """Efficiencies fitted separately per platform: `gpu` (NVIDIA GPUs behind NVLink switches), `tpu` (a TPU torus)
+    and, where published AMD data exist, `amd` (AMD GPUs; None: AMD GPUs take `gpu`). `for_chip` picks the one a chip
+    uses (`platform_of_chip`)."""
+
+    gpu: Efficiency
+    tpu: Efficiency
+    overlap: bool = False
+    amd: Efficiency | None = None
+
+    def __post_init__(self):
+        for name in ("gpu", "tpu") + (("amd",) if self.amd is not None else ()):
+            if not isinstance(getattr(self, name), Efficiency):
+                raise TypeError(f"Calibrated.{name} must be an Efficiency, got {getattr(self, name)!r}")
+        if not isinstance(self.overlap, bool):
+            raise ValueError(f"Calibrated.overlap must be True or False, got {self.overlap!r}")
+
+    def for_chip(self, chip) -> Efficiency:
+        """`tpu` on a TPU torus, `amd` on an AMD GPU (`gpu` when there is no `amd`), `gpu` on anything else."""
+        platform = platform_of_chip(chip)
+        if platform == "amd" and self.amd is None:
+            platform = "gpu"
+        return getattr(self, platform)
+
+
+BOUND = Efficiency(overlap=True)
+# Fitted by `calibration.fit_typical()` on the calibration split of the published rows (chapter 11;
+# `calibration.split_of` states the rule); tests/math/test_calibration.py re-runs the fit and checks these values
+# are its result, and measures them on the validation split the fit never saw.
+_GPU = Efficiency(mfu=0.57, hbm=0.67, network=0.31, latency=1.05, overhead_s=0.00312, kv_hbm=0.66, layer_s=0.000115)
+_TPU = Efficiency(mfu=0.8, hbm=0.6, network=0.31, latency=1.54, overhead_s=0.005, kv_hbm=0.39, layer_s=0.000141)
+_AMD = Efficiency(mfu=0.24, hbm=0.6, network=0.49, latency=1.05, overhead_s=0.0, kv_hbm=0.32, layer_s=4.7e-05)
+_TRT_GPU = Efficiency(mfu=0.57, hbm=0.67, network=0.32, latency=1.05, overhead_s=0.00402, kv_hbm=0.71, layer_s=0.000135)
+_VLLM_GPU = Efficiency(mfu=0.57, hbm=0.67, network=0.31, latency=1.05, overhead_s=0.0017, kv_hbm=0.66, layer_s=1.6e-05)
+TYPICAL = Calibrated(gpu=_GPU, tpu=_TPU, amd=_AMD)
+
+
+
+
+@dataclass(frozen=True)
+class Profile:
+    """One named fit: the efficiencies of one engine (or one hardware family) on the platforms its published rows
+    cover, and what it was fitted on, in words (`calibration.profile_report` counts the rows and measures the fit on
+    rows it never saw).
+
+    `platforms`: those it was fitted on; `for_chip` refuses a chip of another, naming the profiles that cover it.
+    `caveat`: a warning said whenever the profile is used (a fit on a handful of rows says so).
+    """
+
+    name: str
+    engine: str  # which engine (and releases) the fit describes
+    efficiency: Calibrated
+    platforms: tuple
+    fitted_on: str
+    caveats: tuple = ()  # ((platform, words), ...): said whenever the profile prices a chip of that platform
+    spread: tuple = ()  # ((platform, low, high), ...): measured / predicted on the rows the fit never saw, 10th-90th %
+
+    def spread_on(self, chip) -> tuple:
+        """(low, high) of measured / predicted on the held-out rows of `chip`'s platform (`holdout.profile_spread`);
+        () where there are none."""
+        platform = platform_of_chip(chip)
+        return next(((low, high) for name, low, high in self.spread if name == platform), ())
+
+    @property
+    def overlap(self) -> bool:
+        return False
+
+    def caveat(self, chip) -> str:
+        """The warning this profile carries on `chip`'s platform ("" when none)."""
+        return dict(self.caveats).get(platform_of_chip(chip), "")
+
+    def for_chip(self, chip) -> Efficiency:
+        """The efficiency of `chip`'s platform, or a ValueError naming the profiles fitted on that platform."""
+        platform = platform_of_chip(chip)
+        if platform not in self.platforms:
+            covering = [p.name for p in PROFILES.values() if platform in p.platforms]
+            raise ValueError(f"engine profile {self.name!r} ({self.engine}) was fitted on {', '.join(self.platforms)} "
+                             f"rows only and {get_chip(chip).name} is a {platform} chip; use one of "
+                             f"{', '.join(covering)}")
+        return self.efficiency.for_chip(chip)
+
+
+# The TPU fits rest on Pope et al.'s four PaLM 540B rows, three JetStream rows and two JetStream + MaxText Mixtral
+# recipes: say so whenever they price a TPU.
+_TPU_CAVEAT = ("fitted on a handful of TPU rows (Pope et al.'s PaLM tables and JetStream's published runs), several of "
+               "its efficiencies on an edge of their physical range: read a TPU estimate as a rough guide")
+# Stored by `calibration.fit_profile(name)` and `holdout.profile_spread(name, platform)`; tests/math/test_calibration.py
+# re-runs both and checks these are their results.
+PROFILES = {
+    "typical": Profile("typical", "every engine of the calibration rows (the broadest fit): TensorRT-LLM and a little "
+                       "vLLM on NVIDIA GPUs, vLLM on AMD GPUs, JetStream and Pope et al.'s engine on TPUs", TYPICAL,
+                       ("gpu", "amd", "tpu"), "every calibration row of every engine", (("tpu", _TPU_CAVEAT),),
+                       (("gpu", 0.82, 1.24), ("amd", 0.9, 1.17), ("tpu", 0.88, 1.42))),
+    "tensorrt-llm": Profile("tensorrt-llm", "TensorRT-LLM, releases 0.5 to 1.0 (TRT engines and the PyTorch backend)",
+                            Calibrated(gpu=_TRT_GPU, tpu=_TPU), ("gpu",),
+                            "TensorRT-LLM's published tables on H100 and H200 (v0.5, v0.6.1, v0.14, v1.0)", (),
+                            (("gpu", 0.83, 1.25),)),
+    "vllm": Profile("vllm", "vLLM (2024-2025): on ROCm for AMD GPUs, on CUDA for NVIDIA GPUs",
+                    Calibrated(gpu=_VLLM_GPU, tpu=_TPU, amd=_AMD), ("gpu", "amd"),
+                    "AMD's and Oracle's vLLM runs on 8 MI300X; on NVIDIA GPUs only vLLM's three CI latency runs on "
+                    "H200, which set its per-step costs (its rates are the typical fit's)",
+                    (("gpu", "vLLM's NVIDIA half rests on three small-batch runs: only its per-step costs are vLLM's"),),
+                    (("amd", 0.9, 1.17),)),
+    "jetstream": Profile("jetstream", "JetStream (MaxText and PyTorch) and Pope et al.'s PaLM engine on TPUs",
+                         Calibrated(gpu=_GPU, tpu=_TPU), ("tpu",),
+                         "Pope et al.'s TPU v4 tables, JetStream on TPU v5e and JetStream + MaxText on TPU v6e",
+                         (("tpu", _TPU_CAVEAT),), (("tpu", 0.88, 1.42),)),
+    "mi300x": Profile("mi300x", "AMD MI300X-class GPUs under vLLM on ROCm (2024-2025)", TYPICAL, ("amd",),
+                      "AMD's published vLLM tables for 8 MI300X and Oracle's Llama 3.1 405B runs", (),
+                      (("amd", 0.9, 1.17),)),
+}
+
+
+def resolve_efficiency(efficiency):
+    """None -> BOUND, "bound" -> BOUND, "typical" -> TYPICAL, the name of a profile (`PROFILES`) -> that `Profile`;
+    an Efficiency, Calibrated or Profile passes through."""
+    if efficiency is None or (isinstance(efficiency, str) and efficiency == "bound"):
+        return BOUND
+    if isinstance(efficiency, str) and efficiency == "typical":
+        return TYPICAL
+    if isinstance(efficiency, str) and efficiency in PROFILES:
+        return PROFILES[efficiency]
+    if isinstance(efficiency, (Efficiency, Calibrated, Profile)):
+        return efficiency
+    raise ValueError(f"efficiency must be None (the bound), 'typical', an engine profile ({', '.join(PROFILES)}) or "
+                     f"an Efficiency(mfu, hbm, network, latency, overhead_s), got {efficiency!r}")

@@ -1,0 +1,51 @@
+"""What the fits predict on rows they never saw (scaling_lib.holdout): leave-one-group-out refits and each profile's
+held-out spread, recomputed here from the rows with plain arithmetic."""
+
+import math
+
+import pytest
+
+from scaling_lib import calibration, holdout
+from scaling_lib.calibration import fit_rows, measured_efficiencies, platform_of, row_model, split_of
+from scaling_lib.estimate import PROFILES
+from scaling_lib.measurements import validation_runs
+
+
+def test_leaving_moe_out_fits_on_the_dense_calibration_rows_and_scores_every_moe_row():
+    rows = [(row, split_of(row)) for row in calibration.all_rows()] + [(row, "out") for row in validation_runs()]
+    moe = [row for row, _ in rows if calibration.group_of(row)[2] == "moe"]
+    dense_cal = {p: [row_model(r) for r, split in rows if split == "calibration" and platform_of(r) == p
+                     and calibration.group_of(r)[2] == "dense"] for p in ("gpu", "amd", "tpu")}
+    fits = {p: fit_rows(models, fixed=measured_efficiencies(p)) for p, models in dense_cal.items() if models}
+    ratios = [row_model(r).predicted(fits[platform_of(r)]) / row_model(r).measured for r in moe]
+    score = {g.name: g for g in holdout.leave_one_group_out("kind")}["moe"]
+    assert score.fitted_rows == sum(len(m) for m in dense_cal.values()) and score.unscored == 0
+    assert score.metrics.n_rows == len(moe)
+    assert score.metrics.within_1_5 == pytest.approx(sum(max(r, 1 / r) <= 1.5 for r in ratios) / len(ratios))
+    assert score.metrics.median_measured_over_predicted == pytest.approx(sorted(1 / r for r in ratios)[len(ratios) // 2],
+                                                                         rel=0.05)
+
+
+def test_a_group_whose_platform_keeps_no_calibration_row_is_reported_unscored():
+    # Every AMD row was measured on MI300X: leaving the chip out leaves the AMD platform nothing to fit.
+    mi300x = {g.name: g for g in holdout.leave_one_group_out("chip")}["mi300x"]
+    assert mi300x.metrics is None
+    assert mi300x.unscored == sum(getattr(r, "chip", None) == "mi300x" for r in calibration.all_rows())
+
+
+@pytest.mark.parametrize("name", list(PROFILES))
+def test_each_profiles_stored_spread_is_the_deciles_of_its_held_out_ratios(name):
+    for platform, low, high in PROFILES[name].spread:
+        ratios = sorted(holdout.held_out_ratios(name, platform))
+        # nearest rank: the smallest ratio with at least q of the rows at or below it
+        by_hand = [ratios[math.ceil(q * len(ratios)) - 1] for q in (0.1, 0.9)]
+        assert (low, high) == (round(by_hand[0], 2), round(by_hand[1], 2)) == holdout.profile_spread(name, platform)
+        assert low <= 1.0 <= high  # the fit is centred: it brackets measured = predicted
+
+
+def test_the_groupings_read_the_row():
+    row = calibration.published_runs()[0]
+    assert [holdout.group_key(row, by) for by in holdout.GROUPINGS] == ["TensorRT-LLM v0.14", "h200", "TP1", "dense",
+                                                                        "fp8"]
+    with pytest.raises(ValueError, match="unknown by 'model'"):
+        holdout.group_key(row, "model")
