@@ -329,9 +329,16 @@ def _estimate(args, model, config) -> tuple:
     engine = {} if args.memory_utilization is None else {"memory_utilization": args.memory_utilization}
     profile = PROFILES[args.engine]
     profile.for_chip(args.chip)  # a profile fitted on another platform says which ones cover this chip
-    one = report(model, args.chip, tp, batch=None if args.batch is None else args.batch // replicas,
-                 context_len=args.context, prompt_len=args.prompt, weight_dtype=weights, kv_dtype=args.kv,
-                 compute_dtype=compute, price_per_chip_hour=args.price, efficiency=profile, **engine)  # one replica
+    replica = dict(context_len=args.context, prompt_len=args.prompt, weight_dtype=weights, kv_dtype=args.kv,
+                   compute_dtype=compute, price_per_chip_hour=args.price, efficiency=profile, **engine)
+    one = report(model, args.chip, tp, **replica)  # one replica, at the largest batch that fits
+    if args.batch is not None:
+        fits = one.max_batch * replicas  # the report's largest batch: a larger one is refused naming it
+        if args.batch > fits:
+            raise ValueError(f"argument --batch: {args.batch:,} sequences are more than the {fits:,} that fit at "
+                             f"{args.context:,} tokens of context (the engine's {one.deployment.memory_utilization:.0%}"
+                             f" of HBM, at most {one.deployment.max_sequences:,} per replica); use at most {fits:,}")
+        one = report(model, args.chip, tp, batch=args.batch // replicas, **replica)
     d = one.deployment
     typical = decode_step(d, one.batch, args.context, profile)
     bound = decode_step(d, one.batch, args.context, BOUND)

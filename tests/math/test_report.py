@@ -150,7 +150,9 @@ def test_cli_bad_option_values_are_one_line_naming_the_option_and_exit_2(option,
 @pytest.mark.parametrize("argv, names", [
     (["--weights", "fp7"], "unknown dtype 'fp7'"), (["--kv", "int3"], "unknown dtype 'int3'"),
     (["--compute", "int4"], "compute_dtype"), (["--context", "99999999"], "does not fit"),
-    (["--batch", "100000000"], "max_sequences"), (["--bogus"], "unrecognized arguments: --bogus"),
+    (["--batch", "100000000"], "argument --batch: 100,000,000 sequences are more than the "
+                               f"{report('llama3-8b', 'h100', 1).max_batch} that fit"),  # the report's largest batch
+    (["--bogus"], "unrecognized arguments: --bogus"),
     (["--context", "100", "--prompt", "1000"], "argument --prompt: 1000 tokens do not fit in --context 100"),
 ])
 def test_cli_other_bad_options_are_one_line_and_exit_2(argv, names, capsys):
