@@ -41,7 +41,7 @@ from .context_limits import max_context_length  # noqa: F401 - DESIGN.md documen
 from .dtypes import bytes_per_element
 from .hardware import Torus, get_chip
 from .memory import kv_bytes_per_token
-from .models import get_model
+from .models import Transformer, get_model
 from .roofline import matmul_flops
 from .utilization import mfu  # noqa: F401 - DESIGN.md documents layouts.mfu
 
@@ -49,6 +49,16 @@ LAYOUTS = ("1d-ws", "2d-ws", "wg-x", "wg-xy", "wg-xyz")
 PHASES = ("prefill", "decode")
 TIE_RTOL = 1e-9  # two communication times this close are the same bytes summed in another order: a tie
 _GATHER_AXES = {"1d-ws": 0, "2d-ws": 0, "wg-x": 1, "wg-xy": 2, "wg-xyz": 3}  # leading mesh axes weights gather over
+
+
+def block_model(d_model: int, d_ff: int) -> Transformer:
+    """A one-layer `Transformer` with only a feed-forward shape, D x F: the block `ffn_collectives` prices, for
+    blocks that belong to no published model (chapter 8 runs D = 32, F = 64 on 2 x 2 x 2 emulated devices).
+
+    Defined in chapter 8, *Partitioning layouts*.
+    """
+    return Transformer(n_layers=1, d_model=d_model, d_ff=d_ff, n_heads=1, n_kv_heads=1, head_dim=d_model,
+                       vocab_size=1, name=f"ffn-block-{d_model}x{d_ff}")
 
 
 def ffn_collectives(layout: str, model, tokens: float, mesh_shape, weight_dtype: str = "bf16",

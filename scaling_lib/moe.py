@@ -180,6 +180,17 @@ def routing_all_to_all(model, chip, batch: int, expert_shards: int, activation_d
                            n_layers=m.n_layers)
 
 
+def capacity_buffer_bytes(n_experts: int, capacity: int, d_model: int, dtype: str = "bf16") -> float:
+    """E x kappa x D x bytes: what each of the two all-to-alls of an expert-parallel MoE layer moves per device when
+    it sends a fixed-capacity dispatch buffer: kappa slots of D activations for every one of the E experts, filled or
+    not (GShard, Lepikhin et al. 2021; Switch, Fedus et al. 2022: kappa = capacity factor x k T_dev / E). Tokens past
+    an expert's kappa slots are dropped; kappa = T_dev, the tokens on the device, drops none.
+    """
+    E, kappa, D = (positive_int(name, value) for name, value in
+                   (("n_experts", n_experts), ("capacity", capacity), ("d_model", d_model)))
+    return E * kappa * D * bytes_per_element(dtype)
+
+
 # TPU v5e slice sizes (Cloud TPU v5e documentation: topologies 1x1, 2x2, 2x4, 4x4, 4x8, 8x8, 8x16, 16x16).
 V5E_SLICE_CHIPS = (1, 4, 8, 16, 32, 64, 128, 256)
 

@@ -82,7 +82,7 @@ def main(check: bool) -> int:
         return 1 if stale or index_stale else 0
     by_file = {}
     for value, text in stale.items():
-        by_file.setdefault(inspect.getsourcefile(value), []).append((value.__qualname__, text))
+        by_file.setdefault(inspect.getsourcefile(inspect.unwrap(value)), []).append((value.__qualname__, text))
     for file, items in by_file.items():
         source = Path(file).read_text()
         tree = ast.parse(source)

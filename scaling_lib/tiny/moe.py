@@ -31,7 +31,7 @@ from jax.sharding import PartitionSpec as P
 from jax.tree_util import register_dataclass
 
 from .._validate import positive_int
-from ..dtypes import bytes_per_element
+from ..moe import capacity_buffer_bytes
 
 
 @register_dataclass
@@ -79,14 +79,21 @@ def _check_x(params, x):
 
 
 def route(router, x, k):
-    """(weights [T, k], experts [T, k]): the top-k of softmax(x W_router), weights renormalised over those k."""
-    probs = jax.nn.softmax((x @ router).astype(jnp.float32), axis=-1)
+    """(weights [T, k], experts [T, k]): each token's k most probable experts under
+    softmax(x W_router), their probabilities renormalised to sum to 1 over those k.
+
+    Defined in chapter 10, *Speculative decoding, mixture of experts and quantization*.
+    """
+    probs = jax.nn.softmax((x @ router).astype(jnp.float32), axis=-1)  # [T, E]
     top, experts = lax.top_k(probs, k)
     return (top / jnp.sum(top, axis=-1, keepdims=True)).astype(x.dtype), experts
 
 
-def _expert_ffn(w_gate, w_up, w_down, x):
-    """One expert's gated FFN on x [..., D] (weights of that expert only)."""
+def expert_ffn(w_gate, w_up, w_down, x):
+    """One expert's gated FFN on x [..., D]: W_down(silu(x W_gate) * x W_up).
+
+    Defined in chapter 10, *Speculative decoding, mixture of experts and quantization*.
+    """
     return (jax.nn.silu(x @ w_gate) * (x @ w_up)) @ w_down
 
 
@@ -103,21 +110,23 @@ def moe_dense(params: MoeParams, x, k: int):
 def _moe_dense(params, x, k):
     weights, experts = route(params.router, x, k)
     combine = jnp.sum(jax.nn.one_hot(experts, params.n_experts, dtype=x.dtype) * weights[..., None], axis=1)  # [T,E]
-    every = jax.vmap(_expert_ffn, in_axes=(0, 0, 0, None))(params.w_gate, params.w_up, params.w_down, x)
+    every = jax.vmap(expert_ffn, in_axes=(0, 0, 0, None))(params.w_gate, params.w_up, params.w_down, x)
     return jnp.einsum("te,etd->td", combine, every)
 
 
-def _dispatch_mask(experts, n_experts, capacity):
-    """[T, k, E, κ] one-hot: pair (t, j) goes to slot c of expert experts[t, j], c its rank among that expert's pairs.
+def dispatch_mask(experts, n_experts, capacity):
+    """[T, k, E, κ] one-hot: pair (t, j) goes to slot c of expert experts[t, j], where c
+    is its rank, in token order, among the pairs sent to that expert. A pair of rank
+    >= capacity gets no slot: it is dropped.
 
-    Pairs are ranked in token order; a pair of rank >= capacity has no slot (dropped).
+    Defined in chapter 10, *Speculative decoding, mixture of experts and quantization*.
     """
     T, k = experts.shape
-    onehot = jax.nn.one_hot(experts.reshape(T * k), n_experts, dtype=jnp.int32)  # [Tk, E]
-    rank = jnp.cumsum(onehot, axis=0) - 1  # rank of each pair among the pairs sent to its expert
-    slot = jnp.sum(rank * onehot, axis=-1)  # [Tk]
-    mask = onehot[..., None] * jax.nn.one_hot(slot, capacity, dtype=jnp.int32)[:, None, :]  # [Tk, E, κ]
-    return mask.reshape(T, k, n_experts, capacity)
+    onehot = jax.nn.one_hot(experts.reshape(T * k), n_experts, dtype=jnp.int32)
+    rank = jnp.cumsum(onehot, axis=0) - 1  # [Tk, E]: pairs to each expert so far, - 1
+    slot = jnp.sum(rank * onehot, axis=-1)  # [Tk]: this pair's rank at its expert
+    in_slot = jax.nn.one_hot(slot, capacity, dtype=jnp.int32)  # all zero past κ
+    return (onehot[..., None] * in_slot[:, None, :]).reshape(T, k, n_experts, capacity)
 
 
 def moe_expert_parallel(params: MoeParams, x, k: int, mesh, axis: str, capacity: int | None = None):
@@ -139,27 +148,33 @@ def moe_expert_parallel(params: MoeParams, x, k: int, mesh, axis: str, capacity:
     if T % n:
         raise ValueError(f"T={T} tokens do not split over the {n} devices of axis {axis!r}; pad to a multiple of {n}")
     capacity = T // n if capacity is None else positive_int("capacity", capacity)
-    return _expert_parallel_fn(mesh, axis, k, E, capacity)(params.router, params.w_gate, params.w_up, params.w_down, x)
+    return expert_parallel_program(mesh, axis, k, E, capacity)(params.router, params.w_gate, params.w_up, params.w_down, x)
 
 
 @functools.lru_cache(maxsize=64)
-def _expert_parallel_fn(mesh, axis, k, E, capacity):
-    """The jitted shard_map program for one mesh, axis, k, E and capacity (built once, compiled once per shape)."""
-    n = mesh.shape[axis]
+def expert_parallel_program(mesh, axis, k, n_experts, capacity):
+    """The MoE layer in shard_map, experts and tokens split n ways over mesh axis
+    `axis`: route, pack a dispatch buffer, all-to-all, run the local experts,
+    all-to-all back, combine. Jitted; built once per mesh, axis, k, E and capacity κ.
+    """
+    n, E = mesh.shape[axis], n_experts
 
-    def local(router, w_gate, w_up, w_down, x_local):
-        weights, experts = route(router, x_local, k)
-        mask = _dispatch_mask(experts, E, capacity).astype(x_local.dtype)  # [t, k, E, κ]
-        dispatch = jnp.einsum("tkec,td->ecd", mask, x_local)  # [E, κ, D]
-        dispatch = dispatch.reshape(n, E // n, capacity, -1)
-        received = lax.all_to_all(dispatch, axis, split_axis=0, concat_axis=0, tiled=True)  # [n src, E/n, κ, D]
-        out = jax.vmap(_expert_ffn, in_axes=(0, 0, 0, 1), out_axes=1)(w_gate, w_up, w_down, received)
-        returned = lax.all_to_all(out, axis, split_axis=0, concat_axis=0, tiled=True)  # [n owner, E/n, κ, D]
-        returned = returned.reshape(E, capacity, -1)
+    def local(router, w_gate, w_up, w_down, x):  # on each device: x [t = T/n, D]
+        weights, experts = route(router, x, k)
+        mask = dispatch_mask(experts, E, capacity).astype(x.dtype)  # [t, k, E, κ]
+        dispatch = jnp.einsum("tkec,td->ecd", mask, x)  # [E, κ, D]: pairs in slots
+        dispatch = dispatch.reshape(n, E // n, capacity, -1)  # grouped by owner
+        received = lax.all_to_all(
+            dispatch, axis, split_axis=0, concat_axis=0, tiled=True
+        )
+        ffn = jax.vmap(expert_ffn, in_axes=(0, 0, 0, 1), out_axes=1)  # over E/n experts
+        out = ffn(w_gate, w_up, w_down, received)  # [n senders, E/n, κ, D]
+        returned = lax.all_to_all(out, axis, split_axis=0, concat_axis=0, tiled=True)
+        returned = returned.reshape(E, capacity, -1)  # every slot this device sent
         return jnp.einsum("tkec,tk,ecd->td", mask, weights, returned)
 
-    return jax.jit(jax.shard_map(local, mesh=mesh, in_specs=(P(), P(axis), P(axis), P(axis), P(axis)),
-                                 out_specs=P(axis)))
+    specs = (P(), P(axis), P(axis), P(axis), P(axis))  # the router on every device
+    return jax.jit(jax.shard_map(local, mesh=mesh, in_specs=specs, out_specs=P(axis)))
 
 
 def dispatch_buffer_bytes(params: MoeParams, n_tokens: int, n_devices: int, capacity: int | None = None,
@@ -170,4 +185,4 @@ def dispatch_buffer_bytes(params: MoeParams, n_tokens: int, n_devices: int, capa
     """
     capacity = positive_int("n_tokens", n_tokens) // positive_int("n_devices", n_devices) if capacity is None \
         else positive_int("capacity", capacity)
-    return params.n_experts * capacity * params.router.shape[0] * bytes_per_element(dtype)
+    return capacity_buffer_bytes(params.n_experts, capacity, params.router.shape[0], dtype)

@@ -45,7 +45,10 @@ NULL_BLOCK = 0  # block 0 is reserved: unallocated table entries point at it, pa
 @dataclass(frozen=True)
 class KVPool:
     """The device side of the cache: k, v [L, n_blocks, block_size, K, H] in the storage dtype of `kv_dtype`;
-    k_scale, v_scale [L, n_blocks, block_size, K] float32 for int8 / fp8 entries, else None."""
+    k_scale, v_scale [L, n_blocks, block_size, K] float32 for int8 / fp8 entries, else None.
+
+    Defined in chapter 6, *Shrinking the KV cache*.
+    """
     k: jax.Array
     v: jax.Array
     k_scale: jax.Array | None
@@ -198,49 +201,77 @@ class PagedKVCache:
 
 
 # ---------------------------------------------------------------------------------------------- the jitted step
-def _write(pool: KVPool, layer, blocks, slots, k, v) -> KVPool:
-    """Store k, v [B, T, K, H] at (blocks, slots) [B, T] of one layer, quantizing per (token, head) if needed."""
+# (written out in chapter 6: write_kv, gather_kv, extend_step)
+def write_kv(pool: KVPool, layer, blocks, slots, k, v) -> KVPool:
+    """Store k, v [B, T, K, H] at (blocks, slots) [B, T] of one layer of the pool,
+    quantized per (token, head) when the pool holds int8 or fp8 entries.
+
+    Defined in chapter 6, *Shrinking the KV cache*.
+    """
+    at = (layer, blocks, slots)
     if pool.kv_dtype in QUANTIZED:
-        (k, k_s), (v, v_s) = quantize(k, pool.kv_dtype, -1), quantize(v, pool.kv_dtype, -1)
-        return replace(pool, k=pool.k.at[layer, blocks, slots].set(k), v=pool.v.at[layer, blocks, slots].set(v),
-                       k_scale=pool.k_scale.at[layer, blocks, slots].set(k_s[..., 0]),
-                       v_scale=pool.v_scale.at[layer, blocks, slots].set(v_s[..., 0]))
+        k, k_scale = quantize(k, pool.kv_dtype, -1)
+        v, v_scale = quantize(v, pool.kv_dtype, -1)
+        return replace(
+            pool,
+            k=pool.k.at[at].set(k),
+            v=pool.v.at[at].set(v),
+            k_scale=pool.k_scale.at[at].set(k_scale[..., 0]),
+            v_scale=pool.v_scale.at[at].set(v_scale[..., 0]),
+        )
     dtype = STORAGE_DTYPES[pool.kv_dtype]
-    return replace(pool, k=pool.k.at[layer, blocks, slots].set(k.astype(dtype)),
-                   v=pool.v.at[layer, blocks, slots].set(v.astype(dtype)))
+    k, v = k.astype(dtype), v.astype(dtype)
+    return replace(pool, k=pool.k.at[at].set(k), v=pool.v.at[at].set(v))
 
 
-def _gather(pool: KVPool, layer, table, dtype):
-    """Every sequence's keys and values in position order, through its table row: [B, M x block_size, K, H]."""
+def gather_kv(pool: KVPool, layer, table, dtype):
+    """Every sequence's keys and values in position order, read through its row of the
+    block table [B, M]: k, v [B, M x block_size, K, H], dequantized to `dtype`.
+
+    Defined in chapter 6, *Shrinking the KV cache*.
+    """
+
     def read(values, scale):
-        x = values[layer][table]  # [B, M, block_size, K, H]
-        x = x.astype(dtype) if scale is None else dequantize(x, scale[layer][table][..., None], dtype)
-        return x.reshape(x.shape[0], -1, *x.shape[3:])
+        x = values[layer][table]  # [B, M, block_size, K, H]: row b's blocks, in order
+        if scale is None:
+            x = x.astype(dtype)
+        else:
+            x = dequantize(x, scale[layer][table][..., None], dtype)
+        return x.reshape(x.shape[0], -1, *x.shape[3:])  # the blocks end to end
+
     return read(pool.k, pool.k_scale), read(pool.v, pool.v_scale)
 
 
-def _extend(params, tokens, pool, table, start, n_new):
-    """Append tokens [B, T] (the first n_new[b] of row b are real) at positions start[b]...; logits [B, T, V]."""
-    TRACE_COUNTS["paged_extend"] += 1
+def extend_step(params, tokens, pool, table, start, n_new):
+    """Append tokens [B, T] at positions start[b], start[b] + 1, ... (the first n_new[b]
+    of row b are real): each layer writes its keys and values into the pool through the
+    block table, then attends over the gathered cache. Returns logits [B, T, V], pool.
+
+    Defined in chapter 6, *Shrinking the KV cache*.
+    """
+    TRACE_COUNTS["paged_extend"] += 1  # runs only while tracing: counts compilations
     B, T = tokens.shape
     block_size, M = pool.k.shape[2], table.shape[1]
     positions = start[:, None] + jnp.arange(T)  # [B, T]
+    # token t of sequence b: block table[b, t // block_size], slot t % block_size
+    column = jnp.minimum(positions // block_size, M - 1)
+    blocks = jnp.take_along_axis(table, column, axis=1)
     real = jnp.arange(T) < n_new[:, None]
-    blocks = jnp.take_along_axis(table, jnp.minimum(positions // block_size, M - 1), axis=1)
-    blocks = jnp.where(real, blocks, NULL_BLOCK)  # padding is written to the null block, never read unmasked
+    blocks = jnp.where(real, blocks, NULL_BLOCK)  # padding lands in the null block
     slots = positions % block_size
     key_positions = jnp.broadcast_to(jnp.arange(M * block_size), (B, M * block_size))
     x = params.embed[tokens]
+    window = params.config.sliding_window
     for i in range(params.config.n_layers):
         p = params.layer(i)
         q, k, v = qkv(p, x, positions)
-        pool = _write(pool, i, blocks, slots, k, v)
-        k_all, v_all = _gather(pool, i, table, q.dtype)
-        x = finish(p, x, attention(q, k_all, v_all, positions, key_positions, params.config.sliding_window))
+        pool = write_kv(pool, i, blocks, slots, k, v)
+        k_all, v_all = gather_kv(pool, i, table, q.dtype)
+        x = finish(p, x, attention(q, k_all, v_all, positions, key_positions, window))
     return unembed(params, x), pool
 
 
-_extend_jit = jax.jit(_extend, donate_argnums=2)
+extend_step_jit = jax.jit(extend_step, donate_argnums=2)  # the pool updated in place
 
 
 def _check_paged(cache) -> PagedKVCache:
@@ -273,7 +304,7 @@ def paged_extend(params: Params, tokens, cache: PagedKVCache, n_new=None):
             raise ValueError(f"the cache has {amount} but the params have {want} ({config_field}); build the "
                              "cache from params.config")
     cache._reserve_all([int(cache.lengths[b] + n_new[b]) for b in range(B)])
-    logits, cache.pool = _extend_jit(params, tokens, cache.pool, jnp.asarray(cache.block_table),
+    logits, cache.pool = extend_step_jit(params, tokens, cache.pool, jnp.asarray(cache.block_table),
                                      jnp.asarray(cache.lengths), jnp.asarray(n_new, jnp.int32))
     cache.lengths = cache.lengths + n_new.astype(np.int32)
     if params.config.sliding_window is not None:

@@ -51,7 +51,10 @@ def quantize(x, dtype: str, axis):
     scale = max|x| / q_max over `axis` (1 where a slice is all zero); values = round(x / scale) in int8, or
     x / scale cast to float8_e4m3fn. inf and NaN are refused (ValueError), not quantized: one inf would make its
     slice's scale inf and store every other value of the slice as 0. The check runs on concrete arrays; under `jit`
-    the values cannot be inspected."""
+    the values cannot be inspected.
+
+    Defined in chapter 6, *Shrinking the KV cache*.
+    """
     if dtype not in QUANTIZED:
         raise ValueError(f"quantize takes 'int8' or 'fp8', got {dtype!r}; float formats need no scale")
     x32 = jnp.asarray(x).astype(jnp.float32)
@@ -76,7 +79,10 @@ def _check_finite(what, array):
 
 
 def dequantize(values, scale, dtype=jnp.float32):
-    """values x scale, in `dtype` (the inverse of `quantize`, up to its rounding error)."""
+    """values x scale, in `dtype` (the inverse of `quantize`, up to its rounding error).
+
+    Defined in chapter 6, *Shrinking the KV cache*.
+    """
     return (values.astype(jnp.float32) * scale).astype(dtype)
 
 

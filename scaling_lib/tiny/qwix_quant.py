@@ -21,6 +21,7 @@ kernel quantizes with the `qwix.pallas` helpers (quantize outside, `qpl.pallas_c
 Used in chapter 13, *Quantizing with Qwix*.
 """
 
+import contextlib
 import logging
 import re
 from dataclasses import dataclass, replace
@@ -40,7 +41,7 @@ from .quantize import LINEAR_LAYERS, QuantizedWeight
 
 LINEAR_SPECS = {"wq": "btd,dnh->btnh", "wk": "btd,dkh->btkh", "wv": "btd,dkh->btkh", "wo": "btnh,nhd->btd",
                 "w_gate": "btd,df->btf", "w_up": "btd,df->btf", "w_down": "btf,fd->btd"}
-LINEAR_PATHS = r"layers/\d+/(" + "|".join(LINEAR_SPECS) + ")"  # every linear layer, nothing else
+LINEAR_PATHS = r"layers/\d+/(" + "|".join(LINEAR_SPECS) + ")"
 SCHEMES = {
     "weight-only int8": {"weight_qtype": jnp.int8},
     "int8 x int8": {"weight_qtype": jnp.int8, "act_qtype": jnp.int8},
@@ -106,8 +107,18 @@ class TinyFlax(nnx.Module):
         return self.unembed(rms_norm(x, self.final_norm[...])).astype(jnp.float32)
 
 
+def rule_set(scheme, module_path=LINEAR_PATHS):
+    """One Qwix rule: quantize as SCHEMES[scheme] says every op that runs in a module
+    whose path the regex `module_path` matches (the whole path).
+
+    Defined in chapter 13, *Quantizing with Qwix*.
+    """
+    return [qwix.QuantizationRule(module_path=module_path, **SCHEMES[scheme])]
+
+
 def rules(scheme: str, module_path: str = LINEAR_PATHS) -> list:
-    """[QuantizationRule(module_path, **SCHEMES[scheme])]: one rule for the modules the regex matches.
+    """[QuantizationRule(module_path, **SCHEMES[scheme])]: one rule for the modules the regex matches (`rule_set`,
+    its arguments checked).
 
     Defined in chapter 13, *Quantizing with Qwix*.
     """
@@ -117,7 +128,7 @@ def rules(scheme: str, module_path: str = LINEAR_PATHS) -> list:
         re.compile(module_path)
     except re.error as error:
         raise ValueError(f"module_path {module_path!r} is not a valid regex: {error}") from None
-    return [qwix.QuantizationRule(module_path=module_path, **SCHEMES[scheme])]
+    return rule_set(scheme, module_path)
 
 
 @dataclass(frozen=True)
@@ -132,7 +143,10 @@ class InterceptedOp:
 
 @dataclass(frozen=True)
 class QwixResult:
-    """A quantized model, what Qwix intercepted, and which weights it now stores quantized."""
+    """A quantized model, what Qwix intercepted, and which weights it now stores quantized.
+
+    Defined in chapter 13, *Quantizing with Qwix*.
+    """
 
     model: TinyFlax
     intercepted: tuple
@@ -157,6 +171,26 @@ class _Capture(logging.Handler):
             self.ops.append(InterceptedOp(match["module"], match["op"], None if rule == "None" else int(rule)))
 
 
+@contextlib.contextmanager
+def qwix_log():
+    """While the block runs, Qwix's debug log (one line per op it intercepts, with the rule it chose) is read into
+    the yielded list of `InterceptedOp`s and kept out of stderr.
+
+    Defined in chapter 13, *Quantizing with Qwix*.
+    """
+    capture, logger = _Capture(), logging.getLogger("absl")
+    verbosity = absl_logging.get_verbosity()
+    propagate, logger.propagate = logger.propagate, False
+    logger.addHandler(capture)
+    absl_logging.set_verbosity(absl_logging.DEBUG)
+    try:
+        yield capture.ops
+    finally:
+        absl_logging.set_verbosity(verbosity)
+        logger.removeHandler(capture)
+        logger.propagate = propagate
+
+
 def quantize(params: Params, quantization_rules, example_tokens) -> QwixResult:
     """Qwix post-training quantization of the tiny model: `qwix.quantize_model(TinyFlax(params),
     qwix.PtqProvider(rules), example_tokens)`, recording the ops Qwix intercepted (its debug log).
@@ -166,28 +200,30 @@ def quantize(params: Params, quantization_rules, example_tokens) -> QwixResult:
     return quantize_module(TinyFlax(params), quantization_rules, jnp.asarray(example_tokens, jnp.int32))
 
 
+def ptq(module, quantization_rules, *example_inputs) -> QwixResult:
+    """Qwix post-training quantization: run the module once on example inputs under
+    `qwix.quantize_model`; each op whose module path a rule matches becomes its
+    quantized form, and the weight it multiplies is stored quantized.
+
+    Defined in chapter 13, *Quantizing with Qwix*.
+    """
+    provider = qwix.PtqProvider(quantization_rules)
+    with qwix_log() as intercepted:  # each op Qwix saw, and the rule it chose
+        model = qwix.quantize_model(module, provider, *example_inputs)
+    unused = tuple(provider.get_unused_rules())  # rules that matched no op
+    return QwixResult(model, tuple(intercepted), quantized_weights(model), unused)
+
+
 def quantize_module(module, quantization_rules, *example_inputs) -> QwixResult:
-    """`quantize` for any NNX module whose weights sit in `kernel` params (Linear, PallasLinear, ...).
+    """`quantize` for any NNX module whose weights sit in `kernel` params (Linear, PallasLinear, ...): the rules
+    checked, then `ptq`.
 
     Defined in chapter 13, *Quantizing with Qwix*.
     """
     quantization_rules = list(quantization_rules)
     if not quantization_rules or not all(isinstance(r, qwix.QuantizationRule) for r in quantization_rules):
         raise ValueError("quantization_rules must be a non-empty list of qwix.QuantizationRule (see `rules`)")
-    provider = qwix.PtqProvider(quantization_rules)
-    capture, logger = _Capture(), logging.getLogger("absl")
-    verbosity = absl_logging.get_verbosity()
-    propagate, logger.propagate = logger.propagate, False  # keep the debug lines out of stderr
-    logger.addHandler(capture)
-    absl_logging.set_verbosity(absl_logging.DEBUG)
-    try:
-        model = qwix.quantize_model(module, provider, *example_inputs)
-    finally:
-        absl_logging.set_verbosity(verbosity)
-        logger.removeHandler(capture)
-        logger.propagate = propagate
-    return QwixResult(model=model, intercepted=tuple(capture.ops), quantized_weights=quantized_weights(model),
-                      unused_rules=tuple(provider.get_unused_rules()))
+    return ptq(module, quantization_rules, *example_inputs)
 
 
 def _qarrays(model):
@@ -209,7 +245,10 @@ def _weights(model):
 
 
 def quantized_weights(model) -> dict:
-    """{module path: (stored dtype, scale shape)} for every Linear whose kernel Qwix replaced by a quantized one."""
+    """{module path: (stored dtype, scale shape)} for every Linear whose kernel Qwix replaced by a quantized one.
+
+    Defined in chapter 13, *Quantizing with Qwix*.
+    """
     return {path: (str(qvalue.dtype), tuple(scale.shape)) for path, (qvalue, scale) in _qarrays(model).items()}
 
 

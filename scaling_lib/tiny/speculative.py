@@ -72,9 +72,42 @@ class SpeculativeResult:
         return len(self.tokens) / self.target_calls
 
 
-def _greedy_at(params, buffer, position):
-    """argmax of the logits at `position` of a padded [1, S] buffer (one fixed-shape forward pass)."""
-    return np.asarray(jnp.argmax(forward(params, buffer)[0, position], axis=-1))
+def greedy_at(params, buffer, position):
+    """The model's greedy token after buffer[0, :position + 1]: the argmax of its logits
+    at `position` of the padded [1, S] buffer (one fixed-shape forward pass).
+
+    Defined in chapter 10, *Speculative decoding, mixture of experts and quantization*.
+    """
+    return int(jnp.argmax(forward(params, buffer)[0, position], axis=-1))
+
+
+def verify(target, buffer, n, k):
+    """The target checks the k drafted tokens buffer[0, n:n + k] in ONE forward pass:
+    its own greedy choice after each of the k + 1 prefixes ending at n - 1 .. n + k - 1,
+    the longest run of drafted tokens that agrees, and the target's token after it.
+    Returns (j, token): j drafted tokens accepted, the target's token at n + j.
+
+    Defined in chapter 10, *Speculative decoding, mixture of experts and quantization*.
+    """
+    logits = forward(target, buffer)[0, n - 1 : n + k]  # [k + 1, V], one pass
+    choices = np.asarray(jnp.argmax(logits, axis=-1))  # the target's token after each
+    agree = np.cumprod(buffer[0, n : n + k] == choices[:k])  # 1 up to the first miss
+    j = int(agree.sum())
+    return j, int(choices[j])
+
+
+def speculative_step(target, draft, buffer, n, k):
+    """One step on a buffer whose first n tokens are final: the draft writes k guesses
+    at n .. n + k - 1, the target verifies them and writes its own token at n + j.
+    Returns j, the guesses accepted; the buffer then holds n + j + 1 final tokens.
+
+    Defined in chapter 10, *Speculative decoding, mixture of experts and quantization*.
+    """
+    for i in range(k):  # k cheap draft passes, one token each
+        buffer[0, n + i] = greedy_at(draft, buffer, n + i - 1)
+    j, token = verify(target, buffer, n, k)
+    buffer[0, n + j] = token  # the target's correction, or its bonus token if j = k
+    return j
 
 
 def speculative_generate(target: Params, draft: Params, prompt, n_tokens: int, lookahead: int) -> SpeculativeResult:
@@ -105,17 +138,8 @@ def speculative_generate(target: Params, draft: Params, prompt, n_tokens: int, l
     n = start  # tokens in the buffer that are final
     calls = drafted = accepted = 0
     while n < start + n_tokens:
-        for i in range(k):  # 1. draft γ (k) tokens greedily
-            buffer[0, n + i] = _greedy_at(draft, buffer, n + i - 1)
-        # 2. one target pass scores all γ + 1 positions (no cache here: it recomputes the whole buffer)
-        choices = np.asarray(jnp.argmax(forward(target, buffer)[0, n - 1:n + k], axis=-1))
-        calls += 1
-        # 3. longest agreeing prefix, then the target's own token
-        j = 0
-        while j < k and buffer[0, n + j] == choices[j]:
-            j += 1
-        buffer[0, n + j] = choices[j]
-        drafted, accepted = drafted + k, accepted + j
+        j = speculative_step(target, draft, buffer, n, k)
+        calls, drafted, accepted = calls + 1, drafted + k, accepted + j
         n += j + 1
     tokens = buffer[0, start:start + n_tokens].copy()
     return SpeculativeResult(tokens=tokens, lookahead=k, target_calls=calls, drafted=drafted, accepted=accepted)

@@ -110,3 +110,31 @@ def test_show_source_cells_are_visible_and_do_only_that():
                 assert _visible(cell), (book.number, index)
                 assert re.fullmatch(r"show_source\([\w., ]+\)", source.strip()), (book.number, index, source)
                 assert cell["outputs"] and "text/markdown" in cell["outputs"][0]["data"], (book.number, index)
+
+
+# The JAX the book runs is on its pages: visible (unfolded) code cells, never only a library call.
+JAX_LINE = re.compile(r"jax\.|jnp\.|lax\.|\bP\(|PartitionSpec|NamedSharding|shard_map")
+FOLDED = HIDDEN | {"hide-cell"}
+
+
+def _unfolded_code(path) -> list[str]:
+    return ["".join(cell["source"]) for _, cell in _code_cells(path)
+            if not FOLDED & set(cell.get("metadata", {}).get("tags", []))]
+
+
+def test_at_least_150_unfolded_code_lines_of_the_chapters_are_jax():
+    per_chapter = {book.number: sum(bool(JAX_LINE.search(line)) for source in _unfolded_code(book.path)
+                                    for line in source.splitlines()) for book in CHAPTERS}
+    assert sum(per_chapter.values()) >= 150, per_chapter
+
+
+@pytest.mark.parametrize("number", [7, 8])
+def test_the_sharding_chapters_show_their_partition_specs_and_mapped_programs(number):
+    code = "\n".join(_unfolded_code(next(book.path for book in CHAPTERS if book.number == number)))
+    assert re.search(r"\bP\(|PartitionSpec", code) and re.search(r"NamedSharding|shard_map", code)
+
+
+def test_the_decode_step_with_its_cache_update_and_attention_over_the_cache_is_on_the_page_where_the_book_first_decodes():
+    sources = [source for number in (2, 3) for source in
+               _unfolded_code(next(book.path for book in CHAPTERS if book.number == number))]
+    assert any(".at[" in source and "attention(" in source and "k_cache" in source for source in sources)

@@ -3,7 +3,7 @@ all-to-all. Values are worked by hand from the model shapes (the MoE claims are 
 
 import pytest
 
-from scaling_lib.moe import as_moe, expected_experts_touched, expert_sharded_memory, moe_weights, routing_all_to_all
+from scaling_lib.moe import as_moe, capacity_buffer_bytes, expected_experts_touched, expert_sharded_memory, moe_weights, routing_all_to_all
 
 # sb7-worked as a 16-expert MoE: 64 layers x 3 x 4,096 x 16,384 x 16 experts = 206,158,430,208 FFN parameters.
 SB7_EXPERT_PARAMS = 64 * 3 * 4096 * 16384 * 16
@@ -46,3 +46,13 @@ def test_expert_sharded_bf16_weights_add_up_to_mixtrals_published_size():
 def test_no_tokens_touch_no_experts():
     # An expected token count of zero (an idle step) is allowed: E (1 - (1 - k/E)^0) = 0.
     assert expected_experts_touched(16, 2, 0) == 0.0
+
+
+@pytest.mark.parametrize("experts, active", [(16, 2), (8, 1), (64, 8)])
+def test_a_buffer_that_can_drop_nothing_moves_e_over_k_times_the_routed_activations(experts, active):
+    # With one slot per expert for every token of the batch, no token is ever dropped, and the buffer carries
+    # E slots per token where routing fills k of them: E / k times the B x k x D of routing_all_to_all.
+    moe, batch = as_moe("sb7-worked", experts, active), 32
+    routed = routing_all_to_all(moe, "tpu-v5e", batch, expert_shards=1, activation_dtype="int8").bytes_each
+    assert capacity_buffer_bytes(experts, batch, moe.d_model, "int8") == routed * experts / active
+

@@ -5,6 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from scaling_lib.moe import capacity_buffer_bytes
 from scaling_lib.book.portable import FLOAT32_ROUNDING, relative_difference
 from scaling_lib.tiny.moe import dispatch_buffer_bytes, init_moe, moe_dense, moe_expert_parallel, route
 from scaling_lib.tiny.xla import collectives, emulated_mesh
@@ -39,6 +40,11 @@ def test_v5_routing_takes_exactly_two_all_to_alls_of_the_dispatch_buffer():
         for op in ops:
             assert op.group_size == n
             assert op.bytes == dispatch_buffer_bytes(params, T, n, dtype="fp32")  # E x (T / n) x D x 4 bytes
+    # A smaller capacity shrinks the buffer, empty slots and all: E x kappa x D x 4 bytes, whatever k routes.
+    mesh = emulated_mesh((8,), ("expert",))
+    for k in (1, 2):
+        ops = collectives(lambda p, x: moe_expert_parallel(p, x, k, mesh, "expert", capacity=3), params, x)
+        assert [op.bytes for op in ops] == [8 * 3 * D * 4] * 2 == [capacity_buffer_bytes(8, 3, D, "fp32")] * 2
 
 
 def test_default_capacity_drops_nothing_even_when_every_token_picks_one_expert():

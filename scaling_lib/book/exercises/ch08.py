@@ -2,16 +2,36 @@
 call."""
 
 import dataclasses
+import math
 
 from ...context_limits import max_context_length
 from ...hardware import get_chip
-from ...layouts import comm_volume_curves, ffn_comm_volume, wg_switch_tokens
+from ...collectives import ring_bytes_sent
+from ...layouts import block_model, comm_volume_curves, ffn_collectives, ffn_comm_volume, wg_switch_tokens
 from ...measurements import POPE_HEADLINE_RUNS
 from ...models import get_model, param_count
 from ...utilization import decode_latency_gap, mfu
 from .exercise import Choice, Convention, Exercise, Number, Slip
 
 _SLICE = (4, 4, 4)
+# The block chapter 8 executes on its 2 x 2 x 2 mesh: T = 16 tokens, D = 32, F = 64, float32.
+_BLOCK_TOKENS, _BLOCK = 16, (32, 64)
+# 2d-ws with its axis groups swapped: D over z and y (4 chips), F over x (2 chips) -- a (4, 2, 1) mesh to the model.
+_SWAPPED = (4, 2, 1)
+
+
+def _block_collectives(mesh=_SWAPPED, dtype: str = "fp32") -> tuple:
+    """The cost model's collectives of chapter 8's executed block under 2d-ws, D split over mesh[0] chips."""
+    return ffn_collectives("2d-ws", block_model(*_BLOCK), _BLOCK_TOKENS, mesh, dtype, dtype)
+
+
+def _block_bytes(mesh=_SWAPPED, dtype: str = "fp32") -> float:
+    return sum(c.bytes_per_chip for c in _block_collectives(mesh, dtype))
+
+
+def _hlo_result_bytes() -> float:
+    """What the HLO shapes say before conversion: a reduce-scatter's output is 1/m of the input the model counts."""
+    return sum(c.bytes_per_chip / (math.prod(c.group) if c.op == "reduce-scatter" else 1) for c in _block_collectives())
 
 
 def _bound_mfu(n_chips_counted: int = 64, at_bound: bool = True) -> float:
@@ -58,6 +78,25 @@ EXERCISES = (
                  "cross earlier: set M_WG(16) = M_WG(64)."),
             Slip("the X to XY switch", lambda: comm_volume_curves("palm-62b", _SLICE, (64, 2**22)).switch_points[-2]
                  .tokens, "that is the switch from wg-x to wg-xy; the question asks about XY to XYZ."),
+        )),
+    ),
+    Exercise(
+        id="ch8.2d-ws-swapped-axes",
+        question="In the cell that builds `FFN_SPECS`, swap the two groups of axes of 2D weight-stationary, "
+                 "`ws_2d_specs(F_SPLIT, (\"x\",))`: $D$ is then split over $z$ and $y$ (4 chips) and $F$ over $x$ "
+                 "(2 chips). Before you run the cells after it, predict how many bytes each chip moves per "
+                 "feed-forward block in the cost model's accounting (the executed table's column \"HLO bytes, model "
+                 "accounting\", no ring factor), for the chapter's $T = 16$, $D = 32$, $F = 64$ in float32. Answer "
+                 "in bytes.",
+        answer=Number("B", _block_bytes, slips=(
+            Slip("the layout as drawn", lambda: _block_bytes((2, 2, 2)),
+                 "the swap changes which dimension is split more finely: now D / 4 + F / 2 per token."),
+            Slip("the bytes a ring sends", lambda: sum(ring_bytes_sent(c) for c in _block_collectives()),
+                 "a ring sends (m-1)/m of each collective's array; the model's accounting counts the whole array."),
+            Slip("reduce-scatters counted by their output", _hlo_result_bytes,
+                 "a reduce-scatter's HLO shape is its output, 1/m of the unreduced input the model counts."),
+            Slip("2-byte activations", lambda: _block_bytes(dtype="bf16"),
+                 "the executed block runs in float32: 4 bytes per activation."),
         )),
     ),
     Exercise(

@@ -1,6 +1,8 @@
 """Chapter 10 (speculative decoding, mixture of experts, quantization): exercises. Every value, right or slipped, is a
 scaling_lib call."""
 
+from ...dtypes import bytes_per_element
+from ...moe import capacity_buffer_bytes
 from ...quantization import quantization_table
 from ...roofline import critical_batch_size, moe_critical_batch_size
 from ...speculative import best_lookahead, expected_tokens_per_step
@@ -10,6 +12,15 @@ from .exercise import Choice, Exercise, Number, Slip
 def _step(weights: str = "int4", kv: str = "fp8", math: str = "bf16") -> float:
     row, = quantization_table("llama3-70b", "ironwood", 8, 16384, 32, schemes=[(weights, kv, math)])
     return row.step_s
+
+
+# Chapter 10's expert-parallel layer: E = 8 experts over n = 8 devices, k = 2 per token, T = 64 tokens (8 per
+# device), D = 32, float32; the exercise lowers its capacity to 3 slots per expert (a capacity factor of 1.5).
+_E, _N, _K, _T_DEVICE, _D, _CAPACITY = 8, 8, 2, 8, 32, 3
+
+
+def _buffer_bytes(n_experts: int = _E, capacity: int = _CAPACITY, dtype: str = "fp32") -> float:
+    return capacity_buffer_bytes(n_experts, capacity, _D, dtype)
 
 
 EXERCISES = (
@@ -65,5 +76,24 @@ EXERCISES = (
             "a": "every kept token is the target's own argmax given the tokens before it.",
             "b": "a rejected step still keeps the target's correction: one token per pass.",
             "d": "corrections happen at the first disagreement of every step, not at the end."}),
+    ),
+    Exercise(
+        id="ch10.moe-capacity-all-to-all-bytes",
+        question="In the cell that runs the expert-parallel layer, `CAPACITY` is $T/n$ = 8 slots per expert from "
+                 "each device, enough that no token is ever dropped. Serving systems size it from the mean load "
+                 "instead: each device's 8 tokens send $k = 2$ pairs each to $E = 8$ experts, 2 per expert on "
+                 "average, and a capacity factor of 1.5 makes `CAPACITY = 3`. Make that change. Before you run the "
+                 "cell, predict how many bytes each of the layer's two all-to-alls moves per device ($D = 32$, "
+                 "float32).",
+        answer=Number("B", _buffer_bytes, slips=(
+            Slip("the capacity unchanged", lambda: _buffer_bytes(capacity=_T_DEVICE),
+                 "the buffer holds CAPACITY slots for every expert: its size follows the capacity."),
+            Slip("the pairs routed, not the buffer", lambda: _T_DEVICE * _K * _D * bytes_per_element("fp32"),
+                 "a fixed-shape buffer travels whole, empty slots included: E x kappa x D values."),
+            Slip("this device's experts only", lambda: _buffer_bytes(n_experts=_E // _N),
+                 "each device sends slots for all E experts, one block to every device, its own included."),
+            Slip("both all-to-alls", lambda: 2 * _buffer_bytes(), "the question asks for one of the two."),
+            Slip("2-byte activations", lambda: _buffer_bytes(dtype="bf16"), "the tiny layer runs in float32."),
+        )),
     ),
 )
