@@ -81,8 +81,8 @@ bench-accelerator: $(STAMP)
 
 # Mutation testing of the closed-form modules (not part of `make test`). Installs the dev extra (mutmut, hypothesis)
 # into .venv, generates every mutant of scaling_lib's top-level modules, runs the `-m "not tiny"` tests against a
-# seeded random sample of 600 of them (15 to 30 minutes on 2 shared cores; MUTATION_ARGS=--all tests all ~6,300, about two
-# hours) and prints the score with its confidence interval and the survivors. mutmut runs in a fresh copy of the tree in
+# seeded random sample of 600 of them (15 to 30 minutes on 2 shared cores; MUTATION_ARGS=--all tests all of them, about
+# 15,300, some 25 times as long) and prints the score with its confidence interval and the survivors. mutmut runs in a fresh copy of the tree in
 # .mutation/, which the script makes and alone removes (never a folder of yours). See tools/mutation_score.py.
 MUTATION_ARGS ?= --sample 600
 mutation: $(STAMP)

@@ -13,7 +13,6 @@ exit status 2; a closed pipe (`... --json | head -1`) ends quietly.
 """
 
 import argparse
-import dataclasses
 import json
 import math
 import os
@@ -21,15 +20,14 @@ import sys
 
 from ._validate import MAX_CHIPS, MAX_INT, MAX_PRICE_PER_CHIP_HOUR
 from .dtypes import bytes_per_element
-from .estimate import BOUND, PROFILES, decode_step, report
-from .formats import ALL_WEIGHT_DTYPES, matmul_dtype, own_weight_dtype, quality_caveat
+from .estimate import PROFILES
+from .formats import ALL_WEIGHT_DTYPES, own_weight_dtype
 from .hardware import chip_names
-from .load import TOKEN_BUDGET, load_estimate
-from .memory import kv_cache_bytes, kv_head_groups
-from .models import active_param_count, model_names, param_count, read_hf_config
-from .plan import KV_DTYPES, TargetUnreachable, plan, price_deployment
+from .load import TOKEN_BUDGET
+from .models import model_names, read_hf_config
+from .plan import KV_DTYPES, TargetUnreachable, plan
+from .your_model import CLI_NAMES, SCHEMA, estimate_deployment
 
-SCHEMA = 1  # the version of the JSON both commands print; raised when a key changes meaning or goes away
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -168,23 +166,6 @@ def _engine_option(command: argparse.ArgumentParser):
                               "default) or one engine's or hardware family's profile (chapter 11)")
 
 
-def _engine_words(profile, chip) -> dict:
-    """What the chosen profile is, for the JSON and the table: its name, the engine it describes, what it was fitted
-    on, its held-out spread on `chip`'s platform (measured / estimate, 10th-90th percentile) and its caveat."""
-    spread = profile.spread_on(chip)
-    return {"profile": profile.name, "describes": profile.engine, "fitted_on": profile.fitted_on,
-            "spread": list(spread) if spread else None, "caveat": profile.caveat(chip) or None}
-
-
-def _between(seconds: float, spread, scale: float, digits: int, unit: str) -> str:
-    """' (x-y unit for 4 in 5 held-out runs)': the time the held-out measurements bracket (a run that is faster than
-    the estimate takes less time: the range is seconds / (measured / estimate))."""
-    if not spread:
-        return ""
-    low, high = seconds / spread[1] * scale, seconds / spread[0] * scale
-    return f" ({low:,.{digits}f}-{high:,.{digits}f} {unit} for 4 in 5 held-out runs)"
-
-
 def parser() -> argparse.ArgumentParser:
     """The command line's parser, both commands and every option; the appendix *Command-line reference*
     (book/command_line.md) is generated from it by scaling_lib.book.cli_reference."""
@@ -197,11 +178,14 @@ def parser() -> argparse.ArgumentParser:
     estimate.add_argument("--chip", required=True, help=f"one of {', '.join(chip_names())} (or an alias)")
     estimate.add_argument("--chips", type=_chips, required=True, help="number of chips in all")
     estimate.add_argument("--tensor-parallel", type=_chips, default=None,
-                          help="chips per copy of the model (default: all of --chips); the chips form "
+                          help="chips per copy of the model (default: all of --chips, or the largest group "
+                               "dividing them that splits the model's query heads evenly); the chips form "
                                "chips / tensor-parallel replicas")
     estimate.add_argument("--batch", type=_count, default=None,
                           help="sequences per decode step over all replicas (default: the most that fit)")
-    estimate.add_argument("--context", type=_count, default=8192, help="tokens of context per sequence (default 8192)")
+    estimate.add_argument("--context", type=_count, default=None,
+                          help="tokens of context per sequence (default 8192, or the --config's "
+                               "max_position_embeddings when smaller)")
     estimate.add_argument("--prompt", type=_count, default=None,
                           help="prompt tokens for the time to first token (default: context)")
     estimate.add_argument("--input-len", type=_count, default=None,
@@ -212,8 +196,9 @@ def parser() -> argparse.ArgumentParser:
     estimate.add_argument("--weights", type=_dtype, default=None,
                           help="weight dtype: bf16, fp8, int8, int4, nvfp4, mxfp4 (default: the model's own: the "
                                "--config's quantization_config, a published fp8 checkpoint, else bf16)")
-    estimate.add_argument("--kv", type=_dtype, default="bf16",
-                          help="KV-cache dtype (default bf16, whatever the weights)")
+    estimate.add_argument("--kv", type=_dtype, default=None,
+                          help="KV-cache dtype (default: the --config's KV format if it names one, else bf16, "
+                               "whatever the weights)")
     estimate.add_argument("--compute", type=_dtype, default=None,
                           help="matmul dtype (default: the weights' own where the chip computes it natively and it "
                                "is fp8, int8, nvfp4 or mxfp4, else bf16; plan follows the same rule)")
@@ -260,166 +245,22 @@ def _one_line(error: Exception) -> str:
 
 
 # ------------------------------------------------------------------------------------------------------ estimate
-_LIMITS = {"weights_s": "reading the weights from HBM", "matmul_s": "the matmuls' FLOPs",
-           "kv_s": "reading the KV cache from HBM", "attention_s": "attention's FLOPs",
-           "comm_s": "collectives between chips", "overhead_s": "the engine's fixed per-step overhead"}
-
-
-def _limit(step) -> tuple:
-    """(what limits the step, in words; its share of the step) for the serial estimate: the larger of each
-    overlapping pair (KV or attention, weights or matmuls), the collectives and the overhead."""
-    parts = {"overhead_s": step.overhead_s, "comm_s": step.comm_s,
-             "kv_s" if step.kv_s >= step.attention_s else "attention_s": max(step.kv_s, step.attention_s),
-             "weights_s" if step.weights_s >= step.matmul_s else "matmul_s": max(step.weights_s, step.matmul_s)}
-    name = max(parts, key=parts.get)
-    return _LIMITS[name], parts[name] / step.total_s
-
-
-def _split(deployment) -> str:
-    """How the model is split, in words: '8 replicas of 8-way tensor parallelism; KV heads split 8 ways'."""
-    tp, replicas, groups = deployment.tensor_parallel, deployment.replicas, kv_head_groups(deployment.model)
-    copies = f"{replicas} replica{'s' if replicas > 1 else ''}"
-    if tp == 1:
-        return f"{copies} on one chip each; nothing split"
-    if tp <= groups:
-        kv = f"KV heads split {tp} ways"
-    elif deployment.kv_placement == "replicated":
-        kv = f"KV heads split {groups} ways, each replicated on {tp // groups} chips" if groups > 1 else \
-            f"the KV cache replicated on all {tp} chips"
-    else:
-        kv = f"KV heads split {groups} ways, then the batch split {tp // groups} ways"
-    return f"{copies} of {tp}-way tensor parallelism; {kv}"
-
-
-def _terms(step) -> dict:
-    return {"weights_s": step.weights_s, "kv_s": step.kv_s, "matmul_s": step.matmul_s,
-            "attention_s": step.attention_s, "comm_s": step.comm_s, "comm_latency_s": step.comm_latency_s,
-            "overhead_s": step.overhead_s, "total_s": step.total_s}
-
-
-def _fits_positions(config, tokens: int, option: str):
-    """A ValueError when `tokens` exceed the --config's max_position_embeddings."""
-    if config is not None and config.max_position_embeddings is not None and tokens > config.max_position_embeddings:
-        raise ValueError(f"argument {option}: {tokens:,} tokens exceed max_position_embeddings="
-                         f"{config.max_position_embeddings:,} of {config.model.name}'s config, the longest sequence "
-                         "it was built for; use a shorter one")
-
-
-def _estimate(args, model, config) -> tuple:
-    """(JSON-ready dict, table) for `estimate`."""
-    _fits_positions(config, args.context, "--context")
-    if args.input_len is not None and args.output_len is not None:
-        _fits_positions(config, args.input_len + args.output_len, "--input-len + --output-len")
-    weights = args.weights if args.weights is not None else (  # --weights '' is refused, not read as the default
-        own_weight_dtype(model, config.weight_dtype if config is not None and config.weight_dtype else None))
-    compute = args.compute if args.compute is not None else matmul_dtype(args.chip, weights)
-    tp = args.chips if args.tensor_parallel is None else args.tensor_parallel
-    if args.chips % tp:
-        raise ValueError(f"argument --tensor-parallel: {tp} does not divide --chips {args.chips}; the chips form "
-                         "chips / tensor-parallel identical replicas")
-    replicas = args.chips // tp
-    if args.batch is not None and args.batch % replicas:
-        raise ValueError(f"argument --batch: {args.batch} sequences do not split over {replicas} replicas; use a "
-                         f"multiple of {replicas}")
-    if (args.input_len is None) != (args.output_len is None):
-        raise ValueError("arguments --input-len and --output-len: give both (a workload) or neither")
-    if (args.concurrency is not None or args.request_rate is not None) and args.input_len is None:
-        raise ValueError("argument --concurrency/--request-rate: a load needs its requests; give --input-len and "
-                         "--output-len too")
-    engine = {} if args.memory_utilization is None else {"memory_utilization": args.memory_utilization}
-    profile = PROFILES[args.engine]
-    profile.for_chip(args.chip)  # a profile fitted on another platform says which ones cover this chip
-    replica = dict(context_len=args.context, prompt_len=args.prompt, weight_dtype=weights, kv_dtype=args.kv,
-                   compute_dtype=compute, price_per_chip_hour=args.price, efficiency=profile, **engine)
-    one = report(model, args.chip, tp, **replica)  # one replica, at the largest batch that fits
-    if args.batch is not None:
-        fits = one.max_batch * replicas  # the report's largest batch: a larger one is refused naming it
-        if args.batch > fits:
-            raise ValueError(f"argument --batch: {args.batch:,} sequences are more than the {fits:,} that fit at "
-                             f"{args.context:,} tokens of context (the engine's {one.deployment.memory_utilization:.0%}"
-                             f" of HBM, at most {one.deployment.max_sequences:,} per replica); use at most {fits:,}")
-        one = report(model, args.chip, tp, batch=args.batch // replicas, **replica)
-    d = one.deployment
-    typical = decode_step(d, one.batch, args.context, profile)
-    bound = decode_step(d, one.batch, args.context, BOUND)
-    limit, share = _limit(typical)
-    split = _split(dataclasses.replace(d, n_chips=args.chips))
-    data = {"schema": SCHEMA, **one.as_dict(), "n_chips": args.chips, "replicas": replicas,
-            "batch": one.batch * replicas, "max_batch": one.max_batch * replicas,
-            "tokens_per_s_bound": one.tokens_per_s_bound * replicas,
-            "tokens_per_s_typical": one.tokens_per_s_typical * replicas,
-            "parameters": param_count(d.model), "active_parameters": active_param_count(d.model),
-            "kv_bytes_per_token_effective": kv_cache_bytes(d.model, args.context, 1, d.kv_dtype) / args.context,
-            "kv_placement": d.kv_placement, "memory_utilization": d.memory_utilization,
-            "max_sequences_per_replica": d.max_sequences, "split": split, "limited_by": limit,
-            "tpot_typical_s": one.decode_step_typical_s, "ttft_typical_s": one.prefill_typical_s,
-            "weight_quality_caveat": quality_caveat(d.weight_dtype),
-            "decode_step_typical": _terms(typical), "decode_step_bound": _terms(bound),
-            "efficiency": {"typical": dataclasses.asdict(profile.for_chip(d.chip)),
-                           "bound": dataclasses.asdict(BOUND)},
-            "engine": _engine_words(profile, d.chip)}
-    spread = profile.spread_on(d.chip)
-    per_chip = one.weight_bytes / tp / 1e9
-    rows = [("model", f"{d.model.name}: {data['parameters'] / 1e9:,.2f}B parameters "
-                      f"({data['active_parameters'] / 1e9:,.2f}B active per token)"),
-            ("deployment", f"{args.chips} x {d.chip.name}: {split}"),
-            ("formats", f"weights {d.weight_dtype}, KV cache {d.kv_dtype}, matmuls {d.compute_dtype}"),
-            *([("quality", data["weight_quality_caveat"])] if data["weight_quality_caveat"] else []),
-            ("weights", f"{one.weight_bytes / 1e9:,.1f} GB ({per_chip:,.1f} GB per chip)"),
-            ("KV cache per token", f"{one.kv_bytes_per_token / 1e3:,.1f} kB"
-                                   + ("" if data["kv_bytes_per_token_effective"] == one.kv_bytes_per_token else
-                                      f" ({data['kv_bytes_per_token_effective'] / 1e3:,.1f} kB on average over "
-                                      f"{args.context:,} tokens: sliding windows keep fewer)")),
-            ("largest batch that fits", f"{data['max_batch']:,} sequences of {args.context:,} tokens (the engine's "
-                                        f"{d.memory_utilization:.0%} of HBM, at most {d.max_sequences:,} per replica)"),
-            ("batch", f"{data['batch']:,} ({one.batch:,} per replica)"),
-            ("engine profile", f"{profile.name}: {profile.engine}"
-                               + (f"; CAVEAT: {profile.caveat(d.chip)}" if profile.caveat(d.chip) else "")),
-            ("decode step = time per output token (TPOT)",
-             f"{one.decode_step_typical_s * 1e3:,.2f} ms typical"
-             f"{_between(one.decode_step_typical_s, spread, 1e3, 2, 'ms')}, {one.decode_step_bound_s * 1e3:,.2f} ms "
-             "bound"),
-            ("what limits the step", f"{limit} ({share:.0%} of the typical step)"),
-            ("time to first token (TTFT)", f"{one.prefill_typical_s * 1e3:,.1f} ms typical"
-                                           f"{_between(one.prefill_typical_s, spread, 1e3, 1, 'ms')}, "
-                                           f"{one.prefill_bound_s * 1e3:,.1f} ms bound (one {one.prompt_len:,}-token "
-                                           "prompt, nothing else running)"),
-            ("output tokens/s", f"{data['tokens_per_s_typical']:,.0f} typical, {data['tokens_per_s_bound']:,.0f} "
-                                "bound (all replicas, decode only)")]
-    if args.price is not None:
-        rows.append(("$ per million output tokens", f"{one.dollars_per_million_tokens_typical:,.3f} typical, "
-                                                    f"{one.dollars_per_million_tokens_bound:,.3f} at the bound (decode "
-                                                    f"only, at ${args.price:g} per chip-hour)"))
-    if args.input_len is not None:
-        workload = price_deployment(d.model, d.chip, args.chips, args.input_len, args.output_len,
-                                    tensor_parallel=tp, batch=args.batch, weight_dtype=d.weight_dtype,
-                                    kv_dtype=d.kv_dtype, compute_dtype=d.compute_dtype,
-                                    price_per_chip_hour=args.price, memory_utilization=d.memory_utilization,
-                                    efficiency=profile)
-        data["workload"] = {"input_len": args.input_len, "output_len": args.output_len, **workload.as_dict()}
-        rows.append((f"workload of {args.input_len:,} + {args.output_len:,} tokens",
-                     f"TTFT {workload.ttft_s * 1e3:,.1f} ms, TPOT {workload.tpot_s * 1e3:,.2f} ms, "
-                     f"{workload.output_tokens_per_s:,.0f} output tokens/s at {workload.batch:,} sequences "
-                     "(continuous batching, prefill included, typical)"))
-        if args.price is not None:
-            rows.append(("$ per million input / output tokens",
-                         f"{workload.dollars_per_million_input_tokens:,.3f} / "
-                         f"{workload.dollars_per_million_output_tokens:,.3f} (output with the prefill's share: "
-                         f"{workload.dollars_per_million_output_tokens_all_in:,.3f})"))
-        if args.concurrency is not None or args.request_rate is not None:
-            whole = dataclasses.replace(d, n_chips=args.chips)
-            loaded = load_estimate(whole, args.input_len, args.output_len, concurrency=args.concurrency,
-                                   request_rate=args.request_rate, efficiency=profile,
-                                   token_budget=args.token_budget)
-            data["load"] = loaded.as_dict()
-            rows += loaded.rows()
-    width = max(len(name) for name, _ in rows)
-    return data, "\n".join(f"{name:<{width}}  {value}" for name, value in rows)
+def _estimate(args) -> tuple:
+    """(JSON-ready dict, table) for `estimate`: `your_model.estimate_deployment`, the page's form's function too."""
+    result = estimate_deployment(args.model, args.chip, args.chips, config=args.config,
+                                 tensor_parallel=args.tensor_parallel, batch=args.batch, context_len=args.context,
+                                 prompt_len=args.prompt, weight_dtype=args.weights, kv_dtype=args.kv,
+                                 compute_dtype=args.compute, price_per_chip_hour=args.price,
+                                 memory_utilization=args.memory_utilization, input_len=args.input_len,
+                                 output_len=args.output_len, engine=args.engine, concurrency=args.concurrency,
+                                 request_rate=args.request_rate, token_budget=args.token_budget, names=CLI_NAMES)
+    return result.data, result.table
 
 
 def _plan(args, model, config) -> tuple:
     """(JSON-ready dict, table) for `plan`."""
-    _fits_positions(config, args.input_len + args.output_len, "--input-len + --output-len")
+    if config is not None:
+        config.check_positions(args.input_len + args.output_len, "--input-len + --output-len")
     weights = args.weights or (own_weight_dtype(model, config.weight_dtype if config is not None and
                                                 config.weight_dtype else None),)
     profile = PROFILES[args.engine]
@@ -483,15 +324,11 @@ def main(argv=None) -> int:
     finally:
         _OneLineParser.json_errors = False
     try:
-        if args.command == "estimate" and args.prompt is not None and args.prompt > args.context:
-            raise ValueError(f"argument --prompt: {args.prompt} tokens do not fit in --context {args.context}, the "
-                             "tokens each sequence holds (its prompt included); raise --context or lower --prompt")
-        config = read_hf_config(args.config) if args.config is not None else None
-        model = config.model if config is not None else args.model
         if args.command == "plan":
-            data, table = _plan(args, model, config)
+            config = read_hf_config(args.config) if args.config is not None else None
+            data, table = _plan(args, config.model if config is not None else args.model, config)
         else:
-            data, table = _estimate(args, model, config)
+            data, table = _estimate(args)
         text = json.dumps(data, indent=2, allow_nan=False) if args.json else table
     except TargetUnreachable as error:
         return _fail(args, error, {"target": error.target, "requested_s": error.requested,

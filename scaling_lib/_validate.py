@@ -143,6 +143,18 @@ def axes(name: str, value, max_axes: int | None = None) -> tuple:
     return tuple(positive_int(f"{name} axis {i}", size) for i, size in enumerate(value))
 
 
+def axis_flags(name: str, shape: tuple, value) -> tuple:
+    """One bool per axis of a mesh `shape`: `value` is one bool for every axis, or a tuple or list of one bool per
+    axis (a torus's wraparound flags); anything else is a ValueError naming `name`."""
+    if isinstance(value, (tuple, list)):
+        flags = tuple(flag(name, v) for v in value)
+        if len(flags) != len(shape):
+            raise ValueError(f"{name} has {len(flags)} flags for the {len(shape)} axes of mesh_shape {shape}; "
+                             "give one per axis, or one bool for all")
+        return flags
+    return (flag(name, value),) * len(shape)
+
+
 def _is_numpy_bool(value) -> bool:
     """Whether `value` is a NumPy bool, without importing NumPy: one can only exist once NumPy is imported, and the
     library must import where NumPy is absent (the rendered book runs the checker in the page, in Pyodide)."""

@@ -58,9 +58,9 @@ import math
 from dataclasses import dataclass
 
 from ._validate import axes as check_axes
-from ._validate import choice, flag, positive, positive_int
+from ._validate import axis_flags, choice, flag, positive, positive_int
 from .hardware import NCCL_LATENCY, FullMesh, SwitchDomain, Torus, get_chip
-from .hops import COLLECTIVES, collective_hops
+from .hops import COLLECTIVES, collective_hops, mesh_hops
 
 _TORUS_FACTOR = {"all-gather": 1.0, "reduce-scatter": 1.0, "all-reduce": 2.0, "all-to-all": 0.25}
 NETWORKS = ("ici", "dcn")
@@ -307,14 +307,45 @@ def _bisection_all_to_all(array_bytes: float, topology: Torus, shape: tuple, wra
     return array_bytes / 4 / (links * topology.link_bandwidth)
 
 
+def slice_wraps(chip, mesh_shape, wraparound=None, *, whole_slice: bool | None = None) -> tuple:
+    """Which axes of `mesh_shape` close into rings on `chip`'s torus, one flag per axis: `wraparound` (True, False, or
+    one flag per axis) when given, else the chip's rule. `whole_slice` (default: when the shape has as many axes as
+    the torus) reads the shape as a whole slice, with the rule for that slice (`hardware.Torus.wraparound_axes`: a
+    v5p 2 x 2 x 4 has none, a v4 4 x 4 x 4 wraps every axis); otherwise the axes are a group of a larger slice, or a
+    logical mesh whose place on the physical slice is unknown, and each wraps as an axis of its size does in the
+    chip's slices (`hardware.Torus.axis_wraps`: the (4, 4) group of a v5p 4 x 4 x 4 wraps). A chip that is not a
+    torus (a GPU's NVLink switch) has no axes and no hops: ValueError."""
+    chip = get_chip(chip)
+    shape = check_axes("mesh_shape", mesh_shape)
+    topology = chip.network
+    if not isinstance(topology, Torus):
+        raise ValueError(f"{chip.name} is not a TPU torus ({chip.interconnect}): its collectives take no hops round "
+                         "axes; price them with collective_time (NCCL's latency), or pass a TPU chip")
+    whole = len(shape) == topology.axes if whole_slice is None else flag("whole_slice", whole_slice)
+    if wraparound is not None:  # one flag for every axis, or one per axis, as `hops.mesh_hops` reads them
+        return axis_flags("wraparound", shape, wraparound)
+    if whole:
+        return topology.wraparound_axes(shape)
+    return tuple(topology.axis_wraps(a) for a in shape)
+
+
+def slice_hops(op: str, chip, mesh_shape, wraparound=None, *, whole_slice: bool | None = None) -> int:
+    """Hops of one collective over every axis of `mesh_shape` on `chip`'s torus, the axes one after another:
+    `hops.mesh_hops` with the wraparound of `slice_wraps` (floor(a / 2) per pass on an axis of a chips that wraps,
+    a - 1 on one that does not; an all-reduce is two passes). The book's one rule for hops: the latency of
+    `mesh_collective` is these hops x t_hop, chapter 7 counts h(n) with it (`sharding.decode_hops_per_layer`),
+    chapter 12 prices each collective's latency with it (`frontier.layout_cost`, on logical meshes:
+    `whole_slice=False`) and chapter 14 the sequence-sharded all-reduces (`sequence_sharding`)."""
+    choice("collective op", op, COLLECTIVES)
+    return mesh_hops(op, mesh_shape, slice_wraps(chip, mesh_shape, wraparound, whole_slice=whole_slice))
+
+
 def mesh_collective(op: str, array_bytes: float, chip, mesh_shape, wraparound=None) -> CollectiveTime:
     """A collective over every chip of `mesh_shape`, the shape of the slice. On a torus the axes' links run at once,
-    so their rates add (V / k on k like axes), and the axes are reduced one after another, so their hops add; an
-    all-to-all is bounded by the bisection of the slice (module docstring). Which axes wrap: `wraparound` (True,
-    False, or one flag per axis), else the chip's rule: for a shape with as many axes as the torus, the rule for that
-    slice (`hardware.Torus.wraparound_axes`: a v5p 2 x 2 x 4 has none); for fewer axes, a group of a larger slice,
-    each axis by `hardware.Torus.axis_wraps` (the (4, 4) group of a v5p 4 x 4 x 4 wraps). A switch sees one group of
-    prod(shape).
+    so their rates add (V / k on k like axes), and the axes are reduced one after another, so their hops add
+    (`slice_hops`); an all-to-all is bounded by the bisection of the slice (module docstring). Which axes wrap:
+    `slice_wraps` (`wraparound` True, False or one flag per axis, else the chip's rule for the slice). A switch sees
+    one group of prod(shape).
 
     Defined in chapter 11, *How close do real systems come?*.
     """
@@ -325,22 +356,12 @@ def mesh_collective(op: str, array_bytes: float, chip, mesh_shape, wraparound=No
     if not isinstance(chip.network, Torus):
         return collective_time(op, array_bytes, chip, math.prod(shape))
     topology = chip.network
-    if wraparound is None and len(shape) == topology.axes:  # the whole slice: the generation's rule for its shape
-        wraps = topology.wraparound_axes(shape)
-    elif wraparound is None:  # fewer axes than the torus: a group of a larger slice, each axis by itself
-        wraps = tuple(topology.axis_wraps(a) for a in shape)
-    elif isinstance(wraparound, (tuple, list)):
-        wraps = tuple(flag("wraparound", w) for w in wraparound)
-        if len(wraps) != len(shape):
-            raise ValueError(f"wraparound has {len(wraps)} flags for the {len(shape)} axes of mesh_shape {shape}; "
-                             "give one per axis, or one bool for all")
-    else:
-        wraps = (flag("wraparound", wraparound),) * len(shape)
+    wraps = slice_wraps(chip, shape, wraparound)
     axes = [(a, w) for a, w in zip(shape, wraps) if a != 1]
     if not axes:
         return CollectiveTime(op, 0.0, 0.0, "none")
-    per_byte = [collective_time(op, 1.0, chip, a, wraparound=w) for a, w in axes]  # latency does not need V
-    latency = sum(t.latency_s for t in per_byte)
+    per_byte = [collective_time(op, 1.0, chip, a, wraparound=w) for a, w in axes]
+    latency = mesh_hops(op, shape, wraps) * topology.hop_latency  # the axes one after another: their hops add
     if op == "all-to-all" and len(axes) > 1:
         bandwidth = _bisection_all_to_all(array_bytes, topology, tuple(a for a, _ in axes), tuple(w for _, w in axes))
         return CollectiveTime(op, bandwidth, latency, "bisection", 1.0, max(latency, bandwidth))

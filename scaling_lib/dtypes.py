@@ -38,3 +38,52 @@ def bytes_per_element(dtype: str) -> float:
     except (KeyError, TypeError):
         known = ", ".join(repr(name) for name in BYTES_PER_ELEMENT)
         raise ValueError(f"unknown dtype {dtype!r}; use one of {known}") from None
+
+
+# The groups a checkpoint's weights fall into, as `memory.weight_groups` counts them and a `quantization_config`
+# names them (`modules_to_not_convert`, `ignore`): attention (with MLA's projections and DeepSeek-V3.2's indexer), the
+# recurrent mixers of a hybrid (`mixers`), the routed experts, the other feed-forward weights (dense layers and
+# shared experts), the routers, the input embedding table and the output projection.
+WEIGHT_GROUPS = ("attention", "state", "experts", "feed_forward", "router", "embeddings", "head")
+
+
+class MixedWeights(str):
+    """The weight format of a mixed-precision checkpoint (a `quantization_config` that leaves some modules in bf16,
+    or stores block scales beside each weight): a dtype string, the format of its quantized weights (what
+    `bytes_per_element` and a chip's matmul rates read, and what a report prints), which also knows the bytes per
+    weight of every group in `WEIGHT_GROUPS`, scales included.
+
+    gpt-oss-120b: MixedWeights("mxfp4", experts=0.53125, attention=2, router=2, embeddings=2, head=2, ...): its
+    experts in MXFP4 (4.25 bits), the rest in bf16. It compares equal to its format's name ("mxfp4"), so every table
+    keyed by format finds it; `memory.param_bytes` and `memory.weight_groups` read the groups."""
+
+    def __new__(cls, dtype: str, method: str = "", **bytes_per_weight):
+        if dtype not in BYTES_PER_ELEMENT:
+            bytes_per_element(dtype)  # the standard message for an unknown dtype
+        unknown = sorted(set(bytes_per_weight) - set(WEIGHT_GROUPS))
+        if unknown:
+            raise ValueError(f"MixedWeights: unknown weight group(s) {', '.join(unknown)}; the groups are "
+                             f"{', '.join(WEIGHT_GROUPS)}")
+        for group, value in bytes_per_weight.items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 8:
+                raise ValueError(f"MixedWeights: bytes per weight of {group} must be a number in (0, 8], got "
+                                 f"{value!r}")
+        made = super().__new__(cls, dtype)
+        made.method = method
+        made.bytes_per_weight = {g: float(bytes_per_weight.get(g, BYTES_PER_ELEMENT[dtype])) for g in WEIGHT_GROUPS}
+        return made
+
+    def group_bytes(self, group: str) -> float:
+        """Bytes per weight of one group, scales included."""
+        return self.bytes_per_weight[group]
+
+    def __repr__(self) -> str:
+        kept = ", ".join(f"{g}={b:g}" for g, b in self.bytes_per_weight.items())
+        return f"MixedWeights({str(self)!r}, {kept})"
+
+    def __reduce__(self):  # pickles (multiprocessing) with its groups
+        return (_mixed_weights, (str(self), self.method, self.bytes_per_weight))
+
+
+def _mixed_weights(dtype: str, method: str, bytes_per_weight: dict) -> MixedWeights:
+    return MixedWeights(dtype, method, **bytes_per_weight)

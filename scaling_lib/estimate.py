@@ -56,9 +56,10 @@ from .flops import decode_step_flops, forward_flops, matmul_params
 from .hardware import Torus, get_chip
 from .attention_sharding import attention_collectives
 from .layouts import LAYOUTS, ffn_collectives, optimal_2d_mesh
-from .memory import KV_PLACEMENTS, kv_bytes_per_token, kv_cache_bytes, kv_head_groups, kv_replication
+from .memory import KV_PLACEMENTS, kv_bytes_per_token, kv_cache_bytes, kv_head_groups, kv_read_bytes, kv_replication
 from .memory import param_bytes as model_param_bytes
-from .models import get_model, param_breakdown
+from .memory import state_bytes_per_sequence, weight_bytes_by_group, weights_read_bytes
+from .models import get_model
 from .moe import expected_experts_touched
 from .efficiency import (BOUND, PHYSICAL_RANGES, PROFILES, TYPICAL, Calibrated, Efficiency, Profile,  # noqa: F401
                          platform_of_chip, resolve_efficiency)
@@ -233,8 +234,9 @@ class Deployment:
 
     @functools.cached_property
     def attention_bytes(self) -> float:
-        """The attention weights (every layer's projections, `models.param_breakdown`), in bytes."""
-        return param_breakdown(self.model).attention * bytes_per_element(self.weight_dtype)
+        """The attention weights (every layer's projections, `models.param_breakdown`), in bytes, in the
+        checkpoint's format for them (`memory.weight_bytes_by_group`)."""
+        return weight_bytes_by_group(self.model, self.weight_dtype)["attention"]
 
     @functools.cached_property
     def weight_bytes_per_chip(self) -> float:
@@ -252,14 +254,31 @@ class Deployment:
 
     def kv_bytes_per_chip(self, sequences: float, tokens_each: float) -> float:
         """HBM the busiest chip holds for `sequences` caches of `tokens_each` tokens (`memory.kv_cache_bytes`:
-        sliding windows, local and global layers and latent attention included), times the copies, over the chips.
+        sliding windows, local and global layers and latent attention included), times the copies, over the chips;
+        plus a hybrid's fixed-size states (`memory.state_bytes_per_sequence`), split over the chips by head.
         A batch-split cache is never split within a sequence: each of the `kv_shards` chips sharing a head holds
         whole sequences, the busiest ceil(sequences / kv_shards) of them (one sequence on 8 shards: all of its
         cache on one chip, not an eighth on each)."""
+        total = kv_cache_bytes(self.model, tokens_each, self._held(sequences), self.kv_dtype) * self.kv_copies
+        return (total + sequences * self.state_bytes_per_sequence) / self.tensor_parallel
+
+    def _held(self, sequences: float) -> float:
+        """Sequences whose caches the busiest chip's head group holds: `sequences` rounded up to whole sequences
+        per shard (`kv_shards`)."""
         shards = self.kv_shards
-        held = sequences if shards == 1 else math.ceil(sequences / shards) * shards
-        total = kv_cache_bytes(self.model, tokens_each, held, self.kv_dtype)
-        return total * self.kv_copies / self.tensor_parallel
+        return sequences if shards == 1 else math.ceil(sequences / shards) * shards
+
+    @functools.cached_property
+    def state_bytes_per_sequence(self) -> float:
+        """A hybrid's fixed-size state per sequence (`memory.state_bytes_per_sequence`; 0 for other models)."""
+        return state_bytes_per_sequence(self.model)
+
+    def kv_read_per_chip(self, sequences: float, tokens_each: float) -> float:
+        """Bytes one decode step moves on the busiest chip for its caches: the KV it reads (`memory.kv_read_bytes`:
+        under sparse attention only the top-k latents; whole sequences per shard as `kv_bytes_per_chip`) times the
+        copies, and each hybrid state read once and written back once, over the chips."""
+        read = kv_read_bytes(self.model, tokens_each, self._held(sequences), self.kv_dtype) * self.kv_copies
+        return (read + 2 * sequences * self.state_bytes_per_sequence) / self.tensor_parallel
 
     @functools.cached_property
     def matmul_params(self) -> float:
@@ -269,13 +288,12 @@ class Deployment:
     def weights_read_per_chip(self, tokens: float) -> float:
         """Weight bytes one step reads on one chip: the matmul weights (not the input embedding table) and, on each
         MoE layer, the shared experts plus the expected number of distinct routed experts that `tokens` tokens
-        touch (`moe.expected_experts_touched`, uniform routing) instead of the k each token uses."""
+        touch (`moe.expected_experts_touched`, uniform routing) instead of the k each token uses; each weight group
+        in its own format (`memory.weights_read_bytes`: a mixed-precision checkpoint's experts and attention
+        differ)."""
         m = self.model
-        weights = self.matmul_params
-        if m.n_experts > 1:
-            touched = expected_experts_touched(m.n_experts, m.n_active_experts, tokens)
-            weights += m.n_moe_layers * (touched - m.n_active_experts) * 3 * m.d_model * m.d_ff
-        read = weights * bytes_per_element(self.weight_dtype) / self.tensor_parallel
+        touched = expected_experts_touched(m.n_experts, m.n_active_experts, tokens) if m.n_experts > 1 else None
+        read = weights_read_bytes(m, self.weight_dtype, touched) / self.tensor_parallel
         return read + (self.attention_bytes * (1 - 1 / self.tensor_parallel) if self.attention_data_parallel else 0.0)
 
     def describe(self) -> str:
@@ -483,9 +501,11 @@ def step_estimate(deployment: Deployment, *, decode_batch: float = 0.0, decode_c
     kv_rate = chip.hbm_bandwidth * eff.kv_fraction
     rate = chip.peak_flops(d.compute_dtype) * eff.mfu
     tokens = decode_batch + prefill_tokens
-    # decode reads its caches; prefill writes the new tokens' entries (every layer keeps the newest token)
-    kv_moved = (d.kv_bytes_per_chip(decode_batch, decode_context) if decode_batch else 0.0) + \
-        (prefill_tokens * kv_bytes_per_token(m, d.kv_dtype) * d.kv_copies / tp)
+    # decode reads its caches (and a hybrid's states, read and written back); prefill writes the new tokens' entries
+    # (every layer keeps the newest token) and each prompt's final state
+    kv_moved = (d.kv_read_per_chip(decode_batch, decode_context) if decode_batch else 0.0) + \
+        (prefill_tokens * kv_bytes_per_token(m, d.kv_dtype) * d.kv_copies / tp) + \
+        (prefill_tokens / prefill_len * d.state_bytes_per_sequence / tp)
     attention = 0.0  # FLOPs summed over the layers (local layers score at most their window)
     if decode_batch:
         context = max(1, round(decode_context))

@@ -44,7 +44,8 @@ class FlopCount:
 
 
 def matmul_params(model) -> int:
-    """P_mm = L (D H (2N + 2K) + 3 D F k [+ D E router]) + D V: the weights each token is multiplied by.
+    """P_mm = L (D H (2N + 2K) + 3 D F k [+ D E router]) + D V: the weights each token is multiplied by (a hybrid's
+    recurrent mixers included: their projections are matmuls too).
 
     That is `models.active_param_count` without the input embedding table, which is a lookup (a gather, no FLOPs),
     while the output projection D x V is a matmul (it is the same table when embeddings are tied).
@@ -53,7 +54,7 @@ def matmul_params(model) -> int:
     """
     m = get_model(model)
     blocks = param_breakdown(m, active_only=True)
-    return blocks.attention + blocks.feed_forward + blocks.router + m.d_model * m.vocab_size
+    return blocks.attention + blocks.state + blocks.feed_forward + blocks.router + m.d_model * m.vocab_size
 
 
 def attention_pairs(query_len: int, kv_len: int, window=None, skip_masked: bool = False) -> int:
@@ -78,18 +79,49 @@ def attention_pairs(query_len: int, kv_len: int, window=None, skip_masked: bool 
     return visible_up_to(kv_len) - visible_up_to(kv_len - query_len)
 
 
+def chunked_attention_pairs(query_len: int, kv_len: int, chunk: int, skip_masked: bool = False) -> int:
+    """(query, key) pairs scored under chunked attention (Llama 4): a query at position p sees the keys of its own
+    chunk of `chunk` tokens up to itself, (p mod c) + 1 of them; summed over the last query_len of kv_len positions.
+    skip_masked=False: query_len x kv_len, every pair a masked implementation computes (as `attention_pairs`)."""
+    query_len, kv_len, chunk = (positive_int(n, v) for n, v in (("query_len", query_len), ("kv_len", kv_len),
+                                                                ("chunk", chunk)))
+    if query_len > kv_len:
+        raise ValueError(f"query_len={query_len} exceeds kv_len={kv_len}: the queries are the last positions of the "
+                         "context, so kv_len must count them too")
+    if not flag("skip_masked", skip_masked):
+        return query_len * kv_len
+
+    def visible_up_to(p):  # sum over positions 0..p-1 of (position mod chunk) + 1
+        whole, rest = divmod(p, chunk)
+        return whole * chunk * (chunk + 1) // 2 + rest * (rest + 1) // 2
+
+    return visible_up_to(kv_len) - visible_up_to(kv_len - query_len)
+
+
 def _attention(m, query_len: int, kv_len: int, batch: int, skip_masked: bool) -> float:
-    """Attention FLOPs summed over the layers: 2 B N (H + H_v) per scored pair (4 B N H when H_v = H), global
-    layers scoring every causal pair, local (sliding-window) layers at most the window's."""
-    n_global = m.n_global_layers
+    """Token-mixing FLOPs summed over the layers: 2 B N (H + H_v) per scored pair (4 B N H when H_v = H), global
+    layers scoring every causal pair, local layers at most the window's or their chunk's; under DeepSeek's sparse
+    attention at most top-k pairs per query plus the indexer's 2 N_I H_I per causal pair; a hybrid's state layers
+    their recurrence's FLOPs per token (`mixers.StateMixer.flops_per_token`), whatever the context."""
+    n_global, n_attention = m.n_global_layers, m.attention_layers
     per_layer_width = (m.head_dim + m.value_head_dim) / 2  # = H for standard attention
     total = 0.0
+    if m.indexer is not None:
+        causal = attention_pairs(query_len, kv_len, None, skip_masked=True)
+        total += n_attention * batch * causal * m.indexer.flops_per_pair
+        pairs = attention_pairs(query_len, kv_len, m.indexer.topk, skip_masked=True)
+        return total + n_attention * attention_flops(1, pairs, m.n_heads, per_layer_width, batch)
     if n_global:
         pairs = attention_pairs(query_len, kv_len, None, skip_masked)
         total += n_global * attention_flops(1, pairs, m.n_heads, per_layer_width, batch)
-    if m.n_layers - n_global:
-        pairs = attention_pairs(query_len, kv_len, m.sliding_window, skip_masked)
-        total += (m.n_layers - n_global) * attention_flops(1, pairs, m.n_heads, per_layer_width, batch)
+    if n_attention - n_global:
+        if m.chunked_attention:
+            pairs = chunked_attention_pairs(query_len, kv_len, m.sliding_window, skip_masked)
+        else:
+            pairs = attention_pairs(query_len, kv_len, m.sliding_window, skip_masked)
+        total += (n_attention - n_global) * attention_flops(1, pairs, m.n_heads, per_layer_width, batch)
+    if m.state is not None:
+        total += batch * query_len * m.n_state_layers * m.state.flops_per_token
     return total
 
 

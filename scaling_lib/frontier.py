@@ -34,7 +34,7 @@ from itertools import product
 
 from ._validate import axes, choice, divisors, flag, instances, positive, positive_int, real
 from .attention_sharding import ATTENTION_SHARDINGS
-from .collectives import Collective, collective_time
+from .collectives import Collective, collective_time, slice_hops
 from .dtypes import bytes_per_element
 from .hardware import Torus, get_chip
 from .hops import cube_torus
@@ -104,15 +104,34 @@ def _check_step(m, c, n_chips, phase, batch, ffn_layout, attention_sharding, con
     return n, b, s, _mesh(mesh_shape, ffn_layout, m, c, n)
 
 
+def padded_heads(n_heads: int, n_chips: int) -> int:
+    """The query heads priced when attention is split by heads over n chips: n_heads when n divides them, else the
+    next multiple of n, padded no further than the next power of two of n_heads (Pope et al. padded PaLM 540B's 48
+    heads to 64, so that the power-of-two slices up to 64 chips split them); 0 when that cap is too few for n chips
+    (heads cannot be split over them without padding further than the paper did: 48 heads over 256 chips would need
+    256, a model with 43% more weights than PaLM 540B)."""
+    heads, n = positive_int("n_heads", n_heads), positive_int("n_chips", n_chips)
+    padded = math.ceil(heads / n) * n
+    return padded if padded <= 1 << (heads - 1).bit_length() else 0
+
+
 def _heads_priced(model, n_chips: int, attention_sharding: str, pad_heads) -> object:
     """The model whose heads are priced: `model`, or with its query heads padded up to a multiple of n when
-    attention is split by heads over n chips that do not divide them (`pad_heads=True`); else a ValueError."""
+    attention is split by heads over n chips that do not divide them (`pad_heads=True`, at most to `padded_heads`'
+    cap); else a ValueError."""
     pad_heads = flag("pad_heads", pad_heads)
     if attention_sharding != "heads" or model.n_heads % n_chips == 0:
         return model
-    padded = math.ceil(model.n_heads / n_chips) * n_chips
+    divisors = [d for d in range(1, model.n_heads + 1) if model.n_heads % d == 0]
+    padded = padded_heads(model.n_heads, n_chips)
+    if not padded:
+        cap, needed = 1 << (model.n_heads - 1).bit_length(), math.ceil(model.n_heads / n_chips) * n_chips
+        raise ValueError(f"attention_sharding='heads' cannot split the n_heads={model.n_heads} query heads of "
+                         f"{model.name} n_chips={n_chips} ways: that pads them to {needed}, past {cap}, the next "
+                         f"power of two, as far as Pope et al. padded (PaLM 540B's 48 heads to 64); use "
+                         f"attention_sharding='batch', or a chip count that {cap} padded heads split over (at most "
+                         f"{cap})")
     if not pad_heads:
-        divisors = [d for d in range(1, model.n_heads + 1) if model.n_heads % d == 0]
         raise ValueError(f"attention_sharding='heads' splits the n_heads={model.n_heads} query heads of {model.name} "
                          f"n_chips={n_chips} ways, and {n_chips} does not divide {model.n_heads}: use "
                          f"attention_sharding='batch', a chip count among {divisors}, or pad_heads=True to pad the "
@@ -122,9 +141,15 @@ def _heads_priced(model, n_chips: int, attention_sharding: str, pad_heads) -> ob
 
 
 def _latency_s(collective: Collective, chip) -> float:
-    """Hop latency of one collective: ceil(k / 2) hops on each ring axis it spans, axes one after another."""
-    return sum(collective_time(collective.op, collective.bytes_per_chip, chip, k).latency_s
-               for k in collective.group if k > 1)
+    """Latency of one collective: on a torus its hops x t_hop by the book's one hop rule (`collectives.slice_hops`,
+    as chapter 7 counts them: floor(k / 2) a pass on each axis of k chips it spans that wraps, k - 1 on one that does
+    not, axes one after another); on a GPU switch NCCL's latency for the group. A layout's mesh is logical (the sweep
+    does not say how its axes lie on the physical slice), so each axis of a group wraps as an axis of its size does
+    in the chip's slices (`hardware.Torus.axis_wraps`: on TPU v4 an axis of 4 or 8 chips wraps, one of 2 does not)."""
+    if not isinstance(chip.network, Torus):
+        return sum(collective_time(collective.op, collective.bytes_per_chip, chip, k).latency_s
+                   for k in collective.group if k > 1)
+    return slice_hops(collective.op, chip, collective.group, whole_slice=False) * chip.network.hop_latency
 
 
 @dataclass(frozen=True)
@@ -151,6 +176,7 @@ class LayoutCost:
     model_flops: float  # 2 P T
     peak_flops: float  # n x C at bf16: the denominator of MFU
     overlap: bool = False
+    priced_params: int = 0  # P of the model priced: more than the model's own when its heads are padded
 
     @property
     def memory_s(self) -> float:
@@ -229,9 +255,9 @@ def layout_cost(model, chip, n_chips: int, phase: str, batch: int, ffn_layout: s
                 overlap: bool = False, pad_heads: bool = False) -> LayoutCost:
     """Price one prefill pass or decode step (module docstring). Raises ValueError for a sharding that cannot
     split the batch: "batch" needs B divisible by n (each chip holds whole sequences); for "heads" over chips that
-    do not divide the query heads, unless `pad_heads=True` pads them to the next multiple of n (Pope et al. padded
-    PaLM 540B's 48 heads to 64): the padded heads' weights count in the compute and weight terms and in HBM, not
-    in the model FLOPs of MFU; and for Pope et al.'s layouts on a chip that is not a torus (a GPU's NVLink switch
+    do not divide the query heads, unless `pad_heads=True` pads them to the next multiple of n, no further than the
+    next power of two of the heads (`padded_heads`; Pope et al. padded PaLM 540B's 48 heads to 64): the padded heads'
+    weights count in the compute and weight terms and in HBM, not in the model FLOPs of MFU; and for Pope et al.'s layouts on a chip that is not a torus (a GPU's NVLink switch
     runs "1d-ws", as `estimate.Deployment` decides).
 
     Defined in chapter 11, *How close do real systems come?*.
@@ -277,7 +303,7 @@ def _layout_cost(m, c, n_chips: int, phase: str, batch: int, ffn_layout: str, at
         network_latency_s=m.n_layers * latency_bound,
         bytes_per_chip=weight_bytes * (1 + gathered / m.n_layers) + kv_bytes,
         hbm_capacity=c.hbm_capacity, model_flops=2.0 * param_count(m) * tokens, peak_flops=n * c.peak_flops("bf16"),
-        overlap=overlap)
+        overlap=overlap, priced_params=params)
 
 
 @dataclass(frozen=True)
@@ -329,7 +355,7 @@ def _choose_layout(m, c, n_chips: int, phase: str, batch: int, *, tie: float = 0
     for layout, sharding in product(layouts, ATTENTION_SHARDINGS):
         if sharding == "batch" and batch % n_chips:
             continue
-        if sharding == "heads" and m.n_heads % n_chips and not pad:
+        if sharding == "heads" and m.n_heads % n_chips and not (pad and padded_heads(m.n_heads, n_chips)):
             continue
         cost = _layout_cost(m, c, n_chips, phase, batch, layout, sharding, **options)
         if cost.fits:

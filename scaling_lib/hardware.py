@@ -137,10 +137,12 @@ class Torus:
 
 @dataclass(frozen=True)
 class SwitchDomain:
-    """A GPU node's NVLink: every GPU reaches every other through NVSwitches at its full injection bandwidth.
+    """An NVLink domain: every GPU reaches every other through NVSwitches at its full injection bandwidth.
 
     `injection_bandwidth`: B/s one GPU sends into the switches (equally, receives), one direction, all its links
-    together. `domain_size`: GPUs under one set of switches (8 in an HGX/DGX node). `collective_latency`: the fixed
+    together. `domain_size`: GPUs under one set of switches; `domain`: what that set is, an HGX/DGX "node" of 8 GPUs
+    or a rack-scale "NVL72 rack" of 72 GB200 GPUs (18 compute trays joined by the rack's NVLink switch trays), so a
+    domain is not always one node. `collective_latency`: the fixed
     part of one collective however small, NCCL's base latency of its ring algorithm with the LL protocol
     (`NCCL_LATENCY`); what grows with the ranks and nodes is in `NCCL_LATENCY` too. `scale_out_bandwidth`: B/s
     per GPU, one way, between nodes. `link_bandwidth` x `links` = injection bandwidth. `in_switch_reduction`:
@@ -157,6 +159,7 @@ class SwitchDomain:
     network: str = "NVLink"
     in_switch_reduction: bool = False
     generation: str = "hopper"
+    domain: str = "node"  # what one NVLink domain of domain_size GPUs is
 
     @property
     def injection_bandwidth(self) -> float:
@@ -180,6 +183,7 @@ class FullMesh:
     scale_out_bandwidth: float | None  # B/s per GPU between nodes
     kind: str = "mesh"
     network: str = "Infinity Fabric"
+    domain: str = "node"  # the platform whose domain_size GPUs the mesh joins
 
     @property
     def links(self) -> int:
@@ -469,11 +473,14 @@ _CHIPS = (
                           *((fp4, _GB200_FP4) for fp4 in FP4_DTYPES)),
         hbm_bandwidth=8e12,
         hbm_capacity=_NVL72_HBM / _NVL72_GPUS,
-        topology=SwitchDomain(**dict(_NVLINK5, domain_size=_NVL72_GPUS, scale_out_bandwidth=None)),
+        topology=SwitchDomain(**dict(_NVLINK5, domain_size=_NVL72_GPUS, scale_out_bandwidth=None,
+                                     domain="NVL72 rack")),
         source="the B200 GPU of GB200 at 1,200 W (glennklockwood.com/garden/processors/B200, from NVIDIA's data "
         "sheet): dense 2,500 TFLOPS bf16 and fp16, 5,000 fp8 and int8, 10,000 FP4; 8 TB/s HBM; GB200 NVL72: 72 GPUs in one "
         "NVLink 5 domain at 1.8 TB/s per GPU (both directions), about 13.4 TB of HBM3e for the 72 "
-        "(aiwiki.ai/wiki/nvidia_gb200_nvl72, quoting NVIDIA); NVLink SHARP (NVLS) in the NVLink switches; no "
+        "(aiwiki.ai/wiki/nvidia_gb200_nvl72, quoting NVIDIA); the domain is one rack, not one node: 18 compute trays "
+        "of 4 GPUs joined by 9 NVLink Switch trays (setloop.io/blog/gb200-nvl72-architecture); NVLink SHARP (NVLS) "
+        "in the NVLink switches; no "
         "scale-out figure in the sources (a collective beyond 72 GPUs is refused)",
     ),
     Chip(

@@ -14,12 +14,13 @@ wraparound torus X x Y x Z is floor(X/2) + floor(Y/2) + floor(Z/2).
 
 A lower-diameter network (TPU 8i's Boardfly) shrinks `hops`; an engine that does the collective's bookkeeping in
 hardware (its Collectives Acceleration Engine) shrinks `t_fixed`. Neither changes the bandwidth term, which decode's
-small messages hardly use. This module owns the counting of hops (`collective_hops`, `ring_hops`, `torus_diameter`)
-and the latency-bound time; `collectives` prices a collective's bytes and latency with them. Used in chapter 7,
+small messages hardly use. This module owns the counting of hops (`collective_hops` on one axis, `mesh_hops` over a
+slice's axes, `ring_hops`, `torus_diameter`) and the latency-bound time; `collectives` prices a collective's bytes and
+latency with them, and decides which axes of a chip's slice wrap (`collectives.slice_hops`). Used in chapter 7,
 *Sharding prefill and generation*, and chapter 12, *What TPU 8i changes*.
 """
 
-from ._validate import axes, choice, divisors, flag, non_negative_int, positive, positive_int
+from ._validate import axes, axis_flags, choice, divisors, flag, non_negative_int, positive, positive_int
 
 # The four collectives the library counts hops for and prices (`collectives.collective_time`).
 COLLECTIVES = ("all-gather", "reduce-scatter", "all-reduce", "all-to-all")
@@ -54,14 +55,26 @@ def torus_diameter(mesh_shape, wraparound: bool = True) -> int:
     return sum((a // 2) if wraparound else (a - 1) for a in axes("mesh_shape", mesh_shape))
 
 
+def mesh_hops(op: str, mesh_shape, wraparound=True) -> int:
+    """Hops of one collective run over every axis of a slice in turn: `collective_hops` summed over the axes, each
+    with its own wraparound (floor(a / 2) per pass on an axis of a chips that closes into a ring, a - 1 on one that
+    does not; twice that for an all-reduce). `wraparound`: one flag for every axis, or one per axis. The book's one
+    rule for hops: `collectives.slice_hops` gives it a chip's slice (which axes wrap), and chapter 7's hops per layer
+    (`sharding.decode_hops_per_layer`), its collectives' prices and chapter 12's step (`frontier.layout_cost`) all
+    count with it."""
+    shape = axes("mesh_shape", mesh_shape)
+    return sum(collective_hops(op, a, w) for a, w in zip(shape, axis_flags("wraparound", shape, wraparound)))
+
+
+
 def ring_hops(mesh_shape, op: str = "all-gather") -> int:
-    """Hops of one collective run over every axis of a torus in turn: `collective_hops` summed over the
-    axes (floor(a / 2) per axis of a chips for an all-gather, reduce-scatter or all-to-all; twice that for an
+    """Hops of one collective run over every axis of a torus whose every axis wraps: `mesh_hops` with rings only
+    (floor(a / 2) per axis of a chips for an all-gather, reduce-scatter or all-to-all; twice that for an
     all-reduce).
 
     Defined in chapter 12, *Choosing a layout by the metric*.
     """
-    return sum(collective_hops(op, a) for a in axes("mesh_shape", mesh_shape))
+    return mesh_hops(op, mesh_shape, True)
 
 
 MAX_TORUS_CHIPS = 2**20  # far beyond any TPU pod (tens of thousands of chips at most); keeps the divisor search fast

@@ -16,6 +16,7 @@ from ._validate import choice, flag, fraction, non_negative_int, positive, posit
 from .flops import matmul_params
 from .hardware import get_chip
 from .memory import MemoryFootprint, kv_bytes_per_token, kv_cache_bytes, max_batch_size, memory_footprint, require_fit
+from .memory import sequence_cache_bytes
 from .memory import param_bytes as model_param_bytes
 from .models import active_param_count, get_model
 from .roofline import critical_batch_size
@@ -89,7 +90,7 @@ def decode_step_time(model, chip, n_chips: int, batch: int, context_len: int, we
     if flag("check_capacity", check_capacity):
         require_fit(m, chip, positive_int("n_chips", n_chips), batch, context_len, weight_dtype, kv_dtype)
     return step_time_bound(batch=batch,
-                           kv_bytes_per_sequence=kv_cache_bytes(m, context_len, 1, kv_dtype),
+                           kv_bytes_per_sequence=sequence_cache_bytes(m, context_len, 1, kv_dtype),
                            param_bytes=model_param_bytes(m, weight_dtype),
                            param_count=active_param_count(m),
                            chip=chip, n_chips=n_chips, compute_dtype=compute_dtype, check_capacity=False)

@@ -11,7 +11,10 @@ the Scaling Book lists {cite}`scalingbook`, each changing one factor of  B x S x
   paged attention       a ragged batch stores and reads sum ceil(len_b / block) x block slots instead of B x S_max;
   latent attention      (MLA, DeepSeek-V2/V3) cache one compressed latent per token and layer instead of K heads'
                         keys and values: 2 K H -> r_kv + H_rope values (`memory.kv_bytes_per_token` handles it), paid
-                        for with more attention FLOPs per cached token (`decode_attention_cost`).
+                        for with more attention FLOPs per cached token (`decode_attention_cost`);
+  a fixed-size state    (hybrids: linear attention, DeltaNet, Mamba) most layers keep a state that does not grow
+                        with S instead of a cache that does: L -> L_attn in the term that grows, plus M_state per
+                        sequence (`state_lever`, `mixers`).
 `kv_footprint` applies any combination; `kv_lever_table` costs them one at a time and together.
 """
 
@@ -20,7 +23,7 @@ from dataclasses import dataclass
 
 from ._validate import MAX_REQUESTS, at_most, flag, non_negative_int, positive, positive_int
 from .dtypes import bytes_per_element
-from .memory import kv_bytes_per_token
+from .memory import kv_bytes_per_token, state_bytes_per_sequence
 from .models import get_model
 
 
@@ -245,5 +248,50 @@ def decode_attention_cost(model, context_len: int, kv_dtype: str = "bf16", absor
             per_token = 2 * n * (m.head_dim + m.value_head_dim) + 2 * r * n * (m.head_dim - rope + m.value_head_dim)
     else:
         per_token = 2 * n * (m.head_dim + m.value_head_dim)
-    flops = m.n_layers * context_len * per_token
+    flops = m.attention_layers * context_len * per_token
     return AttentionCost(flops=float(flops), kv_bytes=kv_bytes_per_token(m, kv_dtype) * context_len)
+
+
+@dataclass(frozen=True)
+class StateLever:
+    """A hybrid beside its all-attention twin (the same layers and heads, softmax attention in each layer that has a
+    token mixer), per
+    sequence: the fixed state (`state_bytes`, M_state), the KV per token of the hybrid's attention layers and of the
+    twin's; bytes per sequence at S tokens are S x KV + M_state for the hybrid and S x KV_twin for the twin."""
+
+    state_bytes: float
+    kv_bytes_per_token: float
+    twin_kv_bytes_per_token: float
+
+    @property
+    def crossover_tokens(self) -> float:
+        """S_state = M_state / (KV_twin - KV): the context above which the hybrid's sequence holds fewer bytes than
+        the twin's, M_state / (2 L_state K H b_kv) for a state in every non-attention layer."""
+        return self.state_bytes / (self.twin_kv_bytes_per_token - self.kv_bytes_per_token)
+
+    def hybrid_bytes(self, tokens: float) -> float:
+        """Bytes one sequence of `tokens` tokens holds in the hybrid: its attention layers' KV and its state."""
+        return positive("tokens", tokens, allow_zero=True) * self.kv_bytes_per_token + self.state_bytes
+
+    def twin_bytes(self, tokens: float) -> float:
+        """Bytes one sequence of `tokens` tokens holds in the all-attention twin: KV in every layer."""
+        return positive("tokens", tokens, allow_zero=True) * self.twin_kv_bytes_per_token
+
+
+def state_lever(model, kv_dtype: str = "bf16") -> StateLever:
+    """The lever that removes the cache's growth: a hybrid (`models.Transformer` with state layers, `mixers`) beside
+    its all-attention twin (softmax attention with the hybrid's heads in every layer that mixes tokens, no state). Per sequence the hybrid
+    holds S x 2 L_attn K H b_kv + M_state, the twin S x 2 L K H b_kv, so the hybrid holds less past
+    S_state = M_state / (2 (L - L_attn) K H b_kv) tokens (`StateLever.crossover_tokens`). M_state is in the engines'
+    bf16 (`memory.state_bytes_per_sequence`); the KV in `kv_dtype`.
+
+    Defined in chapter 6, *Shrinking the KV cache*.
+    """
+    m = get_model(model)
+    if not m.n_state_layers:
+        raise ValueError(f"model {m.name!r} has no state layers (n_state_layers=0): the state lever compares a hybrid "
+                         "with its all-attention twin; read a hybrid (Jamba, Qwen3-Next, MiniMax-M1, Nemotron-H) or "
+                         "build one with Transformer(n_attention_layers=..., n_state_layers=..., state=...)")
+    twin = m.with_(n_attention_layers=m.attention_layers + m.n_state_layers, n_state_layers=0, state=None)
+    return StateLever(state_bytes=state_bytes_per_sequence(m), kv_bytes_per_token=kv_bytes_per_token(m, kv_dtype),
+                      twin_kv_bytes_per_token=kv_bytes_per_token(twin, kv_dtype))

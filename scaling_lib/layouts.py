@@ -13,7 +13,7 @@ Feed-forward layouts (sec. 3.2; per-chip bytes per layer, (m-1)/m factors droppe
              optimal X = sqrt(n D / F): 4 b_a T sqrt(D F / n) = 8 b_a T D / sqrt(n) when F = 4D
     "wg-x", "wg-xy", "wg-xyz"  weights stored as in 2d-ws, all-gathered over n_wg = X, XY or XYZ chips before use;
              the batch is split n_wg ways and the rest of the mesh runs 1d-ws:   2 b_w D F n_wg / n + 2 b_a T D / n_wg
-             optimal n_wg = sqrt(T n / F): 4 D sqrt(T F / n) (b_a = b_w), which grows only as sqrt(T)
+             optimal n_wg = sqrt(T n / F): 4 b D sqrt(T F / n) (b_a = b_w = b), which grows only as sqrt(T)
 A collective over a group of one chip moves nothing, so "wg-xyz" has no activation traffic at all.
 
 Two conventions turn bytes into seconds (CONVENTIONS):
@@ -37,13 +37,13 @@ from itertools import product
 
 from ._validate import MAX_CHIPS, at_most, choice, divisors, items, positive, positive_int, torus_mesh
 from .collectives import CONVENTIONS, Collective
-from .context_limits import max_context_length  # noqa: F401 - DESIGN.md documents layouts.max_context_length
+from .context_limits import max_context_length  # noqa: F401 - readers import layouts.max_context_length
 from .dtypes import bytes_per_element
 from .hardware import Torus, get_chip
 from .memory import kv_bytes_per_token
 from .models import Transformer, get_model
 from .roofline import matmul_flops
-from .utilization import mfu  # noqa: F401 - DESIGN.md documents layouts.mfu
+from .utilization import mfu  # noqa: F401 - readers import layouts.mfu
 
 LAYOUTS = ("1d-ws", "2d-ws", "wg-x", "wg-xy", "wg-xyz")
 PHASES = ("prefill", "decode")

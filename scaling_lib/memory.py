@@ -14,46 +14,141 @@ import math
 from dataclasses import dataclass
 
 from ._validate import choice, non_negative_int, positive, positive_int
-from .dtypes import bytes_per_element
+from .dtypes import MixedWeights, bytes_per_element
 from .hardware import get_chip
-from .models import get_model, param_count
+from .models import get_model, param_breakdown, param_count
 
 
 def kv_bytes_per_token(model, dtype: str = "bf16") -> float:
-    """2 L K H x bytes: keys and values, every layer, every KV head, for one token of one sequence.
+    """2 L K H x bytes: keys and values, every attention layer, every KV head, for one token of one sequence.
 
     With a value width H_v != H it is L K (H + H_v) x bytes. Multi-head latent attention (MLA, DeepSeek-V2/V3)
     caches one latent of r_kv values and one shared RoPE key of H_rope values per layer instead:
-    L (r_kv + H_rope) x bytes (DeepSeek-V3 in bf16: 61 x 576 x 2 B = 70.3 kB).
+    L (r_kv + H_rope) x bytes (DeepSeek-V3 in bf16: 61 x 576 x 2 B = 70.3 kB); DeepSeek-V3.2's indexer adds its fp8
+    key per layer (`mixers.SparseIndexer.key_bytes`, whatever `dtype`). L counts the attention layers only: a
+    hybrid's state layers keep a fixed-size state instead (`state_bytes_per_sequence`), and layers without a token
+    mixer keep nothing.
 
     Defined in chapter 2, *Sampling and the KV cache*.
     """
     m = get_model(model)
     if m.is_mla:
-        return m.n_layers * (m.kv_lora_rank + m.rope_head_dim) * bytes_per_element(dtype)
-    return m.n_layers * m.n_kv_heads * (m.head_dim + m.value_head_dim) * bytes_per_element(dtype)
+        per_layer = (m.kv_lora_rank + m.rope_head_dim) * bytes_per_element(dtype)
+        return m.attention_layers * (per_layer + (m.indexer.key_bytes if m.indexer is not None else 0))
+    return m.attention_layers * m.n_kv_heads * (m.head_dim + m.value_head_dim) * bytes_per_element(dtype)
+
+
+def local_tokens_kept(model, tokens: float) -> float:
+    """Tokens a local layer keeps of a `tokens`-token sequence: min(S, w) under a sliding window w; under chunked
+    attention (Llama 4) the tokens of the current chunk, S - c floor((S - 1) / c) for S >= 1 (c = the chunk);
+    S on a layer without a window."""
+    m = get_model(model)
+    positive("tokens", tokens, allow_zero=True)
+    w = m.sliding_window
+    if w is None:
+        return tokens
+    if m.chunked_attention:
+        return tokens - w * math.floor((tokens - 1) / w) if tokens >= 1 else tokens
+    return min(tokens, w)
 
 
 def kv_cache_bytes(model, tokens: int, batch: int = 1, dtype: str = "bf16") -> float:
     """KV cache of `batch` sequences of `tokens` tokens: B x S x 2 L K H x bytes.
 
-    With a sliding window w, each sequence keeps at most w tokens on every local layer (all layers, or all but every
-    global_every-th one when the model mixes local and global layers).
+    With a sliding window w, each sequence keeps at most w tokens on every local layer (all attention layers, or
+    all but the global ones when the model mixes local and global layers); chunked attention keeps the current
+    chunk (`local_tokens_kept`). Only attention layers cache keys and values: a hybrid's fixed-size state is
+    `state_bytes_per_sequence`, apart.
 
     Defined in chapter 2, *Sampling and the KV cache*.
     """
     m = get_model(model)
     positive("tokens", tokens, allow_zero=True)
     non_negative_int("batch", batch)
-    n_global = m.n_global_layers
-    local_tokens = tokens if m.sliding_window is None else min(tokens, m.sliding_window)
-    kept = (n_global * tokens + (m.n_layers - n_global) * local_tokens) / m.n_layers
+    n_global, n_attention = m.n_global_layers, m.attention_layers
+    if n_attention == 0:
+        return 0.0
+    kept = (n_global * tokens + (n_attention - n_global) * local_tokens_kept(m, tokens)) / n_attention
     return batch * kept * kv_bytes_per_token(m, dtype)
 
 
+# The format a hybrid's recurrent state is kept in: the engines' default, the model's own bf16 (vLLM's
+# mamba_ssm_cache_dtype "auto"), whatever format the KV cache uses.
+STATE_DTYPE = "bf16"
+
+
+def state_bytes_per_sequence(model, dtype: str = STATE_DTYPE) -> float:
+    """Bytes of the fixed-size state one sequence keeps in a hybrid's state layers (linear attention, DeltaNet,
+    Mamba): n_state_layers x `mixers.StateMixer.state_elements` x bytes; 0 for a model without state layers. It does
+    not grow with the context: the lever that removes the cache's growth."""
+    m = get_model(model)
+    if m.state is None:
+        bytes_per_element(dtype)
+        return 0.0
+    return m.n_state_layers * m.state.state_elements * bytes_per_element(dtype)
+
+
+def kv_read_bytes(model, tokens: float, batch: int = 1, dtype: str = "bf16") -> float:
+    """KV bytes one decode step reads for `batch` sequences at `tokens` of context: the cache it holds
+    (`kv_cache_bytes`), except under DeepSeek's sparse attention, which reads every token's indexer key but only the
+    top-k tokens' latents: B L (S x key_bytes + min(S, k) x latent bytes)."""
+    m = get_model(model)
+    held = kv_cache_bytes(m, tokens, batch, dtype)
+    if m.indexer is None:
+        return held
+    latent = (m.kv_lora_rank + m.rope_head_dim) * bytes_per_element(dtype)
+    return batch * m.attention_layers * (tokens * m.indexer.key_bytes + min(tokens, m.indexer.topk) * latent)
+
+
+def sequence_cache_bytes(model, tokens: float, batch: int = 1, kv_dtype: str = "bf16") -> float:
+    """What `batch` sequences of `tokens` tokens hold besides the weights: their KV caches (`kv_cache_bytes`) and,
+    for a hybrid, their fixed-size states (`state_bytes_per_sequence`, in the engines' bf16)."""
+    return kv_cache_bytes(model, tokens, batch, kv_dtype) + batch * state_bytes_per_sequence(model)
+
+
+def _group_bytes(dtype, group: str) -> float:
+    """Bytes per weight of `group` under `dtype`: a plain dtype stores every group alike; a `MixedWeights` says."""
+    return dtype.group_bytes(group) if isinstance(dtype, MixedWeights) else bytes_per_element(dtype)
+
+
+def weight_groups(model) -> dict:
+    """Parameters by the groups a checkpoint's formats name (`dtypes.WEIGHT_GROUPS`): attention (MLA and the
+    indexer included), state (a hybrid's recurrent mixers), experts (the routed experts), feed_forward (dense FFNs
+    and shared experts), router, embeddings (the input table) and head (the output projection; 0 when tied, the
+    table serving both). They add up to `param_count`."""
+    m = get_model(model)
+    blocks = param_breakdown(m)
+    experts = m.n_moe_layers * m.ffn_matrices * m.d_model * m.d_ff * m.n_experts
+    table = m.vocab_size * m.d_model
+    return {"attention": blocks.attention, "state": blocks.state, "experts": experts,
+            "feed_forward": blocks.feed_forward - experts, "router": blocks.router, "embeddings": table,
+            "head": blocks.embeddings - table}
+
+
+def weight_bytes_by_group(model, dtype: str = "bf16") -> dict:
+    """Bytes of each weight group (`weight_groups`) in `dtype`: one format for all, or a `dtypes.MixedWeights`
+    checkpoint's format per group (gpt-oss: experts in MXFP4, the rest in bf16)."""
+    return {group: count * _group_bytes(dtype, group) for group, count in weight_groups(model).items()}
+
+
 def param_bytes(model, dtype: str = "bf16") -> float:
-    """Bytes of all weights: param_count x bytes_per_element."""
+    """Bytes of all weights: param_count x bytes_per_element, or for a mixed-precision checkpoint
+    (`dtypes.MixedWeights`) the sum over its groups (`weight_bytes_by_group`)."""
+    if isinstance(dtype, MixedWeights):
+        return sum(weight_bytes_by_group(model, dtype).values())
     return param_count(get_model(model)) * bytes_per_element(dtype)
+
+
+def weights_read_bytes(model, dtype: str = "bf16", experts_per_layer: float | None = None) -> float:
+    """Bytes of the weights a step multiplies by: every group but the input embedding table (a lookup; when
+    embeddings are tied the table is read as the output projection), with `experts_per_layer` routed experts on
+    each MoE layer (default k, one token's) instead of all E. Each group at its own format (`weight_bytes_by_group`)."""
+    m = get_model(model)
+    groups = weight_groups(m)
+    experts = m.n_active_experts if experts_per_layer is None else positive("experts_per_layer", experts_per_layer)
+    read = dict(groups, experts=groups["experts"] / m.n_experts * experts if m.n_experts > 1 else 0,
+                embeddings=0, head=groups["head"] or groups["embeddings"])
+    return sum(count * _group_bytes(dtype, group) for group, count in read.items())
 
 
 KV_PLACEMENTS = ("batch-split", "replicated")
@@ -100,8 +195,8 @@ class MemoryFootprint:
 
 def memory_footprint(model, chip, n_chips: int, batch: int, context_len: int, weight_dtype: str = "bf16",
                      kv_dtype: str = "bf16", kv_placement: str = "batch-split") -> MemoryFootprint:
-    """Weights + B sequences' KV caches (times `kv_replication`), against n_chips x HBM capacity (activations
-    ignored).
+    """Weights + B sequences' KV caches (times `kv_replication`) and hybrid states, against n_chips x HBM capacity
+    (activations ignored).
 
     Defined in chapter 4, *The KV cache dominates memory*.
     """
@@ -111,7 +206,8 @@ def memory_footprint(model, chip, n_chips: int, batch: int, context_len: int, we
     positive("context_len", context_len, allow_zero=True)
     copies = kv_replication(model, n_chips, kv_placement)
     return MemoryFootprint(weight_bytes=param_bytes(model, weight_dtype),
-                           kv_bytes=copies * kv_cache_bytes(model, context_len, batch, kv_dtype),
+                           kv_bytes=copies * kv_cache_bytes(model, context_len, batch, kv_dtype)
+                           + batch * state_bytes_per_sequence(model),
                            capacity_bytes=n_chips * chip.hbm_capacity)
 
 
@@ -187,5 +283,6 @@ def max_batch_size(model, chip, n_chips: int, context_len: int, weight_dtype: st
     free = n_chips * chip.hbm_capacity - param_bytes(model, weight_dtype)
     if free <= 0:
         return 0
-    per_sequence = kv_cache_bytes(model, context_len, 1, kv_dtype) * kv_replication(model, n_chips, kv_placement)
+    per_sequence = (kv_cache_bytes(model, context_len, 1, kv_dtype) * kv_replication(model, n_chips, kv_placement)
+                    + state_bytes_per_sequence(model))
     return int(math.floor(free / per_sequence))

@@ -7,13 +7,12 @@ Sources: LLaMA-2 (Touvron et al. 2023) and LLaMA-3 (Meta 2024) model cards, as q
 PaLM (Chowdhery et al. 2022) as used by Pope et al. 2022.
 """
 
-import json
-import math
 import re
 from dataclasses import dataclass, fields, replace
-from pathlib import Path, PurePath
 
-from ._validate import MAX_INT, flag, non_negative_int, positive_int
+from ._validate import flag, non_negative_int, positive_int
+from .hf_config import read_config
+from .mixers import SparseIndexer, StateMixer, mamba
 
 _ALWAYS_SHOWN = ("n_layers", "d_model", "d_ff", "n_heads", "n_kv_heads", "head_dim", "vocab_size", "n_experts",
                  "n_active_experts", "tied_embeddings", "sliding_window", "name", "source")
@@ -32,6 +31,20 @@ class Transformer:
     kv_lora_rank set makes attention multi-head latent attention (MLA, DeepSeek-V2/V3): each token caches one
     latent of kv_lora_rank values plus one RoPE key of rope_head_dim values, shared by all heads; head_dim is the
     q/k width per head (its RoPE part included) and v_head_dim the value width.
+
+    Real checkpoints are less uniform, and what their cost depends on is how many layers of each kind there are,
+    never where they sit, so the rest of the structure is counts (chapter 6, *A fixed-size state*):
+    - n_attention_layers of the n_layers have softmax attention and a KV cache (None: all of them); of the others,
+      n_state_layers carry the recurrent mixer `state` (`mixers.StateMixer`: linear attention, DeltaNet, Mamba),
+      a fixed-size state per sequence, and the rest have no token mixer (Nemotron-NAS's skipped attention);
+    - global_layers: how many attention layers escape the sliding window when the local ones are not every
+      global_every-th (Qwen's max_window_layers, Cohere's pattern read from layer_types); chunked_attention makes the
+      local layers attend within fixed chunks of sliding_window tokens (Llama 4) instead of a sliding window;
+    - n_ffn_layers of the layers have a feed-forward block (None: all; Nemotron-H's blocks hold either a mixer or
+      an FFN); ffn_widths gives a dense model's per-layer widths when they differ (Nemotron-NAS); gated_ffn False is
+      an FFN of two matrices (up, down: squared ReLU) instead of three;
+    - n_mtp_layers: multi-token-prediction modules (DeepSeek-V3, GLM-4.5), counted apart (`mtp_param_count`), not
+      in the model's parameters or its step; indexer: DeepSeek-V3.2's sparse-attention indexer (`mixers`).
     """
 
     n_layers: int
@@ -56,6 +69,16 @@ class Transformer:
     q_lora_rank: int | None = None  # MLA: queries pass a low-rank bottleneck of this width (None: full-rank W_Q)
     rope_head_dim: int = 0  # MLA: the RoPE part of each q/k head, whose key is cached once for all heads
     v_head_dim: int | None = None  # width of a value head when it differs from head_dim (the q/k width)
+    n_attention_layers: int | None = None  # layers with softmax attention and a KV cache (None: every layer)
+    n_state_layers: int = 0  # layers whose token mixer is `state` (a fixed-size state per sequence)
+    state: StateMixer | None = None
+    global_layers: int | None = None  # with sliding_window: attention layers attending globally, when not periodic
+    chunked_attention: bool = False  # local layers attend within chunks of sliding_window tokens (Llama 4)
+    n_ffn_layers: int | None = None  # layers with a feed-forward block (None: every layer)
+    ffn_widths: tuple | None = None  # a dense model's FFN width per FFN layer, when they differ (Nemotron-NAS)
+    gated_ffn: bool = True  # False: an FFN of two matrices (up, down), not three
+    n_mtp_layers: int = 0  # multi-token-prediction modules, counted apart (`mtp_param_count`)
+    indexer: SparseIndexer | None = None  # DeepSeek-V3.2's sparse-attention indexer
 
     def __post_init__(self):
         for field_name in ("n_layers", "d_model", "d_ff", "n_heads", "n_kv_heads", "head_dim", "vocab_size",
@@ -100,6 +123,60 @@ class Transformer:
         if self.rope_head_dim >= self.head_dim:
             raise ValueError(f"rope_head_dim={self.rope_head_dim} must be smaller than head_dim={self.head_dim}, "
                              "which counts it")
+        self._check_layer_kinds()
+
+    def _check_layer_kinds(self):
+        """The counts of a hybrid or heterogeneous model (class docstring) fit in its n_layers."""
+        for field_name in ("n_attention_layers", "n_ffn_layers", "global_layers"):
+            value = getattr(self, field_name)
+            if value is not None:
+                object.__setattr__(self, field_name, non_negative_int(field_name, value))
+        object.__setattr__(self, "n_state_layers", non_negative_int("n_state_layers", self.n_state_layers))
+        object.__setattr__(self, "n_mtp_layers", non_negative_int("n_mtp_layers", self.n_mtp_layers))
+        for field_name in ("chunked_attention", "gated_ffn"):
+            object.__setattr__(self, field_name, flag(field_name, getattr(self, field_name)))
+        attention, ffn = self.attention_layers, self.ffn_layers
+        if attention > self.n_layers or attention + self.n_state_layers > self.n_layers:
+            raise ValueError(f"n_attention_layers={attention} and n_state_layers={self.n_state_layers} exceed "
+                             f"n_layers={self.n_layers}: each layer has one token mixer (attention, a state, or none)")
+        if attention + self.n_state_layers == 0:
+            raise ValueError("a model with no attention layer and no state layer mixes no tokens: set "
+                             "n_attention_layers > 0 or n_state_layers > 0")
+        if (self.state is None) != (self.n_state_layers == 0):
+            raise ValueError(f"n_state_layers={self.n_state_layers} with state={self.state!r}: give both (the count "
+                             "and a mixers.StateMixer) or neither")
+        if self.state is not None and not isinstance(self.state, StateMixer):
+            raise ValueError(f"state must be a mixers.StateMixer (mixers.mamba2(...), ...), got {self.state!r}")
+        if ffn > self.n_layers:
+            raise ValueError(f"n_ffn_layers={ffn} exceeds n_layers={self.n_layers}")
+        if self.n_dense_layers > ffn:
+            raise ValueError(f"n_dense_layers={self.n_dense_layers} exceeds the {ffn} layers with a feed-forward block")
+        if self.global_layers is not None:
+            if self.sliding_window is None:
+                raise ValueError("global_layers needs a sliding_window: it counts the layers that escape the window")
+            if self.global_layers > attention:
+                raise ValueError(f"global_layers={self.global_layers} exceeds the {attention} attention layers")
+        if self.chunked_attention and self.sliding_window is None:
+            raise ValueError("chunked_attention needs sliding_window, the chunk's length in tokens")
+        if self.ffn_widths is not None:
+            self._check_ffn_widths(ffn)
+        if self.indexer is not None and (not self.is_mla or not isinstance(self.indexer, SparseIndexer)):
+            raise ValueError(f"indexer={self.indexer!r}: DeepSeek's sparse-attention indexer is a mixers.SparseIndexer "
+                             "on a model with latent attention (kv_lora_rank set)")
+
+    def _check_ffn_widths(self, ffn: int):
+        widths = self.ffn_widths
+        if not isinstance(widths, (tuple, list)) or len(widths) != ffn:
+            raise ValueError(f"ffn_widths must be a tuple of one width per feed-forward layer ({ffn}), got "
+                             f"{widths!r}")
+        widths = tuple(positive_int("ffn_widths[i]", w) for w in widths)
+        if self.n_experts > 1 or self.n_dense_layers:
+            raise ValueError("ffn_widths describes a dense model's layers; a mixture of experts uses d_ff (expert "
+                             "width) and d_ff_dense (its dense layers)")
+        if max(widths) != self.d_ff:
+            raise ValueError(f"d_ff={self.d_ff} must be the largest of ffn_widths ({max(widths)}), the width one "
+                             "FFN matrix has at most")
+        object.__setattr__(self, "ffn_widths", widths)
 
     def __repr__(self) -> str:
         """The fields every model has, then only the structure fields that differ from a uniform decoder's."""
@@ -126,16 +203,34 @@ class Transformer:
         return self.head_dim if self.v_head_dim is None else self.v_head_dim
 
     @property
+    def attention_layers(self) -> int:
+        """Layers with softmax attention and a KV cache: n_attention_layers, or every layer."""
+        return self.n_layers if self.n_attention_layers is None else self.n_attention_layers
+
+    @property
+    def ffn_layers(self) -> int:
+        """Layers with a feed-forward block: n_ffn_layers, or every layer."""
+        return self.n_layers if self.n_ffn_layers is None else self.n_ffn_layers
+
+    @property
     def n_global_layers(self) -> int:
-        """Layers attending to the whole context: all of them without a window; every global_every-th with one."""
+        """Attention layers attending to the whole context: all of them without a window; with one, global_layers
+        or every global_every-th layer (none when neither is set)."""
         if self.sliding_window is None:
-            return self.n_layers
-        return 0 if self.global_every is None else self.n_layers // self.global_every
+            return self.attention_layers
+        if self.global_layers is not None:
+            return self.global_layers
+        return 0 if self.global_every is None else self.attention_layers // self.global_every
 
     @property
     def n_moe_layers(self) -> int:
         """Layers whose FFN is a mixture of experts (0 for a dense model)."""
-        return 0 if self.n_experts == 1 else self.n_layers - self.n_dense_layers
+        return 0 if self.n_experts == 1 else self.ffn_layers - self.n_dense_layers
+
+    @property
+    def ffn_matrices(self) -> int:
+        """Matrices of D x F in one FFN (or expert): 3 gated (in, gate, out), 2 otherwise."""
+        return 3 if self.gated_ffn else 2
 
     def with_(self, **changes) -> "Transformer":
         """A copy with some fields changed (validated again), e.g. `model.with_(n_kv_heads=8)`."""
@@ -144,29 +239,35 @@ class Transformer:
 
 @dataclass(frozen=True)
 class ParamCount:
-    """Parameters by block. `embeddings` counts the input table, plus the output projection unless tied."""
+    """Parameters by block. `embeddings` counts the input table, plus the output projection unless tied; `state`
+    the recurrent mixers of a hybrid's state layers."""
 
     attention: int
     feed_forward: int
     router: int
     embeddings: int
+    state: int = 0
 
     @property
     def total(self) -> int:
-        return self.attention + self.feed_forward + self.router + self.embeddings
+        return self.attention + self.feed_forward + self.router + self.embeddings + self.state
 
 
 def param_breakdown(model: Transformer, active_only: bool = False) -> ParamCount:
     """Count parameters by block.
 
-    attention per layer: D*H*(2N + 2K) for standard attention (W_Q: D x NH, W_K and W_V: D x KH each, W_O: NH x D;
-        with a value width H_v != H it is D N H + D K H + D K H_v + N H_v D); for MLA, W_Q (D N H, or D r_q + r_q N H
-        through the q bottleneck) + W_DKV (D (r_kv + H_rope)) + W_UKV (r_kv N (H - H_rope + H_v)) + W_O (N H_v D)
-    feed-forward: 3*D*F per expert (gated: W_in, W_gate, W_out), times E (or k when active_only) plus the shared
-        experts, on each MoE layer; 3*D*F_dense on each of the n_dense_layers leading dense layers
+    attention per attention layer: D*H*(2N + 2K) for standard attention (W_Q: D x NH, W_K and W_V: D x KH each,
+        W_O: NH x D; with a value width H_v != H it is D N H + D K H + D K H_v + N H_v D); for MLA, W_Q (D N H, or
+        D r_q + r_q N H through the q bottleneck) + W_DKV (D (r_kv + H_rope)) + W_UKV (r_kv N (H - H_rope + H_v)) +
+        W_O (N H_v D), plus DeepSeek-V3.2's indexer (`mixers.SparseIndexer.params`); times the attention layers
+    state: the recurrent mixer's weights (`mixers`) times the state layers
+    feed-forward: m*D*F per expert (m = 3 gated: W_in, W_gate, W_out; 2 otherwise), times E (or k when active_only)
+        plus the shared experts, on each MoE layer; m*D*F_dense on each dense layer of a mixture of experts; for a
+        dense model m*D*F on each FFN layer (m*D*sum(ffn_widths) when the widths differ)
     router per MoE layer: D*E when E > 1
     embeddings: V*D for the input table, plus V*D for the output projection when untied.
-    Norm gains and biases (O(L*D), under 0.01% of any model here) are not counted.
+    Norm gains and biases (O(L*D), under 0.01% of any model here) are not counted; multi-token-prediction modules
+    neither (`mtp_param_count`).
 
     Defined in chapter 4, *The KV cache dominates memory*.
     """
@@ -176,17 +277,37 @@ def param_breakdown(model: Transformer, active_only: bool = False) -> ParamCount
     if m.is_mla:
         w_q = d * n * h if m.q_lora_rank is None else d * m.q_lora_rank + m.q_lora_rank * n * h
         attention = w_q + d * (m.kv_lora_rank + m.rope_head_dim) + m.kv_lora_rank * n * (h - m.rope_head_dim + hv)
-        attention += n * hv * d
+        attention += n * hv * d + (0 if m.indexer is None else m.indexer.params(d, m.q_lora_rank))
     else:
         attention = d * n * h + d * m.n_kv_heads * (h + hv) + n * hv * d
-    experts = (m.n_active_experts if active_only else m.n_experts) + m.n_shared_experts
-    ffn_layers = m.n_layers - m.n_dense_layers
-    feed_forward = ffn_layers * 3 * d * m.d_ff * experts
-    if m.n_dense_layers:
-        feed_forward += m.n_dense_layers * 3 * d * m.d_ff_dense
+    per_width = m.ffn_matrices * d  # weights per unit of FFN width: 3 D gated, 2 D otherwise
+    if m.ffn_widths is not None:  # a dense model whose FFN widths differ by layer
+        feed_forward = per_width * sum(m.ffn_widths)
+    else:
+        experts = (m.n_active_experts if active_only else m.n_experts) + m.n_shared_experts
+        feed_forward = (m.ffn_layers - m.n_dense_layers) * per_width * m.d_ff * experts
+        feed_forward += m.n_dense_layers * per_width * m.d_ff_dense if m.n_dense_layers else 0
     router = m.n_moe_layers * d * m.n_experts
     embeddings = m.vocab_size * d * (1 if m.tied_embeddings else 2)
-    return ParamCount(m.n_layers * attention, feed_forward, router, embeddings)
+    state = m.n_state_layers * (m.state.params if m.state is not None else 0)
+    return ParamCount(m.attention_layers * attention, feed_forward, router, embeddings, state)
+
+
+def mtp_param_count(model: Transformer) -> int:
+    """Weights of the multi-token-prediction modules (DeepSeek-V3's MTP, GLM-4.5's next-n layers), not counted in
+    `param_count`: each is one more decoder layer (attention and a mixture-of-experts FFN with every expert, or the
+    dense FFN of a dense model: `param_breakdown` of that one layer) plus the projection of [hidden; embedding] to
+    D (2 D x D); the embedding table and the output projection are the main model's, shared. DeepSeek-V3: 11.6B,
+    which with its own copies of the shared embedding and head in the checkpoint is the card's "14B of MTP module
+    weights"."""
+    m = get_model(model)
+    if not m.n_mtp_layers:
+        return 0
+    layer = param_breakdown(m.with_(n_layers=1, n_attention_layers=None, n_state_layers=0, state=None,
+                                    n_ffn_layers=None, n_dense_layers=0, ffn_widths=None, global_layers=None,
+                                    global_every=None, sliding_window=None, chunked_attention=False,
+                                    d_ff=max(m.ffn_widths) if m.ffn_widths else m.d_ff))
+    return m.n_mtp_layers * (layer.attention + layer.feed_forward + layer.router + 2 * m.d_model * m.d_model)
 
 
 def param_count(model: Transformer) -> int:
@@ -302,9 +423,9 @@ MODELS["qwen3-235b-a22b"] = Transformer(n_layers=94, d_model=4096, d_ff=1536, n_
 MODELS["deepseek-v3"] = Transformer(n_layers=61, d_model=7168, d_ff=2048, n_heads=128, n_kv_heads=128, head_dim=192,
                                     vocab_size=129280, n_experts=256, n_active_experts=8, n_shared_experts=1,
                                     n_dense_layers=3, d_ff_dense=18432, kv_lora_rank=512, q_lora_rank=1536,
-                                    rope_head_dim=64, v_head_dim=128, name="deepseek-v3",
-                                    source=_HF.format("deepseek-ai/DeepSeek-V3", "671B total, 37B active; the "
-                                                      "multi-token-prediction module is not counted"))
+                                    rope_head_dim=64, v_head_dim=128, n_mtp_layers=1, name="deepseek-v3",
+                                    source=_HF.format("deepseek-ai/DeepSeek-V3", "671B total, 37B active; its "
+                                                      "multi-token-prediction module counted apart"))
 
 # The calibration rows of chapter 11 also measured these (book/data/hf_configs/ holds their configs;
 # tests/math/test_calibration.py checks `from_hf_config` of each file gives the same shapes).
@@ -319,404 +440,71 @@ MODELS["mixtral-8x22b"] = Transformer(n_layers=56, d_model=6144, d_ff=16384, n_h
                                       source=_HF.format("mistralai/Mixtral-8x22B-v0.1", "141B total, 39B active"))
 ALIASES.update({"mixtral8x22b": "mixtral-8x22b", "mixtral8x22bv0.1": "mixtral-8x22b"})
 
+# A hybrid for chapter 6's state lever: Jamba-v0.1 keeps softmax attention in 4 of its 32 layers (every 8th, from the
+# 5th) and a Mamba state in the other 28 (D_in = 2 D, N_s = 16, a 4-wide convolution, step rank D / 16); a 16-expert
+# top-2 FFN on every other layer, dense FFNs of the same width between (book/data/hf_configs/jamba-v0.1.json).
+MODELS["jamba-v0.1"] = Transformer(n_layers=32, d_model=4096, d_ff=14336, n_heads=32, n_kv_heads=8, head_dim=128,
+                                   vocab_size=65536, n_experts=16, n_active_experts=2, n_dense_layers=16,
+                                   d_ff_dense=14336, n_attention_layers=4, n_state_layers=28,
+                                   state=mamba(4096, 8192, 16, 4, 256), name="jamba-v0.1",
+                                   source=_HF.format("ai21labs/Jamba-v0.1", "52B total, 12B active"))
+
 # ----------------------------------------------------------------------------------------------- your own model
-_HF_TYPES = ("llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3_text",
-             "deepseek_v3", "deepseek_v2", "phi3", "phimoe", "olmo2", "qwen2_moe", "gemma3", "llama4", "llama4_text",
-             "gpt_oss")
-# Multimodal configs whose language model is a nested text_config of another type (read with that type's defaults).
-_NESTED = {"gemma3": "gemma3_text", "llama4": "llama4_text"}
-# Hugging Face's defaults (transformers' Gemma3TextConfig) for the fields a Gemma 3 text_config may leave out: the
-# released configs omit vocab_size, sliding_window_pattern and, for the 4B, the head counts.
-_GEMMA3_TEXT_DEFAULTS = dict(vocab_size=262_208, hidden_size=2304, intermediate_size=9216, num_hidden_layers=26,
-                             num_attention_heads=8, num_key_value_heads=4, head_dim=256, sliding_window=4096,
-                             sliding_window_pattern=6, max_position_embeddings=131_072, tie_word_embeddings=True)
-_MLA_TYPES = ("deepseek_v2", "deepseek_v3")  # multi-head latent attention, shared experts, leading dense layers
-_WINDOWED_TYPES = ("mistral", "phi3", "phimoe")  # a sliding_window on every layer when set
-_REQUIRED = object()  # the default of a field that must be present
-_MAX_CONFIG_BYTES = 10**7  # the largest config.json read: real ones are a few kB; a larger file is something else
-# config.json's name for each Transformer field, so an error raised by the model's own checks names the file's field.
-_HF_NAMES = dict(n_layers="num_hidden_layers", d_model="hidden_size", d_ff="intermediate_size",
-                 n_heads="num_attention_heads", n_kv_heads="num_key_value_heads", head_dim="head_dim",
-                 vocab_size="vocab_size", n_experts="num_experts", n_active_experts="num_experts_per_tok",
-                 sliding_window="sliding_window", global_every="sliding_window_pattern",
-                 n_shared_experts="n_shared_experts", n_dense_layers="first_k_dense_replace",
-                 kv_lora_rank="kv_lora_rank", q_lora_rank="q_lora_rank", rope_head_dim="qk_rope_head_dim",
-                 v_head_dim="v_head_dim")
-
-
-def _value_text(value) -> str:
-    """A JSON value as a message quotes it: repr of a scalar, a list or an object by its size (the repr of a list
-    nested thousands deep raises RecursionError)."""
-    return _json_text(value) if isinstance(value, (list, tuple, dict)) else repr(value)
-
-
-def _json_text(value) -> str:
-    """How a JSON value reads in a message: the string '4096', the boolean true, null, a list, an object, 2.5."""
-    if isinstance(value, str):
-        return f"the string {value!r}"
-    if isinstance(value, bool):
-        return f"the boolean {str(value).lower()}"
-    if value is None:
-        return "null"
-    if isinstance(value, (list, tuple)):
-        return f"a list ({len(value)} items)"
-    if isinstance(value, dict):
-        return f"an object ({len(value)} fields)"
-    return repr(value)
-
-
-class _Fields:
-    """A parsed config.json and where it came from (`where`, for messages); each reader checks one field's JSON type
-    and range and names the field and the file when it refuses it."""
-
-    def __init__(self, config: dict, where: str):
-        self.config, self.where = config, where
-
-    def error(self, name: str, problem: str) -> ValueError:
-        return ValueError(f"field {name!r} of {self.where} {problem}")
-
-    def missing(self, name: str) -> ValueError:
-        return ValueError(f"{self.where} has no usable {name!r} (model_type {self.config.get('model_type')!r}); "
-                          "add it, or build the model with scaling_lib.models.Transformer(...)")
-
-    def count(self, name: str, default=_REQUIRED, minimum: int = 1):
-        """An integer field >= minimum (a JSON number with no fraction; true/false and strings refused).
-        Absent or null: `default` (None when the field is optional), or an error when it is required."""
-        value = self.config.get(name)
-        if value is None:
-            if default is _REQUIRED:
-                raise self.missing(name)
-            return default
-        if isinstance(value, str):
-            hint = f"; write {value.strip()} without quotes" if value.strip().lstrip("-").isdigit() else ""
-            raise self.error(name, f"must be an integer, got {_json_text(value)}{hint}")
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise self.error(name, f"must be an integer, got {_json_text(value)}")
-        if isinstance(value, float) and not (math.isfinite(value) and value == int(value)):
-            raise self.error(name, f"must be an integer, got {value!r}")
-        if value > MAX_INT:
-            raise self.error(name, f"must be an integer up to 2**53 (no real size is larger), got {value!r}")
-        if value < minimum:
-            bound = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
-            raise self.error(name, f"must be {bound}, got {value!r}")
-        return int(value)
-
-    def flag(self, name: str, default: bool) -> bool:
-        """A boolean field: JSON true or false (absent: `default`). The strings "true"/"false", 0, 1 and null are
-        refused rather than guessed: bool("false") is True."""
-        if name not in self.config:
-            return default
-        value = self.config[name]
-        if not isinstance(value, bool):
-            raise self.error(name, f"must be a JSON boolean, true or false without quotes, got {_json_text(value)}")
-        return value
-
-    def layer_types(self, n_layers: int):
-        """The per-layer attention kinds (a list of strings, one per layer), or None when absent."""
-        types = self.config.get("layer_types")
-        if types is None:
-            return None
-        if not isinstance(types, list) or not all(isinstance(kind, str) for kind in types):
-            raise self.error("layer_types", f"must be a list of strings such as \"full_attention\", got "
-                                            f"{_json_text(types)}")
-        if len(types) != n_layers:
-            raise self.error("layer_types", f"lists {len(types)} layers but 'num_hidden_layers' is {n_layers}; "
-                                            "give one entry per layer")
-        return types
-
-
-def _load_config(path_or_dict) -> tuple:
-    """(the config as a dict, its origin for the model's source and name, where it came from for messages)."""
-    if isinstance(path_or_dict, dict):
-        return dict(path_or_dict), "config", "the config dict"
-    if not isinstance(path_or_dict, (str, PurePath)):
-        raise ValueError(f"path_or_dict must be the path of a Hugging Face config.json or its parsed dict, got "
-                         f"{path_or_dict!r}")
-    if not str(path_or_dict).strip():
-        raise ValueError("the config path is empty; pass the path of a Hugging Face config.json or its dict")
-    path = Path(path_or_dict)
-    try:
-        is_dir, is_file = path.is_dir(), path.is_file()
-        size = path.stat().st_size if is_file else 0
-    except OSError as err:  # a name too long for the file system, a loop of links, ...
-        raise ValueError(f"cannot open the config file {str(path)[:200]}: {err.strerror or err}") from None
-    if is_dir:
-        try:
-            path, is_file = _config_in_folder(path)
-            size = path.stat().st_size
-        except OSError as err:
-            raise ValueError(f"cannot read the model folder {str(path)[:200]}: {err.strerror or err}") from None
-    if not is_file:
-        raise ValueError(f"no config file at {path}; pass the path of a Hugging Face config.json or its dict")
-    if size > _MAX_CONFIG_BYTES:
-        raise ValueError(f"{path} holds {size:,} bytes; a config.json is a few kB (is this the weights file?)")
-    try:
-        text = path.read_bytes().decode("utf-8-sig")
-    except OSError as err:
-        raise ValueError(f"cannot read the config file {path}: {err.strerror or err}") from None
-    except UnicodeDecodeError as err:
-        raise ValueError(f"{path} is not UTF-8 text (byte {err.start} is {err.object[err.start]:#04x}); a "
-                         "config.json is JSON saved as UTF-8") from None
-    try:
-        config = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{path} is not valid JSON: {err.msg} at line {err.lineno}, column {err.colno}") from None
-    except RecursionError:
-        raise ValueError(f"{path} nests lists or objects too deeply to read; a config.json is one flat object") \
-            from None
-    except ValueError:  # Python refuses to read an integer of more than 4,300 digits
-        raise ValueError(f"{path} holds a number of thousands of digits; no field of a config.json is that large") \
-            from None
-    if not isinstance(config, dict):
-        raise ValueError(f"{path} holds {_json_text(config)} at its top level; a config.json is one JSON object "
-                         "{...} of fields such as \"model_type\" and \"hidden_size\"")
-    return config, _origin(path), str(path)
-
-
-def _config_in_folder(folder: Path) -> tuple:
-    """The config.json of a model folder, or of a Hugging Face cache entry (models--org--name, whose snapshots/
-    hold one folder per revision: the one refs/main names, else the only one); a ValueError otherwise."""
-    if (folder / "config.json").is_file():
-        return folder / "config.json", True
-    snapshots = folder / "snapshots"
-    if snapshots.is_dir():
-        ref = folder / "refs" / "main"
-        revision = ref.read_text().strip() if ref.is_file() else None
-        found = sorted(p for p in snapshots.iterdir() if (p / "config.json").is_file())
-        chosen = [p for p in found if p.name == revision] or (found if len(found) == 1 else [])
-        if chosen:
-            return chosen[0] / "config.json", True
-        if found:
-            raise ValueError(f"{folder} holds {len(found)} snapshots with a config.json and no refs/main naming one; "
-                             f"pass one of them, e.g. {found[0] / 'config.json'}")
-    raise ValueError(f"{folder} is a directory with no config.json in it (nor a Hugging Face cache snapshot); pass "
-                     "the model's folder or the path of its config.json")
-
-
-def _origin(path: Path) -> str:
-    """The model's name when the config does not give one: org/name of a Hugging Face cache entry
-    (.../models--org--name/snapshots/<hash>/config.json), else the folder holding the file."""
-    for part in reversed(path.parts):
-        if part.startswith("models--"):
-            return part[len("models--"):].replace("--", "/")
-    return path.parent.name or path.stem
-
-
-def _layer_pattern(fields: _Fields, n_layers: int) -> int | None:
-    """Every how many layers a global (full-attention) layer comes, for Gemma's local/global mix."""
-    types = fields.layer_types(n_layers)
-    if types:
-        globals_at = [i for i, kind in enumerate(types) if kind == "full_attention"]
-        period = globals_at[0] + 1 if globals_at else None
-        if not globals_at or globals_at != list(range(period - 1, len(types), period)):
-            raise ValueError(f"layer_types {types[:8]}... is not a periodic local/global pattern with the global "
-                             f"layer last in each period; this book's models cannot represent it ({fields.where})")
-        return period
-    if fields.config["model_type"] in ("gemma2", "gpt_oss"):
-        return 2  # Gemma 2 and gpt-oss alternate sliding-window and global layers
-    return fields.count("sliding_window_pattern")
-
-
-def _language_model(config: dict, where: str) -> tuple:
-    """(the config of the language model, where it is): a multimodal config's text_config (Gemma 3, Llama 4) with
-    the outer name, quantization and embedding tying where it has none; a Gemma 3 text config with Hugging Face's
-    defaults for the fields it leaves out."""
-    kind = config.get("model_type")
-    if isinstance(kind, str) and kind in _NESTED:
-        text = config.get("text_config")
-        if not isinstance(text, dict):
-            raise ValueError(f"field 'text_config' of {where} must be an object holding the language model's fields "
-                             f"(model_type {kind!r}), got {_json_text(text)}")
-        outer = {key: config[key] for key in ("_name_or_path", "quantization_config", "tie_word_embeddings")
-                 if key in config}
-        config, where = {**outer, **text, "model_type": _NESTED[kind]}, f"{where} (its text_config)"
-    if config.get("model_type") == "gemma3_text":
-        config = {**_GEMMA3_TEXT_DEFAULTS, **config}
-    return config, where
-
-
-def _llama4(f: _Fields, n_layers: int) -> dict:
-    """Llama 4's feed-forward and attention: MoE layers (every interleave_moe_layer_step-th, or those moe_layers
-    lists) with one shared expert of the routed width beside the routed ones, dense layers of intermediate_size_mlp
-    between them (counted as n_dense_layers: their number, not their places, sets the weights and the FLOPs), and
-    chunked attention (attention_chunk_size) on every layer but each no_rope_layer_interval-th, whose NoPE layers
-    attend globally: a chunk keeps at most that many tokens, as a window does."""
-    step = f.count("interleave_moe_layer_step", 1)
-    moe_layers = f.config.get("moe_layers")
-    if moe_layers is None:
-        n_moe = len(range(step - 1, n_layers, step))
-    elif isinstance(moe_layers, list) and all(type(i) is int and 0 <= i < n_layers for i in moe_layers):
-        n_moe = len(set(moe_layers))
-    else:
-        raise f.error("moe_layers", f"must be a list of layer indices below {n_layers}, got {_json_text(moe_layers)}")
-    extra = dict(n_shared_experts=1, n_dense_layers=n_layers - n_moe)
-    if n_moe < n_layers:
-        extra["d_ff_dense"] = f.count("intermediate_size_mlp")
-    chunk = f.count("attention_chunk_size", None)
-    if chunk is not None:
-        period = f.count("no_rope_layer_interval", 4)
-        no_rope = f.config.get("no_rope_layers")
-        expected = [0 if (i + 1) % period == 0 else 1 for i in range(n_layers)]
-        if no_rope not in (None, [], expected):
-            raise f.error("no_rope_layers", f"is not the pattern of every {period}th layer global (NoPE) that this "
-                                            "book can represent")
-        extra.update(sliding_window=chunk, global_every=period)
-    return extra
-
-
-def from_hf_config(path_or_dict) -> Transformer:
-    """A `Transformer` from a Hugging Face `config.json` (a path, the model's folder, a Hugging Face cache entry
-    models--org--name or one of its snapshots, or the parsed dict), named from `_name_or_path` (else the cache
-    entry's org/name, else the folder).
-
-    Understood model types: LLaMA, Mistral, Mixtral, Qwen2, Qwen3 (dense and MoE), Qwen2-MoE (its shared expert,
-    of a multiple of the routed width, counted as that many routed-width experts; its one-row gate, D weights per
-    layer, is not counted), Gemma 1-3 (local/global layers), Phi-3 and Phi-3.5-MoE (a window on every layer when
-    set), OLMo 2, DeepSeek-V2/V3 (multi-head latent attention, shared experts, leading dense layers), Gemma 3's
-    multimodal config (its text_config, with Hugging Face's defaults), Llama 4 (`_llama4`) and gpt-oss (alternating
-    128-token windows; its biases and attention sinks, under 0.1% of the weights, are not counted). A field
-    this book cannot
-    represent (a sparse-step MoE, a shared expert of another width, ...), a missing one, one of the wrong JSON type
-    (sizes are integers; flags are true or false, never the strings "true"/"false"), or values that make no model
-    (heads that do not divide, zero layers) raise ValueError naming the field and the file."""
-    config, origin, where = _load_config(path_or_dict)
-    config, where = _language_model(config, where)
-    kind = config.get("model_type")
-    if not isinstance(kind, str) or kind not in _HF_TYPES:
-        raise ValueError(f"model_type {_value_text(kind)} in {where} is not one this book reads; supported: "
-                         f"{', '.join(_HF_TYPES)}")
-    f = _Fields(config, where)
-    n_layers, n_heads, d_model = f.count("num_hidden_layers"), f.count("num_attention_heads"), f.count("hidden_size")
-    n_kv_heads = f.count("num_key_value_heads", n_heads)
-    if n_heads % n_kv_heads:
-        raise f.error("num_key_value_heads", f"({n_kv_heads}) does not divide 'num_attention_heads' ({n_heads}); "
-                                             "each KV head serves a whole group of query heads")
-    head_dim = f.count("head_dim", None)
-    if kind in _MLA_TYPES:
-        head_dim = None  # MLA's heads are qk_nope_head_dim + qk_rope_head_dim wide, read below
-    elif head_dim is None:
-        if d_model % n_heads:
-            raise f.error("hidden_size", f"({d_model}) is not a multiple of 'num_attention_heads' ({n_heads}) and "
-                                         "there is no 'head_dim'; add head_dim, the width of one attention head")
-        head_dim = d_model // n_heads
-    fields = dict(n_layers=n_layers, d_model=d_model, n_heads=n_heads, n_kv_heads=n_kv_heads, head_dim=head_dim,
-                  vocab_size=f.count("vocab_size"), d_ff=f.count("intermediate_size"),
-                  tied_embeddings=f.flag("tie_word_embeddings", kind.startswith("gemma")))
-    if kind in _WINDOWED_TYPES + ("gemma2", "gemma3_text", "gpt_oss"):
-        window = f.count("sliding_window", None)
-        if window is not None:
-            fields["sliding_window"] = window
-            if kind not in _WINDOWED_TYPES:
-                fields["global_every"] = _layer_pattern(f, n_layers)
-    if kind in ("qwen2", "qwen3", "qwen2_moe", "qwen3_moe") and f.flag("use_sliding_window", False):
-        raise ValueError(f"use_sliding_window=true in {where} with max_window_layers: a per-layer window this "
-                         "book's models cannot represent; set it to false to estimate the full-attention model")
-    experts = None
-    if kind in ("mixtral", "phimoe", "qwen3_moe", "qwen2_moe", "llama4_text", "gpt_oss") + _MLA_TYPES:
-        experts = {"mixtral": "num_local_experts", "phimoe": "num_local_experts", "llama4_text": "num_local_experts",
-                   "gpt_oss": "num_local_experts", "qwen3_moe": "num_experts",
-                   "qwen2_moe": "num_experts", "deepseek_v2": "n_routed_experts",
-                   "deepseek_v3": "n_routed_experts"}[kind]
-        fields.update(n_experts=f.count(experts), n_active_experts=f.count("num_experts_per_tok"))
-        if fields["n_active_experts"] > fields["n_experts"]:
-            raise f.error("num_experts_per_tok", f"({fields['n_active_experts']}) exceeds {experts!r} "
-                                                 f"({fields['n_experts']}); a token cannot use more experts than exist")
-    if kind == "qwen3_moe" and config.get("shared_expert_intermediate_size") is not None:
-        raise f.error("shared_expert_intermediate_size", "describes a shared expert, which model_type qwen3_moe does "
-                                                         "not have (Hugging Face ignores it there); if the model has "
-                                                         "one, its model_type is qwen2_moe")
-    if kind in ("qwen3_moe", "qwen2_moe"):
-        mlp_only = config.get("mlp_only_layers")
-        if mlp_only is not None and not isinstance(mlp_only, list):
-            raise f.error("mlp_only_layers", f"must be a list of layer indices, got {_json_text(mlp_only)}")
-        if f.count("decoder_sparse_step", 1) != 1 or mlp_only:
-            raise ValueError(f"decoder_sparse_step != 1 or mlp_only_layers in {where}: dense layers between MoE "
-                             "layers are not representable; this book's MoE models put experts in every layer after "
-                             "the first dense")
-        fields.update(d_ff=f.count("moe_intermediate_size"))
-    if kind == "llama4_text":
-        fields.update(_llama4(f, n_layers))
-    if kind == "qwen2_moe":  # one shared expert of its own width, gated: counted as that many routed-width experts
-        shared = f.count("shared_expert_intermediate_size", 0, minimum=0)
-        if shared % fields["d_ff"]:
-            raise f.error("shared_expert_intermediate_size", f"({shared}) is not a multiple of "
-                                                             f"'moe_intermediate_size' ({fields['d_ff']}); this book's "
-                                                             "MoE models count shared experts in routed-expert widths")
-        fields.update(n_shared_experts=shared // fields["d_ff"])
-    if kind in _MLA_TYPES:
-        if f.count("moe_layer_freq", 1) != 1:
-            raise ValueError(f"moe_layer_freq != 1 in {where}: MoE layers interleaved with dense ones are not "
-                             "representable")
-        rope, nope = f.count("qk_rope_head_dim", minimum=0), f.count("qk_nope_head_dim")
-        dense = f.count("first_k_dense_replace", 0, minimum=0)
-        if dense > n_layers:
-            raise f.error("first_k_dense_replace", f"({dense}) exceeds 'num_hidden_layers' ({n_layers})")
-        fields.update(n_kv_heads=n_heads, head_dim=nope + rope, rope_head_dim=rope, v_head_dim=f.count("v_head_dim"),
-                      kv_lora_rank=f.count("kv_lora_rank"), q_lora_rank=f.count("q_lora_rank", None),
-                      n_shared_experts=f.count("n_shared_experts", 0, minimum=0), n_dense_layers=dense,
-                      d_ff=f.count("moe_intermediate_size"), d_ff_dense=fields["d_ff"])
-    name = config.get("_name_or_path")
-    if name is not None and not isinstance(name, str):
-        raise f.error("_name_or_path", f"must be a string (the model's name), got {_json_text(name)}")
-    name = (name or origin).rsplit("/", 1)[-1].lower()
-    try:
-        return Transformer(**fields, name=name, source=f"Hugging Face config.json ({origin})")
-    except ValueError as err:  # a combination the model's own checks refuse: say which config.json fields those are
-        hf_names = dict(_HF_NAMES, n_experts=experts) if fields.get("n_experts") else _HF_NAMES
-        named = [f"{field} is {hf!r}" for field, hf in hf_names.items() if re.search(rf"\b{field}\b", str(err))]
-        raise ValueError(f"{err} (in {where}, where {', '.join(named)})" if named else f"{err} (in {where})") from None
-
-
-# quantization_config's quant_method -> the weight format it stores (the bits decide for the integer methods).
-_QUANT_METHODS = {"fp8": "fp8", "fbgemm_fp8": "fp8", "mxfp4": "mxfp4", "awq": None, "gptq": None}
-_INT_BITS = {4: "int4", 8: "int8"}
-
-
 @dataclass(frozen=True)
 class HfConfig:
     """What a Hugging Face config says besides the shape: the weight format its `quantization_config` stores (None:
-    unquantized, the checkpoint's bf16 or fp16) and its `max_position_embeddings` (None when absent)."""
+    unquantized, the checkpoint's bf16 or fp16; a `dtypes.MixedWeights` with bytes per weight group), the KV-cache
+    format it names (None: none), its `max_position_embeddings` (None when absent), the family it was read as and
+    notes for the report (a text tower read alone, a model_type read as its architecture, the formats' split)."""
 
     model: Transformer
     weight_dtype: str | None
     max_position_embeddings: int | None
+    kv_dtype: str | None = None
+    family: str = ""
+    notes: tuple = ()
 
-
-def _quantized_format(fields: _Fields) -> str | None:
-    """The weight format of `quantization_config`: fp8 (quant_method fp8 or fbgemm_fp8), mxfp4, int4 or int8 (AWQ
-    and GPTQ by their `bits`), NVIDIA ModelOpt's FP8 and NVFP4 (`quant_algo`); anything else a ValueError."""
-    q = fields.config.get("quantization_config")
-    if q is None:
-        return None
-    if not isinstance(q, dict):
-        raise fields.error("quantization_config", f"must be an object with a 'quant_method', got {_json_text(q)}")
-    method = q.get("quant_method")
-    if method == "modelopt":
-        algo = q.get("quant_algo")
-        if algo in ("FP8", "NVFP4"):
-            return algo.lower()
-        raise fields.error("quantization_config", f"has quant_algo {_value_text(algo)}; this book reads FP8 and NVFP4")
-    if not isinstance(method, str) or method not in _QUANT_METHODS:
-        raise fields.error("quantization_config", f"has quant_method {_value_text(method)}; this book reads "
-                                                  f"{', '.join(_QUANT_METHODS)} and modelopt")
-    if _QUANT_METHODS[method] is not None:
-        return _QUANT_METHODS[method]
-    bits = q.get("bits")
-    if not isinstance(bits, int) or isinstance(bits, bool) or bits not in _INT_BITS:
-        raise fields.error("quantization_config", f"{method} with bits={_value_text(bits)}; this book stores 4 or 8 bits")
-    return _INT_BITS[bits]
+    def check_positions(self, tokens: int, argument: str) -> None:
+        """A ValueError naming `argument` when `tokens` exceed max_position_embeddings (no limit when absent)."""
+        if self.max_position_embeddings is not None and tokens > self.max_position_embeddings:
+            raise ValueError(f"argument {argument}: {tokens:,} tokens exceed max_position_embeddings="
+                             f"{self.max_position_embeddings:,} of {self.model.name}'s config, the longest sequence "
+                             "it was built for; use a shorter one")
 
 
 def read_hf_config(path_or_dict) -> HfConfig:
-    """`from_hf_config` of a config (a file, a model folder, a Hugging Face cache entry or a dict), with the weight
-    format its `quantization_config` names and its `max_position_embeddings`. Behind `python -m scaling_lib
-    estimate --config` and `plan --config`, which default the weights to that format and refuse a longer context.
-    """
-    model = from_hf_config(path_or_dict)
-    config, _, where = _load_config(path_or_dict)
-    fields = _Fields(*_language_model(config, where))  # a nested text_config holds the positions (Gemma 3, Llama 4)
-    return HfConfig(model=model, weight_dtype=_quantized_format(fields),
-                    max_position_embeddings=fields.count("max_position_embeddings", None))
+    """A Hugging Face config (a file, a model folder, a Hugging Face cache entry or the parsed dict) read by
+    architecture (`hf_config`): the `Transformer`, the checkpoint's formats, its position limit and notes. Behind
+    `python -m scaling_lib estimate --config` and `plan --config`, which default the weights (and the KV cache) to
+    those formats and refuse a longer context."""
+    reading = read_config(path_or_dict)
+    try:
+        model = Transformer(**reading.fields, name=reading.name,
+                            source=f"Hugging Face config.json ({reading.origin}), read as {reading.family}")
+    except ValueError as err:  # a combination the model's own checks refuse: say which config.json fields those are
+        named = [f"{field} is {hf!r}" for field, hf in reading.hf_names.items() if re.search(rf"\b{field}\b",
+                                                                                             str(err))]
+        raise ValueError(f"{err} (in {reading.where}, where {', '.join(named)})" if named else
+                         f"{err} (in {reading.where})") from None
+    return HfConfig(model=model, weight_dtype=reading.weight_dtype, max_position_embeddings=reading.max_positions,
+                    kv_dtype=reading.kv_dtype, family=reading.family, notes=reading.notes)
+
+
+def from_hf_config(path_or_dict) -> Transformer:
+    """A `Transformer` from a Hugging Face `config.json` (a path, the model's folder, a Hugging Face cache entry
+    models--org--name or one of its snapshots, or the parsed dict), read by architecture, not by label
+    (`hf_config`): model_type and architectures resolved together and refused when they disagree; a multimodal
+    wrapper's text tower; every field that changes the math read or refused by name. Named from `_name_or_path`,
+    else the cache entry's repository id, else the architecture class, never a folder's name.
+
+    Families read (`hf_families.READERS`): LLaMA and its kin (InternLM2/3, OLMo 2, Granite, EXAONE, Cohere and
+    Cohere 2, ChatGLM/GLM-4), Mistral, Mixtral, Phi-3 and Phi-3.5-MoE, Qwen2/3 and their MoE, Gemma 1-3, gpt-oss,
+    DeepSeek-V2/V3/V3.2 and Kimi K2 (latent attention), GLM-4.5, Llama 4 (chunked attention), the hybrids Qwen3-Next,
+    MiniMax-M1, Jamba and Nemotron-H (a fixed-size state per sequence: `mixers`), Llama-Nemotron (NAS), and the
+    text towers of Gemma 3, Llama 4, Qwen2-VL/2.5-VL/3-VL, Mistral 3 and LLaVA. A field this book cannot represent,
+    a missing one, one of the wrong JSON type (sizes are integers; flags are true or false, never the strings
+    "true"/"false"), or values that make no model raise ValueError naming the field and the file."""
+    return read_hf_config(path_or_dict).model
 
 
 def tiny_transformer(n_kv_heads: int = 2, sliding_window=None, n_heads: int = 4, n_layers: int = 2,

@@ -14,8 +14,9 @@ collectives. In exchange each chip reads 1/n of the cache:
 
     KV read per chip = B S 2 L K H b / (n W_hbm),    network = L x 2 all-reduces of ~B N (H + 1) b bytes.
 
-On a torus the all-reduces run axis by axis: a reduce-scatter and an all-gather, each ceil(a / 2) hops per axis of
-a chips (`hops.collective_hops`), and the axes' links share the bandwidth term.
+On a torus the all-reduces run axis by axis: a reduce-scatter and an all-gather, each floor(a / 2) hops per axis of
+a chips that wraps and a - 1 on one that does not (the book's one hop rule, `collectives.slice_hops`; each axis of
+the mesh wraps as an axis of its size does in the chip's slices), and the axes' links share the bandwidth term.
 
 The new token's key and value are written by the one chip that owns its position. `scaling_lib.tiny.
 sequence_sharding` runs this on the emulated mesh. Used in chapter 14, *Serving details*.
@@ -25,10 +26,10 @@ import math
 from dataclasses import dataclass
 
 from ._validate import axes, positive_int
-from .collectives import collective_time
+from .collectives import collective_time, slice_hops
 from .dtypes import bytes_per_element
 from .hardware import get_chip
-from .hops import cube_torus, ring_hops
+from .hops import cube_torus
 from .memory import kv_cache_bytes
 from .models import get_model
 
@@ -52,12 +53,12 @@ class SequenceShardedAttention:
 
 def _all_reduce_s(array_bytes: float, chip, mesh: tuple) -> tuple:
     """(bandwidth, latency) of an all-reduce over every axis of a torus: 2 V / W_ici,bidi shared by the axes'
-    links; two passes of ceil(a / 2) hops per axis (`hops.ring_hops`)."""
+    links; two passes of the hops of `collectives.slice_hops` per axis."""
     axes = [a for a in mesh if a > 1]
     if not axes:
         return 0.0, 0.0
     bandwidth = collective_time("all-reduce", array_bytes, chip, math.prod(axes)).bandwidth_s / len(axes)
-    return bandwidth, ring_hops(mesh, "all-reduce") * chip.ici_hop_latency
+    return bandwidth, slice_hops("all-reduce", chip, mesh, whole_slice=False) * chip.ici_hop_latency
 
 
 def sequence_sharded_attention(model, chip, n_chips: int, batch: int, context_len: int, kv_dtype: str = "bf16",

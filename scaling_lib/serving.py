@@ -139,14 +139,14 @@ def prefill_saturating_tokens(model, chip, mfu: float = 0.4, weight_dtype: str =
 def prefill_free_batch(model, chip, prompt_len: int, mfu: float = 0.4, weight_dtype: str = "bf16",
                        compute_dtype: str = "bf16") -> int:
     """The most prompts of `prompt_len` tokens whose joint prefill is still bound by the weight read, so each extra
-    prompt rides along at no cost in latency: floor(T_sat / T), at least 1 (`prefill_saturating_tokens`). One more
-    prompt makes the prefill compute-bound (`prefill_saturating_batch` is the first such batch when T does not
-    divide T_sat).
+    prompt rides along at no cost in latency: floor(T_sat / T) (`prefill_saturating_tokens`). One more prompt makes
+    the prefill compute-bound (`prefill_saturating_batch` is the first such batch when T does not divide T_sat). 0
+    when a prompt is longer than T_sat: even one prompt's prefill is compute-bound, and none rides free.
 
     Defined in chapter 14, *Serving details*.
     """
     prompt_len = positive_int("prompt_len", prompt_len)
-    return max(1, math.floor(prefill_saturating_tokens(model, chip, mfu, weight_dtype, compute_dtype) / prompt_len))
+    return math.floor(prefill_saturating_tokens(model, chip, mfu, weight_dtype, compute_dtype) / prompt_len)
 
 
 def prefill_saturating_batch(model, chip, prompt_len: int, mfu: float = 0.4, weight_dtype: str = "bf16",

@@ -8,7 +8,8 @@ chips, V = bytes of the full array,
 and each takes `hops.collective_hops` hops of ~1 us: floor(n / 2) per pass on a ring, n - 1 on an axis without
 wraparound, two passes for an all-reduce. On a GPU the collective bandwidth W is the NVLink injection bandwidth
 instead (`collectives.collective_bandwidth`), and beta, the model-parallelism limits and FSDP's cost below use it.
-`latency_bound_bytes` is importable from here as DESIGN.md documents it; it lives in `collectives`.
+`latency_bound_bytes` stays importable from here, where the book's public API first placed it; it lives in
+`collectives`.
 """
 
 import math
@@ -18,7 +19,7 @@ from types import MappingProxyType
 
 from . import collectives, hops
 from ._validate import axes, positive, positive_int
-from .collectives import latency_bound_bytes  # noqa: F401 - DESIGN.md documents sharding.latency_bound_bytes
+from .collectives import latency_bound_bytes  # noqa: F401 - readers import sharding.latency_bound_bytes
 from .dtypes import bytes_per_element
 from .hardware import get_chip
 from .inference import decode_step_time
@@ -219,24 +220,31 @@ def _torus(n_chips: int, mesh_shape) -> tuple:
     return mesh_shape
 
 
-def decode_hops_per_layer(model, n_chips: int, batch: int, mesh_shape=None) -> int:
+def decode_hops_per_layer(model, n_chips: int, batch: int, mesh_shape=None, chip=None) -> int:
     """h(n): hops of the collectives in one layer of a Megatron decode step on n chips.
 
-    h = 2 all-reduces x sum over the torus axes a of 2 floor(a / 2) + (2 all-to-alls x floor(n_B / 2) when
-    `kv_cache_sharding` splits the batch n_B ways); e.g. 2 x 2 x (2 + 2) + 2 x 1 = 18 for LLaMA-3-70B at batch 64
-    on a 4 x 4 torus with wraparound (the ring hops of `hops.ring_hops`; `decode_step_components` prices the slice's
-    own wraparound). When every collective is latency-bound the step's ICI time is L h t_hop, which grows with the
-    torus while the weight read P_bytes / (n W_hbm) falls: where they meet, more chips stop paying, whatever the
-    batch (Scaling Book ch. 7, latency-bound collectives). Chapter 7's section *Where the step time goes*.
-    mesh_shape: the torus the n chips form, e.g. (4, 4) (default a ring of n).
+    h = 2 all-reduces x (hops of one all-reduce over the torus axes, one after another) + (2 all-to-alls x the hops
+    of one pass over the n_B batch shards, when `kv_cache_sharding` splits the batch n_B ways), every axis counted by
+    the book's one hop rule (`hops.mesh_hops`): floor(a / 2) a pass on an axis of a chips that wraps, a - 1 on one
+    that does not. `chip` decides which axes wrap, by its slice rule (`collectives.slice_hops`): a TPU v5e axis only
+    when it spans 16 chips, so its 4 x 2 slice is two lines, 2 x 2 x (3 + 1) = 16 hops for LLaMA-3-70B at batch 64
+    on 8 chips; without a chip every axis wraps (2 x 2 x (2 + 1) = 12). With the chip these are exactly the hops
+    `decode_step_components` prices, so its latency term is L h t_hop. When every collective is latency-bound the
+    step's ICI time is L h t_hop, which grows with the torus while the weight read P_bytes / (n W_hbm) falls: where
+    they meet, more chips stop paying, whatever the batch (Scaling Book ch. 7, latency-bound collectives).
+    Chapter 7's section *Where the step time goes*. mesh_shape: the torus the n chips form, e.g. (4, 4) (default a
+    ring of n).
 
     Defined in chapter 7, *Sharding prefill and generation*.
     """
     m = get_model(model)
     mesh_shape = _torus(n_chips, mesh_shape)
-    count = 2 * hops.ring_hops(mesh_shape, "all-reduce")  # the axes are reduced one after another: their hops add
     # one chip keeps the whole batch (one batch shard, no all-to-all hop), and the batch is checked there too
-    return count + 2 * hops.collective_hops("all-to-all", kv_cache_sharding(m.n_kv_heads, batch, n_chips).batch_shards)
+    batch_shards = (kv_cache_sharding(m.n_kv_heads, batch, n_chips).batch_shards,)
+    if chip is None:
+        return 2 * hops.mesh_hops("all-reduce", mesh_shape) + 2 * hops.mesh_hops("all-to-all", batch_shards)
+    return 2 * collectives.slice_hops("all-reduce", chip, mesh_shape) + \
+        2 * collectives.slice_hops("all-to-all", chip, batch_shards)
 
 
 def decode_step_components(model, chip, n_chips: int, batch: int, context_len: int, weight_dtype: str = "bf16",

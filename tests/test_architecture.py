@@ -5,6 +5,7 @@ starts with the same set-up and builds its tables with `markdown_table`."""
 import ast
 import functools
 import json
+import re
 import subprocess
 import sys
 
@@ -256,7 +257,7 @@ def test_no_test_file_is_named_for_how_its_tests_arose():
 
 def test_hop_counting_and_collective_pricing_each_have_one_owner_and_no_module_re_exports():
     """hops counts hops, collectives prices collectives, and a module's `__all__` lists only what it defines (issue 22:
-    sharding re-exported five names of collectives). The names DESIGN.md documents in an older home stay importable
+    sharding re-exported five names of collectives). The names the public API placed in an older home stay importable
     there, by an import the module marks as such, but no `__all__` lists them."""
     import importlib
 
@@ -272,3 +273,42 @@ def test_hop_counting_and_collective_pricing_each_have_one_owner_and_no_module_r
         foreign = [name for name in getattr(module, "__all__", ()) if getattr(getattr(module, name), "__module__",
                                                                                module.__name__) != module.__name__]
         assert not foreign, f"scaling_lib.{stem}.__all__ re-exports {foreign}"
+
+
+# A path the docs name: one under a folder of the repository ("scaling_lib/...", "tests/book/test_x.py"), or a file at
+# its root ("TESTING.md", "Makefile"). "<name>" and "*" stand for any name, "NN" for a two-digit number, and must
+# match at least one file. What a tool writes into a folder .gitignore names (bench/results/, _build/) is not in a
+# clone, and names of other projects' files (the Scaling Book's "tpus.md") are neither.
+_NAMED_PATH = re.compile(r"(?<![\w./<>*-])((?:scaling_lib|tests|tools|bench|book|chapters|\.ci)/[\w./<>*-]*[\w>*/]"
+                         r"|[A-Z]+\.md|Makefile|pyproject\.toml|requirements\.txt|package(?:-lock)?\.json"
+                         r"|_config\.yml|_toc\.yml)(?![\w/])")
+
+
+def _docs_and_docstrings():
+    """(where, text) for the README, TESTING.md and every docstring of the package, tools, benchmarks and tests."""
+    for name in ("README.md", "TESTING.md"):
+        if (REPO / name).is_file():
+            yield name, (REPO / name).read_text(encoding="utf-8")
+    for folder in ("scaling_lib", "tools", "bench", "tests"):
+        for path in sorted((REPO / folder).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                    docstring = ast.get_docstring(node)
+                    if docstring:
+                        yield str(path.relative_to(REPO)), docstring
+
+
+def test_every_path_the_readme_testing_and_the_docstrings_name_exists():
+    ignored = tuple(line.strip().strip("/") + "/" for line in (REPO / ".gitignore").read_text().splitlines()
+                    if line.strip().endswith("/"))
+    missing = []
+    for where, text in _docs_and_docstrings():
+        for named in _NAMED_PATH.findall(text):
+            if named.startswith(ignored):
+                continue
+            pattern = re.sub(r"<[^>]*>", "*", named.rstrip(".")).replace("NN", "[0-9][0-9]")
+            found = list(REPO.glob(pattern)) if "*" in pattern or "[" in pattern else (REPO / pattern).exists()
+            if not found:
+                missing.append((where, named))
+    assert len(set(where for where, _ in _docs_and_docstrings())) > 100  # the scan reads what it claims to
+    assert not missing, f"named but not in the repository: {sorted(set(missing))}"

@@ -5,7 +5,8 @@
 First formats the notebook's code with ruff at the page's 88 columns (tools/ruff_notebooks.toml), then runs every
 cell, including the interactive-explorer cells tagged `skip-execution` (the book build skips those, so
 the HTML page never needs the widget JavaScript from a CDN), then removes the saved widget state and the explorer
-cells' outputs: what remains in the file is deterministic and is what nbval compares.
+cells' outputs, and joins consecutive stream outputs (a loaded machine splits a print's text from its newline): what
+remains in the file is deterministic and is what nbval compares.
 """
 
 import subprocess
@@ -24,6 +25,19 @@ def format_code(*paths: Path) -> None:
     subprocess.run([str(RUFF), "format", "--quiet", "--config", str(RUFF_CONFIG), *map(str, paths)], check=True)
 
 
+def coalesce_streams(outputs: list) -> list:
+    """Consecutive stream outputs of one stream joined into one: the kernel sends a print's text and its newline as
+    it flushes them, and on a loaded machine they arrive as separate outputs, which would churn the stored file."""
+    joined = []
+    for output in outputs:
+        if joined and output.get("output_type") == "stream" and joined[-1].get("output_type") == "stream" \
+                and joined[-1].get("name") == output.get("name"):
+            joined[-1]["text"] = "".join(joined[-1]["text"]) + "".join(output["text"])
+            continue
+        joined.append(output)
+    return joined
+
+
 def refresh(path: Path) -> None:
     format_code(path)
     notebook = nbformat.read(path, as_version=4)
@@ -32,6 +46,8 @@ def refresh(path: Path) -> None:
     notebook.metadata.pop("widgets", None)
     for cell in notebook.cells:
         cell.metadata.pop("execution", None)  # timestamps: noise in every diff
+        if cell.cell_type == "code":
+            cell.outputs = coalesce_streams(cell.outputs)
     for cell in notebook.cells:
         if cell.cell_type == "code" and "skip-execution" in cell.metadata.get("tags", []):
             cell.outputs = []

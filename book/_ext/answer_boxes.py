@@ -14,7 +14,8 @@ from the book's own `_static/pyodide/`, unpacks `_static/answer_boxes/scaling_li
 
 At the end of the build this extension copies Pyodide's core files from `node_modules/pyodide` (the npm package pinned
 in package.json; `npm ci` is run when it is missing) and builds the zip from the installed package: the modules that
-`scaling_lib.estimate` and `scaling_lib.book.exercises` import, found by importing them in a fresh interpreter where
+`scaling_lib.estimate`, `scaling_lib.your_model` and `scaling_lib.book.exercises` import, found by importing them
+in a fresh interpreter where
 numpy, jax and matplotlib cannot be imported (so a module that needs them fails the build instead of the page), plus
 `scaling_lib/data`. Nothing is a copy kept by hand.
 """
@@ -35,7 +36,7 @@ ASSETS = HERE / "answer_boxes"  # answer_boxes.js and .css, copied as they are
 PYODIDE_FILES = ("pyodide.js", "pyodide.asm.js", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json")
 STATIC = "answer_boxes"
 LIBRARY_ZIP = "scaling_lib.zip"
-ROOTS = ("scaling_lib.estimate", "scaling_lib.book.exercises")
+ROOTS = ("scaling_lib.estimate", "scaling_lib.your_model", "scaling_lib.book.exercises")
 BLOCKED = ("numpy", "jax", "jaxlib", "matplotlib")
 
 # Run in a fresh interpreter: import ROOTS with BLOCKED unimportable, print the files of every scaling_lib module.
@@ -131,8 +132,8 @@ ESTIMATE_PAGE = "book/your_model"  # the appendix *Apply the book to your model*
 
 
 def estimate_form_html() -> str:
-    """The estimate form: the fields of `scaling_lib.estimate.report` (and of `python -m scaling_lib estimate`), the
-    lists of models, chips and formats taken from the library, and an output block for `Report.describe()`."""
+    """The estimate form: the fields of `scaling_lib.your_model.estimate_deployment` (those of `python -m scaling_lib
+    estimate`), the lists of models, chips and formats taken from the library, and an output block for its table."""
     from scaling_lib.dtypes import BYTES_PER_ELEMENT
     from scaling_lib.hardware import chip_names
     from scaling_lib.models import model_names
@@ -160,10 +161,10 @@ def estimate_form_html() -> str:
         field("chips", number("chips", "8")),
         field("tensor parallel", number("tensor_parallel", "", "the default layout")),
         field("batch", number("batch", "", "the largest that fits")),
-        field("context (tokens)", number("context_len", "8192")),
-        field("weights", select("weight_dtype", dtypes, "bf16")),
+        field("context (tokens)", number("context_len", "", "8192, or the config's limit")),
+        field("weights", select("weight_dtype", dtypes, None, blank="the config's format, else the model's own")),
         field("KV cache", select("kv_dtype", dtypes, None, blank="report's default")),
-        field("math", select("compute_dtype", dtypes, "bf16")),
+        field("math", select("compute_dtype", dtypes, None, blank="the weights' own where the chip has it, else bf16")),
         field("price ($ per chip-hour)", number("price_per_chip_hour", "", "none")),
         '<button type="button" class="estimate-run">Estimate</button>',
         '<pre class="estimate-output" aria-live="polite"></pre></form>'])
@@ -172,9 +173,10 @@ def estimate_form_html() -> str:
 def _estimate_section(document) -> nodes.section:
     section = nodes.section(ids=["estimate-in-the-page"], names=["estimate in the page"])
     section += nodes.title("", "Estimate in the page")
-    section += nodes.paragraph("", "The same table as report(...).describe() above, for a deployment of your choice, "
-                                   "computed by the library in this page (Python in WebAssembly, loaded on the first "
-                                   "click; nothing leaves the page).")
+    section += nodes.paragraph("", "The table python -m scaling_lib estimate prints, for a deployment of your choice, "
+                                   "computed by the same library function in this page (Python in WebAssembly, loaded "
+                                   "on the first click; nothing leaves the page). A pasted config.json's formats are "
+                                   "used unless you pick others, and its position limit is enforced.")
     section += nodes.raw("", estimate_form_html(), format="html")
     top = [child for child in document.children if isinstance(child, nodes.section)]
     (top[-1] if top else document).append(section)  # a subsection of the page's one top-level section

@@ -112,7 +112,7 @@ def source_code(value, docstring: bool = False) -> str:
     return code.rstrip("\n")
 
 
-SHOWN_CODE_COLUMNS = 84  # an output's code block holds a little less than an input cell's 88 (tests/book/test_page_fit)
+SHOWN_CODE_COLUMNS = 84  # an output's code block holds a little less than an input cell's 88 (tests/book/test_page_fit.py)
 
 
 def formatted_for_the_page(code: str) -> str:
@@ -130,7 +130,7 @@ def show_source(*values, docstring: bool = False) -> Markdown:
     left out unless `docstring`; `help(value)` shows them.
 
     After deriving the bytes a token's keys and values take, a chapter writes `show_source(kv_bytes_per_token)` and
-    the reader sees the formula as the library computes it (tests/book/test_show_source.py counts these cells).
+    the reader sees the formula as the library computes it (tests/book/test_notebook_code.py checks these cells).
     """
     if not values:
         raise TypeError("show_source needs at least one function or class, e.g. show_source(kv_bytes_per_token)")

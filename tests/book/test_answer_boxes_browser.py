@@ -10,6 +10,7 @@ Needs Debian's Chromium (`apt-get install -y chromium`) and npm (`apt-get instal
 """
 
 import functools
+import json
 import re
 import threading
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -166,27 +167,27 @@ def _estimate_in_page(page, fields: dict) -> str:
     return output.inner_text()
 
 
-def test_estimate_form_prints_report_for_two_deployments(browser, site):
-    from scaling_lib.estimate import report
-    from scaling_lib.models import from_hf_config
+def test_estimate_form_prints_the_command_lines_table_for_two_deployments(browser, site):
+    from scaling_lib.your_model import estimate_deployment
 
     config = REPO / "book" / "data" / "hf_configs" / "llama-2-7b.json"
     context, page, leaks, errors, _ = _open(browser, site, "book/your_model.html")
     try:
         shown = _estimate_in_page(page, {"model": "llama3-70b", "config": "", "chip": "h100", "chips": "8",
                                          "tensor_parallel": "4", "batch": "", "context_len": "8192",
-                                         "weight_dtype": "fp8", "kv_dtype": "", "compute_dtype": "bf16",
+                                         "weight_dtype": "fp8", "kv_dtype": "", "compute_dtype": "",
                                          "price_per_chip_hour": "2.5"})
-        assert shown.strip() == report("llama3-70b", "h100", 8, tensor_parallel=4, weight_dtype="fp8",
-                                       price_per_chip_hour=2.5).describe().strip()
+        assert shown.strip() == estimate_deployment("llama3-70b", "h100", 8, tensor_parallel=4, context_len=8192,
+                                                    weight_dtype="fp8", price_per_chip_hour=2.5).table.strip()
         shown = _estimate_in_page(page, {"config": config.read_text(), "chip": "tpu-v5e", "chips": "4",
                                          "tensor_parallel": "", "batch": "16", "context_len": "4096",
-                                         "weight_dtype": "bf16", "kv_dtype": "int8", "price_per_chip_hour": ""})
-        assert shown.strip() == report(from_hf_config(config), "tpu-v5e", 4, batch=16, context_len=4096,
-                                       kv_dtype="int8").describe().strip()
-        bad = _estimate_in_page(page, {"chips": "3"})  # llama-2-7b's heads do not split 3 ways: the library says so
+                                         "weight_dtype": "", "kv_dtype": "int8", "price_per_chip_hour": ""})
+        assert shown.strip() == estimate_deployment(config=json.loads(config.read_text()), chip="tpu-v5e", n_chips=4,
+                                                    batch=16, context_len=4096, kv_dtype="int8").table.strip()
+        bad = _estimate_in_page(page, {"chips": "3", "tensor_parallel": "3"})  # 32 heads do not split 3 ways
         with pytest.raises(ValueError) as refused:
-            report(from_hf_config(config), "tpu-v5e", 3, batch=16, context_len=4096, kv_dtype="int8")
+            estimate_deployment(config=json.loads(config.read_text()), chip="tpu-v5e", n_chips=3, tensor_parallel=3,
+                                batch=16, context_len=4096, kv_dtype="int8")
         assert bad.strip() == "error: " + " ".join(str(refused.value).split())
         assert not leaks, f"requests left the page: {leaks}"
         assert not errors, f"console errors: {errors}"

@@ -395,7 +395,7 @@ def test_ch6_prices_mqa_and_local_global_side_by_side_on_one_model():
     both = {"mqa": f"{mqa / 1e9} GB", "local_global": f"{local_global / 1e9} GB"}
     assert grade(exercise.id, both).correct
     assert grade(exercise.id, {**both, "local_global": f"{8 * mqa / 1e9} GB"}).parts[1].slip == "every layer global"
-    assert grade(exercise.id, {**both, "mqa": f"{8 * mqa / 1e9} GB"}).parts[0].slip == "the GQA cache (K = 8)"
+    assert grade(exercise.id, {**both, "mqa": f"{8 * mqa / 1e9} GB"}).parts[0].slip.startswith("the GQA cache (K = 8)")
 
 
 def test_ch4_sequence_cache_climbs_to_how_many_caches_outweigh_the_weights():

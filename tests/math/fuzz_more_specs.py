@@ -14,12 +14,17 @@ from pathlib import Path
 
 from hypothesis import strategies as st
 
+from tests import REPO
+
 from scaling_lib.calibration import SPLITS, all_rows, compare, row_model, split_of
 from scaling_lib.collectives import Collective
 from scaling_lib.estimate import Deployment, Efficiency
 from scaling_lib.hardware import get_chip
 from scaling_lib.layouts import LAYOUTS
 from scaling_lib.measurements import ACCELERATOR_CSV, accelerator_rows
+from scaling_lib.mixers import STATE_KINDS, SparseIndexer, mamba2
+from scaling_lib.models import get_model
+from scaling_lib.your_model import CLI_NAMES, PYTHON_NAMES
 from scaling_lib.prefix_cache import CacheTiers, chat_workload
 from scaling_lib.simulator import ServingConfig, trace_workload
 
@@ -39,6 +44,9 @@ ROW_MODELS = tuple(row_model(c.row) for c in ITEMS)
 ACCELERATOR_ROWS = accelerator_rows()
 OUT_CSV = str(Path(tempfile.gettempdir()) / "scaling-book-fuzz-accelerator.csv")  # write_accelerator_rows' good path
 TORUS = get_chip("tpu-v5e").topology
+# A small hybrid: one attention layer, three Mamba-2 layers (a fixed-size state per sequence)
+HYBRID = get_model("llama3-8b").with_(n_layers=4, n_attention_layers=1, n_state_layers=3,
+                                      state=mamba2(4096, 64, 64, 8, 128, 4), name="hybrid")
 SWITCH = get_chip("h100").topology
 
 
@@ -99,6 +107,13 @@ KINDS = {
     "flops_table": (st.sampled_from([(("bf16", 1e15),), (("bf16", 1e15), ("int8", 2e15))]),
                     [None, (), "abc", (("bf16", -1.0),), (("bf16", NAN),), (("fp7", 1e15),), 3]),
     "topology": (st.sampled_from([None, TORUS, SWITCH]), [3, "torus", (2, 4.5e10, 1e-6)]),
+    "mixer": (st.sampled_from([mamba2(64, 4, 32, 1, 16, 4)]), [3, "mamba", {"kind": "mamba"}]),
+    "indexer": (st.sampled_from([SparseIndexer(4, 16, 8)]), [3, "dsa", (4, 16, 8)]),
+    "widths": (st.sampled_from([(128, 64), (128, 128)]), [(0, 128), (128,), "128", (1.5, 128), (128, 256), 128]),
+    "state_kind": (st.sampled_from(STATE_KINDS), ["rnn", 3, None, ["mamba"]]),
+    "names": (st.sampled_from([PYTHON_NAMES, CLI_NAMES]), [3, None, {}, {"batch": "--batch"}, "--context"]),
+    # every profile prices every chip only as "typical"; the others are fitted on one platform and refuse the rest
+    "engine_profile": (st.just("typical"), ["turbo", "", 3, None, ["typical"]]),
     "accel_run": (st.sampled_from(sorted({r.run for r in ACCELERATOR_ROWS})), ["h200-tpu", 3, None, ["h200-bf16"]]),
     "accel_rows": (st.sampled_from([ACCELERATOR_ROWS, list(ACCELERATOR_ROWS), ACCELERATOR_ROWS[:3]]),
                    [3, "abc", [None], [3], ACCELERATOR_ROWS[0]]),
@@ -176,7 +191,7 @@ MORE_KINDS = {
     "serving.server_ratio": dict(weight_dtype="dtype", compute_dtype="dtype", check_capacity="flag"),
     "serving.default_transfer_bandwidth": dict(network="network"),
     "serving.kv_transfer_time": dict(network="network"),
-    "sharding.decode_hops_per_layer": dict(mesh_shape="axes?"),
+    "sharding.decode_hops_per_layer": dict(mesh_shape="axes?", chip="chip?"),
     "sharding.decode_step_components": dict(weight_dtype="dtype", compute_dtype="dtype", mesh_shape="axes?",
                                             check_capacity="flag"),
     "simulator.trace_workload": dict(trace="trace"),
@@ -221,7 +236,50 @@ MORE_SPECS = {
                                tied_embeddings="flag", sliding_window="count?", name="name", source="source",
                                global_every="small?", n_shared_experts="small0", n_dense_layers="small0",
                                d_ff_dense="count?", kv_lora_rank="count?", q_lora_rank="count?",
-                               rope_head_dim="small0", v_head_dim="small?"),
+                               rope_head_dim="small0", v_head_dim="small?", n_attention_layers="small0?",
+                               n_state_layers="small0", state="mixer?", global_layers="small0?",
+                               chunked_attention="flag", n_ffn_layers="small0?", ffn_widths="widths?",
+                               gated_ffn="flag", n_mtp_layers="small0", indexer="indexer?"),
+    # A fixed-size state and the checkpoints' formats (chapter 6, *A fixed-size state*; the your-model appendix)
+    "mixers.StateMixer": spec(dict(kind="mamba2", params=100, state_elements=64, flops_per_token=256),
+                              kind="state_kind", params="count", state_elements="count", flops_per_token="count"),
+    "mixers.SparseIndexer": spec(dict(n_heads=4, head_dim=16, topk=8), n_heads="small", head_dim="small",
+                                 topk="count"),
+    "mixers.lightning_attention": spec(dict(d_model=64, n_heads=4, head_dim=16), d_model="count", n_heads="small",
+                                       head_dim="small"),
+    "mixers.gated_deltanet": spec(dict(d_model=64, n_key_heads=2, key_head_dim=16, n_value_heads=4,
+                                       value_head_dim=16, conv_kernel=4),
+                                  d_model="count", n_key_heads="small", key_head_dim="small", n_value_heads="small",
+                                  value_head_dim="small", conv_kernel="small"),
+    "mixers.mamba": spec(dict(d_model=64, d_inner=128, d_state=16, conv_kernel=4, dt_rank=4), d_model="count",
+                         d_inner="count", d_state="small", conv_kernel="small", dt_rank="small", conv_bias="flag",
+                         proj_bias="flag"),
+    "mixers.mamba2": spec(dict(d_model=64, n_heads=4, head_dim=32, n_groups=1, d_state=16, conv_kernel=4),
+                          d_model="count", n_heads="small", head_dim="small", n_groups="small", d_state="small",
+                          conv_kernel="small", conv_bias="flag", proj_bias="flag"),
+    "memory.local_tokens_kept": spec(dict(model=M, tokens=8192), model="model", tokens="real0"),
+    "memory.state_bytes_per_sequence": spec(dict(model=HYBRID), model="model", dtype="dtype"),
+    "memory.kv_read_bytes": spec(dict(model=M, tokens=8192), model="model", tokens="real0", batch="count0",
+                                 dtype="dtype"),
+    "memory.sequence_cache_bytes": spec(dict(model=HYBRID, tokens=8192), model="model", tokens="real0",
+                                        batch="count0", kv_dtype="dtype"),
+    "memory.weight_groups": spec(dict(model=M), model="model"),
+    "memory.weight_bytes_by_group": spec(dict(model=M), model="model", dtype="dtype"),
+    "memory.weights_read_bytes": spec(dict(model=M), model="model", dtype="dtype", experts_per_layer="real?"),
+    "models.mtp_param_count": spec(dict(model="deepseek-v3"), model="model"),
+    "kv_levers.state_lever": spec(dict(model=HYBRID), model="model", kv_dtype="dtype"),
+    "flops.chunked_attention_pairs": spec(dict(query_len=4, kv_len=8, chunk=3), query_len="small", kv_len="count",
+                                          chunk="count", skip_masked="flag"),
+    "your_model.estimate_deployment": spec(dict(model="llama3-8b", chip="h100", n_chips=1), model="model?",
+                                           chip="chip", n_chips="small", config="hf?", tensor_parallel="small?",
+                                           batch="count?", context_len="count?", prompt_len="count?",
+                                           weight_dtype="dtype?", kv_dtype="dtype?", compute_dtype="dtype?",
+                                           price_per_chip_hour="real?", memory_utilization="frac?",
+                                           input_len="count?", output_len="count?", engine="engine_profile",
+                                           concurrency="count?", request_rate="real?", token_budget="count?",
+                                           names="names"),
+    "hf_config.read_config": spec(dict(path_or_dict=str(REPO / "book" / "data" / "hf_configs" / "qwen3-8b.json")),
+                                  path_or_dict="hf"),
     "hardware.Chip": spec(dict(name="my-chip", peak_flops_table=(("bf16", 1e15),), hbm_bandwidth=3e12,
                                hbm_capacity=8e10, topology=None, source="a spec sheet"),
                           name="name", peak_flops_table="flops_table", hbm_bandwidth="real", hbm_capacity="real",

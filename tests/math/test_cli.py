@@ -16,8 +16,10 @@ import sys
 import pytest
 
 import scaling_lib.__main__ as cli
-from scaling_lib.__main__ import (SCHEMA, _OneLineParser, _count, _emit, _fail, _fits_positions, _fraction, _limit,
-                                  _model_options, _names, _one_line, _price, _prices, _seconds, _split, _terms, main)
+from scaling_lib.__main__ import (SCHEMA, _OneLineParser, _count, _emit, _fail, _fraction, _model_options, _names,
+                                  _one_line, _price, _prices, _seconds, main)
+from scaling_lib.models import HfConfig
+from scaling_lib.your_model import _limit, _split, _terms
 from scaling_lib.estimate import PROFILES, TYPICAL, Deployment, decode_step, report
 from scaling_lib.models import active_param_count, get_model, model_names, param_count
 from scaling_lib.plan import plan, price_deployment
@@ -320,7 +322,7 @@ def test_the_estimate_table_shows_the_json_numbers_in_its_units_one_row_a_line(c
     data = _json(COMPUTE_BOUND, capsys)
     rows = _table(_ok(COMPUTE_BOUND, capsys))
     # 8.03e9 parameters x 2 bytes (bf16) = 16.1 GB; 2 (K, V) x 32 layers x 8 KV heads x 128 x 2 B = 131,072 B per token
-    assert re.fullmatch(r"([\d.]+) GB \(([\d.]+) GB per chip\)", rows["weights"]).groups() == \
+    assert re.fullmatch(r"([\d.]+) GB \(([\d.]+) GB per chip of the 1-way group\)", rows["weights"]).groups() == \
         (f"{2 * data['parameters'] / 1e9:.1f}",) * 2
     assert rows["KV cache per token"] == "131.1 kB"
     tpot = re.fullmatch(r"([\d,.]+) ms typical \(([\d,.]+)-([\d,.]+) ms for 4 in 5 held-out runs\), ([\d,.]+) ms bound",
@@ -381,12 +383,13 @@ def test_the_estimate_splits_the_weights_over_a_replicas_chips_and_sums_the_repl
     data = _json(MIXTRAL_TP4, capsys)
     rows = _table(_ok(MIXTRAL_TP4, capsys))
     # Mixtral 8x7B routes each token to 2 of its 8 experts: about 12.9B of its 46.7B parameters are active
-    shown = re.fullmatch(r"mixtral-8x7b: ([\d.]+)B parameters \(([\d.]+)B active per token\)", rows["model"])
+    shown = re.fullmatch(r"mixtral-8x7b: ([\d.]+)B parameters \(([\d.]+)B active per token, ([\d.]+)B multiplied "
+                         r"\(the input table is a lookup\)\)", rows["model"])
     assert float(shown[1]) == pytest.approx(data["parameters"] / 1e9, abs=0.006)
     assert float(shown[2]) == pytest.approx(data["active_parameters"] / 1e9, abs=0.006)
     assert 0.2 < data["active_parameters"] / data["parameters"] < 0.33
     # bf16: 2 bytes a parameter, over the 4 chips of a replica
-    weights = re.fullmatch(r"([\d.]+) GB \(([\d.]+) GB per chip\)", rows["weights"])
+    weights = re.fullmatch(r"([\d.]+) GB \(([\d.]+) GB per chip of the 4-way group\)", rows["weights"])
     assert float(weights[1]) == pytest.approx(2 * data["parameters"] / 1e9, abs=0.06)
     assert float(weights[2]) == pytest.approx(2 * data["parameters"] / 4 / 1e9, abs=0.06)
     # two replicas: the batch and the tokens/s are twice one replica's, and tokens/s = sequences / TPOT
@@ -572,12 +575,12 @@ def test_the_split_says_replicas_tensor_parallelism_and_where_the_kv_heads_go(mo
 
 
 def test_a_config_without_max_position_embeddings_sets_no_limit_and_one_with_it_names_the_fix():
-    unlimited = SimpleNamespace(max_position_embeddings=None, model=get_model("llama3-8b"))
-    assert _fits_positions(unlimited, 10**9, "--context") is None and _fits_positions(None, 10**9, "--x") is None
-    limited = SimpleNamespace(max_position_embeddings=100, model=get_model("llama3-8b"))
-    assert _fits_positions(limited, 100, "--context") is None
+    unlimited = HfConfig(model=get_model("llama3-8b"), weight_dtype=None, max_position_embeddings=None)
+    assert unlimited.check_positions(10**9, "--context") is None
+    limited = HfConfig(model=get_model("llama3-8b"), weight_dtype=None, max_position_embeddings=100)
+    assert limited.check_positions(100, "--context") is None
     with pytest.raises(ValueError, match=r"\bargument --context: 101 tokens\b") as error:
-        _fits_positions(limited, 101, "--context")
+        limited.check_positions(101, "--context")
     assert re.search(r"\bllama3-8b's config\b", str(error.value)) and \
         re.search(r"\bit was built for; use a shorter one\b", str(error.value))
 
@@ -754,7 +757,8 @@ def test_a_workload_at_a_fixed_batch_is_priced_at_that_batch_and_matmul_format(c
     (["--tensor-parallel", "3"], (r"\bargument --tensor-parallel: 3 does not divide --chips 64\b",
                                   r"\bthe chips form chips / tensor-parallel identical replicas\b")),
     (["--input-len", "100"], (r"\barguments --input-len and --output-len: give both\b", r"\bor neither\b")),
-    (["--batch", "12"], (r"\bargument --batch: 12 sequences do not split over 8 replicas; use a multiple of 8\b",)),
+    (["--batch", "12"], (r"\bargument --batch: 12 sequences do not split over 8 replicas \(--chips 64 / --tensor-parallel 8\); use "
+                                  r"a multiple of 8\b",)),
 ])
 def test_an_estimate_that_cannot_be_laid_out_names_the_options_and_the_fix(extra, words, capsys):
     assert main(ESTIMATE + extra) == 2
@@ -791,7 +795,7 @@ def test_the_time_to_first_token_is_shown_in_ms_to_a_tenth(capsys):
 
 
 def test_json_output_is_strict_and_a_non_finite_result_is_an_error_not_nan(monkeypatch, capsys):
-    monkeypatch.setattr(cli, "_estimate", lambda args, model, config: ({"schema": SCHEMA, "tpot_s": math.nan}, "table"))
+    monkeypatch.setattr(cli, "_estimate", lambda args: ({"schema": SCHEMA, "tpot_s": math.nan}, "table"))
     assert main(ESTIMATE + ["--json"]) == 2
     captured = capsys.readouterr()
     assert _strict(captured.out)["schema"] == SCHEMA and re.search(r"\bnot JSON compliant\b", captured.err)

@@ -10,7 +10,8 @@ import math
 
 import pytest
 
-from scaling_lib.collectives import collective_time
+from scaling_lib.collectives import collective_time, slice_hops
+from scaling_lib.frontier import layer_collectives, layout_cost
 from scaling_lib.hardware import get_chip
 from scaling_lib.hops import collective_hops
 from scaling_lib.models import get_model
@@ -82,6 +83,42 @@ def test_a_latency_bound_decode_step_spends_l_times_h_hops_on_ici():
     small = decode_step_components(llama, "ironwood", 32, 64, 8192, mesh_shape=(4, 4, 2))
     line_hops = 2 * 2 * (3 + 3 + 1) + 2 * collective_hops("all-to-all", 4, wraparound=True)  # batch split 4 ways
     assert small.ici_latency_s == pytest.approx(llama.n_layers * line_hops * 1e-6, rel=1e-12)
+
+
+@pytest.mark.parametrize("chip", sorted(TORUS_SHAPES))
+def test_chapter_7_table_and_its_exercise_count_the_same_hops_on_each_slice_s_own_links(chip):
+    # One hop rule: decode_hops_per_layer with the chip (the exercise's h(n)) is exactly the latency that
+    # decode_step_components prices (the table's L h(n) t_hop), on every torus of the chapter.
+    llama = get_model("llama3-70b")
+    for n, torus in TORUS_SHAPES[chip].items():
+        parts = decode_step_components(llama, chip, n, 64, 8192, mesh_shape=torus, check_capacity=False)
+        h = decode_hops_per_layer(llama, n, 64, torus, chip=chip)
+        assert parts.ici_latency_s == pytest.approx(llama.n_layers * h * get_chip(chip).ici_hop_latency, rel=1e-12)
+
+
+def test_a_v5e_4_by_2_slice_is_two_lines_16_hops_a_layer_and_12_only_if_both_axes_were_rings():
+    # v5e axes wrap only at 16 chips: the 4-axis is a line of 3 hops a pass, the 2-axis 1; two all-reduces of two
+    # passes each; K = 8 = n, so no all-to-all.
+    assert decode_hops_per_layer("llama3-70b", 8, 64, (4, 2), chip="tpu-v5e") == 2 * 2 * (3 + 1)
+    assert decode_hops_per_layer("llama3-70b", 8, 64, (4, 2)) == 2 * 2 * (2 + 1)  # every axis a ring
+    assert slice_hops("all-reduce", "tpu-v5e", (16, 16)) == 2 * (8 + 8)  # 16-chip axes wrap
+    assert slice_hops("all-gather", "tpu-v4", (2, 2, 4)) == 1 + 1 + 3  # less than a cube: no v4 axis wraps
+    assert slice_hops("all-gather", "tpu-v4", (4, 4, 4)) == 2 + 2 + 2  # a whole cube wraps every axis
+
+
+def test_chapter_12_prices_each_collective_s_latency_by_the_same_hop_rule():
+    # PaLM 540B's low-latency decode (2D weight-stationary on a 4 x 4 x 4 v4 slice, attention over the batch, int8
+    # weights, batch 64): per layer an all-gather and a reduce-scatter over YZ = (4, 4), 2 + 2 hops each, the same two
+    # over X = 4, 2 hops each, and two all-to-alls over the whole slice, 2 + 2 + 2 hops each. Each costs the larger
+    # of its hops x 1 us and its bytes over the chip's 6 links; the X pair is the only one whose bytes take longer.
+    cost = layout_cost("palm-540b", "tpu-v4", 64, "decode", 64, "2d-ws", "batch", weight_dtype="int8")
+    steps = layer_collectives("palm-540b", 64, "decode", 64, "2d-ws", "batch", weight_dtype="int8")
+    assert cost.mesh_shape == (4, 4, 4) and [s.group for s in steps] == [(4, 4), (4,), (4,), (4, 4)] + [(4, 4, 4)] * 2
+    hops = [4, 2, 2, 4, 6, 6]
+    links = 6 * get_chip("tpu-v4").ici_link_bandwidth
+    priced = [max(s.bytes_per_chip / links, h * 1e-6) for s, h in zip(steps, hops)]
+    assert cost.network_s == pytest.approx(118 * sum(priced), rel=1e-12)
+    assert cost.network_latency_s == pytest.approx(118 * (4 + 4 + 6 + 6) * 1e-6, rel=1e-12)
 
 
 def test_chapter_7_tori_hold_their_chip_counts():

@@ -1063,6 +1063,47 @@ def test_a_deployment_describes_where_the_kv_cache_goes_past_the_kv_heads(placem
     assert Deployment("llama3-8b", "h100", 8, kv_placement=placement).describe().endswith("KV heads split 8 ways")
 
 
+# --- what a step moves for a hybrid's state, a sparse-attention read and a mixed-precision checkpoint ------------------
+def _published_model(stem):
+    from scaling_lib.models import from_hf_config
+    from tests import REPO
+    return from_hf_config(REPO / "book" / "data" / "hf_configs" / f"{stem}.json")
+
+
+@pytest.mark.parametrize("context", [1024, 65536])
+def test_a_hybrids_decode_reads_and_writes_its_state_once_per_step_whatever_the_context(context):
+    # Nemotron-H-56B: per sequence 54 Mamba-2 states (256 heads x 64 x 256, and 3 x 20,480 of convolution window),
+    # bf16, read and written back each step; keys and values only in its 10 attention layers (8 KV heads of 128).
+    model = _published_model("nemotron-h-56b")
+    d = Deployment(model, "h200", 8)
+    state = 54 * (256 * 64 * 256 + 3 * (16384 + 2 * 8 * 256)) * 2
+    kv = context * 2 * 10 * 8 * 128 * 2
+    step = decode_step(d, 8, context, BOUND)
+    assert step.kv_s * get_chip("h200").hbm_bandwidth == pytest.approx(8 * (kv + 2 * state) / 8, rel=1e-12)
+
+
+def test_sparse_attention_reads_every_indexer_key_but_only_the_top_k_latents():
+    # DeepSeek-V3.2 (fp8 weights) at 100,000 tokens on 8 H200 (the latent replicated on each chip): per layer every
+    # token's 132-byte indexer key and the 2,048 selected tokens' 1,152-byte latents
+    model = _published_model("deepseek-v3.2")
+    d = Deployment(model, "h200", 8, weight_dtype="fp8")
+    step = decode_step(d, 8, 100_000, BOUND)
+    read = 61 * (100_000 * 132 + 2048 * (512 + 64) * 2)
+    assert step.kv_s * get_chip("h200").hbm_bandwidth == pytest.approx(8 * read, rel=1e-12)
+
+
+def test_a_mixed_precision_checkpoint_reads_each_group_in_its_own_format():
+    # gpt-oss-120b at batch 1 reads 4 of 128 experts per layer in MXFP4, and attention, router and head in bf16
+    from scaling_lib.models import read_hf_config
+    from tests import REPO
+    read = read_hf_config(REPO / "book" / "data" / "hf_configs" / "gpt-oss-120b.json")
+    d = Deployment(read.model, "h200", 1, weight_dtype=read.weight_dtype)
+    experts = 36 * 4 * 3 * 2880 * 2880 * 4.25 / 8
+    attention = 36 * 2880 * 64 * (64 + 8 + 8 + 64) * 2
+    router, head = 36 * 2880 * 128 * 2, 201088 * 2880 * 2
+    assert d.weights_read_per_chip(1) == pytest.approx(experts + attention + router + head, rel=1e-12)
+
+
 def test_attention_data_parallel_keeps_whole_attention_weights_and_unreplicated_caches_on_each_chip():
     # Qwen3-235B-A22B on 8 H200 (4 KV heads): tensor parallelism splits every weight 8 ways and replicates each KV head
     # on 2 chips; attention data-parallel holds the attention weights whole and each sequence's cache once.

@@ -14,8 +14,6 @@ from scaling_lib.book.claims.frontier import LEDGER_ROWS_ELSEWHERE, chatbot_turn
 from scaling_lib.context_limits import max_context_length
 from scaling_lib.estimate import Deployment
 from scaling_lib.frontier import (
-    BATCHES,
-    CHIP_COUNTS,
     NothingFits,
     choose,
     choose_for,
@@ -25,6 +23,7 @@ from scaling_lib.frontier import (
     longest_context,
     measured_mfu,
     measured_step_s,
+    padded_heads,
     pareto_frontier,
     sweep,
 )
@@ -182,7 +181,8 @@ def test_choose_meets_the_latency_target_at_the_lowest_cost_of_the_sweep():
     assert plan.cost_chip_s_per_token == min(p.cost_chip_s_per_token for p in candidates)
     fastest = choose(PALM, V4, "decode", "latency", pad_heads=True)
     assert fastest.total_s == min(p.total_s for p in candidates + [fastest])
-    assert fastest.n_chips == max(CHIP_COUNTS) and fastest.batch == min(BATCHES)
+    # head sharding pads PaLM 540B's 48 heads no further than 64, so 128 and 256 chips split the batch, not the heads
+    assert fastest.attention_sharding == "batch" and fastest.n_chips > 64
     with pytest.raises(ValueError, match="no configuration"):
         choose(PALM, V4, "decode", "cost", latency_target_s=1e-4, pad_heads=True)
 
@@ -252,9 +252,9 @@ def test_an_nvlink_switch_gets_megatron_1d_weight_stationary_and_never_a_torus_l
 
 
 def test_head_sharding_that_does_not_divide_the_heads_is_refused_unless_padded_as_pope_did():
-    with pytest.raises(ValueError, match=r"n_heads=48 query heads of palm-540b n_chips=256 ways.*pad_heads=True to "
-                                         r"pad the heads to 256 \(as Pope et al. padded PaLM 540B's 48 heads to 64"):
-        layout_cost(PALM, V4, 256, "decode", 256, "2d-ws", "heads")
+    with pytest.raises(ValueError, match=r"n_heads=48 query heads of palm-540b n_chips=32 ways.*pad_heads=True to "
+                                         r"pad the heads to 64 \(as Pope et al. padded PaLM 540B's 48 heads to 64"):
+        layout_cost(PALM, V4, 32, "decode", 32, "2d-ws", "heads")
     with pytest.raises(ValueError, match="does not divide 48"):
         layer_collectives(PALM, 64, "decode", 64, "2d-ws", "heads")
     # 48 heads on 48 chips split evenly; on 64 chips the padding to 64 heads adds 16 heads' W_Q and W_O to every
@@ -272,6 +272,23 @@ def test_head_sharding_that_does_not_divide_the_heads_is_refused_unless_padded_a
     with pytest.raises(ValueError, match="nothing fits"):
         choose_layout(PALM, V4, 64, "decode", 1, weight_dtype="int8")  # batch 1 needs heads: pad them
     assert choose_layout(PALM, V4, 64, "decode", 1, weight_dtype="int8", pad_heads=True).best.attention_sharding == "heads"
+
+def test_padding_stops_at_the_next_power_of_two_of_the_heads_as_far_as_pope_padded():
+    # 48 heads on 64 chips: 64 heads, 16 more W_Q and W_O blocks of D x H per layer (multiquery: K = 1 is unchanged),
+    # 16 x 2 x 18,432 x 256 x 118 = 17.8e9 weights on PaLM 540B's 540.35e9.
+    padded = layout_cost(PALM, V4, 64, "decode", 64, "2d-ws", "heads", pad_heads=True)
+    assert padded.priced_params == param_count(get_model(PALM)) + 16 * 2 * 18432 * 256 * 118 == 558_171_684_864
+    assert layout_cost(PALM, V4, 64, "decode", 64, "2d-ws", "batch").priced_params == 540_354_281_472
+    assert [padded_heads(48, n) for n in (1, 5, 32, 64, 128, 256)] == [48, 50, 64, 64, 0, 0]
+    assert padded_heads(32, 64) == 0 and padded_heads(40, 64) == 64  # 32 is its own cap; 40 pads to 64
+    # On 256 chips padding would price 256 heads: 772e9 parameters, 43% more than the model. Refused, and skipped.
+    with pytest.raises(ValueError, match=r"pads them to 256, past 64.*attention_sharding='batch'"):
+        layout_cost(PALM, V4, 256, "decode", 256, "1d-ws", "heads", pad_heads=True)
+    assert all(c.attention_sharding == "batch" for c in choose_layout(PALM, V4, 256, "decode", 256,
+                                                                      pad_heads=True).costs)
+    with pytest.raises(ValueError, match="nothing fits"):
+        choose_layout(PALM, V4, 256, "decode", 1, pad_heads=True)  # batch 1 cannot split either
+
 
 # --- arguments, options reaching choose_layout, multi-head KV caches, the Pareto frontier ---------------------------
 

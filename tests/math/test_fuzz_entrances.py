@@ -20,11 +20,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scaling_lib import models
+from scaling_lib import hf_config, hf_families, hf_fields
 from scaling_lib.__main__ import main, parser
 from scaling_lib.models import Transformer, from_hf_config
 from tests import REPO, examples
 
+KNOWN_TYPES = set(hf_families.READERS) | set(hf_config.TYPE_ALIASES) | set(hf_config.WRAPPERS)
 # Each property below runs once per config field or command-line option (some 60 in all): the inner loop draws 3
 # examples of each, `make test` all of them.
 SETTINGS = settings(max_examples=examples(15, inner=3), deadline=None, derandomize=True, database=None,
@@ -39,16 +40,52 @@ def _shipped(stem):
 GEMMA3 = dict(model_type="gemma3_text", num_hidden_layers=12, hidden_size=64, num_attention_heads=4,
               num_key_value_heads=2, head_dim=16, vocab_size=256, intermediate_size=128, sliding_window=32,
               sliding_window_pattern=6)
+_SMALL = dict(num_hidden_layers=8, hidden_size=64, num_attention_heads=4, num_key_value_heads=2, vocab_size=256,
+              intermediate_size=128)
+_MOE = dict(num_experts=8, num_experts_per_tok=2, moe_intermediate_size=32)
 # A config of each model type whose reader uses the field (the field is in that config or read with a default).
 BASES = {"llama": _shipped("llama-3.1-8b"), "qwen2": _shipped("qwen2.5-7b"), "mistral": _shipped("mistral-7b-v0.1"),
          "mixtral": _shipped("mixtral-8x7b"), "qwen3_moe": _shipped("qwen3-235b-a22b"),
          "deepseek_v3": _shipped("deepseek-v3"), "gemma3_text": GEMMA3,
          "qwen2_moe": dict(model_type="qwen2_moe", num_hidden_layers=2, hidden_size=64, num_attention_heads=4,
                            intermediate_size=128, moe_intermediate_size=16, shared_expert_intermediate_size=64,
-                           num_experts=8, num_experts_per_tok=2, vocab_size=256)}
+                           num_experts=8, num_experts_per_tok=2, vocab_size=256),
+         "chatglm": dict(model_type="chatglm", num_layers=2, hidden_size=64, num_attention_heads=4,
+                         multi_query_attention=True, multi_query_group_num=2, kv_channels=16, ffn_hidden_size=128,
+                         padded_vocab_size=256, seq_length=4096),
+         "deepseek_v32": dict(_shipped("deepseek-v3"), model_type="deepseek_v32",
+                              architectures=["DeepseekV32ForCausalLM"], index_n_heads=64,
+                              index_head_dim=128, index_topk=2048),
+         "glm4_moe": dict(_SMALL, **_MOE, model_type="glm4_moe", n_routed_experts=8, n_shared_experts=1,
+                          first_k_dense_replace=1, num_nextn_predict_layers=1, head_dim=16),
+         "llama4_text": dict(_SMALL, model_type="llama4_text", num_local_experts=4, num_experts_per_tok=1,
+                             interleave_moe_layer_step=2, intermediate_size_mlp=256, attention_chunk_size=64,
+                             no_rope_layer_interval=4),
+         "qwen3_next": dict(_SMALL, **_MOE, model_type="qwen3_next", full_attention_interval=4,
+                            linear_num_key_heads=2, linear_key_head_dim=16, linear_num_value_heads=4,
+                            linear_value_head_dim=16, linear_conv_kernel_dim=4, shared_expert_intermediate_size=32),
+         "minimax": dict(_SMALL, model_type="minimax_m1", num_local_experts=4, num_experts_per_tok=2,
+                         attn_type_list=[0, 0, 0, 1] * 2, shared_intermediate_size=0, head_dim=16),
+         "jamba": dict(_SMALL, model_type="jamba", num_experts=4, num_experts_per_tok=2, attn_layer_period=4,
+                       attn_layer_offset=2, expert_layer_period=2, expert_layer_offset=1, mamba_d_state=16,
+                       mamba_d_conv=4, mamba_expand=2, mamba_dt_rank="auto", mamba_conv_bias=True,
+                       mamba_proj_bias=False),
+         "nemotron_h": dict(_SMALL, model_type="nemotron_h", hybrid_override_pattern="M-M*M-M-", attention_head_dim=16,
+                            mamba_num_heads=4, mamba_head_dim=16, n_groups=1, ssm_state_size=16, conv_kernel=4,
+                            use_conv_bias=True, mamba_proj_bias=False, mlp_hidden_act="relu2"),
+         "nemotron_h_moe": dict(_SMALL, model_type="nemotron_h", hybrid_override_pattern="MEM*MEM-",
+                                attention_head_dim=16, mamba_num_heads=4, mamba_head_dim=16, n_groups=1,
+                                ssm_state_size=16, n_routed_experts=4, num_experts_per_tok=2,
+                                moe_intermediate_size=32, moe_shared_expert_intermediate_size=32),
+         "nemotron-nas": dict(model_type="nemotron-nas", num_hidden_layers=2, hidden_size=64, num_attention_heads=4,
+                              vocab_size=256, block_configs=[{"attention": {"n_heads_in_group": 2},
+                                                              "ffn": {"ffn_mult": 2.0}},
+                                                             {"attention": {"no_op": True}, "ffn": {"ffn_mult": 1.0}}]),
+         "gpt_oss": dict(_SMALL, model_type="gpt_oss", num_local_experts=4, num_experts_per_tok=2,
+                         experts_per_token=2, sliding_window=16, head_dim=16)}
 
 # field -> (kind, the config it is read from). Kinds: "size" a positive integer, "size0" a non-negative one,
-# "size?" a positive integer or null, "flag" a JSON boolean, "freq" an integer that must be 1, and a few of their own.
+# "size?" a positive integer or null, "flag" a JSON boolean, and a few of their own (_must_refuse).
 FIELDS = {
     "num_hidden_layers": ("size", "llama"), "hidden_size": ("size", "llama"), "num_attention_heads": ("size", "llama"),
     "num_key_value_heads": ("size", "llama"), "head_dim": ("size?", "llama"), "vocab_size": ("size", "llama"),
@@ -56,16 +93,40 @@ FIELDS = {
     "use_sliding_window": ("flag", "qwen2"), "sliding_window": ("size?", "mistral"),
     "num_local_experts": ("size", "mixtral"), "num_experts_per_tok": ("size", "mixtral"),
     "num_experts": ("size", "qwen3_moe"), "moe_intermediate_size": ("size", "qwen3_moe"),
-    "decoder_sparse_step": ("freq", "qwen3_moe"), "mlp_only_layers": ("list", "qwen3_moe"),
+    "decoder_sparse_step": ("size", "qwen3_moe"), "mlp_only_layers": ("indices", "qwen3_moe"),
     "n_routed_experts": ("size", "deepseek_v3"), "qk_rope_head_dim": ("size0", "deepseek_v3"),
     "qk_nope_head_dim": ("size", "deepseek_v3"), "v_head_dim": ("size", "deepseek_v3"),
     "kv_lora_rank": ("size", "deepseek_v3"), "q_lora_rank": ("size?", "deepseek_v3"),
     "n_shared_experts": ("size0", "deepseek_v3"), "first_k_dense_replace": ("size0", "deepseek_v3"),
-    "moe_layer_freq": ("freq", "deepseek_v3"), "sliding_window_pattern": ("size", "gemma3_text"),
+    "moe_layer_freq": ("size", "deepseek_v3"), "sliding_window_pattern": ("size", "gemma3_text"),
     "layer_types": ("layers", "gemma3_text"), "model_type": ("type", "llama"), "_name_or_path": ("name", "llama"),
-    "shared_expert_intermediate_size": ("size0", "qwen2_moe"),
+    "shared_expert_intermediate_size": ("size0", "qwen2_moe"), "max_window_layers": ("size0", "qwen2"),
+    "max_position_embeddings": ("size?", "llama"), "architectures": ("classes", "llama"),
+    "quantization_config": ("any", "llama"), "text_config": ("any", "llama"),
+    "num_layers": ("size", "chatglm"), "multi_query_attention": ("flag", "chatglm"),
+    "multi_query_group_num": ("size", "chatglm"), "kv_channels": ("size?", "chatglm"),
+    "ffn_hidden_size": ("size", "chatglm"), "padded_vocab_size": ("size", "chatglm"), "seq_length": ("size?", "chatglm"),
+    "index_n_heads": ("size", "deepseek_v32"), "index_head_dim": ("size", "deepseek_v32"),
+    "index_topk": ("size", "deepseek_v32"), "num_nextn_predict_layers": ("size0", "glm4_moe"),
+    "interleave_moe_layer_step": ("size", "llama4_text"), "moe_layers": ("indices", "llama4_text"),
+    "intermediate_size_mlp": ("size", "llama4_text"), "attention_chunk_size": ("size?", "llama4_text"),
+    "no_rope_layer_interval": ("size", "llama4_text"), "no_rope_layers": ("any", "llama4_text"),
+    "full_attention_interval": ("size", "qwen3_next"), "linear_num_key_heads": ("size", "qwen3_next"),
+    "linear_key_head_dim": ("size", "qwen3_next"), "linear_num_value_heads": ("size", "qwen3_next"),
+    "linear_value_head_dim": ("size", "qwen3_next"), "linear_conv_kernel_dim": ("size", "qwen3_next"),
+    "mtp_num_hidden_layers": ("size0", "qwen3_next"), "attn_type_list": ("any", "minimax"),
+    "shared_intermediate_size": ("zero", "minimax"), "attn_layer_period": ("size", "jamba"),
+    "attn_layer_offset": ("size0", "jamba"), "expert_layer_period": ("size", "jamba"),
+    "expert_layer_offset": ("size0", "jamba"), "mamba_d_state": ("size", "jamba"), "mamba_d_conv": ("size", "jamba"),
+    "mamba_expand": ("size", "jamba"), "mamba_dt_rank": ("any", "jamba"), "mamba_conv_bias": ("flag", "jamba"),
+    "mamba_proj_bias": ("flag", "jamba"), "hybrid_override_pattern": ("pattern", "nemotron_h"),
+    "attention_head_dim": ("size", "nemotron_h"), "mamba_num_heads": ("size", "nemotron_h"),
+    "mamba_head_dim": ("size", "nemotron_h"), "n_groups": ("size", "nemotron_h"),
+    "ssm_state_size": ("size", "nemotron_h"), "conv_kernel": ("size", "nemotron_h"),
+    "use_conv_bias": ("flag", "nemotron_h"), "mlp_hidden_act": ("any", "nemotron_h"),
+    "moe_shared_expert_intermediate_size": ("size0", "nemotron_h_moe"), "block_configs": ("any", "nemotron-nas"),
+    "experts_per_token": ("any", "gpt_oss"),
 }
-
 JSON_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70), st.floats(allow_nan=True),
                          st.text(max_size=12), st.sampled_from(["4096", "8", "0", "-1", "true", "false", "null",
                                                                 "1e3", "2.5", " 16 ", ""]))
@@ -83,19 +144,24 @@ def _is_size(value, minimum=1):
 
 def _must_refuse(kind, value) -> bool:
     """Values a field of this kind must refuse whatever the rest of the config says."""
-    if kind in ("size", "size0", "freq"):
-        return value is not None and not _is_size(value, 0 if kind == "size0" else 1) or (
-            kind == "freq" and value is not None and value != 1)
+    if kind in ("size", "size0"):
+        return value is not None and not _is_size(value, 0 if kind == "size0" else 1)
     if kind == "size?":
         return value is not None and not _is_size(value)
     if kind == "flag":
         return not isinstance(value, bool)
-    if kind == "type":
-        return value not in models._HF_TYPES
-    if kind == "list":
-        return value is not None and value != []
+    if kind == "type":  # under LlamaForCausalLM: llama, no type at all, or a type the book does not know
+        return value is not None and not isinstance(value, str) or value in KNOWN_TYPES and value != "llama"
+    if kind == "indices":
+        return value is not None and not (isinstance(value, list) and all(type(i) is int and i >= 0 for i in value))
     if kind == "name":
         return value is not None and not isinstance(value, str)
+    if kind == "classes":
+        return value not in (None, [], ["LlamaForCausalLM"])
+    if kind == "pattern":
+        return not isinstance(value, str) or not value or bool(set(value) - set("M*-E"))
+    if kind == "zero":
+        return value not in (None, 0, [0])
     return False
 
 
@@ -222,11 +288,11 @@ def test_any_bytes_as_config_print_one_line_naming_the_file(tmp_path, capsys):
 
 
 def test_every_field_and_option_has_a_spec():
-    source = "".join(inspect.getsource(reader) for reader in (models._Fields, models._load_config,
-                                                              models._layer_pattern, models.from_hf_config))
-    read = set(re.findall(r'\.(?:count|flag)\("(\w+)"', source)) | set(re.findall(r'config\.get\("(\w+)"', source))
-    experts = re.search(r'experts = \{(.*?)\}', source, re.S).group(1)
-    read |= set(re.findall(r':\s*"(\w+)"', experts))
+    source = "".join(inspect.getsource(module) for module in (hf_fields, hf_families, hf_config))
+    read = set(re.findall(r'\bf\.(?:count|flag|get)\("(\w+)"', source))
+    read |= set(re.findall(r'config\.get\("(\w+)"', source)) | set(re.findall(r'self\.get\("(\w+)"', source))
+    for spellings in re.findall(r'(?:_first\(f, |(?:layers|kv_heads|ffn|vocab|head_dim)=)\(([^)]*)\)', source):
+        read |= set(re.findall(r'"(\w+)"', spellings))
     missing = sorted(read - set(FIELDS))
     assert not missing, f"fields from_hf_config reads without a spec in {__file__}: {missing}"
     options = {opt for action in parser()._subparsers._group_actions[0].choices["estimate"]._actions

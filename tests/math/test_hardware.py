@@ -106,6 +106,12 @@ def test_every_chips_hbm_is_its_sources_figure_in_its_sources_unit(name, capacit
     assert {row[0] for row in HBM_AS_PUBLISHED} == set(chip_names())  # no chip left unpinned
 
 
+def test_an_nvlink_domain_is_a_node_of_8_or_a_gb200_nvl72_rack_of_72():
+    # GB200's domain is the rack (18 compute trays of 4 GPUs); an HGX/DGX node's is its 8 GPUs
+    gb200, b200 = get_chip("gb200").topology, get_chip("b200").topology
+    assert (gb200.domain_size, gb200.domain) == (72, "NVL72 rack") and (b200.domain_size, b200.domain) == (8, "node")
+
+
 def test_gb200_is_one_nvlink_domain_of_72_gpus_and_a_collective_over_them_never_leaves_it():
     gb200 = get_chip("gb200")
     assert gb200.topology.domain_size == 72 and gb200.topology.in_switch_reduction

@@ -1,12 +1,16 @@
 """Your own model: `models.from_hf_config` reads shipped config.json files into the right shapes, and the parameter
 totals match the model cards; the new structures (MLA, local/global layers, shared experts, leading dense layers)
-are counted the way a hand derivation counts them."""
+are counted the way a hand derivation counts them; a checkpoint's formats (`quantization_config`) and a multimodal
+wrapper's text tower are read as `hf_config` documents."""
 
 import json
+import re
 
 import pytest
 
+from scaling_lib import hf_config, models
 from scaling_lib.flops import decode_step_flops, matmul_params
+from scaling_lib.hf_fields import ConfigFields
 from scaling_lib.kv_levers import decode_attention_cost, kv_footprint
 from scaling_lib.memory import kv_bytes_per_token, kv_cache_bytes
 from scaling_lib.models import Transformer, active_param_count, from_hf_config, get_model, param_count
@@ -64,6 +68,8 @@ def test_shapes_read_from_the_configs():
         "llama3.1-405b").with_(name="", source="")
     assert from_hf_config(CONFIGS / "deepseek-v3.json").with_(name="", source="") == get_model(
         "deepseek-v3").with_(name="", source="")
+    assert from_hf_config(CONFIGS / "jamba-v0.1.json").with_(name="", source="") == get_model(
+        "jamba-v0.1").with_(name="", source="")
 
 
 def test_mla_kv_bytes_per_token_against_a_hand_derivation():
@@ -124,8 +130,8 @@ def test_from_hf_config_bad_input_names_the_field(tmp_path):
     with pytest.raises(ValueError, match="num_hidden_layers"):
         from_hf_config(config)
     moe = json.loads((CONFIGS / "qwen3-235b-a22b.json").read_text())
-    with pytest.raises(ValueError, match="decoder_sparse_step"):
-        from_hf_config({**moe, "decoder_sparse_step": 2})
+    with pytest.raises(ValueError, match="'moe_intermediate_size'"):
+        from_hf_config({k: v for k, v in moe.items() if k != "moe_intermediate_size"})
     with pytest.raises(ValueError, match="no config file"):
         from_hf_config(tmp_path / "missing.json")
     with pytest.raises(ValueError, match="unknown model"):
@@ -240,3 +246,210 @@ def test_from_hf_config_file_problems_name_the_file(content, says, tmp_path):
         big.truncate(10**7 + 1)  # sparse: no disk used
     with pytest.raises(ValueError, match="weights.json holds 10,000,001 bytes; a config.json is a few kB"):
         from_hf_config(tmp_path / "weights.json")
+
+
+# --- formats and nested configs ---------------------------------------------------------------------------------------
+LLAMA_CONFIG = dict(model_type="llama", num_hidden_layers=2, hidden_size=64, num_attention_heads=4, vocab_size=256,
+                    intermediate_size=128)
+
+
+def _fields(**config):
+    return ConfigFields(config, "here.json")
+
+
+@pytest.mark.parametrize("quantization, weights", [({"quant_method": "fbgemm_fp8"}, "fp8"),
+                                                   ({"quant_method": "modelopt", "quant_algo": "FP8"}, "fp8"),
+                                                   ({"quant_method": "modelopt", "quant_algo": "NVFP4"}, "nvfp4"),
+                                                   ({"quant_method": "awq", "bits": 8}, "int8"),
+                                                   ({"quant_method": "gptq", "bits": 4}, "int4")])
+def test_each_quantization_method_names_its_weight_format(quantization, weights):
+    assert hf_config._read_quantization(_fields(quantization_config=quantization))[0] == weights
+
+
+@pytest.mark.parametrize("quantization, says", [
+    ("fp8", r"\bmust be an object with a 'quant_method', got the string 'fp8'"),
+    ({"quant_method": "modelopt", "quant_algo": "INT4_AWQ"}, r"\bhas quant_algo 'INT4_AWQ'; this book reads FP8 and "
+                                                             r"NVFP4\b"),
+    ({"quant_method": "bitnet"}, r"\bhas quant_method 'bitnet'; this book reads fp8, fbgemm_fp8, mxfp4, awq, gptq, "
+                                 r"compressed-tensors, modelopt and bitsandbytes\b"),
+    ({"quant_method": "gptq", "bits": 3}, r"\bgptq with bits=3; this book stores 4 or 8 bits\b"),
+    ({"quant_method": "awq"}, r"\bawq with bits=None\b"),
+])
+def test_a_quantization_this_book_cannot_store_says_what_it_reads(quantization, says):
+    with pytest.raises(ValueError, match=r"\bfield 'quantization_config' of here\.json\b") as err:
+        hf_config._read_quantization(_fields(quantization_config=quantization))[0]
+    assert re.search(says, str(err.value)), str(err.value)
+
+
+def test_read_hf_config_reads_the_position_limit_and_names_a_bad_one():
+    assert models.read_hf_config(LLAMA_CONFIG).max_position_embeddings is None
+    assert models.read_hf_config({**LLAMA_CONFIG, "max_position_embeddings": 4096.0}).max_position_embeddings == 4096
+    with pytest.raises(ValueError, match=r"\bfield 'max_position_embeddings' of the config dict must be an integer"):
+        models.read_hf_config({**LLAMA_CONFIG, "max_position_embeddings": "4096"})
+
+
+def test_read_hf_config_names_the_file_of_a_bad_quantization(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**LLAMA_CONFIG, "quantization_config": {"quant_method": "bitnet"}}))
+    with pytest.raises(ValueError, match=rf"\bfield 'quantization_config' of {re.escape(str(path))} has"):
+        models.read_hf_config(path)
+    path.write_text(json.dumps({**LLAMA_CONFIG, "quantization_config": {"quant_method": "fp8"}}))
+    assert models.read_hf_config(tmp_path).weight_dtype == "fp8"  # the folder, read like the file
+
+
+def test_a_nested_text_config_takes_the_outer_name_quantization_and_tie_but_keeps_its_own_values():
+    outer = {"model_type": "gemma3", "_name_or_path": "google/gemma-3-4b-it", "tie_word_embeddings": False,
+             "quantization_config": {"quant_method": "fp8"}, "text_config": {"model_type": "llama"}}
+    read = models.read_hf_config(outer)
+    # the text_config is read as a Gemma 3 text model (its model_type overridden) with Hugging Face's defaults
+    assert (read.model.name, read.model.tied_embeddings, read.weight_dtype) == ("gemma-3-4b-it", False, "fp8")
+    assert (read.model.vocab_size, read.model.global_every) == (262_208, 6)
+    inner_wins = {**outer, "text_config": {"tie_word_embeddings": True, "_name_or_path": "inner/name"}}
+    assert (from_hf_config(inner_wins).tied_embeddings, from_hf_config(inner_wins).name) == (True, "name")
+
+
+def test_a_nested_config_allows_the_positions_its_language_model_does():
+    # Gemma 3 and Llama 4 keep max_position_embeddings in their text_config (it was read from the outer config: None)
+    nested = {"model_type": "gemma3", "text_config": {}}
+    assert models.read_hf_config(nested).max_position_embeddings == 131_072  # Hugging Face's Gemma 3 default
+    nested["text_config"]["max_position_embeddings"] = 8192
+    assert models.read_hf_config(nested).max_position_embeddings == 8192
+
+
+def test_a_field_inside_a_text_config_is_named_as_being_there():
+    with pytest.raises(ValueError, match=r"\bfield 'hidden_size' of the config dict \(its text_config\) must be"):
+        from_hf_config({"model_type": "gemma3", "text_config": {"hidden_size": "big"}})
+    with pytest.raises(ValueError, match=r"\bfield 'text_config' of the config dict must be an object holding the "
+                                         r"language model's fields \(model_type 'llama4'\), got a list \(1 items\)"):
+        from_hf_config({"model_type": "llama4", "text_config": [4]})
+
+
+# --- by architecture, not by label ------------------------------------------------------------------------------------
+def _published(stem):
+    return json.loads((CONFIGS / f"{stem}.json").read_text())
+
+
+# (config, what the refusal must say): each relabelled or unreadable config is refused with its reason, and no
+# refusal suggests another model_type (a relabelling is how the audit's misreads happened).
+REFUSED = {
+    "Cohere relabelled llama": ({**_published("command-r-v01"), "model_type": "llama"},
+                                r"model_type 'llama' and architectures CohereForCausalLM .* disagree"),
+    "MiniMax relabelled mixtral": ({**_published("minimax-m1"), "model_type": "mixtral"},
+                                   r"disagree: .* the class computes MiniMax-01/M1, a hybrid"),
+    "Jamba relabelled mixtral": ({**_published("jamba-v0.1"), "model_type": "mixtral"},
+                                 r"the class computes Jamba, a hybrid of Mamba and attention layers"),
+    "Qwen3-Next relabelled qwen2_moe": ({**_published("qwen3-next-80b-a3b"), "model_type": "qwen2_moe"},
+                                        r"the class computes Qwen3-Next"),
+    "a MiniMax labelled mixtral with no class": (
+        {k: v for k, v in {**_published("minimax-m1"), "model_type": "mixtral"}.items() if k != "architectures"},
+        r"field 'attn_type_list' .* sets linear-attention layers, which a Mixtral mixture of experts does not have"),
+    "chunked attention on a LLaMA": ({**_published("llama-3.1-8b"), "attention_chunk_size": 8192},
+                                     r"field 'attention_chunk_size' .* sets chunked attention"),
+    "MTP on a Mistral": ({**_published("mistral-7b-v0.1"), "num_nextn_predict_layers": 1},
+                         r"field 'num_nextn_predict_layers' .* sets multi-token-prediction layers"),
+    "linear attention on a Qwen2": ({**_published("qwen2.5-7b"), "linear_num_key_heads": 16},
+                                    r"field 'linear_num_key_heads' .* sets linear-attention layers"),
+    "a pure Mamba": ({"model_type": "mamba2", "hidden_size": 2560}, r"it has only Mamba-2 layers \(no attention at "
+                                                                    r"all\), which this book's models cannot represent"),
+    "an unknown family": ({"model_type": "foo", "architectures": ["FooForCausalLM"]},
+                          r"not a family this book reads: .* build its shape from the model card with "
+                          r"scaling_lib\.models\.Transformer"),
+    "a classifier": ({**_published("llama-3.1-8b"), "architectures": ["LlamaForSequenceClassification"]},
+                     r"puts a classifier head on the model"),
+    "an unknown class": ({**_published("llama-3.1-8b"), "architectures": ["MyLlamaForCausalLM"]},
+                         r"a class this book does not know, so it cannot confirm"),
+    "two classes": ({**_published("llama-3.1-8b"), "architectures": ["LlamaForCausalLM", "MistralForCausalLM"]},
+                    r"names 2 classes"),
+    "a MiniMax shared expert": ({**_published("minimax-m1"), "shared_intermediate_size": 9216},
+                                r"'shared_intermediate_size' .* a shared expert beside MiniMax's routed ones"),
+    "a Nemotron-NAS linear block": (
+        {**_published("llama-3.3-nemotron-super-49b"),
+         "block_configs": [{"attention": {"replace_with_linear": True}, "ffn": {"ffn_mult": 1.0}}] * 80},
+        r"layer 0's attention is replaced by a linear layer"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REFUSED))
+def test_a_config_this_book_would_misread_is_refused_saying_why_and_never_suggesting_a_relabelling(case):
+    config, says = REFUSED[case]
+    with pytest.raises(ValueError, match=says) as err:
+        from_hf_config(config)
+    assert "its model_type is" not in str(err.value) and "set model_type" not in str(err.value)
+
+
+def test_qwen3_coders_shared_expert_of_width_zero_is_no_shared_expert():
+    # The published Qwen3-Coder-480B-A35B carries shared_expert_intermediate_size 0 (and Qwen3MoeForCausalLM builds
+    # none whatever it says): read, and equal to the config without the field.
+    coder = _published("qwen3-coder-480b-a35b")
+    without = {k: v for k, v in coder.items() if k != "shared_expert_intermediate_size"}
+    assert from_hf_config(coder) == from_hf_config(without) and from_hf_config(coder).n_shared_experts == 0
+
+
+def test_qwen3_moe_that_uses_its_sliding_window_is_priced_with_the_window_on_every_layer(capsys):
+    # Qwen3MoeForCausalLM gives every layer config.sliding_window when use_sliding_window is true (max_window_layers
+    # is not read): at 16,384 tokens each layer keeps the last 4,096.
+    windowed = {**_published("qwen3-30b-a3b"), "use_sliding_window": True, "sliding_window": 4096,
+                "max_window_layers": 28}
+    model = from_hf_config(windowed)
+    assert (model.sliding_window, model.n_global_layers) == (4096, 0)
+    assert kv_cache_bytes(model, 16384) == 4096 * kv_bytes_per_token(model)
+
+
+# quantization_config -> (the format named, bytes per weight by group as the method stores them)
+GROUPS = {
+    "gpt-oss's mxfp4": ({"quant_method": "mxfp4", "modules_to_not_convert": [
+        "model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"]},
+        "mxfp4", dict(experts=4.25 / 8, attention=2, router=2, embeddings=2, head=2)),
+    "DeepSeek's block fp8": ({"quant_method": "fp8", "weight_block_size": [128, 128]}, "fp8",
+                             dict(experts=1 + 4 / 128**2, attention=1 + 4 / 128**2, embeddings=2, head=2, router=2)),
+    "AWQ int4, groups of 128 with zeros": ({"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True},
+                                           "int4", dict(attention=0.5 + (2 + 0.5) / 128, head=2)),
+    "GPTQ int8 with its head": ({"quant_method": "gptq", "bits": 8, "group_size": 128, "lm_head": True}, "int8",
+                                dict(feed_forward=1 + 3 / 128, head=1 + 3 / 128, embeddings=2)),
+    "compressed-tensors fp8 per channel": ({"quant_method": "compressed-tensors", "format": "float-quantized",
+                                            "config_groups": {"group_0": {"targets": ["Linear"], "weights": {
+                                                "num_bits": 8, "type": "float", "strategy": "channel"}}},
+                                            "ignore": ["lm_head"]}, "fp8", dict(attention=1, head=2)),
+    "compressed-tensors nvfp4": ({"quant_method": "compressed-tensors", "config_groups": {"group_0": {
+        "targets": ["Linear"], "weights": {"num_bits": 4, "type": "float", "strategy": "tensor_group",
+                                           "group_size": 16}}}, "ignore": ["re:.*mlp.gate$", "lm_head"]},
+        "nvfp4", dict(experts=4.5 / 8, router=2, head=2)),
+    "ModelOpt FP8 with excluded attention": ({"quant_method": "modelopt", "quant_algo": "FP8",
+                                              "exclude_modules": ["model.layers.*.self_attn*", "lm_head"]}, "fp8",
+                                             dict(attention=2, feed_forward=1)),
+    "bitsandbytes nf4, double quantized": ({"quant_method": "bitsandbytes", "load_in_4bit": True,
+                                            "bnb_4bit_use_double_quant": True}, "int4",
+                                           dict(attention=0.5 + 1 / 64 + 4 / (64 * 256))),
+}
+
+
+@pytest.mark.parametrize("case", sorted(GROUPS))
+def test_each_quantization_method_gives_bytes_per_weight_group_scales_included(case):
+    quantization, dtype, groups = GROUPS[case]
+    read = models.read_hf_config({**_published("qwen3-30b-a3b"), "quantization_config": quantization})
+    assert read.weight_dtype == dtype
+    for group, per_weight in groups.items():
+        assert read.weight_dtype.group_bytes(group) == pytest.approx(per_weight, rel=1e-12), group
+
+
+@pytest.mark.parametrize("modules, says", [
+    (["model.layers.0.mlp"], r"keeps 'model\.layers\.0\.mlp' .* one layer's feed_forward/experts, in another format"),
+    (["the_big_matrix"], r"names module 'the_big_matrix' in modules_to_not_convert, which this book cannot place"),
+])
+def test_a_module_kept_in_another_format_that_no_group_holds_whole_is_refused(modules, says):
+    config = {**_published("qwen3-30b-a3b"), "quantization_config": {"quant_method": "fp8",
+                                                                      "modules_to_not_convert": modules}}
+    with pytest.raises(ValueError, match=says):
+        models.read_hf_config(config)
+
+
+def test_a_kv_cache_format_the_checkpoint_names_is_the_estimates_default(capsys, tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**_published("llama-3.1-8b"), "quantization_config": {
+        "quant_method": "modelopt", "quant_algo": "FP8", "kv_cache_quant_algo": "FP8"}}))
+    read = models.read_hf_config(path)
+    assert (read.weight_dtype, read.kv_dtype) == ("fp8", "fp8")
+    from scaling_lib.__main__ import main
+    assert main(["estimate", "--config", str(path), "--chip", "h100", "--chips", "1", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert (data["kv_dtype"], data["kv_bytes_per_token"]) == ("fp8", kv_bytes_per_token("llama3-8b", "fp8"))

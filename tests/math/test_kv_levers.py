@@ -45,11 +45,15 @@ def test_m6_kv_levers_each_shrink_the_cache_and_together_by_an_order_of_magnitud
 
 
 def test_m6_claims_no_ranking_because_a_wider_window_reorders_the_levers():
-    # The source lists the levers without ranking them; at the table's settings local attention saves more than
-    # cross-layer sharing, but with a 4,096-token window it saves less (5 of 6 layers keep up to 4,096 of at most
-    # 8,192 tokens), so the ledger must not claim an order.
+    # The source introduces the levers GQA, local attention, cross-layer sharing, quantization, paged attention, "from
+    # small to large impact" by the summary the book started from. At the table's settings the savings run the other
+    # way, GQA the largest; local attention saves more than cross-layer sharing, but with a 4,096-token window it saves
+    # less (5 of 6 layers keep up to 4,096 of at most 8,192 tokens), so the ledger must not claim an order.
     narrow, wide = ({row.lever: row for row in kv_lever_table("llama2-13b", 8192, batch=64, window=w)}
                     for w in (1024, 4096))
+    saving = {lever: narrow[lever].stored_saving for lever in narrow}
+    assert saving["GQA"] > saving["local attention"] > saving["cross-layer sharing"] > saving["paged attention"]
+    assert saving["cross-layer sharing"] == saving["KV quantization"] == 2.0  # a tie: half the layers, half the bytes
     assert narrow["local attention"].stored_saving > narrow["cross-layer sharing"].stored_saving
     assert wide["local attention"].stored_saving < wide["cross-layer sharing"].stored_saving
     m6 = claim("M6")
@@ -311,3 +315,18 @@ def test_decode_attention_cost_names_what_it_refuses():
         decode_attention_cost(FOUR, 0)
     with pytest.raises(ValueError, match=r"\babsorbed must be True or False\b"):
         decode_attention_cost(FOUR, 10, absorbed=1)
+
+
+def test_a_hybrids_state_costs_less_than_its_twins_cache_past_the_crossover_counted_by_hand():
+    # Jamba-v0.1: 28 Mamba layers of 8,192 x 16 state values and a 3 x 8,192 convolution window, bf16; as attention
+    # layers they would cache 2 x 8 KV heads x 128 values a token each, bf16.
+    from scaling_lib.kv_levers import state_lever
+    lever = state_lever("jamba-v0.1")
+    state = 28 * (8192 * 16 + 3 * 8192) * 2
+    assert lever.state_bytes == state
+    assert lever.crossover_tokens == pytest.approx(state / (28 * 2 * 8 * 128 * 2), rel=1e-12)
+    s = lever.crossover_tokens
+    assert lever.hybrid_bytes(s) == pytest.approx(lever.twin_bytes(s), rel=1e-12)
+    assert lever.hybrid_bytes(2 * s) < lever.twin_bytes(2 * s) and lever.hybrid_bytes(s / 2) > lever.twin_bytes(s / 2)
+    with pytest.raises(ValueError, match=r"has no state layers .* compares a hybrid with its all-attention twin"):
+        state_lever("llama3-8b")

@@ -48,6 +48,12 @@ def test_each_ffn_layout_runs_its_collectives_in_order(layout, ops):
 def test_weight_gathered_optimal_gather_size_by_hand():
     # N = sqrt(T n / F) = sqrt(4,096 x 64 / 73,728) = 1.8856
     assert wg_optimal_gather_size(4096, 64, 73728) == pytest.approx(math.sqrt(4096 * 64 / 73728), rel=1e-12)
+    # At T = 4F on 64 chips the optimum is n_wg = 16 = XY, and there M_WG* = 4 b D sqrt(T F / n) = b D F: PaLM 540B's
+    # 2 x 18,432 x 73,728 bytes, the bytes factor included (chapter 8's formula, b_a = b_w = b = 2 in bf16).
+    tokens = 4 * 73728
+    assert wg_optimal_gather_size(tokens, 64, 73728) == 16
+    assert ffn_comm_volume("wg-xy", "palm-540b", tokens, SLICE).total_bytes == 2 * 18432 * 73728 == \
+        4 * 2 * 18432 * math.sqrt(tokens * 73728 / 64)
 
 
 # --- argument checks --------------------------------------------------------------------------------------------------

@@ -4,12 +4,11 @@
 import json
 import re
 import os
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from scaling_lib import models
+from scaling_lib import hf_fields, models
 from scaling_lib.models import Transformer, from_hf_config, get_model, model_names
 
 REQUIRED_MODELS = ("llama2-13b", "llama3-8b", "llama3-70b", "palm-8b", "palm-62b", "palm-540b")
@@ -75,15 +74,16 @@ def test_a_periodic_local_global_pattern_gives_the_period():
     assert from_hf_config({**GEMMA3, "layer_types": EVERY_SIXTH * 2}).global_every == 6
 
 
-@pytest.mark.parametrize("layer_types", [
-    ["sliding_attention"] * 12,
-    (["full_attention"] + ["sliding_attention"] * 5) * 2,
-    EVERY_SIXTH + ["sliding_attention"] * 3 + ["full_attention"] + ["sliding_attention"] * 2,
+@pytest.mark.parametrize("layer_types, n_global", [
+    (["sliding_attention"] * 12, 0),
+    ((["full_attention"] + ["sliding_attention"] * 5) * 2, 2),
+    (EVERY_SIXTH + ["sliding_attention"] * 3 + ["full_attention"] + ["sliding_attention"] * 2, 2),
 ])
-def test_a_local_global_pattern_that_is_not_periodic_with_the_global_layer_last_is_refused(layer_types):
-    with pytest.raises(ValueError, match="is not a periodic local/global pattern with the global layer last in "
-                                         "each period; this book's models cannot represent it"):
-        from_hf_config({**GEMMA3, "layer_types": layer_types})
+def test_a_local_global_pattern_that_is_not_periodic_is_read_as_counts(layer_types, n_global):
+    # Where the global layers sit does not change the cost: their number does (global_layers).
+    model = from_hf_config({**GEMMA3, "layer_types": layer_types})
+    assert (model.n_global_layers, model.sliding_window) == (n_global, GEMMA3["sliding_window"])
+    assert models.param_count(model) == models.param_count(from_hf_config(GEMMA3))
 
 
 def test_gemma3_without_a_pattern_takes_hugging_faces_default_of_every_sixth_layer_global():
@@ -106,11 +106,19 @@ def test_kv_heads_default_to_the_query_heads_and_the_name_to_the_repository():
     assert (model.n_kv_heads, model.name) == (4, "my-model")  # K defaults to N (multi-head)
 
 
-@pytest.mark.parametrize("config", [dict(_llama_from_gemma3(), model_type="qwen2", use_sliding_window=True),
-                                    dict(LLAMA_CONFIG, model_type="qwen3", use_sliding_window=True)])
-def test_a_qwen_config_that_uses_its_sliding_window_is_refused(config):
-    with pytest.raises(ValueError, match="use_sliding_window=true"):
-        from_hf_config(config)
+@pytest.mark.parametrize("kind, max_window_layers, n_global", [("qwen2", 3, 3), ("qwen3", 0, 0), ("qwen2", None, 12),
+                                                                ("qwen3_moe", 3, 0), ("qwen2_moe", 8, 8)])
+def test_a_qwen_config_that_uses_its_sliding_window_windows_the_layers_its_class_does(kind, max_window_layers,
+                                                                                      n_global):
+    # Hugging Face: Qwen2/Qwen3 window the layers from max_window_layers on (none when it is absent, its default
+    # being every layer); Qwen3-MoE windows every layer; Qwen2-MoE every other layer below max_window_layers.
+    config = dict(_llama_from_gemma3(), model_type=kind, use_sliding_window=True, sliding_window=16,
+                  max_window_layers=max_window_layers)
+    if kind.endswith("moe"):
+        config.update(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32)
+    model = from_hf_config(config)
+    assert model.n_global_layers == n_global
+    assert model.sliding_window == (16 if n_global < 12 else None)
 
 
 def test_tied_word_embeddings_are_read():
@@ -144,19 +152,23 @@ def test_kv_heads_that_do_not_divide_the_query_heads_are_refused_with_the_reason
         from_hf_config(config)
 
 
-def test_a_model_read_from_a_dict_without_a_name_is_named_config():
-    model = from_hf_config(LLAMA_CONFIG)
-    assert model.name == "config" and model.source == "Hugging Face config.json (config)"
+def test_a_model_without_a_name_is_named_after_its_architecture_never_its_folder(tmp_path):
+    assert from_hf_config(LLAMA_CONFIG).name == "llama"  # no architectures: the model_type
+    folder = tmp_path / "configs"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({**LLAMA_CONFIG, "architectures": ["LlamaForCausalLM"]}))
+    assert from_hf_config(folder / "config.json").name == "LlamaForCausalLM"
 
 
 def test_a_complete_config_of_a_type_this_book_does_not_read_is_refused_naming_the_type():
     gpt2_shaped = {**LLAMA_CONFIG, "model_type": "gpt2"}  # every field a llama has, but another architecture
-    with pytest.raises(ValueError, match=r"model_type 'gpt2' in the config dict is not one this book reads"):
+    with pytest.raises(ValueError, match=r"model_type 'gpt2' in the config dict is not a family this book reads: it "
+                                         r"has learned positions and an MLP with biases"):
         from_hf_config(gpt2_shaped)
 
 
 def test_a_config_file_of_exactly_the_size_limit_is_read_one_byte_more_refused(tmp_path, monkeypatch):
-    monkeypatch.setattr(models, "_MAX_CONFIG_BYTES", 1000)  # the real limit, 10 MB, is too large to write in a test
+    monkeypatch.setattr(hf_fields, "MAX_CONFIG_BYTES", 1000)  # the real limit, 10 MB, is too large to write in a test
     text = json.dumps(LLAMA_CONFIG)
     path = tmp_path / "config.json"
     path.write_text(text + " " * (1000 - len(text)))
@@ -347,141 +359,6 @@ def test_a_models_repr_shows_every_shape_field_and_only_the_structure_fields_set
     assert windowed.endswith(", sliding_window=8, name='custom', source='', global_every=2)")
 
 
-@pytest.mark.parametrize("parts, origin", [
-    (("hub", "models--Qwen--Qwen1.5-MoE-A2.7B", "snapshots", "abc", "config.json"), "Qwen/Qwen1.5-MoE-A2.7B"),
-    (("work", "my-model", "config.json"), "my-model"),
-    (("config.json",), "config"),  # no folder: the file's stem
-])
-def test_a_config_is_named_after_its_cache_entry_or_its_folder(parts, origin):
-    assert models._origin(Path(*parts)) == origin
-
-
-@pytest.mark.parametrize("value, text", [("4096", "the string '4096'"), (True, "the boolean true"),
-                                         (False, "the boolean false"), (None, "null"), ([1, 2], "a list (2 items)"),
-                                         ((1,), "a list (1 items)"), ({"a": 1}, "an object (1 fields)"),
-                                         (2.5, "2.5")])
-def test_json_values_are_named_as_json_calls_them(value, text):
-    assert models._json_text(value) == text
-
-
-def _fields(**config):
-    return models._Fields(config, "here.json")
-
-
-@pytest.mark.parametrize("value, says", [
-    ("4096", r"\bmust be an integer, got the string '4096'; write 4096 without quotes\b"),
-    (" -8 ", r"\bwrite -8 without quotes\b"), ("many", r"\bgot the string 'many'(?!\S)"),
-    ("X12", r"\bgot the string 'X12'(?!\S)"), (True, r"\bthe boolean true\b"),
-    ([8], r"\bgot a list \(1 items\)"), (2.5, r"\bmust be an integer, got 2\.5\b"), (float("inf"), r"\bgot inf\b"),
-    (2**53 + 1, r"\bup to 2\*\*53\b"), (0, r"\bmust be a positive integer, got 0\b"),
-])
-def test_a_count_field_of_the_wrong_type_or_range_is_named_with_its_file(value, says):
-    with pytest.raises(ValueError, match=r"\bfield 'n' of here\.json\b") as err:
-        _fields(n=value).count("n")
-    assert re.search(says, str(err.value)), str(err.value)
-
-
-def test_a_count_field_takes_whole_floats_its_bounds_and_its_default():
-    assert _fields(n=128.0).count("n") == 128 and type(_fields(n=128.0).count("n")) is int
-    assert _fields(n=2**53).count("n") == 2**53 and _fields(n=1).count("n") == 1
-    assert _fields(n=0).count("n", minimum=0) == 0
-    with pytest.raises(ValueError, match=r"\bmust be an integer >= 0, got -1\b"):
-        _fields(n=-1).count("n", minimum=0)
-    assert _fields(n=None).count("n", 7) == 7 and _fields().count("n", None) is None
-    with pytest.raises(ValueError, match=r"\bhere\.json has no usable 'n' \(model_type 'llama'\); add it, or build "
-                                         r"the model with scaling_lib\.models\.Transformer"):
-        _fields(model_type="llama").count("n")
-
-
-def test_a_flag_field_is_a_json_boolean_or_its_default():
-    assert _fields().flag("f", True) is True and _fields().flag("f", False) is False
-    assert _fields(f=False).flag("f", True) is False
-    with pytest.raises(ValueError, match=r"\bfield 'f' of here\.json must be a JSON boolean, true or false without "
-                                         r"quotes, got the string 'false'"):
-        _fields(f="false").flag("f", True)
-
-
-def test_layer_types_are_a_list_of_strings_one_per_layer():
-    assert _fields().layer_types(3) is None
-    assert _fields(layer_types=["a", "b", "c"]).layer_types(3) == ["a", "b", "c"]
-    for bad, text in (("full_attention", "the string 'full_attention'"),
-                      (["full_attention", 1], r"a list \(2 items\)")):
-        with pytest.raises(ValueError, match=r"\bfield 'layer_types' of here\.json must be a list of strings such "
-                                             rf"as \"full_attention\", got {text}"):
-            _fields(layer_types=bad).layer_types(2)
-    with pytest.raises(ValueError, match=r"\bfield 'layer_types' of here\.json lists 2 layers but "
-                                         r"'num_hidden_layers' is 3; give one entry per layer"):
-        _fields(layer_types=["a", "b"]).layer_types(3)
-
-
-@pytest.mark.parametrize("quantization, weights", [({"quant_method": "fbgemm_fp8"}, "fp8"),
-                                                   ({"quant_method": "modelopt", "quant_algo": "FP8"}, "fp8"),
-                                                   ({"quant_method": "modelopt", "quant_algo": "NVFP4"}, "nvfp4"),
-                                                   ({"quant_method": "awq", "bits": 8}, "int8"),
-                                                   ({"quant_method": "gptq", "bits": 4}, "int4")])
-def test_each_quantization_method_names_its_weight_format(quantization, weights):
-    assert models._quantized_format(_fields(quantization_config=quantization)) == weights
-
-
-@pytest.mark.parametrize("quantization, says", [
-    ("fp8", r"\bmust be an object with a 'quant_method', got the string 'fp8'"),
-    ({"quant_method": "modelopt", "quant_algo": "INT4_AWQ"}, r"\bhas quant_algo 'INT4_AWQ'; this book reads FP8 and "
-                                                             r"NVFP4\b"),
-    ({"quant_method": "bitnet"}, r"\bhas quant_method 'bitnet'; this book reads fp8, fbgemm_fp8, mxfp4, awq, gptq "
-                                 r"and modelopt\b"),
-    ({"quant_method": "gptq", "bits": 3}, r"\bgptq with bits=3; this book stores 4 or 8 bits\b"),
-    ({"quant_method": "awq"}, r"\bawq with bits=None\b"),
-])
-def test_a_quantization_this_book_cannot_store_says_what_it_reads(quantization, says):
-    with pytest.raises(ValueError, match=r"\bfield 'quantization_config' of here\.json\b") as err:
-        models._quantized_format(_fields(quantization_config=quantization))
-    assert re.search(says, str(err.value)), str(err.value)
-
-
-def test_read_hf_config_reads_the_position_limit_and_names_a_bad_one():
-    assert models.read_hf_config(LLAMA_CONFIG).max_position_embeddings is None
-    assert models.read_hf_config({**LLAMA_CONFIG, "max_position_embeddings": 4096.0}).max_position_embeddings == 4096
-    with pytest.raises(ValueError, match=r"\bfield 'max_position_embeddings' of the config dict must be an integer"):
-        models.read_hf_config({**LLAMA_CONFIG, "max_position_embeddings": "4096"})
-
-
-def test_read_hf_config_names_the_file_of_a_bad_quantization(tmp_path):
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps({**LLAMA_CONFIG, "quantization_config": {"quant_method": "bitnet"}}))
-    with pytest.raises(ValueError, match=rf"\bfield 'quantization_config' of {re.escape(str(path))} has"):
-        models.read_hf_config(path)
-    path.write_text(json.dumps({**LLAMA_CONFIG, "quantization_config": {"quant_method": "fp8"}}))
-    assert models.read_hf_config(tmp_path).weight_dtype == "fp8"  # the folder, read like the file
-
-
-# --- nested configs and local/global patterns -------------------------------------------------------------------------
-def test_a_nested_text_config_takes_the_outer_name_quantization_and_tie_but_keeps_its_own_values():
-    outer = {"model_type": "gemma3", "_name_or_path": "google/gemma-3-4b-it", "tie_word_embeddings": False,
-             "quantization_config": {"quant_method": "fp8"}, "text_config": {"model_type": "llama"}}
-    read = models.read_hf_config(outer)
-    # the text_config is read as a Gemma 3 text model (its model_type overridden) with Hugging Face's defaults
-    assert (read.model.name, read.model.tied_embeddings, read.weight_dtype) == ("gemma-3-4b-it", False, "fp8")
-    assert (read.model.vocab_size, read.model.global_every) == (262_208, 6)
-    inner_wins = {**outer, "text_config": {"tie_word_embeddings": True, "_name_or_path": "inner/name"}}
-    assert (from_hf_config(inner_wins).tied_embeddings, from_hf_config(inner_wins).name) == (True, "name")
-
-
-def test_a_nested_config_allows_the_positions_its_language_model_does():
-    # Gemma 3 and Llama 4 keep max_position_embeddings in their text_config (it was read from the outer config: None)
-    nested = {"model_type": "gemma3", "text_config": {}}
-    assert models.read_hf_config(nested).max_position_embeddings == 131_072  # Hugging Face's Gemma 3 default
-    nested["text_config"]["max_position_embeddings"] = 8192
-    assert models.read_hf_config(nested).max_position_embeddings == 8192
-
-
-def test_a_field_inside_a_text_config_is_named_as_being_there():
-    with pytest.raises(ValueError, match=r"\bfield 'hidden_size' of the config dict \(its text_config\) must be"):
-        from_hf_config({"model_type": "gemma3", "text_config": {"hidden_size": "big"}})
-    with pytest.raises(ValueError, match=r"\bfield 'text_config' of the config dict must be an object holding the "
-                                         r"language model's fields \(model_type 'llama4'\), got a list \(1 items\)"):
-        from_hf_config({"model_type": "llama4", "text_config": [4]})
-
-
 def test_gemma2_alternates_local_and_global_layers_whatever_its_pattern_field_says():
     gemma2 = {**GEMMA3, "model_type": "gemma2", "sliding_window_pattern": 6}
     assert from_hf_config(gemma2).global_every == 2
@@ -491,53 +368,11 @@ def test_gemma2_alternates_local_and_global_layers_whatever_its_pattern_field_sa
     assert from_hf_config({**GEMMA3, "layer_types": ["sliding_attention", "full_attention"] * 6}).global_every == 2
 
 
-def test_a_pattern_this_book_cannot_hold_shows_its_first_layers_and_the_file():
-    with pytest.raises(ValueError, match=r"\blayer_types \['sliding_attention', 'sliding_attention', "
-                                         r"'sliding_attention', 'sliding_attention', 'sliding_attention', "
-                                         r"'sliding_attention', 'sliding_attention', 'sliding_attention'\]\.\.\. is "
-                                         r"not a periodic\b.*\(the config dict\)"):
-        from_hf_config({**GEMMA3, "layer_types": ["sliding_attention"] * 12})
-
-
-# --- a model folder and a Hugging Face cache entry --------------------------------------------------------------------
-def _write(folder, config=LLAMA_CONFIG):
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "config.json").write_text(json.dumps(config))
-    return folder / "config.json"
-
-
-def test_a_cache_entry_with_one_snapshot_is_read_whatever_refs_main_says(tmp_path):
-    entry = tmp_path / "models--org--Tiny-Model"
-    only = _write(entry / "snapshots" / "aaa")
-    (entry / "snapshots" / "bbb").mkdir()  # a revision without a config.json does not count
-    assert models._config_in_folder(entry) == (only, True)
-    (entry / "refs").mkdir()
-    (entry / "refs" / "main").write_text("zzz")  # names a revision that is not there
-    assert models._config_in_folder(entry) == (only, True)
-    assert from_hf_config(entry).name == "tiny-model"
-
-
-def test_a_cache_entry_with_two_snapshots_takes_the_one_refs_main_names(tmp_path):
-    entry = tmp_path / "models--org--m"
-    _write(entry / "snapshots" / "aaa")
-    second = _write(entry / "snapshots" / "bbb")
-    with pytest.raises(ValueError) as err:
-        models._config_in_folder(entry)
-    assert re.search(r"\bholds 2 snapshots with a config\.json and no refs/main naming one; pass one of them, e\.g\. "
-                     rf"{re.escape(str(entry / 'snapshots' / 'aaa' / 'config.json'))}", str(err.value))
-    (entry / "refs").mkdir()
-    (entry / "refs" / "main").write_text(" bbb\n")
-    assert models._config_in_folder(entry) == (second, True)
-
-
-def test_a_folder_with_its_own_config_is_read_before_any_snapshot(tmp_path):
-    own = _write(tmp_path / "m")
-    _write(tmp_path / "m" / "snapshots" / "aaa")
-    assert models._config_in_folder(tmp_path / "m") == (own, True)
-    (tmp_path / "e" / "snapshots").mkdir(parents=True)
-    with pytest.raises(ValueError, match=r"\bis a directory with no config\.json in it \(nor a Hugging Face cache "
-                                         r"snapshot\); pass the model's folder or the path of its config\.json\b"):
-        models._config_in_folder(tmp_path / "e")
+def test_a_layer_kind_this_family_does_not_have_is_refused_naming_it_and_the_file():
+    with pytest.raises(ValueError, match=r"\bfield 'layer_types' of the config dict has layers of kind "
+                                         r"'linear_attention'; this family's layers are full_attention or "
+                                         r"sliding_attention"):
+        from_hf_config({**GEMMA3, "layer_types": ["linear_attention"] * 12})
 
 
 def test_a_table_name_is_found_as_written_even_when_another_name_folds_to_the_same_key(monkeypatch):

@@ -3,6 +3,7 @@ chapter 9 claims are in test_claims_serving.py)."""
 
 import pytest
 
+from scaling_lib.hardware import get_chip
 from scaling_lib.inference import decode_step_time, prefill_time
 from scaling_lib.memory import param_bytes
 from scaling_lib.serving import (
@@ -38,12 +39,13 @@ def test_saturating_tokens_by_hand_and_the_scaling_books_240_at_peak_rate():
 @pytest.mark.parametrize("prompt_len", [16, 40, 48, 95, 96, 97, 512])
 def test_prompts_ride_free_up_to_the_free_batch_and_not_one_more(prompt_len):
     # 40-token prompts (chapter 14's pop quiz): T_sat = 96.1, so 2 ride free (80 tokens) and the 3rd (120) does not.
+    # A prompt longer than T_sat is compute-bound on its own: none rides free (chapter 14's table at T = 128).
     free = prefill_free_batch("llama3-70b", "tpu-v5e", prompt_len, mfu=0.4)
-    one = prefill_latency("llama3-70b", "tpu-v5e", 16, prompt_len, 0.4, batch=1)
-    assert prefill_latency("llama3-70b", "tpu-v5e", 16, prompt_len, 0.4, batch=free) == pytest.approx(one, rel=1e-12)
-    if prompt_len < 96:
-        assert prefill_latency("llama3-70b", "tpu-v5e", 16, prompt_len, 0.4, batch=free + 1) > one
-    assert free == max(1, int(96.0975 // prompt_len))
+    weights = param_bytes("llama3-70b") / (16 * get_chip("tpu-v5e").hbm_bandwidth)  # the weight read, 16 chips
+    for batch in range(1, free + 1):  # every prompt up to the free batch rides on the weight read
+        assert prefill_latency("llama3-70b", "tpu-v5e", 16, prompt_len, 0.4, batch=batch) == pytest.approx(weights)
+    assert prefill_latency("llama3-70b", "tpu-v5e", 16, prompt_len, 0.4, batch=free + 1) > weights
+    assert free == int(96.0975 // prompt_len)
     assert prefill_free_batch("llama3-70b", "tpu-v5e", 40) == 2 and prefill_saturating_batch("llama3-70b",
                                                                                                "tpu-v5e", 40) == 3
 

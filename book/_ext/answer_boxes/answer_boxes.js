@@ -1,7 +1,8 @@
 // Answer boxes and the estimate form (book/_ext/answer_boxes.py): the book's own Python, run in the page.
 // Pyodide and the library are loaded from this book's _static folder on the first check only; no request leaves
 // the site. A box's verdict is `scaling_lib.book.exercises.checker.grade`'s message, as `check` prints it; the
-// form's output is `scaling_lib.estimate.report(...).describe()`, as the notebook and the command line print it.
+// form's output is `scaling_lib.your_model.estimate_deployment(...).table`, what `python -m scaling_lib estimate`
+// prints for the same inputs.
 (function () {
   "use strict";
   const here = new URL(".", document.currentScript.src);  // .../_static/answer_boxes/
@@ -13,8 +14,7 @@
 import json, sys
 sys.path.insert(0, "/home/pyodide/book_library")
 from scaling_lib.book.exercises.checker import grade
-from scaling_lib.estimate import report
-from scaling_lib.models import from_hf_config
+from scaling_lib.your_model import estimate_deployment
 
 
 def _answer_box_grade(exercise_id, answer_json):
@@ -34,13 +34,13 @@ def _number(text):
 def _estimate(fields_json):
     fields = json.loads(fields_json)
     try:
-        config = fields.pop("config").strip()
-        model = from_hf_config(json.loads(config)) if config else fields.pop("model")
-        fields.pop("model", None)
+        config, model = fields.pop("config").strip(), fields.pop("model", None)
         chip, chips = fields.pop("chip"), _number(fields.pop("chips"))
         kwargs = {name: _number(value) if name not in ("weight_dtype", "kv_dtype", "compute_dtype") else value
                   for name, value in fields.items() if value != ""}
-        return json.dumps([True, report(model, chip, chips, **kwargs).describe()])
+        estimate = estimate_deployment(None if config else model, chip, chips,
+                                       config=json.loads(config) if config else None, **kwargs)
+        return json.dumps([True, estimate.table])
     except (ValueError, TypeError) as error:  # json.JSONDecodeError is a ValueError
         return json.dumps([False, "error: " + " ".join(str(error).split())])
 `;

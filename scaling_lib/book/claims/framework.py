@@ -1,6 +1,6 @@
 """The claims ledger: every claim of the book's sources, the number the source publishes, and ours.
 
-One frozen `Claim` row per claim of book/claims.md (R1-R5, M1-M6, T1-T4, S1-S6, P1-P5, V1-V6), split into
+One frozen `Claim` row per claim of book/claims.md (R1-R5, M1-M7, T1-T5, S1-S6, P1-P7, V1-V7), split into
 sub-rows where a claim states several numbers ("M4 batch 1 step time"). Each row holds
 
 - what the source publishes, as it states it (`published`, a string) and, where it is a number, the same number

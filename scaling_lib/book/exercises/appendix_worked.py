@@ -4,12 +4,15 @@ D = 4,096, F = 16,384, N = 32, K = 8, H = 256, V = 32,128, shared embeddings). A
 stated in each question: an 8,192-token context, int8 weights, KV cache and math in problems 2-4, bf16 in problem 6.
 """
 
+import math
+
 from ...hardware import get_chip
-from ...memory import kv_bytes_per_token, max_batch_size, param_bytes
+from ...memory import kv_bytes_per_token, kv_cache_bytes, max_batch_size, param_bytes
 from ...models import get_model, param_count
 from ...moe import as_moe, expert_sharded_memory, smallest_expert_sharded_slice
 from ...sharding import beta, decode_step_components, kv_cache_sharding, max_decode_model_parallelism
-from .exercise import Choice, Exercise, Number, Slip
+from ..claims import published
+from .exercise import Choice, Convention, Exercise, Number, Slip
 
 MODEL = "sb7-worked"
 CHIP, CHIPS, CONTEXT = "tpu-v5e", 16, 8192
@@ -19,6 +22,13 @@ INT8 = ("int8", "int8")
 def q2_batch(n_kv_heads: int = 8, kv_dtype: str = "int8") -> int:
     """Problem 2: the largest batch whose caches of 8,192 tokens fit next to the int8 weights on 16 v5e."""
     return max_batch_size(get_model(MODEL).with_(n_kv_heads=n_kv_heads), CHIP, CHIPS, CONTEXT, "int8", kv_dtype)
+
+
+def _q2_unrounded(n_kv_heads: int = 8, hbm_per_chip: float | None = None) -> float:
+    """Problem 2's batch before rounding down: (16 x HBM - int8 weights) / one int8 cache of 8,192 tokens."""
+    model = get_model(MODEL).with_(n_kv_heads=n_kv_heads)
+    hbm = get_chip(CHIP).hbm_capacity if hbm_per_chip is None else hbm_per_chip
+    return (CHIPS * hbm - param_bytes(model, "int8")) / kv_cache_bytes(model, CONTEXT, dtype="int8")
 
 
 def q4_step(batch: int):
@@ -66,13 +76,23 @@ EXERCISES = (
                       "each cached token holds a key AND a value for every KV head of every layer."),
                  Slip("a bf16 cache", lambda: q2_batch(kv_dtype="bf16"),
                       "everything is int8: one byte per cached key or value."),
+                 Slip("rounding up", lambda: math.ceil(_q2_unrounded()),
+                      "the last, partial sequence does not fit: round down."),
+                 Slip("16 GiB per chip", lambda: math.floor(_q2_unrounded(hbm_per_chip=16 * 2**30)),
+                      "a v5e has 16 GB of HBM, 16 x 10^9 bytes, not 16 GiB."),
+                 Slip("every query head", lambda: q2_batch(32),
+                      "only the K = 8 KV heads are cached; the 32 query heads share them."),
              ))),
     Exercise("wp.q2-max-batch-mqa", "The same with one KV head (round down).",
              Number("", lambda: q2_batch(1), integer=True, slips=(
                  Slip("the 8-head model", q2_batch, "with one KV head each token's cache is 8 times smaller."),
+                 Slip("rounding up", lambda: math.ceil(_q2_unrounded(1)),
+                      "the last, partial sequence does not fit: round down."),
              ))),
     Exercise("wp.q3-weight-load", "Time to read the int8 weights once from the HBM of 16 v5e, in ms, within ±0.2%.",
-             Number("ms", _weight_read_s, rel_tol=0.002, slips=(
+             Number("ms", _weight_read_s, rel_tol=0.002, also=(
+                 Convention("the source's weights rounded to 18e9 bytes", lambda: published("T5")),
+             ), slips=(
                  Slip("bf16 weights", lambda: _weight_read_s("bf16"), "int8 weights take one byte each."),
                  Slip("one chip", lambda: _weight_read_s(chips=1), "16 chips read their shares in parallel."),
                  Slip("the embedding left out", lambda: _weight_read_s() * (1 - _embedding_params()
@@ -116,9 +136,11 @@ EXERCISES = (
     Exercise("wp.q6-smallest-slice", "The smallest v5e slice that holds the MoE's bf16 weights, in chips.",
              Number("", lambda: smallest_expert_sharded_slice(as_moe(get_model(MODEL), 16, 2), CHIP), integer=True,
                     slips=(
-                 Slip("int8 weights", lambda: smallest_expert_sharded_slice(as_moe(get_model(MODEL), 16, 2), CHIP,
-                                                                             dtype="int8"),
-                      "bf16 weights take twice the bytes of int8 ones."),
+                 Slip("int8 weights, or one expert per chip", lambda: smallest_expert_sharded_slice(
+                     as_moe(get_model(MODEL), 16, 2), CHIP, dtype="int8"),
+                      "both land on 16 chips: bf16 weights take twice the bytes of int8 ones; and one expert per chip "
+                      "(Z = 16, Y = 1) does not fit its bf16 weights in one chip's HBM: check that the slice holds "
+                      "them."),
              ))),
     Exercise(
         id="wp.explain-knee",

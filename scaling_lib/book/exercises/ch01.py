@@ -46,7 +46,7 @@ EXERCISES = (
                  "smaller or larger it is: the H100's B_crit divided by the H200's.",
         answer=(
             Choice({"a": "larger", "b": "the same", "c": "smaller"}, "c", why={
-                "a": "B_crit = C / W_hbm: more bandwidth means a shorter weight load to hide, so fewer rows.",
+                "a": "B_crit = C / W_hbm: ask which way a larger denominator moves the ratio.",
                 "b": "B_crit depends on the bandwidth as well as on C."}, name="direction"),
             Number("x", lambda: critical_batch_size("h100") / critical_batch_size("h200"), name="factor", slips=(
                 Slip("the ratio upside down", lambda: critical_batch_size("h200") / critical_batch_size("h100"),
@@ -82,8 +82,9 @@ EXERCISES = (
         answer=Number("tokens", lambda: 2.0 * ridge_point("h100", "bf16"), slips=(
             Slip("intensity T instead of T/2", lambda: ridge_point("h100", "bf16"),
                  "prefill attention's intensity is ST / (S + T) = T/2 at S = T, not T."),
-            Slip("the fp8 rate", lambda: 2.0 * ridge_point("h100", "fp8"),
-                 "the question is about bf16 math: use the bf16 peak."),
+            Slip("the fp8 rate, or intensity T/4", lambda: 2.0 * ridge_point("h100", "fp8"),
+                 "both land here: the question is about bf16 math, so use the bf16 peak; and prefill attention's "
+                 "intensity at S = T is ST / (S + T) = T/2, not T/4."),
         )),
     ),
     Exercise(
@@ -117,6 +118,7 @@ EXERCISES = (
                        "d": "it does not change"}, "d", why={
             "a": "that is what the weight matmuls do: the batch shares the weights, but not the KV caches.",
             "b": "the FLOPs grow with the batch exactly as fast as the bytes.",
-            "c": "G sets the intensity at any batch; it does not grow with the batch."}),
+            "c": "G is the ceiling a single sequence's attention reaches; ask whether a second sequence adds keys or "
+                 "shares them."}),
     ),
 )

@@ -2,9 +2,10 @@
 
 from functools import cache
 
-from ...flops import cached_generation_flops, decode_step_flops, forward_flops, naive_generation_flops
+from ...flops import (cached_generation_flops, decode_step_flops, forward_flops, matmul_params,
+                      naive_generation_flops)
 from ...memory import kv_bytes_per_token
-from ...models import get_model
+from ...models import active_param_count, get_model
 from .exercise import Choice, Exercise, Number, Slip
 
 
@@ -25,11 +26,19 @@ EXERCISES = (
         id="ch2.decode-step-flops-llama3-70b",
         question="How many FLOPs does one decode step of LLaMA-3-70B take at batch 32, with 8,192 keys in every "
                  "sequence's cache? Count the weight matmuls ($2P_\\text{mm}$ per token) and attention (every cached "
-                 "key is visible to the new token). Answer in TFLOP.",
-        answer=Number("TFLOP", lambda: decode_step_flops("llama3-70b", 8192, batch=32).total, quantity="flops",
-                      slips=(
+                 "key is visible to the new token). Answer in TFLOP, within ±0.5%: $2P$ instead of $2P_\\text{mm}$ "
+                 "is 1.3% off.",
+        answer=Number("TFLOP", lambda: decode_step_flops("llama3-70b", 8192, batch=32).total, rel_tol=0.005,
+                      quantity="flops", slips=(
             Slip("the matmuls without attention", lambda: decode_step_flops("llama3-70b", 8192, batch=32).matmul,
                  "attention adds 4 B L N H S FLOPs: Q K^T and P V over every cached key."),
+            Slip("2P instead of 2P_mm", lambda: decode_step_flops("llama3-70b", 8192, batch=32).total
+                 + 2 * 32 * (active_param_count("llama3-70b") - matmul_params("llama3-70b")),
+                 "the input embedding is a lookup, not a matmul: a token is multiplied by P_mm weights, 2 P_mm FLOPs."),
+            Slip("attention over the K KV heads", lambda: decode_step_flops("llama3-70b", 8192, batch=32).matmul
+                 + decode_step_flops("llama3-70b", 8192, batch=32).attention * 8 / 64,
+                 "every one of the N = 64 query heads scores the cached keys; the K = 8 KV heads only say how many "
+                 "distinct keys there are."),
             Slip("2 FLOPs per (query, key) pair and head dimension",
                  lambda: (decode_step_flops("llama3-70b", 8192, batch=32).matmul
                           + decode_step_flops("llama3-70b", 8192, batch=32).attention / 2),
@@ -86,7 +95,7 @@ EXERCISES = (
                        "d": "both loops do the same FLOPs in the same order, so they round identically"}, "c", why={
             "a": "the cache stores keys and values, not logits.",
             "b": "greedy decoding is deterministic, but only for the same logits.",
-            "d": "the naive loop does far more FLOPs, in [T, D] blocks where the cached one has [1, D] rows; the "
-                 "guarantee comes from what each token's keys and values depend on."}),
+            "d": "the naive loop does far more FLOPs, in [T, D] blocks where the cached one has [1, D] rows: look "
+                 "for what makes a cached entry the one the naive loop would recompute."}),
     ),
 )

@@ -69,6 +69,8 @@ EXERCISES = (
                  "the weight read and the matmul FLOPs overlap: add the KV term to the larger of the two."),
             Slip("the H100's bandwidth", lambda: _tpot("h100").total_s,
                  "the H200 has the H100's FLOP rate but more HBM bandwidth."),
+            Slip("keys only", lambda: _tpot().kv_s / 2 + max(_tpot().weight_s, _tpot().compute_s),
+                 "each cached token holds a key AND a value for every KV head of every layer: the step reads both."),
         )),
     ),
     Exercise(

@@ -47,9 +47,10 @@ EXERCISES = (
         question="LLaMA-3-70B has $L = 80$ layers and $K = 8$ key/value heads of dimension $H = 128$ (and $N = 64$ "
                  "query heads). How many bytes of bf16 KV cache does one token take, in kB?",
         answer=Number("kB", lambda: kv_bytes_per_token("llama3-70b", "bf16"), rel_tol=0.01, quantity="kv", slips=(
-            Slip("query heads instead of KV heads",
+            Slip("query heads instead of KV heads, or bits for bytes",
                  lambda: kv_bytes_per_token(get_model("llama3-70b").with_(n_kv_heads=64), "bf16"),
-                 "only the K = 8 KV heads are cached; the 64 query heads are not."),
+                 "both land here, 8 times the cache: only the K = 8 KV heads are cached, not the 64 query heads; "
+                 "and a cache is counted in bytes, 8 bits each."),
         )),
     ),
     Exercise(
@@ -121,6 +122,7 @@ EXERCISES = (
                        "d": "a ceiling of about n W_hbm / KV_seq tokens per second"}, "d", why={
             "a": "that needs a shared cost per step; each sequence brings its own cache to read.",
             "b": "the step grows in proportion to the batch, so B / T_step levels off, it does not fall.",
-            "c": "below B_crit the matmuls are memory-bound; the cache reads set the ceiling first."}),
+            "c": "the compute roof needs the matmuls past B_crit; ask what each added sequence costs long before "
+                 "that."}),
     ),
 )

@@ -58,7 +58,7 @@ EXERCISES = (
             Slip("P FLOPs per token", lambda: kv_compute_crossover_context("llama3-70b", "b200") / 2,
                  "each parameter costs 2 FLOPs per token (a multiply and an add)."),
             Slip("one KV head per query head",
-                 lambda: kv_compute_crossover_context(get_model("llama3-70b").with_(n_kv_heads=64), "b200"),
+                 lambda: kv_compute_crossover_context("llama3-70b", "b200") / get_model("llama3-70b").group_size,
                  "LLaMA-3-70B caches K = 8 KV heads, not its 64 query heads."),
         )),
     ),
@@ -84,6 +84,9 @@ EXERCISES = (
                 Slip("tokens per second per sequence", lambda: _throughput() / 32,
                      "the server produces one token per sequence per step: B / T_step."),
                 Slip("per chip", lambda: _throughput() / 16, "the question asks for the whole server."),
+                Slip("keys only", lambda: _throughput("int4"),  # half the int8 cache's bytes, as 4 bits would be
+                     "each cached token holds a key AND a value for every KV head of every layer: the step reads "
+                     "both."),
             )),
             Choice({"a": "yes", "b": "no"}, "a", name="fits", why={
                 "b": "add the int8 weights and 32 int8 caches and compare with 16 x 16 GB."}),

@@ -1,8 +1,9 @@
 """Chapter 6 exercises: shrinking the KV cache. Every value, right or slipped, is a scaling_lib call."""
 
 from ...inference import decode_step_time
-from ...kv_levers import cross_layer_kv_bytes, local_global_kv_bytes, ragged_kv_reads
-from ...memory import kv_cache_bytes
+from ...kv_levers import cross_layer_kv_bytes, local_global_kv_bytes, ragged_kv_reads, state_lever
+from ...memory import kv_cache_bytes, state_bytes_per_sequence
+from ...mixers import mamba
 from ...models import get_model
 from ..claims.step_time import T4_DEPLOYMENT
 from .exercise import Choice, Exercise, Number, Slip
@@ -19,6 +20,11 @@ def _cla(batch: int = 32):
     return cross_layer_kv_bytes("llama3-8b", 16384, share_every=2, batch=batch)
 
 
+def _jamba_lever(**changes):
+    """Chapter 6's state lever on Jamba-v0.1 (`kv_levers.state_lever`), with a changed state when a slip asks."""
+    return state_lever(get_model("jamba-v0.1").with_(**changes))
+
+
 def _lever5_step(weight_dtype: str = "int4", kv_dtype: str = "bf16") -> float:
     return decode_step_time("llama3-70b", "tpu-v5e", 16, 16, 2048, weight_dtype=weight_dtype, kv_dtype=kv_dtype).total_s
 
@@ -32,8 +38,9 @@ EXERCISES = (
         answer=(
             Number("GB", lambda: kv_cache_bytes(get_model("llama3-70b").with_(n_kv_heads=1), 32768), name="mqa",
                    quantity="kv", slips=(
-                Slip("the GQA cache (K = 8)", lambda: kv_cache_bytes("llama3-70b", 32768),
-                     "multiquery attention keeps a single KV head per layer."),
+                Slip("the GQA cache (K = 8), or bits for bytes", lambda: kv_cache_bytes("llama3-70b", 32768),
+                     "both land here, 8 times the cache: multiquery attention keeps a single KV head per layer; and "
+                     "a cache is counted in bytes, 8 bits each."),
                 Slip("one layer", lambda: kv_cache_bytes(get_model("llama3-70b").with_(n_kv_heads=1), 32768)
                      / get_model("llama3-70b").n_layers,
                      "each of the model's layers keeps its own single KV head."),
@@ -47,9 +54,10 @@ EXERCISES = (
                 Slip("3 of 4 layers global",
                      lambda: 0.75 * kv_cache_bytes("llama3-70b", 32768) + 0.25 * kv_cache_bytes("llama3-70b", 4096),
                      "it is the other way round: 1 layer in 4 is global, 3 in 4 are local."),
-                Slip("MQA as well", lambda: local_global_kv_bytes(get_model("llama3-70b").with_(n_kv_heads=1), 32768,
-                                                                  window=4096, global_every=4),
-                     "price each lever on its own: the local/global model keeps its K = 8 KV heads."),
+                Slip("MQA as well, or bits for bytes", lambda: local_global_kv_bytes(
+                    get_model("llama3-70b").with_(n_kv_heads=1), 32768, window=4096, global_every=4),
+                     "both land here, an eighth of the cache: price each lever on its own, the local/global model "
+                     "keeps its K = 8 KV heads; and a cache is counted in bytes, 8 bits each."),
             )),
         ),
     ),
@@ -82,7 +90,7 @@ EXERCISES = (
         answer=(
             Choice({"a": "both the weight and the KV terms", "b": "the weight term only", "c": "the KV term only",
                     "d": "neither: the step is compute-bound at batch 64"}, "c", name="halves", why={
-                       "a": "only the cache changes precision; the weights stay bf16.",
+                       "a": "check which of the two arrays the question changes the precision of.",
                        "b": "the weights stay bf16: their bytes do not change.",
                        "d": "at batch 64 the step is far below the critical batch: it is bytes read, and int8 "
                             "entries take 1 byte instead of 2."}),
@@ -93,6 +101,9 @@ EXERCISES = (
                      "only the cache is int8; the weights stay bf16."),
                 Slip("the KV term alone", lambda: _int8_kv_step().kv_s,
                      "the step also reads the weights once (or does their FLOPs, whichever is longer)."),
+                Slip("keys only", lambda: _int8_kv_step(kv_dtype="int4").total_s,  # half the int8 cache's bytes
+                     "each cached token holds a key AND a value for every KV head of every layer: the step reads "
+                     "both."),
             )),
         ),
     ),
@@ -123,6 +134,36 @@ EXERCISES = (
             Slip("an int4 cache too", lambda: _lever5_step(kv_dtype="int4"),
                  "only the weights are int4; the cache stays bf16."),
         )),
+    ),
+    Exercise(
+        id="ch6.hybrid-state-jamba",
+        question="Jamba-v0.1 keeps softmax attention in 4 of its 32 layers (8 KV heads of 128) and a Mamba state in "
+                 "the other 28: per layer and sequence 8,192 x 16 state values plus a convolution window of 3 x 8,192 "
+                 "values, all in bf16. How many MB does one sequence's state take? Past what context, in tokens, "
+                 "does one Jamba sequence hold fewer bytes than it would with softmax attention in all 32 layers?",
+        answer=(
+            Number("MB", lambda: state_bytes_per_sequence("jamba-v0.1"), name="state", slips=(
+                Slip("the convolution window left out",
+                     lambda: _jamba_lever(state=mamba(4096, 8192, 16, 1, 256)).state_bytes,
+                     "the layer also keeps the last kernel - 1 = 3 inputs of its causal convolution."),
+                Slip("an fp32 state", lambda: state_bytes_per_sequence("jamba-v0.1", "fp32"),
+                     "the state is kept in bf16, 2 bytes a value."),
+                Slip("one layer", lambda: state_bytes_per_sequence("jamba-v0.1") / 28,
+                     "each of the 28 Mamba layers keeps its own state."),
+            )),
+            Number("tokens", lambda: _jamba_lever().crossover_tokens, name="crossover", slips=(
+                Slip("against the whole all-attention cache",
+                     lambda: _jamba_lever().state_bytes / _jamba_lever().twin_kv_bytes_per_token,
+                     "the hybrid still caches its 4 attention layers: the state replaces only what the 28 other "
+                     "layers would cache per token."),
+                Slip("against the hybrid's own cache",
+                     lambda: _jamba_lever().state_bytes / _jamba_lever().kv_bytes_per_token,
+                     "compare with the bytes per token the 28 Mamba layers would cache as attention layers, not "
+                     "with what the 4 attention layers cache."),
+                Slip("keys only", lambda: 2 * _jamba_lever().crossover_tokens,
+                     "each replaced layer would cache a key AND a value per KV head: 2 x 8 x 128 values a token."),
+            )),
+        ),
     ),
     Exercise(
         id="ch6.explain-paging",

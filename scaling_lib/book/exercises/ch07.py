@@ -17,10 +17,11 @@ def _ways(beta_value: float, batch: int = 64) -> int:
 
 def _hop_crossing(chip: str = "tpu-v5e", hop_share: float = 1.0) -> int:
     """The first of the chapter's tori on which L h(n) t_hop, LLaMA-3-8B's hop latency per decode step at batch 32,
-    exceeds its bf16 weight read per chip, P_bytes / (n W_hbm) (`hop_share` < 1 counts only part of the hops)."""
+    exceeds its bf16 weight read per chip, P_bytes / (n W_hbm) (`hop_share` < 1 counts only part of the hops). h(n)
+    counts on the slice's own links, as the chapter's table does."""
     m, c = get_model("llama3-8b"), get_chip(chip)
     for n, torus in sorted(TORUS_SHAPES[chip].items()):
-        hops_s = m.n_layers * decode_hops_per_layer(m, n, 32, torus) * hop_share * c.ici_hop_latency
+        hops_s = m.n_layers * decode_hops_per_layer(m, n, 32, torus, chip=chip) * hop_share * c.ici_hop_latency
         if hops_s > param_bytes(m) / (n * c.hbm_bandwidth):
             return n
     raise ValueError("no torus of the chapter is large enough")
@@ -58,6 +59,9 @@ EXERCISES = (
                  "Ironwood's HBM is much faster for its links: use its own beta."),
             Slip("no batch", lambda: _ways(beta("ironwood"), batch=1),
                  "the activations crossing ICI grow with the batch: n = F / (B beta)."),
+            Slip("rounding up", lambda: math.ceil(max_decode_model_parallelism(get_model("llama3-8b").d_ff, 64,
+                                                                              beta("ironwood"))),
+                 "past F / (B beta) the bytes over ICI outlast the weight read: take the largest whole n below it."),
         )),
     ),
     Exercise(
@@ -68,7 +72,10 @@ EXERCISES = (
             Slip("bidirectional link bandwidth", lambda: 16 * get_chip("tpu-v5e").ici_bidirectional
                  * get_chip("tpu-v5e").ici_hop_latency,
                  "the threshold uses one direction of one link: n x W_link x t_hop."),
-            Slip("8 chips", lambda: latency_bound_bytes("tpu-v5e", 8), "the collective spans 16 chips."),
+            Slip("8 chips, or n/2 hops at one direction's bandwidth", lambda: latency_bound_bytes("tpu-v5e", 8),
+                 "both land here, half the threshold: the collective spans 16 chips; and a pass's n/2 hops are set "
+                 "against the bytes at both directions' bandwidth, M / W_ici,bidi < (n/2) t_hop, so "
+                 "M < n W_ici t_hop."),
         )),
     ),
     Exercise(
@@ -76,16 +83,17 @@ EXERCISES = (
         question="LLaMA-3-8B (bf16) decodes at batch 32 on TPU v5e, on the chapter's 2D tori (4 chips as 2 x 2, 8 as "
                  "4 x 2, 16 as 4 x 4, 32 as 8 x 4, 64 as 8 x 8, 128 as 16 x 8, 256 as 16 x 16). Its collectives are "
                  "latency-bound there, so one step's ICI time is $L\\,h(n)\\,t_\\text{hop}$, with $h(n)$ the hops of "
-                 "one layer (`decode_hops_per_layer`: two all-reduces, each a reduce-scatter and an all-gather over "
-                 "every torus axis, and the attention all-to-alls). On how many chips does it first exceed the "
-                 "weight read per chip, $P_\\text{bytes}/(n W_\\text{hbm})$?",
+                 "one layer counted on each slice's own links (`decode_hops_per_layer(..., chip=\"tpu-v5e\")`: two "
+                 "all-reduces, each a reduce-scatter and an all-gather over every torus axis, and the attention "
+                 "all-to-alls; a v5e axis wraps into a ring only when it spans 16 chips, shorter ones are lines). On "
+                 "how many chips does it first exceed the weight read per chip, $P_\\text{bytes}/(n W_\\text{hbm})$?",
         answer=Number("chips", _hop_crossing, integer=True, slips=(
             Slip("the bytes-only bound F/(B beta)",
                  lambda: math.floor(max_decode_model_parallelism(get_model("llama3-8b").d_ff, 32, beta("tpu-v5e"))),
                  "F / (B beta) compares the bytes of the collectives with the weight read; these collectives are "
                  "small, and their hops, not their bytes, set their time."),
-            Slip("an all-reduce as one pass", lambda: _hop_crossing(hop_share=0.5),
-                 "an all-reduce is a reduce-scatter and then an all-gather: two passes round each axis."),
+            Slip("one layer's hops", lambda: _hop_crossing(hop_share=1 / get_model("llama3-8b").n_layers),
+                 "every one of the L layers runs its own collectives: the step pays L h(n) t_hop."),
             Slip("Ironwood's tori", lambda: _hop_crossing("ironwood"),
                  "the question's chips are TPU v5e, whose HBM is slower: each chip's weight read lasts longer."),
         )),
@@ -100,6 +108,8 @@ EXERCISES = (
             Slip("n beta instead of (n - 1) beta",
                  lambda: fsdp_decode_cost("llama3-70b", "ironwood", 4).slowdown * 4 / 3,
                  "each chip already holds its own shard: it receives (n - 1)/n of the weights."),
+            Slip("the ratio upside down", lambda: 1 / fsdp_decode_cost("llama3-70b", "ironwood", 4).slowdown,
+                 "the question asks how many times longer the gather takes than the HBM read: ICI over HBM."),
         )),
     ),
     Exercise(
@@ -138,8 +148,10 @@ EXERCISES = (
             Slip("the output projection replicated too",
                  lambda: fsdp_gather_bytes(TINY, "fp32", replicated=("embed", "unembed")),
                  "the embeddings are not tied here: the output projection is a table of its own, still split."),
-            Slip("one device's share", lambda: fsdp_gather_bytes(TINY, "fp32", replicated="embed") / 8,
-                 "an all-gather delivers the whole array to every device, not one block of it."),
+            Slip("one device's share, or bits for bytes",
+                 lambda: fsdp_gather_bytes(TINY, "fp32", replicated="embed") / 8,
+                 "both land here, an eighth: an all-gather delivers the whole array to every device, not one block of "
+                 "it; and the answer is in bytes, 8 bits each."),
             Slip("bf16", lambda: fsdp_gather_bytes(TINY, "bf16", replicated="embed"),
                  "the tiny model's weights are float32, 4 bytes each."),
         )),
@@ -165,7 +177,8 @@ EXERCISES = (
                  "own chips. Far below the critical batch, what happens to the step time?",
         answer=Choice({"a": "it halves", "b": "it stays about the same",
                        "c": "it doubles", "d": "it falls by the square root of 2"}, "b", why={
-            "a": "each replica still reads all the weights every step, and that read dominates.",
+            "a": "ask what a replica must read each step, and whether a smaller batch changes it far below "
+                 "B_crit.",
             "c": "nothing is added to a replica's step; the chips work independently.",
             "d": "no part of the step shrinks by a square root; the weight read stays."}),
     ),

@@ -121,8 +121,11 @@ EXERCISES = (
                  "with one KV head, head sharding replicates the whole cache on every chip; over the batch each "
                  "chip keeps 256 / 64 sequences."),
             Slip("all of HBM", lambda: _context(kv_fraction=1.0), "only 30% of HBM holds the cache."),
-            Slip("keys only", lambda: _context(kv_dtype="int8"),  # half the bytes per token, as one byte would be
-                 "each cached token holds a key AND a value for every layer."),
+            Slip("keys only, or half the batch", lambda: _context(kv_dtype="int8"),  # half the bytes per token
+                 "both land here, twice the context: each cached token holds a key AND a value for every layer; and "
+                 "the batch is 256 sequences, 256 / 64 on each chip."),
+            Slip("rounding up", lambda: _context() + 1,
+                 "a token that does not fit whole does not fit: round the context down."),
             Slip("32 GB instead of 32 GiB",
                  lambda: _context(chip=dataclasses.replace(get_chip("tpu-v4"), hbm_capacity=32e9)),
                  "a TPU v4 has 32 GiB = 32 x 2^30 bytes of HBM."),

@@ -28,8 +28,8 @@ def _saturation(batch_share: float = 1.0, decode_steps: int = -1) -> float:
     return engine.saturation_rate() * batch_share / steps
 
 
-def _ratio() -> float:
-    return server_ratio("llama3-70b", "tpu-v5e", _PROMPT, _OUTPUT, _BATCH, 16, 16).prefill_per_decode
+def _ratio(mfu: float = 0.4) -> float:
+    return server_ratio("llama3-70b", "tpu-v5e", _PROMPT, _OUTPUT, _BATCH, 16, 16, mfu=mfu).prefill_per_decode
 
 
 EXERCISES = (
@@ -63,6 +63,8 @@ EXERCISES = (
                  "the last step is the longest; the average step sits at the prompt plus half the output."),
             Slip("decode servers per prefill server", lambda: 1.0 / _ratio(),
                  "the question asks for prefill servers per decode server: R_p / R_d."),
+            Slip("the peak rate (no MFU)", lambda: _ratio(mfu=1.0),
+                 "at 40% MFU the prefill chips achieve 0.4 of their peak: the prefill takes 2.5 times the peak time."),
             Slip("a decode batch of 1", lambda: _ratio() / _BATCH,
                  "a decode server finishes B requests every T_gen steps: R_p / R_d = T_pre B / (T_step T_gen)."),
         )),

@@ -64,6 +64,8 @@ EXERCISES = (
         answer=Number("ms", _step, slips=(
             Slip("a bf16 cache", lambda: _step(kv="bf16"), "fp8 cache entries take 1 byte, half of bf16."),
             Slip("int8 weights", lambda: _step(weights="int8"), "int4 weights take half a byte."),
+            Slip("keys only", lambda: _step(kv="int4"),  # half the fp8 cache's bytes, as 4 bits would be
+                 "each cached token holds a key AND a value for every KV head of every layer: the step reads both."),
         )),
     ),
     Exercise(
@@ -73,8 +75,8 @@ EXERCISES = (
         answer=Choice({"a": "different tokens from plain greedy decoding", "b": "nothing: every step is rejected",
                        "c": "the same tokens as plain greedy decoding, about one per target pass",
                        "d": "the drafter's tokens, corrected at the end"}, "c", why={
-            "a": "every kept token is the target's own argmax given the tokens before it.",
-            "b": "a rejected step still keeps the target's correction: one token per pass.",
+            "a": "ask whose argmax decides each token that is kept.",
+            "b": "ask what the target contributes to a step even when it accepts no drafted token.",
             "d": "corrections happen at the first disagreement of every step, not at the end."}),
     ),
     Exercise(
@@ -90,8 +92,9 @@ EXERCISES = (
                  "the buffer holds CAPACITY slots for every expert: its size follows the capacity."),
             Slip("the pairs routed, not the buffer", lambda: _T_DEVICE * _K * _D * bytes_per_element("fp32"),
                  "a fixed-shape buffer travels whole, empty slots included: E x kappa x D values."),
-            Slip("this device's experts only", lambda: _buffer_bytes(n_experts=_E // _N),
-                 "each device sends slots for all E experts, one block to every device, its own included."),
+            Slip("this device's experts only, or bits for bytes", lambda: _buffer_bytes(n_experts=_E // _N),
+                 "each device sends slots for all E experts, one block to every device, its own included; and a "
+                 "byte is 8 bits."),
             Slip("both all-to-alls", lambda: 2 * _buffer_bytes(), "the question asks for one of the two."),
             Slip("2-byte activations", lambda: _buffer_bytes(dtype="bf16"), "the tiny layer runs in float32."),
         )),

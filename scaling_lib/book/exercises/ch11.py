@@ -66,12 +66,17 @@ EXERCISES = (
             Number("x", lambda: beta("b200"), name="beta", slips=(
                 Slip("one NVLink link", _one_link_beta,
                      "W is the injection bandwidth, all of a GPU's NVLink links together, not one link."),
+                Slip("the ratio upside down", lambda: 1 / beta("b200"),
+                     "beta is the HBM bandwidth over the collective bandwidth: W_hbm / W."),
             )),
             Number("ways", lambda: _ways(beta("b200")), integer=True, name="ways", slips=(
                 Slip("one NVLink link", lambda: _ways(_one_link_beta()),
                      "W is the injection bandwidth, all of a GPU's NVLink links together, not one link."),
                 Slip("the node size", lambda: get_chip("b200").topology.domain_size,
                      "the bandwidth limit F / (B beta) is the question; the node size is a separate limit."),
+                Slip("rounding up", lambda: math.ceil(max_decode_model_parallelism(get_model("llama3-70b").d_ff, 48,
+                                                                                  beta("b200"))),
+                     "past F / (B beta) the collectives outlast the weight read: take the largest whole n below it."),
             )),
         ),
     ),
@@ -82,8 +87,8 @@ EXERCISES = (
                        "b": "scheduling: admitting, prefilling and retiring requests every step",
                        "c": "the KV-cache capacity", "d": "the matmul FLOPs"}, "d", why={
             "a": "a faster-memory GPU would then be faster, and the H200 is not.",
-            "b": "both GPUs pay it, but it cannot by itself explain why faster memory buys nothing: look for the "
-                 "resource the two GPUs have equally.",
+            "b": "both GPUs pay it, but it cannot by itself explain why faster memory buys nothing: compare the "
+                 "two GPUs' data sheets.",
             "c": "capacity limits the batch; here thousands of sequences fit on both GPUs."}),
     ),
 )

@@ -74,8 +74,8 @@ EXERCISES = (
                        "d": "at low latency the step streams the weights, and one byte each streams faster; at the "
                             "throughput end it is arithmetic, which still runs in bf16"}, "d", why={
             "a": "TPU v4's int8 rate equals its bf16 rate, and here the math stays bf16.",
-            "b": "at 2,048 tokens the caches are a small part of the bytes; the large-batch step is bound by "
-                 "its FLOPs.",
+            "b": "at 2,048 tokens the caches are a small part of the bytes: price the large-batch step's terms "
+                 "to see which one binds.",
             "c": "more room for the cache helps the large batches, not the small ones."}),
     ),
 )

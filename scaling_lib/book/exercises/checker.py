@@ -159,8 +159,19 @@ _MULTIPLIERS = {"k": 1e3, "K": 1e3, "M": 1e6}
 
 
 _BIT_RATE = re.compile(r"^([kKMGTP]?)(?:b/s|bit/s|bits/s|bps|bit/sec)$")
+# Bits for a byte quantity: "kbit", "Mbit", "bits", and a lower-case b after an upper-case prefix ("Mb", "Gb", "Kb"),
+# as memory and link sizes are quoted in bits; "kb", "mb", "gb" in lower case stay bytes (read in any letter case).
+_BITS = re.compile(r"^([kKMGTP]?)(?:bits?|(?<=[KMGTP])b)$")
 _COUNT_WORDS = {"B": 1e9, "bn": 1e9, "billion": 1e9, "billions": 1e9, "million": 1e6, "millions": 1e6,
                 "thousand": 1e3, "thousands": 1e3, "T": 1e12, "trillion": 1e12}
+# Units spelled out: "milliseconds", "2 gigabytes", "terabytes per second", "megabits".
+_WORD_PREFIXES = {"": "", "kilo": "k", "mega": "M", "giga": "G", "tera": "T", "peta": "P", "milli": "m",
+                  "micro": "u", "nano": "n", "kibi": "Ki", "mebi": "Mi", "gibi": "Gi", "tebi": "Ti"}
+_WORD_BASES = {"second": "s", "seconds": "s", "sec": "s", "secs": "s", "byte": "B", "bytes": "B", "bit": "bit",
+               "bits": "bit", "byte/s": "B/s", "bytes/s": "B/s", "bytes per second": "B/s", "byte per second": "B/s",
+               "bits per second": "bit/s", "bit per second": "bit/s", "flop": "FLOP", "flops": "FLOPs"}
+_SPELLED = re.compile(r"^(" + "|".join(sorted(filter(None, _WORD_PREFIXES), key=len, reverse=True)) + r")?\s*("
+                      + "|".join(re.escape(b) for b in sorted(_WORD_BASES, key=len, reverse=True)) + r")$")
 
 
 def _read_bit_rate(text: str):
@@ -171,6 +182,24 @@ def _read_bit_rate(text: str):
         return None
     prefix = match.group(1)
     return parse_unit(f"{prefix}B/s")[0] / 8.0, "bandwidth"
+
+
+def _read_bits(text: str):
+    """(bytes factor, 'bytes') for a size in bits ('2,621 kbit', '2.6 Mb', '21 Gbit'), else None: 8 bits a byte, so
+    a byte quantity typed in bits is read as what it is (and a byte count labelled bits is 8 times too small)."""
+    match = _BITS.match(text)
+    if not match:
+        return None
+    return parse_unit(f"{match.group(1)}B")[0] / 8.0, "bytes"
+
+
+def _spelled_out(text: str) -> str:
+    """A unit spelled out in words, written as a symbol: 'milliseconds' -> 'ms', 'gigabytes' -> 'GB', 'megabits' ->
+    'Mbit', 'terabytes per second' -> 'TB/s'; any other text as it is."""
+    match = _SPELLED.match(" ".join(text.lower().split()))
+    if not match:
+        return text
+    return _WORD_PREFIXES[match.group(1) or ""] + _WORD_BASES[match.group(2)]
 
 
 def _read_count_word(text: str, default_unit: str):
@@ -201,11 +230,12 @@ def _read_unit(text: str, default_unit: str, scaled: bool = False):
     """(factor, kind) of a unit a reader typed: exact spelling first, then one 'k'/'M' on counts ('4.6k tokens';
     never two: 'kk' is no unit), then any letter case when that leaves one meaning ('gb' is GB, 'Tokens' is tokens;
     'MS' could be ms or Ms and is refused). Rates in bits ('Tb/s') and counts in billions ('18.4B' where a count is
-    asked) are read first. `scaled`: the text follows a 'k' or 'M' already read."""
-    text = _SYNONYMS.get(text.strip(), text.strip())
+    asked) are read first, and units spelled out ('milliseconds', 'gigabytes'). `scaled`: the text follows a 'k' or 'M'
+    already read."""
+    text = _spelled_out(_SYNONYMS.get(text.strip(), text.strip()))
     if not text:
         return parse_unit(default_unit)
-    for special in (_read_bit_rate(text), _read_count_word(text, default_unit)):
+    for special in (_read_bit_rate(text), _read_bits(text), _read_count_word(text, default_unit)):
         if special is not None:
             return special
     try:
@@ -313,22 +343,24 @@ def _log_ratio(a: float, b: float) -> float:
     return math.log(a) - math.log(b)
 
 
-def _generic_hint(ratio: float, kind: str) -> str:
-    """A hint for a slip no exercise lists: binary prefixes only for byte quantities, fraction vs percent only for
-    percentages, a power of 1,000 by the unit's kind, else a stray factor of 2."""
+def _generic_hint(ratio: float, kind: str) -> tuple:
+    """(slip name, hint) for a slip no exercise lists, from the answer's ratio to the expected value: binary prefixes
+    and bits only for byte quantities and bandwidths, fraction vs percent only for percentages, a power of 1,000 by
+    the unit's kind (each a named unit slip: the name is what precedes the colon), else a stray factor of 2 (a hint,
+    no name: it says where to look, not what the slip was); ("", "") when nothing explains the ratio."""
     for factor, text in _BINARY.get(kind, ()):
         if _close(ratio, factor, 0.006) or _close(ratio, 1.0 / factor, 0.006):
-            return text
+            return text.split(":")[0], text
     if kind == "percent" and (_close(ratio, 0.01, 0.03) or _close(ratio, 100.0, 0.03)):
-        return "fraction vs percent: the question asks for a percentage (0.25 is 25%)."
+        return "fraction vs percent", "fraction vs percent: the question asks for a percentage (0.25 is 25%)."
     if not 0 < ratio < math.inf:  # an answer so far off that its ratio overflows: no unit slip explains it
-        return ""
+        return "", ""
     power = math.log10(ratio) / 3.0
     if round(power) != 0 and abs(power - round(power)) < 0.01:
-        return f"off by a power of 1,000: check the unit prefix ({_PREFIXES.get(kind, 'k, M, G')})."
+        return "a power of 1,000", f"off by a power of 1,000: check the unit prefix ({_PREFIXES.get(kind, 'k, M, G')})."
     if _close(ratio, 2.0, 0.02) or _close(ratio, 0.5, 0.02):
-        return "off by a factor of 2 somewhere: recount each factor of 2 in your formula."
-    return ""
+        return "", "off by a factor of 2 somewhere: recount each factor of 2 in your formula."
+    return "", ""
 
 
 def _answer_in(part: Number, value: float) -> str:
@@ -388,10 +420,10 @@ def _judge_number(part: Number, answer) -> PartVerdict:
         if matched:
             return PartVerdict(name, False, f"Not yet: {shown} is too {direction}. It looks like {slip.name}: "
                                             f"{slip.hint}", direction, slip.name)
-    hint = _generic_hint(value / expected, kind)
+    unit_slip, hint = _generic_hint(value / expected, kind)
     far = " by more than a factor of 10" if abs(_log_ratio(value, expected)) > math.log(10) else ""
     message = f"Not yet: {shown} is too {direction}{far}."
-    return PartVerdict(name, False, message + (f" Hint: {hint}" if hint else ""), direction)
+    return PartVerdict(name, False, message + (f" Hint: {hint}" if hint else ""), direction, unit_slip or None)
 
 
 def _judge_choice(part: Choice, answer) -> PartVerdict:

@@ -31,3 +31,12 @@ def _ch6_levers(suptitle, axes):
           "stored savings")
     close([w for _, _, w, _ in ax.bars["bandwidth (bytes read per step)"]], [rows[n].read_saving for n in names],
           "read savings")
+
+
+@figure_check(r"^.*: a fixed state per sequence stops the cache's growth$")
+def _ch6_state_lever(suptitle, axes, *, lever):
+    ax = axes[0]
+    hybrid = ax.line(r"^hybrid: ")
+    close(hybrid.y * 1e9, [lever.hybrid_bytes(s) for s in hybrid.x], "hybrid")
+    twin = ax.line(r"^all-attention twin")
+    close(twin.y * 1e9, [lever.twin_bytes(s) for s in twin.x], "all-attention twin")
