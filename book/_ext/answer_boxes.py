@@ -241,9 +241,9 @@ def estimate_form_html() -> str:
         field("tensor parallel", number("tensor_parallel", "", "the default layout")),
         field("batch", number("batch", "", "the largest that fits")),
         field("context (tokens)", number("context_len", "", "8192, or the config's limit")),
-        field("weights", select("weight_dtype", dtypes, None, blank="the config's format, else bf16")),
+        field("weights", select("weight_dtype", dtypes, None, blank="the config's format, else the model's own")),
         field("KV cache", select("kv_dtype", dtypes, None, blank="report's default")),
-        field("math", select("compute_dtype", dtypes, "bf16")),
+        field("math", select("compute_dtype", dtypes, None, blank="the weights' own where the chip has it, else bf16")),
         field("price ($ per chip-hour)", number("price_per_chip_hour", "", "none")),
         '<button type="button" class="estimate-run">Estimate</button>',
         '<pre class="estimate-output" aria-live="polite"></pre></form>'])

@@ -288,7 +288,7 @@ def test_estimate_form_prints_the_command_lines_table_for_two_deployments(browse
     try:
         shown = _estimate_in_page(page, {"model": "llama3-70b", "config": "", "chip": "h100", "chips": "8",
                                          "tensor_parallel": "4", "batch": "", "context_len": "8192",
-                                         "weight_dtype": "fp8", "kv_dtype": "", "compute_dtype": "bf16",
+                                         "weight_dtype": "fp8", "kv_dtype": "", "compute_dtype": "",
                                          "price_per_chip_hour": "2.5"})
         assert shown.strip() == estimate_deployment("llama3-70b", "h100", 8, tensor_parallel=4, context_len=8192,
                                                     weight_dtype="fp8", price_per_chip_hour=2.5).table.strip()

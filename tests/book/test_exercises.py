@@ -28,7 +28,7 @@ GARBAGE = [float("nan"), float("inf"), -float("inf"), True, False, [1, 2], {"x":
 # Another spelling of each unit the book asks in, with the factor from the asked unit: "one other unit".
 _OTHER_UNIT = {"ms": ("s", 1e-3), "s": ("ms", 1e3), "B": ("kB", 1e-3), "kB": ("MB", 1e-3), "MB": ("GB", 1e-3), "GB": ("MB", 1e3),
                "TB/s": ("GB/s", 1e3), "TFLOP": ("GFLOP", 1e3), "FLOPs/B": ("FLOP/byte", 1.0),
-               "tokens": ("k tokens", 1e-3), "tok/s": ("k tok/s", 1e-3), "tokens/s": ("k tokens/s", 1e-3),
+               "tokens": ("k tokens", 1e-3), "tok/s": ("k tok/s", 1e-3), "tokens/s": ("k tokens/s", 1e-3), "requests/s": ("req/s", 1.0),
                "%": ("%", 1.0), "x": ("X", 1.0),
                "ways": ("Ways", 1.0), "sequences": ("Sequences", 1.0), "chips": ("Chips", 1.0), "": ("x", 1.0)}
 

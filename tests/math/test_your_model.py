@@ -32,11 +32,11 @@ FP8 = {**json.loads((CONFIGS / "llama-3.1-8b.json").read_text()),
 CASES = {
     "a pasted fp8 config": ({"model": "llama3-70b", "config": json.dumps(FP8), "chip": "h100", "chips": "1",
                              "tensor_parallel": "", "batch": "", "context_len": "", "weight_dtype": "",
-                             "kv_dtype": "", "compute_dtype": "bf16", "price_per_chip_hour": ""},
+                             "kv_dtype": "", "compute_dtype": "", "price_per_chip_hour": ""},
                             ["--config", "{config}", "--chip", "h100", "--chips", "1"]),
     "tensor parallelism": ({"model": "llama3-70b", "config": "", "chip": "h200", "chips": "8", "tensor_parallel": "2",
                             "batch": "16", "context_len": "4096", "weight_dtype": "", "kv_dtype": "",
-                            "compute_dtype": "bf16", "price_per_chip_hour": "3"},
+                            "compute_dtype": "", "price_per_chip_hour": "3"},
                            ["--model", "llama3-70b", "--chip", "h200", "--chips", "8", "--tensor-parallel", "2",
                             "--batch", "16", "--context", "4096", "--price", "3"]),
 }
