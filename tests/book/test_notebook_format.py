@@ -3,8 +3,9 @@
 The rendered column holds 88 characters of monospace at 1280 px (tests/book/test_page_fit.py measures it), so every
 notebook's code is formatted by ruff at that width (tools/ruff_notebooks.toml; `make refresh` runs it before it
 executes a notebook) and no line of a code cell is wider: ruff does not split long strings or comments, which
-are wrapped by hand. These checks read the .ipynb files, so they run in the seconds-long inner loop; the browser
-check of the built page is test_page_fit.py's.
+are wrapped by hand. No code cell a reader sees unfolded is longer than 40 lines either: longer work is split into
+cells that each do one thing, and bookkeeping is folded (`hide-input`). These checks read the .ipynb files, so they
+run in the seconds-long inner loop; the browser check of the built page is test_page_fit.py's.
 """
 
 import json
@@ -40,3 +41,17 @@ def test_no_code_line_is_wider_than_the_column(path):
             for index, cell in enumerate(cells) if cell["cell_type"] == "code"
             for line in "".join(cell["source"]).splitlines() if len(line) > COLUMNS]
     assert not wide, f"{path.name}: lines wider than {COLUMNS} columns (split the string or comment):\n" + "\n".join(wide)
+
+
+VISIBLE_LINES = 40
+FOLDED = {"hide-input", "hide-cell", "remove-input", "remove-cell"}
+
+
+def test_no_visible_code_cell_is_longer_than_40_lines():
+    long = [f"{path.name}, cell {index}: {len(lines)} lines: {lines[0][:60]}"
+            for path in NOTEBOOKS for index, cell in enumerate(json.loads(path.read_text())["cells"])
+            if cell["cell_type"] == "code" and not FOLDED & set(cell["metadata"].get("tags", []))
+            for lines in ["".join(cell["source"]).splitlines()] if len(lines) > VISIBLE_LINES]
+    assert not long, (f"visible code cells over {VISIBLE_LINES} lines: split each into cells that do one thing "
+                      "(the data, then the figure; a table's rows, then its formatting), or fold bookkeeping "
+                      "with `hide-input`:\n" + "\n".join(long))
