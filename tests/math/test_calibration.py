@@ -52,7 +52,7 @@ def _first(kind):
     return next(row for row in published_runs() if row.kind == kind)
 
 
-# --- the bound ---------------------------------------------------------------------------------------------------
+# --- the bound --------------------------------------------------------------------------------------------------------
 def test_no_published_measurement_beats_the_bound():
     # Every row of scaling_lib/data (the earlier TensorRT-LLM table, Pope et al., the 263 published runs, the runs
     # gathered for the profiles, fp8 rows included): the bound's speed (every resource at peak, everything overlapped,
@@ -76,7 +76,7 @@ def test_the_bound_is_the_busiest_resource_and_the_estimate_is_slower_than_it():
     assert decode_step(d, 64, 4096, TYPICAL).total_s > serial.total_s
 
 
-# --- the split: which rows the fit may see ---------------------------------------------------------------------------
+# --- the split: which rows the fit may see ----------------------------------------------------------------------------
 def test_the_split_is_disjoint_stable_and_has_validation_rows_in_every_group():
     rows = published_runs()
     labels = [row.label for row in rows]
@@ -134,7 +134,7 @@ def test_a_row_that_is_not_in_the_data_has_no_split_and_is_refused_naming_the_ro
     assert row_model(changed).predicted(Efficiency()) > 0
 
 
-# --- the fit -----------------------------------------------------------------------------------------------------
+# --- the fit ----------------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("name", list(estimate.PROFILES))
 def test_each_stored_profile_is_exactly_the_result_of_its_fit(name):
     # A stale constant (rows or model changed, the profile not refitted) fails here.
@@ -313,7 +313,7 @@ def test_typical_prices_a_tpu_with_its_tpu_half_and_a_gpu_with_its_gpu_half():
         Calibrated(gpu=Efficiency(), tpu=0.5)
 
 
-# --- each comparison: its row, its system, its workload, its dominant term ----------------------------------------
+# --- each comparison: its row, its system, its workload, its dominant term --------------------------------------------
 COMPARED = {
     "tensorrt-llm-table": (lambda: trtllm_rows()[0], "TensorRT-LLM", lambda row: f"{row.input_len}/{row.output_len}"),
     "pope-prefill": (lambda: pope_row("palm-540b", "low latency", "prefill"), "Pope et al.", lambda row: row.phase),
@@ -436,7 +436,7 @@ def test_row_model_refuses_what_compare_refuses_at_any_serial_efficiency(row, fi
         row_model(row)
 
 
-# --- the validation, on rows the fit never saw -------------------------------------------------------------------
+# --- the validation, on rows the fit never saw ------------------------------------------------------------------------
 def test_typical_meets_the_acceptance_thresholds_on_the_held_out_rows():
     # Measured on the validation split only (rows the fit never saw): within 1.5x on 85% of rows, within 2x on 97%,
     # the median per tensor-parallel degree within 0.8-1.25 and on TPUs within 0.67-1.5.
@@ -477,10 +477,11 @@ def test_the_validation_summary_covers_the_validation_rows_and_names_the_worst()
     worst = max(rows, key=lambda c: abs(math.log(c.ratio)))
     assert (summary.worst, summary.worst_label) == (worst.ratio, worst.label)
     out_of_sample = calibration.out_of_sample_summary()  # each group's metrics named by its key
-    assert all(m.name == key for key, m in out_of_sample.items()) and {"all", "TP8", "h100", "moe"} <= set(out_of_sample)
+    assert all(m.name == key for key, m in out_of_sample.items())
+    assert {"all", "TP8", "h100", "moe"} <= set(out_of_sample)
 
 
-# --- new models come from their Hugging Face configs ---------------------------------------------------------------
+# --- new models come from their Hugging Face configs ------------------------------------------------------------------
 @pytest.mark.parametrize("name, config", [("llama2-7b", "llama-2-7b"), ("llama2-70b", "llama-2-70b"),
                                           ("mixtral-8x22b", "mixtral-8x22b")])
 def test_models_added_for_the_runs_match_their_configs(name, config):
@@ -490,7 +491,7 @@ def test_models_added_for_the_runs_match_their_configs(name, config):
         assert getattr(ours, field) == getattr(theirs, field), field
 
 
-# --- bad input: a ValueError naming the argument and the fix -----------------------------------------------------------
+# --- bad input: a ValueError naming the argument and the fix ----------------------------------------------------------
 PUBLISHED = r"^row must be a published row \(measurements\.trtllm_rows\(\), pope_rows\(\) or published_runs\(\)\) for "
 POSITIVE_FINITE = "every predicted / measured ratio must be a positive finite number"
 BAD_INPUT = {

@@ -56,7 +56,7 @@ def _rows(table: str) -> dict:
     return dict(re.split(r"\s{2,}", line.strip(), maxsplit=1) for line in table.splitlines() if line.strip())
 
 
-# --- estimate: the numbers in JSON --------------------------------------------------------------------------------------
+# --- estimate: the numbers in JSON ------------------------------------------------------------------------------------
 def test_estimate_with_tensor_parallelism_reports_the_replicas_and_scales_one_replicas_report(capsys):
     data = _json(ESTIMATE, capsys)
     one = report("llama3-70b", "h100", 8, kv_dtype="bf16")  # one replica of the same deployment
@@ -214,7 +214,7 @@ def test_a_sequence_of_exactly_the_configs_positions_or_the_context_is_accepted(
         limited.check_positions(101, "--context")
 
 
-# --- estimate: the printed table ------------------------------------------------------------------------------------------
+# --- estimate: the printed table --------------------------------------------------------------------------------------
 def _table(text: str) -> dict:
     """{label: value} of a printed table, checking its layout: one row per line, each 'label  value' with every value
     starting in the same column."""
@@ -484,7 +484,7 @@ def test_an_unreachable_target_in_json_says_how_close_the_best_came(capsys):
     assert error["closest_s"] == error["closest"]["ttft_s"] > 0.001
 
 
-# --- what each option reads ---------------------------------------------------------------------------------------------
+# --- what each option reads -------------------------------------------------------------------------------------------
 READS = [(_count, "1", 1), (_count, str(2**53), 2**53), (_price, "0.5", 0.5), (_price, "1e9", 1e9),
          (_seconds, "0.5", 0.5), (_seconds, "2", 2.0),  # no upper bound on seconds; prices up to 1e9
          (_fraction, "0.5", 0.5), (_fraction, "1", 1.0),  # 1: the whole of HBM is still a share
@@ -553,7 +553,7 @@ def test_the_help_names_the_command_to_type_and_what_each_option_takes(capsys):
     assert "--price" in (err := capsys.readouterr().err) and "(see `python -m scaling_lib plan --help`)" in err
 
 
-# --- errors: one line, exit status 2, strict JSON in JSON mode ------------------------------------------------------------
+# --- errors: one line, exit status 2, strict JSON in JSON mode --------------------------------------------------------
 ERRORS = [
     (EXAMPLE[:-6] + ["--ttft", "0.001", "--price", "2.5"], "ttft=0.001 s is out of reach"),
     (EXAMPLE[:-6] + ["--tpot", "0.0001", "--price", "2.5"], "tpot=0.0001 s is out of reach"),
@@ -627,7 +627,8 @@ ERRORS = [
       "--input-len", "30000", "--output-len", "2769"],
      "argument --input-len + --output-len: 32,769 tokens exceed max_position_embeddings=32,768"),
     (["plan", "--config", MISTRAL, "--chip", "h100", "--max-chips", "1", "--input-len", "30000", "--output-len",
-      "2769", "--price", "2"], "argument --input-len + --output-len: 32,769 tokens exceed max_position_embeddings=32,768"),
+      "2769", "--price", "2"],
+     "argument --input-len + --output-len: 32,769 tokens exceed max_position_embeddings=32,768"),
 ]
 
 
@@ -739,7 +740,7 @@ def test_a_malformed_command_line_is_one_line_with_the_help_to_read_and_json_onl
     assert capsys.readouterr().out == ""
 
 
-# --- the process: its command line, its output and a closed pipe ----------------------------------------------------------
+# --- the process: its command line, its output and a closed pipe ------------------------------------------------------
 def test_main_reads_the_command_line_of_the_process_and_prints_indented_json(monkeypatch, capsys):
     monkeypatch.setattr(sys, "argv", ["scaling_lib", *ESTIMATE, "--json"])
     assert main() == 0

@@ -42,7 +42,7 @@ def _llama8b(n_chips=1, chip="h100", **settings):
     return Deployment("llama3-8b", chip, n_chips, **settings)
 
 
-# --- a deployment: its mesh, its tensor-parallel groups and how it describes them --------------------------------------
+# --- a deployment: its mesh, its tensor-parallel groups and how it describes them -------------------------------------
 @pytest.mark.parametrize("model, chip, n, kwargs, mesh", [
     ("llama3-70b", "tpu-v5e", 8, {}, (4, 2)), ("llama3-70b", "tpu-v5e", 32, {}, (8, 4)),
     ("llama3-70b", "ironwood", 8, {}, (2, 2, 2)), ("llama3-70b", "ironwood", 32, {}, (4, 4, 2)),
@@ -105,7 +105,7 @@ def test_a_deployment_describes_where_the_kv_cache_goes_past_the_kv_heads(n, kwa
     assert _llama8b(n, **kwargs).describe().endswith(ends)
 
 
-# --- where the KV cache lives, and how much of it a chip holds ---------------------------------------------------------
+# --- where the KV cache lives, and how much of it a chip holds --------------------------------------------------------
 def test_the_kv_cache_is_replicated_by_default_on_gpus_and_batch_split_on_tpus():
     # LLaMA-3-8B has 8 KV heads: 16-way tensor parallelism on H100 keeps each head on 2 chips (2 copies).
     gpu = _llama8b(16)
@@ -194,7 +194,7 @@ def test_a_step_holds_the_weights_plus_its_share_of_the_caches_it_writes_or_read
     assert step.hbm_bytes_per_chip == pytest.approx(param_bytes(m) / 2 + held / 2)
 
 
-# --- a step's terms, against the sources' bounds and the FLOP counter ------------------------------------------------
+# --- a step's terms, against the sources' bounds and the FLOP counter -------------------------------------------------
 def test_one_chip_decode_terms_are_the_sources_bound_less_the_input_embedding_lookup():
     model = get_model("llama3-8b")
     ours = decode_step(Deployment(model, "h100", 1), 8, 1024)
@@ -297,7 +297,7 @@ def test_replicas_split_the_batch_of_a_decode_and_a_prefill():
     assert decode_time(d, 4, 128, 3) == decode_time(one, 2, 128, 3)
 
 
-# --- mixtures of experts and the structure of real models ----------------------------------------------------------
+# --- mixtures of experts and the structure of real models -------------------------------------------------------------
 def test_moe_decode_reads_the_experts_the_batch_touches_not_all_e():
     moe = as_moe("llama3-8b", 8, 2)
     d = Deployment(moe, "h200", 1)
@@ -363,7 +363,7 @@ def test_a_mixed_precision_checkpoint_reads_each_group_in_its_own_format():
     assert d.weights_read_per_chip(1) == pytest.approx(experts + attention + router + head, rel=1e-12)
 
 
-# --- the collectives a step pays, by hand ---------------------------------------------------------------------------
+# --- the collectives a step pays, by hand -----------------------------------------------------------------------------
 @pytest.mark.parametrize("dtypes, batch, context", [(dict(weight_dtype="fp8", kv_dtype="fp8", compute_dtype="fp8"),
                                                      64, 4096), ({}, 16, 1024)], ids=["fp8-batch-64", "bf16-batch-16"])
 def test_megatron_decode_pays_two_all_reduces_per_layer_on_the_switch(dtypes, batch, context):
@@ -484,7 +484,7 @@ def test_a_step_on_a_tpu_takes_the_tpu_half_of_the_calibration_and_a_gpu_the_gpu
     assert (tpu.overhead_s, gpu.overhead_s) == (TYPICAL.tpu.overhead_s, TYPICAL.gpu.overhead_s)
 
 
-# --- the engine's settings: its share of HBM and its cap on sequences bind the estimate, not the bound -----------------
+# --- the engine's settings: its share of HBM and its cap on sequences bind the estimate, not the bound ----------------
 def _fp8_llama3_8b(**settings):
     return Deployment("llama3-8b", "h100", 1, weight_dtype="fp8", kv_dtype="fp8", compute_dtype="fp8", **settings)
 
@@ -531,7 +531,7 @@ def test_offline_throughput_passes_its_settings_to_the_deployment():
         offline_throughput("llama3-8b", "h100", 1, 128, 128)  # the bound ignores the engine's share
 
 
-# --- the offline steady state ---------------------------------------------------------------------------------------
+# --- the offline steady state -----------------------------------------------------------------------------------------
 def test_an_offline_iteration_is_the_decode_of_its_batch_plus_the_prefill_of_the_requests_it_replaces():
     # 100 tokens in, 6 out, 5 slots: the batch decodes at the mean context 100 + 6 / 2 = 103, and 5 / (6 - 1) = 1
     # request of 100 prompt tokens is prefilled per iteration. Reading, FLOPs and KV traffic add up; the weights are
@@ -584,7 +584,7 @@ def test_replicas_multiply_offline_throughput_and_each_runs_a_whole_batch():
     assert two.output_tokens_per_s == pytest.approx(2 * one.output_tokens_per_s, rel=1e-12)
 
 
-# --- a refusal that names a number names one that works --------------------------------------------------------------
+# --- a refusal that names a number names one that works ---------------------------------------------------------------
 def test_a_refused_decode_step_names_the_largest_batch_that_does_fit_at_that_efficiency():
     # The message's "largest batch that fits" is checked by trying it: that batch runs at the efficiency asked for
     # (the estimate leaves 10% of HBM to the engine), one more sequence is refused.
@@ -607,7 +607,7 @@ def test_refused_offline_slots_name_how_many_do_fit_and_the_remedies():
         offline_estimate(d, 1000, 1000, "typical", slots=fit + 1)
 
 
-# --- the bound against published measurements ----------------------------------------------------------------------
+# --- the bound against published measurements -------------------------------------------------------------------------
 @pytest.mark.parametrize("row", trtllm_rows(), ids=lambda r: r.label)
 def test_offline_throughput_bound_is_never_beaten_by_tensorrt_llm_with_an_fp8_kv_cache(row):
     bound = offline_throughput(row.model, row.gpu, row.n_gpus, row.input_len, row.output_len, weight_dtype="fp8",
@@ -654,7 +654,7 @@ def test_typical_sits_between_the_bound_and_the_measurement_on_average():
     assert offline_estimate(_llama8b(), 128, 2048, "typical").efficiency == TYPICAL
 
 
-# --- bad input: a ValueError naming the argument and the fix -----------------------------------------------------------
+# --- bad input: a ValueError naming the argument and the fix ----------------------------------------------------------
 def _tpu(**kwargs):
     return Deployment(**{"model": "llama3-70b", "chip": "tpu-v5e", "n_chips": 8, **kwargs})
 
@@ -682,16 +682,17 @@ BAD_INPUT = {
     "mesh-zero": (lambda: _tpu(mesh_shape=(0, 8)), r"\bmesh_shape\b"),
     # a 2D torus has no third axis of links to lay a third mesh axis on
     "mesh-3-axes-on-2d-torus": (lambda: _tpu(mesh_shape=(2, 2, 2), ffn_layout="2d-ws"),
-                                r"^mesh_shape \(2, 2, 2\) lays chips along 3 axes and tpu-v5e's torus has 2\b.*\be\.g\. "
-                                r"mesh_shape=\(2, 4\)$"),
+                                r"^mesh_shape \(2, 2, 2\) lays chips along 3 axes and tpu-v5e's torus has 2\b.*"
+                                r"\be\.g\. mesh_shape=\(2, 4\)$"),
     "ffn-layout-unknown": (lambda: _tpu(ffn_layout="3d"), r"\bffn_layout\b"),
     "pope-layout-on-a-gpu": (lambda: Deployment("llama3-70b", "h100", 8, ffn_layout="2d-ws"),
                              r"ffn_layout='2d-ws' is one of Pope.*\bh100 is not a TPU torus \(NVLink\): use "
                              r"ffn_layout='1d-ws' \(Megatron tensor parallelism\)$"),
-    "too-many-chips": (lambda: _tpu(n_chips=2**30, tensor_parallel=8), r"^n_chips=1,073,741,824 is more than 1,048,576\b"),
+    "too-many-chips": (lambda: _tpu(n_chips=2**30, tensor_parallel=8),
+                       r"^n_chips=1,073,741,824 is more than 1,048,576\b"),
     "group-past-any-slice": (lambda: Deployment("palm-540b", "tpu-v4", 2**15, ffn_layout="2d-ws"),
-                             r"\btensor_parallel=32768\) chips in one model copy: no ICI slice or NVLink domain\b.*\bat "
-                             r"most 16,384 here\b.*\bserve the rest as replicas$"),
+                             r"\btensor_parallel=32768\) chips in one model copy: no ICI slice or NVLink domain\b"
+                             r".*\bat most 16,384 here\b.*\bserve the rest as replicas$"),
     # refused before any mesh is searched (a search over every divisor up to n would not end)
     "group-of-2-to-the-40": (lambda: Deployment("palm-540b", "tpu-v4", 2**40, ffn_layout="2d-ws"),
                              r"tensor_parallel=1099511627776.*pass tensor_parallel"),
@@ -706,7 +707,8 @@ BAD_INPUT = {
                                  r"mixtral-8x7b has 8 expert\(s\) and tensor_parallel=16"),
     "attention-data-parallel-not-bool": (lambda: Deployment("mixtral-8x7b", "h100", 8, attention_data_parallel="yes"),
                                          r"attention_data_parallel must be True or False, got 'yes'"),
-    "no-native-fp8": (lambda: Deployment("llama3-70b", "tpu-v5e", 16, compute_dtype="fp8"), "tpu-v5e has no native fp8"),
+    "no-native-fp8": (lambda: Deployment("llama3-70b", "tpu-v5e", 16, compute_dtype="fp8"),
+                      "tpu-v5e has no native fp8"),
     # the engine's settings
     "memory-utilization-zero": (lambda: _llama8b(memory_utilization=0),
                                 r"\bmemory_utilization\b.*\bthe share of HBM the engine may use\b"),

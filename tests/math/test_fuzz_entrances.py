@@ -217,7 +217,7 @@ def test_any_bytes_as_a_config_file_give_a_model_or_one_value_error_naming_the_f
         assert "fuzzed.json" in str(err), str(err)
 
 
-# --- the command line ------------------------------------------------------------------------------------------------
+# --- the command line -------------------------------------------------------------------------------------------------
 _COUNTS = st.one_of(st.integers(-3, 10**20).map(str), st.sampled_from(["0", "1", "8", "1.5", "1e3", "abc", "", " 8",
                                                                       "0x10", "NaN", "-0", "٣"]))
 OPTIONS = {  # option -> the texts Hypothesis tries

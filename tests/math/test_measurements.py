@@ -68,7 +68,7 @@ def test_every_run_keeps_the_hardware_its_source_names():
     assert all(row.hardware for row in published_runs() + validation_runs())
 
 
-# --- issue 21, G2 seed 72: Pope et al.'s two headline runs, read from the tables ------------------------------------
+# --- issue 21, G2 seed 72: Pope et al.'s two headline runs, read from the tables --------------------------------------
 def test_pope_headline_runs_count_the_tokens_each_sequence_processed():
     # Pope et al.'s abstract: PaLM 540B prefills batch 512 x 2,048-token prompts, and decodes 64 steps at batch 64.
     from scaling_lib.measurements import pope_headline_runs
@@ -92,7 +92,7 @@ def test_the_headline_runs_constant_is_read_once_and_cached_under_its_own_name(m
         measurements.NO_SUCH_TABLE
 
 
-# --- issue 21, third pass (G2): each table's reader puts every published column into its field, with its type -------
+# --- issue 21, third pass (G2): each table's reader puts every published column into its field, with its type ---------
 def _types(row):
     return {field.name: type(getattr(row, field.name)).__name__ for field in dataclasses.fields(row)}
 

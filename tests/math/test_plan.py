@@ -63,7 +63,7 @@ def _quantile(values, q):
     return values[int(q * (len(values) - 1))]
 
 
-# --- the cheapest deployment meeting the targets: plan against the brute force ------------------------------------------
+# --- the cheapest deployment meeting the targets: plan against the brute force ----------------------------------------
 @pytest.mark.parametrize("q_ttft, q_tpot", [(None, None), (0.5, None), (None, 0.3), (0.7, 0.5), (0.2, 0.9),
                                             (0.95, 0.05)])
 def test_plan_picks_what_a_brute_force_search_of_every_batch_picks(space, q_ttft, q_tpot):
@@ -206,7 +206,7 @@ def test_each_design_runs_on_as_many_whole_replicas_as_max_chips_holds():
     assert seen == {1, 2}
 
 
-# --- the issue's example: what the best deployment and the frontier hold ------------------------------------------------
+# --- the issue's example: what the best deployment and the frontier hold ----------------------------------------------
 @pytest.fixture(scope="module")
 def example():
     """The issue's example: LLaMA-3-70B on up to 16 H100s, 2,000 prompt and 500 output tokens, TTFT 2 s, TPOT
@@ -297,7 +297,7 @@ def test_the_frontier_is_every_unbeaten_point_of_the_batches_it_samples_over_all
     assert {_offline(p) for p in result.frontier} == {_offline(p) for p in unbeaten} and len(unbeaten) >= 5
 
 
-# --- formats: what the weights, the cache and the matmuls are searched in ----------------------------------------------
+# --- formats: what the weights, the cache and the matmuls are searched in ---------------------------------------------
 @pytest.mark.parametrize("chip, weights, compute", [("h100", "fp8", "fp8"), ("h100", "int8", "int8"),
                                                     ("h100", "int4", "bf16"), ("tpu-v5e", "fp8", "bf16"),
                                                     ("tpu-v5e", "int8", "int8"), ("b200", "nvfp4", "nvfp4"),
@@ -351,7 +351,7 @@ def test_prices_name_each_chip_by_any_spelling_and_are_kept_in_dollars():
     assert best == price_deployment("llama3-8b", "h100", 1, 1000, 200, batch=best.batch, price_per_chip_hour=3.0)
 
 
-# --- unreachable targets: how close the best came -----------------------------------------------------------------------
+# --- unreachable targets: how close the best came ---------------------------------------------------------------------
 @pytest.mark.parametrize("target", ["ttft", "tpot"])
 def test_an_unreachable_target_is_named_with_how_close_the_best_came(target):
     with pytest.raises(TargetUnreachable) as caught:
@@ -399,7 +399,7 @@ def test_an_unreachable_target_reports_the_lowest_any_design_reaches_at_batch_on
     assert "time to first token" not in str(free_out.value)  # no TTFT target, no condition on it
 
 
-# --- price_deployment: one deployment, priced as plan prices its choice ----------------------------------------------------
+# --- price_deployment: one deployment, priced as plan prices its choice -----------------------------------------------
 def test_price_deployment_prices_one_deployment_as_plan_prices_its_choice(example):
     b = example.best
     again = price_deployment("llama3-70b", "h100", b.n_chips, 2000, 500, tensor_parallel=b.tensor_parallel,
@@ -487,7 +487,7 @@ def test_plan_and_price_deployment_price_at_the_efficiency_they_are_given():
     assert at_bound.tpot_s < at_typical.tpot_s and at_bound.ttft_s < at_typical.ttft_s
 
 
-# --- its record: the dictionary and the printed plan -------------------------------------------------------------------------
+# --- its record: the dictionary and the printed plan ------------------------------------------------------------------
 def test_a_plan_keeps_its_targets_and_workload_in_its_dict():
     result = plan("llama3-8b", "h100", 1, 1000, 200, ttft=2, tpot=0.05, prices=2.5, weight_dtypes="bf16",
                   kv_dtypes="bf16")  # targets given as integers are seconds
@@ -586,7 +586,7 @@ def test_a_planned_deployment_describes_its_replicas_split_batch_and_formats():
         assert re.search(words, text), (words, text)
 
 
-# --- one design's batches: the bisection and the switches of the collectives ---------------------------------------------
+# --- one design's batches: the bisection and the switches of the collectives ------------------------------------------
 # One design alone, every batch priced by the oracle: LLaMA-3-8B on 2 H100s as one 2-way replica at 30,000 + 2,000
 # tokens (33 sequences fit, and the collectives change algorithm once on the way).
 @pytest.fixture(scope="module")
@@ -651,7 +651,7 @@ def test_tensor_parallel_sizes_are_the_divisors_of_the_query_heads_up_to_max_chi
     assert tensor_parallel_sizes(get_model(model), max_chips) == sizes
 
 
-# --- the search's branch and bound, on designs whose numbers are chosen to corner it ------------------------------------
+# --- the search's branch and bound, on designs whose numbers are chosen to corner it ----------------------------------
 def _point(tpot, cost, **fields):
     base = price_deployment("llama3-8b", "h100", 1, 1000, 200, batch=1, price_per_chip_hour=1.0)
     return PlannedDeployment(**{**base.as_dict(), "tpot_s": tpot, "dollars_per_million_output_tokens_all_in": cost,
@@ -708,7 +708,7 @@ def test_the_frontier_skips_a_design_only_when_its_least_cost_is_beaten(a_tpot, 
     assert [(p.weight_dtype, p.batch_per_replica) for p in frontier] == expected
 
 
-# --- pareto_frontier ----------------------------------------------------------------------------------------------------
+# --- pareto_frontier --------------------------------------------------------------------------------------------------
 def test_pareto_frontier_drops_exactly_the_dominated_points(example):
     points = list(example.frontier)
     worse = [PlannedDeployment(**{**p.as_dict(), "tpot_s": p.tpot_s * 1.01,
@@ -727,7 +727,7 @@ def test_pareto_frontier_keeps_the_cheaper_at_one_tpot_the_faster_at_one_cost_an
     assert pareto_frontier([two, one]) == (one,) and pareto_frontier([one, two]) == (one,)
 
 
-# --- under a load: the Poisson rate each deployment sustains, and the fewest replicas --------------------------------
+# --- under a load: the Poisson rate each deployment sustains, and the fewest replicas ---------------------------------
 # Each deployment `plan` returns is priced again through the public load model on the whole deployment
 # (`load.load_estimate`), which shares no search code with plan: the targets must hold at the rate or load it reports.
 MLPERF_LIKE = dict(model="llama3-70b", chips=["h100", "h200"], max_chips=4, input_len=2000, output_len=500,
@@ -776,7 +776,7 @@ def test_under_a_load_plan_runs_the_fewest_replicas_that_meet_the_targets_there(
         assert "saturation rate" in str(error)
 
 
-# --- bad input: a ValueError naming the argument and the fix -----------------------------------------------------------
+# --- bad input: a ValueError naming the argument and the fix ----------------------------------------------------------
 def _plan(**kwargs):
     return plan(**dict(model="llama3-8b", chips="h100", max_chips=2, input_len=1000, output_len=200, prices=2.5) |
                 kwargs)

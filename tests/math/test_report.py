@@ -13,7 +13,7 @@ from scaling_lib.models import from_hf_config, get_model
 from tests import REPO
 
 
-# --- what it computes ----------------------------------------------------------------------------------------------
+# --- what it computes -------------------------------------------------------------------------------------------------
 def test_report_agrees_with_the_individual_functions():
     r = report("llama3-70b", "h100", 8, batch=64, context_len=8192, weight_dtype="fp8", kv_dtype="fp8",
                price_per_chip_hour=2.0)
@@ -89,7 +89,7 @@ def test_a_refused_batch_names_the_largest_batch_the_report_gives():
     assert report("llama3-70b", "h100", 8, batch=fits).batch == fits
 
 
-# --- its dictionary and its table ----------------------------------------------------------------------------------
+# --- its dictionary and its table -------------------------------------------------------------------------------------
 KEYS = {"model", "chip", "n_chips", "tensor_parallel", "weight_dtype", "kv_dtype", "compute_dtype", "batch",
         "context_len", "prompt_len", "weight_bytes", "kv_bytes_per_token", "max_batch", "decode_step_bound_s",
         "decode_step_typical_s", "prefill_bound_s", "prefill_typical_s", "tokens_per_s_bound", "tokens_per_s_typical",
@@ -169,7 +169,7 @@ def test_the_report_prints_thousands_with_separators_and_the_kv_cache_by_hand():
     assert 80 * 8 * 128 * 2 * 2 == 327_680
 
 
-# --- bad input: a ValueError naming the argument and the fix -----------------------------------------------------------
+# --- bad input: a ValueError naming the argument and the fix ----------------------------------------------------------
 BAD_INPUT = {
     "prompt-zero": (lambda: report("llama3-8b", "h100", 1, prompt_len=0), r"\bprompt_len\b"),
     "context-negative": (lambda: report("llama3-8b", "h100", 1, context_len=-5), r"\bcontext_len\b"),
@@ -179,9 +179,10 @@ BAD_INPUT = {
                                    r"long as the prompt$"),
     # refused at the engine's share of HBM (the report's batch is the typical estimate's), one sequence per replica
     "weights-fit-nowhere": (lambda: report("llama3-70b", "h100", 1),
-                            r"^batch 1 at 8,192 tokens\b.*\bdoes not fit\b.*\bthe engine may use 77\.0 GB of one h100's "
-                            r"85\.5 GB\b.*\bweights alone\b"),
-    "one-sequence-per-replica": (lambda: report("llama3-70b", "h100", 2, tensor_parallel=1), r"^batch 2 at 8,192 tokens\b"),
+                            r"^batch 1 at 8,192 tokens\b.*\bdoes not fit\b.*\bthe engine may use 77\.0 GB of one "
+                            r"h100's 85\.5 GB\b.*\bweights alone\b"),
+    "one-sequence-per-replica": (lambda: report("llama3-70b", "h100", 2, tensor_parallel=1),
+                                 r"^batch 2 at 8,192 tokens\b"),
     "over-the-engine-cap": (lambda: report("llama3-70b", "h100", 8, context_len=128, batch=10_000),
                             "exceed max_sequences=2,048, the engine's cap"),
 }

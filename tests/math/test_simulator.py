@@ -43,7 +43,7 @@ def _chunk(tokens):
     return prefill_time("llama3-70b", "tpu-v5e", 16, tokens, 0.4)
 
 
-# --- workloads: arrivals, lengths and shared prefixes ----------------------------------------------------------------
+# --- workloads: arrivals, lengths and shared prefixes -----------------------------------------------------------------
 def test_poisson_workload_defaults_to_1024_prompt_and_256_output_tokens_and_seed_zero():
     assert poisson_workload(1.0, 3).prompt_len.tolist() == [1024] * 3
     assert poisson_workload(1.0, 3).output_len.tolist() == [256] * 3
@@ -108,7 +108,7 @@ def test_a_workload_reads_whole_numbers_of_tokens_from_ints_or_floats_and_its_co
     assert trace.output_len.tolist() == [5, 6] and trace.cached_len.tolist() == [0, 0]
 
 
-# --- the serving config: the batch it admits must fit ---------------------------------------------------------------
+# --- the serving config: the batch it admits must fit -----------------------------------------------------------------
 def test_serving_config_checks_the_batch_against_hbm_in_the_kv_dtype():
     # 16 v5e hold LLaMA-3-70B and 20 caches of 8,192 bf16 tokens, about twice as many in int8.
     fit_bf16 = max_batch_size("llama3-70b", "tpu-v5e", 16, 8192, "bf16", "bf16")
@@ -141,7 +141,7 @@ def test_room_for_a_one_token_cache_but_not_a_longer_one_is_a_cache_problem_not_
         ServingConfig(model, "h100", 1, 1, 2, weight_dtype="int8", kv_dtype="int8")
 
 
-# --- one request alone, and the engines' batches ------------------------------------------------------------------------
+# --- one request alone, and the engines' batches ----------------------------------------------------------------------
 @pytest.mark.parametrize("engine", ["naive", "interleaved", "chunked"])
 def test_a_lone_request_arriving_late_is_timed_from_its_arrival(engine):
     # Alone on an idle server: prefill at its arrival, then two decode steps at batch 1 over 101 and 102 tokens.
@@ -279,7 +279,7 @@ def test_chunked_prefill_uses_the_configured_compute_dtype():
                                                                       compute_dtype="fp8")), rel=1e-12)
 
 
-# --- what a chunk reads: its own sequence's cached prefix, up to a window ----------------------------------------------
+# --- what a chunk reads: its own sequence's cached prefix, up to a window ---------------------------------------------
 WINDOW_256 = ServingConfig(get_model("llama3-70b").with_(sliding_window=256, name="llama3-70b-w256"), "tpu-v5e",
                            n_chips=16, max_batch=4, max_context_len=4096)
 
@@ -321,7 +321,7 @@ def test_a_chunk_joining_a_running_decode_carries_its_step(config, prompt):
     assert result.first_token_s[1] == result.finish_s[0]
 
 
-# --- a sliding window caps each sequence's decode read at its own context ----------------------------------------------
+# --- a sliding window caps each sequence's decode read at its own context ---------------------------------------------
 @pytest.mark.parametrize("requests", [
     [(100, 600), (200, 600)],  # before any sequence reaches the window
     [(100, 40), (500, 40), (700, 40)],  # one starts past it, one crosses it during the run, one never reaches it
@@ -342,7 +342,7 @@ def test_windowed_decode_reads_each_sequence_at_its_own_context_capped_at_the_wi
     np.testing.assert_allclose((result.finish_s - result.first_token_s)[last], expected, rtol=1e-9)
 
 
-# --- the queue ----------------------------------------------------------------------------------------------------------
+# --- the queue --------------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("trace, engine, times, lengths", [
     ([(0.0, 4000, 2), (0.01, 4000, 2), (0.02, 4000, 2)], "interleaved", lambda: [0.0, 0.01, 0.02], [0, 1, 2, 1, 0]),
     ([(0.0, 100, 2)] * 3, "interleaved", lambda: [0.0], [2, 1, 0]),  # simultaneous arrivals count at once
@@ -365,7 +365,7 @@ def test_the_mean_queue_length_is_its_time_average():
     assert simulate(FOUR_SLOTS, trace_workload([(0.2, 100, 2)]), "naive").mean_queue_length == 0.0
 
 
-# --- prefix caching under every engine -----------------------------------------------------------------------------------
+# --- prefix caching under every engine --------------------------------------------------------------------------------
 def test_prefix_cache_shortens_prefill_to_the_new_tokens_only():
     plain = trace_workload([(0.0, 4000, 64)])
     cached = Workload(plain.arrival_s, plain.prompt_len, plain.output_len, cached_len=np.array([3000]))
@@ -408,7 +408,7 @@ def test_naive_prefills_only_the_new_tokens_after_the_slowest_cache_load():
     np.testing.assert_allclose(result.finish_s, result.first_token_s)  # one-token outputs end at prefill
 
 
-# --- disaggregated serving: prefill servers, a cache transfer, decode servers ------------------------------------------
+# --- disaggregated serving: prefill servers, a cache transfer, decode servers -----------------------------------------
 SPLIT_CONFIG = ServingConfig("llama3-8b", "h100", n_chips=1, max_batch=8, max_context_len=4096)
 SPLIT_WORKLOAD = poisson_workload(4.0, 40, prompt_len=(100, 1000), output_len=(10, 100), seed=3)
 
@@ -482,7 +482,7 @@ def test_decode_takes_requests_in_the_order_their_caches_arrive():
     assert result.finish_s[1] == pytest.approx(ready_b + _step(1, 101), rel=1e-12)
 
 
-# --- bad input: a ValueError naming the argument and the fix -----------------------------------------------------------
+# --- bad input: a ValueError naming the argument and the fix ----------------------------------------------------------
 OTHER_ENGINES_ARGUMENTS = [
     (lambda: simulate(H100_CONFIG, SPLIT_WORKLOAD, "interleaved", n_prefill_servers=2), TypeError,
      "n_prefill_servers"),  # simulate_disaggregated's arguments
@@ -566,8 +566,8 @@ BAD_INPUT = {
                       r"mfu must be in \(0, 1\], got 2: it is the fraction of peak FLOP/s achieved"),
     "mfu-zero": (lambda: ServingConfig("llama3-8b", "h100", 1, 8, 4096, mfu=0),
                  r"\bmfu\b.*\bfraction of peak FLOP/s achieved\b"),
-    **{f"{name}-zero": (lambda name=name: ServingConfig(**{**dict(model="llama3-8b", chip="h100", n_chips=1, max_batch=8,
-                                                                  max_context_len=4096), name: 0}),
+    **{f"{name}-zero": (lambda name=name: ServingConfig(**{**dict(model="llama3-8b", chip="h100", n_chips=1,
+                                                                  max_batch=8, max_context_len=4096), name: 0}),
                         rf"^{name} must be a positive integer")
        for name in ("n_chips", "max_batch", "max_context_len", "prefill_chunk_tokens")},
     "batch-too-large-to-tabulate": (lambda: ServingConfig("llama3-8b", "h100", 1, 2**16 + 1, 256),
@@ -577,12 +577,13 @@ BAD_INPUT = {
                                       r"\bfp8\b"),
     # 70.6e9 parameters x 2 B = 141 GB of bf16 weights against one H100's 80 GB
     "weights-alone-do-not-fit": (lambda: ServingConfig("llama3-70b", "h100", 1, 1, 1),
-                                 r"\bbf16 weights of llama3-70b\b.*\b1 x h100\b.*\badd chips or quantize the weights\b"),
+                                 r"\bbf16 weights of llama3-70b\b.*\b1 x h100\b.*\badd chips or quantize the "
+                                 r"weights\b"),
     # int8 weights (70.6 GB) fit one H100's 80 GB, a 100,000-token bf16 cache (32.8 GB) does not
     "room-for-the-weights-not-one-cache": (lambda: ServingConfig("llama3-70b", "h100", 1, 1, 100_000,
                                                                  weight_dtype="int8"),
-                                           r"\bmax_batch=1 does not fit in HBM\b.*\bint8 weights\b.*\bat most 0 KV caches "
-                                           r"of 100000 tokens in bf16\b.*\blower max_batch or max_context_len\b"),
+                                           r"\bmax_batch=1 does not fit in HBM\b.*\bint8 weights\b.*\bat most 0 KV "
+                                           r"caches of 100000 tokens in bf16\b.*\blower max_batch or max_context_len\b"),
     # simulate and simulate_disaggregated
     "workload-not-a-workload": (lambda: simulate(FOUR_SLOTS, [(0.0, 10, 5)], "naive"), "workload must be a Workload"),
     "config-not-a-serving-config": (lambda: simulate({}, trace_workload([(0.0, 10, 2)])),
@@ -599,9 +600,10 @@ BAD_INPUT = {
                               "^transfer_bandwidth must be"),
     "prefill-config-a-name": (lambda: _disaggregated(trace_workload([(0.0, 100, 2)]), prefill_config="llama3-8b"),
                               "prefill_config must be a ServingConfig, got str"),
-    "prefill-server-of-another-model": (lambda: _disaggregated(trace_workload([(0.0, 100, 2)]), prefill_config=ServingConfig(
-        "llama3-8b", "tpu-v5e", n_chips=16, max_batch=4, max_context_len=4096)),
-        r"\bprefill_config and config must serve the same model\b"),
+    "prefill-server-of-another-model": (lambda: _disaggregated(trace_workload([(0.0, 100, 2)]),
+                                                               prefill_config=ServingConfig("llama3-8b", "tpu-v5e", 16, 4,
+                                                                                            4096)),
+                                        r"\bprefill_config and config must serve the same model\b"),
     "disaggregated-config-a-name": (lambda: simulate_disaggregated("llama3-70b", trace_workload([(0.0, 100, 2)])),
                                     r"\bconfig must be a ServingConfig\b"),
     "disaggregated-request-too-long": (lambda: _disaggregated(trace_workload([(0.0, 4096, 1)])),

@@ -29,7 +29,7 @@ def _key(row) -> tuple:
             row.kind)
 
 
-# --- the rows ------------------------------------------------------------------------------------------------------
+# --- the rows ---------------------------------------------------------------------------------------------------------
 
 def test_validation_rows_are_sourced_distinct_and_none_is_a_fit_row():
     rows = validation_runs()
@@ -69,7 +69,7 @@ def test_a_row_names_an_unknown_config_clearly():
         _row_model("hf:no-such-model")
 
 
-# --- the bound -----------------------------------------------------------------------------------------------------
+# --- the bound --------------------------------------------------------------------------------------------------------
 
 def test_no_out_of_sample_measurement_beats_the_bound():
     # The bound (every resource at peak, all overlapped, all of HBM, no cap on sequences) against every row, the
@@ -103,7 +103,7 @@ def test_the_excluded_column_holds_a_run_that_is_impossible_as_published():
         validation_runs(include_excluded="yes")
 
 
-# --- the typical estimate ------------------------------------------------------------------------------------------
+# --- the typical estimate ---------------------------------------------------------------------------------------------
 
 def test_out_of_sample_accuracy_meets_the_issue_targets():
     summary = out_of_sample_summary("typical")
