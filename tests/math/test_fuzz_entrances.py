@@ -17,7 +17,7 @@ import json
 import re
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from scaling_lib import hf_config, hf_families, hf_fields
@@ -272,19 +272,16 @@ def test_any_value_of_any_option_exits_0_or_2_with_one_line(option, capsys):
 
 @settings(SETTINGS, max_examples=examples(25))
 @given(st.binary(max_size=48) | JSON_VALUES.map(lambda v: json.dumps(v).encode()))
-def test_any_bytes_as_config_exit_2_with_one_line_naming_the_file(tmp_path_factory, content):
+@example(b"[")
+@example(b"{}")
+@example(b"\x00\xff")
+@example(b'{"model_type": "llama", "hidden_size": "1"}')
+@example(b"[]" * 3)
+def test_any_bytes_as_config_exit_2_with_one_line_naming_the_file(tmp_path_factory, capsys, content):
     path = tmp_path_factory.mktemp("cli") / "fuzzed.json"
     path.write_bytes(content)
-    status = main(["estimate", "--config", str(path), "--chip", "h100", "--chips", "8"])
-    assert status == 2  # no fuzzed bytes make a whole model
-
-
-def test_any_bytes_as_config_print_one_line_naming_the_file(tmp_path, capsys):
-    for content in (b"[", b"{}", b"\x00\xff", b'{"model_type": "llama", "hidden_size": "1"}', b"[]" * 3):
-        path = tmp_path / "fuzzed.json"
-        path.write_bytes(content)
-        _, err = _run(["estimate", "--config", str(path), "--chip", "h100", "--chips", "8"], capsys)
-        assert "fuzzed.json" in err, err
+    status, err = _run(["estimate", "--config", str(path), "--chip", "h100", "--chips", "8"], capsys)
+    assert status == 2 and "fuzzed.json" in err, err  # no fuzzed bytes make a whole model
 
 
 def test_every_field_and_option_has_a_spec():

@@ -84,7 +84,7 @@ def test_a_pasted_configs_position_limit_is_enforced_as_on_the_command_line(form
     (dict(input_len=100), r"\barguments --input-len and --output-len: give both\b"),
     (dict(prompt_len=9000, context_len=8192), r"\bargument --prompt: 9000 tokens do not fit in --context 8192\b"),
 ])
-def test_a_deployment_it_cannot_price_is_refused_in_the_callers_words(kwargs, says):
+def test_bad_input_gets_a_value_error_in_the_callers_words(kwargs, says):
     arguments = {**dict(model="llama3-8b", chip="h100", n_chips=1, names=CLI_NAMES), **kwargs}
     with pytest.raises(ValueError, match=says):
         estimate_deployment(**arguments)
