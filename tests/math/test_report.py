@@ -90,10 +90,11 @@ def test_a_refused_batch_names_the_largest_batch_the_report_gives():
 
 
 # --- its dictionary and its table -------------------------------------------------------------------------------------
-KEYS = {"model", "chip", "n_chips", "tensor_parallel", "weight_dtype", "kv_dtype", "compute_dtype", "batch",
-        "context_len", "prompt_len", "weight_bytes", "kv_bytes_per_token", "max_batch", "decode_step_bound_s",
-        "decode_step_typical_s", "prefill_bound_s", "prefill_typical_s", "tokens_per_s_bound", "tokens_per_s_typical",
-        "price_per_chip_hour", "dollars_per_million_tokens_bound", "dollars_per_million_tokens_typical"}
+KEYS = {"model", "chip", "n_chips", "tensor_parallel", "expert_parallel", "attention_data_parallel", "weight_dtype",
+        "kv_dtype", "compute_dtype", "batch", "context_len", "prompt_len", "weight_bytes", "kv_bytes_per_token",
+        "max_batch", "decode_step_bound_s", "decode_step_typical_s", "prefill_bound_s", "prefill_typical_s",
+        "tokens_per_s_bound", "tokens_per_s_typical", "price_per_chip_hour", "dollars_per_million_tokens_bound",
+        "dollars_per_million_tokens_typical"}
 
 
 @pytest.mark.parametrize("chip, n, kwargs, formats, kv_bytes", [
