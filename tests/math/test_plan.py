@@ -206,10 +206,10 @@ def test_each_design_runs_on_as_many_whole_replicas_as_max_chips_holds():
     assert seen == {1, 2}
 
 
-# --- the issue's example: what the best deployment and the frontier hold ----------------------------------------------
+# --- a worked example: what the best deployment and the frontier hold -------------------------------------------------
 @pytest.fixture(scope="module")
 def example():
-    """The issue's example: LLaMA-3-70B on up to 16 H100s, 2,000 prompt and 500 output tokens, TTFT 2 s, TPOT
+    """A worked example: LLaMA-3-70B on up to 16 H100s, 2,000 prompt and 500 output tokens, TTFT 2 s, TPOT
     50 ms, $2.50 per chip-hour."""
     return plan("llama3-70b", "h100", 16, 2000, 500, ttft=2.0, tpot=0.05, prices=2.5)
 
