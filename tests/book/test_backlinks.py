@@ -70,7 +70,7 @@ def _module_tree(path: str) -> tuple:
 
 def _docstring_lines(value) -> list[str]:
     """The source lines of a module-level function's or class's docstring, as written (indentation included)."""
-    lines, nodes = _module_tree(inspect.getsourcefile(value))
+    lines, nodes = _module_tree(inspect.getsourcefile(inspect.unwrap(value)))
     node = nodes.get(value.__qualname__)
     if node is None or not ast.get_docstring(node, clean=False):
         return []
