@@ -25,10 +25,16 @@ def _section(page: str, command: str) -> str:
     return page.split(f"## `{command}`")[1].split("\n## ")[0]
 
 
-def test_the_page_in_the_book_is_the_one_the_parser_generates():
+def test_the_page_in_the_book_is_the_one_the_parser_generates_and_check_reports_a_stale_one(tmp_path):
     assert (REPO / cli_reference.PAGE).read_text() == cli_reference.page(), (
         "run .venv/bin/python -m scaling_lib.book.cli_reference")
     assert "book/command_line" in (REPO / "_toc.yml").read_text()
+    (tmp_path / "book").mkdir()
+    page = tmp_path / cli_reference.PAGE
+    page.write_text("stale\n")
+    assert cli_reference.main(["--check"], repo=tmp_path) == 1 and page.read_text() == "stale\n"  # not written
+    assert cli_reference.main([], repo=tmp_path) == 0 and page.read_text() == cli_reference.page()
+    assert cli_reference.main(["--check"], repo=tmp_path) == 0
 
 
 @pytest.mark.parametrize("command", COMMANDS)
@@ -64,12 +70,3 @@ def test_a_value_type_the_page_cannot_name_is_refused():
     action = parser.add_argument("--odd", type=float)
     with pytest.raises(ValueError, match=r"--odd.*\bVALUE_KINDS\b"):
         cli_reference._value_kind(action)
-
-
-def test_check_reports_a_stale_page_without_writing_it(tmp_path):
-    (tmp_path / "book").mkdir()
-    page = tmp_path / cli_reference.PAGE
-    page.write_text("stale\n")
-    assert cli_reference.main(["--check"], repo=tmp_path) == 1 and page.read_text() == "stale\n"
-    assert cli_reference.main([], repo=tmp_path) == 0 and page.read_text() == cli_reference.page()
-    assert cli_reference.main(["--check"], repo=tmp_path) == 0

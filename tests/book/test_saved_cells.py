@@ -14,13 +14,10 @@ from tests import REPO
 NOTEBOOKS = sorted(REPO.glob("chapters/*.ipynb")) + sorted(REPO.glob("book/*.ipynb"))
 
 
-def test_every_saved_cell_is_its_modules_code():
+def test_every_saved_cell_is_its_modules_code_and_the_decoder_is_written_out_where_the_book_first_decodes():
     problems = saved.differences(REPO, NOTEBOOKS)
     assert not problems, ("a saved cell and its module differ; edit the cell, then `make generate` copies it into "
                           "the module:\n" + "\n".join(problems))
-
-
-def test_the_decoder_is_written_out_where_the_book_first_decodes():
     cells = saved.saved_cells(REPO / "chapters" / "02_kv_cache.ipynb")
     names = {name for cell in cells for name in cell.definitions}
     assert {"attention", "qkv", "mlp", "full_pass", "cached_step", "decode_step_jit"} <= names
@@ -67,6 +64,7 @@ SCALE = 2
 
 
 def test_saving_replaces_each_definition_and_leaves_the_rest_of_the_module(tmp_path):
+    """A back-link paragraph, and where a docstring's closing quotes sit, are no differences."""
     module = _package(tmp_path, MODULE)
     root = tmp_path
     cell = ("# saved as scaling_lib.demo\n@functools.cache\ndef volume(r, h):\n    \"\"\"pi r^2 h, a cylinder.\"\"\"\n"
@@ -80,10 +78,6 @@ def test_saving_replaces_each_definition_and_leaves_the_rest_of_the_module(tmp_p
     assert "Defined in chapter 1, *Rooflines*." in text and text.startswith('"""A module."""\n\nimport math\n')
     assert saved.differences(root, [notebook]) == []
     assert saved.save(root, [notebook]) == []  # idempotent
-
-
-def test_a_back_link_paragraph_and_where_the_closing_quotes_sit_are_not_differences(tmp_path):
-    _package(tmp_path, MODULE)
     cell = '# saved as scaling_lib.demo\ndef area(r):\n    """pi r^2."""\n    return math.pi * r**2'
     assert saved.differences(tmp_path, [_notebook(tmp_path, cell)]) == []
 
