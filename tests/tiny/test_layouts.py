@@ -1,11 +1,12 @@
 """Pope et al.'s layouts executed in shard_map on a 2x2x2 emulated mesh: equal to the unsharded block, and the
-collective bytes in the compiled HLO equal to the cost model's (scaling_lib.layouts) prediction for that mesh."""
+collective bytes in the compiled HLO equal to the cost model's (scaling_lib.layouts) prediction for that mesh. The
+attention collectives' closed form by hand is tests/math/test_attention_sharding.py's."""
 
 import jax
 import numpy as np
 import pytest
 
-from scaling_lib import attention_sharding, collectives, layouts
+from scaling_lib import collectives, layouts
 from scaling_lib.book.portable import FLOAT32_ROUNDING, relative_difference
 from scaling_lib.tiny.layouts import (ATTENTION_SPECS, FFN_LAYOUTS, FFN_SPECS, attention_reference, block_model,
                                       ffn_reference, hlo_model_bytes, hlo_sent_bytes, predicted_attention,
@@ -40,16 +41,13 @@ def _signature(ops):
 
 
 @pytest.mark.parametrize("layout", FFN_LAYOUTS)
-def test_executed_ffn_layout_equals_unsharded_block(ffn_runs, layout):
+def test_an_executed_ffn_layout_equals_the_unsharded_block_and_moves_the_bytes_the_cost_model_counts(
+        ffn_runs, mesh, layout):
     args, runs = ffn_runs
-    np.testing.assert_allclose(np.asarray(runs[layout].output), np.asarray(ffn_reference(*args)), atol=ATOL)
+    run = runs[layout]
+    np.testing.assert_allclose(np.asarray(run.output), np.asarray(ffn_reference(*args)), atol=ATOL)
     # Chapter 8 prints "< FLOAT32_ROUNDING" of the largest output: it holds with 4x to spare.
-    assert relative_difference(runs[layout].output, ffn_reference(*args)) <= FLOAT32_ROUNDING / 4
-
-
-@pytest.mark.parametrize("layout", FFN_LAYOUTS)
-def test_executed_ffn_hlo_collective_bytes_equal_cost_model(ffn_runs, mesh, layout):
-    run = ffn_runs[1][layout]
+    assert relative_difference(run.output, ffn_reference(*args)) <= FLOAT32_ROUNDING / 4
     predicted = predicted_ffn(layout, mesh, T, D, F)
     hlo = _signature((c.op, c.group_size, hlo_model_bytes(c)) for c in run.collectives)
     model = _signature((c.op, int(np.prod(c.group)), c.bytes_per_chip) for c in predicted)
@@ -79,16 +77,12 @@ def test_hlo_reduce_scatter_reports_the_scattered_output(ffn_runs):
 
 
 @pytest.mark.parametrize("sharding", ["heads", "batch"])
-def test_executed_multiquery_attention_equals_unsharded(attention_runs, sharding):
+def test_executed_multiquery_attention_equals_unsharded_and_moves_the_bytes_the_cost_model_counts(
+        attention_runs, mesh, sharding):
     args, runs = attention_runs
-    np.testing.assert_allclose(np.asarray(runs[sharding].output), np.asarray(attention_reference(*args)),
-                               atol=ATOL)
-    assert relative_difference(runs[sharding].output, attention_reference(*args)) <= FLOAT32_ROUNDING / 4  # ch. 8
-
-
-@pytest.mark.parametrize("sharding", ["heads", "batch"])
-def test_executed_multiquery_attention_hlo_bytes_equal_cost_model(attention_runs, mesh, sharding):
-    run = attention_runs[1][sharding]
+    run = runs[sharding]
+    np.testing.assert_allclose(np.asarray(run.output), np.asarray(attention_reference(*args)), atol=ATOL)
+    assert relative_difference(run.output, attention_reference(*args)) <= FLOAT32_ROUNDING / 4  # ch. 8
     predicted = predicted_attention(sharding, mesh, B, N, H)
     hlo = _signature((c.op, c.group_size, hlo_model_bytes(c)) for c in run.collectives)
     assert hlo == _signature((c.op, int(np.prod(c.group)), c.bytes_per_chip) for c in predicted)
@@ -117,15 +111,6 @@ def test_layout_blocks_cover_each_tensor_once_per_replica(mesh):
     assert len(device_blocks(FFN_SPECS["wg-xyz"].w_in_used, (D, F), mesh=mesh)) == 1  # fully gathered
 
 
-def test_attention_collectives_and_ring_factor_model():
-    two = attention_sharding.attention_collectives("batch", 512, 48, 256, (4, 4, 4))
-    assert [c.op for c in two] == ["all-to-all"] * 2
-    assert two[0].bytes_per_chip == 2 * 512 * 48 * 256 / 64
-    assert attention_sharding.attention_collectives("heads", 512, 48, 256, (4, 4, 4)) == ()
-    assert attention_sharding.attention_collectives("batch", 512, 48, 256, (1,)) == ()
-    assert collectives.ring_bytes_sent(two[0]) == pytest.approx(two[0].bytes_per_chip * 63 / 64, rel=1e-12)
-
-
 @pytest.mark.parametrize("call, message", [
     (lambda m: run_ffn("2d-ws", emulated_mesh((2, 4), ("x", "y")), *random_ffn_inputs(T, D, F)), "mesh axes"),
     (lambda m: run_ffn("1d-ws", m, *random_ffn_inputs(T, 36, F)), r"d_model=36.*mesh axes x\+y\+z"),
@@ -138,6 +123,6 @@ def test_attention_collectives_and_ring_factor_model():
     (lambda m: run_attention("sequence", m, *random_attention_inputs(B, N, S, H)), "unknown attention_sharding"),
     (lambda m: run_ffn("1d-ws", m, *(a.astype("bfloat16") for a in random_ffn_inputs(T, D, F))), "float32"),
 ])
-def test_executed_layouts_bad_input(mesh, call, message):
+def test_layouts_that_do_not_divide_the_mesh_or_do_not_exist_are_refused(mesh, call, message):
     with pytest.raises(ValueError, match=message):
         call(mesh)
