@@ -24,7 +24,7 @@ book: $(STAMP) node_modules/.installed
 	@$(BIN)/python -m scaling_lib.book.execution_cache
 	$(BIN)/jupyter-book build . -W -n --keep-going
 	@$(BIN)/python -m scaling_lib.book.execution_cache --built
-	@echo "The book is at: file://$(CURDIR)/_build/html/index.html (answer boxes: python3 -m http.server -d _build/html)"
+	@echo "The book is at: file://$(CURDIR)/_build/html/index.html"
 
 # Pyodide (pinned in package-lock.json), which the answer boxes load into the page; npm takes it from its cache after
 # the first install. book/_ext/answer_boxes.py copies its core files into _build/html/_static/pyodide.

@@ -21,9 +21,11 @@ import sys
 from ._validate import MAX_CHIPS, MAX_INT, MAX_PRICE_PER_CHIP_HOUR
 from .dtypes import bytes_per_element
 from .estimate import PROFILES
+from .formats import ALL_WEIGHT_DTYPES, own_weight_dtype
 from .hardware import chip_names
+from .load import TOKEN_BUDGET
 from .models import model_names, read_hf_config
-from .plan import KV_DTYPES, WEIGHT_DTYPES, TargetUnreachable, plan
+from .plan import KV_DTYPES, TargetUnreachable, plan
 from .your_model import CLI_NAMES, SCHEMA, estimate_deployment
 
 
@@ -83,6 +85,24 @@ def _seconds(text: str) -> float:
     return _positive(text, "seconds such as 0.05")
 
 
+def _rate(text: str) -> float:
+    """--request-rate: requests per second, a positive finite number."""
+    return _positive(text, "requests per second such as 8")
+
+
+def _load_options(command: argparse.ArgumentParser, what: str):
+    """--concurrency and --request-rate (at most one), and the engine's --token-budget."""
+    load = command.add_mutually_exclusive_group()
+    load.add_argument("--concurrency", type=_count, default=None,
+                      help=f"{what} N clients in a closed loop, each sending its next request when its last one "
+                           "ends (genai-perf's and vLLM's --max-concurrency)")
+    load.add_argument("--request-rate", type=_rate, default=None,
+                      help=f"{what} requests arriving at R per second, Poisson (MLPerf's Server scenario)")
+    command.add_argument("--token-budget", type=_count, default=TOKEN_BUDGET,
+                         help=f"tokens per engine step under load, decode tokens included (vLLM's "
+                              f"max_num_batched_tokens; default {TOKEN_BUDGET:,})")
+
+
 def _fraction(text: str) -> float:
     """--memory-utilization: a share of HBM in (0, 1]."""
     value = _positive(text, "a share of HBM such as 0.9")
@@ -103,6 +123,11 @@ def _dtype(text: str) -> str:
 def _dtypes(text: str) -> tuple:
     """--weights, --kv of plan: number formats separated by commas."""
     return tuple(_dtype(name) for name in _names(text, "bf16,fp8"))
+
+
+def _weight_formats(text: str) -> tuple:
+    """--weights of plan: number formats separated by commas, or all (`formats.ALL_WEIGHT_DTYPES`)."""
+    return ALL_WEIGHT_DTYPES if text.strip() == "all" else _dtypes(text)
 
 
 def _names(text: str, example: str = "h100,h200") -> tuple:
@@ -167,13 +192,16 @@ def parser() -> argparse.ArgumentParser:
                           help="prompt tokens per request of a workload (with --output-len: TTFT, TPOT and $ per "
                                "million input and output tokens in continuous batching, prefill included)")
     estimate.add_argument("--output-len", type=_count, default=None, help="output tokens per request of a workload")
+    _load_options(estimate, "with the workload, price it under a load:")
     estimate.add_argument("--weights", type=_dtype, default=None,
-                          help="weight dtype: bf16, fp8, int8, int4, nvfp4, mxfp4 (default: the --config's "
-                               "quantization_config, else bf16)")
+                          help="weight dtype: bf16, fp8, int8, int4, nvfp4, mxfp4 (default: the model's own: the "
+                               "--config's quantization_config, a published fp8 checkpoint, else bf16)")
     estimate.add_argument("--kv", type=_dtype, default=None,
                           help="KV-cache dtype (default: the --config's KV format if it names one, else bf16, "
                                "whatever the weights)")
-    estimate.add_argument("--compute", type=_dtype, default="bf16", help="matmul dtype (default bf16)")
+    estimate.add_argument("--compute", type=_dtype, default=None,
+                          help="matmul dtype (default: the weights' own where the chip computes it natively and it "
+                               "is fp8, int8, nvfp4 or mxfp4, else bf16; plan follows the same rule)")
     estimate.add_argument("--memory-utilization", type=_fraction, default=None,
                           help="share of each chip's HBM the engine may use for weights and KV cache (default 0.9)")
     estimate.add_argument("--price", type=_price, default=None, help="your price in $ per chip-hour (none is built in)")
@@ -191,11 +219,18 @@ def parser() -> argparse.ArgumentParser:
     planner.add_argument("--output-len", type=_count, required=True, help="output tokens per request (at least 2)")
     planner.add_argument("--ttft", type=_seconds, default=None, help="target time to first token, seconds")
     planner.add_argument("--tpot", type=_seconds, default=None, help="target time per output token, seconds")
+    planner.add_argument("--ttft-p99", type=_seconds, default=None,
+                         help="target 99th-percentile time to first token under load, seconds (MLPerf's Server "
+                              "limits are p99 targets)")
+    planner.add_argument("--tpot-p99", type=_seconds, default=None,
+                         help="target 99th-percentile time per output token under load, seconds")
+    _load_options(planner, "the load to serve with the fewest replicas meeting the targets:")
     planner.add_argument("--price", type=_prices, required=True,
                          help="$ per chip-hour: one number (2.5) or one per chip (h100=2.5,tpu-v5e=1.2)")
-    planner.add_argument("--weights", type=_dtypes, default=None,
-                         help=f"weight formats to try, comma-separated (default: the --config's quantization_config, "
-                              f"else {','.join(WEIGHT_DTYPES)})")
+    planner.add_argument("--weights", type=_weight_formats, default=None,
+                         help=f"weight formats to try, comma-separated, or all ({','.join(ALL_WEIGHT_DTYPES)}); nvfp4 "
+                              "and mxfp4 only on chips that compute them (default: the model's own precision: the "
+                              "--config's quantization_config, a published fp8 checkpoint, else bf16)")
     planner.add_argument("--kv", type=_dtypes, default=KV_DTYPES,
                          help=f"KV-cache formats to try, comma-separated (default {','.join(KV_DTYPES)})")
     planner.add_argument("--efficiency", choices=("typical", "bound"), default="typical",
@@ -217,7 +252,8 @@ def _estimate(args) -> tuple:
                                  prompt_len=args.prompt, weight_dtype=args.weights, kv_dtype=args.kv,
                                  compute_dtype=args.compute, price_per_chip_hour=args.price,
                                  memory_utilization=args.memory_utilization, input_len=args.input_len,
-                                 output_len=args.output_len, engine=args.engine, names=CLI_NAMES)
+                                 output_len=args.output_len, engine=args.engine, concurrency=args.concurrency,
+                                 request_rate=args.request_rate, token_budget=args.token_budget, names=CLI_NAMES)
     return result.data, result.table
 
 
@@ -225,14 +261,16 @@ def _plan(args, model, config) -> tuple:
     """(JSON-ready dict, table) for `plan`."""
     if config is not None:
         config.check_positions(args.input_len + args.output_len, "--input-len + --output-len")
-    weights = args.weights or ((config.weight_dtype,) if config is not None and config.weight_dtype else
-                               WEIGHT_DTYPES)
+    weights = args.weights or (own_weight_dtype(model, config.weight_dtype if config is not None and
+                                                config.weight_dtype else None),)
     profile = PROFILES[args.engine]
     for chip in args.chip:
         profile.for_chip(chip)  # a profile fitted on another platform says which ones cover the chip
     result = plan(model, list(args.chip), args.max_chips, args.input_len, args.output_len, ttft=args.ttft,
                   tpot=args.tpot, prices=args.price, weight_dtypes=weights, kv_dtypes=args.kv,
-                  efficiency=None if args.efficiency == "bound" else profile)
+                  efficiency=None if args.efficiency == "bound" else profile, ttft_p99=args.ttft_p99,
+                  tpot_p99=args.tpot_p99, concurrency=args.concurrency, request_rate=args.request_rate,
+                  token_budget=args.token_budget)
     caveats = sorted({profile.caveat(chip) for chip in args.chip} - {""})
     table = result.describe() + "".join(f"\nCAVEAT ({profile.name}): {words}" for words in caveats)
     return {"schema": SCHEMA, **result.as_dict(), "engine": {"profile": profile.name, "describes": profile.engine,

@@ -810,8 +810,9 @@ def report(model, chip, n_chips: int, *, batch: int | None = None, context_len: 
         if fits < 1:
             decode_step(deployment, deployment.replicas, context_len, typical)  # raises, naming the bytes needed
         batch = fits
-    step_bound = decode_step(deployment, batch, context_len, BOUND)
+    # the estimate first: a batch larger than the engine runs is refused naming `fits`, the largest batch reported
     step_typical = decode_step(deployment, batch, context_len, typical)
+    step_bound = decode_step(deployment, batch, context_len, BOUND)
     first = prefill(deployment, prompt_len, deployment.replicas, BOUND)
     first_typical = prefill(deployment, prompt_len, deployment.replicas, typical)
     return Report(deployment=deployment, batch=batch, context_len=context_len, prompt_len=prompt_len,

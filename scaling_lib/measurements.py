@@ -20,6 +20,8 @@ frozen rows. The tables:
   v0.20 and v1.0 tables on H100, H200, A100, B200 and GB200, TP 1-8, FP16, FP8 and NVFP4; JetStream-PyTorch on TPU
   v5e-8): the out-of-sample check of `calibration.out_of_sample_summary` (one further row, impossible as published,
   is kept in the file but excluded).
+- `sweep_rows()`: published closed-loop concurrency sweeps (TTFT, TPOT, output tokens/s against the number of
+  clients), each with its source: dstack's DeepSeek-R1 study on 8 H200 and 8 MI300X (30 rows). Used in chapter 9.
 - `accelerator_rows()`: this book's own measurements on a real accelerator (one NVIDIA H200, 2026-12-04), grouped in
   runs, each row with its date, software, method and source: the bf16 rates and the critical-batch curve chapter 1
   sets against its prediction (`accelerator_knee`), the book's microbenchmarks before and after they sized their calls,
@@ -35,6 +37,7 @@ from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
 
+from .hardware import get_chip
 from .models import Transformer, from_hf_config
 from .roofline import SLOWDOWN, critical_batch_from_rates, fit_batch_roofline, slowdown_knee
 
@@ -349,6 +352,59 @@ def collective_rows() -> tuple:
                                time_us=_optional(r["time_us"]), busbw_GBps=_optional(r["busbw_GBps"]),
                                algbw_GBps=_optional(r["algbw_GBps"]), kind=r["kind"], source=r["source"])
                  for r in _read("collective_measurements.csv"))
+
+
+@dataclass(frozen=True)
+class SweepRow:
+    """One point of a published closed-loop concurrency sweep (`concurrency_sweeps.csv`): `concurrency` clients,
+    each sending its next request of `input_len` prompt and `output_len` output tokens (fixed lengths) as its last
+    one ends; means and p99s over the run's `requests`, in SI units."""
+
+    engine: str
+    chip: str
+    n_chips: int
+    tensor_parallel: int
+    model: str
+    weights: str
+    kv_cache: str
+    input_len: int
+    output_len: int
+    concurrency: int
+    requests: int
+    request_rate: float  # requests/s completed
+    output_tokens_per_s: float
+    ttft_s: float
+    ttft_p99_s: float
+    tpot_s: float
+    tpot_p99_s: float
+    e2e_s: float  # mean request latency, first byte sent to last token
+    source: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.model} {self.n_chips} x {self.chip} {self.engine.split(',')[0]} U={self.concurrency}"
+
+
+def sweep_rows(chip: str | None = None, engine: str | None = None) -> tuple:
+    """The published concurrency sweeps (dstack's DeepSeek-R1 study: 8 x H200 with vLLM, SGLang and TensorRT-LLM,
+    8 x MI300X with vLLM and SGLang; prompts of 3,200 tokens, 800 out, 4 to 128 clients), in the file's order;
+    `chip` and `engine` (the engine's first word, case-insensitive, e.g. "vllm") select."""
+    rows = tuple(SweepRow(engine=r["engine"], chip=r["chip"], n_chips=int(r["n_chips"]),
+                          tensor_parallel=int(r["tensor_parallel"]), model=r["model"], weights=r["weights"],
+                          kv_cache=r["kv_cache"], input_len=int(r["input_len"]), output_len=int(r["output_len"]),
+                          concurrency=int(r["concurrency"]), requests=int(r["requests"]),
+                          request_rate=float(r["request_throughput"]),
+                          output_tokens_per_s=float(r["output_tokens_per_s"]),
+                          ttft_s=float(r["mean_ttft_ms"]) / 1e3, ttft_p99_s=float(r["p99_ttft_ms"]) / 1e3,
+                          tpot_s=float(r["mean_tpot_ms"]) / 1e3, tpot_p99_s=float(r["p99_tpot_ms"]) / 1e3,
+                          e2e_s=float(r["mean_e2e_latency_ms"]) / 1e3, source=r["source"])
+                 for r in _read("concurrency_sweeps.csv"))
+    engines = sorted({r.engine.split()[0].lower() for r in rows})
+    if engine is not None and (not isinstance(engine, str) or engine.lower() not in engines):
+        raise ValueError(f"engine={engine!r} ran no published sweep; give one of {engines}, or None for all")
+    chip = None if chip is None else get_chip(chip).name
+    return tuple(r for r in rows if (chip is None or r.chip == chip)
+                 and (engine is None or r.engine.split()[0].lower() == engine.lower()))
 
 
 # ---------------------------------------------------------------------- this book's measurements on a real accelerator

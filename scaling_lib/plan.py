@@ -59,31 +59,40 @@ From a terminal: `python -m scaling_lib plan` (and `estimate --input-len ... --o
 """
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from ._validate import MAX_CHIPS, at_most, hourly_price, instances, positive, positive_int
 from .dtypes import bytes_per_element
 from .estimate import MEMORY_UTILIZATION, Deployment, largest_tensor_parallel, max_batch, offline_estimate
 from .estimate import resolve_efficiency, step_estimate
+from .formats import matmul_dtype, own_weight_dtype, quality_caveat, searchable
 from .hardware import get_chip
+from .load import TOKEN_BUDGET, Engine
 from .models import get_model
 
-# The formats tried by default: weights in bf16, fp8 and int4 (the three a serving engine most often runs), the KV
-# cache in bf16 and fp8 (4-bit caches are rare in production).
+# The weight formats a serving engine most often runs (bf16, fp8, int4): a search the reader can ask for with
+# weight_dtypes=WEIGHT_DTYPES; by default `plan` keeps the model's own precision (`formats.own_weight_dtype`). The KV
+# cache is tried in bf16 and fp8 (4-bit caches are rare in production).
 WEIGHT_DTYPES = ("bf16", "fp8", "int4")
 KV_DTYPES = ("bf16", "fp8")
-# Weight formats whose matmuls run natively in that format when the chip has a rate for it (8-bit activations, or
-# fp4 on Blackwell); any other format is upcast to bf16 for the matmul.
-_NATIVE_MATMUL = ("fp8", "int8", "nvfp4", "mxfp4")
 
 
 class TargetUnreachable(ValueError):
-    """No deployment searched meets a target: `target` ("ttft" or "tpot"), the `requested` seconds, and the
-    `closest` seconds the best deployment reached (`deployment`, a `PlannedDeployment` at batch 1)."""
+    """No deployment searched meets a target: `target` ("ttft", "tpot", "ttft_p99", "tpot_p99", or "request_rate"
+    when no deployment serves the load), the `requested` seconds (requests/s), and the `closest` value the best
+    deployment reached (`deployment`, a `PlannedDeployment`)."""
 
     def __init__(self, target: str, requested: float, closest: float, deployment, condition: str = ""):
         self.target, self.requested, self.closest, self.deployment = target, requested, closest, deployment
-        label = {"ttft": "time to first token", "tpot": "time per output token"}[target]
+        if target == "request_rate":
+            super().__init__(
+                f"request_rate={requested:g} requests/s is out of reach: the most any deployment searched serves "
+                f"is {closest:.4g} requests/s{condition}, by {deployment.describe()}; lower the rate, raise "
+                "max_chips, or add chips or faster formats to the search")
+            return
+        label = {"ttft": "time to first token", "tpot": "time per output token",
+                 "ttft_p99": "99th-percentile time to first token",
+                 "tpot_p99": "99th-percentile time per output token"}[target]
         super().__init__(
             f"{target}={requested:g} s is out of reach: the lowest {label} of any deployment searched{condition} is "
             f"{closest:.4g} s ({closest / requested:.2f}x the target), by {deployment.describe()}; relax {target}, "
@@ -115,23 +124,31 @@ class PlannedDeployment:
     dollars_per_million_input_tokens: float | None
     dollars_per_million_output_tokens: float | None
     dollars_per_million_output_tokens_all_in: float | None  # the whole cost of a request over its output tokens
+    # Under load (`load`): the highest Poisson rate, requests/s of the whole deployment, at which it meets every
+    # target of the plan (its saturation rate when there is none); p99 TTFT and TPOT at the load the plan was given
+    # (or at that rate), None for the offline steady state; the one-line caveat of a weight format below 8 bits.
+    max_request_rate: float | None = None
+    ttft_p99_s: float | None = None
+    tpot_p99_s: float | None = None
+    quality_caveat: str | None = None
 
     def as_dict(self) -> dict:
         """Every field, for JSON."""
         return asdict(self)
 
     def describe(self) -> str:
-        """One line: chips, the split, the batch, the formats."""
+        """One line: chips, the split, the batch, the formats (a format below 8 bits with its caveat's mark, *)."""
         return (f"{self.replicas} replica(s) of {self.tensor_parallel}-way tensor parallelism on {self.n_chips} x "
-                f"{self.chip}, batch {self.batch_per_replica} per replica, weights {self.weight_dtype}, KV "
-                f"{self.kv_dtype}")
+                f"{self.chip}, batch {self.batch_per_replica} per replica, weights {self.weight_dtype}"
+                f"{'*' if self.quality_caveat else ''}, KV {self.kv_dtype}")
 
 
 @dataclass(frozen=True)
 class Plan:
     """What `plan` found: the cheapest deployment meeting the targets (`best`), the frontier of cost
     (`dollars_per_million_output_tokens_all_in`) against TPOT over the deployments meeting the TTFT target, sorted
-    by TPOT, and how many steps the search priced (`evaluated`: each an `estimate.step_estimate`)."""
+    by TPOT, and how many steps the search priced (`evaluated`: each an `estimate.step_estimate`). With p99 targets
+    or a load (`concurrency`, `request_rate`), TTFT and TPOT are those under the load (module docstring)."""
 
     best: PlannedDeployment
     frontier: tuple
@@ -140,22 +157,37 @@ class Plan:
     ttft: float | None
     tpot: float | None
     evaluated: int
+    ttft_p99: float | None = None
+    tpot_p99: float | None = None
+    concurrency: int | None = None
+    request_rate: float | None = None
 
     def as_dict(self) -> dict:
         return {"input_len": self.input_len, "output_len": self.output_len, "ttft": self.ttft, "tpot": self.tpot,
-                "best": self.best.as_dict(), "frontier": [point.as_dict() for point in self.frontier]}
+                "ttft_p99": self.ttft_p99, "tpot_p99": self.tpot_p99, "concurrency": self.concurrency,
+                "request_rate": self.request_rate, "best": self.best.as_dict(),
+                "frontier": [point.as_dict() for point in self.frontier]}
 
     def describe(self) -> str:
         """The best deployment as a table, then the frontier, for a terminal or a notebook."""
         b = self.best
+        targets = (("TTFT", self.ttft), ("TPOT", self.tpot), ("p99 TTFT", self.ttft_p99), ("p99 TPOT", self.tpot_p99))
+        load = (f"{self.concurrency:,} clients (closed loop)" if self.concurrency is not None else
+                f"{self.request_rate:,.4g} requests/s (Poisson arrivals)" if self.request_rate is not None else
+                "as many requests as it serves (the offline steady state)")
         rows = [("model", b.model),
                 ("workload", f"{self.input_len:,} prompt + {self.output_len:,} output tokens per request"),
-                ("targets", ", ".join(f"{name} <= {value:g} s" for name, value in
-                                      (("TTFT", self.ttft), ("TPOT", self.tpot)) if value is not None) or "none"),
+                ("load", load),
+                ("targets", ", ".join(f"{name} <= {value:g} s" for name, value in targets if value is not None)
+                 or "none"),
                 ("best deployment", b.describe()),
-                ("time to first token (TTFT)", f"{b.ttft_s * 1e3:,.1f} ms"),
-                ("time per output token (TPOT)", f"{b.tpot_s * 1e3:,.2f} ms"),
+                ("time to first token (TTFT)", f"{b.ttft_s * 1e3:,.1f} ms"
+                 + (f" mean, {b.ttft_p99_s * 1e3:,.1f} ms p99" if b.ttft_p99_s is not None else "")),
+                ("time per output token (TPOT)", f"{b.tpot_s * 1e3:,.2f} ms"
+                 + (f" mean, {b.tpot_p99_s * 1e3:,.2f} ms p99" if b.tpot_p99_s is not None else "")),
                 ("output tokens/s", f"{b.output_tokens_per_s:,.0f} (all replicas)"),
+                ("highest request rate", f"{b.max_request_rate:,.3g} requests/s meeting the targets (Poisson "
+                                         "arrivals)" if b.max_request_rate is not None else "not computed"),
                 ("$ per million input tokens", f"{b.dollars_per_million_input_tokens:,.3f}"),
                 ("$ per million output tokens", f"{b.dollars_per_million_output_tokens:,.3f} (decode), "
                                                 f"{b.dollars_per_million_output_tokens_all_in:,.3f} with the "
@@ -163,10 +195,13 @@ class Plan:
         width = max(len(name) for name, _ in rows)
         lines = [f"{name:<{width}}  {value}" for name, value in rows]
         lines.append(f"\nfrontier (the cheapest for each TPOT; {self.evaluated:,} iterations priced):")
-        lines.append(f"  {'TPOT ms':>9}  {'TTFT ms':>9}  {'$/M out':>9}  deployment")
+        lines.append(f"  {'TPOT ms':>9}  {'TTFT ms':>9}  {'$/M out':>9}  {'max req/s':>9}  deployment")
         for p in self.frontier:
+            rate = "" if p.max_request_rate is None else f"{p.max_request_rate:,.3g}"
             lines.append(f"  {p.tpot_s * 1e3:9.2f}  {p.ttft_s * 1e3:9.1f}  "
-                         f"{p.dollars_per_million_output_tokens_all_in:9.3f}  {p.describe()}")
+                         f"{p.dollars_per_million_output_tokens_all_in:9.3f}  {rate:>9}  {p.describe()}")
+        caveats = dict.fromkeys(p.quality_caveat for p in (b, *self.frontier) if p.quality_caveat)
+        lines += [f"* {caveat}" for caveat in caveats]
         return "\n".join(lines)
 
 
@@ -221,21 +256,14 @@ def _target(name: str, value):
     return None if value is None else float(positive(name, value))
 
 
-def _compute_dtype(chip, weight_dtype: str) -> str:
-    """The matmul format: the weights' own when native and 8 bits or fewer (module docstring), else bf16."""
-    if weight_dtype in _NATIVE_MATMUL and weight_dtype in chip.compute_dtypes:
-        return weight_dtype
-    return "bf16"
-
-
 # ----------------------------------------------------------------------------------------------- pricing one design
 class _Design:
     """One replica of one design (chip, tensor parallelism, formats), priced at any batch b, each step once."""
 
     def __init__(self, model, chip, tp: int, weight_dtype: str, kv_dtype: str, input_len: int, output_len: int,
                  efficiency, price: float | None, max_chips: int, compute_dtype: str | None = None,
-                 memory_utilization: float = MEMORY_UTILIZATION):
-        compute_dtype = _compute_dtype(get_chip(chip), weight_dtype) if compute_dtype is None else compute_dtype
+                 memory_utilization: float = MEMORY_UTILIZATION, token_budget: int | None = TOKEN_BUDGET):
+        compute_dtype = matmul_dtype(chip, weight_dtype) if compute_dtype is None else compute_dtype
         self.deployment = Deployment(model, chip, tp, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
                                      compute_dtype=compute_dtype, tensor_parallel=tp,
                                      memory_utilization=memory_utilization)
@@ -245,7 +273,16 @@ class _Design:
         self.max_batch = max_batch(self.deployment, self.mean_context, efficiency)  # per replica (one replica)
         self.per_second = (1.0 if price is None else price) * tp / 3600.0  # dollars per second of one replica
         self.order = (tp, get_chip(chip).name, weight_dtype, kv_dtype)  # breaks ties between equal costs
+        self.token_budget = token_budget
         self._steps = {}
+        self._engines = {}
+
+    def engine(self, cap: int) -> Engine:
+        """The `load.Engine` of one replica admitting at most `cap` sequences, its steps priced (and cached) here."""
+        if cap not in self._engines:
+            self._engines[cap] = Engine(lambda b, p: self._step(b, p).total_s, self.i, self.o, cap,
+                                        None if self.eff.overlap else self.token_budget, bound=self.eff.overlap)
+        return self._engines[cap]
 
     def _step(self, b: int, prefill_tokens: float):
         """One iteration of one replica (`estimate.StepEstimate`): b decodes at the mean context plus
@@ -298,7 +335,33 @@ class _Design:
             input_tokens_per_s=self.replicas * in_per_iteration / iteration, price_per_chip_hour=self.price,
             dollars_per_million_input_tokens=priced(self.per_second * (iteration - decode) / in_per_iteration * 1e6),
             dollars_per_million_output_tokens=priced(self.per_second * decode / out_per_iteration * 1e6),
-            dollars_per_million_output_tokens_all_in=priced(self.cost(b)))
+            dollars_per_million_output_tokens_all_in=priced(self.cost(b)),
+            quality_caveat=quality_caveat(d.weight_dtype))
+
+    def record_under_load(self, replicas: int, point, max_rate: float) -> PlannedDeployment:
+        """The deployment of `replicas` replicas admitting `max_batch` sequences each, at a load whose
+        `load.LoadPoint` over all of them is `point`, meeting the targets up to `max_rate` requests/s per replica. Its chips are paid
+        for all the time and make only the tokens the load asks for; the dollars split between prompt and output
+        tokens as the steady state at the load's mean batch splits its step (module docstring)."""
+        d, i, o, b = self.deployment, self.i, self.o, self.max_batch
+        rate, per_second = point.request_rate, replicas * self.per_second
+        mean = max(1, round(point.decode_batch))
+        decode_share = self._step(mean, 0.0).total_s / self.tpot(mean)
+
+        def priced(dollars):
+            return None if self.price is None else dollars
+
+        return PlannedDeployment(
+            model=d.model.name, chip=d.chip.name, n_chips=replicas * d.tensor_parallel,
+            tensor_parallel=d.tensor_parallel, replicas=replicas, batch=replicas * b, batch_per_replica=b,
+            weight_dtype=d.weight_dtype, kv_dtype=d.kv_dtype, compute_dtype=d.compute_dtype,
+            kv_placement=d.kv_placement, ttft_s=point.ttft_s, tpot_s=point.tpot_s,
+            output_tokens_per_s=rate * o, input_tokens_per_s=rate * i, price_per_chip_hour=self.price,
+            dollars_per_million_input_tokens=priced(per_second * (1 - decode_share) / (rate * i) * 1e6),
+            dollars_per_million_output_tokens=priced(per_second * decode_share / (rate * o) * 1e6),
+            dollars_per_million_output_tokens_all_in=priced(per_second / (rate * o) * 1e6),
+            max_request_rate=replicas * max_rate, ttft_p99_s=point.ttft_p99_s, tpot_p99_s=point.tpot_p99_s,
+            quality_caveat=quality_caveat(d.weight_dtype))
 
     def largest_batch_meeting(self, ttft, tpot) -> int:
         """The largest b in [1, max_batch] that meets both targets (0 if none): a bisection, since TTFT and TPOT
@@ -369,18 +432,23 @@ def tensor_parallel_sizes(model, max_chips: int) -> tuple:
 
 
 def plan(model, chips, max_chips: int, input_len: int, output_len: int, *, ttft: float | None = None,
-         tpot: float | None = None, prices, weight_dtypes=WEIGHT_DTYPES, kv_dtypes=KV_DTYPES,
-         efficiency="typical") -> Plan:
+         tpot: float | None = None, prices, weight_dtypes=None, kv_dtypes=KV_DTYPES, efficiency="typical",
+         ttft_p99: float | None = None, tpot_p99: float | None = None, concurrency: int | None = None,
+         request_rate: float | None = None, token_budget: int | None = TOKEN_BUDGET) -> Plan:
     """The cheapest deployment of `model` on at most `max_chips` of one of `chips` that serves requests of
     `input_len` prompt and `output_len` output tokens within `ttft` seconds to the first token and `tpot` seconds
     per output token (None: no target), and the frontier of cost against TPOT (module docstring: the workload, the
     two prices, the search).
 
     `chips`: a chip name or a list of them. `prices`: dollars per chip-hour, one number for every chip or a dict
-    {chip: price} naming each chip searched (no price is built in). `weight_dtypes`, `kv_dtypes`: the formats to
-    try. `efficiency`: "typical" (the calibrated estimate, chapter 11), None (the bound) or an
-    `estimate.Efficiency`. Raises `TargetUnreachable` (a ValueError) naming the target no deployment meets and how
-    close the best came; ValueError for a bad argument or a model that fits nowhere.
+    {chip: price} naming each chip searched (no price is built in). `weight_dtypes`: the formats to try (None: the
+    model's own precision, `formats.own_weight_dtype`; nvfp4 and mxfp4 only on chips that compute them);
+    `kv_dtypes` likewise. `efficiency`: "typical" (the calibrated estimate, chapter 11), None (the bound) or an
+    `estimate.Efficiency`. Under load (module docstring, *Under load*): `ttft_p99`, `tpot_p99` (MLPerf-style
+    percentile targets), and the load, `concurrency` clients or Poisson arrivals at `request_rate` requests/s
+    (at most one); `token_budget`: the engine's tokens per step (`load.TOKEN_BUDGET`). Every deployment returned
+    carries `max_request_rate`. Raises `TargetUnreachable` (a ValueError) naming the target no deployment meets and
+    how close the best came; ValueError for a bad argument or a model that fits nowhere.
 
     Defined in the appendix *Apply the book to your model*.
     """
@@ -394,29 +462,53 @@ def plan(model, chips, max_chips: int, input_len: int, output_len: int, *, ttft:
         raise ValueError(f"output_len={output_len}: the plan prices continuous batching, which needs at least 2 "
                          "output tokens per request (the first comes from the prefill)")
     ttft, tpot = _target("ttft", ttft), _target("tpot", tpot)
+    ttft_p99, tpot_p99 = _target("ttft_p99", ttft_p99), _target("tpot_p99", tpot_p99)
+    if concurrency is not None and request_rate is not None:
+        raise ValueError(f"give one load, concurrency={concurrency!r} (closed loop) or request_rate={request_rate!r} "
+                         "(Poisson arrivals), not both")
+    concurrency = None if concurrency is None else positive_int("concurrency", concurrency)
+    request_rate = _target("request_rate", request_rate)
+    if token_budget is not None:
+        positive_int("token_budget", token_budget)
     price_of = _prices(prices, chip_list)
-    weights = _names("weight_dtypes", weight_dtypes, _dtype)
+    weights = (own_weight_dtype(model),) if weight_dtypes is None else _names("weight_dtypes", weight_dtypes, _dtype)
     caches = _names("kv_dtypes", kv_dtypes, _dtype)
     eff = resolve_efficiency(efficiency)
     designs = []
     for chip in chip_list:
         domain = largest_tensor_parallel(chip)  # a group across nodes whose network no source gives is not searched
         for tp in (t for t in tensor_parallel_sizes(model, max_chips) if domain is None or t <= domain):
-            for weight_dtype in weights:
+            for weight_dtype in (w for w in weights if searchable(chip, w)):
                 for kv_dtype in caches:
                     design = _Design(model, chip, tp, weight_dtype, kv_dtype, input_len, output_len, eff,
-                                     price_of[chip.name], max_chips)
+                                     price_of[chip.name], max_chips, token_budget=token_budget)
                     if design.max_batch >= 1:
                         designs.append(design)
     if not designs:
         raise ValueError(f"max_chips={max_chips}: {model.name} does not fit on {max_chips} x "
                          f"{' or '.join(chip.name for chip in chip_list)} with weights in any of {', '.join(weights)} "
-                         f"and a {input_len + output_len:,}-token request; raise max_chips or add a smaller format")
+                         f"(nvfp4 and mxfp4 only on chips that compute them) and a {input_len + output_len:,}-token "
+                         "request; raise max_chips or add a smaller format")
+    common = dict(input_len=input_len, output_len=output_len, ttft=ttft, tpot=tpot, ttft_p99=ttft_p99,
+                  tpot_p99=tpot_p99, concurrency=concurrency, request_rate=request_rate)
+    if ttft_p99 is not None or tpot_p99 is not None or concurrency is not None or request_rate is not None:
+        targets = dict(ttft=ttft, tpot=tpot, ttft_p99=ttft_p99, tpot_p99=tpot_p99)
+        best, frontier = _under_load(designs, targets, concurrency, request_rate)
+        return Plan(best=best, frontier=frontier, evaluated=sum(design.evaluated for design in designs), **common)
     _check_reachable(designs, ttft, tpot)
     best, best_batch = _cheapest(designs, ttft, tpot)
-    frontier = _frontier(designs, ttft, {id(best): best_batch})
-    return Plan(best=best.record(best_batch), frontier=frontier, input_len=input_len, output_len=output_len,
-                ttft=ttft, tpot=tpot, evaluated=sum(design.evaluated for design in designs))
+    by_name = {design.order: design for design in designs}
+    frontier = tuple(_with_rate(by_name[p.tensor_parallel, p.chip, p.weight_dtype, p.kv_dtype], p.batch_per_replica,
+                                ttft, tpot) for p in _frontier(designs, ttft, {id(best): best_batch}))
+    return Plan(best=_with_rate(best, best_batch, ttft, tpot), frontier=frontier,
+                evaluated=sum(design.evaluated for design in designs), **common)
+
+
+def _with_rate(design, batch: int, ttft, tpot) -> PlannedDeployment:
+    """`design.record(batch)` with its `max_request_rate`: the highest Poisson rate at which `batch` sequences per
+    replica meet the mean targets under load (`load.Engine.max_request_rate`), over all replicas."""
+    rate = design.engine(batch).max_request_rate(ttft=ttft, tpot=tpot)
+    return replace(design.record(batch), max_request_rate=design.replicas * rate)
 
 
 def _cheapest(designs, ttft, tpot) -> tuple:
@@ -455,6 +547,123 @@ def _frontier(designs, ttft, known: dict) -> tuple:
     return pareto_frontier(design.record(batch) for design, batch in unique.values())
 
 
+# ----------------------------------------------------------------------------------------------- under load
+def _under_load(designs, targets: dict, concurrency, request_rate) -> tuple:
+    """(best, frontier) when the targets include percentiles or the plan is given a load (module docstring, *Under
+    load*). Each design admits the largest batch that fits. Without a load it runs at the highest Poisson rate
+    meeting the targets, and its chips' cost is shared by the tokens that rate makes; with a load it runs the
+    fewest replicas (at most max_chips / t) that meet the targets at that load, and the load's tokens share their
+    cost. Branch and bound on the cost at the saturation rate (a floor: no design runs faster). The frontier: each
+    design at that operating point, and with a load at more replicas too (1, 2, 4, ... times as many), faster and
+    dearer."""
+    found = []  # (cost, tpot, order, record)
+    for design in sorted(designs, key=lambda d: _cost_floor(d, concurrency, request_rate)):
+        if found and _cost_floor(design, concurrency, request_rate) > min(found)[0]:
+            break
+        for record in _operating_points(design, targets, concurrency, request_rate, first_only=True):
+            found.append((record.dollars_per_million_output_tokens_all_in, record.tpot_s, design.order, record))
+    if not found:
+        raise _unreachable_under_load(designs, targets, concurrency, request_rate)
+    best = min(found, key=lambda entry: entry[:3])[3]
+    points, seen = [entry[3] for entry in found], {id(entry[3]) for entry in found}
+    for design in sorted(designs, key=lambda d: d.engine(d.max_batch).iteration(1)):
+        fastest, floor = design.engine(design.max_batch).iteration(1), _cost_floor(design, concurrency, request_rate)
+        if any(p.tpot_s < fastest and p.dollars_per_million_output_tokens_all_in < floor for p in points):
+            continue
+        points += [p for p in _operating_points(design, targets, concurrency, request_rate) if id(p) not in seen]
+    return best, pareto_frontier(points)
+
+
+def _cost_floor(design, concurrency, request_rate) -> float:
+    """The least $ per million output tokens `design` could reach under load: its replicas at their saturation
+    rate (with a Poisson load, as many replicas as that load needs at least)."""
+    saturation = design.engine(design.max_batch).saturation_rate()
+    replicas = 1 if request_rate is None else max(1, math.ceil(request_rate / saturation))
+    rate = saturation if request_rate is None else request_rate / replicas
+    return design.per_second / (min(rate, saturation) * design.o) * 1e6
+
+
+def _operating_points(design, targets: dict, concurrency, request_rate, first_only: bool = False) -> list:
+    """The records of `design` meeting `targets` under the load: without a load, at its highest rate meeting
+    them on all its replicas; with one, at the fewest replicas that do (and, unless `first_only`, at 2, 4, ... times
+    as many, up to max_chips / t)."""
+    engine = design.engine(design.max_batch)
+    per_replica = engine.max_request_rate(**targets)
+    if concurrency is None and request_rate is None:
+        if per_replica <= 0:
+            return []
+        point = engine.open_loop(per_replica * (1 - 1e-9)) if per_replica >= engine.saturation_rate() else \
+            engine.open_loop(per_replica)
+        return [design.record_under_load(design.replicas, point.replicated(design.replicas), per_replica)]
+    fewest = _fewest_replicas(design, engine, targets, concurrency, request_rate, per_replica)
+    if fewest is None:
+        return []
+    counts = [fewest] if first_only else sorted({min(fewest * 2**k, design.replicas) for k in range(31)})
+    records = []
+    for replicas in counts:
+        point = engine.closed_loops(concurrency, replicas) if concurrency is not None else \
+            engine.open_loop(request_rate / replicas).replicated(replicas)
+        records.append(design.record_under_load(replicas, point, per_replica))
+    return records
+
+
+def _fewest_replicas(design, engine, targets, concurrency, request_rate, per_replica) -> int | None:
+    """The fewest replicas (at most max_chips / t) meeting `targets` at the load; None if none does."""
+    if request_rate is not None:
+        if per_replica <= 0:
+            return None
+        fewest = max(1, math.ceil(request_rate / per_replica * (1 - 1e-12)))
+        while fewest <= design.replicas and not _meets(engine.open_loop(request_rate / fewest)
+                                                       if request_rate / fewest < engine.saturation_rate() else None,
+                                                       targets):
+            fewest += 1
+        return fewest if fewest <= design.replicas else None
+    low, high = 0, design.replicas  # more replicas, fewer clients each: every latency falls
+    if not _meets(engine.closed_loops(concurrency, high), targets):
+        return None
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (low, middle) if _meets(engine.closed_loops(concurrency, middle), targets) else (middle, high)
+    return high
+
+
+def _meets(point, targets: dict) -> bool:
+    return point is not None and all(value is None or getattr(point, f"{name}_s") <= value
+                                     for name, value in targets.items())
+
+
+def _unreachable_under_load(designs, targets: dict, concurrency, request_rate) -> "TargetUnreachable":
+    """TargetUnreachable for the first target (in the order ttft, tpot, ttft_p99, tpot_p99) that no design meets
+    at a trickle of requests (or at the load, when one is given), with the closest any design came."""
+    serving = [d for d in designs
+               if request_rate is None or request_rate / d.replicas < d.engine(d.max_batch).saturation_rate()]
+    if not serving:
+        fastest = max(designs, key=lambda d: d.replicas * d.engine(d.max_batch).saturation_rate())
+        most = fastest.replicas * fastest.engine(fastest.max_batch).saturation_rate()
+        return TargetUnreachable("request_rate", request_rate, most, fastest.record(fastest.max_batch),
+                                 " at saturation")
+    points = []
+    for design in serving:
+        engine = design.engine(design.max_batch)
+        if concurrency is not None:
+            point, replicas = engine.closed_loops(concurrency, design.replicas), design.replicas
+        elif request_rate is not None:
+            point = engine.open_loop(request_rate / design.replicas).replicated(design.replicas)
+            replicas = design.replicas
+        else:
+            point, replicas = engine.open_loop(engine.saturation_rate() * 1e-6), 1
+        points.append((point, design, replicas))
+    given = {name: value for name, value in targets.items() if value is not None}
+
+    def worst(entry):  # the target this point misses most, and by how much
+        return max((getattr(entry[0], f"{name}_s") / value, name) for name, value in given.items())
+
+    closest, design, replicas = min(points, key=worst)
+    name = worst((closest, design, replicas))[1]
+    load = " at the load" if concurrency is not None or request_rate is not None else ""
+    return TargetUnreachable(name, given[name], getattr(closest, f"{name}_s"),
+                             design.record_under_load(replicas, closest, 0.0), load)
+
 def price_deployment(model, chip, n_chips: int, input_len: int, output_len: int, *,
                      tensor_parallel: int | None = None, batch: int | None = None, weight_dtype: str = "bf16",
                      kv_dtype: str = "bf16", compute_dtype: str | None = None,
@@ -472,7 +681,7 @@ def price_deployment(model, chip, n_chips: int, input_len: int, output_len: int,
     if price_per_chip_hour is not None:
         price_per_chip_hour = float(hourly_price("price_per_chip_hour", price_per_chip_hour))
     whole = Deployment(model, chip, n_chips, weight_dtype=weight_dtype, kv_dtype=kv_dtype, tensor_parallel=tp,
-                       compute_dtype=_compute_dtype(chip, _dtype(weight_dtype)) if compute_dtype is None
+                       compute_dtype=matmul_dtype(chip, _dtype(weight_dtype)) if compute_dtype is None
                        else compute_dtype, memory_utilization=memory_utilization)
     per_replica = None
     if batch is not None:
@@ -485,7 +694,7 @@ def price_deployment(model, chip, n_chips: int, input_len: int, output_len: int,
     design = _Design(whole.model, chip, tp, whole.weight_dtype, whole.kv_dtype, run.input_len, run.output_len,
                      resolve_efficiency(efficiency), price_per_chip_hour, n_chips, whole.compute_dtype,
                      whole.memory_utilization)
-    return design.record(run.batch)
+    return _with_rate(design, run.batch, None, None)
 
 
 def _check_reachable(designs, ttft, tpot):

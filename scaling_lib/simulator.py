@@ -33,6 +33,7 @@ from ._validate import (MAX_REQUESTS, at_most, choice, fraction, non_negative_in
                         probability)
 from .hardware import get_chip
 from .inference import decode_step_time, prefill_time
+from .load import Engine
 from .memory import max_batch_size
 from .models import get_model
 from .serving import default_transfer_bandwidth, kv_transfer_bytes, prefill_latency
@@ -345,6 +346,21 @@ class _Costs:
                                                       c.compute_dtype)
         return self._prefill_compute[key]
 
+    @property
+    def max_batch(self) -> int:
+        return self.cfg.max_batch
+
+    def prefill_budget(self, decode_batch: int) -> int:
+        """Prompt tokens the chunked engine adds to a step: `prefill_chunk_tokens`, whatever the decodes."""
+        return self.cfg.prefill_chunk_tokens
+
+    def mixed_step_s(self, batch, prefix_tokens: float, prefill_tokens: int) -> float:
+        """A chunked step: the batch's decodes plus `prefill_tokens` prompt tokens that attend to `prefix_tokens`
+        cached ones: the KV reads, then the weights or the FLOPs, whichever is longer."""
+        kv_s = self.kv_s_per_token * (self.kv_tokens(batch) + prefix_tokens)
+        flops_s = self.decode_compute_s[len(batch)] + self.prefill_compute_s(prefill_tokens)
+        return kv_s + max(self.weight_s, flops_s)
+
     def kv_tokens(self, batch) -> float:
         """Cached tokens one step of the batch reads (a sliding window caps each sequence)."""
         if self.window is None:
@@ -367,8 +383,31 @@ class _Costs:
         return np.cumsum(self.base_s[b] + self.kv_s_per_token * kv)
 
 
+class _EngineCosts:
+    """Step prices of a `load.Engine`: every step from its `step_s(decode batch, prompt tokens)` at the workload's
+    mean context (the analytic model's own step times, so the two differ only in how they queue), a token budget
+    per step shared by the decodes and the prompts (vLLM's max_num_batched_tokens)."""
+
+    window = None  # the step model prices the mean context; chunks' prefixes are in it
+
+    def __init__(self, engine):
+        self.engine = engine
+        self.max_batch = engine.max_batch
+
+    def prefill_budget(self, decode_batch: int):
+        budget = self.engine.token_budget
+        return float("inf") if budget is None else max(0, budget - decode_batch)
+
+    def mixed_step_s(self, batch, prefix_tokens: float, prefill_tokens: int) -> float:
+        return self.engine.step(len(batch), int(prefill_tokens))
+
+    def decode_cumulative_s(self, batch, n_steps: int) -> np.ndarray:
+        return self.engine.step(len(batch), 0) * np.arange(1, n_steps + 1, dtype=float)
+
+
 class _Record:
-    def __init__(self, n):
+    def __init__(self, n, on_finish=None):
+        self.on_finish = on_finish  # called with the time each request finishes (a closed loop's next arrival)
         self.start = np.full(n, np.nan)
         self.first = np.full(n, np.nan)
         self.finish = np.full(n, np.nan)
@@ -380,6 +419,12 @@ class _Record:
         self.first[i] = t
         self.generated[i] += 1
         self.total += 1
+
+    def done(self, i, t):
+        """Request i made its last token at t."""
+        self.finish[i] = t
+        if self.on_finish is not None:
+            self.on_finish(t)
 
 
 class _Batch:
@@ -398,7 +443,7 @@ class _Batch:
 
     def join(self, i, prompt_len, output_len, t, rec):
         if output_len <= 1:  # prefill made the only token
-            rec.finish[i] = t
+            rec.done(i, t)
             return
         self.offset[i] = prompt_len + 1 - self.clock  # the first decode step reads the prompt and its own token
         self.offset_sum += self.offset[i]
@@ -422,7 +467,7 @@ class _Batch:
         self.clock += steps
         while self.finish_heap and self.finish_heap[0][0] == self.clock:
             _, i = heapq.heappop(self.finish_heap)
-            rec.finish[i] = t
+            rec.done(i, t)
             rec.generated[i] += self.clock - self.joined.pop(i)
             self.offset_sum -= self.offset.pop(i)
 
@@ -444,7 +489,7 @@ def _decode_run(costs, batch, t, next_ready, rec):
 # ---------------------------------------------------------------------------------------------------------------
 
 def _naive_server(costs, ids, ready, prompt, output, rec, cached, load):
-    t, q, n, cap = 0.0, 0, len(ids), costs.cfg.max_batch
+    t, q, n, cap = 0.0, 0, len(ids), costs.max_batch
     while q < n:
         t = max(t, ready[ids[q]])
         group = []
@@ -466,7 +511,7 @@ def _naive_server(costs, ids, ready, prompt, output, rec, cached, load):
 
 def _continuous_server(costs, ids, ready, prompt, output, rec, cached, load, prefill=True):
     """Interleaved engine; with prefill=False, the decode side of a disaggregated pair (KV arrives ready)."""
-    t, q, n, cap = 0.0, 0, len(ids), costs.cfg.max_batch
+    t, q, n, cap = 0.0, 0, len(ids), costs.max_batch
     batch = _Batch()
     while q < n or len(batch):
         if q < n and len(batch) < cap and ready[ids[q]] <= t:
@@ -486,7 +531,7 @@ def _continuous_server(costs, ids, ready, prompt, output, rec, cached, load, pre
 
 def _chunked_server(costs, ids, ready, prompt, output, rec, cached, load):
     t, q, n = 0.0, 0, len(ids)
-    cap, budget_per_step = costs.cfg.max_batch, costs.cfg.prefill_chunk_tokens
+    cap = costs.max_batch
     batch = _Batch()
     filling = []  # [id, prompt tokens already prefilled], first come first served
     while q < n or len(batch) or filling:
@@ -495,8 +540,9 @@ def _chunked_server(costs, ids, ready, prompt, output, rec, cached, load):
             t += load[ids[q]]  # bringing a host-memory prefix into HBM stalls the step that admits it
             filling.append([ids[q], cached[ids[q]]])  # a cached prefix counts as already prefilled
             q += 1
-        if filling:
-            budget, prefix, pieces = budget_per_step, 0, []
+        budget = costs.prefill_budget(len(batch))
+        if filling and budget > 0:
+            prefilled, prefix, pieces = 0, 0, []
             for entry in filling:
                 if budget == 0:
                     break
@@ -505,11 +551,9 @@ def _chunked_server(costs, ids, ready, prompt, output, rec, cached, load):
                 prefix += entry[1] if costs.window is None else min(entry[1], costs.window)
                 pieces.append((entry, take))
                 budget -= take
-            b = len(batch)
-            kv_s = costs.kv_s_per_token * (costs.kv_tokens(batch) + prefix)
-            flops_s = costs.decode_compute_s[b] + costs.prefill_compute_s(budget_per_step - budget)
-            t += kv_s + max(costs.weight_s, flops_s)
-            if b:
+                prefilled += take
+            t += costs.mixed_step_s(batch, prefix, prefilled)
+            if len(batch):
                 batch.advance(1, t, rec)
             for entry, take in pieces:
                 entry[1] += take
@@ -519,7 +563,9 @@ def _chunked_server(costs, ids, ready, prompt, output, rec, cached, load):
                     batch.join(i, prompt[i], output[i], t, rec)
             filling = [entry for entry in filling if entry[1] < prompt[entry[0]]]
         elif len(batch):
-            next_ready = ready[ids[q]] if q < n and len(batch) < cap else None
+            next_ready = ready[ids[q]] if q < n and len(batch) + len(filling) < cap else None
+            if filling:  # the decodes take the whole budget: one step, then the budget is looked at again
+                next_ready = t
             t = _decode_run(costs, batch, t, next_ready, rec)
         else:
             t = ready[ids[q]]
@@ -638,3 +684,59 @@ def simulate_disaggregated(config: ServingConfig, workload: Workload, n_prefill_
                            prefill=False)
     return _result("disaggregated", n_prefill_servers * pcfg.n_chips + n_decode_servers * config.n_chips, workload,
                    rec)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The load model's engine, step by step (`load.Engine`): the check on its queueing formulas
+# ---------------------------------------------------------------------------------------------------------------
+
+def _engine_run(engine, n_requests: int):
+    if not isinstance(engine, Engine):
+        raise ValueError(f"engine must be a load.Engine (load.deployment_engine builds one for a deployment), got "
+                         f"{engine!r}")
+    return at_most("n_requests", positive_int("n_requests", n_requests), MAX_REQUESTS,
+                   "the simulator runs each one in Python")
+
+
+def simulate_open_loop(engine, request_rate: float, n_requests: int, seed: int = 0) -> SimulationResult:
+    """One replica of `engine` (a `load.Engine`) serving `n_requests` requests of its input and output lengths that
+    arrive as a Poisson process at `request_rate` per second (`poisson_workload`, seeded), run step by step with
+    the chunked engine: every step decodes the running sequences and fills what the token budget leaves with
+    prompts, first come first served, at most `engine.max_batch` sequences admitted. Steps are priced by the
+    engine's own step-time model, so this checks `load`'s queueing formulas and nothing else.
+
+    Defined in chapter 9, *Serving engines*.
+    """
+    n = _engine_run(engine, n_requests)
+    workload = poisson_workload(positive("request_rate", request_rate), n, engine.input_len, engine.output_len, seed)
+    prompt, output, cached, load, order = _columns(workload)
+    rec = _Record(n)
+    _chunked_server(_EngineCosts(engine), order, workload.arrival_s.tolist(), prompt, output, rec, cached, load)
+    return _result("chunked", 1, workload, rec)
+
+
+def simulate_closed_loop(engine, concurrency: int, n_requests: int) -> SimulationResult:
+    """One replica of `engine` (a `load.Engine`) serving `concurrency` clients, each sending its next request the
+    moment its last one ends, until `n_requests` have been sent (as `simulate_open_loop` otherwise). Arrival times
+    are those moments. The clients' first requests make 2, ..., O output tokens, spread evenly, so the clients start
+    out of step as in a benchmark that has been running (identical requests sent at once would stay in lockstep);
+    leave the first `concurrency` requests out of a steady-state statistic. Deterministic."""
+    n = _engine_run(engine, n_requests)
+    clients = at_most("concurrency", positive_int("concurrency", concurrency), n,
+                      "each client sends at least one of the n_requests")
+    o = engine.output_len
+    output = [o] * n
+    for k in range(clients):  # 2 .. O, evenly
+        output[k] = 2 + (k * (o - 2)) // clients
+    ready = [0.0] * clients + [float("inf")] * (n - clients)
+    issued = [clients]
+
+    def next_request(t):
+        if issued[0] < n:
+            ready[issued[0]] = t
+            issued[0] += 1
+
+    rec = _Record(n, on_finish=next_request)
+    prompt = [engine.input_len] * n
+    _chunked_server(_EngineCosts(engine), list(range(n)), ready, prompt, output, rec, [0] * n, [0.0] * n)
+    return _result("chunked", 1, Workload(np.array(ready), np.array(prompt), np.array(output)), rec)

@@ -18,6 +18,7 @@ _BASES = {
     "FLOP": "flops", "FLOPs": "flops", "flop": "flops", "flops": "flops",
     "FLOP/s": "flop_rate", "FLOPs/s": "flop_rate", "flop/s": "flop_rate", "FLOPS": "flop_rate", "OP/s": "flop_rate",
     "tokens/s": "token_rate", "tok/s": "token_rate", "token/s": "token_rate",
+    "requests/s": "request_rate", "request/s": "request_rate", "req/s": "request_rate",
     "tokens": "count", "token": "count", "tok": "count", "chips": "count", "chip": "count", "x": "count",
     "ways": "count", "sequences": "count", "sequence": "count", "": "count",
     "FLOPs/B": "intensity", "FLOP/B": "intensity", "FLOPs/byte": "intensity", "FLOP/byte": "intensity",

@@ -16,21 +16,24 @@ Errors name the argument in the caller's words (`names`: the command line passes
 import dataclasses
 from dataclasses import dataclass
 
-from ._validate import choice, positive_int
+from ._validate import choice, positive, positive_int
 from .estimate import BOUND, PROFILES, decode_step, report
+from .formats import matmul_dtype, own_weight_dtype, quality_caveat
 from .flops import matmul_params
 from .memory import (kv_cache_bytes, kv_head_groups, state_bytes_per_sequence, weight_bytes_by_group,
                      weight_groups)
 from .models import active_param_count, get_model, mtp_param_count, param_count, read_hf_config
+from .load import TOKEN_BUDGET, load_estimate
 from .plan import price_deployment
 
 SCHEMA = 1  # the version of the JSON both commands print; raised when a key changes meaning or goes away
 
 # How each argument is called where it came from: in Python (the page's form fields) and on the command line.
 PYTHON_NAMES = {name: name for name in ("context_len", "prompt_len", "tensor_parallel", "n_chips", "batch",
-                                        "input_len", "output_len")}
+                                        "input_len", "output_len", "concurrency", "request_rate", "token_budget")}
 CLI_NAMES = dict(context_len="--context", prompt_len="--prompt", tensor_parallel="--tensor-parallel",
-                 n_chips="--chips", batch="--batch", input_len="--input-len", output_len="--output-len")
+                 n_chips="--chips", batch="--batch", input_len="--input-len", output_len="--output-len",
+                 concurrency="--concurrency", request_rate="--request-rate", token_budget="--token-budget")
 
 ACTIVE_CONVENTION = ("active parameters count what one token uses: k of the E routed experts and the shared ones, "
                      "attention, the state layers and both embedding tables, the input table included (a lookup, no "
@@ -126,17 +129,23 @@ def _default_tensor_parallel(model, n_chips: int) -> int:
 
 def estimate_deployment(model=None, chip=None, n_chips: int = 1, *, config=None, tensor_parallel: int | None = None,
                         batch: int | None = None, context_len: int | None = None, prompt_len: int | None = None,
-                        weight_dtype: str | None = None, kv_dtype: str | None = None, compute_dtype: str = "bf16",
-                        price_per_chip_hour: float | None = None, memory_utilization: float | None = None,
-                        input_len: int | None = None, output_len: int | None = None, engine: str = "typical",
+                        weight_dtype: str | None = None, kv_dtype: str | None = None,
+                        compute_dtype: str | None = None, price_per_chip_hour: float | None = None,
+                        memory_utilization: float | None = None, input_len: int | None = None,
+                        output_len: int | None = None, engine: str = "typical", concurrency: int | None = None,
+                        request_rate: float | None = None, token_budget: int | None = TOKEN_BUDGET,
                         names: dict = PYTHON_NAMES) -> DeploymentEstimate:
     """What serving `model` (a name or a Transformer) or `config` (a Hugging Face config: path, folder or dict) on
     `n_chips` x `chip` costs: n_chips / tensor_parallel replicas of `tensor_parallel` chips (default one group of all,
     or the largest that splits the heads), `batch` sequences in all (default the largest that fits) of `context_len`
     tokens (default 8,192, or the config's max_position_embeddings when smaller); with input_len and output_len,
-    a workload's TTFT, TPOT and throughput (`plan.price_deployment`). weight_dtype and kv_dtype None: the config's
-    formats (its quantization_config, a KV format it names), else bf16. `engine`: whose efficiencies the typical
-    estimate uses (`estimate.PROFILES`, chapter 11). Module docstring for the rest.
+    a workload's TTFT, TPOT and throughput (`plan.price_deployment`), and with `concurrency` clients or a
+    `request_rate` besides, TTFT and TPOT under that load, means and p99 (`load.load_estimate`, `token_budget`
+    tokens per engine step). weight_dtype None: the config's quantization_config, else the model's own precision
+    (`formats.own_weight_dtype`); kv_dtype None: a KV format the config names, else bf16; compute_dtype None: the
+    weights' own where the chip computes it natively, else bf16 (`formats.matmul_dtype`, the rule `plan` follows). A
+    batch past the largest that fits is refused naming it. `engine`: whose efficiencies the typical estimate uses
+    (`estimate.PROFILES`, chapter 11). Module docstring for the rest.
 
     Defined in the appendix *Apply the book to your model*.
     """
@@ -167,7 +176,8 @@ def estimate_deployment(model=None, chip=None, n_chips: int = 1, *, config=None,
         if read is not None:
             read.check_positions(total, f"{names['input_len']} + {names['output_len']}")
     # None takes the config's format; '' is refused by the format check, never read as the default
-    weights = weight_dtype if weight_dtype is not None else (read.weight_dtype if read is not None else None) or "bf16"
+    weights = weight_dtype if weight_dtype is not None else own_weight_dtype(
+        model, read.weight_dtype if read is not None and read.weight_dtype else None)
     kv = kv_dtype if kv_dtype is not None else (read.kv_dtype if read is not None else None) or "bf16"
     profile = PROFILES[choice("engine", engine, tuple(PROFILES))]
     profile.for_chip(chip)  # a profile fitted on another platform says which ones cover this chip
@@ -186,10 +196,27 @@ def estimate_deployment(model=None, chip=None, n_chips: int = 1, *, config=None,
         raise ValueError(f"argument {names['batch']}: {batch} sequences do not split over {replicas} replicas "
                          f"({names['n_chips']} {n_chips} / {names['tensor_parallel']} {tp}); use a multiple of "
                          f"{replicas}")
+    if concurrency is not None:
+        positive_int(names["concurrency"], concurrency)
+    if request_rate is not None:
+        positive(names["request_rate"], request_rate)
+    if token_budget is not None:
+        positive_int(names["token_budget"], token_budget)
+    if (concurrency is not None or request_rate is not None) and input_len is None:
+        raise ValueError(f"argument {names['concurrency']}/{names['request_rate']}: a load needs its requests; give "
+                         f"{names['input_len']} and {names['output_len']} too")
     settings = {} if memory_utilization is None else {"memory_utilization": memory_utilization}
-    one = report(model, chip, tp, batch=None if batch is None else batch // replicas, context_len=context_len,
-                 prompt_len=prompt_len, weight_dtype=weights, kv_dtype=kv, compute_dtype=compute_dtype,
-                 price_per_chip_hour=price_per_chip_hour, efficiency=profile, **settings)  # one replica
+    replica = dict(context_len=context_len, prompt_len=prompt_len, weight_dtype=weights, kv_dtype=kv,
+                   compute_dtype=compute_dtype if compute_dtype is not None else matmul_dtype(chip, weights),
+                   price_per_chip_hour=price_per_chip_hour, efficiency=profile, **settings)
+    one = report(model, chip, tp, **replica)  # one replica, at the largest batch that fits
+    if batch is not None:
+        fits = one.max_batch * replicas  # the report's largest batch: a larger one is refused naming it
+        if batch > fits:
+            raise ValueError(f"argument {names['batch']}: {batch:,} sequences are more than the {fits:,} that fit at "
+                             f"{context_len:,} tokens of context (the engine's {one.deployment.memory_utilization:.0%}"
+                             f" of HBM, at most {one.deployment.max_sequences:,} per replica); use at most {fits:,}")
+        one = report(model, chip, tp, batch=batch // replicas, **replica)
     d = one.deployment
     data, rows = _describe(one, profile, notes, n_chips, replicas, tp, context_len)
     if price_per_chip_hour is not None:
@@ -211,6 +238,12 @@ def estimate_deployment(model=None, chip=None, n_chips: int = 1, *, config=None,
                          f"{workload.dollars_per_million_input_tokens:,.3f} / "
                          f"{workload.dollars_per_million_output_tokens:,.3f} (output with the prefill's share: "
                          f"{workload.dollars_per_million_output_tokens_all_in:,.3f})"))
+        if concurrency is not None or request_rate is not None:
+            loaded = load_estimate(dataclasses.replace(d, n_chips=n_chips), input_len, output_len,
+                                   concurrency=concurrency, request_rate=request_rate, efficiency=profile,
+                                   token_budget=token_budget)
+            data["load"] = loaded.as_dict()
+            rows += loaded.rows()
     rows += [("note", note) for note in data["notes"]]
     width = max(len(name) for name, _ in rows)
     return DeploymentEstimate(data, "\n".join(f"{name:<{width}}  {value}" for name, value in rows))
@@ -238,6 +271,7 @@ def _describe(one, profile, notes: list, n_chips: int, replicas: int, tp: int, c
             "kv_placement": d.kv_placement, "memory_utilization": d.memory_utilization,
             "max_sequences_per_replica": d.max_sequences, "split": split, "limited_by": limit,
             "tpot_typical_s": one.decode_step_typical_s, "ttft_typical_s": one.prefill_typical_s,
+            "weight_quality_caveat": quality_caveat(d.weight_dtype),
             "decode_step_typical": _terms(typical), "decode_step_bound": _terms(bound),
             "efficiency": {"typical": dataclasses.asdict(profile.for_chip(d.chip)),
                            "bound": dataclasses.asdict(BOUND)},
@@ -252,6 +286,7 @@ def _describe(one, profile, notes: list, n_chips: int, replicas: int, tp: int, c
                                                "(this estimate decodes without them)"))
     rows += [("deployment", f"{n_chips} x {d.chip.name}: {split}"),
              ("formats", f"weights {d.weight_dtype}, KV cache {d.kv_dtype}, matmuls {d.compute_dtype}"),
+             *([("quality", data["weight_quality_caveat"])] if data["weight_quality_caveat"] else []),
              ("weights", _weights_row(d, tp))]
     kv_row = f"{one.kv_bytes_per_token / 1e3:,.1f} kB"
     if data["kv_bytes_per_token_effective"] != one.kv_bytes_per_token:

@@ -282,8 +282,8 @@ def _docs_and_docstrings():
 def test_every_path_the_readme_testing_and_the_docstrings_name_exists():
     ignored = tuple(line.strip().strip("/") + "/" for line in (REPO / ".gitignore").read_text().splitlines()
                     if line.strip().endswith("/"))
-    missing = []
-    for where, text in _docs_and_docstrings():
+    missing, scanned = [], list(_docs_and_docstrings())
+    for where, text in scanned:
         for named in _NAMED_PATH.findall(text):
             if named.startswith(ignored):
                 continue
@@ -291,5 +291,5 @@ def test_every_path_the_readme_testing_and_the_docstrings_name_exists():
             found = list(REPO.glob(pattern)) if "*" in pattern or "[" in pattern else (REPO / pattern).exists()
             if not found:
                 missing.append((where, named))
-    assert len(set(where for where, _ in _docs_and_docstrings())) > 100  # the scan reads what it claims to
+    assert len(set(where for where, _ in scanned)) > 100  # the scan reads what it claims to
     assert not missing, f"named but not in the repository: {sorted(set(missing))}"

@@ -1,16 +1,21 @@
 """A Sphinx extension: an answer box under every checked exercise, judged in the page by the book's own checker.
 
 For every exercise directive whose label belongs to an exercise of the registry (`scaling_lib.book.exercises`;
-label = check id with "-ex-" for the first dot, `index.label_for`), the HTML gets, at the end of the exercise:
+one rule for every page: label = check id with "-ex-" for the first dot, `index.label_for`), the HTML gets, at the
+end of the exercise:
 
-    <div class="answer-box" data-exercise-id="ch4.kv-per-token-llama3-70b">
-      an <input> per numeric part (radio buttons for a choice), a <button>, and <div class="verdict">
+    <div class="answer-box" data-exercise-id="ch4.kv-per-token-llama3-70b" data-solution="(the folded solution's id)">
+      per numeric part a labelled <input>, its unit and its rule (band and rounding: `Number.rule`), or per choice a
+      <fieldset> with a <legend>; a <button>; a verdict region (role="status", aria-live); a link to the solution
     </div>
 
-Nothing about the answer is written into the page: the box only knows the exercise id and the parts' names and units.
-When a reader first presses the button (or Enter), answer_boxes.js loads Pyodide (CPython compiled to WebAssembly)
-from the book's own `_static/pyodide/`, unpacks `_static/answer_boxes/scaling_lib.zip` into it and calls
-`checker.grade`, so the verdict is exactly what `check` prints in a notebook. Pages without a box load nothing.
+A page with boxes also gets a "Jump to the exercises" link under its title and, before its first box, a note on how
+the boxes work. Nothing about the answer is written into the page: the box knows the exercise id and the parts' names,
+units and rules. answer_boxes.js starts a Web Worker when a reader focuses a box (or a box comes into view while the
+page is idle); the worker loads Pyodide (CPython compiled to WebAssembly) from the book's own `_static/pyodide/`,
+unpacks `_static/answer_boxes/scaling_lib.zip` into it and calls `checker.grade(..., page=True)`: the verdict of
+`check` in a notebook, in the page's words. The page's own thread never runs Python, so it never freezes. Pages
+without a box load nothing.
 
 At the end of the build this extension copies Pyodide's core files from `node_modules/pyodide` (the npm package pinned
 in package.json; `npm ci` is run when it is missing) and builds the zip from the installed package: the modules that
@@ -18,9 +23,16 @@ in package.json; `npm ci` is run when it is missing) and builds the zip from the
 in a fresh interpreter where
 numpy, jax and matplotlib cannot be imported (so a module that needs them fails the build instead of the page), plus
 `scaling_lib/data`. Nothing is a copy kept by hand.
+
+A book opened from disk (file://) cannot `fetch` the WebAssembly, the standard library or the zip (Chromium refuses
+file:// requests), but a worker may load scripts from there. So each binary the worker fetches also goes into the
+build as a script that holds it in base64 (`pyodide.asm.wasm.js`, ...: `WRAPPED`, about 15 MB in all); from file://
+the worker loads those and answers its own fetches from them.
 """
 
+import base64
 import html
+import io
 import json
 import shutil
 import subprocess
@@ -34,6 +46,7 @@ from sphinx.errors import ExtensionError
 HERE = Path(__file__).parent
 ASSETS = HERE / "answer_boxes"  # answer_boxes.js and .css, copied as they are
 PYODIDE_FILES = ("pyodide.js", "pyodide.asm.js", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json")
+WRAPPED = ("pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json")  # fetched by Pyodide; wrapped for file://
 STATIC = "answer_boxes"
 LIBRARY_ZIP = "scaling_lib.zip"
 ROOTS = ("scaling_lib.estimate", "scaling_lib.your_model", "scaling_lib.book.exercises")
@@ -68,18 +81,32 @@ def library_files() -> list:
     return sorted((f.relative_to(package.parent).as_posix(), f) for f in files)
 
 
+def _write_if_changed(target: Path, data: bytes) -> None:
+    """Write `data` to `target` unless it already holds exactly these bytes (an incremental build keeps its files)."""
+    if not (target.exists() and target.stat().st_size == len(data) and target.read_bytes() == data):
+        temporary = target.with_name(target.name + ".tmp")
+        temporary.write_bytes(data)
+        temporary.replace(target)
+
+
+def script_wrapping(name: str, data: bytes) -> bytes:
+    """A script that holds a binary file for a worker opened from file://, which may load scripts but not fetch:
+    `self.bookFiles[name] = "<base64>"` (answer_boxes.js decodes it and serves it to its own fetches)."""
+    encoded = base64.b64encode(data).decode("ascii")
+    return (f"(self.bookFiles = self.bookFiles || {{}})[{json.dumps(name)}] = \"{encoded}\";\n").encode("ascii")
+
+
 def write_library_zip(target: Path) -> None:
-    """A deterministic zip (fixed timestamps, sorted) of `library_files()`, rewritten only when its bytes change."""
-    temporary = target.with_suffix(".tmp")
-    with zipfile.ZipFile(temporary, "w", zipfile.ZIP_DEFLATED) as archive:
+    """A deterministic zip (fixed timestamps, sorted) of `library_files()`, and its script wrapping beside it
+    (`<name>.js`); each rewritten only when its bytes change."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         for name, path in library_files():
             info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
             info.compress_type = zipfile.ZIP_DEFLATED
             archive.writestr(info, path.read_bytes())
-    if target.exists() and target.read_bytes() == temporary.read_bytes():
-        temporary.unlink()
-    else:
-        temporary.replace(target)
+    _write_if_changed(target, buffer.getvalue())
+    _write_if_changed(target.with_name(target.name + ".js"), script_wrapping(target.name, buffer.getvalue()))
 
 
 def _pyodide_folder(srcdir: Path) -> Path:
@@ -105,27 +132,79 @@ def _registry() -> dict:
     return {label_for(exercise_id): exercise for exercise_id, exercise in exercises().items()}
 
 
-def box_html(exercise) -> str:
-    """The box of one exercise: its id, one input per part (the options of a choice), a button, a verdict line."""
+def _html_id(*words: str) -> str:
+    """An HTML id from an exercise id and a part name: letters, digits and '-' only."""
+    return "-".join("".join(c if c.isalnum() else "-" for c in word) for word in words if word)
+
+
+def box_html(exercise, solution_id: str = "") -> str:
+    """The box of one exercise: per part a labelled input with its unit and its rule (band and rounding) shown before
+    any try, or a named group of options; a button; a verdict region the screen reader announces; and a link to the
+    folded solution (`solution_id`), which the page shows after a wrong try."""
     from scaling_lib.book.exercises import Choice
 
     esc = html.escape
     parts = []
     for part in exercise.parts:
-        name = esc(part.name)
+        name, heading = esc(part.name), esc(part.heading) or "Your answer"
         if isinstance(part, Choice):
             options = "".join(f'<label><input type="radio" name="{esc(exercise.id)}:{name}" value="{key}"> '
                               f"({key}) {esc(text)}</label>" for key, text in part.options.items())
-            legend = f"<legend>{name}</legend>" if part.name else ""
-            parts.append(f'<fieldset class="answer-part answer-choice" data-part="{name}">{legend}{options}</fieldset>')
+            parts.append(f'<fieldset class="answer-part answer-choice" data-part="{name}">'
+                         f"<legend>{heading}: pick one</legend>{options}</fieldset>")
         else:
-            label = f"{name} ({esc(part.unit)})" if part.name else f"Your answer ({esc(part.unit)})"
-            parts.append(f'<label class="answer-part" data-part="{name}">{label} <input type="text" '
-                         f'data-part="{name}" autocomplete="off" spellcheck="false" inputmode="decimal" '
-                         f'placeholder="a number in {esc(part.unit)}, or with a unit"></label>')
-    return (f'<div class="answer-box" data-exercise-id="{esc(exercise.id)}">'
+            field = _html_id("answer", exercise.id, part.name)
+            unit = f'<span class="answer-unit">{esc(part.unit)}</span>' if part.unit else ""
+            asked = f"a number in {esc(part.unit)}, or with a unit" if part.unit else "a number"
+            parts.append(f'<div class="answer-part" data-part="{name}"><label for="{field}">{heading}</label> '
+                         f'<input type="text" id="{field}" data-part="{name}" autocomplete="off" spellcheck="false" '
+                         f'inputmode="decimal" placeholder="{asked}" aria-describedby="{field}-rule">{unit} '
+                         f'<span class="answer-rule" id="{field}-rule">{esc(part.rule)}</span></div>')
+    solution = (f'<a class="answer-solution" href="#{esc(solution_id)}" hidden>Open the worked solution</a>'
+                if solution_id else "")
+    return (f'<div class="answer-box" data-exercise-id="{esc(exercise.id)}" data-solution="{esc(solution_id)}">'
             f'{"".join(parts)}<button type="button" class="answer-check">Check</button>'
-            '<div class="verdict" aria-live="polite"></div></div>')
+            f'<div class="verdict" role="status" aria-live="polite"></div>{solution}</div>')
+
+
+BOXES_NOTE = ("In this page, the box under each checked exercise judges your answer: type a number (in the unit shown, "
+              "or with a unit of your own, such as 0.5 ms) or pick an option, then press Enter or Check. Each box "
+              "shows its unit, the band it accepts and how to round before you try. The book's own checker runs in "
+              "the page (Python in WebAssembly, started in the background the first time you use a box); nothing "
+              "leaves the page. A verdict says right or wrong, too high or too low, and names a recognised slip; "
+              "after a wrong try it links to the folded solution. The notebook's check cells are folded under the "
+              "boxes.")
+
+
+def _fold_check_cell(exercise_node, exercise_id: str) -> None:
+    """Fold the notebook's check cell under a boxed exercise (`check("id", None)`, with its "replace None" verdict),
+    as myst-nb folds a hide-cell cell: the box takes its place in the page, and the cell is one click away."""
+    from myst_nb.sphinx_ import HideCodeCellNode
+
+    parent = exercise_node.parent
+    following = parent[parent.index(exercise_node) + 1:parent.index(exercise_node) + 3]
+    cell = next((n for n in following if isinstance(n, nodes.container) and n.get("nb_element") == "cell_code"
+                 and f'check("{exercise_id}"' in n.astext()), None)
+    if cell is None or cell.get("hide_mode"):
+        return
+    fold = HideCodeCellNode(prompt_show="Show the notebook's check cell", prompt_hide="Hide the notebook's check cell")
+    fold["classes"].append("above-input")
+    children = list(cell.children)
+    cell.clear()
+    fold.extend(children)
+    cell += fold
+
+
+def _notes(doctree, first_box) -> None:
+    """A "Jump to the exercises" link under the page's title, to a note placed before the first box's exercise."""
+    note = nodes.paragraph("", BOXES_NOTE, classes=["answer-boxes-note"], ids=["answer-boxes-note"])
+    first_box.parent.insert(first_box.parent.index(first_box), note)
+    section = next(iter(doctree.findall(nodes.section)), None)
+    if section is None or not section.children or not isinstance(section[0], nodes.title):
+        return
+    jump = nodes.paragraph("", "", classes=["jump-to-exercises"])
+    jump += nodes.reference("", "Jump to the exercises", refid="answer-boxes-note", internal=True)
+    section.insert(1, jump)
 
 
 ESTIMATE_PAGE = "book/your_model"  # the appendix *Apply the book to your model* gets the estimate form
@@ -162,9 +241,9 @@ def estimate_form_html() -> str:
         field("tensor parallel", number("tensor_parallel", "", "the default layout")),
         field("batch", number("batch", "", "the largest that fits")),
         field("context (tokens)", number("context_len", "", "8192, or the config's limit")),
-        field("weights", select("weight_dtype", dtypes, None, blank="the config's format, else bf16")),
+        field("weights", select("weight_dtype", dtypes, None, blank="the config's format, else the model's own")),
         field("KV cache", select("kv_dtype", dtypes, None, blank="report's default")),
-        field("math", select("compute_dtype", dtypes, "bf16")),
+        field("math", select("compute_dtype", dtypes, None, blank="the weights' own where the chip has it, else bf16")),
         field("price ($ per chip-hour)", number("price_per_chip_hour", "", "none")),
         '<button type="button" class="estimate-run">Estimate</button>',
         '<pre class="estimate-output" aria-live="polite"></pre></form>'])
@@ -188,13 +267,21 @@ def _insert_boxes(app, doctree, docname):
         return
     if docname == ESTIMATE_PAGE:
         _estimate_section(doctree)
-    from sphinx_exercise.nodes import exercise_enumerable_node, exercise_node
+    from sphinx_exercise.nodes import exercise_enumerable_node, exercise_node, solution_node
 
     registry = _registry()
+    solutions = {node.get("target_label"): node["ids"][0] for node in doctree.findall(solution_node)
+                 if node.get("ids")}
+    boxed = []
     for node in list(doctree.findall(lambda n: isinstance(n, (exercise_node, exercise_enumerable_node)))):
-        exercise = registry.get(node.get("label", ""))
+        label = node.get("label", "")
+        exercise = registry.get(label)
         if exercise is not None:
-            node += nodes.raw("", box_html(exercise), format="html")
+            node += nodes.raw("", box_html(exercise, solutions.get(label, "")), format="html")
+            _fold_check_cell(node, exercise.id)
+            boxed.append(node)
+    if boxed:
+        _notes(doctree, boxed[0])
 
 
 def _add_script_where_needed(app, pagename, templatename, context, doctree):
@@ -218,6 +305,8 @@ def _copy_assets(app, exception):
     (static / "pyodide").mkdir(parents=True, exist_ok=True)
     for name in PYODIDE_FILES:
         _copy_if_changed(pyodide / name, static / "pyodide" / name)
+    for name in WRAPPED:
+        _write_if_changed(static / "pyodide" / f"{name}.js", script_wrapping(name, (pyodide / name).read_bytes()))
     (static / STATIC).mkdir(parents=True, exist_ok=True)
     for asset in sorted(ASSETS.iterdir()):
         _copy_if_changed(asset, static / STATIC / asset.name)

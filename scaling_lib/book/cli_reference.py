@@ -22,11 +22,13 @@ VALUE_KINDS = {
     "_price": "$ per chip-hour",
     "_prices": "$ per chip-hour, or chip=price pairs",
     "_seconds": "seconds",
+    "_rate": "requests per second",
     "_fraction": "share in (0, 1]",
     "_names": "comma-separated names",
     "_chips": f"positive integer up to {MAX_CHIPS:,}",
     "_dtype": "number format",
     "_dtypes": "comma-separated number formats",
+    "_weight_formats": "comma-separated number formats, or all",
 }
 _HEADER = """\
 # Command-line reference

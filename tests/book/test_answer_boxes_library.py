@@ -111,3 +111,22 @@ def test_report_takes_the_tensor_parallel_degree_of_its_deployment():
                                                                                        tensor_parallel=4)
     assert report("llama3-70b", "h100", 8).describe() == report("llama3-70b", "h100", 8,
                                                                 tensor_parallel=None).describe()
+
+
+def _page_python() -> dict:
+    """The Python the page's worker runs (the PYTHON block of answer_boxes.js), executed here."""
+    source = (REPO / "book" / "_ext" / "answer_boxes" / "answer_boxes.js").read_text()
+    code = source.split("const PYTHON = `", 1)[1].split("`;", 1)[0]
+    namespace = {}
+    exec(compile(code, "answer_boxes.js (PYTHON)", "exec"), namespace)
+    return namespace
+
+
+@pytest.mark.parametrize("config, words", [
+    ('{"a": ' * 5000 + "1" + "}" * 5000, "nested too deeply"),  # json.loads itself recurses
+    ("{not json", "error:"),
+])
+def test_the_page_form_answers_a_pasted_config_it_cannot_read_with_one_error_line(config, words):
+    fields = {"config": config, "model": "", "chip": "h100", "chips": "1"}
+    ok, text = json.loads(_page_python()["_estimate"](json.dumps(fields)))
+    assert not ok and text.startswith("error:") and words in text and "\n" not in text and len(text) < 500

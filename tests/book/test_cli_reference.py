@@ -40,11 +40,11 @@ def test_the_page_in_the_book_is_the_one_the_parser_generates_and_check_reports_
 @pytest.mark.parametrize("command", COMMANDS)
 def test_each_option_of_help_is_a_row_with_its_own_help_text(command):
     section, text = _section(cli_reference.page(), command), _help(command)
-    options = re.findall(r"^\s+(--[a-z-]+)", text, flags=re.MULTILINE)
-    rows = re.findall(r"^\| `(--[a-z-]+)` \|", section, flags=re.MULTILINE)
+    options = re.findall(r"^\s+(--[a-z0-9-]+)", text, flags=re.MULTILINE)
+    rows = re.findall(r"^\| `(--[a-z0-9-]+)` \|", section, flags=re.MULTILINE)
     assert options and rows == [option for option in options if option != "--help"]
     for line in text.splitlines():
-        found = re.match(r"\s+(--[a-z-]+)(?: \w+| \{[\w,]+\})?\s{2,}(.+)$", line)
+        found = re.match(r"\s+(--[a-z0-9-]+)(?: \w+| \{[\w,]+\})?\s{2,}(.+)$", line)
         if found and found.group(1) != "--help":
             help_text = " ".join(found.group(2).split()).replace("$", "\\$")
             row = next(r for r in section.splitlines() if r.startswith(f"| `{found.group(1)}` |"))

@@ -9,7 +9,7 @@ import re
 import pytest
 
 from scaling_lib.book.exercises import Choice, Number, exercises
-from scaling_lib.book.exercises.index import label_for, scan_chapters
+from scaling_lib.book.exercises.index import label_for, scan_chapters, scan_notebook, toc_appendices
 from scaling_lib.units import parse_unit
 from tests import REPO
 
@@ -57,6 +57,14 @@ def test_every_registered_exercise_is_asked_once_in_its_own_chapter_under_a_labe
         assert re.fullmatch(rf"ch{number}-ex-[a-z0-9]+(-[a-z0-9]+)*", row.label), row.label
         if row.check_id:
             assert number == int(re.match(r"^ch(\d+)\.", row.check_id).group(1)), row
+            assert row.label == label_for(row.check_id), (row.label, row.check_id)
+    # the appendices' exercises (the worked problems) follow the same rule: the answer box finds them by it
+    appendix_rows = [row for stem in toc_appendices(REPO / "_toc.yml") for row in scan_notebook(REPO / "book" /
+                                                                                                 f"{stem}.ipynb")]
+    assert sum(bool(row.check_id) for row in appendix_rows) >= 12
+    for row in appendix_rows:
+        assert re.fullmatch(r"[a-z]+-ex-[a-z0-9]+(-[a-z0-9]+)*", row.label), row.label
+        if row.check_id:
             assert row.label == label_for(row.check_id), (row.label, row.check_id)
 
 

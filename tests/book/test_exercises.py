@@ -28,7 +28,7 @@ SLIPS = [(eid, part, slip) for eid, part in NUMBER_PARTS for slip in part.slips]
 # Another spelling of each unit the book asks in, with the factor from the asked unit: "one other unit".
 _OTHER_UNIT = {"ms": ("s", 1e-3), "s": ("ms", 1e3), "B": ("kB", 1e-3), "kB": ("MB", 1e-3), "MB": ("GB", 1e-3), "GB": ("MB", 1e3),
                "TB/s": ("GB/s", 1e3), "TFLOP": ("GFLOP", 1e3), "FLOPs/B": ("FLOP/byte", 1.0),
-               "tokens": ("k tokens", 1e-3), "tok/s": ("k tok/s", 1e-3), "tokens/s": ("k tokens/s", 1e-3),
+               "tokens": ("k tokens", 1e-3), "tok/s": ("k tok/s", 1e-3), "tokens/s": ("k tokens/s", 1e-3), "requests/s": ("req/s", 1.0),
                "%": ("%", 1.0), "x": ("X", 1.0),
                "ways": ("Ways", 1.0), "sequences": ("Sequences", 1.0), "chips": ("Chips", 1.0), "": ("x", 1.0)}
 
@@ -205,6 +205,8 @@ def test_odd_answers_get_a_verdict_never_an_exception_and_never_the_answer(eid):
             leaked = [form for value in expected for form in _forms(value)
                       if re.search(rf"(?<![\d.,]){re.escape(form)}(?!\d)", verdict.message)]
             assert not leaked, (answer, verdict.message, leaked)
+            # a long answer (100,000 characters, 5,000 digits, 1e308) is quoted cut short: a few lines per part
+            assert len(verdict.message) < 300 * len(parts) + 100, (answer, verdict.message[:300])
     assert not grade(eid, tuple([1] * (len(parts) + 1))).correct
 
 
@@ -266,6 +268,9 @@ def test_exercise_definitions_validate_themselves(monkeypatch):
         Number("s", lambda: 1.0, quantity="prefill")
     with pytest.raises(ValueError, match="quantity"):
         Number("s", lambda: 1.0, quantity="bytes")
+    for bad in (dict(rounding="down"), dict(integer=True, rounding="sideways")):  # rounding: only a count's, down/up
+        with pytest.raises(ValueError, match="rounding"):
+            Number("tokens", lambda: 3.0, **bad)
     demo = register(Exercise("demo.reader-own", "A reader's own?", Number("ms", lambda: 2e-3, also=(
         Convention("other", lambda: 3e-3),))))
     assert grade("demo.reader-own", "2 ms").correct and grade("demo.reader-own", 3).correct
@@ -315,6 +320,61 @@ def test_each_kind_of_quantity_names_its_standard_slip():
     prefill = Number("s", lambda: 1.0, quantity="prefill", model="llama3-70b")
     ratio = dict((s.name, s.value()) for s in prefill.slips)["P_mm instead of P"]
     assert ratio == pytest.approx(1 / 1.0151, rel=1e-3)  # LLaMA-3-70B's 128,256 x 8,192 table is 1.5% of P_mm
+
+
+# --- the answer box's words: the rule shown before a try, the same judgement without notebook wording -----------------
+
+@pytest.mark.parametrize("item", NUMBER_PARTS, ids=_part_id)
+def test_the_rule_a_box_shows_before_a_try_is_enough_to_be_accepted(item):
+    """A modelling answer's rule names a band and a number of significant figures: the answer rounded to that many
+    figures is accepted. A count's rule repeats the rounding its question asks for."""
+    eid, part = item
+    question = REGISTRY[eid].question.lower()
+    if part.integer:
+        assert part.rule == "a whole number" + (f", rounded {part.rounding}" if part.rounding else "")
+        for word in ("down", "up"):
+            if f"round {word}" in question:
+                assert part.rounding == word, question
+        return
+    figures = int(re.fullmatch(rf"{re.escape(part.band)}: (\d) significant figures are enough", part.rule).group(1))
+    rounded = float(f"{_in_unit(part, part.expected()):.{figures}g}")
+    assert _verdict(eid, part, rounded)[1].correct, (part.rule, rounded)
+
+
+def test_significant_figures_follow_the_band():
+    """Hand-derived: rounding to n figures errs by at most half a unit of the n-th, 5 x 10^-n of a leading 1;
+    that must stay within half the band."""
+    for rel_tol, figures in ((0.02, 3), (0.01, 3), (0.005, 4), (0.002, 4), (0.0015, 4), (0.05, 3), (0.1, 2), (0.0005, 5)):
+        assert Number("ms", lambda: 1.0, rel_tol=rel_tol).rule.endswith(f"{figures} significant figures are enough")
+
+
+def _page_words(eid, answer):
+    """The page's verdict beside the notebook's, for the same answer."""
+    return grade(eid, answer, page=True), grade(eid, answer)
+
+
+@pytest.mark.parametrize("eid", sorted(REGISTRY))
+def test_page_verdicts_judge_as_the_notebook_does_in_the_page_s_words(eid):
+    exercise = REGISTRY[eid]
+    parts = exercise.parts
+    nothing = grade(eid, None if len(parts) == 1 else {}, page=True).message
+    assert nothing.startswith("No answer yet: ") and "None" not in nothing and "[" not in nothing
+    for part in parts:
+        shown = ["pick one"] if isinstance(part, Choice) else [part.unit, "whole" if part.integer else part.rule]
+        assert all(words in nothing for words in shown), (shown, nothing)
+        if len(parts) > 1:
+            assert f"{part.heading}: " in nothing and "_" not in part.heading
+    answers = [[_in_unit(part, part.expected()) if isinstance(part, Number) else part.correct,
+                _in_unit(part, part.expected()) * 3 if isinstance(part, Number) else "z", "12 parsecs"]
+               for part in parts]
+    for tried in zip(*answers):
+        page, notebook = _page_words(eid, tried[0] if len(parts) == 1 else dict(zip((p.name for p in parts), tried)))
+        assert page.correct == notebook.correct and [p.message for p in page.parts] == \
+            [p.message for p in notebook.parts]
+        expected = notebook.message.removeprefix(f"[{eid}] ")
+        for part in parts:
+            expected = expected.replace(f"\n  {part.name}: ", f"\n  {part.heading}: ")
+        assert page.message == expected
 
 
 # One numeric part per unit the book asks in, and one multiple-choice part: the readers of every kind of answer.

@@ -18,29 +18,21 @@ def test_head_sharding_moves_nothing_and_batch_sharding_two_all_to_alls_of_the_q
     assert ring_bytes_sent(two[0]) == pytest.approx(196_608 * 63 / 64, rel=1e-12)
 
 
-def test_one_chip_needs_no_collective_and_a_short_mesh_is_padded():
+def test_one_chip_needs_no_collective_and_two_need_both_all_to_alls_over_a_padded_mesh():
     assert attention_collectives("batch", 8, 4, 16, (1,)) == ()
-    assert attention_collectives("batch", 8, 4, 16, (2,))[0].group == (2, 1, 1)
+    # Multiquery: with the KV head unsplittable, 2 chips split the batch and need both all-to-alls.
+    two = attention_collectives("batch", 8, 4, 16, (2,))
+    assert [(c.op, c.tensor) for c in two] == [("all-to-all", "activations")] * 2
+    assert two[0].group == (2, 1, 1)
 
 
-@pytest.mark.parametrize("call, message", [
+# --- Bad input: a ValueError naming the argument and the fix ---------------------------------------------------------
+@pytest.mark.parametrize("call, words", [
     (lambda: attention_collectives("sequence", 8, 4, 16, (2,)), "attention_sharding"),
     (lambda: attention_collectives("batch", 0, 4, 16, (2,)), "batch"),
     (lambda: attention_collectives("batch", 8, 4, 16, (2, 2, 2, 2)), "mesh_shape"),
     (lambda: attention_collectives("batch", 3, 4, 16, (2,)), "batch"),
 ])
-def test_attention_sharding_bad_input(call, message):
-    with pytest.raises(ValueError, match=message):
+def test_bad_input_gets_a_value_error_naming_the_argument_and_the_fix(call, words):
+    with pytest.raises(ValueError, match=words):
         call()
-
-
-# --- moved from test_layouts.py with the functions (issue 22) --------------------------------------------------
-def test_batch_sharded_multiquery_attention_all_to_all_by_hand():
-    # 512 x 48 heads x 256 bf16 over 64 chips: 196,608 B per all-to-all.
-    assert attention_collectives("batch", 512, 48, 256, (4, 4, 4))[0].bytes_per_chip == 2 * 512 * 48 * 256 / 64
-
-
-def test_batch_sharded_attention_on_two_chips_needs_both_all_to_alls():
-    # Multiquery: with the KV head unsplittable, 2 chips split the batch and need both all-to-alls.
-    two = attention_collectives("batch", 8, 4, 16, (2,))
-    assert [(c.op, c.tensor) for c in two] == [("all-to-all", "activations")] * 2

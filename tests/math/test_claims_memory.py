@@ -20,19 +20,15 @@ V5E = get_chip("tpu-v5e")
 N_CHIPS = 8
 
 
-def test_m1_llama2_13b_has_13e9_params_and_26e9_bf16_bytes():
+def test_m1_to_m3_llama2_13b_weighs_26e9_bytes_and_four_8k_caches_outweigh_it():
+    # M1: 13e9 parameters, 26e9 bytes in bf16.
     assert param_count(LLAMA2_13B) == pytest.approx(published("M1 params"), rel=REL)
     assert param_bytes(LLAMA2_13B, "bf16") == pytest.approx(published("M1 bf16 bytes"), rel=REL)
-
-
-def test_m2_one_8k_sequence_kv_cache_is_6_71e9_bytes_6_25_gib():
-    kv = kv_cache_bytes(LLAMA2_13B, CONTEXT, batch=1, dtype="bf16")
-    assert kv == pytest.approx(published("M2"), rel=REL)
-    assert kv == pytest.approx(published("M2 in GiB"), rel=REL)
-
-
-def test_m3_four_caches_exceed_weights_and_batch_240_needs_1_6e12_bytes():
-    one = kv_cache_bytes(LLAMA2_13B, CONTEXT)
+    # M2: one 8k sequence's cache is 6.71e9 bytes, 6.25 GiB.
+    one = kv_cache_bytes(LLAMA2_13B, CONTEXT, batch=1, dtype="bf16")
+    assert one == pytest.approx(published("M2"), rel=REL)
+    assert one == pytest.approx(published("M2 in GiB"), rel=REL)
+    # M3: four caches exceed the weights, and batch 240 needs 1.6e12 bytes.
     assert 3 * one < param_bytes(LLAMA2_13B) < 4 * one
     assert kv_cache_bytes(LLAMA2_13B, CONTEXT, batch=240) == pytest.approx(published("M3 batch 240"), rel=REL)
 

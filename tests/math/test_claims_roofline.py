@@ -12,9 +12,13 @@ from scaling_lib.roofline import (attention_bytes, attention_flops, attention_in
                                   critical_batch_size, moe_critical_batch_size, ridge_point)
 
 
-def test_r1_critical_batch_v5e_bf16_is_240_tokens():
+def test_r1_r3_critical_batch_v5e_bf16_is_240_tokens_int8_weights_halve_it_and_int8_math_restores_it():
     # Scaling Book ch. 7: B_crit = C / W_hbm = 1.97e14 / 8.2e11 ~ 240 tokens.
     assert critical_batch_size("tpu-v5e", "bf16", "bf16") == pytest.approx(published("R1"), rel=REL)
+    assert critical_batch_size("tpu-v5e", "int8", "bf16") == pytest.approx(published("R3 int8 weights, bf16 math"),
+                                                                           rel=REL)
+    assert critical_batch_size("tpu-v5e", "int8", "int8") == pytest.approx(published("R3 int8 weights, int8 math"),
+                                                                           rel=REL)
 
 
 def test_r2_critical_batch_h100_bf16_between_280_and_300():
@@ -23,13 +27,6 @@ def test_r2_critical_batch_h100_bf16_between_280_and_300():
     assert bcrit == pytest.approx(published("R2 ch. 1 value"), rel=REL)
     low, high = published_range("R2 range")
     assert low <= bcrit <= high
-
-
-def test_r3_int8_weights_halve_bcrit_and_int8_math_restores_it():
-    assert critical_batch_size("tpu-v5e", "int8", "bf16") == pytest.approx(published("R3 int8 weights, bf16 math"),
-                                                                           rel=REL)
-    assert critical_batch_size("tpu-v5e", "int8", "int8") == pytest.approx(published("R3 int8 weights, int8 math"),
-                                                                           rel=REL)
 
 
 def test_r4_attention_intensity_prefill_half_T_decode_about_one_gqa_about_G():
@@ -61,5 +58,3 @@ def test_critical_batch_from_measured_rates_is_the_chip_formula_for_any_machine(
         assert critical_batch_from_rates(chip.peak_flops("bf16"), chip.hbm_bandwidth) == critical_batch_size(name)
     # Hand derivation for chapter 1's CPU: float32 weights (4 B), 2e11 FLOP/s, 2e10 B/s: 10 x 4 / 2 = 20 rows.
     assert critical_batch_from_rates(2e11, 2e10, "fp32") == pytest.approx(20.0)
-    with pytest.raises(ValueError, match="bytes_per_s"):
-        critical_batch_from_rates(2e11, 0.0, "fp32")

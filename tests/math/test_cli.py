@@ -51,6 +51,11 @@ def _json(argv, capsys):
     return _strict(_ok(argv + ["--json"], capsys))
 
 
+def _rows(table: str) -> dict:
+    """A printed table as {row name: value}: the name, two spaces or more, the value."""
+    return dict(re.split(r"\s{2,}", line.strip(), maxsplit=1) for line in table.splitlines() if line.strip())
+
+
 # ---------------------------------------------------------------------------------------------------- estimate
 def test_estimate_with_tensor_parallelism_reports_the_replicas_and_scales_one_replicas_report(capsys):
     data = _json(ESTIMATE, capsys)
@@ -167,6 +172,16 @@ ERRORS = [
     (ESTIMATE + ["--memory-utilization", "0.1"], "does not fit"),
     (ESTIMATE + ["--input-len", "100", "--output-len", "1"], "output_len=1"),
     (ESTIMATE + ["--tensor-parallel", "0"], "argument --tensor-parallel"),
+    (ESTIMATE + ["--concurrency", "8"], "a load needs its requests; give --input-len and --output-len"),
+    (ESTIMATE + ["--input-len", "100", "--output-len", "100", "--concurrency", "8", "--request-rate", "1"],
+     "argument --request-rate: not allowed with argument --concurrency"),
+    (ESTIMATE + ["--input-len", "100", "--output-len", "100", "--request-rate", "1e6"], "saturation rate"),
+    (ESTIMATE + ["--input-len", "100", "--output-len", "100", "--request-rate", "0"], "argument --request-rate"),
+    (ESTIMATE + ["--input-len", "100", "--output-len", "100", "--concurrency", "8", "--token-budget", "1"],
+     "token_budget=1"),
+    (EXAMPLE + ["--ttft-p99", "-1"], "argument --ttft-p99"),
+    (EXAMPLE + ["--max-chips", "4", "--request-rate", "1e6", "--tpot-p99", "1"],
+     "request_rate=1e+06 requests/s is out of reach"),
     (ESTIMATE + ["--price", "1e308"], "argument --price: must be at most 1e+09 per chip-hour"),  # costs would overflow
     (EXAMPLE[:-2] + ["--price", "h100=2,h100=3"], "argument --price: prices h100 twice"),
     (EXAMPLE[:3] + ["--chip", "tpu-v5e"] + EXAMPLE[5:-2] + ["--price", "v5e=2,tpu-v5e=3"], "names tpu-v5e twice"),
@@ -187,6 +202,33 @@ def test_every_error_is_one_line_naming_it_and_exit_2_and_json_in_json_mode(argv
     captured = capsys.readouterr()
     error = _strict(captured.out)
     assert error["schema"] == SCHEMA and names in error["error"] and captured.err.count("\n") == 1
+
+
+def test_estimate_under_a_load_adds_means_p99_and_the_bound_to_the_json_and_says_them_in_words(capsys):
+    workload = ["--input-len", "2000", "--output-len", "500", "--weights", "fp8"]
+    for load, value in (("--concurrency", "100"), ("--request-rate", "10")):
+        argv = ESTIMATE + workload + [load, value]
+        data = _json(argv, capsys)["load"]
+        assert data["ttft_p99_s"] >= data["ttft_s"] > data["bound"]["ttft_s"] > 0
+        assert data["tpot_p99_s"] >= data["tpot_s"] > data["bound"]["tpot_s"] > 0
+        assert data["bound"]["output_tokens_per_s"] >= data["output_tokens_per_s"] > 0
+        assert data["concurrency" if load == "--concurrency" else "request_rate"] == float(value)
+        rows = _rows(_ok(argv, capsys))
+        assert rows["TTFT under load"].startswith(f"{data['ttft_s'] * 1e3:,.1f} ms mean, "
+                                                  f"{data['ttft_p99_s'] * 1e3:,.1f} ms p99")
+        assert rows["output tokens/s under load"].startswith(f"{data['output_tokens_per_s']:,.0f} (bound ")
+
+
+def test_plan_with_p99_targets_gives_every_deployment_the_highest_rate_meeting_them(capsys):
+    argv = ["plan", "--model", "llama3-70b", "--chip", "h100", "--max-chips", "8", "--input-len", "2000",
+            "--output-len", "500", "--ttft-p99", "2", "--tpot-p99", "0.2", "--price", "2.5"]
+    data = _json(argv, capsys)
+    assert (data["ttft_p99"], data["tpot_p99"]) == (2.0, 0.2)
+    for point in [data["best"], *data["frontier"]]:
+        assert point["max_request_rate"] > 0 and point["ttft_p99_s"] <= 2.0 and point["tpot_p99_s"] <= 0.2
+    loaded = _json(argv + ["--request-rate", "3"], capsys)
+    assert loaded["request_rate"] == 3.0 and loaded["best"]["max_request_rate"] >= 3.0
+    assert loaded["best"]["output_tokens_per_s"] == pytest.approx(3.0 * 500, rel=1e-12)
 
 
 def test_an_unreachable_target_in_json_says_how_close_the_best_came(capsys):
@@ -245,7 +287,8 @@ def test_the_help_says_what_each_option_takes_and_what_plan_searches(capsys):
                    "--json print JSON (SI units) instead of a table"):
         assert phrase in helped, phrase
     assert main(["estimate", "--help"]) == 0
-    assert "--compute COMPUTE matmul dtype (default bf16)" in " ".join(capsys.readouterr().out.split())
+    assert ("--compute COMPUTE matmul dtype (default: the weights' own where the chip computes it natively and it is "
+            "fp8, int8, nvfp4 or mxfp4, else bf16; plan follows the same rule)") in " ".join(capsys.readouterr().out.split())
 
 
 def test_a_bad_price_says_what_a_price_is_and_the_table_prices_output_tokens(capsys):
@@ -379,13 +422,16 @@ def test_the_workload_is_priced_in_the_formats_and_share_of_hbm_asked_for(capsys
     argv = ESTIMATE + ["--input-len", "2000", "--output-len", "500", "--weights", "fp8", "--kv", "fp8",
                        "--memory-utilization", "0.5"]
     workload = _json(argv, capsys)["workload"]
-    # --compute defaults to bf16 even for fp8 weights (plan's own rule would pick fp8 on an H100)
-    assert (workload["weight_dtype"], workload["kv_dtype"], workload["compute_dtype"]) == ("fp8", "fp8", "bf16")
+    # fp8 weights on an H100 run fp8 matmuls, as plan prices them: the same deployment gets the same TPOT from both
+    assert (workload["weight_dtype"], workload["kv_dtype"], workload["compute_dtype"]) == ("fp8", "fp8", "fp8")
     half = price_deployment("llama3-70b", "h100", 64, 2000, 500, tensor_parallel=8, weight_dtype="fp8",
-                            kv_dtype="fp8", compute_dtype="bf16", memory_utilization=0.5)
+                            kv_dtype="fp8", memory_utilization=0.5)
     full = price_deployment("llama3-70b", "h100", 64, 2000, 500, tensor_parallel=8, weight_dtype="fp8",
-                            kv_dtype="fp8", compute_dtype="bf16")
+                            kv_dtype="fp8")
     assert workload["batch"] == half.batch < full.batch  # half the HBM holds fewer sequences
+    assert workload["tpot_s"] == half.tpot_s and half.compute_dtype == "fp8"
+    bf16 = _json(argv + ["--compute", "bf16"], capsys)["workload"]  # --compute still says otherwise
+    assert bf16["compute_dtype"] == "bf16" and bf16["tpot_s"] > workload["tpot_s"]
 
 
 MISTRAL = str(REPO / "book/data/hf_configs/mistral-7b-v0.1.json")  # max_position_embeddings 32,768
@@ -655,13 +701,18 @@ def test_a_prompt_as_long_as_the_context_fits_and_a_longer_one_names_both_option
     assert re.search(r"\bits prompt included\); raise --context or lower --prompt\b", err)
 
 
-def test_plan_on_a_config_without_a_stored_format_tries_every_weight_format(capsys):
-    argv = ["plan", "--config", str(REPO / "book/data/hf_configs/llama-3.1-8b.json"), "--chip", "h100",
+def test_plan_on_a_config_without_a_stored_format_searches_its_bf16_and_all_widens_the_search(capsys):
+    argv = ["plan", "--config", str(REPO / "book/data/hf_configs/llama-3.1-8b.json"), "--chip", "h100,b200",
             "--max-chips", "1", "--input-len", "1000", "--output-len", "200", "--price", "2"]
     data = _json(argv, capsys)
-    expected = plan("llama3-8b", ["h100"], 1, 1000, 200, prices=2.0)
-    assert data["best"]["weight_dtype"] == expected.best.weight_dtype
-    assert {p["weight_dtype"] for p in data["frontier"]} == {p.weight_dtype for p in expected.frontier}
+    assert {p["weight_dtype"] for p in [data["best"], *data["frontier"]]} == {"bf16"}
+    assert all(p["quality_caveat"] is None for p in data["frontier"])
+    wide = _json(argv + ["--weights", "all"], capsys)
+    points = [wide["best"], *wide["frontier"]]
+    # every format the reader allowed, nvfp4 and mxfp4 only where they are computed natively
+    assert not any(p["weight_dtype"] in ("nvfp4", "mxfp4") and p["chip"] == "h100" for p in points)
+    below_8_bits = [p for p in points if p["weight_dtype"] in ("int4", "nvfp4", "mxfp4")]
+    assert below_8_bits and all(p["quality_caveat"].startswith(f"{p['weight_dtype']} weights (") for p in below_8_bits)
 
 
 def test_the_estimate_names_its_layout_formats_and_decode_only_price_in_the_table_and_json(capsys):

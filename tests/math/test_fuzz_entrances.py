@@ -233,6 +233,8 @@ OPTIONS = {  # option -> the texts Hypothesis tries
     "--tensor-parallel": _COUNTS, "--input-len": _COUNTS, "--output-len": _COUNTS,
     "--memory-utilization": st.one_of(st.floats(allow_nan=True).map(str), st.sampled_from(["0.9", "1", "0", "1.5",
                                                                                           "abc", ""])),
+    "--concurrency": _COUNTS, "--token-budget": _COUNTS,
+    "--request-rate": st.one_of(st.floats(allow_nan=True).map(str), st.sampled_from(["8", "-1", "0", "abc", "", "1e400"])),
     "--engine": st.sampled_from(["typical", "tensorrt-llm", "vllm", "jetstream", "mi300x", "sglang", ""]),
 }
 BASE_ARGV = ["estimate", "--model", "llama3-8b", "--chip", "h100", "--chips", "1", "--batch", "8"]

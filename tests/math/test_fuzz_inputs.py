@@ -29,6 +29,7 @@ import scaling_lib.quantization
 from tests import REPO, examples
 from scaling_lib.estimate import Deployment
 from scaling_lib.frontier import sweep
+from scaling_lib.load import Engine
 from scaling_lib.measurements import pope_rows
 from scaling_lib.models import get_model
 from scaling_lib.plan import plan
@@ -88,6 +89,7 @@ GOOD = {
     "chat": st.sampled_from([CHAT]), "tiers": st.sampled_from([TIERS, CacheTiers(0, 0, 1e9)]),
     "algorithm": st.sampled_from(scaling_lib.collectives.SWITCH_ALGORITHMS),
     "weights": st.sampled_from([(), ("embed",), "embed", ["wq", "w_up"], frozenset({"final_norm"})]),
+    "sweep_engine": st.sampled_from(["vllm", "SGLang", "tensorrt-llm"]),
 }
 _NUMBERISH = ["8", "0.4", True, None, [1], NAN]
 BAD = {
@@ -110,7 +112,7 @@ BAD = {
 BAD.update(small=BAD["count"], small0=BAD["count0"], moe=BAD["model"] + ["llama3-8b"],
            axes=[m for m in BAD["mesh"] if m != (2, 2, 2, 2)])  # any number of axes (a layout takes 1 to 3)
 GOOD["axes"] = GOOD["mesh"]
-for _choice in ("layout", "convention", "phase", "sharding", "op", "engine", "network", "placement", "metric",
+for _choice in ("sweep_engine", "layout", "convention", "phase", "sharding", "op", "engine", "network", "placement", "metric",
                 "routing", "algorithm"):
     BAD[_choice] = BAD["choice"]
 
@@ -175,6 +177,7 @@ SPECS = {
     "measurements.pope_row": spec(dict(model="palm-540b", scenario="low latency", phase="decode")),
     "measurements.pope_rows": spec({}),
     "measurements.trtllm_rows": spec({}),
+    "measurements.sweep_rows": spec({}, chip="chip?", engine="sweep_engine?"),
     "memory.kv_head_groups": spec(dict(model=M), model="model"),
     "memory.kv_replication": spec(dict(model=M, n_chips=16), model="model", n_chips="count",
                                   kv_placement="placement"),
@@ -603,6 +606,35 @@ SPECS.update({
                                   memory_utilization="frac"),
 })
 
+# load: TTFT and TPOT under a load, and the simulator's run of the same engine (tests/math/test_load.py checks them)
+LINEAR_STEP = Engine(lambda batch, prompt_tokens: 0.01 + 1e-4 * batch + 2e-5 * prompt_tokens, 100, 20, 8)
+H100_8B = Deployment("llama3-8b", "h100", 1)
+GOOD.update(step_model=st.sampled_from([LINEAR_STEP.step_s, lambda batch, prompt_tokens: 0.02]),
+            load_engine=st.sampled_from([LINEAR_STEP, Engine(LINEAR_STEP.step_s, 50, 2, 1, None)]))
+BAD.update(step_model=[None, 3, "fast", [0.01]], load_engine=[None, 3, CONFIG, "chunked"])
+SPECS.update({
+    "load.Engine": spec(dict(step_s=LINEAR_STEP.step_s, input_len=100, output_len=20, max_batch=8),
+                        step_s="step_model", input_len="count", output_len="count", max_batch="count",
+                        token_budget="count?", bound="flag"),
+    "load.deployment_engine": spec(dict(deployment=H100_8B, input_len=1000, output_len=200), deployment="deployment",
+                                   input_len="count", output_len="count", efficiency="efficiency",
+                                   token_budget="count?"),
+    "load.load_estimate": spec(dict(deployment=H100_8B, input_len=1000, output_len=200, concurrency=8),
+                               deployment="deployment", input_len="small", output_len="small", concurrency="count?",
+                               request_rate="real?", efficiency="efficiency", token_budget="count?"),
+    "simulator.simulate_open_loop": spec(dict(engine=LINEAR_STEP, request_rate=5.0, n_requests=20),
+                                         engine="load_engine", request_rate="real", n_requests="small",
+                                         seed="count0"),
+    "simulator.simulate_closed_loop": spec(dict(engine=LINEAR_STEP, concurrency=4, n_requests=20),
+                                           engine="load_engine", concurrency="small", n_requests="small"),
+    "formats.matmul_dtype": spec(dict(chip="h100", weight_dtype="fp8"), chip="chip", weight_dtype="dtype"),
+    "formats.own_weight_dtype": spec(dict(model="deepseek-v3"), model="model", config_dtype="dtype?"),
+    "formats.searchable": spec(dict(chip="b200", weight_dtype="nvfp4"), chip="chip", weight_dtype="dtype"),
+    "formats.quality_caveat": spec(dict(weight_dtype="int4"), weight_dtype="dtype"),
+})
+SPECS["plan.plan"][1].update(ttft_p99="real?", tpot_p99="real?", concurrency="count?", request_rate="real?",
+                             token_budget="count?", weight_dtypes="dtypes?")  # None: the model's own precision
+
 extend(GOOD, BAD, SPECS)  # issue 21: a kind for every public parameter, and the input classes (tests/math/fuzz_more_specs.py)
 # Issue 22: the one reader of "number plus unit" (units.read_number, which parse_quantity and the checker share).
 SPECS["units.read_number"] = spec(dict(text="4.98 ms"), text="text")
@@ -652,7 +684,7 @@ def _check_sane(value, where, signed=False, infinite=False, seen=None):
     The path to each value is kept as (parent, suffix) pairs and printed only in a failure's message: results hold
     hundreds of thousands of numbers. A dataclass met again under the same rules (hundreds of published rows share
     a few deployments) is checked once (`seen`: their ids and rules)."""
-    if isinstance(value, (str, bool)) or value is None:
+    if isinstance(value, (str, bool)) or value is None or callable(value):  # a step-time model is a function
         return
     seen = set() if seen is None else seen
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
@@ -745,7 +777,7 @@ def test_every_bad_value_of_every_argument_raises_value_error_naming_it(name):
 # of every argument are still all tried by the test above. The property runs once per public function (some 200), so
 # the inner loop draws 2 examples of each beside the base call, `make test` all 25.
 EXPENSIVE = {"calibration.comparisons", "calibration.uncertainty", "calibration.out_of_sample", "calibration.fit_rows",
-             "roofline.fit_batch_roofline", "plan.plan"}
+             "roofline.fit_batch_roofline", "plan.plan", "load.load_estimate", "load.deployment_engine"}
 
 
 @pytest.mark.parametrize("name", sorted(SPECS))

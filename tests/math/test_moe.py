@@ -3,49 +3,34 @@ all-to-all. Values are worked by hand from the model shapes (the MoE claims are 
 
 import pytest
 
-from scaling_lib.moe import as_moe, capacity_buffer_bytes, expected_experts_touched, expert_sharded_memory, moe_weights, routing_all_to_all
+from scaling_lib.moe import (as_moe, capacity_buffer_bytes, expected_experts_touched, expert_sharded_memory,
+                             moe_weights, routing_all_to_all)
 
 # sb7-worked as a 16-expert MoE: 64 layers x 3 x 4,096 x 16,384 x 16 experts = 206,158,430,208 FFN parameters.
 SB7_EXPERT_PARAMS = 64 * 3 * 4096 * 16384 * 16
 
 
-def test_every_expert_active_touches_all_of_them():
+def test_a_batch_touches_every_expert_when_all_are_active_and_none_when_idle():
     assert expected_experts_touched(4, 4, 3) == 4.0
+    # An expected token count of zero (an idle step) is allowed: E (1 - (1 - k/E)^0) = 0.
+    assert expected_experts_touched(16, 2, 0) == 0.0
 
 
-def test_expert_sharded_memory_in_int8_by_hand_with_the_default_model_shards():
-    # int8 over 16 expert shards (and the default 1 model shard): 12,884,901,888 B per chip.
-    memory = expert_sharded_memory(as_moe("sb7-worked", 16, 2), "tpu-v5e", expert_shards=16, dtype="int8")
-    assert memory.expert_bytes_per_chip == SB7_EXPERT_PARAMS / 16
-
-
-def test_expert_sharded_memory_defaults_to_bf16():
-    # bf16 this time, so bytes per element (2) multiplies: 206,158,430,208 x 2 / 16 shards.
-    memory = expert_sharded_memory(as_moe("sb7-worked", 16, 2), "tpu-v5e", expert_shards=16)
-    assert memory.expert_bytes_per_chip == SB7_EXPERT_PARAMS * 2 / 16
-
-
-def test_moe_weights_of_a_model_that_is_already_an_moe_start_from_its_dense_form():
-    assert moe_weights(as_moe("sb7-worked", 8, 2), 16, 2) == moe_weights("sb7-worked", 16, 2)
-
-
-def test_routing_all_to_all_refuses_expert_shards_that_do_not_divide_the_experts():
-    with pytest.raises(ValueError, match=r"expert_shards=3 does not divide n_experts=16; pick one of \[1, 2, 4, 8, 16\]"):
-        routing_all_to_all(as_moe("sb7-worked", 16, 2), "tpu-v5e", batch=16, expert_shards=3)
-
-
-def test_expert_sharded_bf16_weights_add_up_to_mixtrals_published_size():
+def test_expert_sharded_weights_by_hand_and_against_mixtrals_published_size():
+    # int8 over 16 expert shards (and the default 1 model shard): 12,884,901,888 B per chip; bf16 by default, so
+    # bytes per element (2) multiplies: 206,158,430,208 x 2 / 16 shards.
+    moe = as_moe("sb7-worked", 16, 2)
+    assert expert_sharded_memory(moe, "tpu-v5e", expert_shards=16, dtype="int8").expert_bytes_per_chip == \
+        SB7_EXPERT_PARAMS / 16
+    assert expert_sharded_memory(moe, "tpu-v5e", expert_shards=16).expert_bytes_per_chip == SB7_EXPERT_PARAMS * 2 / 16
     # Mistral AI's Mixtral 8x7B announcement: 46.7B parameters in all, so 93.4 GB in bf16 (2 bytes each). With the
     # experts split 8 ways and nothing else split, one copy of the weights is 8 chips' expert shares plus the
     # attention, router and embeddings that every chip holds.
     memory = expert_sharded_memory("mixtral-8x7b", "h100", expert_shards=8, model_shards=1, dtype="bf16")
     one_copy = 8 * memory.expert_bytes_per_chip + memory.other_bytes_per_chip
     assert one_copy == pytest.approx(2 * 46.7e9, rel=0.01)
-
-
-def test_no_tokens_touch_no_experts():
-    # An expected token count of zero (an idle step) is allowed: E (1 - (1 - k/E)^0) = 0.
-    assert expected_experts_touched(16, 2, 0) == 0.0
+    # The weights of a model that is already an MoE start from its dense form.
+    assert moe_weights(as_moe("sb7-worked", 8, 2), 16, 2) == moe_weights("sb7-worked", 16, 2)
 
 
 @pytest.mark.parametrize("experts, active", [(16, 2), (8, 1), (64, 8)])
@@ -56,3 +41,16 @@ def test_a_buffer_that_can_drop_nothing_moves_e_over_k_times_the_routed_activati
     routed = routing_all_to_all(moe, "tpu-v5e", batch, expert_shards=1, activation_dtype="int8").bytes_each
     assert capacity_buffer_bytes(experts, batch, moe.d_model, "int8") == routed * experts / active
 
+
+# --- Bad input: a ValueError naming the argument and the fix ---------------------------------------------------------
+@pytest.mark.parametrize("call, words", [
+    (lambda: routing_all_to_all(as_moe("sb7-worked", 16, 2), "tpu-v5e", batch=16, expert_shards=3),
+     r"expert_shards=3 does not divide n_experts=16; pick one of \[1, 2, 4, 8, 16\]"),
+    (lambda: routing_all_to_all("llama3-8b", "tpu-v5e", 16, 8), "is dense"),
+    (lambda: expert_sharded_memory(as_moe("sb7-worked", 16, 2), "tpu-v5e", expert_shards=3),
+     "expert_shards=3 does not divide n_experts=16"),
+    (lambda: expected_experts_touched(2, 4, 10), "n_active_experts=4 exceeds"),
+])
+def test_bad_input_gets_a_value_error_naming_the_argument_and_the_fix(call, words):
+    with pytest.raises(ValueError, match=words):
+        call()

@@ -7,6 +7,7 @@ docstring defines TTFT), filters by the targets and takes the cheapest. It share
 bisection, no bound, no replica shortcut.
 """
 
+import dataclasses
 import math
 import re
 
@@ -14,6 +15,7 @@ import pytest
 
 from scaling_lib.estimate import Deployment, max_batch, offline_estimate, resolve_efficiency, step_estimate
 from scaling_lib.hardware import get_chip
+from scaling_lib.load import load_estimate
 from scaling_lib.models import get_model
 import scaling_lib.plan as plan_module
 from scaling_lib.plan import (KV_DTYPES, PlannedDeployment, TargetUnreachable, _Design, pareto_frontier, plan,
@@ -249,7 +251,7 @@ def test_price_deployment_prices_one_deployment_as_plan_prices_its_choice(exampl
     again = price_deployment("llama3-70b", "h100", b.n_chips, 2000, 500, tensor_parallel=b.tensor_parallel,
                              batch=b.batch, weight_dtype=b.weight_dtype, kv_dtype=b.kv_dtype,
                              price_per_chip_hour=2.5)
-    assert again == b
+    assert _offline(again) == _offline(b)
     unpriced = price_deployment("llama3-70b", "h100", 16, 2000, 500, tensor_parallel=8)
     assert unpriced.replicas == 2 and unpriced.dollars_per_million_output_tokens is None
     d = Deployment("llama3-70b", "h100", 16, tensor_parallel=8)
@@ -530,6 +532,11 @@ def test_one_output_token_is_refused_naming_output_len_and_the_least_it_takes():
     assert re.search(r"\bat least 2 output tokens\b", str(caught.value))
 
 
+def _offline(point):
+    """A record without the rate it sustains under load, which holds the targets of the plan that made it."""
+    return dataclasses.replace(point, max_request_rate=None)
+
+
 def _rows(text):
     """describe()'s table above the frontier as {label: value} (label and value are set apart by two spaces or more)."""
     table = text.split("\n\n")[0]
@@ -566,12 +573,13 @@ def test_the_printed_plan_states_the_workload_targets_best_deployment_and_prices
     assert _number(r"\b([\d,]+) iterations priced\b", text) == result.evaluated
     lines = text.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("frontier"))
-    assert lines[start + 1].split() == ["TPOT", "ms", "TTFT", "ms", "$/M", "out", "deployment"]
+    assert lines[start + 1].split() == ["TPOT", "ms", "TTFT", "ms", "$/M", "out", "max", "req/s", "deployment"]
     points = lines[start + 2:]
     assert len(points) == len(result.frontier) > 1
     for line, point in zip(points, result.frontier):
-        tpot_ms, ttft_ms, dollars, layout = line.split(maxsplit=3)
+        tpot_ms, ttft_ms, dollars, rate, layout = line.split(maxsplit=4)
         assert float(dollars) == pytest.approx(point.dollars_per_million_output_tokens_all_in, abs=5e-4)
+        assert float(rate.replace(",", "")) == pytest.approx(point.max_request_rate, rel=5e-3)  # three significant digits
         assert layout == point.describe()
 
 
@@ -588,7 +596,7 @@ def test_a_planned_deployment_describes_its_replicas_split_batch_and_formats():
                          kv_dtype="fp8")
     text = p.describe()
     for words in (r"^4 replica\(s\)", r"\b2-way tensor parallelism\b", r"\bon 8 x h100\b", r"\bbatch 3 per replica\b",
-                  r"\bweights int4\b", r"\bKV fp8$"):
+                  r"\bweights int4\*", r"\bKV fp8$"):
         assert re.search(words, text), (words, text)
 
 
@@ -806,7 +814,8 @@ def test_the_frontier_is_every_unbeaten_point_of_the_batches_it_samples_over_all
         q.tpot_s <= p.tpot_s and q.dollars_per_million_output_tokens_all_in < p.dollars_per_million_output_tokens_all_in
         or q.tpot_s < p.tpot_s and q.dollars_per_million_output_tokens_all_in <= p.dollars_per_million_output_tokens_all_in
         for q in meeting)}
-    assert set(result.frontier) == unbeaten and len(unbeaten) >= 5
+    # the rate each point sustains under load is plan's alone (it holds the plan's targets): compare the rest
+    assert {_offline(p) for p in result.frontier} == {_offline(p) for p in unbeaten} and len(unbeaten) >= 5
 
 
 def test_the_frontier_keeps_a_designs_point_that_a_faster_point_beats_only_at_the_designs_batch_one():
@@ -840,3 +849,60 @@ def test_the_frontier_skips_a_design_only_when_its_least_cost_is_beaten_not_its_
     assert b.least_cost() == 2.0 and a.least_cost() == 4.0
     frontier = plan_module._frontier([b, a], None, {})
     assert [(p.weight_dtype, p.batch_per_replica) for p in frontier] == [("a", 1), ("b", 2)]
+
+
+# ----------------------------------------------------------------------------------------------- under load
+# Each deployment `plan` returns is priced again through the public load model on the whole deployment
+# (`load.load_estimate`), which shares no search code with plan: the targets must hold at the rate or load it reports.
+MLPERF_LIKE = dict(model="llama3-70b", chips=["h100", "h200"], max_chips=4, input_len=2000, output_len=500,
+                   prices={"h100": 2.5, "h200": 3.5})
+
+
+def _deployment(p):
+    return Deployment(p.model, p.chip, p.n_chips, weight_dtype=p.weight_dtype, kv_dtype=p.kv_dtype,
+                      compute_dtype=p.compute_dtype, tensor_parallel=p.tensor_parallel)
+
+
+def _meets(result, targets):
+    return all(getattr(result, f"{name}_s") <= value for name, value in targets.items())
+
+
+def test_without_weights_plan_searches_the_models_own_precision_and_never_goes_below_8_bits():
+    for model, chips, own in (("llama3-70b", ["h100", "b200"], "bf16"), ("deepseek-v3", ["h200"], "fp8")):
+        result = plan(model, chips, 16, 2000, 500, prices=2.5)
+        assert {p.weight_dtype for p in (result.best, *result.frontier)} == {own}
+    with pytest.raises(ValueError, match="nvfp4 and mxfp4 only on chips that compute them"):
+        plan("llama3-8b", "h100", 1, 1000, 200, prices=2.5, weight_dtypes="nvfp4")
+
+
+def test_every_deployment_carries_the_highest_poisson_rate_at_which_it_meets_the_p99_targets():
+    targets = dict(ttft_p99=2.0, tpot_p99=0.2)
+    result = plan(**MLPERF_LIKE, **targets)
+    assert result.frontier and result.best in result.frontier
+    for p in (result.best, *result.frontier):
+        at_rate = load_estimate(_deployment(p), 2000, 500, request_rate=p.max_request_rate)
+        assert _meets(at_rate, targets)
+        assert (p.ttft_p99_s, p.tpot_p99_s) == pytest.approx((at_rate.ttft_p99_s, at_rate.tpot_p99_s), rel=1e-9)
+        if p.max_request_rate < at_rate.saturation_rate:  # a little faster misses a target (or saturates)
+            faster = p.max_request_rate * 1.01
+            assert faster >= at_rate.saturation_rate or not _meets(
+                load_estimate(_deployment(p), 2000, 500, request_rate=faster), targets)
+    # run at that rate, a deployment's chips cost what that rate's tokens pay: the best is the cheapest of them
+    assert result.best.dollars_per_million_output_tokens_all_in == min(
+        p.dollars_per_million_output_tokens_all_in for p in result.frontier)
+
+
+@pytest.mark.parametrize("load", [dict(request_rate=4.5), dict(concurrency=200)], ids=["rate", "concurrency"])
+def test_under_a_load_plan_runs_the_fewest_replicas_that_meet_the_targets_there(load):
+    targets = dict(ttft_p99=2.0, tpot_p99=0.1)
+    best = plan(**{**MLPERF_LIKE, "chips": "h100", "max_chips": 8}, **targets, **load).best
+    there = load_estimate(_deployment(best), 2000, 500, **load)
+    assert _meets(there, targets)
+    assert (best.ttft_s, best.tpot_s, best.output_tokens_per_s) == pytest.approx(
+        (there.ttft_s, there.tpot_s, there.output_tokens_per_s), rel=1e-9)
+    assert best.replicas > 1  # each load is chosen to need more than one replica of the best design
+    fewer = dataclasses.replace(best, n_chips=best.n_chips - best.tensor_parallel)
+    try:  # one replica fewer misses a target or cannot serve the rate at all
+        assert not _meets(load_estimate(_deployment(fewer), 2000, 500, **load), targets)
+    except ValueError as error:
+        assert "saturation rate" in str(error)

@@ -6,7 +6,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from scaling_lib.quantization import absmax_scale, dot_error_bound, quantization_table, rounding_bound
+from scaling_lib.quantization import absmax_scale, dot_error_bound, quantization_table, rounding_bound, step_ratio_grid
 
 
 def test_int8_uses_a_whole_top_bucket_and_errs_by_at_most_half_a_step():
@@ -30,7 +30,7 @@ def test_fp8_e4m3_rounding_errs_by_at_most_one_sixteenth_of_the_largest_value():
     assert np.max(np.abs(v - q)[normal] / np.abs(v[normal])) <= 2.0**-4 * (1 + 1e-9)
 
 
-def test_dot_error_bound_holds_for_adversarial_weights_and_adds_the_activation_term():
+def test_dot_error_bound_holds_for_adversarial_weights_and_rounds_the_activations_in_their_own_format():
     k, amax = 4096, 0.05
     step = absmax_scale(amax)
     w = np.full(k, (100.5 - 1e-3) * step)  # every weight sits just under a rounding midpoint
@@ -39,17 +39,22 @@ def test_dot_error_bound_holds_for_adversarial_weights_and_adds_the_activation_t
     worst = abs(x @ w - x @ q)
     assert worst <= dot_error_bound(k, 1.0, amax) and worst > 0.9 * dot_error_bound(k, 1.0, amax)
     assert dot_error_bound(k, 1.0, amax, "int8", "int8") > dot_error_bound(k, 1.0, amax)
-    with pytest.raises(ValueError, match="int8"):
-        absmax_scale(1.0, "bf16")
-
-
-def test_quantization_table_refuses_an_empty_list_of_schemes():
-    with pytest.raises(ValueError, match="schemes must list at least 1 entry"):
-        quantization_table("llama3-8b", "h100", 1, 1024, 8, schemes=[])
-
-
-def test_dot_error_bound_rounds_the_activations_in_their_own_format():
     # int8 weights of absmax 1 (a step of 1/127.5, so dw = 1/127.5/2) and int4 activations of absmax 1 (a step of
     # 1/7.5, dx = 1/7.5/2), 10 terms: 10 (dw + dx + dx dw).
     dw, dx = 1 / 127.5 / 2, 1 / 7.5 / 2
     assert dot_error_bound(10, 1.0, 1.0, "int8", "int4") == pytest.approx(10 * (dw + dx + dx * dw), rel=1e-12)
+
+
+# --- Bad input: a ValueError naming the argument and the fix ---------------------------------------------------------
+@pytest.mark.parametrize("call, words", [
+    (lambda: absmax_scale(1.0, "bf16"), "int8"),
+    (lambda: quantization_table("llama3-8b", "h100", 1, 1024, 8, schemes=[]), "schemes must list at least 1 entry"),
+    (lambda: quantization_table("llama3-8b", "h100", 1, 1024, 8, schemes=[("int3", "bf16", "bf16")]), "unknown dtype"),
+    (lambda: step_ratio_grid("llama3-8b", "h100", 1, (), (1024,)), "batches must list at least 1 entry"),
+    (lambda: step_ratio_grid("llama3-8b", "h100", 1, (8,), (1024,), scheme=("fp8", "fp8")),
+     r"scheme is a \(weight_dtype, kv_dtype, compute_dtype\) triple"),
+    (lambda: step_ratio_grid("llama3-8b", "h100", 1, (0,), (1024,)), "batches entry must be a positive integer"),
+])
+def test_bad_input_gets_a_value_error_naming_the_argument_and_the_fix(call, words):
+    with pytest.raises(ValueError, match=words):
+        call()

@@ -50,8 +50,13 @@ def test_report_takes_tensor_parallel_as_replicas_and_refuses_a_prompt_longer_th
 def test_report_refuses_what_does_not_fit_naming_the_bytes():
     with pytest.raises(ValueError, match="does not fit.*GB"):
         report("llama3-70b", "h100", 1)
-    with pytest.raises(ValueError, match="does not fit"):
-        report("llama3-70b", "h100", 8, batch=10_000)
+    # a batch past what the engine runs is refused naming the largest batch the report gives (memory or the cap)
+    fits = report("llama3-70b", "h100", 8).max_batch
+    with pytest.raises(ValueError, match=f"does not fit.*the largest batch that fits is {fits};"):
+        report("llama3-70b", "h100", 8, batch=fits + 1)
+    assert report("llama3-70b", "h100", 8, batch=fits).batch == fits
+    with pytest.raises(ValueError, match="exceed max_sequences=2,048, the engine's cap"):
+        report("llama3-70b", "h100", 8, context_len=128, batch=10_000)
     with pytest.raises(ValueError, match="price_per_chip_hour"):
         report("llama3-8b", "h100", 1, price_per_chip_hour=-1)
 
@@ -147,7 +152,9 @@ def test_cli_bad_option_values_are_one_line_naming_the_option_and_exit_2(option,
 @pytest.mark.parametrize("argv, names", [
     (["--weights", "fp7"], "unknown dtype 'fp7'"), (["--kv", "int3"], "unknown dtype 'int3'"),
     (["--compute", "int4"], "compute_dtype"), (["--context", "99999999"], "does not fit"),
-    (["--batch", "100000000"], "does not fit"), (["--bogus"], "unrecognized arguments: --bogus"),
+    (["--batch", "100000000"], "argument --batch: 100,000,000 sequences are more than the "
+                               f"{report('llama3-8b', 'h100', 1).max_batch} that fit"),  # the report's largest batch
+    (["--bogus"], "unrecognized arguments: --bogus"),
     (["--context", "100", "--prompt", "1000"], "argument --prompt: 1000 tokens do not fit in --context 100"),
 ])
 def test_cli_other_bad_options_are_one_line_and_exit_2(argv, names, capsys):

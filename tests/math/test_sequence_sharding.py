@@ -19,19 +19,14 @@ def test_each_chip_reads_one_nth_of_the_cache_and_pays_latency_bound_all_reduces
     assert split.combine_s == pytest.approx(118 * 2 * 2 * 6e-6)
     ring = sequence_sharded_attention("palm-540b", "tpu-v4", 64, batch=1, context_len=65536, mesh_shape=(64,))
     assert ring.combine_s == pytest.approx(118 * 2 * 2 * 32e-6)  # one ring of 64: 32 hops a round
-    with pytest.raises(ValueError, match="equal slices"):
-        sequence_sharded_attention("palm-540b", "tpu-v4", 64, batch=1, context_len=1000)
 
 
-def test_the_combined_array_is_b_n_h_plus_one_values():
+def test_the_combined_array_is_b_n_h_plus_one_values_and_the_cache_is_read_in_its_own_format():
     # batch 1, fp32: 1 x 48 heads x (256 + 1) x 4 B = 49,344 B; in bf16 half of it.
     split = sequence_sharded_attention(PALM, V4, 64, batch=1, context_len=65536)
     assert split.n_chips == 64 and split.combine_bytes == 49_344
     half = sequence_sharded_attention(PALM, V4, 64, batch=1, context_len=65536, activation_dtype="bf16")
     assert half.combine_bytes == 24_672
-
-
-def test_an_int8_cache_is_half_the_bf16_one_on_each_chip():
     # 65,536 x 118 x 2 x 256 x 1 B / 64 = 61,865,984 B per chip
     assert sequence_sharded_attention(PALM, V4, 64, 1, 65536, kv_dtype="int8").kv_bytes_per_chip == 61_865_984
 
@@ -49,11 +44,13 @@ def test_a_large_batch_makes_both_all_reduces_bandwidth_bound_by_hand():
     assert ring.total_s == pytest.approx(ring.kv_read_s + ring.combine_s, rel=1e-12)
 
 
-def test_a_mesh_that_does_not_hold_n_chips_is_named():
-    with pytest.raises(ValueError, match=r"\bmesh_shape\b \(4, 4\) holds 16 chips, not n_chips=64"):
-        sequence_sharded_attention(PALM, V4, 64, batch=1, context_len=65536, mesh_shape=(4, 4))
-
-
-def test_a_context_that_does_not_split_evenly_names_the_slices():
-    with pytest.raises(ValueError, match=r"context_len=1000 does not split into 64 equal slices"):
-        sequence_sharded_attention(PALM, V4, 64, batch=1, context_len=1000)
+# --- Bad input: a ValueError naming the argument and the fix ---------------------------------------------------------
+@pytest.mark.parametrize("call, words", [
+    (lambda: sequence_sharded_attention(PALM, V4, 64, batch=1, context_len=65536, mesh_shape=(4, 4)),
+     r"\bmesh_shape\b \(4, 4\) holds 16 chips, not n_chips=64"),
+    (lambda: sequence_sharded_attention(PALM, V4, 64, batch=1, context_len=1000),
+     r"context_len=1000 does not split into 64 equal slices"),
+])
+def test_bad_input_gets_a_value_error_naming_the_argument_and_the_fix(call, words):
+    with pytest.raises(ValueError, match=words):
+        call()

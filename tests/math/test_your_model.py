@@ -1,7 +1,7 @@
 """The page's estimate form and the command line agree: both print `your_model.estimate_deployment`'s table. The form's
 Python (the code answer_boxes.js runs in Pyodide) is run here in CPython with the strings a reader types, and its
-output compared with `python -m scaling_lib estimate` given the same inputs; then what the form got wrong before:
-weights per chip are the tensor-parallel group's, a pasted config's formats are used, its position limit is enforced."""
+output compared with `python -m scaling_lib estimate` given the same inputs; then what the form must state: weights
+per chip are the tensor-parallel group's, a pasted config's formats are used, its position limit is enforced."""
 
 import json
 import re
@@ -32,11 +32,11 @@ FP8 = {**json.loads((CONFIGS / "llama-3.1-8b.json").read_text()),
 CASES = {
     "a pasted fp8 config": ({"model": "llama3-70b", "config": json.dumps(FP8), "chip": "h100", "chips": "1",
                              "tensor_parallel": "", "batch": "", "context_len": "", "weight_dtype": "",
-                             "kv_dtype": "", "compute_dtype": "bf16", "price_per_chip_hour": ""},
+                             "kv_dtype": "", "compute_dtype": "", "price_per_chip_hour": ""},
                             ["--config", "{config}", "--chip", "h100", "--chips", "1"]),
     "tensor parallelism": ({"model": "llama3-70b", "config": "", "chip": "h200", "chips": "8", "tensor_parallel": "2",
                             "batch": "16", "context_len": "4096", "weight_dtype": "", "kv_dtype": "",
-                            "compute_dtype": "bf16", "price_per_chip_hour": "3"},
+                            "compute_dtype": "", "price_per_chip_hour": "3"},
                            ["--model", "llama3-70b", "--chip", "h200", "--chips", "8", "--tensor-parallel", "2",
                             "--batch", "16", "--context", "4096", "--price", "3"]),
 }
@@ -53,14 +53,12 @@ def test_the_form_prints_what_the_command_line_prints_for_the_same_inputs(case, 
     assert ok and shown.strip() == printed
 
 
-def test_weights_per_chip_are_the_tensor_parallel_groups(form):
+def test_weights_per_chip_are_the_tensor_parallel_groups_in_the_pasted_configs_formats_unless_others_are_chosen(form):
     # LLaMA-3-70B in bf16 on 8 chips as 4 replicas of 2: each chip holds half the weights, 70.6 GB (not an eighth)
     ok, shown = form(CASES["tensor parallelism"][0])
     per_chip = param_count("llama3-70b") * 2 / 2
     assert ok and f"({per_chip / 1e9:,.1f} GB per chip of the 2-way group)" in shown
-
-
-def test_a_pasted_configs_formats_are_used_unless_others_are_chosen(form):
+    # A pasted config's formats are used unless others are chosen.
     fields = CASES["a pasted fp8 config"][0]
     ok, shown = form(fields)
     # fp8 linear layers (one fp32 scale per 128 x 128 block) and the two 128,256 x 4,096 tables in bf16

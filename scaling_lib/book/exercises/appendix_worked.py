@@ -71,7 +71,7 @@ EXERCISES = (
                       "only the K = 8 key/value heads are cached; the 32 query heads share them."),
              ))),
     Exercise("wp.q2-max-batch", "Largest batch of 8,192-token sequences on 16 v5e, everything int8 (round down).",
-             Number("", q2_batch, integer=True, slips=(
+             Number("", q2_batch, integer=True, rounding="down", slips=(
                  Slip("keys only", lambda: q2_batch(kv_dtype="int4"),  # half the cache bytes, as 4 bits would be
                       "each cached token holds a key AND a value for every KV head of every layer."),
                  Slip("a bf16 cache", lambda: q2_batch(kv_dtype="bf16"),
@@ -84,7 +84,7 @@ EXERCISES = (
                       "only the K = 8 KV heads are cached; the 32 query heads share them."),
              ))),
     Exercise("wp.q2-max-batch-mqa", "The same with one KV head (round down).",
-             Number("", lambda: q2_batch(1), integer=True, slips=(
+             Number("", lambda: q2_batch(1), integer=True, rounding="down", slips=(
                  Slip("the 8-head model", q2_batch, "with one KV head each token's cache is 8 times smaller."),
                  Slip("rounding up", lambda: math.ceil(_q2_unrounded(1)),
                       "the last, partial sequence does not fit: round down."),

@@ -16,6 +16,14 @@ def _matmul():
 
 EXERCISES = (
     Exercise(
+        id="ch1.ridge-ironwood-fp8",
+        question="What is the ridge point of an Ironwood (TPU7x) chip when the math runs in fp8, in FLOPs per byte?",
+        answer=Number("FLOPs/B", lambda: ridge_point("ironwood", "fp8"), slips=(
+            Slip("the bf16 rate, or B_crit with its b_w / 2", lambda: ridge_point("ironwood", "bf16"),
+                 "the ridge point is C / W_hbm with C the fp8 rate, and no b_w / 2 factor."),
+        )),
+    ),
+    Exercise(
         id="ch1.bcrit-v6e-int4",
         question="A TPU v6e serves a model whose weights are stored in int4 (two weights per byte) and converted to "
                  "bf16 just before each matmul. What is its critical batch size, in tokens?",
@@ -99,14 +107,6 @@ EXERCISES = (
                  "G = N / K query heads share each KV head."),
             Slip("G = N", lambda: attention_intensity(5, 8192, group_size=64),
                  "G is query heads per KV head, N / K = 8, not N."),
-        )),
-    ),
-    Exercise(
-        id="ch1.ridge-ironwood-fp8",
-        question="What is the ridge point of an Ironwood (TPU7x) chip when the math runs in fp8, in FLOPs per byte?",
-        answer=Number("FLOPs/B", lambda: ridge_point("ironwood", "fp8"), slips=(
-            Slip("the bf16 rate, or B_crit with its b_w / 2", lambda: ridge_point("ironwood", "bf16"),
-                 "the ridge point is C / W_hbm with C the fp8 rate, and no b_w / 2 factor."),
         )),
     ),
     Exercise(

@@ -67,7 +67,8 @@ EXERCISES = (
                 Slip("one layer", lambda: kv_cache_bytes("llama3-8b", 32768) / get_model("llama3-8b").n_layers,
                      "every one of the L layers keeps its own keys and values."),
             )),
-            Number("sequences", _sequences_past_weights, integer=True, name="outweigh", slips=(
+            Number("sequences", _sequences_past_weights, integer=True, rounding="up", name="outweigh",
+                   label="sequences to outweigh the weights", slips=(
                 Slip("rounding down", lambda: _sequences_past_weights() - 1,
                      "that many caches still weigh less than the weights: one more tips the balance."),
                 Slip("keys only", lambda: _sequences_past_weights(keys_only=True),
@@ -83,7 +84,7 @@ EXERCISES = (
                  "What is the largest batch of 8,192-token sequences that fits in HBM? Round down: a part of a "
                  "sequence does not fit.",
         answer=Number("sequences", lambda: max_batch_size("llama3-70b", "tpu-v5e", 16, 8192, "bf16", "bf16"),
-                      integer=True, slips=(
+                      integer=True, rounding="down", slips=(
             Slip("rounding up, or weights without the input embedding (P_mm)",
                  lambda: math.ceil(_free_over_sequence()),
                  "the last, partial sequence does not fit: round down. And HBM holds every parameter, the input "

@@ -37,7 +37,7 @@ EXERCISES = (
                  "tokens) with every 4th layer global. How large is the KV cache under each, in GB?",
         answer=(
             Number("GB", lambda: kv_cache_bytes(get_model("llama3-70b").with_(n_kv_heads=1), 32768), name="mqa",
-                   quantity="kv", slips=(
+                   label="multiquery", quantity="kv", slips=(
                 Slip("the GQA cache (K = 8), or bits for bytes", lambda: kv_cache_bytes("llama3-70b", 32768),
                      "both land here, 8 times the cache: multiquery attention keeps a single KV head per layer; and "
                      "a cache is counted in bytes, 8 bits each."),
@@ -46,7 +46,7 @@ EXERCISES = (
                      "each of the model's layers keeps its own single KV head."),
             )),
             Number("GB", lambda: local_global_kv_bytes("llama3-70b", 32768, window=4096, global_every=4),
-                   name="local_global", quantity="kv", slips=(
+                   name="local_global", label="local/global", quantity="kv", slips=(
                 Slip("every layer global", lambda: kv_cache_bytes("llama3-70b", 32768),
                      "the local layers keep only the last 4,096 tokens."),
                 Slip("every layer local", lambda: kv_cache_bytes("llama3-70b", 4096),

@@ -52,7 +52,7 @@ EXERCISES = (
                  "before the bytes of its ICI collectives take longer than the weight read (the bytes-only bound; "
                  "their hops are left out)? Use the unrounded $\\beta$ and give the largest whole number of ways "
                  "$n \\le F/(B\\beta)$.",
-        answer=Number("ways", lambda: _ways(beta("ironwood")), integer=True, slips=(
+        answer=Number("ways", lambda: _ways(beta("ironwood")), integer=True, rounding="down", slips=(
             Slip("one-way link bandwidth", lambda: _ways(2 * beta("ironwood")),
                  "beta divides the HBM bandwidth by the bidirectional bandwidth of a link."),
             Slip("the TPU v5e's beta", lambda: _ways(beta("tpu-v5e")),
@@ -118,14 +118,14 @@ EXERCISES = (
                  "split by KV heads first (as evenly as the numbers allow) and then by batch. How many ways is the "
                  "batch split? How many all-to-alls does one decode step run, over all layers?",
         answer=(
-            Number("ways", lambda: _kv_13b().batch_shards, integer=True, name="batch_ways", slips=(
+            Number("ways", lambda: _kv_13b().batch_shards, integer=True, name="batch_ways", label="batch split", slips=(
                 Slip("the head split", lambda: _kv_13b().head_shards,
                      "that is how many ways the KV heads split; the batch takes the rest of the 32 chips."),
                 Slip("40 heads over 32 chips", lambda: 1,
                      "40 heads do not split evenly 32 ways: the head split must divide both K and n."),
             )),
             Number("", lambda: _kv_13b().all_to_alls_per_attention_layer * get_model("llama2-13b").n_layers,
-                   integer=True, name="all_to_alls", slips=(
+                   integer=True, name="all_to_alls", label="all-to-alls", slips=(
                 Slip("one layer", lambda: _kv_13b().all_to_alls_per_attention_layer,
                      "every attention layer runs its own pair of all-to-alls."),
                 Slip("one all-to-all per layer", lambda: get_model("llama2-13b").n_layers,

@@ -116,7 +116,7 @@ EXERCISES = (
         question="With attention sharded over the batch and 30% of each TPU v4's 32 GiB of HBM for the cache, what "
                  "is the longest context PaLM 540B's multiquery KV cache allows at batch 256 on 64 chips? Round down "
                  "to a whole token.",
-        answer=Number("tokens", _context, integer=True, slips=(
+        answer=Number("tokens", _context, integer=True, rounding="down", slips=(
             Slip("sharding over heads", lambda: _context("heads"),
                  "with one KV head, head sharding replicates the whole cache on every chip; over the batch each "
                  "chip keeps 256 / 64 sequences."),

@@ -2,6 +2,7 @@
 
 from ...hardware import get_chip
 from ...inference import decode_step_time
+from ...load import Engine
 from ...serving import kv_transfer_bytes, kv_transfer_time, prefill_latency, prefill_to_decode_ratio, server_ratio
 from .exercise import Choice, Exercise, Number, Slip
 
@@ -14,6 +15,17 @@ def _ratio_with_step_at(context_len: float) -> float:
     prefill = prefill_latency("llama3-70b", "tpu-v5e", 16, _PROMPT, mfu=0.4)
     step = decode_step_time("llama3-70b", "tpu-v5e", 16, _BATCH, context_len).total_s
     return prefill_to_decode_ratio(prefill, step, _BATCH, _OUTPUT)
+
+
+_B_MAX, _STEP_S, _PROMPT_TOKENS, _OUTPUT_TOKENS = 320, 0.140, 2000, 500  # the saturation exercise's replica
+
+
+def _saturation(batch_share: float = 1.0, decode_steps: int = -1) -> float:
+    """`load.Engine.saturation_rate` of a replica holding at most _B_MAX sequences whose step takes _STEP_S at
+    that batch, with B_max scaled by `batch_share` and T_gen + `decode_steps` steps per request (the slips)."""
+    engine = Engine(lambda batch, prompt_tokens: _STEP_S, _PROMPT_TOKENS, _OUTPUT_TOKENS, _B_MAX, token_budget=None)
+    steps = (_OUTPUT_TOKENS + decode_steps) / (_OUTPUT_TOKENS - 1)
+    return engine.saturation_rate() * batch_share / steps
 
 
 def _ratio(mfu: float = 0.4) -> float:
@@ -73,6 +85,26 @@ EXERCISES = (
             Slip("ICI instead of the DCN", lambda: kv_transfer_time("llama3-70b", 32768, "tpu-v5e", 16,
                                                                     network="ici"),
                  "separate slices are joined by the data-centre network; ICI links stay inside a slice."),
+        )),
+    ),
+    Exercise(
+        id="ch9.saturation-rate-b320",
+        question="A replica serves requests of 2,000 prompt tokens and 500 output tokens with continuous batching. It "
+                 f"decodes at most $B_\\text{{max}}$ = {_B_MAX} sequences, and at that batch one step takes "
+                 f"{_STEP_S * 1e3:.0f} ms on average, its share of prompt chunks included. Above what rate of arriving "
+                 "requests does the queue grow without bound (the saturation rate)? Answer in requests/s, within "
+                 "±1%.",
+        answer=Number("requests/s", _saturation, rel_tol=0.01, slips=(
+            Slip("one request per step", lambda: _saturation(1 / _B_MAX, 1 - _OUTPUT_TOKENS),
+                 "every step advances all B_max sequences by one token: a step finishes B_max / (T_gen - 1) "
+                 "requests."),
+            Slip("the batch left out", lambda: _saturation(1 / _B_MAX),
+                 "B_max requests decode side by side, each for T_gen - 1 steps: Little's law on the decode phase."),
+            Slip("tokens per second", lambda: _saturation(1.0, 1 - _OUTPUT_TOKENS),
+                 "B_max / T_step counts tokens per second; a request needs T_gen - 1 of them after its first."),
+            Slip("the prompt counted in steps", lambda: _saturation(1.0, _PROMPT_TOKENS - 1),
+                 "a prompt goes through in a few chunks that share steps with the decodes; only the T_gen - 1 decode "
+                 "steps hold a slot."),
         )),
     ),
     Exercise(

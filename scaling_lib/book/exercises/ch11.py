@@ -1,11 +1,8 @@
 """Chapter 11 (how close do real systems come?): exercises. Every value, right or slipped, is a scaling_lib call."""
 
-import math
-
+from ...collectives import mesh_collective
 from ...estimate import offline_throughput
-from ...hardware import get_chip
 from ...models import get_model
-from ...sharding import beta, max_decode_model_parallelism
 from .exercise import Choice, Exercise, Number, Slip
 
 _IN, _OUT = 500, 1500  # the bound exercise's request: tokens in, tokens out
@@ -21,14 +18,11 @@ def _typical_70b(dtypes=None, efficiency="typical") -> float:
     return offline_throughput("llama3-70b", "h200", 1, 1000, 3000, efficiency=efficiency, **(dtypes or _FP8))
 
 
-def _one_link_beta() -> float:
-    """W_hbm over one NVLink link (one direction) of a B200: the slip of taking a link for the injection bandwidth."""
-    chip = get_chip("b200")
-    return chip.hbm_bandwidth / chip.topology.link_bandwidth
-
-
-def _ways(beta_value: float) -> int:
-    return math.floor(max_decode_model_parallelism(get_model("llama3-70b").d_ff, 48, beta_value))
+def _prefill_all_reduce_s(op="all-reduce", shape=(4, 4), wraparound=False) -> float:
+    """The bandwidth term of one of LLaMA-3-70B's prefill all-reduces of an 8,192-token prompt ([T, D] in bf16) on
+    TPU v5e axes of `shape` (`collectives.mesh_collective`)."""
+    d_model = get_model("llama3-70b").d_model
+    return mesh_collective(op, 8192 * d_model * 2, "tpu-v5e", shape, wraparound=wraparound).bandwidth_s
 
 
 EXERCISES = (
@@ -58,27 +52,22 @@ EXERCISES = (
         )),
     ),
     Exercise(
-        id="ch11.max-mp-llama3-70b-b48-b200",
-        question="What is $\\beta = W_\\text{hbm}/W$ of a B200 in an NVLink switch domain? Up to how many ways can a "
-                 "decode step of LLaMA-3-70B at batch 48 be tensor-parallel before its collectives outlast its weight "
-                 "read: the largest whole number $n \\le F/(B\\beta)$?",
-        answer=(
-            Number("x", lambda: beta("b200"), name="beta", slips=(
-                Slip("one NVLink link", _one_link_beta,
-                     "W is the injection bandwidth, all of a GPU's NVLink links together, not one link."),
-                Slip("the ratio upside down", lambda: 1 / beta("b200"),
-                     "beta is the HBM bandwidth over the collective bandwidth: W_hbm / W."),
-            )),
-            Number("ways", lambda: _ways(beta("b200")), integer=True, name="ways", slips=(
-                Slip("one NVLink link", lambda: _ways(_one_link_beta()),
-                     "W is the injection bandwidth, all of a GPU's NVLink links together, not one link."),
-                Slip("the node size", lambda: get_chip("b200").topology.domain_size,
-                     "the bandwidth limit F / (B beta) is the question; the node size is a separate limit."),
-                Slip("rounding up", lambda: math.ceil(max_decode_model_parallelism(get_model("llama3-70b").d_ff, 48,
-                                                                                  beta("b200"))),
-                     "past F / (B beta) the collectives outlast the weight read: take the largest whole n below it."),
-            )),
-        ),
+        id="ch11.prefill-all-reduce-v5e-4x4",
+        question="On the 16-chip TPU v5e slice of this chapter's prefill example (4 x 4, no wraparound), "
+                 "LLaMA-3-70B's 8,192-token prompt all-reduces its $[T, D]$ activations, 8,192 x 8,192 bf16 values, "
+                 "twice per layer. With the chapter's torus model (each axis a line, the axes' rates adding), how "
+                 "many ms does the bandwidth term of one such all-reduce take?",
+        answer=Number("ms", lambda: _prefill_all_reduce_s(), slips=(
+            Slip("rings instead of lines", lambda: _prefill_all_reduce_s(wraparound=True),
+                 "a v5e axis closes into a ring only when it spans 16 chips; these axes of 4 are lines, whose end "
+                 "chips take their shards through one link."),
+            Slip("one axis's links", lambda: _prefill_all_reduce_s(shape=(4,)),
+                 "the collective runs over both axes at once, so the links of both carry it: their rates add."),
+            Slip("one pass", lambda: _prefill_all_reduce_s(op="all-gather"),
+                 "an all-reduce is a reduce-scatter and then an all-gather: two passes over the links."),
+            Slip("the 16 chips as one ring", lambda: _prefill_all_reduce_s(shape=(16,), wraparound=True),
+                 "the slice is 4 x 4: two axes of links share the bytes, where a ring of 16 has only its own."),
+        )),
     ),
     Exercise(
         id="ch11.explain-short",

@@ -15,7 +15,7 @@ EXERCISES = (
         question="LLaMA-3-8B in bf16 on TPU v5e at 40% MFU: how many 30-token prompts must be prefilled together "
                  "before prefill is compute-bound (round up)?",
         answer=Number("", lambda: prefill_saturating_batch("llama3-8b", "tpu-v5e", 30, mfu=0.4), integer=True,
-                      slips=(
+                      rounding="up", slips=(
             Slip("peak rate, no MFU", lambda: prefill_saturating_batch("llama3-8b", "tpu-v5e", 30, mfu=1.0),
                  "at 40% MFU the FLOPs take 2.5 times longer, so fewer tokens already fill the weight read."),
             Slip("int8 weights", lambda: prefill_saturating_batch("llama3-8b", "tpu-v5e", 30, mfu=0.4,

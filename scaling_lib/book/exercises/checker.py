@@ -8,7 +8,11 @@ expected value or how far off you are: ask for that explicitly with `check(id, a
 
 Answers: a number (read in the exercise's unit), a string with a unit ("4.98 ms", "6.7 GB", "4.6k tokens", "1,234"),
 a letter for a multiple-choice part, and a tuple or dict for an exercise with several parts. Anything else gets a
-message saying what to write, never a traceback.
+message saying what to write, never a traceback; a long answer is quoted cut short, with a note that it was cut.
+
+The rendered book's answer boxes show the same verdicts in the page's words (`grade(..., page=True)`): no exercise
+id in front (the box sits under its exercise), what to type instead of the notebook's "replace None", and each part
+by its name in words.
 """
 
 import difflib
@@ -20,7 +24,7 @@ from dataclasses import dataclass
 from ...units import parse_unit, read_number, unit_spellings
 from ..text import print_text, wrap_text
 from . import ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08, ch09, ch10, ch11, ch12, ch13, ch14, appendix_worked
-from .exercise import Choice, Exercise, Number, is_whole
+from .exercise import Choice, Exercise, Number, is_whole, part_heading
 
 CHAPTER_SETS = (ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08, ch09, ch10, ch11, ch12, ch13, ch14, appendix_worked)
 
@@ -138,6 +142,17 @@ def _short(value, limit: int = 60) -> str:
     except Exception:  # noqa: BLE001 - a reader's object whose repr fails still gets a message
         text = f"<{type(value).__name__}>"
     return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+_ECHO = 60  # characters of a reader's text a verdict quotes
+
+
+def _echo(text: str) -> str:
+    """A reader's text as a verdict quotes it: its repr, or for a long text its first characters and a note that it
+    was cut (a 10,000-character answer gets a verdict of a few lines, not 10,000 characters)."""
+    if len(text) <= _ECHO:
+        return repr(text)
+    return f"{text[:_ECHO]!r}... (cut: {len(text):,} characters in all)"
 
 
 def _label(exercise_id) -> str:
@@ -259,9 +274,9 @@ def _read_unit(text: str, default_unit: str, scaled: bool = False):
     if len(meanings) == 1:
         return next(iter(meanings))
     if len(meanings) > 1:
-        raise _Unreadable(f"the unit {_short(text)} is ambiguous ({' or '.join(sorted(meanings.values()))}); "
+        raise _Unreadable(f"the unit {_echo(text)} is ambiguous ({' or '.join(sorted(meanings.values()))}); "
                           "write it in its usual case, e.g. ms for milliseconds, MB for megabytes")
-    raise _Unreadable(f"could not read the unit {_short(text)}; write one like {default_unit or 'x'}, ms, GB, GiB, "
+    raise _Unreadable(f"could not read the unit {_echo(text)}; write one like {default_unit or 'x'}, ms, GB, GiB, "
                       "tokens, tok/s, FLOPs/B or %")
 
 
@@ -299,6 +314,9 @@ def _read_number(answer, unit: str) -> tuple:
     try:
         value, rest = read_number(answer)
     except ValueError as problem:
+        if len(answer) > _ECHO:  # read_number quotes the whole text
+            raise _Unreadable(f"could not read a number from {_echo(answer)}; write it like '4.98 ms' or '240'") \
+                from None
         raise _Unreadable(str(problem)) from None
     factor, kind = _read_unit(rest, unit)
     return _finite(value * factor, answer, unit), kind
@@ -315,7 +333,7 @@ def _read_choice(answer, part: Choice) -> str:
     text = text.strip("().:[] ")
     if text in part.options:
         return text
-    raise _Unreadable(f"{_short(answer)} is not one of the options; answer with one of the letters {letters}")
+    raise _Unreadable(f"{_echo(answer)} is not one of the options; answer with one of the letters {letters}")
 
 
 # --- Judging -------------------------------------------------------------------------------------------------------
@@ -366,7 +384,9 @@ def _generic_hint(ratio: float, kind: str) -> tuple:
 def _answer_in(part: Number, value: float) -> str:
     """A value in the part's unit, readably: '7,024 tokens', '0.5786 ms', '524,288 tokens'."""
     scaled = value / parse_unit(part.unit)[0]
-    if abs(scaled) >= 1e4 or part.integer and is_whole(scaled):
+    if abs(scaled) >= 1e15:  # a reader's 1e300 is not written out in 300 digits
+        text = f"{scaled:.4g}"
+    elif abs(scaled) >= 1e4 or part.integer and is_whole(scaled):
         text = f"{scaled:,.0f}"
     else:
         text = f"{scaled:.4g}"
@@ -460,6 +480,22 @@ def _how_to_answer(exercise: Exercise) -> str:
     return f"this exercise has {len(parts)} parts: {names}; answer with a dict {example} or a tuple in that order"
 
 
+def _how_to_answer_in_page(exercise: Exercise) -> str:
+    """What the answer box asks for, in the page's words: the box shows each part's unit and rule beside its
+    input, and a reader types or picks, never edits a `None`."""
+    def one(part) -> str:
+        if isinstance(part, Choice):
+            return "pick one of the options"
+        unit = f" in {part.unit}" if part.unit else ""
+        if part.integer:
+            return f"type a whole number{unit}" + (f", rounded {part.rounding}" if part.rounding else "")
+        return f"type a number{unit} ({part.rule})"
+    parts = exercise.parts
+    if len(parts) == 1:
+        return one(parts[0])
+    return "answer each part (" + "; ".join(f"{part_heading(part)}: {one(part)}" for part in parts) + ")"
+
+
 def _split(exercise: Exercise, answer):
     """The answer to each part, in order (None where missing), or _Unreadable."""
     parts = exercise.parts
@@ -497,27 +533,33 @@ def _reveal(exercise: Exercise) -> tuple:
     return answers, lines
 
 
-def grade(exercise_id: str, answer=None, reveal: bool = False) -> Verdict:
+def grade(exercise_id: str, answer=None, reveal: bool = False, *, page: bool = False) -> Verdict:
     """Judge `answer` part by part. Prints nothing; never raises for a reader's input. Only `reveal=True` (the bool)
-    adds the expected answer; any other value of `reveal` gets a line saying so."""
+    adds the expected answer; any other value of `reveal` gets a line saying so.
+
+    `page=True` words the message for the rendered book's answer box (the same judgement): no "[id]" in front, what
+    to type or pick when nothing is answered yet, each part by its name in words (`part_heading`)."""
     exercise = _registered(exercise_id)
     if exercise is None:
-        return Verdict(_label(exercise_id), False, f"[{_label(exercise_id)}] {_unknown(exercise_id)}.")
-    prefix = f"[{exercise_id}]"
+        return Verdict(_label(exercise_id), False, ("" if page else f"[{_label(exercise_id)}] ")
+                       + f"{_unknown(exercise_id)}.")
+    prefix = "" if page else f"[{exercise_id}] "
     try:
         answers = _split(exercise, answer)
     except _Unreadable as problem:
-        return Verdict(exercise_id, False, f"{prefix} Cannot read that: {problem}.")
+        return Verdict(exercise_id, False, f"{prefix}Cannot read that: {problem}.")
     verdicts = tuple(_judge(part, given) for part, given in zip(exercise.parts, answers))
     correct = all(v.correct for v in verdicts)
     if not any(v.answered for v in verdicts):
-        message = f"{prefix} No answer yet: {_how_to_answer(exercise)}."
+        how = _how_to_answer_in_page(exercise) if page else _how_to_answer(exercise)
+        message = f"{prefix}No answer yet: {how}."
     elif len(verdicts) == 1:
-        message = f"{prefix} {verdicts[0].message}"
+        message = f"{prefix}{verdicts[0].message}"
     else:
         right = sum(v.correct for v in verdicts)
-        message = "\n".join([f"{prefix} {right} of {len(verdicts)} parts right."]
-                            + [f"  {v.name}: {v.message}" for v in verdicts])
+        names = [part_heading(part) if page else part.name for part in exercise.parts]
+        message = "\n".join([f"{prefix}{right} of {len(verdicts)} parts right."]
+                            + [f"  {name}: {v.message}" for name, v in zip(names, verdicts)])
     if reveal is not True and reveal is not False:  # "no" is a true value: only the bool True reveals
         message += (f"\n  reveal={_short(reveal)} is not True or False, so the answer stays hidden; pass "
                     "reveal=True to see it.")

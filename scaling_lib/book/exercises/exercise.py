@@ -47,6 +47,7 @@ class Convention:
 
 
 QUANTITIES = ("", "kv", "flops", "prefill")
+ROUNDINGS = ("", "down", "up")  # how a count is rounded: as it comes, down (what fits), up (what is needed)
 
 
 def _half(value: Callable[[], float]) -> Callable[[], float]:
@@ -98,9 +99,14 @@ class Number:
     name: str = ""
     quantity: str = ""
     model: str = ""
+    rounding: str = ""
+    label: str = ""
 
     def __post_init__(self):
         parse_unit(self.unit)
+        if self.rounding not in ROUNDINGS or self.rounding and not self.integer:
+            raise ValueError(f"rounding must be one of {ROUNDINGS} and is only for a count (integer=True), got "
+                             f"rounding={self.rounding!r} with integer={self.integer!r}")
         if self.quantity not in QUANTITIES:
             raise ValueError(f"quantity must be one of {QUANTITIES}, got {self.quantity!r}")
         if self.quantity == "prefill" and not self.model:
@@ -127,6 +133,25 @@ class Number:
             return "a whole number"
         return "exactly" if self.rel_tol == 0 else f"within ±{100 * self.rel_tol:g}%"
 
+    @property
+    def rule(self) -> str:
+        """How to give the answer, shown in the answer box before a first try: 'a whole number, rounded down', or
+        'within ±2%: 3 significant figures are enough' (the fewest figures whose rounding, half a unit of the last
+        one, stays within half the band, leaving the other half to the reader's own arithmetic)."""
+        if self.integer:
+            return "a whole number" + (f", rounded {self.rounding}" if self.rounding else "")
+        if self.rel_tol == 0:
+            return self.band
+        figures = 1
+        while 10.0 ** (1 - figures) > self.rel_tol * (1 + 1e-9):
+            figures += 1
+        return f"{self.band}: {figures} significant figures are enough"
+
+    @property
+    def heading(self) -> str:
+        """The part's name in words (`label`, else the name with spaces): 'bound', 'batch split'."""
+        return part_heading(self)
+
 
 @dataclass(frozen=True)
 class Choice:
@@ -137,6 +162,7 @@ class Choice:
     correct: str
     why: dict = field(default_factory=dict)
     name: str = ""
+    label: str = ""
 
     def __post_init__(self):
         if len(self.options) < 2 or not all(re.fullmatch(r"[a-z]", key) for key in self.options):
@@ -148,6 +174,16 @@ class Choice:
             raise ValueError(f"why must explain wrong options only; got keys {sorted(self.why)}")
         if self.name and not _NAME.match(self.name):
             raise ValueError(f"part name {self.name!r} must be lower-case letters, digits and _ (a Python name)")
+
+    @property
+    def rule(self) -> str:
+        """How to answer: 'one of the letters a, b, c'."""
+        return f"one of the letters {', '.join(self.options)}"
+
+    @property
+    def heading(self) -> str:
+        """The part's name in words (`label`, else the name with spaces)."""
+        return part_heading(self)
 
     def inline(self) -> str:
         """'(a) first; (b) second': the options on one line."""
@@ -192,6 +228,12 @@ class Exercise:
                 label = f"`{part.name}`, one of: " if part.name else ""
                 lines.append(f"{label}{part.inline()}.")
         return "\n\n".join(lines)
+
+
+def part_heading(part) -> str:
+    """A part's name as a reader reads it: its `label`, else its name with spaces for underscores ('' for the one
+    part of a single answer)."""
+    return part.label or part.name.replace("_", " ")
 
 
 def is_whole(value: float) -> bool:

@@ -1,6 +1,6 @@
 """Chapter 11, *How close do real systems come?*: its figures' checks."""
 
-from ...calibration import all_rows, compare, group_of, split_of
+from ...calibration import all_rows, compare, out_of_sample, split_of
 from ...estimate import BOUND, TYPICAL
 from ...measurements import pope_rows, trtllm_rows
 from .core import FigureDataError, close, figure_check
@@ -18,15 +18,16 @@ def _ch11_fractions(suptitle, axes, *, trt_bound):
           "Pope et al.: achieved fraction")
 
 
-@figure_check(r"^Typical estimate on the validation rows$")
-def _ch11_validation(suptitle, axes):
+@figure_check(r"^Typical estimate on every row it was not fitted on$")
+def _ch11_held_out(suptitle, axes):
+    """One scatter series per chip of every held-out comparison (the calibration's validation rows and the
+    out-of-sample runs), predicted against measured, with the y = x line and the 1.5x band."""
     ax = axes[0]
+    held_out = [compare(row, TYPICAL) for row in all_rows() if split_of(row) == "validation"]
     expected = {}
-    for row in all_rows():
-        if split_of(row) == "validation":
-            platform, tp, kind, _ = group_of(row)
-            c = compare(row, TYPICAL)
-            expected.setdefault(f"{platform.upper()} TP{tp}, {kind}", []).append((c.predicted, c.measured))
+    for c in held_out + list(out_of_sample()):
+        chip = c.row.chip if hasattr(c.row, "chip") else c.row.gpu
+        expected.setdefault(chip, []).append((c.predicted, c.measured))
     if set(ax.points) != set(expected):
         raise FigureDataError(f"{ax.title}: series {sorted(ax.points)} instead of {sorted(expected)}")
     for label, points in expected.items():
