@@ -58,7 +58,7 @@ def test_an_executed_ffn_layout_equals_the_unsharded_block_and_moves_the_bytes_t
     assert run.sent_bytes == pytest.approx(sum(collectives.ring_bytes_sent(c) for c in predicted), rel=1e-12)
 
 
-def test_executed_ffn_weight_gathered_xyz_moves_no_activations(ffn_runs):
+def test_what_the_executed_ffn_layouts_move_by_hand(ffn_runs):
     runs = ffn_runs[1]
     assert [c.op for c in runs["wg-xyz"].collectives] == ["all-gather", "all-gather"]  # W_in, W_out only
     # The weight-gathered layouts move more bytes than weight-stationary at 16 tokens (weights >> activations).
@@ -67,18 +67,19 @@ def test_executed_ffn_weight_gathered_xyz_moves_no_activations(ffn_runs):
     # F = 2D puts this mesh exactly at Pope's 1D/2D crossover n = 4F/D = 8: the two move the same bytes.
     assert layouts.ws_2d_crossover_chips(D, F) == 8
     assert runs["1d-ws"].model_bytes == runs["2d-ws"].model_bytes
-
-
-def test_hlo_reduce_scatter_reports_the_scattered_output(ffn_runs):
-    reduce_scatter = [c for c in ffn_runs[1]["1d-ws"].collectives if c.op == "reduce-scatter"][0]
-    assert reduce_scatter.shape == (T, D // 8)  # result: 1/8 of the [T, D] partial sums
-    assert hlo_model_bytes(reduce_scatter) == 4 * T * D  # the model counts the unreduced input
+    # 1D weight-stationary's reduce-scatter, as read off the HLO: its result is 1/8 of the [T, D] partial sums; the
+    # model counts the unreduced input, and a ring sends 7/8 of it.
+    reduce_scatter = [c for c in runs["1d-ws"].collectives if c.op == "reduce-scatter"][0]
+    assert reduce_scatter.shape == (T, D // 8)
+    assert hlo_model_bytes(reduce_scatter) == 4 * T * D
     assert hlo_sent_bytes(reduce_scatter) == 4 * T * D * 7 / 8
 
 
-@pytest.mark.parametrize("sharding", ["heads", "batch"])
-def test_executed_multiquery_attention_equals_unsharded_and_moves_the_bytes_the_cost_model_counts(
-        attention_runs, mesh, sharding):
+@pytest.mark.parametrize("sharding, kv_share", [("heads", 1), ("batch", 1 / 8)])
+def test_executed_multiquery_attention_equals_unsharded_moves_the_bytes_the_cost_model_counts_and_stores_its_share(
+        attention_runs, mesh, sharding, kv_share):
+    """Multiquery attention has one KV head: split by heads, every chip holds the whole cache; split by batch, an
+    eighth of it, at the price of two all-to-alls."""
     args, runs = attention_runs
     run = runs[sharding]
     np.testing.assert_allclose(np.asarray(run.output), np.asarray(attention_reference(*args)), atol=ATOL)
@@ -87,17 +88,9 @@ def test_executed_multiquery_attention_equals_unsharded_and_moves_the_bytes_the_
     hlo = _signature((c.op, c.group_size, hlo_model_bytes(c)) for c in run.collectives)
     assert hlo == _signature((c.op, int(np.prod(c.group)), c.bytes_per_chip) for c in predicted)
     assert len(hlo) == (2 if sharding == "batch" else 0)
-
-
-def test_executed_multiquery_batch_sharding_stores_one_eighth_of_the_kv_cache(attention_runs, mesh):
-    (q, k, v), _ = attention_runs
-    per_chip = {}
-    for sharding in ("heads", "batch"):
-        spec = ATTENTION_SPECS[sharding][1]
-        placed = jax.device_put(k, jax.NamedSharding(mesh, spec))
-        per_chip[sharding] = placed.addressable_shards[0].data.nbytes
-    assert per_chip["heads"] == k.nbytes  # the one KV head replicated on every chip
-    assert per_chip["heads"] == 8 * per_chip["batch"]
+    k = args[1]
+    placed = jax.device_put(k, jax.NamedSharding(mesh, ATTENTION_SPECS[sharding][1]))
+    assert placed.addressable_shards[0].data.nbytes == k.nbytes * kv_share
 
 
 def test_layout_blocks_cover_each_tensor_once_per_replica(mesh):

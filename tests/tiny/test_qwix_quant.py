@@ -8,7 +8,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-import qwix
 
 from scaling_lib.book.portable import FLOAT32_ROUNDING, relative_difference
 from scaling_lib.tiny import model as tiny
@@ -98,7 +97,6 @@ def test_one_matmul_through_the_functional_api_stays_within_the_rounding_bound_a
                  id="fp8 weights on the int8 hand-written path"),
 ])
 def test_bad_inputs_are_refused(call, says):
-    assert isinstance(qq.rules("fp8 x fp8")[0], qwix.QuantizationRule)  # what a good call returns
     with pytest.raises(ValueError, match=says):
         call()
 

@@ -126,27 +126,27 @@ def test_sequence_parallel_prefill_and_megatron_decode_generate_the_same_greedy_
 
 # --- the compiled collectives are the ones scaling_lib.sharding counts ------------------------------------------------
 
-def test_s5_a_batch_sharded_cache_takes_two_all_to_alls_per_layer_and_one_split_by_heads_none(megatron8, megatron2):
-    decode, _, found = megatron8
-    rule = kv_cache_sharding(CONFIG.n_kv_heads, B, 8)
-    assert (decode.kv.head_shards, decode.kv.batch_shards) == (rule.head_shards, rule.batch_shards) == (2, 4)
-    all_to_alls = [c for c in found if c.op == "all-to-all"]
-    assert len(all_to_alls) == rule.all_to_alls_per_attention_layer * CONFIG.n_layers
-    # each moves one device's queries (or outputs): B x N/n heads x H floats, within groups of the batch shards
-    assert {c.bytes for c in all_to_alls} == {B * CONFIG.n_heads // 8 * CONFIG.head_dim * 4}
-    assert {c.group_size for c in all_to_alls} == {rule.batch_shards}
-    decode, _, found = megatron2
-    assert decode.kv.batch_shards == 1 and count(found, "all-to-all") == 0
-
-
-@pytest.mark.parametrize("layout", ["megatron8", "megatron2"])
-def test_megatron_decode_all_reduces_two_per_layer_of_b_x_d_f32(layout, request):
+@pytest.mark.parametrize("layout, head_shards, batch_shards", [("megatron8", 2, 4), ("megatron2", 2, 1)])
+def test_s5_megatron_all_reduces_b_x_d_twice_per_layer_and_all_to_alls_only_a_batch_sharded_cache(
+        layout, head_shards, batch_shards, request):
+    """8 devices split the 2 KV heads 2 ways and the batch 4 ways: two all-to-alls per attention layer, each moving one
+    device's queries (or outputs), B x N/n heads x H floats, within groups of the batch shards. A 1 x 2 mesh splits
+    the cache by heads only: no all-to-all. Either way two all-reduces of the [B, D] activations per layer (after W_o
+    and after W_down), and the weights never move."""
     decode, _, found = request.getfixturevalue(layout)
+    rule = kv_cache_sharding(CONFIG.n_kv_heads, B, decode.mesh.size)
+    assert (decode.kv.head_shards, decode.kv.batch_shards) == (rule.head_shards, rule.batch_shards) == (
+        head_shards, batch_shards)
+    all_to_alls = [c for c in found if c.op == "all-to-all"]
+    assert len(all_to_alls) == rule.all_to_alls_per_attention_layer * CONFIG.n_layers == (
+        2 * CONFIG.n_layers if batch_shards > 1 else 0)
+    assert {c.bytes for c in all_to_alls} <= {B * CONFIG.n_heads // 8 * CONFIG.head_dim * 4}
+    assert {c.group_size for c in all_to_alls} <= {batch_shards}
     reduces = [c for c in found if c.op == "all-reduce"]
-    assert len(reduces) == 2 * CONFIG.n_layers  # after W_o and after W_down
+    assert len(reduces) == 2 * CONFIG.n_layers
     assert {c.bytes for c in reduces} == {B * CONFIG.d_model * 4}
     assert {c.group_size for c in reduces} == {decode.mesh.size}
-    assert count(found, "all-gather") == 0  # weights never move
+    assert count(found, "all-gather") == 0
 
 
 def test_s4_fsdp_decode_all_gathers_every_weight_byte_each_step_as_its_cost_counts(fsdp8):
