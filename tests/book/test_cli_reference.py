@@ -51,8 +51,9 @@ def test_each_option_of_help_is_a_row_with_its_own_help_text(command):
             assert row.endswith(f"| {help_text} |"), (found.group(1), help_text, row)
 
 
-def test_defaults_and_requirements_are_the_parsers():
-    """The defaults a reader relies on, read off a real parse of a minimal command line."""
+def test_defaults_and_requirements_are_the_parsers_and_a_value_type_the_page_cannot_name_is_refused():
+    """The defaults a reader relies on, read off a real parse of a minimal command line; an option whose type the page
+    has no words for stops the page, naming the option and VALUE_KINDS, the table to add it to."""
     section = _section(cli_reference.page(), "estimate")
     args = cli.parser().parse_args(["estimate", "--model", "llama3-8b", "--chip", "h100", "--chips", "1"])
     assert args.context is None and "| `--context` | positive integer | - |" in section  # 8192 or the config's
@@ -63,10 +64,7 @@ def test_defaults_and_requirements_are_the_parsers():
     assert "| `--efficiency` | one of `typical`, `bound` | `typical` |" in plan
     assert "| `--kv` | comma-separated number formats | `" + ",".join(cli.KV_DTYPES) + "` |" in plan
     assert "one of `--model`, `--config` required" in plan
-
-
-def test_a_value_type_the_page_cannot_name_is_refused():
-    parser = argparse.ArgumentParser()
-    action = parser.add_argument("--odd", type=float)
+    action = argparse.ArgumentParser().add_argument("--odd", type=float)
     with pytest.raises(ValueError, match=r"--odd.*\bVALUE_KINDS\b"):
         cli_reference._value_kind(action)
+

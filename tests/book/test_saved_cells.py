@@ -5,6 +5,7 @@ definition in module X (the back-link paragraph of a docstring aside). These che
 """
 
 import json
+import re
 
 import pytest
 
@@ -80,29 +81,41 @@ def test_saving_replaces_each_definition_and_leaves_the_rest_of_the_module(tmp_p
     assert saved.save(root, [notebook]) == []  # idempotent
     cell = '# saved as scaling_lib.demo\ndef area(r):\n    """pi r^2."""\n    return math.pi * r**2'
     assert saved.differences(tmp_path, [_notebook(tmp_path, cell)]) == []
-
-
-@pytest.mark.parametrize("body, problem", [
-    ("x = area(2)\nprint(x)", "`print(x)` is not a definition"),
-    ("import math", "`import math` is not a definition"),
-    ("# the area\ndef area(r):\n    return r", "`# the area` lies outside every definition"),
-    ("def area(r):\n    return r\n\n\ndef area(r):\n    return 2 * r", "area is defined twice"),
-    ("a, b = 1, 2", "is not a definition"),
-])
-def test_a_saved_cell_holds_only_definitions(tmp_path, body, problem):
-    with pytest.raises(ValueError, match=problem.replace("(", r"\(").replace(")", r"\)").replace("*", r"\*")):
-        saved.saved_cells(_notebook(tmp_path, "# saved as scaling_lib.demo\n" + body))
-
-
-def test_a_name_or_module_the_library_lacks_is_refused_with_the_fix(tmp_path):
-    _package(tmp_path, MODULE)
-    notebook = _notebook(tmp_path, "# saved as scaling_lib.demo\ndef perimeter(r):\n    return 2 * r")
-    assert saved.differences(tmp_path, [notebook]) == [
+    perimeter = _notebook(tmp_path, "# saved as scaling_lib.demo\ndef perimeter(r):\n    return 2 * r")
+    assert saved.differences(tmp_path, [perimeter]) == [
         "nb.ipynb, cell 0: perimeter is not defined at the top level of scaling_lib.demo"]
-    with pytest.raises(ValueError, match="add a definition"):
-        saved.save(tmp_path, [notebook])
-    with pytest.raises(ValueError, match="name an existing scaling_lib module"):
-        saved.differences(tmp_path, [_notebook(tmp_path, "# saved as scaling_lib.nowhere\nX = 1")])
+
+
+def _refused(call, module, body):
+    return lambda tmp_path: call(tmp_path, _notebook(tmp_path, f"# saved as scaling_lib.{module}\n{body}"))
+
+
+def _read(tmp_path, notebook):
+    return saved.saved_cells(notebook)
+
+
+# A saved cell that is not one the library can hold: (the call on a cell saved as scaling_lib.<module>, what its
+# ValueError says).
+BAD_CELLS = [
+    pytest.param(_refused(_read, "demo", "x = area(2)\nprint(x)"), "`print(x)` is not a definition", id="a call"),
+    pytest.param(_refused(_read, "demo", "import math"), "`import math` is not a definition", id="an import"),
+    pytest.param(_refused(_read, "demo", "# the area\ndef area(r):\n    return r"),
+                 "`# the area` lies outside every definition", id="a comment outside a definition"),
+    pytest.param(_refused(_read, "demo", "def area(r):\n    return r\n\n\ndef area(r):\n    return 2 * r"),
+                 "area is defined twice", id="one name defined twice"),
+    pytest.param(_refused(_read, "demo", "a, b = 1, 2"), "is not a definition", id="a tuple assignment"),
+    pytest.param(_refused(lambda root, nb: saved.save(root, [nb]), "demo", "def perimeter(r):\n    return 2 * r"),
+                 "add a definition", id="saving a name the module lacks: add it there first"),
+    pytest.param(_refused(lambda root, nb: saved.differences(root, [nb]), "nowhere", "X = 1"),
+                 "name an existing scaling_lib module", id="a module the library lacks"),
+]
+
+
+@pytest.mark.parametrize("call, problem", BAD_CELLS)
+def test_a_saved_cell_holds_only_definitions_of_an_existing_module_and_name(tmp_path, call, problem):
+    _package(tmp_path, MODULE)
+    with pytest.raises(ValueError, match=re.escape(problem)):
+        call(tmp_path)
 
 
 def test_only_a_first_line_marker_makes_a_cell_saved(tmp_path):
