@@ -103,7 +103,12 @@ def test_closed_form_modules_import_with_jax_blocked_and_the_math_layer_loads_no
     assert result.stdout.strip() == "ok", result.stdout
 
 
-def test_there_is_no_import_cycle_and_imports_flow_top_level_then_tiny_then_book():
+def test_imports_flow_top_level_then_tiny_then_book_with_no_cycle_and_no_private_name_crossing_a_module():
+    leaks = {str(path.relative_to(PACKAGE)): [f"{module}.{name}" for module, names in _imports(path)
+                                              if module and module.startswith("scaling_lib")
+                                              for name in names if name.startswith("_")] for path in MODULES}
+    leaks = {where: names for where, names in leaks.items() if names}
+    assert not leaks, f"modules import private names {leaks}; promote them (e.g. to scaling_lib._validate)"
     graph = _internal_graph()
     layer = {name: (2 if name.startswith("scaling_lib.book") else 1 if name.startswith("scaling_lib.tiny") else 0)
              for name in graph}
@@ -124,14 +129,6 @@ def test_there_is_no_import_cycle_and_imports_flow_top_level_then_tiny_then_book
     for node in graph:
         if node not in state:
             visit(node, [node])
-
-
-def test_no_private_name_is_imported_from_another_module():
-    leaks = {str(path.relative_to(PACKAGE)): [f"{module}.{name}" for module, names in _imports(path)
-                                              if module and module.startswith("scaling_lib")
-                                              for name in names if name.startswith("_")] for path in MODULES}
-    leaks = {where: names for where, names in leaks.items() if names}
-    assert not leaks, f"modules import private names {leaks}; promote them (e.g. to scaling_lib._validate)"
 
 
 def test_ruff_check_passes_on_the_repository():
@@ -200,15 +197,6 @@ def test_pyproject_declares_every_third_party_import_and_takes_the_packages_one_
     assert scaling_lib.__version__.count(".") == 2
 
 
-def test_the_package_docstring_and_the_readme_name_every_closed_form_module():
-    readme = (REPO / "README.md").read_text()
-    public = [name for name in CLOSED_FORM if not name.startswith("_")]
-    missing_doc = [name for name in public if f"`{name}`" not in scaling_lib.__doc__]
-    missing_readme = [name for name in public if f"`{name}`" not in readme]
-    assert not missing_doc, f"scaling_lib's docstring does not name {missing_doc}"
-    assert not missing_readme, f"README.md's layout table does not name {missing_readme}"
-
-
 # Tests are filed by subject: each top-level module `scaling_lib/<module>.py` has a file `tests/**/test_<module>.py`.
 # A leading underscore is dropped (`_validate` -> test_validate.py, `_numpy` -> test_numpy.py), the command line
 # (`__main__`) is tested in test_cli.py, and the package root (`__init__`, which only re-exports) is held by the
@@ -217,6 +205,12 @@ def test_the_package_docstring_and_the_readme_name_every_closed_form_module():
 TEST_FILE_OF_MODULE = {"__main__": "cli"}
 HISTORY_WORDS = ("edges", "strict", "survivors", "mutants")
 TEST_FILES = sorted((REPO / "tests").rglob("test_*.py"))
+# How a test arose, in a test's name, a class, a comment or a docstring: an issue number (a cited project's issue,
+# "NCCL issue 1259", is a source), a sampling seed of the mutation runs, their survivors, a campaign or a numbered round.
+HISTORY = re.compile(r"(?i)(?<!nccl )\bissue\s*#?\d+|\bseed-\d+|\bsurvivors?\b|\bcampaign\b|\bround \d+\b")
+# The folders held to it so far; tests/math/ joins when its tests are renamed by behaviour.
+HISTORY_FREE = sorted({*(REPO / "tests" / "tiny").rglob("*.py"), *(REPO / "tests" / "book").rglob("*.py"),
+                       *(REPO / "tests").glob("*.py")} - {Path(__file__)})
 TOP_LEVEL = sorted(p.stem for p in PACKAGE.glob("*.py") if p.stem != "__init__")
 
 
@@ -234,6 +228,10 @@ def test_tests_are_filed_by_the_module_they_specify_never_by_how_they_arose():
              if set(path.stem.split("_")) & set(HISTORY_WORDS)]
     assert not named, (f"{named} are named for how their tests arose ({', '.join(HISTORY_WORDS)}); move each test to "
                        "the test_<module>.py of the module whose behaviour it pins, named for that behaviour")
+    told = [f"{path.relative_to(REPO)}:{number}: {line.strip()}" for path in HISTORY_FREE
+            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if HISTORY.search(line)]
+    assert not told, "name each test, class and section by the behaviour it states, not how it arose:\n" + "\n".join(
+        told)
 
 
 def test_hop_counting_and_collective_pricing_each_have_one_owner_and_no_module_re_exports():
@@ -279,7 +277,15 @@ def _docs_and_docstrings():
                         yield str(path.relative_to(REPO)), docstring
 
 
-def test_every_path_the_readme_testing_and_the_docstrings_name_exists():
+def test_the_docs_name_every_closed_form_module_and_every_path_they_name_exists():
+    """The package docstring and the README's layout table name every public top-level module; every path the README,
+    TESTING.md and the docstrings name is in the repository."""
+    readme = (REPO / "README.md").read_text()
+    public = [name for name in CLOSED_FORM if not name.startswith("_")]
+    missing_doc = [name for name in public if f"`{name}`" not in scaling_lib.__doc__]
+    missing_readme = [name for name in public if f"`{name}`" not in readme]
+    assert not missing_doc, f"scaling_lib's docstring does not name {missing_doc}"
+    assert not missing_readme, f"README.md's layout table does not name {missing_readme}"
     ignored = tuple(line.strip().strip("/") + "/" for line in (REPO / ".gitignore").read_text().splitlines()
                     if line.strip().endswith("/"))
     missing, scanned = [], list(_docs_and_docstrings())
