@@ -144,6 +144,8 @@ FIGURES = [
                  r"KV share at B = \d+: plotted", id="the weight read dropped from the step"),
     pytest.param(lambda: (kv_share_figure(lambda s: s.kv_s / s.total_s * 100), {}), r"KV share at B = \d+: plotted",
                  id="percent on an axis of fractions"),
+    pytest.param(lambda: (kv_share_figure(lambda s: s.kv_s / s.total_s * (1 + 1e-8)), {}),
+                 r"KV share at B = \d+: plotted", id="one part in 10^8: ten times the 1e-9 a check allows"),
     pytest.param(lambda: (intensity_figure_with_the_gqa_curve_as_mha(), {}), "decode attention intensity",
                  id="the wrong series under a label"),
     pytest.param(lambda: (lever_figure_with_a_wrong_last_bar(), {}), "read savings", id="one bar wrong"),

@@ -136,7 +136,7 @@ def test_sliding_window_paged_cache_frees_blocks_and_matches_full_recompute():
 def test_int8_weights_stay_close_to_float_keep_the_greedy_tokens_and_halve_the_bytes():
     """Every logit within 5% of the largest |logit| for both int8 modes; weight-only int8 keeps all 8 greedy tokens
     of both prompts (int8 x int8 matmuls are allowed to diverge: the chapter reports the first divergence). The int8
-    values take half the bytes of the bf16 weights, which halves the weight term of the step and, with bf16 math,
+    values (absmax / 127 per output channel) take half the bytes of the bf16 weights, which halves the weight term of the step and, with bf16 math,
     B_crit (claim R3; its closed form is tests/math/test_claims_roofline.py's)."""
     params = params_for()
     reference = np.asarray(model.forward(params, PROMPT))
@@ -147,6 +147,11 @@ def test_int8_weights_stay_close_to_float_keep_the_greedy_tokens_and_halve_the_b
         assert 0 < error < 0.05 * np.abs(reference).max(), mode
     weight_only = np.asarray(model.generate(qz.quantize_params(params, "weight-only"), PROMPT, N_NEW))
     np.testing.assert_array_equal(weight_only, float_tokens)
+    # The hand-written rule: one scale per layer and output channel, max |w| over the contracted D axis / 127, so each
+    # channel's largest weight takes the full int8 range.
+    w_gate, stored = np.asarray(params.w_gate, np.float32), qz.quantize_params(params).w_gate  # [L, D, F]
+    np.testing.assert_allclose(np.asarray(stored.scale), np.abs(w_gate).max(axis=1, keepdims=True) / 127, rtol=1e-6)
+    np.testing.assert_array_equal(np.abs(np.asarray(stored.values, np.int32)).max(axis=1), 127)
     bf16 = model.init_params(params.config, seed=0, dtype=jnp.bfloat16)
     int8 = qz.quantize_params(bf16)
     values = sum(getattr(int8, name).values.nbytes for name in qz.LINEAR_LAYERS)
