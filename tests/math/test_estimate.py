@@ -321,7 +321,8 @@ def test_report_names_the_bad_argument(kwargs, name):
 def test_report_as_dict_has_every_number_under_its_own_name():
     r = report("llama3-8b", "h100", 1, batch=8, context_len=4096, price_per_chip_hour=2.0)
     data = r.as_dict()
-    assert set(data) == {"model", "chip", "n_chips", "tensor_parallel", "weight_dtype", "kv_dtype", "compute_dtype",
+    assert set(data) == {"model", "chip", "n_chips", "tensor_parallel", "expert_parallel",
+                         "attention_data_parallel", "weight_dtype", "kv_dtype", "compute_dtype",
                          "batch", "context_len", "prompt_len", "weight_bytes", "kv_bytes_per_token", "max_batch",
                          "decode_step_bound_s", "decode_step_typical_s", "prefill_bound_s", "prefill_typical_s",
                          "tokens_per_s_bound", "tokens_per_s_typical", "price_per_chip_hour",

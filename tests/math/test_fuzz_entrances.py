@@ -230,6 +230,7 @@ OPTIONS = {  # option -> the texts Hypothesis tries
     "--compute": st.sampled_from(["bf16", "fp8", "int8", "int4", "fp32", "x"]),
     "--price": st.one_of(st.floats(allow_nan=True).map(str), st.sampled_from(["2", "-1", "0", "abc", "", "1e400"])),
     "--json": st.just(None),  # a flag: present or not
+    "--expert-parallel": st.just(None), "--attention-data-parallel": st.just(None),
     "--tensor-parallel": _COUNTS, "--input-len": _COUNTS, "--output-len": _COUNTS,
     "--memory-utilization": st.one_of(st.floats(allow_nan=True).map(str), st.sampled_from(["0.9", "1", "0", "1.5",
                                                                                           "abc", ""])),
@@ -237,6 +238,7 @@ OPTIONS = {  # option -> the texts Hypothesis tries
     "--request-rate": st.one_of(st.floats(allow_nan=True).map(str), st.sampled_from(["8", "-1", "0", "abc", "", "1e400"])),
     "--engine": st.sampled_from(["typical", "tensorrt-llm", "vllm", "jetstream", "mi300x", "sglang", ""]),
 }
+FLAGS = ("--json", "--expert-parallel", "--attention-data-parallel")  # options without a value: present or not
 BASE_ARGV = ["estimate", "--model", "llama3-8b", "--chip", "h100", "--chips", "1", "--batch", "8"]
 
 
@@ -259,7 +261,7 @@ def test_any_value_of_any_option_exits_0_or_2_with_one_line(option, capsys):
         argv = list(BASE_ARGV)
         if option in ("--model", "--config"):  # the two are exclusive: this one replaces --model
             argv[1:3] = [option, value]
-        elif option == "--json":
+        elif option in FLAGS:
             argv.append(option)
         else:
             argv += [option, value]

@@ -578,7 +578,7 @@ SPECS["estimate.offline_estimate"][1].update(slots="count?")
 SPECS["estimate.offline_throughput"][1].update(memory_utilization="frac", max_sequences="count",
                                                kv_placement="placement?")
 SPECS["estimate.report"][1].update(memory_utilization="frac", max_sequences="count", kv_placement="placement?",
-                                   tensor_parallel="small?")
+                                   tensor_parallel="small?", expert_parallel="flag", attention_data_parallel="flag")
 
 # plan: the deployment search (tests/math/test_plan.py checks what it chooses)
 PLANNED = plan("llama3-8b", "h100", 2, 1000, 200, prices=2.5).frontier
@@ -603,7 +603,7 @@ SPECS.update({
                                   model="model", chip="chip", n_chips="small", input_len="count", output_len="count",
                                   tensor_parallel="count?", batch="count?", weight_dtype="dtype", kv_dtype="dtype",
                                   compute_dtype="dtype?", price_per_chip_hour="real?", efficiency="efficiency",
-                                  memory_utilization="frac"),
+                                  memory_utilization="frac", expert_parallel="flag", attention_data_parallel="flag"),
 })
 
 # load: TTFT and TPOT under a load, and the simulator's run of the same engine (tests/math/test_load.py checks them)
