@@ -75,6 +75,4 @@ def test_no_visible_code_cell_is_longer_than_40_lines():
             for lines in ["".join(cell["source"]).splitlines()] if len(lines) > VISIBLE_LINES]
     assert not long, (f"visible code cells over {VISIBLE_LINES} lines: split each into cells that do one thing "
                       "(the data, then the figure; a table's rows, then its formatting), or fold bookkeeping "
-                      "with `hide-input`:
-" + "
-".join(long))
+                      "with `hide-input`:\n" + "\n".join(long))
