@@ -171,8 +171,8 @@ def test_no_notebook_builds_a_markdown_table_by_hand():
 
 
 # Import name -> distribution name, where the two differ.
-_DISTRIBUTION = {"yaml": "pyyaml", "myst_nb": "myst-nb", "IPython": "ipython", "absl": "absl-py", "matplotlib_inline": "matplotlib-inline",
-                "jupyter_cache": "jupyter-cache"}
+_DISTRIBUTION = {"yaml": "pyyaml", "myst_nb": "myst-nb", "IPython": "ipython", "absl": "absl-py",
+                 "matplotlib_inline": "matplotlib-inline", "jupyter_cache": "jupyter-cache"}
 
 
 def _declared_dependencies() -> set:
@@ -206,11 +206,11 @@ TEST_FILE_OF_MODULE = {"__main__": "cli"}
 HISTORY_WORDS = ("edges", "strict", "survivors", "mutants")
 TEST_FILES = sorted((REPO / "tests").rglob("test_*.py"))
 # How a test arose, in a test's name, a class, a comment or a docstring: an issue number (a cited project's issue,
-# "NCCL issue 1259", is a source), a sampling seed of the mutation runs, their survivors, a campaign or a numbered round.
-HISTORY = re.compile(r"(?i)(?<!nccl )\bissue\s*#?\d+|\bseed-\d+|\bsurvivors?\b|\bcampaign\b|\bround \d+\b")
-# The folders held to it so far; tests/math/ joins when its tests are renamed by behaviour.
-HISTORY_FREE = sorted({*(REPO / "tests" / "tiny").rglob("*.py"), *(REPO / "tests" / "book").rglob("*.py"),
-                       *(REPO / "tests").glob("*.py")} - {Path(__file__)})
+# "NCCL issue 1259" or "nccl-tests issue 212", is a source), a sampling seed of the mutation runs, their survivors,
+# a campaign or a numbered round.
+HISTORY = re.compile(r"(?i)(?<!nccl )(?<!nccl-tests )\bissue\s*#?\d+|\bseed-\d+|\bsurvivors?\b|\bcampaign\b"
+                     r"|\bround \d+\b")
+HISTORY_FREE = sorted(set((REPO / "tests").rglob("*.py")) - {Path(__file__)})
 TOP_LEVEL = sorted(p.stem for p in PACKAGE.glob("*.py") if p.stem != "__init__")
 
 

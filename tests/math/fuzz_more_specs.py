@@ -1,4 +1,4 @@
-"""More Hypothesis specs for `test_fuzz_inputs` (issue 21, item 10): every public parameter of every public function
+"""More Hypothesis specs for `test_fuzz_inputs`: every public parameter of every public function
 and input class of the closed-form modules has a kind, so `test_fuzz_coverage` finds none without one.
 
 `extend(GOOD, BAD, SPECS)` adds the kinds these parameters need (a `Deployment`, an efficiency, a serving config, a

@@ -1,4 +1,4 @@
-"""Sizes, rates and counts that used to poison a result or loop for minutes (issue 21, item 7): each is refused with
+"""Sizes, rates and counts that used to poison a result or loop for minutes: each is refused with
 a ValueError naming the argument, or handled in time that does not grow with the count."""
 
 import math

@@ -1,4 +1,4 @@
-"""Every public parameter of the closed-form modules has a Hypothesis spec (issue 21, item 10).
+"""Every public parameter of the closed-form modules has a Hypothesis spec.
 
 The closed-form modules are the top-level modules of `scaling_lib` (not `tiny`, not `book`). Public means: a
 function or class defined in that module whose name has no leading underscore; a class counts when its
@@ -55,7 +55,7 @@ def test_the_registry_names_only_what_exists_and_only_kinds_it_can_draw():
 
 def test_the_count_is_what_the_modules_hold():
     # Not a fixed number (that would fail on every new function): the parameters counted are those of the
-    # functions and input classes, at least the 704 the review counted (issue 21) and every one of them covered.
+    # functions and input classes, at least the 704 a review counted and every one of them covered.
     found = public_parameters()
     total = sum(len(params) for params in found.values())
     covered = sum(len(kinds) for where, (_, kinds) in SPECS.items() if where in found)
