@@ -763,8 +763,8 @@ def test_an_offline_estimate_keeps_the_efficiency_it_was_priced_at():
     d = Deployment("llama3-8b", "h100", 1)
     assert offline_estimate(d, 128, 128, "typical", slots=8).efficiency is TYPICAL
     assert offline_estimate(d, 128, 128, slots=8).efficiency is BOUND
-    # the typical estimate's overhead is in the step: the bound's is not
-    assert offline_estimate(d, 128, 128, "typical", slots=8).step.overhead_s == TYPICAL.gpu.overhead_s > 0
+    # the typical estimate's overhead is in the step (with the launches and sequences of a step holding prompt tokens)
+    assert offline_estimate(d, 128, 128, "typical", slots=8).step.overhead_s > TYPICAL.gpu.overhead_s > 0
 
 
 def test_replicas_multiply_offline_throughput_and_each_runs_a_whole_batch():
@@ -865,7 +865,7 @@ def test_a_report_prices_tokens_from_its_price_chips_and_throughput_and_prints_t
     rows = {line[:29].strip(): line[29:] for line in r.describe().splitlines()}
     assert rows["deployment"] == r.deployment.describe() and rows["batch"] == "8"
     assert _numbers(rows["output tokens/s"]) == [round(r.tokens_per_s_bound), round(r.tokens_per_s_typical)]
-    assert re.fullmatch(r"\d,\d{3} bound, \d{3} typical", rows["output tokens/s"])  # whole tokens, thousands separated
+    assert re.fullmatch(r"\d,\d{3} bound, \d,\d{3} typical", rows["output tokens/s"])  # whole tokens, thousands separated
     assert _numbers(rows["$ per million output tokens"]) == pytest.approx(
         [r.dollars_per_million_tokens_bound, r.dollars_per_million_tokens_typical, 2], abs=5e-4)
     assert "at the bound" in rows["$ per million output tokens"] and "(1,000-token prompt)" in rows["prefill"]
@@ -978,7 +978,8 @@ def test_step_estimate_names_each_bad_amount(name):
 def test_a_step_on_a_tpu_takes_the_tpu_half_of_the_calibration_and_a_gpu_the_gpu_half():
     tpu = step_estimate(Deployment("llama3-8b", "tpu-v5e", 1), decode_batch=1, decode_context=8, efficiency="typical")
     gpu = step_estimate(Deployment("llama3-8b", "h100", 1), decode_batch=1, decode_context=8, efficiency="typical")
-    assert (tpu.overhead_s, gpu.overhead_s) == (TYPICAL.tpu.overhead_s, TYPICAL.gpu.overhead_s)
+    # one decoding sequence: each half's host overhead per step, plus the GPU host's cost of that sequence
+    assert (tpu.overhead_s, gpu.overhead_s) == (TYPICAL.tpu.overhead_s, TYPICAL.gpu.overhead_s + TYPICAL.gpu.sequence_s)
 
 
 def test_half_the_hbm_rate_doubles_the_reads_and_half_the_mfu_doubles_the_flops():
