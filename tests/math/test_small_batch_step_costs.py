@@ -96,3 +96,19 @@ def test_vllms_batch_8_latencies_the_fit_never_saw_are_priced_within_a_quarter()
     for row in rows:
         comparison = calibration.compare(row, "typical")
         assert 0.8 <= 1 / comparison.ratio <= 1.25, row.label
+
+
+def test_qwen3_30b_a3b_misses_by_the_same_order_per_token_and_layer_as_a_dense_70b_on_one_b200():
+    # TensorRT-LLM v1.0 on one B200 (rows no fit sees): the time a step takes beyond the estimate, per token and
+    # layer, is within 3x between the small-expert MoE and dense LLaMA-3.3-70B, though the MoE's layer does a
+    # twentieth of the dense layer's matmul work: the shortfall is not a cost of small experts alone
+    def excess(model):
+        per = []
+        for c in calibration.out_of_sample("typical"):
+            if c.row.chip == "b200" and c.row.tensor_parallel == 1 and model in c.row.label and "v1.0" in c.row.engine:
+                layers = calibration.run_deployment(c.row).model.n_layers
+                per.append((c.step.total_s * c.ratio - c.step.total_s) / (c.step.tokens * layers))
+        return sorted(per)[len(per) // 2]
+
+    moe, dense = excess("qwen3-30b-a3b"), excess("llama3-70b")
+    assert dense > 0 and 1 / 3 < moe / dense < 3
