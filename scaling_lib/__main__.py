@@ -181,6 +181,13 @@ def parser() -> argparse.ArgumentParser:
                           help="chips per copy of the model (default: all of --chips, or the largest group "
                                "dividing them that splits the model's query heads evenly); the chips form "
                                "chips / tensor-parallel replicas")
+    estimate.add_argument("--expert-parallel", action="store_true",
+                          help="a mixture of experts with whole routed experts on each chip of a replica (experts / "
+                               "tensor-parallel each) instead of a slice of every expert")
+    estimate.add_argument("--attention-data-parallel", action="store_true",
+                          help="each chip of a replica runs attention for its own share of the sequences, whole "
+                               "attention weights and caches (no KV head replicated); with --expert-parallel, two "
+                               "all-to-alls per MoE layer replace the all-reduces")
     estimate.add_argument("--batch", type=_count, default=None,
                           help="sequences per decode step over all replicas (default: the most that fit)")
     estimate.add_argument("--context", type=_count, default=None,
@@ -253,7 +260,9 @@ def _estimate(args) -> tuple:
                                  compute_dtype=args.compute, price_per_chip_hour=args.price,
                                  memory_utilization=args.memory_utilization, input_len=args.input_len,
                                  output_len=args.output_len, engine=args.engine, concurrency=args.concurrency,
-                                 request_rate=args.request_rate, token_budget=args.token_budget, names=CLI_NAMES)
+                                 request_rate=args.request_rate, token_budget=args.token_budget,
+                                 expert_parallel=args.expert_parallel,
+                                 attention_data_parallel=args.attention_data_parallel, names=CLI_NAMES)
     return result.data, result.table
 
 

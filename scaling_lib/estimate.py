@@ -770,6 +770,7 @@ class Report:
         """Every number of the report, in SI units, for scripts (`python -m scaling_lib estimate --json`)."""
         d = self.deployment
         return {"model": d.model.name, "chip": d.chip.name, "n_chips": d.n_chips, "tensor_parallel": d.tensor_parallel,
+                "expert_parallel": d.expert_parallel, "attention_data_parallel": d.attention_data_parallel,
                 "weight_dtype": d.weight_dtype, "kv_dtype": d.kv_dtype, "compute_dtype": d.compute_dtype,
                 "batch": self.batch, "context_len": self.context_len, "prompt_len": self.prompt_len,
                 "weight_bytes": self.weight_bytes, "kv_bytes_per_token": self.kv_bytes_per_token,
@@ -807,7 +808,8 @@ def report(model, chip, n_chips: int, *, batch: int | None = None, context_len: 
            prompt_len: int | None = None, weight_dtype: str = "bf16", kv_dtype: str | None = None,
            compute_dtype: str = "bf16", price_per_chip_hour: float | None = None,
            memory_utilization: float = MEMORY_UTILIZATION, max_sequences: int = MAX_SEQUENCES,
-           kv_placement: str | None = None, tensor_parallel: int | None = None, efficiency="typical") -> Report:
+           kv_placement: str | None = None, tensor_parallel: int | None = None, efficiency="typical",
+           expert_parallel: bool = False, attention_data_parallel: bool = False) -> Report:
     """Weights, KV per token, the largest batch that fits, the decode step (bound and typical), the prefill time,
     tokens/s and $ per million output tokens, for one deployment, in one call.
 
@@ -816,7 +818,8 @@ def report(model, chip, n_chips: int, *, batch: int | None = None, context_len: 
     it). kv_dtype None: bf16, whatever the weights (an int4 or fp8 checkpoint does not make the engine's cache 4 or 8
     bits; say kv_dtype="fp8" for an 8-bit cache). kv_placement None: `Deployment`'s default. tensor_parallel None:
     one group of all n_chips (`Deployment`'s default); otherwise n_chips / tensor_parallel replicas. `efficiency`: the
-    "typical" columns' efficiencies, "typical" (the broadest fit) or an engine profile's name (`PROFILES`). prompt_len None:
+    "typical" columns' efficiencies, "typical" (the broadest fit) or an engine profile's name (`PROFILES`).
+    `expert_parallel` and `attention_data_parallel`: a mixture of experts served as `Deployment` says. prompt_len None:
     context_len; a prompt longer than the context is refused. The price is the user's (no price is built in): dollars per chip per hour. Each number is the
     corresponding function of this module (`max_batch`, `decode_step`, `prefill`) or of `memory`. Also behind
     `python -m scaling_lib estimate`.
@@ -826,7 +829,8 @@ def report(model, chip, n_chips: int, *, batch: int | None = None, context_len: 
     deployment = Deployment(model, chip, n_chips, weight_dtype=weight_dtype,
                             kv_dtype="bf16" if kv_dtype is None else kv_dtype, compute_dtype=compute_dtype,
                             kv_placement=kv_placement, memory_utilization=memory_utilization,
-                            max_sequences=max_sequences, tensor_parallel=tensor_parallel)
+                            max_sequences=max_sequences, tensor_parallel=tensor_parallel,
+                            expert_parallel=expert_parallel, attention_data_parallel=attention_data_parallel)
     context_len = positive_int("context_len", context_len)
     prompt_len = context_len if prompt_len is None else positive_int("prompt_len", prompt_len)
     if prompt_len > context_len:

@@ -131,6 +131,9 @@ class PlannedDeployment:
     ttft_p99_s: float | None = None
     tpot_p99_s: float | None = None
     quality_caveat: str | None = None
+    # A mixture of experts served with whole experts per chip and/or attention data-parallel (`estimate.Deployment`).
+    expert_parallel: bool = False
+    attention_data_parallel: bool = False
 
     def as_dict(self) -> dict:
         """Every field, for JSON."""
@@ -262,11 +265,13 @@ class _Design:
 
     def __init__(self, model, chip, tp: int, weight_dtype: str, kv_dtype: str, input_len: int, output_len: int,
                  efficiency, price: float | None, max_chips: int, compute_dtype: str | None = None,
-                 memory_utilization: float = MEMORY_UTILIZATION, token_budget: int | None = TOKEN_BUDGET):
+                 memory_utilization: float = MEMORY_UTILIZATION, token_budget: int | None = TOKEN_BUDGET,
+                 expert_parallel: bool = False, attention_data_parallel: bool = False):
         compute_dtype = matmul_dtype(chip, weight_dtype) if compute_dtype is None else compute_dtype
         self.deployment = Deployment(model, chip, tp, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
                                      compute_dtype=compute_dtype, tensor_parallel=tp,
-                                     memory_utilization=memory_utilization)
+                                     memory_utilization=memory_utilization, expert_parallel=expert_parallel,
+                                     attention_data_parallel=attention_data_parallel)
         self.i, self.o, self.eff, self.price = input_len, output_len, efficiency, price
         self.replicas = max_chips // tp
         self.mean_context = input_len + output_len / 2
@@ -336,7 +341,8 @@ class _Design:
             dollars_per_million_input_tokens=priced(self.per_second * (iteration - decode) / in_per_iteration * 1e6),
             dollars_per_million_output_tokens=priced(self.per_second * decode / out_per_iteration * 1e6),
             dollars_per_million_output_tokens_all_in=priced(self.cost(b)),
-            quality_caveat=quality_caveat(d.weight_dtype))
+            quality_caveat=quality_caveat(d.weight_dtype), expert_parallel=d.expert_parallel,
+            attention_data_parallel=d.attention_data_parallel)
 
     def record_under_load(self, replicas: int, point, max_rate: float) -> PlannedDeployment:
         """The deployment of `replicas` replicas admitting `max_batch` sequences each, at a load whose
@@ -361,7 +367,8 @@ class _Design:
             dollars_per_million_output_tokens=priced(per_second * decode_share / (rate * o) * 1e6),
             dollars_per_million_output_tokens_all_in=priced(per_second / (rate * o) * 1e6),
             max_request_rate=replicas * max_rate, ttft_p99_s=point.ttft_p99_s, tpot_p99_s=point.tpot_p99_s,
-            quality_caveat=quality_caveat(d.weight_dtype))
+            quality_caveat=quality_caveat(d.weight_dtype), expert_parallel=d.expert_parallel,
+            attention_data_parallel=d.attention_data_parallel)
 
     def largest_batch_meeting(self, ttft, tpot) -> int:
         """The largest b in [1, max_batch] that meets both targets (0 if none): a bisection, since TTFT and TPOT
@@ -668,12 +675,14 @@ def price_deployment(model, chip, n_chips: int, input_len: int, output_len: int,
                      tensor_parallel: int | None = None, batch: int | None = None, weight_dtype: str = "bf16",
                      kv_dtype: str = "bf16", compute_dtype: str | None = None,
                      price_per_chip_hour: float | None = None, efficiency="typical",
-                     memory_utilization: float = MEMORY_UTILIZATION) -> PlannedDeployment:
+                     memory_utilization: float = MEMORY_UTILIZATION, expert_parallel: bool = False,
+                     attention_data_parallel: bool = False) -> PlannedDeployment:
     """One deployment priced as `plan` prices each it searches: TTFT, TPOT, output tokens/s and the two prices
     (module docstring), for n_chips / tensor_parallel replicas (tensor_parallel None: one replica of all n_chips)
     decoding `batch` sequences in all (None: the most that fit at the mean context, `estimate.max_batch`).
     compute_dtype None: `plan`'s rule (the weight format where native and 8 bits or fewer, else bf16). Without a
-    price the dollar fields are None. Behind `python -m scaling_lib estimate --input-len ... --output-len ...`.
+    price the dollar fields are None. `expert_parallel`, `attention_data_parallel`: a mixture of experts served as
+    `estimate.Deployment` says. Behind `python -m scaling_lib estimate --input-len ... --output-len ...`.
     """
     chip = get_chip(chip)
     n_chips = positive_int("n_chips", n_chips)
@@ -682,7 +691,8 @@ def price_deployment(model, chip, n_chips: int, input_len: int, output_len: int,
         price_per_chip_hour = float(hourly_price("price_per_chip_hour", price_per_chip_hour))
     whole = Deployment(model, chip, n_chips, weight_dtype=weight_dtype, kv_dtype=kv_dtype, tensor_parallel=tp,
                        compute_dtype=matmul_dtype(chip, _dtype(weight_dtype)) if compute_dtype is None
-                       else compute_dtype, memory_utilization=memory_utilization)
+                       else compute_dtype, memory_utilization=memory_utilization, expert_parallel=expert_parallel,
+                       attention_data_parallel=attention_data_parallel)
     per_replica = None
     if batch is not None:
         per_replica = positive_int("batch", batch) // whole.replicas
@@ -693,7 +703,8 @@ def price_deployment(model, chip, n_chips: int, input_len: int, output_len: int,
     run = offline_estimate(whole, input_len, output_len, efficiency, slots=per_replica)
     design = _Design(whole.model, chip, tp, whole.weight_dtype, whole.kv_dtype, run.input_len, run.output_len,
                      resolve_efficiency(efficiency), price_per_chip_hour, n_chips, whole.compute_dtype,
-                     whole.memory_utilization)
+                     whole.memory_utilization, expert_parallel=expert_parallel,
+                     attention_data_parallel=attention_data_parallel)
     return _with_rate(design, run.batch, None, None)
 
 

@@ -30,10 +30,12 @@ SCHEMA = 1  # the version of the JSON both commands print; raised when a key cha
 
 # How each argument is called where it came from: in Python (the page's form fields) and on the command line.
 PYTHON_NAMES = {name: name for name in ("context_len", "prompt_len", "tensor_parallel", "n_chips", "batch",
-                                        "input_len", "output_len", "concurrency", "request_rate", "token_budget")}
+                                        "input_len", "output_len", "concurrency", "request_rate", "token_budget",
+                                        "expert_parallel")}
 CLI_NAMES = dict(context_len="--context", prompt_len="--prompt", tensor_parallel="--tensor-parallel",
                  n_chips="--chips", batch="--batch", input_len="--input-len", output_len="--output-len",
-                 concurrency="--concurrency", request_rate="--request-rate", token_budget="--token-budget")
+                 concurrency="--concurrency", request_rate="--request-rate", token_budget="--token-budget",
+                 expert_parallel="--expert-parallel")
 
 ACTIVE_CONVENTION = ("active parameters count what one token uses: k of the E routed experts and the shared ones, "
                      "attention, the state layers and both embedding tables, the input table included (a lookup, no "
@@ -60,14 +62,17 @@ def _split(deployment) -> str:
     copies = f"{replicas} replica{'s' if replicas > 1 else ''}"
     if tp == 1:
         return f"{copies} on one chip each; nothing split"
-    if tp <= groups:
+    if deployment.attention_data_parallel:
+        kv = "attention data-parallel: each chip attends for its own sequences, whole caches"
+    elif tp <= groups:
         kv = f"KV heads split {tp} ways"
     elif deployment.kv_placement == "replicated":
         kv = f"KV heads split {groups} ways, each replicated on {tp // groups} chips" if groups > 1 else \
             f"the KV cache replicated on all {tp} chips"
     else:
         kv = f"KV heads split {groups} ways, then the batch split {tp // groups} ways"
-    return f"{copies} of {tp}-way tensor parallelism; {kv}"
+    experts = "; whole experts on each chip (expert parallel)" if deployment.expert_parallel else ""
+    return f"{copies} of {tp}-way tensor parallelism; {kv}{experts}"
 
 
 def _terms(step) -> dict:
@@ -134,6 +139,7 @@ def estimate_deployment(model=None, chip=None, n_chips: int = 1, *, config=None,
                         memory_utilization: float | None = None, input_len: int | None = None,
                         output_len: int | None = None, engine: str = "typical", concurrency: int | None = None,
                         request_rate: float | None = None, token_budget: int | None = TOKEN_BUDGET,
+                        expert_parallel: bool = False, attention_data_parallel: bool = False,
                         names: dict = PYTHON_NAMES) -> DeploymentEstimate:
     """What serving `model` (a name or a Transformer) or `config` (a Hugging Face config: path, folder or dict) on
     `n_chips` x `chip` costs: n_chips / tensor_parallel replicas of `tensor_parallel` chips (default one group of all,
@@ -145,7 +151,9 @@ def estimate_deployment(model=None, chip=None, n_chips: int = 1, *, config=None,
     (`formats.own_weight_dtype`); kv_dtype None: a KV format the config names, else bf16; compute_dtype None: the
     weights' own where the chip computes it natively, else bf16 (`formats.matmul_dtype`, the rule `plan` follows). A
     batch past the largest that fits is refused naming it. `engine`: whose efficiencies the typical estimate uses
-    (`estimate.PROFILES`, chapter 11). Module docstring for the rest.
+    (`estimate.PROFILES`, chapter 11). A mixture of experts may be served with `expert_parallel` (whole experts on
+    each chip) and `attention_data_parallel` (each chip its own sequences' attention), as `estimate.Deployment` says.
+    Module docstring for the rest.
 
     Defined in the appendix *Apply the book to your model*.
     """
@@ -192,6 +200,13 @@ def estimate_deployment(model=None, chip=None, n_chips: int = 1, *, config=None,
         raise ValueError(f"argument {names['tensor_parallel']}: {tp} does not divide {names['n_chips']} {n_chips}; the "
                          "chips form chips / tensor-parallel identical replicas")
     replicas = n_chips // tp
+    if expert_parallel and model.n_experts == 1:
+        raise ValueError(f"argument {names['expert_parallel']}: {model.name} is dense, with no routed experts to place "
+                         f"whole on each chip; drop {names['expert_parallel']}")
+    if expert_parallel and model.n_experts % tp:
+        raise ValueError(f"argument {names['expert_parallel']}: {model.name}'s {model.n_experts} routed experts do not "
+                         f"split evenly over {names['tensor_parallel']} {tp} chips; use a {names['tensor_parallel']} "
+                         f"dividing {model.n_experts}, or drop {names['expert_parallel']}")
     if batch is not None and positive_int(names["batch"], batch) % replicas:
         raise ValueError(f"argument {names['batch']}: {batch} sequences do not split over {replicas} replicas "
                          f"({names['n_chips']} {n_chips} / {names['tensor_parallel']} {tp}); use a multiple of "
@@ -208,7 +223,8 @@ def estimate_deployment(model=None, chip=None, n_chips: int = 1, *, config=None,
     settings = {} if memory_utilization is None else {"memory_utilization": memory_utilization}
     replica = dict(context_len=context_len, prompt_len=prompt_len, weight_dtype=weights, kv_dtype=kv,
                    compute_dtype=compute_dtype if compute_dtype is not None else matmul_dtype(chip, weights),
-                   price_per_chip_hour=price_per_chip_hour, efficiency=profile, **settings)
+                   price_per_chip_hour=price_per_chip_hour, efficiency=profile, expert_parallel=expert_parallel,
+                   attention_data_parallel=attention_data_parallel, **settings)
     one = report(model, chip, tp, **replica)  # one replica, at the largest batch that fits
     if batch is not None:
         fits = one.max_batch * replicas  # the report's largest batch: a larger one is refused naming it
@@ -227,7 +243,9 @@ def estimate_deployment(model=None, chip=None, n_chips: int = 1, *, config=None,
         workload = price_deployment(d.model, d.chip, n_chips, input_len, output_len, tensor_parallel=tp, batch=batch,
                                     weight_dtype=d.weight_dtype, kv_dtype=d.kv_dtype, compute_dtype=d.compute_dtype,
                                     price_per_chip_hour=price_per_chip_hour,
-                                    memory_utilization=d.memory_utilization, efficiency=profile)
+                                    memory_utilization=d.memory_utilization, efficiency=profile,
+                                    expert_parallel=d.expert_parallel,
+                                    attention_data_parallel=d.attention_data_parallel)
         data["workload"] = {"input_len": input_len, "output_len": output_len, **workload.as_dict()}
         rows.append((f"workload of {input_len:,} + {output_len:,} tokens",
                      f"TTFT {workload.ttft_s * 1e3:,.1f} ms, TPOT {workload.tpot_s * 1e3:,.2f} ms, "

@@ -207,6 +207,10 @@ def _notes(doctree, first_box) -> None:
     section.insert(1, jump)
 
 
+# The form's choice for a mixture of experts -> (its words, estimate_deployment's expert_parallel and
+# attention_data_parallel); the worker's _estimate reads the same table from the value.
+MOE_LAYOUTS = {"": "tensor parallel only", "ep": "expert parallel", "dp": "attention data-parallel",
+               "ep+dp": "expert parallel, attention data-parallel"}
 ESTIMATE_PAGE = "book/your_model"  # the appendix *Apply the book to your model* gets the estimate form
 
 
@@ -214,13 +218,16 @@ def estimate_form_html() -> str:
     """The estimate form: the fields of `scaling_lib.your_model.estimate_deployment` (those of `python -m scaling_lib
     estimate`), the lists of models, chips and formats taken from the library, and an output block for its table."""
     from scaling_lib.dtypes import BYTES_PER_ELEMENT
+    from scaling_lib.efficiency import PROFILES
     from scaling_lib.hardware import chip_names
     from scaling_lib.models import model_names
 
     def select(name, options, selected, blank=None):
+        """options: values, or (value, words) pairs."""
+        pairs = [o if isinstance(o, tuple) else (o, o) for o in options]
         items = ([f'<option value="">{html.escape(blank)}</option>'] if blank else []) + [
-            f'<option value="{html.escape(o)}"{" selected" if o == selected else ""}>{html.escape(o)}</option>'
-            for o in options]
+            f'<option value="{html.escape(v)}"{" selected" if v == selected else ""}>{html.escape(w)}</option>'
+            for v, w in pairs]
         return f'<select name="{name}">{"".join(items)}</select>'
 
     def field(label, control):
@@ -245,6 +252,9 @@ def estimate_form_html() -> str:
         field("KV cache", select("kv_dtype", dtypes, None, blank="report's default")),
         field("math", select("compute_dtype", dtypes, None, blank="the weights' own where the chip has it, else bf16")),
         field("price ($ per chip-hour)", number("price_per_chip_hour", "", "none")),
+        field("engine", select("engine", tuple(PROFILES), "typical")),
+        field("a mixture of experts", select("moe_layout", tuple(MOE_LAYOUTS.items())[1:], None,
+                                             blank=MOE_LAYOUTS[""])),
         '<button type="button" class="estimate-run">Estimate</button>',
         '<pre class="estimate-output" aria-live="polite"></pre></form>'])
 

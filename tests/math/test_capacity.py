@@ -1,5 +1,5 @@
-"""The closed-form step bounds refuse a batch whose weights and KV caches do not fit in the chips' HBM (issue 21,
-item 5), with a message giving what is needed, what there is and the fix; `check_capacity=False` prices it anyway."""
+"""The closed-form step bounds refuse a batch whose weights and KV caches do not fit in the chips' HBM, with a message
+giving what is needed, what there is and the fix; `check_capacity=False` prices it anyway."""
 
 import re
 
@@ -14,7 +14,7 @@ from scaling_lib.sharding import decode_step_components
 from scaling_lib.speculative import best_roofline_lookahead, roofline_speedup, roofline_step
 
 
-def test_the_issues_107_tb_cache_on_one_16_gb_chip_is_refused_with_what_is_needed_and_the_fix():
+def test_a_107_tb_cache_on_one_16_gb_chip_is_refused_with_what_is_needed_and_the_fix():
     with pytest.raises(ValueError) as err:
         decode_throughput("llama3-70b", "tpu-v5e", 1, batch=10000, context_len=32768)
     message = str(err.value)
@@ -36,15 +36,12 @@ def test_at_the_largest_batch_that_fits_the_step_is_priced_and_one_more_is_refus
             decode_step_time(model, chip, n, largest + 1, context)
 
 
-def test_opting_out_prices_the_step_exactly_as_the_formula_and_says_nothing_else_changed():
+def test_opting_out_prices_the_step_exactly_as_the_formula_and_a_smaller_cache_or_more_chips_fit():
     step = decode_step_time("llama3-8b", "h100", 1, 256, 2048, check_capacity=False)  # chapter 3's row: 238 fit
     chip = get_chip("h100")
     kv = 256 * kv_cache_bytes("llama3-8b", 2048)
     assert step.kv_s == pytest.approx(kv / chip.hbm_bandwidth, rel=1e-12)
     assert step.weight_s == pytest.approx(param_bytes("llama3-8b") / chip.hbm_bandwidth, rel=1e-12)
-
-
-def test_a_smaller_kv_dtype_or_more_chips_makes_the_refused_batch_fit():
     with pytest.raises(ValueError, match="does not fit"):
         decode_step_time("llama3-70b", "tpu-v5e", 16, 64, 8192)
     decode_step_time("llama3-70b", "tpu-v5e", 16, 64, 8192, kv_dtype="int8", weight_dtype="int8")

@@ -57,16 +57,17 @@ def test_the_physical_ranges_are_ordered_and_the_fractions_stay_fractions():
             assert high <= 1
 
 
-@pytest.mark.parametrize("kwargs, words", [(dict(kv_hbm=0), "kv_hbm must be a fraction of peak in \\(0, 1\\]"),
-                                           (dict(kv_hbm=1.5), "kv_hbm must be a fraction"),
-                                           (dict(layer_s=-1e-6), "layer_s must be non-negative finite seconds per "
-                                                                 "layer"),
-                                           (dict(layer_s=float("inf")), "layer_s must be non-negative")])
-def test_a_bad_new_efficiency_field_is_refused_naming_it(kwargs, words):
+# --- bad input: a ValueError naming the argument and the fix -----------------------------------------------------------
+BAD_INPUT = {
+    "kv-hbm-zero": (lambda: Efficiency(kv_hbm=0), "kv_hbm must be a fraction of peak in \\(0, 1\\]"),
+    "kv-hbm-above-one": (lambda: Efficiency(kv_hbm=1.5), "kv_hbm must be a fraction"),
+    "layer-negative": (lambda: Efficiency(layer_s=-1e-6), "layer_s must be non-negative finite seconds per layer"),
+    "layer-infinite": (lambda: Efficiency(layer_s=float("inf")), "layer_s must be non-negative"),
+    "engine-unknown": (lambda: resolve_efficiency("fastest"), r"an engine profile \(typical"),
+}
+
+
+@pytest.mark.parametrize("call, words", BAD_INPUT.values(), ids=list(BAD_INPUT))
+def test_bad_input_gets_a_value_error_naming_the_argument_and_the_fix(call, words):
     with pytest.raises(ValueError, match=words):
-        Efficiency(**kwargs)
-
-
-def test_an_unknown_engine_name_lists_the_profiles():
-    with pytest.raises(ValueError, match=r"an engine profile \(typical"):
-        resolve_efficiency("fastest")
+        call()

@@ -17,7 +17,7 @@ import json
 import re
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from scaling_lib import hf_config, hf_families, hf_fields
@@ -217,7 +217,7 @@ def test_any_bytes_as_a_config_file_give_a_model_or_one_value_error_naming_the_f
         assert "fuzzed.json" in str(err), str(err)
 
 
-# --- the command line ------------------------------------------------------------------------------------------------
+# --- the command line -------------------------------------------------------------------------------------------------
 _COUNTS = st.one_of(st.integers(-3, 10**20).map(str), st.sampled_from(["0", "1", "8", "1.5", "1e3", "abc", "", " 8",
                                                                       "0x10", "NaN", "-0", "٣"]))
 OPTIONS = {  # option -> the texts Hypothesis tries
@@ -230,6 +230,7 @@ OPTIONS = {  # option -> the texts Hypothesis tries
     "--compute": st.sampled_from(["bf16", "fp8", "int8", "int4", "fp32", "x"]),
     "--price": st.one_of(st.floats(allow_nan=True).map(str), st.sampled_from(["2", "-1", "0", "abc", "", "1e400"])),
     "--json": st.just(None),  # a flag: present or not
+    "--expert-parallel": st.just(None), "--attention-data-parallel": st.just(None),
     "--tensor-parallel": _COUNTS, "--input-len": _COUNTS, "--output-len": _COUNTS,
     "--memory-utilization": st.one_of(st.floats(allow_nan=True).map(str), st.sampled_from(["0.9", "1", "0", "1.5",
                                                                                           "abc", ""])),
@@ -237,6 +238,7 @@ OPTIONS = {  # option -> the texts Hypothesis tries
     "--request-rate": st.one_of(st.floats(allow_nan=True).map(str), st.sampled_from(["8", "-1", "0", "abc", "", "1e400"])),
     "--engine": st.sampled_from(["typical", "tensorrt-llm", "vllm", "jetstream", "mi300x", "sglang", ""]),
 }
+FLAGS = ("--json", "--expert-parallel", "--attention-data-parallel")  # options without a value: present or not
 BASE_ARGV = ["estimate", "--model", "llama3-8b", "--chip", "h100", "--chips", "1", "--batch", "8"]
 
 
@@ -259,7 +261,7 @@ def test_any_value_of_any_option_exits_0_or_2_with_one_line(option, capsys):
         argv = list(BASE_ARGV)
         if option in ("--model", "--config"):  # the two are exclusive: this one replaces --model
             argv[1:3] = [option, value]
-        elif option == "--json":
+        elif option in FLAGS:
             argv.append(option)
         else:
             argv += [option, value]
@@ -272,19 +274,16 @@ def test_any_value_of_any_option_exits_0_or_2_with_one_line(option, capsys):
 
 @settings(SETTINGS, max_examples=examples(25))
 @given(st.binary(max_size=48) | JSON_VALUES.map(lambda v: json.dumps(v).encode()))
-def test_any_bytes_as_config_exit_2_with_one_line_naming_the_file(tmp_path_factory, content):
+@example(b"[")
+@example(b"{}")
+@example(b"\x00\xff")
+@example(b'{"model_type": "llama", "hidden_size": "1"}')
+@example(b"[]" * 3)
+def test_any_bytes_as_config_exit_2_with_one_line_naming_the_file(tmp_path_factory, capsys, content):
     path = tmp_path_factory.mktemp("cli") / "fuzzed.json"
     path.write_bytes(content)
-    status = main(["estimate", "--config", str(path), "--chip", "h100", "--chips", "8"])
-    assert status == 2  # no fuzzed bytes make a whole model
-
-
-def test_any_bytes_as_config_print_one_line_naming_the_file(tmp_path, capsys):
-    for content in (b"[", b"{}", b"\x00\xff", b'{"model_type": "llama", "hidden_size": "1"}', b"[]" * 3):
-        path = tmp_path / "fuzzed.json"
-        path.write_bytes(content)
-        _, err = _run(["estimate", "--config", str(path), "--chip", "h100", "--chips", "8"], capsys)
-        assert "fuzzed.json" in err, err
+    status, err = _run(["estimate", "--config", str(path), "--chip", "h100", "--chips", "8"], capsys)
+    assert status == 2 and "fuzzed.json" in err, err  # no fuzzed bytes make a whole model
 
 
 def test_every_field_and_option_has_a_spec():

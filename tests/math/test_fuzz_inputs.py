@@ -516,7 +516,7 @@ SPECS = {
 }
 
 
-# Issue 23: the estimate's engine settings and the calibration's split, fit and validation (appended).
+# The estimate's engine settings and the calibration's split, fit and validation.
 GOOD["platform"] = st.sampled_from(scaling_lib.calibration.PLATFORMS)
 BAD["platform"] = BAD["choice"]
 GOOD["efficiency"] = st.sampled_from([None, "bound", "typical", scaling_lib.estimate.Efficiency(mfu=0.5, latency=2.0),
@@ -541,8 +541,8 @@ SPECS.update({
     "calibration.validation_metrics": spec({}, efficiency="efficiency"),
     "measurements.published_runs": spec({}),
 })
-# The out-of-sample check (appended): priced once per efficiency and cached, so only the default is fuzzed here.
-# The physics pass: efficiencies measured apart from the throughput rows, the engine profiles, the bounded fit.
+# The out-of-sample check: priced once per efficiency and cached, so only the default is fuzzed here.
+# Efficiencies measured apart from the throughput rows, the engine profiles, the bounded fit.
 GOOD["profile"] = st.sampled_from(tuple(scaling_lib.calibration.PROFILE_ENGINES))
 BAD["profile"] = BAD["choice"]
 SPECS.update({
@@ -578,7 +578,7 @@ SPECS["estimate.offline_estimate"][1].update(slots="count?")
 SPECS["estimate.offline_throughput"][1].update(memory_utilization="frac", max_sequences="count",
                                                kv_placement="placement?")
 SPECS["estimate.report"][1].update(memory_utilization="frac", max_sequences="count", kv_placement="placement?",
-                                   tensor_parallel="small?")
+                                   tensor_parallel="small?", expert_parallel="flag", attention_data_parallel="flag")
 
 # plan: the deployment search (tests/math/test_plan.py checks what it chooses)
 PLANNED = plan("llama3-8b", "h100", 2, 1000, 200, prices=2.5).frontier
@@ -603,7 +603,7 @@ SPECS.update({
                                   model="model", chip="chip", n_chips="small", input_len="count", output_len="count",
                                   tensor_parallel="count?", batch="count?", weight_dtype="dtype", kv_dtype="dtype",
                                   compute_dtype="dtype?", price_per_chip_hour="real?", efficiency="efficiency",
-                                  memory_utilization="frac"),
+                                  memory_utilization="frac", expert_parallel="flag", attention_data_parallel="flag"),
 })
 
 # load: TTFT and TPOT under a load, and the simulator's run of the same engine (tests/math/test_load.py checks them)
@@ -635,10 +635,10 @@ SPECS.update({
 SPECS["plan.plan"][1].update(ttft_p99="real?", tpot_p99="real?", concurrency="count?", request_rate="real?",
                              token_budget="count?", weight_dtypes="dtypes?")  # None: the model's own precision
 
-extend(GOOD, BAD, SPECS)  # issue 21: a kind for every public parameter, and the input classes (tests/math/fuzz_more_specs.py)
-# Issue 22: the one reader of "number plus unit" (units.read_number, which parse_quantity and the checker share).
+extend(GOOD, BAD, SPECS)  # a kind for every public parameter, and the input classes (tests/math/fuzz_more_specs.py)
+# The one reader of "number plus unit" (units.read_number, which parse_quantity and the checker share).
 SPECS["units.read_number"] = spec(dict(text="4.98 ms"), text="text")
-SPECS["measurements.pope_headline_runs"] = spec({})  # the two runs that were layouts.POPE_HEADLINE_RUNS
+SPECS["measurements.pope_headline_runs"] = spec({})  # Pope et al.'s two headline runs
 SPECS["simulator.simulate_disaggregated"] = spec(dict(config=CONFIG, workload=WORKLOAD), config="config",
                                                  workload="workload", n_prefill_servers="small",
                                                  n_decode_servers="small", transfer_bandwidth="real?",

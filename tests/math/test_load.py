@@ -164,6 +164,10 @@ def test_every_answer_carries_p99_at_or_above_its_mean_the_bound_below_it_and_li
         assert result.request_rate == load["request_rate"]
     assert result.saturation_rate == pytest.approx(
         deployment.replicas * deployment_engine(deployment, 1000, 200).saturation_rate(), rel=1e-12)
+    if "request_rate" in load:
+        # the bound's decode batch obeys Little's law on the decode phase: B = lambda (T_gen - 1) TPOT
+        bound = deployment_engine(deployment, 1000, 200, None).open_loop(load["request_rate"] / deployment.replicas)
+        assert bound.decode_batch == pytest.approx(bound.request_rate * 199 * bound.tpot_s, rel=1e-6)
 
 
 def test_a_concurrency_spreads_over_the_replicas_as_evenly_as_it_divides():
@@ -196,7 +200,7 @@ BAD_INPUTS = [
 
 
 @pytest.mark.parametrize("call, message", BAD_INPUTS, ids=[m for _, m in BAD_INPUTS])
-def test_a_load_that_cannot_be_priced_is_refused_naming_the_fix(call, message):
+def test_bad_input_gets_a_value_error_naming_the_argument_and_the_fix(call, message):
     with pytest.raises(ValueError, match=message):
         call()
 

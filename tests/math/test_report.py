@@ -1,11 +1,10 @@
-"""One call and a command: `estimate.report` agrees with the individual functions, and `python -m scaling_lib
-estimate` prints it, as JSON on request, with a one-line error and exit status 2 for bad input."""
+"""`estimate.report`: one call that agrees with the individual functions of the estimate, its defaults, its
+dictionary and its printed table; the command line that prints it is in test_cli.py."""
 
-import json
+import re
 
 import pytest
 
-from scaling_lib.__main__ import main
 from scaling_lib.estimate import TYPICAL, Deployment, decode_step, max_batch, prefill, report
 from scaling_lib.hardware import get_chip
 from scaling_lib.inference import decode_step_time
@@ -14,6 +13,7 @@ from scaling_lib.models import from_hf_config, get_model
 from tests import REPO
 
 
+# --- what it computes -------------------------------------------------------------------------------------------------
 def test_report_agrees_with_the_individual_functions():
     r = report("llama3-70b", "h100", 8, batch=64, context_len=8192, weight_dtype="fp8", kv_dtype="fp8",
                price_per_chip_hour=2.0)
@@ -24,143 +24,14 @@ def test_report_agrees_with_the_individual_functions():
     assert r.decode_step_bound_s == decode_step(d, 64, 8192).total_s
     assert r.decode_step_typical_s == decode_step(d, 64, 8192, TYPICAL).total_s
     assert r.prefill_bound_s == prefill(d, 8192).total_s
-    assert r.tokens_per_s_bound == pytest.approx(64 / r.decode_step_bound_s)
-    # $ per million tokens, by hand: $2 x 8 chips per hour for tokens_per_s x 3600 tokens per hour.
-    assert r.dollars_per_million_tokens_bound == pytest.approx(2.0 * 8 / (r.tokens_per_s_bound * 3600) * 1e6)
     assert r.decode_step_typical_s > r.decode_step_bound_s and r.prefill_typical_s > r.prefill_bound_s
-
-
-def test_report_defaults_batch_to_the_largest_that_fits_and_kv_to_bf16_whatever_the_weights():
-    # Real int4/int8/fp8 checkpoints keep a bf16 cache unless the engine is told otherwise (issue 25).
-    for weights in ("int8", "int4", "fp8"):
-        r = report("llama3-8b", "tpu-v5e", 4, context_len=4096, weight_dtype=weights)
-        assert r.deployment.kv_dtype == "bf16" and r.batch == r.max_batch > 0 and r.prompt_len == 4096
-    assert r.dollars_per_million_tokens_bound is None and "$" not in r.describe()
-
-
-def test_report_takes_tensor_parallel_as_replicas_and_refuses_a_prompt_longer_than_the_context():
-    r = report("llama3-70b", "h100", 16, tensor_parallel=8, context_len=4096, kv_dtype="fp8")
-    assert r.deployment.replicas == 2 and r.deployment.tensor_parallel == 8
-    assert r.max_batch == max_batch(Deployment("llama3-70b", "h100", 16, kv_dtype="fp8", tensor_parallel=8), 4096,
-                                    TYPICAL)
-    with pytest.raises(ValueError, match="prompt_len=5000 is longer than context_len=4096"):
-        report("llama3-8b", "h100", 1, context_len=4096, prompt_len=5000)
-
-
-def test_report_refuses_what_does_not_fit_naming_the_bytes():
-    with pytest.raises(ValueError, match="does not fit.*GB"):
-        report("llama3-70b", "h100", 1)
-    # a batch past what the engine runs is refused naming the largest batch the report gives (memory or the cap)
-    fits = report("llama3-70b", "h100", 8).max_batch
-    with pytest.raises(ValueError, match=f"does not fit.*the largest batch that fits is {fits};"):
-        report("llama3-70b", "h100", 8, batch=fits + 1)
-    assert report("llama3-70b", "h100", 8, batch=fits).batch == fits
-    with pytest.raises(ValueError, match="exceed max_sequences=2,048, the engine's cap"):
-        report("llama3-70b", "h100", 8, context_len=128, batch=10_000)
-    with pytest.raises(ValueError, match="price_per_chip_hour"):
-        report("llama3-8b", "h100", 1, price_per_chip_hour=-1)
-
-
-def test_cli_prints_the_table_and_json(capsys):
-    assert main(["estimate", "--model", "llama3-70b", "--chip", "h100", "--chips", "8", "--batch", "64",
-                 "--context", "8192", "--weights", "fp8", "--price", "2"]) == 0
-    table = capsys.readouterr().out
-    assert "decode step" in table and "$ per million output tokens" in table
-    assert main(["estimate", "--config", str(REPO / "book/data/hf_configs/qwen3-8b.json"), "--chip", "tpu-v5e",
-                 "--chips", "4", "--json"]) == 0
-    data = json.loads(capsys.readouterr().out)
-    expected = report(from_hf_config(REPO / "book/data/hf_configs/qwen3-8b.json"), "tpu-v5e", 4)
-    assert data["model"] == "qwen3-8b" and data["batch"] == expected.batch
-    assert data["decode_step_bound_s"] == pytest.approx(expected.decode_step_bound_s)
-
-
-@pytest.mark.parametrize("argv, message", [
-    (["estimate", "--model", "llama-9-9b", "--chip", "h100", "--chips", "1"], "unknown model"),
-    (["estimate", "--model", "llama3-70b", "--chip", "h100", "--chips", "1"], "does not fit"),
-    (["estimate", "--model", "llama3-8b", "--chip", "h999", "--chips", "1"], "unknown chip"),
-    (["estimate", "--model", "llama3-8b", "--chip", "h100", "--chips", "0"], "--chips"),
-])
-def test_cli_bad_input_is_one_line_and_exit_status_2(argv, message, capsys):
-    assert main(argv) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("error: ") and message in err and err.count("\n") == 1
-
-
-def test_cli_argparse_errors_exit_2_naming_the_option(capsys):
-    # As a process (python -m scaling_lib), in tests/math/test_cli.py
-    assert main(["estimate", "--model", "llama3-8b", "--chip", "h100"]) == 2 and "--chips" in capsys.readouterr().err
-    assert main(["estimate", "--model", "llama3-8b", "--chip", "h100", "--chips", "1", "--batch", "8"]) == 0
-    assert "output tokens/s" in capsys.readouterr().out
-
-
-LLAMA_8B = json.loads((REPO / "book/data/hf_configs/llama-3.1-8b.json").read_text())
-NO_HEAD_DIM = {key: value for key, value in LLAMA_8B.items() if key != "head_dim"}
-# A config file's content (bytes, or a JSON value to write) -> what the one-line error must name besides the file.
-BAD_CONFIGS = {
-    "top-level list": (b"[1, 2]", "a list"),
-    "top-level null": (b"null", "null"),
-    "top-level number": (b"3", "3 at its top level"),
-    "top-level string": (b'"llama"', "the string 'llama'"),
-    "invalid JSON": (b'{"model_type": "llama",', "not valid JSON"),
-    "invalid UTF-8": (b'\xff\xfe{"model_type": "llama"}', "not UTF-8"),
-    "empty file": (b"", "not valid JSON"),
-    "nested too deep": (b"[" * 100_000, "too deeply"),
-    "a 5,000-digit number": (b'{"hidden_size": ' + b"9" * 5000 + b"}", "thousands of digits"),
-    "hidden_size a string, no head_dim": ({**NO_HEAD_DIM, "hidden_size": "4096"}, "'hidden_size'"),
-    "zero heads": ({**LLAMA_8B, "num_attention_heads": 0}, "'num_attention_heads'"),
-    "negative heads": ({**LLAMA_8B, "num_attention_heads": -32}, "'num_attention_heads'"),
-    "heads a float": ({**LLAMA_8B, "num_attention_heads": 32.5}, "'num_attention_heads'"),
-    "KV heads do not divide": ({**LLAMA_8B, "num_key_value_heads": 5}, "'num_key_value_heads'"),
-    "missing vocab_size": ({k: v for k, v in LLAMA_8B.items() if k != "vocab_size"}, "'vocab_size'"),
-    "tie_word_embeddings a string": ({**LLAMA_8B, "tie_word_embeddings": "false"}, "'tie_word_embeddings'"),
-    "model_type a list": ({**LLAMA_8B, "model_type": ["llama"]}, "model_type"),
-    "NaN layers": (b'{"model_type": "llama", "num_hidden_layers": NaN}', "'num_hidden_layers'"),
-}
-
-
-@pytest.mark.parametrize("case", sorted(BAD_CONFIGS))
-def test_cli_any_bad_config_file_is_one_line_naming_the_file_and_field_and_exit_2(case, tmp_path, capsys):
-    content, names = BAD_CONFIGS[case]
-    path = tmp_path / "my-config.json"
-    path.write_bytes(content if isinstance(content, bytes) else json.dumps(content).encode())
-    assert main(["estimate", "--config", str(path), "--chip", "h100", "--chips", "8"]) == 2
-    captured = capsys.readouterr()
-    assert captured.out == "" and captured.err.startswith("error: ") and captured.err.count("\n") == 1
-    assert "my-config.json" in captured.err and names in captured.err, captured.err
-
-
-def test_cli_a_directory_a_missing_file_and_an_empty_path_as_config(tmp_path, capsys):
-    for path, names in ((tmp_path, "is a directory"), (tmp_path / "absent.json", "no config file at"),
-                        ("", "config path is empty")):
-        assert main(["estimate", "--config", str(path), "--chip", "h100", "--chips", "8"]) == 2
-        err = capsys.readouterr().err
-        assert err.count("\n") == 1 and names in err and str(path) in err, err
-
-
-@pytest.mark.parametrize("option, value", [("--chips", "-1"), ("--chips", "0"), ("--chips", "abc"), ("--chips", "2.5"),
-                                           ("--chips", "99999999999999999999"), ("--batch", "-3"), ("--batch", "1e3"),
-                                           ("--context", "0"), ("--prompt", "-5"), ("--price", "abc"),
-                                           ("--price", "nan"), ("--price", "inf"), ("--price", "-2"),
-                                           ("--price", "0")])
-def test_cli_bad_option_values_are_one_line_naming_the_option_and_exit_2(option, value, capsys):
-    argv = ["estimate", "--model", "llama3-8b", "--chip", "h100", "--chips", "1", option, value]
-    assert main(argv) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("error: argument " + option) and repr(value) in err and err.count("\n") == 1, err
-
-
-@pytest.mark.parametrize("argv, names", [
-    (["--weights", "fp7"], "unknown dtype 'fp7'"), (["--kv", "int3"], "unknown dtype 'int3'"),
-    (["--compute", "int4"], "compute_dtype"), (["--context", "99999999"], "does not fit"),
-    (["--batch", "100000000"], "argument --batch: 100,000,000 sequences are more than the "
-                               f"{report('llama3-8b', 'h100', 1).max_batch} that fit"),  # the report's largest batch
-    (["--bogus"], "unrecognized arguments: --bogus"),
-    (["--context", "100", "--prompt", "1000"], "argument --prompt: 1000 tokens do not fit in --context 100"),
-])
-def test_cli_other_bad_options_are_one_line_and_exit_2(argv, names, capsys):
-    assert main(["estimate", "--model", "llama3-8b", "--chip", "h100", "--chips", "1", *argv]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("error: ") and names in err and err.count("\n") == 1, err
+    # tokens/s is the batch over the step, by hand; 8 chips at $2 per chip-hour cost $16 an hour, so dollars per
+    # million tokens x tokens per hour / 1e6 = 16
+    for bound in ("bound", "typical"):
+        tokens_per_s = getattr(r, f"tokens_per_s_{bound}")
+        assert tokens_per_s * getattr(r, f"decode_step_{bound}_s") == pytest.approx(64, rel=1e-12)
+        assert getattr(r, f"dollars_per_million_tokens_{bound}") * tokens_per_s * 3600 / 1e6 == \
+            pytest.approx(16.0, rel=1e-12)
 
 
 def test_the_estimate_s_bound_and_batch_differ_from_the_chapters_by_the_embedding_read_and_the_engine_s_reserve():
@@ -176,3 +47,149 @@ def test_the_estimate_s_bound_and_batch_differ_from_the_chapters_by_the_embeddin
     assert max_batch_size(model, "h100", 1, 8192) == 57 and r.max_batch == 50
     free = 0.9 * get_chip("h100").hbm_capacity - param_bytes(model)
     assert r.max_batch == int(free // (8192 * kv_bytes_per_token(model)))
+
+
+def test_report_defaults_to_the_largest_batch_that_fits_a_bf16_cache_and_a_whole_context_prompt():
+    # Real int4/int8/fp8 checkpoints keep a bf16 cache unless the engine is told otherwise.
+    for weights in ("int8", "int4", "fp8"):
+        r = report("llama3-8b", "tpu-v5e", 4, context_len=4096, weight_dtype=weights)
+        assert r.deployment.kv_dtype == "bf16" and r.batch == r.max_batch > 0 and r.prompt_len == 4096
+    # no price: no cost, and nothing printed in dollars
+    assert r.dollars_per_million_tokens_bound is None and r.dollars_per_million_tokens_typical is None
+    assert r.as_dict()["dollars_per_million_tokens_typical"] is None and r.as_dict()["price_per_chip_hour"] is None
+    assert "$" not in r.describe()
+    # LLaMA-3-70B in fp8 on one H200: 70.6 GB of weights leave 70.4 GB; a 300,000-token fp8 cache is
+    # 300,000 x 163,840 B = 49.2 GB, so one sequence fits and two (98.3 GB) do not: the report serves one.
+    assert report("llama3-70b", "h200", 1, context_len=300_000, weight_dtype="fp8", kv_dtype="fp8").batch == 1
+    assert report("llama3-8b", "h100", 1, context_len=4096, prompt_len=1024).prompt_len == 1024
+    assert report("llama3-8b", "h100", 1, batch=1, context_len=4096, prompt_len=4096).prompt_len == 4096
+
+
+def test_a_report_runs_replicas_and_passes_the_engine_settings_through():
+    r = report("llama3-70b", "h100", 16, tensor_parallel=8, context_len=4096, kv_dtype="fp8")
+    assert r.deployment.replicas == 2 and r.deployment.tensor_parallel == 8
+    assert r.max_batch == max_batch(Deployment("llama3-70b", "h100", 16, kv_dtype="fp8", tensor_parallel=8), 4096,
+                                    TYPICAL)
+    # Two replicas prefill one prompt each at once: as long as one prompt on one chip.
+    two = report("llama3-8b", "h100", 2, batch=2, context_len=1024, tensor_parallel=1)
+    one = report("llama3-8b", "h100", 1, batch=1, context_len=1024)
+    assert (two.prefill_bound_s, two.prefill_typical_s) == (one.prefill_bound_s, one.prefill_typical_s)
+    assert two.max_batch == 2 * one.max_batch and two.decode_step_bound_s == one.decode_step_bound_s
+    settings = report("llama3-8b", "h100", 1, context_len=1024, max_sequences=16, memory_utilization=0.5,
+                      kv_placement="batch-split")
+    assert (settings.batch, settings.deployment.memory_utilization, settings.deployment.kv_placement) == \
+        (16, 0.5, "batch-split")
+
+
+def test_a_refused_batch_names_the_largest_batch_the_report_gives():
+    # a batch past what the engine runs is refused naming the largest batch the report gives (memory or the cap)
+    fits = report("llama3-70b", "h100", 8).max_batch
+    with pytest.raises(ValueError, match=f"does not fit.*the largest batch that fits is {fits};"):
+        report("llama3-70b", "h100", 8, batch=fits + 1)
+    assert report("llama3-70b", "h100", 8, batch=fits).batch == fits
+
+
+# --- its dictionary and its table -------------------------------------------------------------------------------------
+KEYS = {"model", "chip", "n_chips", "tensor_parallel", "expert_parallel", "attention_data_parallel", "weight_dtype",
+        "kv_dtype", "compute_dtype", "batch", "context_len", "prompt_len", "weight_bytes", "kv_bytes_per_token",
+        "max_batch", "decode_step_bound_s", "decode_step_typical_s", "prefill_bound_s", "prefill_typical_s",
+        "tokens_per_s_bound", "tokens_per_s_typical", "price_per_chip_hour", "dollars_per_million_tokens_bound",
+        "dollars_per_million_tokens_typical"}
+
+
+@pytest.mark.parametrize("chip, n, kwargs, formats, kv_bytes", [
+    ("tpu-v5e", 8, dict(weight_dtype="int8", compute_dtype="int8", tensor_parallel=4), ("int8", "bf16", "int8"),
+     32 * 8 * 128 * 2 * 2),  # layers x KV heads x head dim x (K, V) x 2 B
+    ("h100", 1, dict(weight_dtype="fp8", kv_dtype="fp8"), ("fp8", "fp8", "bf16"), 32 * 8 * 128 * 2 * 1),
+], ids=["int8-weights-on-tpus", "an-fp8-cache"])
+def test_the_reports_dictionary_holds_every_number_under_its_own_name(chip, n, kwargs, formats, kv_bytes):
+    r = report("llama3-8b", chip, n, batch=8, context_len=1024, price_per_chip_hour=2.0, **kwargs)
+    data = r.as_dict()
+    assert set(data) == KEYS
+    for key, value in data.items():
+        if key not in ("model", "chip"):
+            assert value == getattr(r, key, None) or value == getattr(r.deployment, key), key
+    assert (data["model"], data["chip"], data["n_chips"]) == ("llama3-8b", chip, n)
+    assert data["tensor_parallel"] == kwargs.get("tensor_parallel", n)
+    assert (data["weight_dtype"], data["kv_dtype"], data["compute_dtype"]) == formats
+    assert data["weight_bytes"] == param_bytes(get_model("llama3-8b"), formats[0])
+    assert data["kv_bytes_per_token"] == kv_bytes
+
+
+def _numbers(text):
+    return [float(x) for x in re.findall(r"\d[\d,]*\.?\d*", text.replace(",", ""))]
+
+
+def _rows(r):
+    return {name.strip(): value.strip() for name, value in
+            (re.split(r"\s{2,}", line, maxsplit=1) for line in r.describe().splitlines())}
+
+
+def test_the_report_prints_each_row_in_its_units():
+    r = report("llama3-8b", "h100", 2, batch=8, context_len=4096, prompt_len=1000, price_per_chip_hour=2.0)
+    rows = _rows(r)
+    assert list(rows) == ["deployment", "weights", "KV cache per token", "largest batch that fits", "batch",
+                          "decode step", "prefill", "output tokens/s", "$ per million output tokens"]
+    assert rows["deployment"] == r.deployment.describe() and rows["batch"] == "8"
+    gb = param_bytes(get_model("llama3-8b")) / 1e9  # 16.1 GB in bf16, 8.0 GB on each of 2 chips
+    assert rows["weights"] == f"{gb:,.1f} GB ({gb / 2:,.1f} GB per chip)"
+    assert _numbers(rows["KV cache per token"]) == [131.1] and rows["KV cache per token"].endswith(" kB")
+    assert rows["largest batch that fits"] == (f"{r.max_batch:,} sequences of 4,096 tokens (the engine's 90% of HBM, "
+                                               "at most 2,048 per replica)")
+    assert _numbers(rows["output tokens/s"]) == [round(r.tokens_per_s_bound), round(r.tokens_per_s_typical)]
+    assert re.fullmatch(r"\d,\d{3} bound, \d,\d{3} typical", rows["output tokens/s"])  # whole tokens, thousands separated
+    dollars = rows["$ per million output tokens"]
+    assert _numbers(dollars) == pytest.approx([r.dollars_per_million_tokens_bound,
+                                               r.dollars_per_million_tokens_typical, 2], abs=5e-4)
+    assert "at the bound" in dollars and dollars.endswith("(at $2 per chip-hour)")
+
+
+@pytest.mark.parametrize("model, n, batch, context, prompt", [
+    ("llama3-8b", 2, 8, 4096, 1000), ("llama3-70b", 8, 64, 8192, 8192),
+    ("llama3-70b", 8, 8, 32768, 32768),  # a prompt of seconds: still milliseconds, to a tenth
+], ids=["8b-on-2", "70b-on-8", "70b-long-prompt"])
+def test_the_report_prints_its_step_times_in_milliseconds(model, n, batch, context, prompt):
+    r = report(model, "h100", n, batch=batch, context_len=context, prompt_len=prompt)
+    rows = _rows(r)
+    assert _numbers(rows["decode step"]) == pytest.approx([r.decode_step_bound_s * 1e3,
+                                                           r.decode_step_typical_s * 1e3], abs=0.005)
+    assert re.fullmatch(r"[\d.,]+ ms bound, [\d.,]+ ms typical", rows["decode step"])
+    assert _numbers(rows["prefill"].split("(")[0]) == pytest.approx([r.prefill_bound_s * 1e3,
+                                                                     r.prefill_typical_s * 1e3], abs=0.05)
+    assert rows["prefill"].endswith(f"ms typical ({prompt:,}-token prompt)")
+    if prompt == 32768:
+        assert r.prefill_typical_s > 1.0
+
+
+def test_the_report_prints_thousands_with_separators_and_the_kv_cache_by_hand():
+    r = report("llama3-8b", "h100", 1, batch=1200, context_len=128, max_sequences=3000)
+    rows = _rows(r)
+    assert rows["batch"] == "1,200" and "at most 3,000 per replica" in rows["largest batch that fits"]
+    # LLaMA 3 70B's KV cache per token by hand: 80 layers x 8 KV heads x 128 dims x 2 (K and V) x 2 bytes (bf16)
+    assert _rows(report("llama3-70b", "h100", 8, batch=64))["KV cache per token"] == "327.7 kB"
+    assert 80 * 8 * 128 * 2 * 2 == 327_680
+
+
+# --- bad input: a ValueError naming the argument and the fix ----------------------------------------------------------
+BAD_INPUT = {
+    "prompt-zero": (lambda: report("llama3-8b", "h100", 1, prompt_len=0), r"\bprompt_len\b"),
+    "context-negative": (lambda: report("llama3-8b", "h100", 1, context_len=-5), r"\bcontext_len\b"),
+    "price-negative": (lambda: report("llama3-8b", "h100", 1, price_per_chip_hour=-1.0), r"\bprice_per_chip_hour\b"),
+    "prompt-longer-than-context": (lambda: report("llama3-8b", "h100", 1, context_len=4096, prompt_len=5000),
+                                   r"\bprompt_len=5000 is longer than context_len=4096\b.*\bgive a context at least as "
+                                   r"long as the prompt$"),
+    # refused at the engine's share of HBM (the report's batch is the typical estimate's), one sequence per replica
+    "weights-fit-nowhere": (lambda: report("llama3-70b", "h100", 1),
+                            r"^batch 1 at 8,192 tokens\b.*\bdoes not fit\b.*\bthe engine may use 77\.0 GB of one "
+                            r"h100's 85\.5 GB\b.*\bweights alone\b"),
+    "one-sequence-per-replica": (lambda: report("llama3-70b", "h100", 2, tensor_parallel=1),
+                                 r"^batch 2 at 8,192 tokens\b"),
+    "over-the-engine-cap": (lambda: report("llama3-70b", "h100", 8, context_len=128, batch=10_000),
+                            "exceed max_sequences=2,048, the engine's cap"),
+}
+
+
+@pytest.mark.parametrize("call, words", BAD_INPUT.values(), ids=list(BAD_INPUT))
+def test_bad_input_gets_a_value_error_naming_the_argument_and_the_fix(call, words):
+    with pytest.raises(ValueError, match=words):
+        call()

@@ -50,20 +50,6 @@ def test_prompts_ride_free_up_to_the_free_batch_and_not_one_more(prompt_len):
                                                                                                "tpu-v5e", 40) == 3
 
 
-def test_server_ratio_prices_decode_in_the_compute_dtype():
-    # batch 1,024: the matmul FLOPs (not the weight read) set the step, so the compute dtype shows
-    # (1,024 caches of 8k tokens do not fit in 8 x 192 GB: priced as if they did, to see the compute dtype)
-    ratio = server_ratio("llama3-70b", "tpu-7x", 8192, 512, 1024, 8, 8, compute_dtype="fp8", check_capacity=False)
-    step = decode_step_time("llama3-70b", "tpu-7x", 8, 1024, 8192 + 256, compute_dtype="fp8", check_capacity=False)
-    assert step.bound == "compute" and ratio.decode_step_s == step.total_s
-
-
-def test_an_mfu_above_one_is_refused_saying_what_mfu_is():
-    with pytest.raises(ValueError, match="mfu.*the fraction of peak FLOP/s achieved"):
-        prefill_saturating_tokens("llama3-8b", "h100", mfu=1.5)
-
-
-# --- issue 21, third pass: server_ratio and the transfer by hand ------------------------------------------------------
 def test_server_ratio_by_hand_from_the_step_bounds():
     # LLaMA-3-70B, 8,192-token prompts on 32 v5e (compute-bound prefill at 50% MFU, int8 weights), 513-token outputs
     # decoded at batch 16 on 8 v5e with an int8 cache: the decode step is taken at 8,192 + 256.5 tokens of context.
@@ -83,16 +69,33 @@ def test_server_ratio_floors_a_short_prefill_at_the_weight_read_in_the_weight_dt
     assert ratio.prefill_s == pytest.approx(param_bytes("llama3-70b", "int8") / (16 * 8.2e11), rel=1e-12)
 
 
-def test_server_ratio_refuses_a_batch_that_does_not_fit_unless_asked_to_price_it():
-    with pytest.raises(ValueError, match=r"\bdoes not fit\b"):
-        server_ratio("llama3-70b", "tpu-v5e", 8192, 512, 1024, 16, 16)
+def test_server_ratio_prices_a_batch_that_does_not_fit_when_asked_and_in_the_compute_dtype():
+    # batch 1,024: the matmul FLOPs (not the weight read) set the step, so the compute dtype shows
+    # (1,024 caches of 8k tokens do not fit in 8 x 192 GB: priced as if they did, to see the compute dtype)
+    ratio = server_ratio("llama3-70b", "tpu-7x", 8192, 512, 1024, 8, 8, compute_dtype="fp8", check_capacity=False)
+    step = decode_step_time("llama3-70b", "tpu-7x", 8, 1024, 8192 + 256, compute_dtype="fp8", check_capacity=False)
+    assert step.bound == "compute" and ratio.decode_step_s == step.total_s
     assert server_ratio("llama3-70b", "tpu-v5e", 8192, 512, 1024, 16, 16, check_capacity=False).decode_step_s > 0
 
 
-@pytest.mark.parametrize("index, name", [(3, "output_len"), (4, "decode_batch"), (5, "n_prefill_chips"),
-                                         (6, "n_decode_chips")])
-def test_server_ratio_refuses_zero_counts_by_name(index, name):
+# --- bad input: a ValueError naming the argument and the fix -----------------------------------------------------------
+def _server_ratio_with(index, value):
     args = ["llama3-8b", "h100", 512, 64, 8, 1, 1]
-    args[index] = 0
-    with pytest.raises(ValueError, match=rf"^{name} must be a positive integer"):
-        server_ratio(*args)
+    args[index] = value
+    return server_ratio(*args)
+
+
+BAD_INPUT = {
+    "mfu-above-one": (lambda: prefill_saturating_tokens("llama3-8b", "h100", mfu=1.5),
+                      "mfu.*the fraction of peak FLOP/s achieved"),
+    "a-batch-that-does-not-fit": (lambda: server_ratio("llama3-70b", "tpu-v5e", 8192, 512, 1024, 16, 16),
+                                  r"\bdoes not fit\b"),
+    **{f"{name}-zero": (lambda index=index: _server_ratio_with(index, 0), rf"^{name} must be a positive integer")
+       for index, name in ((3, "output_len"), (4, "decode_batch"), (5, "n_prefill_chips"), (6, "n_decode_chips"))},
+}
+
+
+@pytest.mark.parametrize("call, words", BAD_INPUT.values(), ids=list(BAD_INPUT))
+def test_bad_input_gets_a_value_error_naming_the_argument_and_the_fix(call, words):
+    with pytest.raises(ValueError, match=words):
+        call()

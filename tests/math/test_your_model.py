@@ -39,6 +39,12 @@ CASES = {
                             "compute_dtype": "", "price_per_chip_hour": "3"},
                            ["--model", "llama3-70b", "--chip", "h200", "--chips", "8", "--tensor-parallel", "2",
                             "--batch", "16", "--context", "4096", "--price", "3"]),
+    "a mixture of experts, expert parallel with attention data-parallel, under vLLM's profile": (
+        {"model": "qwen3-235b-a22b", "config": "", "chip": "h200", "chips": "8", "tensor_parallel": "", "batch": "",
+         "context_len": "", "weight_dtype": "fp8", "kv_dtype": "", "compute_dtype": "", "price_per_chip_hour": "",
+         "engine": "vllm", "moe_layout": "ep+dp"},
+        ["--model", "qwen3-235b-a22b", "--chip", "h200", "--chips", "8", "--weights", "fp8", "--engine", "vllm",
+         "--expert-parallel", "--attention-data-parallel"]),
 }
 
 
@@ -83,8 +89,11 @@ def test_a_pasted_configs_position_limit_is_enforced_as_on_the_command_line(form
     (dict(names={"batch": "--batch"}), r"\bnames must map each of\b"),
     (dict(input_len=100), r"\barguments --input-len and --output-len: give both\b"),
     (dict(prompt_len=9000, context_len=8192), r"\bargument --prompt: 9000 tokens do not fit in --context 8192\b"),
+    (dict(expert_parallel=True), r"\bargument --expert-parallel: llama3-8b is dense\b.*drop --expert-parallel"),
+    (dict(model="mixtral-8x7b", n_chips=16, tensor_parallel=16, expert_parallel=True),
+     r"\bargument --expert-parallel: mixtral-8x7b's 8 routed experts do not split evenly over --tensor-parallel 16\b"),
 ])
-def test_a_deployment_it_cannot_price_is_refused_in_the_callers_words(kwargs, says):
+def test_bad_input_gets_a_value_error_in_the_callers_words(kwargs, says):
     arguments = {**dict(model="llama3-8b", chip="h100", n_chips=1, names=CLI_NAMES), **kwargs}
     with pytest.raises(ValueError, match=says):
         estimate_deployment(**arguments)
@@ -95,3 +104,23 @@ def test_heads_that_do_not_split_over_the_chips_get_the_largest_group_that_does_
     result = estimate_deployment(config=str(CONFIGS / "qwen2.5-7b.json"), chip="h200", n_chips=8)
     assert (result.data["tensor_parallel"], result.data["replicas"]) == (4, 2)
     assert any("largest group of the 8 chips that splits the 28 query heads" in note for note in result.data["notes"])
+
+
+def test_a_mixture_of_experts_served_expert_and_attention_data_parallel_is_the_deployment_the_library_prices(capsys):
+    # The command line's flags reach estimate.Deployment: its JSON is the report of that deployment, and attention
+    # data-parallel stops replicating Qwen3-235B's 4 KV heads over 8 chips, so more sequences fit than under tensor
+    # parallelism alone.
+    from scaling_lib.estimate import report
+
+    argv = ["estimate", "--model", "qwen3-235b-a22b", "--chip", "h200", "--chips", "8", "--weights", "fp8", "--json"]
+    runs = {}
+    for flags in ((), ("--expert-parallel",), ("--expert-parallel", "--attention-data-parallel")):
+        assert main(argv + list(flags)) == 0
+        runs[flags] = json.loads(capsys.readouterr().out)
+    both = runs[("--expert-parallel", "--attention-data-parallel")]
+    direct = report("qwen3-235b-a22b", "h200", 8, weight_dtype="fp8", compute_dtype="fp8", expert_parallel=True,
+                    attention_data_parallel=True)
+    assert (both["expert_parallel"], both["attention_data_parallel"]) == (True, True)
+    assert both["decode_step_typical_s"] == pytest.approx(direct.decode_step_typical_s, rel=1e-12)
+    assert both["max_batch"] == direct.max_batch > runs[()]["max_batch"]
+    assert (runs[()]["expert_parallel"], runs[()]["attention_data_parallel"]) == (False, False)

@@ -39,8 +39,10 @@ def _estimate(fields_json):
     try:
         config, model = fields.pop("config").strip(), fields.pop("model", None)
         chip, chips = fields.pop("chip"), _number(fields.pop("chips"))
-        kwargs = {name: _number(value) if name not in ("weight_dtype", "kv_dtype", "compute_dtype") else value
-                  for name, value in fields.items() if value != ""}
+        layout = fields.pop("moe_layout", "").split("+")  # "", "ep", "dp" or "ep+dp"
+        kwargs = {name: _number(value) if name not in ("weight_dtype", "kv_dtype", "compute_dtype", "engine")
+                  else value for name, value in fields.items() if value != ""}
+        kwargs.update(expert_parallel="ep" in layout, attention_data_parallel="dp" in layout)
         estimate = estimate_deployment(None if config else model, chip, chips,
                                        config=json.loads(config) if config else None, **kwargs)
         return json.dumps([True, estimate.table])
