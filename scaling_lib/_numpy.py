@@ -11,7 +11,7 @@ class _LazyNumpy:
     """Stands for the numpy module: the first attribute read imports NumPy, then each name is kept on this object."""
 
     def __getattr__(self, name):
-        import numpy
+        import numpy  # noqa: PLC0415 - on first use: the page (Pyodide) runs the math without NumPy
 
         value = getattr(numpy, name)
         setattr(self, name, value)

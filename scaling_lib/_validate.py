@@ -13,6 +13,8 @@ The rules, the same for every argument:
   with a TypeError deep inside a formula.
 """
 
+import functools
+import inspect
 import math
 import numbers
 import sys
@@ -232,3 +234,30 @@ def torus_mesh(mesh_shape, n_chips: int | None = None) -> tuple:
         raise ValueError(f"mesh_shape {shape} holds {math.prod(shape)} chips, not n_chips={n_chips}; "
                          f"pick axes whose product is {n_chips}")
     return shape
+
+
+def checked_by(check):
+    """A decorator that runs a formula's argument checks before the formula, so that its body is the derivation alone
+    (what a chapter shows with `show_source`). `check` takes the formula's keyword arguments (defaults filled in),
+    raises a ValueError naming a bad one, and returns them as the formula is to receive them (a chip's name resolved
+    to its Chip, say). The decorated function keeps the formula's name, docstring and signature (`functools.wraps`:
+    `inspect.signature` and `inspect.getsource` read the formula). The formula's arguments are keyword-only."""
+    def decorate(formula):
+        parameters = inspect.signature(formula).parameters.values()
+        if any(parameter.kind is not inspect.Parameter.KEYWORD_ONLY for parameter in parameters):
+            raise TypeError(f"checked_by: {formula.__qualname__} must take keyword-only arguments (def f(*, ...))")
+        names = {parameter.name for parameter in parameters}
+        defaults = {p.name: p.default for p in parameters if p.default is not inspect.Parameter.empty}
+
+        @functools.wraps(formula)
+        def checked(**arguments):
+            if not names - defaults.keys() <= arguments.keys() <= names:  # a missing or unknown argument
+                try:
+                    inspect.signature(formula).bind(**arguments)
+                except TypeError as error:
+                    raise TypeError(f"{formula.__qualname__}(): {error}") from None
+            return formula(**check(**{**defaults, **arguments}))
+
+        return checked
+
+    return decorate

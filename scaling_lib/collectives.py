@@ -58,11 +58,10 @@ import math
 from dataclasses import dataclass
 
 from ._validate import axes as check_axes
-from ._validate import axis_flags, choice, flag, positive, positive_int
+from ._validate import axis_flags, checked_by, choice, flag, positive, positive_int
 from .hardware import NCCL_LATENCY, FullMesh, SwitchDomain, Torus, get_chip
 from .hops import COLLECTIVES, collective_hops, mesh_hops
 
-_TORUS_FACTOR = {"all-gather": 1.0, "reduce-scatter": 1.0, "all-reduce": 2.0, "all-to-all": 0.25}
 NETWORKS = ("ici", "dcn")
 PROTOCOLS = ("LL", "LL128", "Simple")
 SWITCH_ALGORITHMS = ("ring", "tree", "nvls")
@@ -122,27 +121,45 @@ def _switch_volume(op: str, n: int) -> float:
     return {"all-gather": share, "reduce-scatter": share, "all-reduce": 2 * share, "all-to-all": share / n}[op]
 
 
-def _torus_bandwidth(op: str, array_bytes: float, topology: Torus, n: int, wraparound: bool) -> float:
-    """Seconds of the bandwidth term on one axis of n chips (module docstring): ring or line."""
-    w = topology.axis_bandwidth
-    if wraparound:
-        return _TORUS_FACTOR[op] * array_bytes / w
-    if op == "all-to-all":  # V / 4 across the middle, one link each way: V / (4 W_ici) = V / (2 W)
-        return 2 * _TORUS_FACTOR[op] * array_bytes / w
-    passes = 2 if op == "all-reduce" else 1  # an end chip takes in (n - 1) V / n over its one link, per pass
-    return passes * (n - 1) / n * array_bytes / topology.link_bandwidth
+def _torus_arguments(*, op, array_bytes, chip, n_shards, wraparound):
+    """`torus_collective_time`'s checks: a collective, a byte count, a TPU torus, a shard count; `wraparound` None
+    takes the torus's rule for an axis of n_shards chips (`hardware.Torus.axis_wraps`)."""
+    choice("collective op", op, COLLECTIVES)
+    chip = get_chip(chip)
+    if not isinstance(chip.network, Torus):
+        raise ValueError(f"chip={chip.name!r} is not a TPU torus ({chip.interconnect}): torus_collective_time prices "
+                         "one axis of a torus; use collective_time, which prices a switch or a mesh too")
+    n = positive_int("n_shards", n_shards)
+    wraps = chip.network.axis_wraps(n) if wraparound is None else flag("wraparound", wraparound)
+    return dict(op=op, array_bytes=positive("array_bytes", array_bytes, allow_zero=True), chip=chip, n_shards=n,
+                wraparound=wraps)
 
 
-def _torus_exact(op: str, bandwidth_s: float, n: int, wraparound: bool) -> float:
-    """The ring formula V / W rounds the share (n - 1) / n up to 1; a lower bound keeps the exact share."""
-    return bandwidth_s * (n - 1) / n if wraparound and op != "all-to-all" else bandwidth_s
+@checked_by(_torus_arguments)
+def torus_collective_time(*, op: str, array_bytes: float, chip, n_shards: int,
+                          wraparound: bool | None = None) -> CollectiveTime:
+    """One collective of V = `array_bytes` over one torus axis of n chips: hops x t_hop + a bandwidth term (module
+    docstring). A ring (`wraparound`): V / W for an all-gather or a reduce-scatter, 2 V / W for an all-reduce, V / (4 W)
+    for an all-to-all, with W = W_ici,bidi, in floor(n / 2) hops a pass. A line: an end chip takes the other
+    (n - 1) V / n bytes through its single link at W_ici, once a pass (twice for an all-reduce), in n - 1 hops a pass;
+    an all-to-all crosses the middle over one link each way, V / (2 W). The bound keeps a ring's exact share
+    (n - 1) / n, which V / W rounds up to 1. The checks run first (`_torus_arguments`), so the body is the formula.
 
-
-def _torus_time(op, array_bytes, topology: Torus, n, wraparound) -> CollectiveTime:
-    bandwidth = _torus_bandwidth(op, array_bytes, topology, n, wraparound)
-    latency = collective_hops(op, n, wraparound) * topology.hop_latency
-    return CollectiveTime(op, bandwidth, latency, "ring" if wraparound else "line", 1.0,
-                          max(latency, _torus_exact(op, bandwidth, n, wraparound)))
+    Defined in chapter 7, *Sharding prefill and generation*.
+    """
+    torus, n, v = chip.network, n_shards, array_bytes
+    if n == 1:
+        return CollectiveTime(op, 0.0, 0.0, "none")
+    passes = 2 if op == "all-reduce" else 1  # an all-reduce is a reduce-scatter, then an all-gather
+    if wraparound:  # a bidirectional ring
+        bandwidth_s = {"all-to-all": v / 4, "all-reduce": 2 * v}.get(op, v) / torus.axis_bandwidth
+        exact_s = bandwidth_s if op == "all-to-all" else bandwidth_s * (n - 1) / n
+    elif op == "all-to-all":  # a line: V / 4 across the middle, one link each way
+        bandwidth_s = exact_s = v / 2 / torus.axis_bandwidth
+    else:  # a line: each end chip's one link carries the other (n - 1) V / n
+        bandwidth_s = exact_s = passes * (n - 1) / n * v / torus.link_bandwidth
+    latency_s = collective_hops(op, n, wraparound) * torus.hop_latency
+    return CollectiveTime(op, bandwidth_s, latency_s, "ring" if wraparound else "line", 1.0, max(latency_s, exact_s))
 
 
 def _nccl(table: str, algorithm: str, protocol: str) -> float:
@@ -292,8 +309,7 @@ def collective_time(op: str, array_bytes: float, chip, n_shards: int, wraparound
         return CollectiveTime(op, 0.0, 0.0, "none")
     topology = chip.network
     if isinstance(topology, Torus):
-        wraps = topology.axis_wraps(n) if wraparound is None else wraparound
-        return _torus_time(op, array_bytes, topology, n, wraps)
+        return torus_collective_time(op=op, array_bytes=array_bytes, chip=chip, n_shards=n, wraparound=wraparound)
     if isinstance(topology, FullMesh):
         return _mesh_time(op, array_bytes, chip, topology, n, algorithm)
     return _switch_time(op, array_bytes, chip, topology, n, algorithm)
@@ -366,7 +382,9 @@ def mesh_collective(op: str, array_bytes: float, chip, mesh_shape, wraparound=No
         bandwidth = _bisection_all_to_all(array_bytes, topology, tuple(a for a, _ in axes), tuple(w for _, w in axes))
         return CollectiveTime(op, bandwidth, latency, "bisection", 1.0, max(latency, bandwidth))
     bandwidth = array_bytes / sum(1 / t.bandwidth_s for t in per_byte)
-    floor = array_bytes / sum(1 / _torus_exact(op, t.bandwidth_s, a, w) for t, (a, w) in zip(per_byte, axes))
+    # a ring's exact share (a - 1) / a of the bytes, which its V / W rounds up to 1 (`torus_collective_time`)
+    exact = [t.bandwidth_s * ((a - 1) / a if w and op != "all-to-all" else 1) for t, (a, w) in zip(per_byte, axes)]
+    floor = array_bytes / sum(1 / e for e in exact)
     return CollectiveTime(op, bandwidth, latency, "+".join(t.algorithm for t in per_byte), 1.0,
                           max(latency, floor))
 

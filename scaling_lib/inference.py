@@ -12,7 +12,7 @@ over the n chips that hold the model. P is the parameter count used for FLOPs (a
 import math
 from dataclasses import dataclass
 
-from ._validate import choice, flag, fraction, non_negative_int, positive, positive_int
+from ._validate import checked_by, choice, flag, fraction, non_negative_int, positive, positive_int
 from .flops import matmul_params
 from .hardware import get_chip
 from .memory import MemoryFootprint, kv_bytes_per_token, kv_cache_bytes, max_batch_size, memory_footprint, require_fit
@@ -52,15 +52,10 @@ def _does_not_fit(chip, n_chips: int, batch: int, kv_bytes_per_sequence: float, 
             "check_capacity=False to price the step as if it fitted (to show what would not fit)")
 
 
-def step_time_bound(*, batch: float, kv_bytes_per_sequence: float, param_bytes: float, param_count: float, chip,
-                    n_chips: int = 1, compute_dtype: str = "bf16", check_capacity: bool = True) -> StepTime:
-    """B KV / (n W) + max(2 B P / (n C), P_bytes / (n W)): the general decode step lower bound (Scaling Book ch. 7).
-
-    Raises ValueError when P_bytes + B KV exceeds the n chips' HBM (a step that cannot be held is not a bound);
-    `check_capacity=False` prices the step as if it fitted: used to show what would not fit.
-
-    Defined in chapter 5, *A model of the decode step*.
-    """
+def _step_time_bound_arguments(*, batch, kv_bytes_per_sequence, param_bytes, param_count, chip, n_chips,
+                               compute_dtype, check_capacity) -> dict:
+    """step_time_bound's checks: a ValueError naming a bad argument, or a batch that does not fit in the chips' HBM
+    (unless `check_capacity=False`); returns the arguments with the chip resolved to its `Chip`."""
     chip = get_chip(chip)
     positive("batch", batch, allow_zero=True)
     positive("kv_bytes_per_sequence", kv_bytes_per_sequence, allow_zero=True)
@@ -70,8 +65,24 @@ def step_time_bound(*, batch: float, kv_bytes_per_sequence: float, param_bytes: 
     needed = param_bytes + batch * kv_bytes_per_sequence
     if flag("check_capacity", check_capacity) and needed > n_chips * chip.hbm_capacity:
         raise ValueError(_does_not_fit(chip, n_chips, batch, kv_bytes_per_sequence, param_bytes))
-    hbm = n_chips * chip.hbm_bandwidth
-    flops = n_chips * chip.peak_flops(compute_dtype)
+    return dict(batch=batch, kv_bytes_per_sequence=kv_bytes_per_sequence, param_bytes=param_bytes,
+                param_count=param_count, chip=chip, n_chips=n_chips, compute_dtype=compute_dtype,
+                check_capacity=check_capacity)
+
+
+@checked_by(_step_time_bound_arguments)
+def step_time_bound(*, batch: float, kv_bytes_per_sequence: float, param_bytes: float, param_count: float, chip,
+                    n_chips: int = 1, compute_dtype: str = "bf16", check_capacity: bool = True) -> StepTime:
+    """B KV / (n W) + max(2 B P / (n C), P_bytes / (n W)): the general decode step lower bound (Scaling Book ch. 7).
+
+    Raises ValueError when P_bytes + B KV exceeds the n chips' HBM (a step that cannot be held is not a bound);
+    `check_capacity=False` prices the step as if it fitted: used to show what would not fit. The checks run first
+    (`_step_time_bound_arguments`), so the body is the formula alone.
+
+    Defined in chapter 5, *A model of the decode step*.
+    """
+    hbm = n_chips * chip.hbm_bandwidth  # n W_hbm
+    flops = n_chips * chip.peak_flops(compute_dtype)  # n C
     return StepTime(kv_s=batch * kv_bytes_per_sequence / hbm,
                     weight_s=param_bytes / hbm,
                     compute_s=2.0 * batch * param_count / flops)

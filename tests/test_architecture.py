@@ -1,6 +1,7 @@
 """The package's layout is a contract: closed-form math never imports JAX, imports flow one way (top level <- tiny <-
-book) with no cycle, private names stay in their module, imports sit at the top of modules, and every notebook
-starts with the same set-up and builds its tables with `markdown_table`."""
+book) with no cycle, private names stay in their module, `ruff check` passes (imports at the top of modules, no print
+in the library, no unused import), every notebook starts with the same set-up and builds its tables with
+`markdown_table`, and tests are filed by the module they specify."""
 
 import ast
 import functools
@@ -8,9 +9,12 @@ import json
 import re
 import subprocess
 import sys
+import tomllib
+from pathlib import Path
 
 import pytest
 
+import scaling_lib
 from tests import REPO
 
 PACKAGE = REPO / "scaling_lib"
@@ -18,10 +22,7 @@ MODULES = sorted(p for p in PACKAGE.rglob("*.py"))
 CLOSED_FORM = sorted(p.stem for p in PACKAGE.glob("*.py") if p.stem != "__init__" and p.stem != "__main__")
 NOTEBOOKS = sorted(REPO.glob("chapters/*.ipynb")) + sorted(REPO.glob("book/*.ipynb"))
 SETUP_LINES = ("from scaling_lib.book.notebook import setup", "setup()")  # as the notebooks' formatter writes it
-# Function-level imports that are allowed: an optional dependency only present in some environments.
-OPTIONAL_IMPORTS = {("scaling_lib.book.notebook", "matplotlib_inline.backend_inline"),
-                    ("scaling_lib._numpy", "numpy"),  # NumPy on first use: the page (Pyodide) has none
-                    ("scaling_lib.book.portable", "myst_nb")}  # the build's package, only when a notebook glues
+RUFF = Path(sys.executable).with_name("ruff")
 
 
 def _module_name(path) -> str:
@@ -31,8 +32,8 @@ def _module_name(path) -> str:
 
 @functools.cache
 def _imports(path) -> tuple:
-    """(imported module, names, node, at module level) for every import in a module, relative ones resolved (each
-    module parsed once per test run: five tests walk every module's imports)."""
+    """(imported module, names) for every import in a module, relative ones resolved (each module parsed once per
+    test run: three tests walk every module's imports)."""
     return tuple(_walk_imports(path))
 
 
@@ -51,11 +52,10 @@ def _walk_imports(path):
     name = _module_name(path)
     package = name if path.stem == "__init__" else name.rsplit(".", 1)[0]
     tree = ast.parse(path.read_text())
-    top_level = {id(node) for node in tree.body}
     for node in _statements(tree.body):
         if isinstance(node, ast.Import):
             for alias in node.names:
-                yield alias.name, (), node, id(node) in top_level
+                yield alias.name, ()
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")
@@ -63,7 +63,7 @@ def _walk_imports(path):
                 module = ".".join(base + ([node.module] if node.module else []))
             else:
                 module = node.module
-            yield module, tuple(alias.name for alias in node.names), node, id(node) in top_level
+            yield module, tuple(alias.name for alias in node.names)
 
 
 def _internal_graph():
@@ -71,7 +71,7 @@ def _internal_graph():
     graph = {}
     for name, path in modules.items():
         deps = set()
-        for module, names, _, _ in _imports(path):
+        for module, names in _imports(path):
             submodules = {f"{module}.{imported}" for imported in names} & modules.keys()
             deps |= submodules  # "from . import model" imports a submodule, not the package's own names
             if module in modules and (not names or len(submodules) < len(names)):
@@ -103,7 +103,12 @@ def test_closed_form_modules_import_with_jax_blocked_and_the_math_layer_loads_no
     assert result.stdout.strip() == "ok", result.stdout
 
 
-def test_there_is_no_import_cycle_and_imports_flow_top_level_then_tiny_then_book():
+def test_imports_flow_top_level_then_tiny_then_book_with_no_cycle_and_no_private_name_crossing_a_module():
+    leaks = {str(path.relative_to(PACKAGE)): [f"{module}.{name}" for module, names in _imports(path)
+                                              if module and module.startswith("scaling_lib")
+                                              for name in names if name.startswith("_")] for path in MODULES}
+    leaks = {where: names for where, names in leaks.items() if names}
+    assert not leaks, f"modules import private names {leaks}; promote them (e.g. to scaling_lib._validate)"
     graph = _internal_graph()
     layer = {name: (2 if name.startswith("scaling_lib.book") else 1 if name.startswith("scaling_lib.tiny") else 0)
              for name in graph}
@@ -126,20 +131,13 @@ def test_there_is_no_import_cycle_and_imports_flow_top_level_then_tiny_then_book
             visit(node, [node])
 
 
-def test_no_private_name_is_imported_from_another_module():
-    leaks = {str(path.relative_to(PACKAGE)): [f"{module}.{name}" for module, names, _, _ in _imports(path)
-                                              if module and module.startswith("scaling_lib")
-                                              for name in names if name.startswith("_")] for path in MODULES}
-    leaks = {where: names for where, names in leaks.items() if names}
-    assert not leaks, f"modules import private names {leaks}; promote them (e.g. to scaling_lib._validate)"
-
-
-def test_imports_sit_at_the_top_of_the_module():
-    nested = {str(path.relative_to(PACKAGE)): [module for module, _, _, top in _imports(path)
-                                               if not top and (_module_name(path), module) not in OPTIONAL_IMPORTS]
-              for path in MODULES}
-    nested = {where: modules for where, modules in nested.items() if modules}
-    assert not nested, f"modules import {nested} inside a function; import at module level"
+def test_ruff_check_passes_on_the_repository():
+    """pyproject's [tool.ruff.lint] rules: in the library, imports at the top of the module (PLC0415; an optional
+    dependency imported where it is used says why on its line) and no print outside the command line and the book's
+    printing tools (T201); everywhere, no unused import or undefined name (F)."""
+    result = subprocess.run([str(RUFF), "check", "--no-cache", "--output-format", "concise", "."], capture_output=True,
+                            text=True, cwd=REPO)
+    assert result.returncode == 0, f"`.venv/bin/ruff check .` fails:\n{result.stdout}{result.stderr}"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
@@ -160,18 +158,15 @@ def _hand_built_tables(source: str) -> list:
             and node.value.lstrip().startswith("|") and "---" in node.value]
 
 
-def test_the_hand_built_table_detector_finds_a_header_rule():
+def test_no_notebook_builds_a_markdown_table_by_hand():
+    # the detector finds a header rule in a list of rows and in one string, and not markdown_table's call
     assert _hand_built_tables('rows = ["| a | b |", "|---|---:|"]\nrows.append(f"| {x} | {y} |")') == ["|---|---:|"]
     assert _hand_built_tables('rows = ["| a | b |\\n|---|---:|"]') == ["| a | b |\n|---|---:|"]
     assert not _hand_built_tables('display(markdown_table(["a", "b"], rows, "lr"))\nprint("---")')
-
-
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
-def test_no_notebook_builds_a_markdown_table_by_hand(path):
-    cells = json.loads(path.read_text())["cells"]
-    found = [(index, text) for index, cell in enumerate(cells) if cell["cell_type"] == "code"
+    found = [(path.name, index, text) for path in NOTEBOOKS
+             for index, cell in enumerate(json.loads(path.read_text())["cells"]) if cell["cell_type"] == "code"
              for text in _hand_built_tables("".join(cell["source"]))]
-    assert not found, (f"{path.name} builds Markdown tables by hand (cell, literal): {found}; use "
+    assert not found, (f"Markdown tables built by hand (notebook, cell, literal): {found}; use "
                        "scaling_lib.book.display.markdown_table(header, rows, align)")
 
 
@@ -181,8 +176,6 @@ _DISTRIBUTION = {"yaml": "pyyaml", "myst_nb": "myst-nb", "IPython": "ipython", "
 
 
 def _declared_dependencies() -> set:
-    import tomllib
-
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     declared = list(project["dependencies"])
     for extra in project.get("optional-dependencies", {}).values():
@@ -190,36 +183,18 @@ def _declared_dependencies() -> set:
     return {d.split("[")[0].split("=")[0].split(">")[0].split("<")[0].strip().lower() for d in declared}
 
 
-def test_pyproject_declares_every_third_party_import_of_the_package():
+def test_pyproject_declares_every_third_party_import_and_takes_the_packages_one_version():
     third_party = set()
     for path in MODULES:
-        for module, _, _, _ in _imports(path):
+        for module, _ in _imports(path):
             top = module.split(".")[0]
             if top != "scaling_lib" and top not in sys.stdlib_module_names:
                 third_party.add(_DISTRIBUTION.get(top, top).lower())
     missing = sorted(third_party - _declared_dependencies())
     assert not missing, f"imported by scaling_lib but not declared in pyproject.toml: {missing}"
-
-
-def test_the_package_has_one_version():
-    import tomllib
-
-    import scaling_lib
-
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     assert "version" not in project and "version" in project["dynamic"], "pyproject must take scaling_lib.__version__"
     assert scaling_lib.__version__.count(".") == 2
-
-
-def test_the_package_docstring_and_the_readme_name_every_closed_form_module():
-    import scaling_lib
-
-    readme = (REPO / "README.md").read_text()
-    public = [name for name in CLOSED_FORM if not name.startswith("_")]
-    missing_doc = [name for name in public if f"`{name}`" not in scaling_lib.__doc__]
-    missing_readme = [name for name in public if f"`{name}`" not in readme]
-    assert not missing_doc, f"scaling_lib's docstring does not name {missing_doc}"
-    assert not missing_readme, f"README.md's layout table does not name {missing_readme}"
 
 
 # Tests are filed by subject: each top-level module `scaling_lib/<module>.py` has a file `tests/**/test_<module>.py`.
@@ -230,6 +205,12 @@ def test_the_package_docstring_and_the_readme_name_every_closed_form_module():
 TEST_FILE_OF_MODULE = {"__main__": "cli"}
 HISTORY_WORDS = ("edges", "strict", "survivors", "mutants")
 TEST_FILES = sorted((REPO / "tests").rglob("test_*.py"))
+# How a test arose, in a test's name, a class, a comment or a docstring: an issue number (a cited project's issue,
+# "NCCL issue 1259", is a source), a sampling seed of the mutation runs, their survivors, a campaign or a numbered round.
+HISTORY = re.compile(r"(?i)(?<!nccl )\bissue\s*#?\d+|\bseed-\d+|\bsurvivors?\b|\bcampaign\b|\bround \d+\b")
+# The folders held to it so far; tests/math/ joins when its tests are renamed by behaviour.
+HISTORY_FREE = sorted({*(REPO / "tests" / "tiny").rglob("*.py"), *(REPO / "tests" / "book").rglob("*.py"),
+                       *(REPO / "tests").glob("*.py")} - {Path(__file__)})
 TOP_LEVEL = sorted(p.stem for p in PACKAGE.glob("*.py") if p.stem != "__init__")
 
 
@@ -237,27 +218,25 @@ def _subject_of(module: str) -> str:
     return TEST_FILE_OF_MODULE.get(module, module.lstrip("_"))
 
 
-def test_the_subject_mapping_names_only_modules_that_exist():
+def test_tests_are_filed_by_the_module_they_specify_never_by_how_they_arose():
     assert set(TEST_FILE_OF_MODULE) <= set(TOP_LEVEL)
-
-
-@pytest.mark.parametrize("module", TOP_LEVEL)
-def test_every_top_level_module_has_a_test_file_named_after_it(module):
-    wanted = f"test_{_subject_of(module)}.py"
-    assert any(path.name == wanted for path in TEST_FILES), (
-        f"scaling_lib/{module}.py has no tests/**/{wanted}; file its tests there (tests/math/ for closed-form math)")
-
-
-def test_no_test_file_is_named_for_how_its_tests_arose():
+    names = {path.name for path in TEST_FILES}
+    without = [f"scaling_lib/{module}.py has no tests/**/test_{_subject_of(module)}.py" for module in TOP_LEVEL
+               if f"test_{_subject_of(module)}.py" not in names]
+    assert not without, "; ".join(without) + " (tests/math/ for closed-form math)"
     named = [str(path.relative_to(REPO)) for path in TEST_FILES
              if set(path.stem.split("_")) & set(HISTORY_WORDS)]
     assert not named, (f"{named} are named for how their tests arose ({', '.join(HISTORY_WORDS)}); move each test to "
                        "the test_<module>.py of the module whose behaviour it pins, named for that behaviour")
+    told = [f"{path.relative_to(REPO)}:{number}: {line.strip()}" for path in HISTORY_FREE
+            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if HISTORY.search(line)]
+    assert not told, "name each test, class and section by the behaviour it states, not how it arose:\n" + "\n".join(
+        told)
 
 
 def test_hop_counting_and_collective_pricing_each_have_one_owner_and_no_module_re_exports():
-    """hops counts hops, collectives prices collectives, and a module's `__all__` lists only what it defines (issue 22:
-    sharding re-exported five names of collectives). The names the public API placed in an older home stay importable
+    """hops counts hops, collectives prices collectives, and a module's `__all__` lists only what it defines (sharding
+    once re-exported five names of collectives). The names the public API placed in an older home stay importable
     there, by an import the module marks as such, but no `__all__` lists them."""
     import importlib
 
@@ -298,7 +277,15 @@ def _docs_and_docstrings():
                         yield str(path.relative_to(REPO)), docstring
 
 
-def test_every_path_the_readme_testing_and_the_docstrings_name_exists():
+def test_the_docs_name_every_closed_form_module_and_every_path_they_name_exists():
+    """The package docstring and the README's layout table name every public top-level module; every path the README,
+    TESTING.md and the docstrings name is in the repository."""
+    readme = (REPO / "README.md").read_text()
+    public = [name for name in CLOSED_FORM if not name.startswith("_")]
+    missing_doc = [name for name in public if f"`{name}`" not in scaling_lib.__doc__]
+    missing_readme = [name for name in public if f"`{name}`" not in readme]
+    assert not missing_doc, f"scaling_lib's docstring does not name {missing_doc}"
+    assert not missing_readme, f"README.md's layout table does not name {missing_readme}"
     ignored = tuple(line.strip().strip("/") + "/" for line in (REPO / ".gitignore").read_text().splitlines()
                     if line.strip().endswith("/"))
     missing, scanned = [], list(_docs_and_docstrings())

@@ -31,7 +31,7 @@ def setup(devices: int = 8) -> str:
     if figures_are_checked():  # under the tests only: a figure's data is compared with the library when shown
         check_figures_when_shown()
     try:
-        from matplotlib_inline.backend_inline import set_matplotlib_formats  # only inside a Jupyter kernel
+        from matplotlib_inline.backend_inline import set_matplotlib_formats  # noqa: PLC0415 - a kernel's only
     except ImportError:  # optional: plain Python (tests, scripts) has no inline backend to configure
         return mode
     set_matplotlib_formats("png")

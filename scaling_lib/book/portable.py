@@ -80,7 +80,7 @@ def glue(name: str, value, *, digits: int = GLUE_DIGITS, display: bool = False) 
     digits (`significant`), never as a raw float whose last digits depend on the CPU; an int, a bool or a string is
     stored as it is. The prose formats it as before (`{glue:text}`name:.1f``). Anything else is a ValueError: glue
     the number or the text the page shows."""
-    from myst_nb import glue as myst_glue  # the build's own package; the library never needs it
+    from myst_nb import glue as myst_glue  # noqa: PLC0415 - the build's package, needed when gluing only
 
     if isinstance(value, (bool, int, str)):
         stored = value

@@ -22,15 +22,12 @@ def _claims_md_ids():
     return re.findall(r"^\|\s*([RMTSPV]\d+)\s*\|", CLAIMS_MD.read_text(), flags=re.MULTILINE)
 
 
-def test_every_claim_of_claims_md_has_a_ledger_row():
+def test_claims_md_and_the_ledger_list_the_same_claims_each_row_sourced_and_published():
     ids = _claims_md_ids()
     assert len(ids) == len(set(ids)) >= len(KNOWN_IDS) and set(KNOWN_IDS) <= set(ids)
     missing = sorted(set(ids) - set(ledger.claim_ids()))
     assert not missing, f"claims without a ledger row: {missing}"
     assert set(ledger.claim_ids()) <= set(ids), "ledger rows for ids claims.md does not have"
-
-
-def test_ledger_rows_are_unique_sourced_and_published():
     keys = [claim.key for claim in ledger.CLAIMS]
     assert len(keys) == len(set(keys))
     for claim in ledger.CLAIMS:
@@ -46,64 +43,55 @@ def test_ledger_row_holds(claim):
     assert result.claim is claim and result.detail
 
 
-def test_evaluate_all_covers_every_row_in_order():
+def test_evaluate_all_covers_every_row_in_order_and_one_failing_row_fails_its_claim():
     results = ledger.evaluate_all()
     assert [r.claim for r in results] == list(ledger.CLAIMS)
     status = ledger.claims_holding(results)
     assert tuple(status) == ledger.claim_ids() and all(status.values())
-    # One failing sub-row makes its whole claim fail.
     broken = list(results)
     broken[0] = replace(broken[0], holds=False)
     assert ledger.claims_holding(broken)[broken[0].claim.id] is False
 
 
-@pytest.mark.parametrize("factor", [1.05, 0.95])
-def test_a_value_off_by_five_percent_does_not_hold(factor):
-    r1 = ledger.CLAIMS[0]
-    assert r1.key == "R1" and ledger.evaluate(r1).holds
-    perturbed = replace(r1, compute=lambda: factor * r1.compute())
-    result = ledger.evaluate(perturbed)
-    assert not result.holds
-    assert "outside" in result.detail
-    # Just inside the tolerance still holds.
-    inside = replace(r1, compute=lambda: r1.published_value * 1.019)
-    assert ledger.evaluate(inside).holds
+def _raises():
+    raise ValueError("unknown chip 'tpu-v9'")
 
 
-def test_range_and_property_checks_can_fail():
-    v4 = next(c for c in ledger.CLAIMS if c.key == "V4 best lookahead")
-    assert not ledger.evaluate(replace(v4, compute=lambda: 6)).holds  # "3-4" excludes 6
-    s4 = next(c for c in ledger.CLAIMS if c.key == "S4")
-    assert not ledger.evaluate(replace(s4, compute=lambda: 3.0)).holds  # a 3x slowdown is no order of magnitude
-    s5 = next(c for c in ledger.CLAIMS if c.key == "S5")
-    assert not ledger.evaluate(replace(s5, compute=lambda: ledger.Finding(1, False, "one all-to-all"))).holds
-    assert not ledger.evaluate(replace(s5, compute=lambda: 2)).holds  # a property row must return a Finding
+# (row, a computation that replaces its own, whether the row still holds, what its detail says)
+DRIFTS = [
+    pytest.param("R1", lambda row: 1.05 * row.compute(), False, "outside", id="5% above the published value"),
+    pytest.param("R1", lambda row: 0.95 * row.compute(), False, "outside", id="5% below"),
+    pytest.param("R1", lambda row: row.published_value * 1.019, True, "", id="1.9% above: inside the 2% tolerance"),
+    pytest.param("V4 best lookahead", lambda row: 6, False, "", id="outside a published range (3-4)"),
+    pytest.param("S4", lambda row: 3.0, False, "", id="a 3x slowdown is no order of magnitude"),
+    pytest.param("S5", lambda row: ledger.Finding(1, False, "one all-to-all"), False, "", id="a failed property"),
+    pytest.param("S5", lambda row: 2, False, "", id="a property row must return a Finding"),
+    pytest.param("R1", lambda row: _raises(), False, "unknown chip", id="a computation that raises is reported"),
+]
 
 
-def test_a_failing_computation_is_reported_not_raised():
-    def broken():
-        raise ValueError("unknown chip 'tpu-v9'")
-
-    result = ledger.evaluate(replace(ledger.CLAIMS[0], compute=broken))
-    assert not result.holds and "unknown chip" in result.detail
-
-
-def test_tolerance_bad_input():
-    with pytest.raises(ValueError, match="unknown tolerance kind"):
-        ledger.Tolerance("abs")
-    with pytest.raises(ValueError, match="needs low, high or both"):
-        ledger.Tolerance("range")
+@pytest.mark.parametrize("key, compute, holds, detail", DRIFTS)
+def test_a_row_whose_value_drifts_fails(key, compute, holds, detail):
+    row = ledger.claim(key)
+    result = ledger.evaluate(replace(row, compute=lambda: compute(row)))
+    assert result.holds is holds and detail in result.detail
 
 
-def test_published_numbers_are_read_by_key_and_missing_ones_say_why():
+def test_published_numbers_are_read_by_key():
     row = ledger.claim("M4 batch 1 step time")
     assert ledger.published(row.key) == row.published_value and row.unit == "ms"
     low, high = ledger.published_range("R2 range")
     assert low < ledger.published("R2 ch. 1 value") <= high
     assert set(ledger.claim_keys()) == {claim.key for claim in ledger.CLAIMS}
-    with pytest.raises(ValueError, match="states no number"):
-        ledger.published("M3 four caches")
-    with pytest.raises(ValueError, match="states no range"):
-        ledger.published_range("R1")
-    with pytest.raises(ValueError, match="no ledger row 'R9'"):
-        ledger.published("R9")
+
+
+@pytest.mark.parametrize("call, says", [
+    (lambda: ledger.published("M3 four caches"), "states no number"),
+    (lambda: ledger.published_range("R1"), "states no range"),
+    (lambda: ledger.published("R9"), "no ledger row 'R9'"),
+    (lambda: ledger.Tolerance("abs"), "unknown tolerance kind"),
+    (lambda: ledger.Tolerance("range"), "needs low, high or both"),
+])
+def test_bad_keys_and_tolerances_are_refused(call, says):
+    with pytest.raises(ValueError, match=re.escape(says)):
+        call()

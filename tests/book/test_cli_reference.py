@@ -25,10 +25,16 @@ def _section(page: str, command: str) -> str:
     return page.split(f"## `{command}`")[1].split("\n## ")[0]
 
 
-def test_the_page_in_the_book_is_the_one_the_parser_generates():
+def test_the_page_in_the_book_is_the_one_the_parser_generates_and_check_reports_a_stale_one(tmp_path):
     assert (REPO / cli_reference.PAGE).read_text() == cli_reference.page(), (
         "run .venv/bin/python -m scaling_lib.book.cli_reference")
     assert "book/command_line" in (REPO / "_toc.yml").read_text()
+    (tmp_path / "book").mkdir()
+    page = tmp_path / cli_reference.PAGE
+    page.write_text("stale\n")
+    assert cli_reference.main(["--check"], repo=tmp_path) == 1 and page.read_text() == "stale\n"  # not written
+    assert cli_reference.main([], repo=tmp_path) == 0 and page.read_text() == cli_reference.page()
+    assert cli_reference.main(["--check"], repo=tmp_path) == 0
 
 
 @pytest.mark.parametrize("command", COMMANDS)
@@ -45,8 +51,9 @@ def test_each_option_of_help_is_a_row_with_its_own_help_text(command):
             assert row.endswith(f"| {help_text} |"), (found.group(1), help_text, row)
 
 
-def test_defaults_and_requirements_are_the_parsers():
-    """The defaults a reader relies on, read off a real parse of a minimal command line."""
+def test_defaults_and_requirements_are_the_parsers_and_a_value_type_the_page_cannot_name_is_refused():
+    """The defaults a reader relies on, read off a real parse of a minimal command line; an option whose type the page
+    has no words for stops the page, naming the option and VALUE_KINDS, the table to add it to."""
     section = _section(cli_reference.page(), "estimate")
     args = cli.parser().parse_args(["estimate", "--model", "llama3-8b", "--chip", "h100", "--chips", "1"])
     assert args.context is None and "| `--context` | positive integer | - |" in section  # 8192 or the config's
@@ -57,19 +64,7 @@ def test_defaults_and_requirements_are_the_parsers():
     assert "| `--efficiency` | one of `typical`, `bound` | `typical` |" in plan
     assert "| `--kv` | comma-separated number formats | `" + ",".join(cli.KV_DTYPES) + "` |" in plan
     assert "one of `--model`, `--config` required" in plan
-
-
-def test_a_value_type_the_page_cannot_name_is_refused():
-    parser = argparse.ArgumentParser()
-    action = parser.add_argument("--odd", type=float)
+    action = argparse.ArgumentParser().add_argument("--odd", type=float)
     with pytest.raises(ValueError, match=r"--odd.*\bVALUE_KINDS\b"):
         cli_reference._value_kind(action)
 
-
-def test_check_reports_a_stale_page_without_writing_it(tmp_path):
-    (tmp_path / "book").mkdir()
-    page = tmp_path / cli_reference.PAGE
-    page.write_text("stale\n")
-    assert cli_reference.main(["--check"], repo=tmp_path) == 1 and page.read_text() == "stale\n"
-    assert cli_reference.main([], repo=tmp_path) == 0 and page.read_text() == cli_reference.page()
-    assert cli_reference.main(["--check"], repo=tmp_path) == 0

@@ -1,4 +1,6 @@
-"""The table helpers fold long tables and clip long labels (issue 27: the rendered page reads like a book)."""
+"""The display helpers (scaling_lib.book.display) keep the rendered page reading like a book: a long table folds, a
+long label is clipped at a sentence or a word (never inside math or a role), printed text wraps to the column, and a
+function's code is shown as the page holds it."""
 
 import ast
 
@@ -26,20 +28,17 @@ def test_a_table_of_25_rows_stays_in_the_text_and_26_rows_fold():
     assert "<details>" in markdown_table(["name", "value"], _rows(3), fold_over=2).data
 
 
-def test_clip_text_keeps_the_first_sentence_or_cuts_at_a_word():
+def test_clip_text_keeps_the_first_sentence_or_cuts_at_a_word_never_inside_math_or_a_role():
     assert clip_text("How big is it, in GB? Use the table.") == "How big is it, in GB? Use the table."
     assert clip_text("Change it.  Then\nplot.") == "Change it."
     long = "word " * 40
     assert clip_text(long, 30) == "word word word word word word ..."
     assert len(clip_text(long, 30)) <= 34
-
-
-@pytest.mark.parametrize("text", ["Find the time $t = \\frac{2PT}{nC}$ for the model at batch 64 and more words",
-                                  "Run {ref}`the explorer <ch1-explorer>` and read off the batch at which it turns"])
-def test_clip_text_never_stops_inside_math_or_a_role(text):
-    for limit in range(10, len(text)):
-        short = clip_text(text, limit)
-        assert short.count("$") % 2 == 0 and short.count("`") % 2 == 0, (limit, short)
+    for text in ("Find the time $t = \\frac{2PT}{nC}$ for the model at batch 64 and more words",
+                 "Run {ref}`the explorer <ch1-explorer>` and read off the batch at which it turns"):
+        for limit in range(10, len(text)):
+            short = clip_text(text, limit)
+            assert short.count("$") % 2 == 0 and short.count("`") % 2 == 0, (limit, short)
 
 
 def test_wrap_text_fits_printed_lines_to_the_column_and_keeps_every_word():
@@ -52,7 +51,7 @@ def test_wrap_text_fits_printed_lines_to_the_column_and_keeps_every_word():
     assert max(len(row) for row in wrap_text(line).splitlines()) <= 76
 
 
-def test_show_source_shows_the_code_without_the_docstring_under_its_name_and_file():
+def test_show_source_shows_a_function_s_code_without_its_docstring_and_refuses_anything_else():
     text = show_source(memory.kv_bytes_per_token).data
     assert text.startswith("`scaling_lib.memory.kv_bytes_per_token`, in `scaling_lib/memory.py`:\n\n```python\n"
                            "def kv_bytes_per_token(")
@@ -62,9 +61,6 @@ def test_show_source_shows_the_code_without_the_docstring_under_its_name_and_fil
     assert '"""' in source_code(memory.kv_bytes_per_token, docstring=True)
     both = show_source(roofline.ridge_point, roofline.critical_batch_size).data
     assert both.count("```python") == 2 and both.index("ridge_point") < both.index("critical_batch_size")
-
-
-def test_show_source_refuses_what_is_not_a_function_or_class():
     with pytest.raises(TypeError, match="without calling it"):
         show_source(memory.kv_bytes_per_token("llama3-8b"))
     with pytest.raises(TypeError, match="at least one"):

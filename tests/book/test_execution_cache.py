@@ -24,25 +24,27 @@ def _tree(tmp_path, library_time, cache_time):
     return cache
 
 
-def test_a_cache_older_than_the_library_is_dropped(tmp_path):
-    cache = _tree(tmp_path, library_time=2_000_000, cache_time=1_000_000)
-    assert drop_if_stale(tmp_path) and not cache.exists()
-
-
-def test_a_cache_built_after_the_last_library_change_is_kept(tmp_path):
-    cache = _tree(tmp_path, library_time=1_000_000, cache_time=2_000_000)
-    assert not drop_if_stale(tmp_path) and (cache / "global.db").exists()
-
-
-def test_marking_a_build_makes_the_cache_current(tmp_path):
-    cache = _tree(tmp_path, library_time=2_000_000, cache_time=1_000_000)
-    mark_built(tmp_path)
-    assert not drop_if_stale(tmp_path) and cache.exists()
-
-
-def test_no_cache_yet_is_nothing_to_drop(tmp_path):
+@pytest.mark.parametrize("library_time, cache_time, marked, dropped", [
+    pytest.param(2_000_000, 1_000_000, False, True, id="older than the library: dropped"),
+    pytest.param(1_000_000, 2_000_000, False, False, id="built after the last library change: kept"),
+    pytest.param(2_000_000, 1_000_000, True, False, id="a build marked since: current"),
+    pytest.param(2_000_000, None, False, False, id="no cache yet: nothing to drop"),
+])
+def test_the_cache_is_dropped_only_when_the_library_changed_after_the_last_build(tmp_path, library_time, cache_time,
+                                                                                   marked, dropped):
     (tmp_path / "scaling_lib").mkdir()
-    assert not drop_if_stale(tmp_path)
+    module = tmp_path / "scaling_lib" / "roofline.py"
+    module.write_text("x = 1\n")
+    os.utime(module, (library_time, library_time))
+    cache = tmp_path / CACHE
+    if cache_time is not None:
+        cache.mkdir(parents=True)
+        (cache / "global.db").write_text("")
+        os.utime(cache, (cache_time, cache_time))
+    if marked:
+        mark_built(tmp_path)
+    assert drop_if_stale(tmp_path) is dropped
+    assert (cache / "global.db").exists() is (cache_time is not None and not dropped)
 
 
 def _book(tmp_path, cells):
@@ -70,16 +72,7 @@ def test_prefill_stores_each_notebook_where_the_build_looks_for_it(tmp_path):
     assert prefill(tmp_path, workers=1) == []
 
 
-@pytest.mark.tiny
-def test_a_notebook_that_fails_is_left_to_the_build(tmp_path, capsys):
-    path = _book(tmp_path, ["raise RuntimeError('a failing cell')"])
-    assert prefill(tmp_path, workers=1) == []
-    assert "failed" in capsys.readouterr().out
-    with pytest.raises(KeyError):
-        get_cache(str(tmp_path / CACHE)).match_cache_notebook(nbformat.read(path, as_version=4))
-
-
-def test_a_notebook_that_sets_its_own_execution_mode_is_left_to_the_build(tmp_path):
+def test_a_notebook_that_fails_or_sets_its_own_execution_mode_is_left_to_the_build(tmp_path, capsys):
     # The claims ledger and the exercise index say execution_mode "force" (they read the library, not only their
     # code): the build executes them whatever the cache holds, so prefill does not.
     path = _book(tmp_path, ["print(1)"])
@@ -87,3 +80,8 @@ def test_a_notebook_that_sets_its_own_execution_mode_is_left_to_the_build(tmp_pa
     notebook.metadata["mystnb"] = {"execution_mode": "force"}
     nbformat.write(notebook, path)
     assert prefill(tmp_path, workers=1) == []
+    path = _book(tmp_path, ["raise RuntimeError('a failing cell')"])
+    assert prefill(tmp_path, workers=1) == []
+    assert "failed" in capsys.readouterr().out
+    with pytest.raises(KeyError):
+        get_cache(str(tmp_path / CACHE)).match_cache_notebook(nbformat.read(path, as_version=4))

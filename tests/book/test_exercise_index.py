@@ -1,11 +1,12 @@
-"""The exercises index (scaling_lib.book.exercises.index): every chapter has at least four exercises of all three kinds,
-labels are unique, and every checked exercise is registered with `scaling_lib.book.exercises`."""
+"""The exercises index (scaling_lib.book.exercises.index): every chapter asks at least four exercises of the three kinds,
+climbing from recompute to explain to explore; labels are unique; every checked exercise is registered with
+`scaling_lib.book.exercises`; and the scan reads kinds, labels and questions from a chapter's cells."""
 
 import json
 
 import pytest
 
-from scaling_lib.book.exercises import exercises
+from scaling_lib.book.exercises import Choice, exercises
 from scaling_lib.book.exercises.index import (EVERY_CHAPTER, KINDS, kind_counts, scan_chapters, scan_notebook, toc_appendices,
                                              toc_chapters)
 from tests import REPO
@@ -15,7 +16,7 @@ ROWS = scan_chapters(REPO / "chapters")
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
-def test_every_chapter_has_four_exercises_of_the_three_common_kinds(path):
+def test_each_chapter_asks_four_exercises_of_the_three_kinds_climbing_from_recompute_to_explore(path):
     rows = scan_notebook(path)
     assert len(rows) >= 4, f"{path.name}: {len(rows)} exercises"
     counts = kind_counts(rows)[path.stem]
@@ -23,18 +24,20 @@ def test_every_chapter_has_four_exercises_of_the_three_common_kinds(path):
     assert not missing, f"{path.name} has no {', '.join(missing)} exercise ({counts})"
     assert counts.get("other", 0) == 0, f"{path.name}: exercises of unknown kind {[r.label for r in rows]}"
     assert all(row.label and row.question for row in rows)
+    kinds = [row.kind for row in rows]
+    assert [KINDS.index(kind) for kind in kinds] == sorted(KINDS.index(kind) for kind in kinds), f"{path.name}: {kinds}"
 
 
-def test_labels_are_unique_across_the_book():
+def test_labels_are_unique_and_every_checked_exercise_is_registered():
     labels = [row.label for row in ROWS]
     assert len(labels) == len(set(labels))
-
-
-def test_checked_exercises_are_registered():
     registry = exercises()
     unknown = [(row.label, row.check_id) for row in ROWS if row.check_id and row.check_id not in registry]
     assert not unknown, f"check ids with no registered Exercise: {unknown}"
     assert all(row.check_id for row in ROWS if row.kind == "recompute")
+    explains = [row for row in ROWS if row.kind == "explain"]  # each has a checked multiple-choice sub-question
+    assert explains and all(isinstance(registry[row.check_id].answer, Choice) for row in explains if row.check_id)
+    assert all(row.check_id for row in explains)
 
 
 def _notebook(tmp_path, *cells):
@@ -45,7 +48,8 @@ def _notebook(tmp_path, *cells):
     return path
 
 
-def test_scan_reads_kinds_from_prefix_or_following_check_cell(tmp_path):
+def test_scan_reads_each_exercise_s_kind_label_and_question_and_refuses_a_missing_file(tmp_path):
+    """The kind comes from the question's prefix (*Explain.*, *Explore.*) or a check cell that follows it."""
     path = _notebook(
         tmp_path,
         ("markdown", "# Demo chapter\n\nText."),
@@ -62,6 +66,12 @@ def test_scan_reads_kinds_from_prefix_or_following_check_cell(tmp_path):
         ("d-ex-4", "other", None)]
     assert rows[0].question == "How big is it, in GB? Use the table." and rows[2].question == "Change it. Then plot."
     assert {r.chapter_title for r in rows} == {"Demo chapter"}
+    with pytest.raises(ValueError, match="no chapters folder"):
+        scan_chapters(tmp_path / "missing")
+    with pytest.raises(ValueError, match="no notebook"):
+        scan_notebook(tmp_path / "missing.ipynb")
+    with pytest.raises(ValueError, match="no table of contents"):
+        toc_chapters(tmp_path / "_toc.yml")
 
 
 def test_toc_chapters_lists_the_toc_chapters_in_order(tmp_path):
@@ -73,15 +83,6 @@ def test_toc_chapters_lists_the_toc_chapters_in_order(tmp_path):
                    "      - file: chapters/02_a\n")
     assert toc_chapters(toc) == ("05_b", "02_a")
     assert {row.chapter for row in scan_chapters(REPO / "chapters", only=("04_memory",))} == {"04_memory"}
-
-
-def test_scan_bad_input(tmp_path):
-    with pytest.raises(ValueError, match="no chapters folder"):
-        scan_chapters(tmp_path / "missing")
-    with pytest.raises(ValueError, match="no notebook"):
-        scan_notebook(tmp_path / "missing.ipynb")
-    with pytest.raises(ValueError, match="no table of contents"):
-        toc_chapters(tmp_path / "_toc.yml")
 
 
 def test_the_stored_index_lists_every_exercise_of_the_chapters_and_the_worked_problems():
@@ -98,17 +99,3 @@ def test_the_stored_index_lists_every_exercise_of_the_chapters_and_the_worked_pr
     stale = sorted(row.label for row in (*in_toc, *rows) if f"{{ref}}`{row.label}`" not in source)
     assert not stale, f"book/exercises.ipynb does not list {stale}: re-execute it (make refresh NB=book/exercises.ipynb)"
     assert "toc_appendices" in source and "scan_notebook" in source
-
-
-@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
-def test_each_chapter_climbs_from_recompute_to_explain_to_explore(path):
-    kinds = [row.kind for row in scan_notebook(path)]
-    ranks = [KINDS.index(kind) for kind in kinds]
-    assert ranks == sorted(ranks), f"{path.name}: {kinds}"
-
-
-def test_chapter_7_drills_the_crossing_that_decides_model_parallelism():
-    # Chapter 7: hop latency against the weight read decides how far decode shards, not F / (B beta).
-    crossing = exercises()["ch7.hop-crossing-llama3-8b-v5e-b32"]
-    assert "t_\\text{hop}" in crossing.question and "the bytes-only bound F/(B beta)" in [
-        slip.name for slip in crossing.answer.slips]

@@ -45,23 +45,18 @@ def _output_text(cell) -> str:
     return "\n".join(texts)
 
 
-# --- one id scheme, one label scheme, every exercise asked once --------------------------------------------------------
+# --- every exercise asked once, in its chapter, under one id and label scheme -----------------------------------------
 
-def test_every_registered_exercise_is_asked_once_in_its_own_chapter():
+def test_every_registered_exercise_is_asked_once_in_its_own_chapter_under_a_label_from_its_id():
     asked = [row.check_id for row in ROWS if row.check_id]
     assert sorted(asked) == BOOK_IDS, (set(BOOK_IDS) ^ set(asked))
-    for row in ROWS:
-        if row.check_id:
-            assert _chapter_number(row.chapter) == int(re.match(r"^ch(\d+)\.", row.check_id).group(1)), row
-
-
-def test_ids_and_labels_follow_one_scheme():
     for eid in BOOK_IDS:
         assert re.fullmatch(r"ch([1-9]\d*)\.[a-z0-9]+(-[a-z0-9]+)*", eid), eid
     for row in ROWS:
         number = _chapter_number(row.chapter)
         assert re.fullmatch(rf"ch{number}-ex-[a-z0-9]+(-[a-z0-9]+)*", row.label), row.label
         if row.check_id:
+            assert number == int(re.match(r"^ch(\d+)\.", row.check_id).group(1)), row
             assert row.label == label_for(row.check_id), (row.label, row.check_id)
     # the appendices' exercises (the worked problems) follow the same rule: the answer box finds them by it
     appendix_rows = [row for stem in toc_appendices(REPO / "_toc.yml") for row in scan_notebook(REPO / "book" /
@@ -80,12 +75,6 @@ def test_the_notebook_asks_the_registry_s_question():
             assert question in row.question, (row.label, question)
 
 
-def test_explain_exercises_have_a_checked_sub_question():
-    explains = [row for row in ROWS if row.kind == "explain"]
-    assert explains and all(row.check_id for row in explains)
-    assert all(isinstance(REGISTRY[row.check_id].answer, Choice) for row in explains)
-
-
 def test_no_question_is_asked_twice_in_the_book():
     questions = [" ".join(ex.question.split()).lower() for ex in REGISTRY.values()]
     assert len(questions) == len(set(questions))
@@ -101,7 +90,7 @@ def test_no_question_is_asked_twice_in_the_book():
                 assert not math.isclose(value, other, rel_tol=1e-3), (eid, other_id, value)
 
 
-# --- compute, do not copy ------------------------------------------------------------------------------------------
+# --- compute, do not copy ---------------------------------------------------------------------------------------------
 
 def _forms(value: float, integer: bool = False) -> set:
     """The answer as a chapter could print it: in its unit to three or more significant figures, or in the unit a
@@ -171,33 +160,27 @@ def _leaks(cells) -> list:
     return leaks
 
 
-@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
-def test_no_answer_appears_in_an_earlier_output_of_its_chapter(path):
+@pytest.mark.parametrize("path", CHAPTERS + [REPO / "book" / "worked_problems.ipynb"], ids=lambda p: p.stem)
+def test_no_answer_appears_before_its_exercise(path):
     assert not _leaks(_cells(path))
 
 
-def test_the_leak_scan_finds_an_answer_printed_before_its_exercise():
+def test_the_leak_scan_finds_an_answer_printed_or_glued_into_the_prose_before_its_exercise():
     kv = REGISTRY["ch14.sequence-sharded-kv-palm-62b"].answer.expected()
     for printed in (f"cache {kv / 1e9:.3f} GB", f"{kv / 1e6:,.1f} MB", f"{kv / 1e9:.3g}"):
         cells = [{"cell_type": "code", "source": "x", "outputs": [{"output_type": "stream", "text": printed}]},
                  {"cell_type": "code", "source": 'check("ch14.sequence-sharded-kv-palm-62b", None)', "outputs": []}]
         assert _leaks(cells), printed
         assert not _leaks(cells[::-1]), "an answer printed after its exercise (the solution) is fine"
-
-
-def test_the_leak_scan_reads_glued_prose_and_the_appendix():
-    kv = REGISTRY["ch14.sequence-sharded-kv-palm-62b"].answer.expected()
     glue = {"output_type": "display_data", "data": {"application/papermill.record/text/plain": repr(kv / 1e9)},
             "metadata": {"scrapbook": {"name": "kv_gb"}}}
     cells = [{"cell_type": "code", "source": "glue(...)", "outputs": [glue]},
              {"cell_type": "markdown", "source": "The cache is {glue:text}`kv_gb:.3f` GB."},
              {"cell_type": "code", "source": 'check("ch14.sequence-sharded-kv-palm-62b", None)', "outputs": []}]
     assert _leaks(cells)
-    worked = _cells(REPO / "book" / "worked_problems.ipynb")
-    assert not _leaks(worked), "the worked problems show no answer before its exercise"
 
 
-# --- solutions folded in JupyterLab ---------------------------------------------------------------------------------
+# --- solutions folded in JupyterLab -----------------------------------------------------------------------------------
 
 _ANSWER = re.compile(r"^(`{3,}|:{3,})\{admonition\}\s*Answer\s*$", re.MULTILINE)
 
@@ -233,13 +216,16 @@ def test_jupyterlab_shows_no_solution_or_quiz_answer_until_unfolded(path):
     assert solutions >= 4 and not in_solution
 
 
+# --- choices that test reasoning, not memory --------------------------------------------------------------------------
+
 def _words(text: str) -> list:
     return re.sub(r"[^a-z0-9 ]", " ", text.lower()).split()
 
 
-def test_no_correct_option_repeats_a_sentence_of_its_chapter():
-    """A right option recognisable by its wording tests memory, not reasoning (issue 24, item 21): no correct option
-    shares a run of six words with its chapter's prose (exercises and solutions aside)."""
+def test_a_right_option_is_recognisable_neither_by_its_wording_nor_by_its_letter():
+    """A right option that repeats its chapter's prose tests memory, not reasoning: no right option shares a run of
+    six words with its chapter's prose (exercises and solutions aside). And the right letters are spread over a, b, c
+    and d, each at least three times among the four-option questions."""
     prose = {}
     for path in CHAPTERS:
         texts = [_source(c) for c in _cells(path) if c["cell_type"] == "markdown"
@@ -252,9 +238,6 @@ def test_no_correct_option_repeats_a_sentence_of_its_chapter():
                 words = _words(part.options[part.correct])
                 runs = [" ".join(words[i:i + 6]) for i in range(len(words) - 5)]
                 assert not [run for run in runs if run in text], (eid, part.options[part.correct])
-
-
-def test_correct_letters_are_spread_over_the_options():
     letters = [part.correct for ex in REGISTRY.values() for part in ex.parts if isinstance(part, Choice)]
     four = [part.correct for ex in REGISTRY.values() for part in ex.parts
             if isinstance(part, Choice) and len(part.options) == 4]

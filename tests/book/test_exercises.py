@@ -1,5 +1,6 @@
-"""The exercise checker, tried as a student would: every exercise answered right, in another unit, with each slip it
-lists, and with garbage. Verdicts name the slip and the direction, never the answer."""
+"""The exercise checker (scaling_lib.book.exercises), tried on every exercise as a student would: answered right, in
+another unit, wrong, with each slip it lists, and with garbage. Verdicts name the slip and the direction, never the
+answer. What particular answers get, exercise by exercise, is in test_verdicts.py."""
 
 import contextlib
 import io
@@ -15,6 +16,7 @@ from scaling_lib.book import check as top_level_check, solution as top_level_sol
 from scaling_lib.book.exercises import checker
 from scaling_lib.book.exercises import (Choice, Convention, Exercise, Number, Slip, check, exercises, get_exercise,
                                         grade, register, solution)
+from scaling_lib.book.exercises.exercise import standard_slips
 from scaling_lib.units import parse_unit
 from tests import examples
 
@@ -22,8 +24,6 @@ REGISTRY = exercises()
 NUMBER_PARTS = [(eid, part) for eid, ex in sorted(REGISTRY.items()) for part in ex.parts if isinstance(part, Number)]
 CHOICE_PARTS = [(eid, part) for eid, ex in sorted(REGISTRY.items()) for part in ex.parts if isinstance(part, Choice)]
 SLIPS = [(eid, part, slip) for eid, part in NUMBER_PARTS for slip in part.slips]
-GARBAGE = [float("nan"), float("inf"), -float("inf"), True, False, [1, 2], {"x": 1}, {1, 2}, "about two hundred",
-           "1,5", "1,2 ms", "12 parsecs", "MS", object(), 3 + 4j, "", "   ", "--3", "1.2.3", "e5", ".", ","]
 
 # Another spelling of each unit the book asks in, with the factor from the asked unit: "one other unit".
 _OTHER_UNIT = {"ms": ("s", 1e-3), "s": ("ms", 1e3), "B": ("kB", 1e-3), "kB": ("MB", 1e-3), "MB": ("GB", 1e-3), "GB": ("MB", 1e3),
@@ -59,7 +59,7 @@ def _forms(value: float) -> set:
     return {form for form in forms if len(re.sub(r"\D", "", form)) >= 3 and "e" not in form}
 
 
-# --- every numeric part: right, another unit, wrong, each slip, counts exact ----------------------------------------
+# --- a numeric answer: right in any unit, wrong with a direction, each slip named ------------------------------------
 
 @pytest.mark.parametrize("item", NUMBER_PARTS, ids=_part_id)
 def test_right_answer_and_another_unit_are_accepted(item):
@@ -119,38 +119,29 @@ def test_slips_and_conventions_are_told_apart_from_the_answer_and_from_each_othe
                 assert abs(math.log(a / b)) > apart, (name_a, name_b, a / b)
 
 
-@pytest.mark.parametrize("item", [item for item in NUMBER_PARTS if item[1].integer], ids=_part_id)
-def test_counts_are_exact_whole_numbers(item):
+@pytest.mark.parametrize("item", NUMBER_PARTS, ids=_part_id)
+def test_an_answer_is_accepted_within_its_band_only(item):
+    """A count is the exact whole number (one more or less is wrong, a fraction is no count); a modelling answer is
+    accepted within its stated band and not at 1.5 times it; a band narrower than the default 1% to 2% is stated in
+    the question."""
     eid, part = item
-    expected = round(_in_unit(part, part.expected()))
-    assert _in_unit(part, part.expected()) == expected, "a count's answer is a whole number"
-    for near in (expected - 1, expected + 1):
-        if near > 0:
-            assert not _verdict(eid, part, near)[1].correct
-    half = _verdict(eid, part, expected + 0.5)[1]
-    assert not half.correct and "whole number" in half.message
+    exact = _in_unit(part, part.expected())
+    if part.integer:
+        assert exact == round(exact), "a count's answer is a whole number"
+        for near in (exact - 1, exact + 1):
+            if near > 0:
+                assert not _verdict(eid, part, near)[1].correct
+        half = _verdict(eid, part, exact + 0.5)[1]
+        assert not half.correct and "whole number" in half.message
+        return
+    assert _verdict(eid, part, exact * (1 + 0.9 * part.rel_tol))[1].correct
+    assert not _verdict(eid, part, exact * (1 + 1.5 * part.rel_tol + 0.003))[1].correct
+    assert part.band in _verdict(eid, part, exact)[1].message
+    if part.rel_tol < 0.01:
+        assert f"±{100 * part.rel_tol:g}%" in REGISTRY[eid].question
 
 
-@pytest.mark.parametrize("item", [item for item in NUMBER_PARTS if not item[1].integer], ids=_part_id)
-def test_modelling_answers_are_accepted_within_their_stated_band_only(item):
-    eid, part = item
-    expected = _in_unit(part, part.expected())
-    assert _verdict(eid, part, expected * (1 + 0.9 * part.rel_tol))[1].correct
-    assert not _verdict(eid, part, expected * (1 + 1.5 * part.rel_tol + 0.003))[1].correct
-    assert part.band in _verdict(eid, part, expected)[1].message
-
-
-@pytest.mark.parametrize("eid", sorted(REGISTRY))
-def test_garbage_gets_a_message_never_an_exception(eid):
-    for answer in GARBAGE + [0, -1]:
-        verdict = grade(eid, answer)
-        assert isinstance(verdict.message, str) and verdict.message.startswith(f"[{eid}]")
-        assert not verdict.correct
-    parts = REGISTRY[eid].parts
-    assert not grade(eid, tuple([1] * (len(parts) + 1))).correct
-
-
-# --- choices, several parts, reveal, solution ------------------------------------------------------------------------
+# --- answers of every other shape: choices, several parts, garbage ------------------------------------------------
 
 @pytest.mark.parametrize("item", CHOICE_PARTS, ids=_part_id)
 def test_choices_accept_the_letter_in_any_form_and_explain_wrong_options(item):
@@ -179,52 +170,47 @@ def test_multi_part_answers_take_a_dict_or_a_tuple_and_judge_each_part():
     assert "dict" in grade("ch6.paged-slots", None).message
 
 
-def test_the_issue_s_wrong_verdicts_are_fixed():
-    # ch3: one prefill convention, 2PT with P every parameter (issue 24, item 11); 2 P_mm T is a named slip.
-    ttft_ms = get_exercise("ch3.ttft-llama3-8b-h100-4k").answer.expected() * 1e3
-    assert grade("ch3.ttft-llama3-8b-h100-4k", ttft_ms).correct
-    assert grade("ch3.ttft-llama3-8b-h100-4k", "155.6 ms").slip == "P_mm instead of P"  # 166.3 x 7.50 / 8.03
-    # ch8: the chapter's formula (16 F) and the collectives that run (12 F) are both right.
-    f = 32768
-    assert grade("ch8.wg-xyz-switch-palm-62b", 16 * f).correct and grade("ch8.wg-xyz-switch-palm-62b", 12 * f).correct
-    assert "under the collectives" in grade("ch8.wg-xyz-switch-palm-62b", 12 * f).message
-    # ch6 paged slots: the useful 7,000 is the slip the exercise is about; ch4: 42.8 is not a count.
-    assert grade("ch6.paged-slots", {"paged": 7000}).slip == "the tokens themselves"
-    assert not grade("ch4.max-batch-llama3-70b-v5e16", 42.8).correct
-    assert not grade("ch4.max-batch-llama3-70b-v5e16", 43).correct
-    assert grade("ch4.max-batch-llama3-70b-v5e16", 42).correct
-    # ch4: 43 is also what weights counted as P_mm give; the verdict names it, not only rounding (issue 24, item 19).
-    assert "P_mm" in grade("ch4.max-batch-llama3-70b-v5e16", 43).slip
+class _Exploding:
+    """A reader's object whose conversion to a number raises something other than TypeError or ValueError."""
+
+    def __float__(self):
+        raise RuntimeError("no")
+
+    def __repr__(self):
+        raise RuntimeError("no repr either")
 
 
-def test_reading_forms_of_a_number():
-    kv = get_exercise("ch14.sequence-sharded-kv-palm-62b").answer.expected()
-    for answer in (kv / 1e9, f"{kv / 1e9:.4f} GB", f"{kv / 1e9:.4f} gb", f"{kv / 1e9:.4f}GB", f"{kv / 1e6:,.1f} MB",
-                   f"{kv:,.0f} B", f"{kv / 1e9:.4f} Gb".replace("Gb", "GB")):
-        assert grade("ch14.sequence-sharded-kv-palm-62b", answer).correct, answer
-    tokens = get_exercise("ch10.moe-bcrit-8e-top1-v6e").answer.expected()
-    for answer in (f"{tokens / 1e3}k tokens", f"{tokens / 1e3} k", f"{tokens:,.0f} Tokens", f"{tokens:,.0f} TOKENS",
-                   f"{tokens:_.0f}"):
-        assert grade("ch10.moe-bcrit-8e-top1-v6e", answer).correct, answer
-    assert "ambiguous" in grade("ch10.moe-bcrit-8e-top1-v6e", "4,6").message
-    assert "ambiguous" in grade("ch1.matmul-time-v5e", {"time": "0.58 MS"}).message
-    assert "asks for ms" in grade("ch1.matmul-time-v5e", {"time": "3 GB"}).message
-    assert "not a finite number" in grade("ch1.bcrit-v6e-int4", float("nan")).message
-    assert "too low" in grade("ch1.bcrit-v6e-int4", 0).message
+# Answers that are no answer: never accepted.
+GARBAGE = [float("nan"), float("inf"), -float("inf"), True, False, [1, 2], {"x": 1}, {1, 2}, "about two hundred",
+           "1,5", "1,2 ms", "12 parsecs", "MS", object(), 3 + 4j, "", "   ", "--3", "1.2.3", "e5", ".", ",", 0, -1]
+# Answers at the edges of what Python and NumPy hold (10**400 and "1e300 GB" once raised OverflowError).
+ODD_ANSWERS = [10**400, -10**400, 2**1024, 1e300, -1e300, 1e308, 5e-324, float("nan"), float("inf"), -float("inf"),
+               "", None, [], [1], {}, {"x": 1}, b"12", b"\xff", True, False, "1e300 GB", "1e300 TB/s", "1e300 TFLOP",
+               "-1e300 ms", "1e306 s", "1e400", "9" * 5000, "x" * 100_000, "12 parsecs", "3 GB", "40 %", "7k tokens",
+               np.array([1e300]), np.array([]), np.float64("nan"), np.int64(2**62), 3 + 4j, object(), _Exploding(),
+               {1, 2}, (1,) * 100, "1 " + "k" * 1500, "2 kk tokens", "1 " + "ab" * 50_000, "\ud800", "1 \ud800s"]
 
 
-def test_unit_hints_only_for_quantities_of_that_unit():
-    kv = get_exercise("ch14.sequence-sharded-kv-palm-62b").answer.expected()
-    assert "GiB vs GB" in grade("ch14.sequence-sharded-kv-palm-62b", kv / 2**30).message
-    assert "KiB vs kB" in grade("ch2.kv-bytes-per-token-palm-62b", 64).message
-    tokens = get_exercise("ch10.moe-bcrit-8e-top1-v6e").answer.expected()
-    assert "GiB" not in grade("ch10.moe-bcrit-8e-top1-v6e", tokens * 1e9 / 2**30).message
-    step = get_exercise("ch10.int4-fp8-step-llama3-70b-ironwood-16k").answer.expected()
-    assert "GiB" not in grade("ch10.int4-fp8-step-llama3-70b-ironwood-16k", step * 1e3 * 1e9 / 2**30).message
-    assert "power of 1,000" in grade("ch10.int4-fp8-step-llama3-70b-ironwood-16k", step).message  # seconds as ms
-    mfu = get_exercise("ch8.mfu-at-bound-low-latency-decode").answer.expected()
-    assert "fraction vs percent" in grade("ch8.mfu-at-bound-low-latency-decode", mfu).message
+@pytest.mark.parametrize("eid", sorted(REGISTRY))
+def test_odd_answers_get_a_verdict_never_an_exception_and_never_the_answer(eid):
+    """`grade` promises never to raise for a reader's input: garbage is never accepted, and no verdict on an odd
+    answer quotes the expected value; nor does one part too many pass."""
+    expected = [_in_unit(part, part.expected()) for part in REGISTRY[eid].parts if isinstance(part, Number)]
+    parts = REGISTRY[eid].parts
+    for garbage, answer in [(True, answer) for answer in GARBAGE] + [(False, answer) for answer in ODD_ANSWERS]:
+        for whole in [answer] if len(parts) == 1 else [{part.name: answer for part in parts}, (answer,) * len(parts)]:
+            verdict = grade(eid, whole)
+            assert isinstance(verdict.message, str) and verdict.message.startswith(f"[{eid}]")
+            assert not (garbage and verdict.correct), answer
+            leaked = [form for value in expected for form in _forms(value)
+                      if re.search(rf"(?<![\d.,]){re.escape(form)}(?!\d)", verdict.message)]
+            assert not leaked, (answer, verdict.message, leaked)
+            # a long answer (100,000 characters, 5,000 digits, 1e308) is quoted cut short: a few lines per part
+            assert len(verdict.message) < 300 * len(parts) + 100, (answer, verdict.message[:300])
+    assert not grade(eid, tuple([1] * (len(parts) + 1))).correct
 
+
+# --- ids, reveal and the solution -----------------------------------------------------------------------------------
 
 def test_reveal_and_solution_give_the_answer_on_request(capsys):
     expected = get_exercise("ch4.max-batch-llama3-70b-v5e16").answer.expected()
@@ -240,14 +226,27 @@ def test_reveal_and_solution_give_the_answer_on_request(capsys):
     assert "7,024 tokens" in capsys.readouterr().out
     assert top_level_check is check and top_level_solution is solution
     assert "(c) smaller" in solution("ch1.bcrit-h200-vs-h100").message
-    assert "unknown exercise" in solution("ch99.nope").message
 
 
-def test_unknown_ids_get_a_message_and_get_exercise_raises():
-    assert "did you mean 'ch6.paged-slots'" in grade("ch6.paged-slot", 1).message
-    with pytest.raises(ValueError, match="unknown exercise 'ch99.nope'"):
-        get_exercise("ch99.nope")
+NOT_A_STRING = "an exercise id is a string"
 
+
+@pytest.mark.parametrize("exercise_id, says", [
+    ("ch6.paged-slot", "did you mean 'ch6.paged-slots'"), ("ch99.nope", "unknown exercise 'ch99.nope'"),
+    ("x" * 10_000, "unknown exercise"), ([], NOT_A_STRING), ({}, NOT_A_STRING), ({"ch1": 1}, NOT_A_STRING),
+    (None, NOT_A_STRING), (3, NOT_A_STRING), (2.5, NOT_A_STRING), (b"ch1", NOT_A_STRING), (("ch1",), NOT_A_STRING),
+    (object(), NOT_A_STRING),
+])
+def test_an_id_that_is_not_a_registered_string_gets_a_message_and_get_exercise_raises(exercise_id, says, capsys):
+    verdict = check(exercise_id, 10**400)
+    assert not verdict.correct and says in verdict.message
+    assert len(verdict.message) < 400  # a long id is shown cut short
+    assert says in solution(exercise_id).message and capsys.readouterr().out
+    with pytest.raises(ValueError, match=re.escape(says)):
+        get_exercise(exercise_id)
+
+
+# --- defining an exercise -------------------------------------------------------------------------------------------
 
 def test_exercise_definitions_validate_themselves(monkeypatch):
     monkeypatch.setattr(checker, "_EXERCISES", dict(checker._EXERCISES))  # the reader's exercise is removed after
@@ -265,6 +264,10 @@ def test_exercise_definitions_validate_themselves(monkeypatch):
         Number("ms", lambda: 1.0, also=(Slip("x", lambda: 1.0, "y"),))
     with pytest.raises(ValueError, match="Exercise"):
         register("not an exercise")
+    with pytest.raises(ValueError, match="model"):
+        Number("s", lambda: 1.0, quantity="prefill")
+    with pytest.raises(ValueError, match="quantity"):
+        Number("s", lambda: 1.0, quantity="bytes")
     for bad in (dict(rounding="down"), dict(integer=True, rounding="sideways")):  # rounding: only a count's, down/up
         with pytest.raises(ValueError, match="rounding"):
             Number("tokens", lambda: 3.0, **bad)
@@ -276,194 +279,47 @@ def test_exercise_definitions_validate_themselves(monkeypatch):
     assert demo.unit == "ms"
 
 
-# --- issue 24: slips derived from the kind of quantity, units read right, bands that fit the question -------------
-
-KV_DERIVED = ("ch4.kv-32k-llama3-8b", "ch4.max-batch-llama3-70b-v5e16", "ch8.context-batch-sharded-b256",
-              "ch9.kv-transfer-llama3-70b-32k-v5e16-dcn", "wp.q2-max-batch")  # answers that scale with KV bytes
-
-
-NOT_KV_BYTES = {"wp.q6-free-hbm": "HBM left for caches: no cache is counted"}
-
-
 def _mentions_kv(question: str) -> bool:
     return bool(re.search(r"KV cache|key/value|KV per token|cache per token", question))
 
 
-def test_every_kv_answer_names_the_keys_only_slip():
-    parts = [(eid, part) for eid, part in NUMBER_PARTS
-              if eid in KV_DERIVED or parse_unit(part.unit)[1] == "bytes" and _mentions_kv(REGISTRY[eid].question)
-             and eid not in NOT_KV_BYTES]
-    assert len(parts) >= 10
-    for eid, part in parts:
+# Answers that scale with KV bytes without being bytes (a batch, a time), and a byte answer that counts no cache.
+KV_DERIVED = ("ch4.kv-32k-llama3-8b", "ch4.max-batch-llama3-70b-v5e16", "ch8.context-batch-sharded-b256",
+              "ch9.kv-transfer-llama3-70b-32k-v5e16-dcn", "wp.q2-max-batch")
+NOT_KV_BYTES = {"wp.q6-free-hbm": "HBM left for caches: no cache is counted"}
+
+
+def test_each_kind_of_quantity_names_its_standard_slip():
+    """A KV-cache size names "keys only", a FLOP count or an MFU "the factor 2 left out", a prefill time (2PT, the
+    book's convention) "P_mm instead of P"; a slip the exercise writes itself under the same name replaces the
+    standard one."""
+    kv = [(eid, part) for eid, part in NUMBER_PARTS
+          if eid in KV_DERIVED or parse_unit(part.unit)[1] == "bytes" and _mentions_kv(REGISTRY[eid].question)
+          and eid not in NOT_KV_BYTES]
+    assert len(kv) >= 10
+    for eid, part in kv:
         assert any("keys only" in slip.name for slip in part.slips), (eid, part.name)
-
-
-def test_every_flop_count_and_mfu_names_the_missing_factor_2():
-    parts = [(eid, part) for eid, part in NUMBER_PARTS if parse_unit(part.unit)[1] == "flops"
+    flops = [(eid, part) for eid, part in NUMBER_PARTS if parse_unit(part.unit)[1] == "flops"
              or "MFU" in REGISTRY[eid].question and part.unit == "%"]
-    assert len(parts) >= 3
-    for eid, part in parts:
+    assert len(flops) >= 3
+    for eid, part in flops:
         assert part.quantity in ("flops", "prefill") and "the factor 2 left out" in [s.name for s in part.slips], eid
-
-
-def test_every_prefill_time_is_2pt_and_names_p_mm_as_the_slip():
-    parts = [(eid, part) for eid, part in NUMBER_PARTS
-             if re.search(r"prefill of|to prefill|prefill take|first token", REGISTRY[eid].question)
-             and parse_unit(part.unit)[1] == "time"
-             and "Measured" not in REGISTRY[eid].question]
-    assert len(parts) >= 3
-    for eid, part in parts:
+    prefills = [(eid, part) for eid, part in NUMBER_PARTS
+                if re.search(r"prefill of|to prefill|prefill take|first token", REGISTRY[eid].question)
+                and parse_unit(part.unit)[1] == "time" and "Measured" not in REGISTRY[eid].question]
+    assert len(prefills) >= 3
+    for eid, part in prefills:
         assert part.quantity == "prefill", eid
         slip = next(s for s in part.slips if s.name == "P_mm instead of P")
         assert grade(eid, _answer(eid, part, f"{_in_unit(part, slip.value()):.6g} {part.unit}")).slip == slip.name
-
-
-def test_standard_slips_follow_the_quantity_and_keep_a_hand_written_one_of_the_same_name():
     value = lambda: 3.0e9  # noqa: E731
-    assert [s.name for s in Number("GB", value, quantity="kv").slips] == ["keys only"]
-    assert Number("GB", value, quantity="kv").slips[0].value() == 1.5e9
+    assert [(s.name, s.value()) for s in Number("GB", value, quantity="kv").slips] == [("keys only", 1.5e9)]
     own = Slip("keys only", lambda: 1.0, "x")
     assert Number("GB", value, quantity="kv", slips=(own,)).slips == (own,)
+    assert standard_slips("", value) == ()
     prefill = Number("s", lambda: 1.0, quantity="prefill", model="llama3-70b")
     ratio = dict((s.name, s.value()) for s in prefill.slips)["P_mm instead of P"]
     assert ratio == pytest.approx(1 / 1.0151, rel=1e-3)  # LLaMA-3-70B's 128,256 x 8,192 table is 1.5% of P_mm
-    with pytest.raises(ValueError, match="model"):
-        Number("s", lambda: 1.0, quantity="prefill")
-    with pytest.raises(ValueError, match="quantity"):
-        Number("s", lambda: 1.0, quantity="bytes")
-
-
-def test_units_the_checker_used_to_misread():
-    # LLaMA-3-70B's KV per token is 2 x 80 x 8 x 128 x 2 B = 327,680 B = exactly 320 KiB (327.68 kB): "320 KiB" is
-    # right and "328 KiB" (335,872 B, 2.5% high) is not; read with Ki = 1,000 the two would swap.
-    assert grade("ch4.kv-per-token-llama3-70b", "320 KiB").correct
-    assert grade("ch4.kv-per-token-llama3-70b", "328 KiB").direction == "high"
-    # LLaMA-3-8B's 32,768-token cache is 2 x 32 x 8 x 128 x 2 B x 32,768 = 2^32 B = exactly 4,096 MiB (4.29 GB)
-    assert grade("ch4.kv-32k-llama3-8b", {"cache": "4096 MiB"}).parts[0].correct
-    assert grade("ch4.kv-32k-llama3-8b", {"cache": "4 GiB"}).parts[0].correct
-    assert grade("ch4.kv-32k-llama3-8b", {"cache": "4295 MB"}).parts[0].correct
-    # "million" is 10^6 and "thousand" 10^3 (a count answered in words)
-    params = get_exercise("wp.q1-params").answer.expected()
-    assert grade("wp.q1-params", f"{params / 1e6:.0f} million").correct
-    assert grade("wp.q1-params", f"{params / 1e3:.0f} thousand").correct
-    assert grade("wp.q1-params", f"{params / 1e9:.0f} million").direction == "low"
-    bandwidth = get_exercise("ch1.hbm-for-v5e-bcrit-h100").answer.expected()
-    assert grade("ch1.hbm-for-v5e-bcrit-h100", f"{bandwidth * 8 / 1e12:.2f} Tb/s").correct  # terabits
-    assert grade("ch1.hbm-for-v5e-bcrit-h100", f"{bandwidth * 8 / 1e9:.0f} Gbps").correct
-    assert "bits vs bytes" in grade("ch1.hbm-for-v5e-bcrit-h100", f"{bandwidth / 1e12:.2f} Tb/s").message
-    assert grade("wp.q1-params", f"{params / 1e9:.1f}B").correct  # billions, the book's own notation
-    assert grade("wp.q1-params", f"{params / 1e9:.1f} billion").correct
-    assert "asks for a plain number" in grade("wp.q1-params", "18.4 GB").message
-
-
-def test_bands_follow_what_the_question_needs():
-    # ch2: counting only the matmuls is 1.4% off the answer, no longer inside the band, and named.
-    matmuls = get_exercise("ch2.naive-over-cached-llama3-8b").answer.slips[1].value()
-    assert grade("ch2.naive-over-cached-llama3-8b", matmuls).slip == "the matmuls only"
-    # ch13: four figures are accepted; chapter 10's amax / 127 is named.
-    assert grade("ch13.int8-step-qwix", "0.0199").correct and grade("ch13.int8-step-qwix", "0.01992").correct
-    assert grade("ch13.int8-step-qwix", 2.54 / 127).slip == "chapter 10's step, amax / 127"
-    # Every band narrower than the default is stated in its question.
-    for eid, part in NUMBER_PARTS:
-        if not part.integer and part.rel_tol < 0.01:
-            assert f"±{100 * part.rel_tol:g}%" in REGISTRY[eid].question, eid
-
-
-def test_the_worked_model_s_shared_embedding_is_counted_once_and_its_slips_are_refused():
-    # The embedding table is 0.7% of the worked-problem model (V = 32,128, D = 4,096 of 18.4e9 parameters): leaving it
-    # out, or counting it twice, used to land inside a 2% band. Both are now refused and named (issue 24, item 20).
-    from scaling_lib.models import get_model
-    model = get_model("sb7-worked")
-    table = 32128 * 4096  # V x D, the model card's sizes
-    assert model.tied_embeddings and (model.vocab_size, model.d_model) == (32128, 4096)
-    params = get_exercise("wp.q1-params").answer.expected()
-    assert 0.005 < table / params < 0.01
-    assert grade("wp.q1-params", params - table).slip == "the embedding left out"
-    assert grade("wp.q1-params", params + table).slip == "the embedding counted twice"
-    assert grade("wp.q1-params", "18.4B").correct  # three figures still pass
-    read = get_exercise("wp.q3-weight-load").answer.expected()
-    assert read == pytest.approx(params / (16 * 8.2e11))  # int8: one byte per parameter over 16 v5e at 820 GB/s
-    assert grade("wp.q3-weight-load", f"{read * (1 - table / params)} s").slip == "the embedding left out"
-    assert grade("wp.q3-weight-load", "1.40 ms").correct
-
-
-def test_ch6_prices_mqa_and_local_global_side_by_side_on_one_model():
-    # item 22: chapter 6's MQA size of LLaMA-3-70B (a near-duplicate of chapter 4's sizes) and its local/global size
-    # are one exercise on one sequence: 2 L K H S x 2 bytes by hand (L = 80, K = 8, H = 128, S = 32,768).
-    assert "ch6.mqa-kv-llama3-70b" not in REGISTRY and "ch6.local-global-llama3-8b" not in REGISTRY
-    exercise = get_exercise("ch6.mqa-or-local-global-llama3-70b")
-    mqa = 80 * 32768 * 2 * 1 * 128 * 2  # K = 1
-    local_global = 20 * 32768 * 2 * 8 * 128 * 2 + 60 * 4096 * 2 * 8 * 128 * 2  # 20 global layers, 60 local
-    assert [part.expected() for part in exercise.parts] == pytest.approx([mqa, local_global])
-    both = {"mqa": f"{mqa / 1e9} GB", "local_global": f"{local_global / 1e9} GB"}
-    assert grade(exercise.id, both).correct
-    assert grade(exercise.id, {**both, "local_global": f"{8 * mqa / 1e9} GB"}).parts[1].slip == "every layer global"
-    assert grade(exercise.id, {**both, "mqa": f"{8 * mqa / 1e9} GB"}).parts[0].slip.startswith("the GQA cache (K = 8)")
-
-
-def test_ch4_sequence_cache_climbs_to_how_many_caches_outweigh_the_weights():
-    # item 22: chapter 4's second KV size asks one step more than its per-token size: how many 32,768-token caches of
-    # LLaMA-3-8B weigh more than its bf16 weights. By hand: 2 L K H S x 2 bytes, and the model card's 8.03e9 parameters.
-    cache = 2 * 32 * 8 * 128 * 32768 * 2
-    exercise = get_exercise("ch4.kv-32k-llama3-8b")
-    assert exercise.parts[0].expected() == cache
-    assert exercise.parts[1].expected() == math.floor(2 * 8.03e9 / cache) + 1 == 4
-    assert grade(exercise.id, {"cache": f"{cache / 1e9} GB", "outweigh": 4}).correct
-    assert grade(exercise.id, {"cache": f"{cache / 1e9} GB", "outweigh": 3}).parts[1].slip == "rounding down"
-    assert grade(exercise.id, {"cache": f"{cache / 2e9} GB", "outweigh": 8}).slip == "keys only"
-
-
-def test_ch4_rounding_up_and_the_p_mm_weights_land_on_the_same_count_so_the_slip_names_both():
-    from scaling_lib.book.exercises.ch04 import _free_over_sequence
-    from scaling_lib.flops import matmul_params
-    up = math.ceil(_free_over_sequence())
-    assert math.floor(_free_over_sequence(weight_params=matmul_params("llama3-70b"))) == up
-    slip = next(s for s in get_exercise("ch4.max-batch-llama3-70b-v5e16").answer.slips if s.value() == up)
-    assert "rounding up" in slip.name and "P_mm" in slip.name
-
-
-class _Exploding:
-    """A reader's object whose conversion to a number raises something other than TypeError or ValueError."""
-
-    def __float__(self):
-        raise RuntimeError("no")
-
-    def __repr__(self):
-        raise RuntimeError("no repr either")
-
-
-ODD_ANSWERS = [10**400, -10**400, 2**1024, 1e300, -1e300, 1e308, 5e-324, float("nan"), float("inf"), -float("inf"),
-               "", None, [], [1], {}, {"x": 1}, b"12", b"\xff", True, False, "1e300 GB", "1e300 TB/s", "1e300 TFLOP",
-               "-1e300 ms", "1e306 s", "1e400", "9" * 5000, "x" * 100_000, "12 parsecs", "3 GB", "40 %", "7k tokens",
-               np.array([1e300]), np.array([]), np.float64("nan"), np.int64(2**62), 3 + 4j, object(), _Exploding(),
-               {1, 2}, (1,) * 100, "1 " + "k" * 1500, "2 kk tokens", "1 " + "ab" * 50_000, "\ud800", "1 \ud800s"]
-
-
-@pytest.mark.parametrize("eid", sorted(REGISTRY))
-def test_odd_answers_get_a_verdict_never_an_exception_and_never_the_answer(eid):
-    """`grade` promises never to raise for a reader's input: 10**400 and 1e300 GB used to raise OverflowError."""
-    expected = [_in_unit(part, part.expected()) for part in REGISTRY[eid].parts if isinstance(part, Number)]
-    parts = REGISTRY[eid].parts
-    for answer in ODD_ANSWERS:
-        for whole in [answer] if len(parts) == 1 else [{part.name: answer for part in parts}, (answer,) * len(parts)]:
-            verdict = grade(eid, whole)
-            assert isinstance(verdict.message, str) and verdict.message.startswith(f"[{eid}]")
-            leaked = [form for value in expected for form in _forms(value)
-                      if re.search(rf"(?<![\d.,]){re.escape(form)}(?!\d)", verdict.message)]
-            assert not leaked, (answer, verdict.message, leaked)
-            # a long answer (100,000 characters, 5,000 digits, 1e308) is quoted cut short: a few lines per part
-            assert len(verdict.message) < 300 * len(parts) + 100, (answer, verdict.message[:300])
-
-
-@pytest.mark.parametrize("exercise_id", [[], {}, {"ch1": 1}, None, 3, 2.5, b"ch1", ("ch1",), object(), "x" * 10_000])
-def test_ids_that_are_not_strings_or_not_registered_get_a_message(exercise_id, capsys):
-    verdict = check(exercise_id, 10**400)
-    assert not verdict.correct and ("an exercise id is a string" in verdict.message or "unknown exercise" in
-                                    verdict.message)
-    assert len(verdict.message) < 400  # a long id is shown cut short
-    assert "no answer" not in solution(exercise_id).message.lower() and capsys.readouterr().out
-    with pytest.raises(ValueError, match="exercise"):
-        get_exercise(exercise_id)
 
 
 # --- the answer box's words: the rule shown before a try, the same judgement without notebook wording -----------------
@@ -511,8 +367,8 @@ def test_page_verdicts_judge_as_the_notebook_does_in_the_page_s_words(eid):
     answers = [[_in_unit(part, part.expected()) if isinstance(part, Number) else part.correct,
                 _in_unit(part, part.expected()) * 3 if isinstance(part, Number) else "z", "12 parsecs"]
                for part in parts]
-    for given in zip(*answers):
-        page, notebook = _page_words(eid, given[0] if len(parts) == 1 else dict(zip((p.name for p in parts), given)))
+    for tried in zip(*answers):
+        page, notebook = _page_words(eid, tried[0] if len(parts) == 1 else dict(zip((p.name for p in parts), tried)))
         assert page.correct == notebook.correct and [p.message for p in page.parts] == \
             [p.message for p in notebook.parts]
         expected = notebook.message.removeprefix(f"[{eid}] ")

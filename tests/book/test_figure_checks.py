@@ -1,6 +1,7 @@
-"""The figure checks themselves: a figure drawn from the library passes, a planted plotting bug or a figure nobody
-checks raises, and a check's inputs come from the notebook's show_figure call, never from its namespace: a missing or
-misnamed input raises (nbval then runs every check on every figure of every notebook, inside the notebooks' own run)."""
+"""The figure checks themselves (scaling_lib.book.figure_checks): a figure drawn from the library passes, a planted
+plotting bug or, under the tests, a figure nobody checks raises; a check's inputs come from the notebook's show_figure
+call, never from its namespace, so a missing, stray or defaulted input raises; and outside the tests a reader's own
+figure always shows (nbval then runs every check on every figure of every notebook, inside the notebooks' own run)."""
 
 import re
 from pathlib import Path
@@ -15,6 +16,7 @@ import pytest  # noqa: E402
 
 from scaling_lib.book import figure_checks  # noqa: E402
 from scaling_lib.book.figure_checks import FigureDataError, check_figure, core, figure_check, show_figure  # noqa: E402
+from scaling_lib.book.notebook import setup  # noqa: E402
 from scaling_lib.frontier import measured_mfu, measured_step_s, pareto_frontier, sweep  # noqa: E402
 from scaling_lib.inference import decode_step_time, kv_compute_crossover_context  # noqa: E402
 from scaling_lib.kv_levers import kv_lever_table  # noqa: E402
@@ -31,7 +33,7 @@ def no_open_figures():
     plt.close("all")
 
 
-def kv_share_figure(share):
+def kv_share_figure(share=lambda s: s.kv_s / s.total_s):
     """Chapter 5's 'when the cache takes over' figure, with `share(step)` as the plotted quantity."""
     contexts = np.unique(np.geomspace(64, 131072, 30).astype(int))
     fig, ax = plt.subplots()
@@ -43,22 +45,8 @@ def kv_share_figure(share):
     return fig
 
 
-def test_a_figure_drawn_from_the_library_passes():
-    fig = kv_share_figure(lambda s: s.kv_s / s.total_s)
-    assert check_figure(fig, strict=True) == 1
-    plt.close(fig)
-
-
-@pytest.mark.parametrize("bug", [lambda s: s.kv_s / (s.kv_s + s.compute_s),  # dropped the weight read
-                                 lambda s: s.kv_s / s.total_s * 100])  # percent on an axis of fractions
-def test_a_plotting_bug_is_caught(bug):
-    fig = kv_share_figure(bug)
-    with pytest.raises(FigureDataError, match=r"KV share at B = \d+: plotted"):
-        check_figure(fig, strict=True)
-    plt.close(fig)
-
-
-def test_a_figure_with_the_wrong_series_or_a_missing_point_is_caught():
+def intensity_figure_with_the_gqa_curve_as_mha():
+    """Chapter 1's attention-intensity figure whose multi-head decode curve is the GQA one."""
     tokens = np.unique(np.logspace(0, 4, 50).astype(int))
     fig, ax = plt.subplots()
     ax.loglog(tokens, [attention_intensity(int(t), int(t)) for t in tokens], label="prefill, MHA")
@@ -66,9 +54,11 @@ def test_a_figure_with_the_wrong_series_or_a_missing_point_is_caught():
     ax.loglog(tokens, [attention_intensity(1, int(s), 8) for s in tokens], label="decode, GQA $G = 8$")
     ax.axhline(ridge_point("tpu-v5e"), label="ridge point, tpu-v5e")
     ax.set_title("Attention intensity: prefill grows with the prompt, decode stays near G")
-    with pytest.raises(FigureDataError, match="decode attention intensity"):
-        check_figure(fig, strict=True)
-    plt.close(fig)
+    return fig
+
+
+def lever_figure_with_a_wrong_last_bar():
+    """Chapter 6's KV-cache levers, the last bandwidth bar drawn at 1."""
     fig, ax = plt.subplots()
     rows = kv_lever_table("llama2-13b", 8192, batch=64)
     y = np.arange(len(rows))
@@ -76,40 +66,10 @@ def test_a_figure_with_the_wrong_series_or_a_missing_point_is_caught():
     ax.barh(y + 0.2, [r.read_saving for r in rows][:-1] + [1.0], height=0.4, label="bandwidth (bytes read per step)")
     ax.set_yticks(y, [r.lever for r in rows])
     ax.set_title("LLaMA-2-13B, batch 64 up to 8,192 tokens: KV-cache levers")
-    with pytest.raises(FigureDataError, match="read savings"):
-        check_figure(fig, strict=True)
-    plt.close(fig)
+    return fig
 
 
-def test_an_unchecked_figure_raises_only_in_strict_mode():
-    fig, ax = plt.subplots()
-    ax.plot([1, 2], [3, 4])
-    ax.set_title("a reader's own figure")
-    assert check_figure(fig, strict=False) == 0
-    assert check_figure(fig, dict(chip="tpu-v4"), strict=False) == 0  # a retitled chapter figure, shown with inputs
-    with pytest.raises(FigureDataError, match=r"a reader's own figure.*has no data check"):
-        check_figure(fig, strict=True)
-    plt.close(fig)
-
-
-def test_install_wraps_show_once_and_checks_every_open_figure(monkeypatch):
-    shown = []
-    monkeypatch.setattr(core, "_ORIGINAL_SHOW", None)
-    monkeypatch.setattr(plt, "show", lambda *a, **k: shown.append(True))
-    figure_checks.install()
-    figure_checks.install()  # idempotent
-    fig = kv_share_figure(lambda s: s.kv_s / s.total_s * 2)
-    with pytest.raises(FigureDataError):
-        plt.show()
-    assert not shown  # the broken figure never reached the screen
-    plt.close(fig)
-    fig = kv_share_figure(lambda s: s.kv_s / s.total_s)
-    plt.show()
-    assert shown == [True]
-    plt.close(fig)
-
-
-def frontier_figure(dtype_of):
+def frontier_figure(dtype_of=lambda dtype: dtype):
     """Chapter 12's latency-MFU panel for PaLM 62B decode; `dtype_of(label_dtype)` is the dtype actually swept."""
     fig, ax = plt.subplots()
     for dtype in ("bf16", "int8"):
@@ -120,13 +80,6 @@ def frontier_figure(dtype_of):
     ax.set_title("palm-62b, decode")
     fig.suptitle("Latency against MFU on TPU v4: the cost model's frontier and the measured configurations")
     return fig
-
-
-def test_the_frontier_figure_passes_and_catches_curves_of_the_wrong_weights():
-    assert check_figure(frontier_figure(lambda dtype: dtype), strict=True) == 1
-    swapped = frontier_figure(lambda dtype: {"bf16": "int8", "int8": "bf16"}[dtype])
-    with pytest.raises(FigureDataError, match="bf16 frontier"):
-        check_figure(swapped, strict=True)
 
 
 def prefill_figure(n_chips=8):
@@ -140,39 +93,7 @@ def prefill_figure(n_chips=8):
     return fig
 
 
-def test_the_prefill_figure_catches_the_wrong_chip_count():
-    fig = prefill_figure(8)
-    inputs = dict(model="llama3-70b", chip="tpu-v5e", n_chips=16)  # the notebook's 16 chips, drawn for 8
-    with pytest.raises(FigureDataError, match="Latency of a batched prefill: T = 32"):
-        check_figure(fig, inputs, strict=True)
-    assert check_figure(fig, dict(inputs, n_chips=8), strict=True) == 1
-
-
-def test_a_missing_input_raises_naming_the_input_and_the_check():
-    fig = prefill_figure(8)
-    with pytest.raises(TypeError, match=r"ch14\._ch14_prefill.*\['n_chips'\]"):
-        check_figure(fig, dict(model="llama3-70b", chip="tpu-v5e"), strict=True)
-    with pytest.raises(TypeError, match=r"\['model', 'chip', 'n_chips'\].*show_figure\(model="):
-        check_figure(fig, strict=True)
-
-
-def test_plain_show_of_a_figure_whose_check_needs_inputs_raises_and_show_figure_passes_them(monkeypatch):
-    shown = []
-    monkeypatch.setattr(core, "_ORIGINAL_SHOW", None)
-    monkeypatch.setattr(plt, "show", lambda *a, **k: shown.append(True))
-    figure_checks.install()
-    prefill_figure(8)
-    with pytest.raises(TypeError, match="n_chips"):
-        plt.show()  # the notebook forgot its inputs: an error, not a silent skip
-    assert not shown
-    show_figure(model="llama3-70b", chip="tpu-v5e", n_chips=8)
-    assert shown == [True]
-
-
-def test_an_input_no_check_takes_raises():
-    fig = prefill_figure(8)  # a notebook that renamed its input (N instead of n_chips) or passes a stray one
-    with pytest.raises(TypeError, match=r"\['N'\] are taken by no check"):
-        check_figure(fig, dict(model="llama3-70b", chip="tpu-v5e", n_chips=8, N=8), strict=True)
+PREFILL_INPUTS = dict(model="llama3-70b", chip="tpu-v5e", n_chips=8)
 
 
 def speculation_figure(cost):
@@ -189,38 +110,8 @@ def speculation_figure(cost):
     return fig
 
 
-def test_a_check_fed_the_wrong_input_fails():
-    assert check_figure(speculation_figure(0.05), dict(cost=0.05), strict=True) == 1
-    with pytest.raises(FigureDataError, match=r"speedup, \$\\alpha\$ = 0\.6: plotted"):
-        check_figure(speculation_figure(0.05), dict(cost=0.1), strict=True)  # the notebook drew another cost
-
-
-def test_a_check_cannot_default_an_input():
-    before = list(figure_checks.CHECKS)
-    with pytest.raises(TypeError, match=r"inputs \['chip'\] have defaults"):
-        @figure_check(r"^never matches$")
-        def fallback(suptitle, axes, *, chip="tpu-v4"):
-            pass
-    assert figure_checks.CHECKS == before
-
-
-def test_every_check_lives_in_its_chapters_module():
-    modules = {module.__name__ for module in figure_checks.CHAPTERS}
-    assert {check.function.__module__ for check in figure_checks.CHECKS} == modules  # and each registers one
-    assert len(figure_checks.CHECKS) >= 41
-
-
-def test_the_package_never_reads_the_notebooks_namespace():
-    """The behaviour is pinned above (inputs come only from show_figure); this guards the source as well."""
-    package = Path(figure_checks.__file__).parent
-    for path in sorted(package.glob("*.py")):
-        source = path.read_text()
-        found = re.findall(r"get_ipython|user_ns|\bns\.get\b|\bns\[|globals\(\)", source)
-        assert not found, f"{path.name} reads the notebook's namespace: {found}"
-
-
-def _growth_figure(scale_mean=1.0):
-    """Chapter 13's second figure (issue 24, item 23), drawn from qwix_quant on small inputs."""
+def growth_figure(scale_mean=1.0):
+    """Chapter 13's error-growth figure, drawn from qwix_quant on small inputs, and the inputs its check takes."""
     from scaling_lib.tiny import qwix_quant as qq
 
     lengths = (32, 128)
@@ -246,24 +137,114 @@ def _growth_figure(scale_mean=1.0):
     return fig, {"lengths": lengths, "inputs_of_length": inputs_of_length}
 
 
-@pytest.mark.tiny  # runs Qwix and JAX
-def test_chapter_13_error_growth_figure_is_checked_against_qwix():
-    fig, ns = _growth_figure()
-    assert check_figure(fig, ns, strict=True) == 1
+# (a figure as a notebook draws it, the inputs its show_figure call passes, the error a check raises or None)
+FIGURES = [
+    pytest.param(lambda: (kv_share_figure(), {}), None, id="chapter 5's KV share"),
+    pytest.param(lambda: (kv_share_figure(lambda s: s.kv_s / (s.kv_s + s.compute_s)), {}),
+                 r"KV share at B = \d+: plotted", id="the weight read dropped from the step"),
+    pytest.param(lambda: (kv_share_figure(lambda s: s.kv_s / s.total_s * 100), {}), r"KV share at B = \d+: plotted",
+                 id="percent on an axis of fractions"),
+    pytest.param(lambda: (kv_share_figure(lambda s: s.kv_s / s.total_s * (1 + 1e-8)), {}),
+                 r"KV share at B = \d+: plotted", id="one part in 10^8: ten times the 1e-9 a check allows"),
+    pytest.param(lambda: (intensity_figure_with_the_gqa_curve_as_mha(), {}), "decode attention intensity",
+                 id="the wrong series under a label"),
+    pytest.param(lambda: (lever_figure_with_a_wrong_last_bar(), {}), "read savings", id="one bar wrong"),
+    pytest.param(lambda: (frontier_figure(), {}), None, id="chapter 12's frontier"),
+    pytest.param(lambda: (frontier_figure(lambda dtype: {"bf16": "int8", "int8": "bf16"}[dtype]), {}),
+                 "bf16 frontier", id="the curves of the wrong weights"),
+    pytest.param(lambda: (prefill_figure(8), PREFILL_INPUTS), None, id="chapter 14's prefill"),
+    pytest.param(lambda: (prefill_figure(8), dict(PREFILL_INPUTS, n_chips=16)), "Latency of a batched prefill: T = 32",
+                 id="drawn for 8 chips where the notebook says 16"),
+    pytest.param(lambda: (speculation_figure(0.05), dict(cost=0.05)), None, id="chapter 10's speedup"),
+    pytest.param(lambda: (speculation_figure(0.05), dict(cost=0.1)), r"speedup, \$\\alpha\$ = 0\.6: plotted",
+                 id="drawn for another draft cost than the notebook's"),
+    pytest.param(lambda: growth_figure(), None, id="chapter 13's error growth, against Qwix"),
+    pytest.param(lambda: growth_figure(scale_mean=2.0), "mean error", id="one curve doubled"),
+]
+
+
+@pytest.mark.parametrize("draw, error", FIGURES)
+def test_a_figure_drawn_from_the_library_passes_and_a_planted_plotting_bug_is_caught(draw, error):
+    fig, inputs = draw()
+    if error is None:
+        assert check_figure(fig, inputs, strict=True) == 1
+    else:
+        with pytest.raises(FigureDataError, match=error):
+            check_figure(fig, inputs, strict=True)
+
+
+def _a_check_with_a_default():
+    @figure_check(r"^never matches$")
+    def fallback(suptitle, axes, *, chip="tpu-v4"):
+        pass
+
+
+@pytest.mark.parametrize("call, error", [
+    pytest.param(lambda: check_figure(prefill_figure(8), dict(model="llama3-70b", chip="tpu-v5e"), strict=True),
+                 r"ch14\._ch14_prefill.*\['n_chips'\]", id="one missing"),
+    pytest.param(lambda: check_figure(prefill_figure(8), {}, strict=True),
+                 r"\['model', 'chip', 'n_chips'\].*show_figure\(model=", id="all missing: the call to write"),
+    pytest.param(lambda: check_figure(prefill_figure(8), dict(PREFILL_INPUTS, N=8), strict=True),
+                 r"\['N'\] are taken by no check", id="a stray or renamed input"),
+    pytest.param(_a_check_with_a_default, r"inputs \['chip'\] have defaults",
+                 id="a check that would default an input is not registered"),
+])
+def test_a_figure_s_inputs_are_exactly_those_its_check_takes_with_no_default(call, error):
+    before = list(figure_checks.CHECKS)
+    with pytest.raises(TypeError, match=error):
+        call()
+    assert figure_checks.CHECKS == before
+
+
+def test_under_the_tests_show_checks_every_open_figure_before_it_reaches_the_screen(monkeypatch):
+    shown = []
+    monkeypatch.setattr(core, "_ORIGINAL_SHOW", None)
+    monkeypatch.setattr(plt, "show", lambda *a, **k: shown.append(True))
+    figure_checks.install()
+    figure_checks.install()  # idempotent: show is wrapped once
+    fig = kv_share_figure(lambda s: s.kv_s / s.total_s * 2)
+    with pytest.raises(FigureDataError):
+        plt.show()
+    assert not shown  # the broken figure never reached the screen
     plt.close(fig)
-    fig, ns = _growth_figure(scale_mean=2.0)
-    with pytest.raises(FigureDataError, match="mean error"):
-        check_figure(fig, ns, strict=True)
+    fig = kv_share_figure()
+    plt.show()
+    assert shown == [True]
+    plt.close(fig)
+    prefill_figure(8)
+    with pytest.raises(TypeError, match="n_chips"):
+        plt.show()  # the notebook forgot its inputs: an error, not a silent skip
+    assert shown == [True]
+    show_figure(**PREFILL_INPUTS)
+    assert shown == [True, True]
 
 
-def test_a_readers_figure_with_a_chapter_title_and_other_data_shows_when_the_tests_are_not_running(monkeypatch):
+def test_outside_the_tests_a_readers_figure_shows_and_under_them_an_unchecked_figure_raises(monkeypatch):
+    fig, ax = plt.subplots()
+    ax.plot([1, 2], [3, 4])
+    ax.set_title("a reader's own figure")
+    assert check_figure(fig, strict=False) == 0
+    assert check_figure(fig, dict(chip="tpu-v4"), strict=False) == 0  # a retitled chapter figure, shown with inputs
+    with pytest.raises(FigureDataError, match=r"a reader's own figure.*has no data check"):
+        check_figure(fig, strict=True)
+    plt.close(fig)
     shown = []
     monkeypatch.delenv(core.STRICT_ENV, raising=False)
     monkeypatch.setattr(core, "_ORIGINAL_SHOW", None)
     monkeypatch.setattr(plt, "show", lambda *a, **k: shown.append(True))
-    from scaling_lib.book.notebook import setup
     setup()
     prefill_figure(8)  # chapter 14's title, drawn for 8 chips while the reader says 16: a check would raise
     plt.show()
     show_figure(model="llama3-70b", chip="tpu-v5e", n_chips=16)
     assert shown == [True, True] and plt.show is not None and core._ORIGINAL_SHOW is None  # show never wrapped
+
+
+def test_every_check_lives_in_its_chapters_module_and_never_reads_the_notebooks_namespace():
+    modules = {module.__name__ for module in figure_checks.CHAPTERS}
+    assert {check.function.__module__ for check in figure_checks.CHECKS} == modules  # and each registers one
+    assert len(figure_checks.CHECKS) >= 41
+    # the behaviour is pinned above (inputs come only from show_figure); this guards the source as well
+    package = Path(figure_checks.__file__).parent
+    for path in sorted(package.glob("*.py")):
+        found = re.findall(r"get_ipython|user_ns|\bns\.get\b|\bns\[|globals\(\)", path.read_text())
+        assert not found, f"{path.name} reads the notebook's namespace: {found}"

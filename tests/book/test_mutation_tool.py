@@ -1,6 +1,6 @@
-"""`make mutation` removes only what its tool made: mutmut runs in a fresh copy of the tree in `.mutation/`, which
-tools/mutation_score.py makes and marks; a folder it did not make (a reader's `mutants/` or `.mutation/`) is never
-removed (issue 21: the Makefile used to `rm -rf mutants` in the repository root)."""
+"""The mutation audit's tool (tools/mutation_score.py, `make mutation`): mutmut runs in a fresh copy of the tree in
+`.mutation/`, which the tool makes and marks; a folder it did not make (a reader's `mutants/` or `.mutation/`) is
+never removed, and nothing in the repository root is; the runs that audit a change draw every property example."""
 
 import importlib.util
 import re
@@ -29,7 +29,7 @@ def _fake_repo(root):
     return root
 
 
-def test_the_work_tree_is_a_fresh_marked_copy_of_what_mutmut_reads(tmp_path):
+def test_the_work_tree_is_a_fresh_marked_copy_of_every_path_mutmut_reads(tmp_path):
     repo, work = _fake_repo(tmp_path / "repo"), tmp_path / "repo" / ".mutation"
     mutation_score.fresh_work_tree(repo, work)
     made = sorted(str(p.relative_to(work)) for p in work.rglob("*") if p.is_file())
@@ -39,9 +39,12 @@ def test_the_work_tree_is_a_fresh_marked_copy_of_what_mutmut_reads(tmp_path):
     (repo / "scaling_lib" / "x.py").write_text("X = 2\n")
     mutation_score.fresh_work_tree(repo, work)  # the next run: its own folder replaced by a fresh copy
     assert not (work / "mutants").exists() and (work / "scaling_lib" / "x.py").read_text() == "X = 2\n"
+    paths = {str(p) for p in mutation_score.copied_paths(REPO)}  # the real tree's: every path pyproject names
+    assert {"pyproject.toml", "tests", "scaling_lib", "chapters", "book"} <= paths
+    assert mutation_score.WORK == REPO / ".mutation"
 
 
-def test_a_folder_the_tool_did_not_make_is_never_removed(tmp_path):
+def test_nothing_the_tool_did_not_make_is_ever_removed(tmp_path):
     repo = _fake_repo(tmp_path / "repo")
     theirs = repo / ".mutation"
     theirs.mkdir()
@@ -49,15 +52,6 @@ def test_a_folder_the_tool_did_not_make_is_never_removed(tmp_path):
     with pytest.raises(SystemExit, match="was not made by mutation_score.py; move it away"):
         mutation_score.fresh_work_tree(repo, theirs)
     assert (theirs / "notes.txt").read_text() == "mine"
-
-
-def test_the_real_work_tree_copies_every_path_mutmut_is_configured_with():
-    paths = {str(p) for p in mutation_score.copied_paths(REPO)}
-    assert {"pyproject.toml", "tests", "scaling_lib", "chapters", "book"} <= paths
-    assert mutation_score.WORK == REPO / ".mutation"
-
-
-def test_the_makefile_and_the_tool_remove_nothing_in_the_repository_root():
     recipe = re.search(r"^mutation:.*?(?=^\S|\Z)", (REPO / "Makefile").read_text(), re.M | re.S).group(0)
     assert "rm " not in recipe and "mutants" not in recipe
     source = (REPO / "tools" / "mutation_score.py").read_text()

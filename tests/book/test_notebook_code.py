@@ -1,5 +1,5 @@
-"""The code a chapter shows (issue 22, item 7): the library's functions appear where the chapter derives them, and the
-glue that feeds numbers into the prose stays out of the teaching cells.
+"""The code a chapter shows: the library's functions appear where the chapter derives them, the JAX the book runs is on
+its pages, and the glue that feeds numbers into the prose stays out of the teaching cells.
 
 "Visible" code is what the rendered page shows unfolded or behind a "show" button of its own: every code cell except
 those tagged `remove-cell`, `remove-input` or `hide-input` (Jupyter Book's tags for a cell whose input the page drops
@@ -17,7 +17,7 @@ from tests import REPO
 
 HIDDEN = {"remove-cell", "remove-input", "hide-input"}
 NUMBERS_PROMPT = "Show how this section's numbers are computed"  # the fold of a section's glue cell
-MIN_SHOWN, MIN_CHAPTERS = 14, 8  # issue 22: at least 14 functions shown, in at least 8 chapters
+MIN_SHOWN, MIN_CHAPTERS = 14, 8  # at least 14 functions shown, in at least 8 chapters
 
 CHAPTERS = [book for book in notebooks(REPO) if book.number is not None]
 
@@ -69,27 +69,19 @@ def test_each_section_gathers_its_glue_in_one_hidden_cell():
 
 
 @resolves_the_notebooks_imports
-def test_the_chapters_show_the_code_of_at_least_14_functions_in_8_chapters(shown):
+def test_the_chapters_show_at_least_14_functions_each_once_in_the_chapter_that_derives_and_calls_it(shown):
+    """At least 14 functions in at least 8 chapters, none shown twice; each in the chapter that uses it: the chapter
+    calls it outside the show_source cell, and either its prose names the function or the visible code cell just
+    before the show_source cell calls it (the show follows the derivation and the computation it feeds)."""
     functions = {value for _, _, value, _ in shown}
     chapters = {book.number for book, _, _, _ in shown}
     assert len(functions) >= MIN_SHOWN, sorted(f.__qualname__ for f in functions)
     assert len(chapters) >= MIN_CHAPTERS, sorted(chapters)
-
-
-@resolves_the_notebooks_imports
-def test_each_function_is_shown_once_in_the_book(shown):
     where = {}
     for book, _, value, _ in shown:
         where.setdefault(value, []).append(book.number)
     twice = {value.__qualname__: numbers for value, numbers in where.items() if len(numbers) > 1}
     assert not twice, f"show each function in the one chapter that derives it: {twice}"
-
-
-@resolves_the_notebooks_imports
-def test_each_shown_function_is_one_its_chapter_derives_and_calls(shown):
-    """Shown in the chapter that uses it: the chapter calls it outside the show_source cell, and either its prose
-    names the function or the visible code cell just before the show_source cell calls it (the show follows the
-    derivation and the computation it feeds)."""
     wrong = []
     for book, index, value, cells in shown:
         raw = json.loads(book.path.read_text())["cells"]
@@ -122,19 +114,19 @@ def _unfolded_code(path) -> list[str]:
             if not FOLDED & set(cell.get("metadata", {}).get("tags", []))]
 
 
-def test_at_least_150_unfolded_code_lines_of_the_chapters_are_jax():
+def _chapter(number):
+    return next(book.path for book in CHAPTERS if book.number == number)
+
+
+def test_the_jax_the_book_runs_is_on_its_pages():
+    """At least 150 unfolded code lines of the chapters are JAX; the sharding chapters (7 and 8) show their partition
+    specs and their mapped programs; and the decode step, with its cache update and its attention over the cache, is
+    on the page where the book first decodes (chapter 2 or 3)."""
     per_chapter = {book.number: sum(bool(JAX_LINE.search(line)) for source in _unfolded_code(book.path)
                                     for line in source.splitlines()) for book in CHAPTERS}
     assert sum(per_chapter.values()) >= 150, per_chapter
-
-
-@pytest.mark.parametrize("number", [7, 8])
-def test_the_sharding_chapters_show_their_partition_specs_and_mapped_programs(number):
-    code = "\n".join(_unfolded_code(next(book.path for book in CHAPTERS if book.number == number)))
-    assert re.search(r"\bP\(|PartitionSpec", code) and re.search(r"NamedSharding|shard_map", code)
-
-
-def test_the_decode_step_with_its_cache_update_and_attention_over_the_cache_is_on_the_page_where_the_book_first_decodes():
-    sources = [source for number in (2, 3) for source in
-               _unfolded_code(next(book.path for book in CHAPTERS if book.number == number))]
+    for number in (7, 8):
+        code = "\n".join(_unfolded_code(_chapter(number)))
+        assert re.search(r"\bP\(|PartitionSpec", code) and re.search(r"NamedSharding|shard_map", code), number
+    sources = [source for number in (2, 3) for source in _unfolded_code(_chapter(number))]
     assert any(".at[" in source and "attention(" in source and "k_cache" in source for source in sources)

@@ -39,18 +39,20 @@ def _output_texts(output):
             yield mime, data if isinstance(data, str) else "".join(data) if isinstance(data, list) else json.dumps(data)
 
 
-def test_the_detector_finds_the_bel_of_a_non_raw_alpha():
-    assert _control_characters("acceptance \alpha")  # "\a" is BEL: the slip this test exists for
+def test_the_detectors_find_the_bel_of_a_non_raw_alpha_and_in_prose_the_tab_of_a_non_raw_text():
+    assert _control_characters("acceptance \alpha")  # "\a" is BEL: chapter 10's slip
     assert not _control_characters("acceptance $\\alpha$\n\tγ ≥ κ, 14.0 → 7.0 ms")
-
-
-def test_the_prose_detector_finds_the_tab_of_a_non_raw_text():
     assert _control_characters("$W_\text{ici}$", PROSE_CONTROL)  # "\t" is TAB: the glossary's slip
     assert not _control_characters("$W_\\text{ici}$\n", PROSE_CONTROL)
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
-def test_no_markdown_cell_or_stored_output_contains_a_control_character(path):
+@pytest.mark.parametrize("path", NOTEBOOKS + PAGES, ids=lambda p: p.name)
+def test_no_prose_or_stored_output_contains_a_control_character(path):
+    """A notebook's Markdown cells and stored outputs, and every book page; prose allows no tab."""
+    if path.suffix == ".md":
+        found = _control_characters(path.read_text(), PROSE_CONTROL)
+        assert not found, f"{path.name}: control characters (offset, char, context): {found}"
+        return
     found = []
     for index, cell in enumerate(json.loads(path.read_text())["cells"]):
         if cell["cell_type"] == "markdown":
@@ -59,12 +61,6 @@ def test_no_markdown_cell_or_stored_output_contains_a_control_character(path):
             for kind, text in _output_texts(output):
                 found += [(index, kind, *hit) for hit in _control_characters(text)]
     assert not found, f"{path.name}: control characters (cell, where, offset, char, context): {found}"
-
-
-@pytest.mark.parametrize("path", PAGES, ids=lambda p: p.name)
-def test_no_book_page_contains_a_control_character(path):
-    found = _control_characters(path.read_text(), PROSE_CONTROL)
-    assert not found, f"{path.name}: control characters (offset, char, context): {found}"
 
 
 def test_nothing_in_the_repository_points_outside_it():

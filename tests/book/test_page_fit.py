@@ -1,4 +1,4 @@
-"""The rendered page fits its reader (issue 27): every chapter and appendix of the built book, opened in headless
+"""The rendered page fits its reader: every chapter and appendix of the built book, opened in headless
 Chromium offline at a laptop's 1280 x 900 and a phone's 390 x 844, measured against the article's text column.
 
 At 1280 x 900 no visible code block, cell output, table or display equation is wider than the column (a block that
@@ -14,10 +14,9 @@ column in CSS pixels and a snippet, which is the to-do list the check exists for
 that git ignores, a screenshot of each page at 1280 x 900 into `_build/screenshots/` and the full measurement (both
 widths) into `_build/screenshots/page_fit.json`.
 
-Code fits because ruff formats the notebooks' code at 88 columns (tools/ruff_notebooks.toml, run by `make refresh`;
-tests/book/test_notebook_format.py checks the .ipynb files without a browser). Printed outputs fit: the notebooks wrap long
-printed lines with scaling_lib.book.text.wrap_text or print a table, and tests/book/test_output_width.py checks the
-stored outputs without a browser. The column itself holds 88 characters of code: see
+Code fits because ruff formats the notebooks' code at 88 columns (tools/ruff_notebooks.toml, run by `make refresh`),
+and printed outputs fit because the notebooks wrap long printed lines with scaling_lib.book.text.wrap_text or print a
+table: tests/book/test_notebook_format.py checks both in the .ipynb files, without a browser. The column itself holds 88 characters of code: see
 test_the_column_reads_like_a_book.
 """
 

@@ -5,6 +5,7 @@ definition in module X (the back-link paragraph of a docstring aside). These che
 """
 
 import json
+import re
 
 import pytest
 
@@ -14,13 +15,10 @@ from tests import REPO
 NOTEBOOKS = sorted(REPO.glob("chapters/*.ipynb")) + sorted(REPO.glob("book/*.ipynb"))
 
 
-def test_every_saved_cell_is_its_modules_code():
+def test_every_saved_cell_is_its_modules_code_and_the_decoder_is_written_out_where_the_book_first_decodes():
     problems = saved.differences(REPO, NOTEBOOKS)
     assert not problems, ("a saved cell and its module differ; edit the cell, then `make generate` copies it into "
                           "the module:\n" + "\n".join(problems))
-
-
-def test_the_decoder_is_written_out_where_the_book_first_decodes():
     cells = saved.saved_cells(REPO / "chapters" / "02_kv_cache.ipynb")
     names = {name for cell in cells for name in cell.definitions}
     assert {"attention", "qkv", "mlp", "full_pass", "cached_step", "decode_step_jit"} <= names
@@ -67,6 +65,7 @@ SCALE = 2
 
 
 def test_saving_replaces_each_definition_and_leaves_the_rest_of_the_module(tmp_path):
+    """A back-link paragraph, and where a docstring's closing quotes sit, are no differences."""
     module = _package(tmp_path, MODULE)
     root = tmp_path
     cell = ("# saved as scaling_lib.demo\n@functools.cache\ndef volume(r, h):\n    \"\"\"pi r^2 h, a cylinder.\"\"\"\n"
@@ -80,35 +79,43 @@ def test_saving_replaces_each_definition_and_leaves_the_rest_of_the_module(tmp_p
     assert "Defined in chapter 1, *Rooflines*." in text and text.startswith('"""A module."""\n\nimport math\n')
     assert saved.differences(root, [notebook]) == []
     assert saved.save(root, [notebook]) == []  # idempotent
-
-
-def test_a_back_link_paragraph_and_where_the_closing_quotes_sit_are_not_differences(tmp_path):
-    _package(tmp_path, MODULE)
     cell = '# saved as scaling_lib.demo\ndef area(r):\n    """pi r^2."""\n    return math.pi * r**2'
     assert saved.differences(tmp_path, [_notebook(tmp_path, cell)]) == []
-
-
-@pytest.mark.parametrize("body, problem", [
-    ("x = area(2)\nprint(x)", "`print(x)` is not a definition"),
-    ("import math", "`import math` is not a definition"),
-    ("# the area\ndef area(r):\n    return r", "`# the area` lies outside every definition"),
-    ("def area(r):\n    return r\n\n\ndef area(r):\n    return 2 * r", "area is defined twice"),
-    ("a, b = 1, 2", "is not a definition"),
-])
-def test_a_saved_cell_holds_only_definitions(tmp_path, body, problem):
-    with pytest.raises(ValueError, match=problem.replace("(", r"\(").replace(")", r"\)").replace("*", r"\*")):
-        saved.saved_cells(_notebook(tmp_path, "# saved as scaling_lib.demo\n" + body))
-
-
-def test_a_name_or_module_the_library_lacks_is_refused_with_the_fix(tmp_path):
-    _package(tmp_path, MODULE)
-    notebook = _notebook(tmp_path, "# saved as scaling_lib.demo\ndef perimeter(r):\n    return 2 * r")
-    assert saved.differences(tmp_path, [notebook]) == [
+    perimeter = _notebook(tmp_path, "# saved as scaling_lib.demo\ndef perimeter(r):\n    return 2 * r")
+    assert saved.differences(tmp_path, [perimeter]) == [
         "nb.ipynb, cell 0: perimeter is not defined at the top level of scaling_lib.demo"]
-    with pytest.raises(ValueError, match="add a definition"):
-        saved.save(tmp_path, [notebook])
-    with pytest.raises(ValueError, match="name an existing scaling_lib module"):
-        saved.differences(tmp_path, [_notebook(tmp_path, "# saved as scaling_lib.nowhere\nX = 1")])
+
+
+def _refused(call, module, body):
+    return lambda tmp_path: call(tmp_path, _notebook(tmp_path, f"# saved as scaling_lib.{module}\n{body}"))
+
+
+def _read(tmp_path, notebook):
+    return saved.saved_cells(notebook)
+
+
+# A saved cell that is not one the library can hold: (the call on a cell saved as scaling_lib.<module>, what its
+# ValueError says).
+BAD_CELLS = [
+    pytest.param(_refused(_read, "demo", "x = area(2)\nprint(x)"), "`print(x)` is not a definition", id="a call"),
+    pytest.param(_refused(_read, "demo", "import math"), "`import math` is not a definition", id="an import"),
+    pytest.param(_refused(_read, "demo", "# the area\ndef area(r):\n    return r"),
+                 "`# the area` lies outside every definition", id="a comment outside a definition"),
+    pytest.param(_refused(_read, "demo", "def area(r):\n    return r\n\n\ndef area(r):\n    return 2 * r"),
+                 "area is defined twice", id="one name defined twice"),
+    pytest.param(_refused(_read, "demo", "a, b = 1, 2"), "is not a definition", id="a tuple assignment"),
+    pytest.param(_refused(lambda root, nb: saved.save(root, [nb]), "demo", "def perimeter(r):\n    return 2 * r"),
+                 "add a definition", id="saving a name the module lacks: add it there first"),
+    pytest.param(_refused(lambda root, nb: saved.differences(root, [nb]), "nowhere", "X = 1"),
+                 "name an existing scaling_lib module", id="a module the library lacks"),
+]
+
+
+@pytest.mark.parametrize("call, problem", BAD_CELLS)
+def test_a_saved_cell_holds_only_definitions_of_an_existing_module_and_name(tmp_path, call, problem):
+    _package(tmp_path, MODULE)
+    with pytest.raises(ValueError, match=re.escape(problem)):
+        call(tmp_path)
 
 
 def test_only_a_first_line_marker_makes_a_cell_saved(tmp_path):

@@ -18,6 +18,7 @@ import types
 import pytest
 
 from scaling_lib.book import portable
+from scaling_lib.book.portable import AGREEMENT_RUNGS, ERROR_RUNGS, at_least, between, relative_difference
 from tests import REPO
 
 NOTEBOOKS = sorted(REPO.glob("chapters/*.ipynb")) + sorted(REPO.glob("book/*.ipynb"))
@@ -51,13 +52,10 @@ def long_floats(cells) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("written, digits", [("0.5806584504897584", 16), ("1490650.0", 6), (".25", 2),
-                                             ("2188.89", 6), ("1.2345678901", 11), ("0.000120", 2)])
-def test_significant_digits_count_from_the_first_to_the_last_nonzero_digit(written, digits):
-    assert significant_digits(written) == digits
-
-
-def test_the_scan_finds_a_raw_float_in_a_glue_record_and_in_printed_text_but_not_in_a_version():
+def test_the_scan_counts_significant_digits_and_finds_a_raw_float_in_glue_and_print_but_not_in_a_version():
+    for written, digits in (("0.5806584504897584", 16), ("1490650.0", 6), (".25", 2), ("2188.89", 6),
+                            ("1.2345678901", 11), ("0.000120", 2)):  # from the first to the last nonzero digit
+        assert significant_digits(written) == digits, written
     glued = {"output_type": "display_data", "metadata": {"scrapbook": {"name": "x"}},
              "data": {"application/papermill.record/text/plain": "0.5806584504897584"}}
     printed = {"output_type": "stream", "name": "stdout", "text": ["ratio 13.098883248730964\n", "jax 0.10.2\n"]}
@@ -67,42 +65,29 @@ def test_the_scan_finds_a_raw_float_in_a_glue_record_and_in_printed_text_but_not
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
-def test_no_stored_output_holds_a_float_with_more_than_10_significant_digits(path):
-    found = long_floats(json.loads(path.read_text())["cells"])
+def test_a_notebook_stores_no_cpu_dependent_float_glues_portably_and_never_removes_a_glue_cell(path):
+    cells = json.loads(path.read_text())["cells"]
+    found = long_floats(cells)
     assert not found, (f"{path.name}: floats whose last digits depend on the CPU (glue with "
                        "scaling_lib.book.portable.glue, print with a format such as :.3g):\n" + "\n".join(found))
-
-
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
-def test_notebooks_glue_through_the_portable_glue(path):
-    sources = ["".join(cell["source"]) for cell in json.loads(path.read_text())["cells"] if cell["cell_type"] == "code"]
+    sources = ["".join(cell["source"]) for cell in cells if cell["cell_type"] == "code"]
     assert not any(re.search(r"from myst_nb import .*\bglue\b|myst_nb\.glue\(", source) for source in sources), (
         f"{path.name}: import glue from scaling_lib.book.portable, which rounds floats to the digits a page can use")
+    if path.parent.name == "chapters":
+        removed = [index for index, cell in enumerate(cells) if cell["cell_type"] == "code"
+                   and "glue(" in "".join(cell["source"]) and "remove-cell" in cell.get("metadata", {}).get("tags", [])]
+        assert not removed, f"{path.name}: cells {removed} glue numbers but are removed from the page; tag them " \
+                            "hide-input"
 
 
-@pytest.mark.parametrize("path", sorted(REPO.glob("chapters/*.ipynb")), ids=lambda p: p.name)
-def test_no_chapter_removes_a_cell_that_computes_a_glued_number(path):
-    removed = [index for index, cell in enumerate(json.loads(path.read_text())["cells"])
-               if cell["cell_type"] == "code" and "glue(" in "".join(cell["source"])
-               and "remove-cell" in cell.get("metadata", {}).get("tags", [])]
-    assert not removed, f"{path.name}: cells {removed} glue numbers but are removed from the page; tag them hide-input"
-
-
-@pytest.mark.parametrize("value, stored", [(2188.8888888888887, 2188.89), (0.5806584504897584, 0.580658),
-                                           (1.3e-7, 1.3e-7), (-240.2439024390244, -240.244), (3.0, 3.0)])
-def test_significant_keeps_six_digits_by_default(value, stored):
-    assert portable.significant(value) == stored
-
-
-def test_significant_keeps_the_digits_asked_for():
-    assert portable.significant(1490649.6, digits=8) == 1490649.6
-    assert portable.significant(1490649.6, digits=2) == 1500000.0
-
-
-@pytest.mark.parametrize("digits", [0, 11, 2.0, True, "6"])
-def test_significant_refuses_digits_outside_1_to_10(digits):
-    with pytest.raises(ValueError, match="digits"):
-        portable.significant(1.0, digits)
+@pytest.mark.parametrize("value, digits, stored", [
+    (2188.8888888888887, 6, 2188.89), (0.5806584504897584, 6, 0.580658), (1.3e-7, 6, 1.3e-7),
+    (-240.2439024390244, 6, -240.244), (3.0, 6, 3.0), (1490649.6, 8, 1490649.6), (1490649.6, 2, 1500000.0),
+])
+def test_significant_keeps_the_digits_asked_for_six_by_default(value, digits, stored):
+    assert portable.significant(value, digits) == stored
+    if digits == portable.GLUE_DIGITS:
+        assert portable.significant(value) == stored
 
 
 @pytest.fixture
@@ -127,8 +112,31 @@ def test_glue_stores_a_float_with_six_significant_digits_and_other_values_as_the
     assert type(recorded[2][1]) is int
 
 
-@pytest.mark.parametrize("value", [[1.0, 2.0], {"x": 1.0}, None, float("nan")])
-def test_glue_refuses_what_is_not_one_number_or_text(recorded, value):
-    with pytest.raises(ValueError):
-        portable.glue("x", value)
-    assert recorded == []
+def test_a_value_printed_on_a_ladder_names_the_rungs_around_it():
+    """What a notebook prints for a value whose last digits depend on the CPU: the rungs of a fixed ladder around it
+    ("1% to 3%") or the highest rung it reaches ("at least 95%"); a value equal to a rung counts as above it."""
+    assert ERROR_RUNGS == tuple(sorted(ERROR_RUNGS)) and AGREEMENT_RUNGS == tuple(sorted(AGREEMENT_RUNGS))
+    assert between(0.0214) == "1% to 3%" and between(0.005) == "below 1%" and between(0.5) == "above 30%"
+    assert between(0.03) == "3% to 10%"
+    assert at_least(1.0) == "at least 95%" and at_least(0.9) == "at least 75%" and at_least(0.1) == "below 50%"
+    assert between(0.0237, (0.05, 0.3), "{:g}") == "below 0.05"
+    assert relative_difference([1.0, 2.0], [1.0, 4.0]) == 0.5 and relative_difference([0.0], [0.0]) == 0.0
+
+
+@pytest.mark.parametrize("call, says", [
+    pytest.param(lambda: portable.significant(1.0, 0), "digits", id="significant: 0 digits"),
+    pytest.param(lambda: portable.significant(1.0, 11), "digits", id="significant: 11 digits"),
+    pytest.param(lambda: portable.significant(1.0, 2.0), "digits", id="significant: a float count"),
+    pytest.param(lambda: portable.significant(1.0, True), "digits", id="significant: a bool count"),
+    pytest.param(lambda: portable.significant(1.0, "6"), "digits", id="significant: a string count"),
+    pytest.param(lambda: portable.glue("x", [1.0, 2.0]), "a number or a string", id="glue: a list"),
+    pytest.param(lambda: portable.glue("x", {"x": 1.0}), "a number or a string", id="glue: a dict"),
+    pytest.param(lambda: portable.glue("x", None), "a number or a string", id="glue: None"),
+    pytest.param(lambda: portable.glue("x", float("nan")), "finite", id="glue: nan"),
+    pytest.param(lambda: between(0.1, (0.3, 0.1)), "increasing", id="between: rungs out of order"),
+    pytest.param(lambda: at_least(float("nan")), "value", id="at_least: nan"),
+])
+def test_bad_digits_values_and_ladders_are_refused(recorded, call, says):
+    with pytest.raises(ValueError, match=says):
+        call()
+    assert recorded == []  # nothing reached myst-nb

@@ -24,6 +24,7 @@ from scaling_lib.collectives import (
     mesh_collective,
     ring_bytes_sent,
     slice_hops,
+    torus_collective_time,
     transfer_bandwidth,
 )
 from scaling_lib.hardware import get_chip
@@ -83,6 +84,9 @@ def test_ring_costs_by_hand_on_a_ring_of_8_v5e():
     # The Scaling Book's ring costs relative to each other: V / W, V / W, 2 V / W, V / 4W.
     scatter = collective_time("reduce-scatter", 64e6, "tpu-v5e", 8, wraparound=True).bandwidth_s
     assert scatter == pytest.approx(collective_time("all-gather", 64e6, "tpu-v5e", 8, wraparound=True).bandwidth_s)
+    # The torus formula chapter 7 shows is the one collective_time prices a torus with.
+    assert torus_collective_time(op="all-reduce", array_bytes=1 * MB, chip="tpu-v5e", n_shards=8,
+                                 wraparound=True) == reduce
     # NumPy numbers price the same as Python ones.
     assert collective_time("all-gather", np.float64(1e6), "tpu-v5e", np.int64(8)) == \
         collective_time("all-gather", 1e6, "tpu-v5e", 8)
@@ -527,6 +531,9 @@ def test_no_published_collective_beats_the_bound_and_the_estimate_is_within_25_p
     (lambda: mesh_collective("all-gather", 1e9, "tpu-v4", (4, 4, 4), wraparound=(True, "no", True)),
      "wraparound must be True or False, got 'no'"),
     (lambda: latency_bound_bytes("h100", 0), r"\bn_shards\b"),
+    (lambda: torus_collective_time(op="all-reduce", array_bytes=1e6, chip="h100", n_shards=8),
+     r"\bchip='h100' is not a TPU torus\b.*use collective_time"),
+    (lambda: torus_collective_time(op="all-reduce", array_bytes=1e6, chip="tpu-v5e", n_shards=0), r"\bn_shards\b"),
     # bus bandwidth
     (lambda: bus_bandwidth("all-reduce", 0.0, 1.0, 8), r"\barray_bytes\b"),
     (lambda: bus_bandwidth("all-reduce", 1.0, 0.0, 8), r"\bseconds\b"),

@@ -1,5 +1,5 @@
 """scaling_lib.speculative: the roofline-priced speculative step and the best lookahead (the claims of chapter 8 and
-the plain-Python oracle of the acceptance counts are in test_claims_serving.py and tests/tiny/test_oracles.py)."""
+the plain-Python oracle of the acceptance counts are in test_claims_serving.py and tests/tiny/test_speculative.py)."""
 
 import pytest
 

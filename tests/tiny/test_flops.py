@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from scaling_lib.flops import decode_step_flops, forward_flops
-from scaling_lib.memory import kv_bytes_per_token
+from scaling_lib.memory import kv_bytes_per_token, kv_cache_bytes
 from scaling_lib.tiny import flops as tiny_flops
 from scaling_lib.tiny import model
 
@@ -23,18 +23,17 @@ def wide_params():
     return model.init_params(WIDE, seed=0)
 
 
-@pytest.mark.parametrize("tokens, batch", [(16, 1), (128, 2)])
-def test_forward_flops_agree_with_xla_within_2pct(tokens, batch):
-    measured = tiny_flops.forward_cost(wide_params(), tokens, batch).flops
-    analytic = forward_flops(WIDE, tokens, batch).total
+@pytest.mark.parametrize("program, analytic", [
+    pytest.param(lambda: tiny_flops.forward_cost(wide_params(), 16, 1), lambda: forward_flops(WIDE, 16, 1),
+                 id="a forward pass of 16 tokens"),
+    pytest.param(lambda: tiny_flops.forward_cost(wide_params(), 128, 2), lambda: forward_flops(WIDE, 128, 2),
+                 id="a forward pass of 2 x 128 tokens"),
+    pytest.param(lambda: tiny_flops.decode_step_cost(wide_params(), cache_len=256, batch=4),
+                 lambda: decode_step_flops(WIDE, 256, batch=4), id="a decode step of 4 over 256 cached tokens"),
+])
+def test_flops_agree_with_xla_within_2pct(program, analytic):
     # XLA counts every matmul and attention FLOP plus a little elementwise work: never less, at most 2% more
-    assert 1.0 <= measured / analytic <= 1.02
-
-
-def test_decode_step_flops_agree_with_xla_within_2pct():
-    measured = tiny_flops.decode_step_cost(wide_params(), cache_len=256, batch=4).flops
-    analytic = decode_step_flops(WIDE, 256, batch=4).total
-    assert 1.0 <= measured / analytic <= 1.02
+    assert 1.0 <= program().flops / analytic().total <= 1.02
 
 
 def test_xla_decode_attention_flops_grow_as_4_b_l_n_h_per_cached_token():
@@ -50,11 +49,13 @@ def test_lowered_cost_flops_match_compiled_flops_within_half_a_percent():
     assert tiny_flops.forward_cost(wide_params(), 16, 1, compile=False).flops == pytest.approx(compiled, rel=0.005)
 
 
-@pytest.mark.parametrize("dtype, name", [(jnp.float32, "fp32"), (jnp.bfloat16, "bf16")])
-def test_kv_bytes_per_token_equals_the_cache_arrays_bytes_per_slot(dtype, name):
-    config = model.tiny_config(n_kv_heads=2)
+@pytest.mark.parametrize("n_kv_heads, dtype, name", [(2, jnp.float32, "fp32"), (2, jnp.bfloat16, "bf16"),
+                                                     (1, jnp.float32, "fp32")])
+def test_kv_cache_bytes_are_the_cache_arrays_bytes(n_kv_heads, dtype, name):
+    config = model.tiny_config(n_kv_heads=n_kv_heads)
     params = model.init_params(config, seed=0, dtype=dtype)
     batch, cache_len = 3, 20
     _, cache = model.prefill(params, np.ones((batch, 5), np.int32), cache_len=cache_len)
     assert cache.k.dtype == dtype
     assert (cache.k.nbytes + cache.v.nbytes) / (batch * cache_len) == kv_bytes_per_token(config, name)
+    assert cache.k.nbytes + cache.v.nbytes == kv_cache_bytes(config, cache_len, batch=batch, dtype=name)

@@ -1,11 +1,12 @@
 """Pope et al.'s layouts executed in shard_map on a 2x2x2 emulated mesh: equal to the unsharded block, and the
-collective bytes in the compiled HLO equal to the cost model's (scaling_lib.layouts) prediction for that mesh."""
+collective bytes in the compiled HLO equal to the cost model's (scaling_lib.layouts) prediction for that mesh. The
+attention collectives' closed form by hand is tests/math/test_attention_sharding.py's."""
 
 import jax
 import numpy as np
 import pytest
 
-from scaling_lib import attention_sharding, collectives, layouts
+from scaling_lib import collectives, layouts
 from scaling_lib.book.portable import FLOAT32_ROUNDING, relative_difference
 from scaling_lib.tiny.layouts import (ATTENTION_SPECS, FFN_LAYOUTS, FFN_SPECS, attention_reference, block_model,
                                       ffn_reference, hlo_model_bytes, hlo_sent_bytes, predicted_attention,
@@ -40,16 +41,13 @@ def _signature(ops):
 
 
 @pytest.mark.parametrize("layout", FFN_LAYOUTS)
-def test_executed_ffn_layout_equals_unsharded_block(ffn_runs, layout):
+def test_an_executed_ffn_layout_equals_the_unsharded_block_and_moves_the_bytes_the_cost_model_counts(
+        ffn_runs, mesh, layout):
     args, runs = ffn_runs
-    np.testing.assert_allclose(np.asarray(runs[layout].output), np.asarray(ffn_reference(*args)), atol=ATOL)
+    run = runs[layout]
+    np.testing.assert_allclose(np.asarray(run.output), np.asarray(ffn_reference(*args)), atol=ATOL)
     # Chapter 8 prints "< FLOAT32_ROUNDING" of the largest output: it holds with 4x to spare.
-    assert relative_difference(runs[layout].output, ffn_reference(*args)) <= FLOAT32_ROUNDING / 4
-
-
-@pytest.mark.parametrize("layout", FFN_LAYOUTS)
-def test_executed_ffn_hlo_collective_bytes_equal_cost_model(ffn_runs, mesh, layout):
-    run = ffn_runs[1][layout]
+    assert relative_difference(run.output, ffn_reference(*args)) <= FLOAT32_ROUNDING / 4
     predicted = predicted_ffn(layout, mesh, T, D, F)
     hlo = _signature((c.op, c.group_size, hlo_model_bytes(c)) for c in run.collectives)
     model = _signature((c.op, int(np.prod(c.group)), c.bytes_per_chip) for c in predicted)
@@ -60,7 +58,7 @@ def test_executed_ffn_hlo_collective_bytes_equal_cost_model(ffn_runs, mesh, layo
     assert run.sent_bytes == pytest.approx(sum(collectives.ring_bytes_sent(c) for c in predicted), rel=1e-12)
 
 
-def test_executed_ffn_weight_gathered_xyz_moves_no_activations(ffn_runs):
+def test_what_the_executed_ffn_layouts_move_by_hand(ffn_runs):
     runs = ffn_runs[1]
     assert [c.op for c in runs["wg-xyz"].collectives] == ["all-gather", "all-gather"]  # W_in, W_out only
     # The weight-gathered layouts move more bytes than weight-stationary at 16 tokens (weights >> activations).
@@ -69,41 +67,30 @@ def test_executed_ffn_weight_gathered_xyz_moves_no_activations(ffn_runs):
     # F = 2D puts this mesh exactly at Pope's 1D/2D crossover n = 4F/D = 8: the two move the same bytes.
     assert layouts.ws_2d_crossover_chips(D, F) == 8
     assert runs["1d-ws"].model_bytes == runs["2d-ws"].model_bytes
-
-
-def test_hlo_reduce_scatter_reports_the_scattered_output(ffn_runs):
-    reduce_scatter = [c for c in ffn_runs[1]["1d-ws"].collectives if c.op == "reduce-scatter"][0]
-    assert reduce_scatter.shape == (T, D // 8)  # result: 1/8 of the [T, D] partial sums
-    assert hlo_model_bytes(reduce_scatter) == 4 * T * D  # the model counts the unreduced input
+    # 1D weight-stationary's reduce-scatter, as read off the HLO: its result is 1/8 of the [T, D] partial sums; the
+    # model counts the unreduced input, and a ring sends 7/8 of it.
+    reduce_scatter = [c for c in runs["1d-ws"].collectives if c.op == "reduce-scatter"][0]
+    assert reduce_scatter.shape == (T, D // 8)
+    assert hlo_model_bytes(reduce_scatter) == 4 * T * D
     assert hlo_sent_bytes(reduce_scatter) == 4 * T * D * 7 / 8
 
 
-@pytest.mark.parametrize("sharding", ["heads", "batch"])
-def test_executed_multiquery_attention_equals_unsharded(attention_runs, sharding):
+@pytest.mark.parametrize("sharding, kv_share", [("heads", 1), ("batch", 1 / 8)])
+def test_executed_multiquery_attention_equals_unsharded_moves_the_bytes_the_cost_model_counts_and_stores_its_share(
+        attention_runs, mesh, sharding, kv_share):
+    """Multiquery attention has one KV head: split by heads, every chip holds the whole cache; split by batch, an
+    eighth of it, at the price of two all-to-alls."""
     args, runs = attention_runs
-    np.testing.assert_allclose(np.asarray(runs[sharding].output), np.asarray(attention_reference(*args)),
-                               atol=ATOL)
-    assert relative_difference(runs[sharding].output, attention_reference(*args)) <= FLOAT32_ROUNDING / 4  # ch. 8
-
-
-@pytest.mark.parametrize("sharding", ["heads", "batch"])
-def test_executed_multiquery_attention_hlo_bytes_equal_cost_model(attention_runs, mesh, sharding):
-    run = attention_runs[1][sharding]
+    run = runs[sharding]
+    np.testing.assert_allclose(np.asarray(run.output), np.asarray(attention_reference(*args)), atol=ATOL)
+    assert relative_difference(run.output, attention_reference(*args)) <= FLOAT32_ROUNDING / 4  # ch. 8
     predicted = predicted_attention(sharding, mesh, B, N, H)
     hlo = _signature((c.op, c.group_size, hlo_model_bytes(c)) for c in run.collectives)
     assert hlo == _signature((c.op, int(np.prod(c.group)), c.bytes_per_chip) for c in predicted)
     assert len(hlo) == (2 if sharding == "batch" else 0)
-
-
-def test_executed_multiquery_batch_sharding_stores_one_eighth_of_the_kv_cache(attention_runs, mesh):
-    (q, k, v), _ = attention_runs
-    per_chip = {}
-    for sharding in ("heads", "batch"):
-        spec = ATTENTION_SPECS[sharding][1]
-        placed = jax.device_put(k, jax.NamedSharding(mesh, spec))
-        per_chip[sharding] = placed.addressable_shards[0].data.nbytes
-    assert per_chip["heads"] == k.nbytes  # the one KV head replicated on every chip
-    assert per_chip["heads"] == 8 * per_chip["batch"]
+    k = args[1]
+    placed = jax.device_put(k, jax.NamedSharding(mesh, ATTENTION_SPECS[sharding][1]))
+    assert placed.addressable_shards[0].data.nbytes == k.nbytes * kv_share
 
 
 def test_layout_blocks_cover_each_tensor_once_per_replica(mesh):
@@ -115,15 +102,6 @@ def test_layout_blocks_cover_each_tensor_once_per_replica(mesh):
             assert sorted(d for b in blocks for d in b.devices) == list(range(8))  # one block per device
             assert {len(b.devices) for b in blocks} == {8 // len(blocks)}  # each block replicated evenly
     assert len(device_blocks(FFN_SPECS["wg-xyz"].w_in_used, (D, F), mesh=mesh)) == 1  # fully gathered
-
-
-def test_attention_collectives_and_ring_factor_model():
-    two = attention_sharding.attention_collectives("batch", 512, 48, 256, (4, 4, 4))
-    assert [c.op for c in two] == ["all-to-all"] * 2
-    assert two[0].bytes_per_chip == 2 * 512 * 48 * 256 / 64
-    assert attention_sharding.attention_collectives("heads", 512, 48, 256, (4, 4, 4)) == ()
-    assert attention_sharding.attention_collectives("batch", 512, 48, 256, (1,)) == ()
-    assert collectives.ring_bytes_sent(two[0]) == pytest.approx(two[0].bytes_per_chip * 63 / 64, rel=1e-12)
 
 
 @pytest.mark.parametrize("call, message", [
@@ -138,6 +116,6 @@ def test_attention_collectives_and_ring_factor_model():
     (lambda m: run_attention("sequence", m, *random_attention_inputs(B, N, S, H)), "unknown attention_sharding"),
     (lambda m: run_ffn("1d-ws", m, *(a.astype("bfloat16") for a in random_ffn_inputs(T, D, F))), "float32"),
 ])
-def test_executed_layouts_bad_input(mesh, call, message):
+def test_layouts_that_do_not_divide_the_mesh_or_do_not_exist_are_refused(mesh, call, message):
     with pytest.raises(ValueError, match=message):
         call(mesh)

@@ -63,14 +63,11 @@ def roofline_machine(monkeypatch, flops_per_s, bytes_per_s):
     return tried
 
 
-def test_best_seconds_is_the_fastest_timed_call_after_an_untimed_warm_up(monkeypatch):
+def test_a_microbenchmark_divides_its_work_by_its_fastest_timed_call_after_an_untimed_warm_up(monkeypatch):
     calls = []
     monkeypatch.setattr(measure, "time", FakeClock([0.5, 0.2, 0.9]))
     assert measure._best_seconds(lambda x: calls.append(x) or x, 1.0, repeats=3) == pytest.approx(0.2)
     assert calls == [1.0] * 4  # one untimed call (it compiles), then three timed ones
-
-
-def test_the_micro_benchmarks_divide_the_work_they_do_by_the_best_time(monkeypatch):
     # A sum over n_bytes reads each byte once: W = n_bytes / t. Here 64 MB read in 2 ms (best of 3) = 32 GB/s.
     monkeypatch.setattr(measure, "time", FakeClock([3e-3, 2e-3, 2.5e-3]))
     assert measure.measure_memory_bandwidth(n_bytes=64e6, repeats=3) == pytest.approx(32e9, rel=1e-12)
@@ -135,12 +132,16 @@ def test_a_gpu_or_tpu_computes_in_bf16_at_accelerator_sizes_and_a_cpu_in_float32
     (lambda: measure.measure_matmul_flops(0), "n"),
     (lambda: measure.measure_matmul_flops(64, repeats=-1), "repeats"),
     (lambda: measure.time_batched_matmul(jnp.ones((4, 4)), [1], repeats=0), "repeats"),
+    (lambda: measure.time_batched_matmul(jnp.ones(4), [1]), "2-D"),
+    (lambda: measure.time_batched_matmul(jnp.ones((4, 4)), [0]), "batch"),
+    (lambda: measure.time_batched_matmul(jnp.ones((4, 4)), []), "empty"),
     (lambda: measure.batch_rule(d_model=8, d_ff=8, batches=(1,), repeats=0), "repeats"),
+    (lambda: measure.batch_rule(batches=(4, 2)), "increasing"),
     (lambda: measure._best_seconds(lambda: 0.0, repeats=0), "repeats"),
     (lambda: measure.dtype_name(jnp.int8), "dtype int8"),
     (lambda: measure.grow(lambda size: 1.0, 0, 8), "size"),
 ])
-def test_every_microbenchmark_refuses_a_count_that_measures_nothing(call, argument):
+def test_every_microbenchmark_refuses_what_would_measure_nothing(call, argument):
     # measure_memory_bandwidth(1e6, repeats=0) used to return 0.0 B/s: no call was timed, so the best was inf.
     with pytest.raises(ValueError, match=argument):
         call()
@@ -169,16 +170,6 @@ def test_the_knee_of_a_roofline_machine_is_the_critical_batch_from_its_rates(mon
     assert matmul_flops(1, d, f) / fit.per_row_s == pytest.approx(flops_per_s, rel=1e-9)
 
 
-def test_time_batched_matmul_refuses_bad_input():
-    with pytest.raises(ValueError, match="2-D"):
-        measure.time_batched_matmul(jnp.ones(4), [1])
-    with pytest.raises(ValueError, match="batch"):
-        measure.time_batched_matmul(jnp.ones((4, 4)), [0])
-    with pytest.raises(ValueError, match="empty"):
-        measure.time_batched_matmul(jnp.ones((4, 4)), [])
-    assert all(t > 0 for t in measure.time_batched_matmul(jnp.ones((8, 8)), [1, 2], repeats=1))
-
-
 @pytest.mark.parametrize("flops_per_s, bytes_per_s, knee", [
     (2e11, 2e10, 32),  # 2 C / W = 20, so 1.5 x that = 30: the first grid batch at or above is 32
     (6.7e10, 1.1e10, 32),  # the worked-problems run: 2 C / W = 12.2, 1.5 x = 18.3 -> 32
@@ -201,25 +192,21 @@ def test_the_rule_on_a_roofline_machine_finds_its_rates_and_its_knee(monkeypatch
     assert all(t == pytest.approx(read) for b, t in zip(rule.batches, rule.seconds) if b <= rule.predicted_batch)
 
 
-def test_a_machine_whose_time_never_grows_enough_has_no_knee(monkeypatch):
-    roofline_machine(monkeypatch, 1e15, 1e9)  # 2 C / W = 2e6: far beyond the largest batch timed
-    assert batch_rule(d_model=16, d_ff=32, batches=(1, 8, 64), repeats=1).knee == float("inf")
-
-
-def test_knee_is_the_first_batch_from_which_every_time_is_slow():
+def test_the_knee_is_the_first_batch_from_which_every_time_is_slow_and_a_flat_machine_has_none(monkeypatch):
     fake = BatchRule(batches=(1, 2, 4, 8, 16), seconds=(1.0, 1.8, 0.9, 1.0, 3.0), flops_per_s=1.0, bytes_per_s=1.0,
                      weight_bytes=1, layer_flops_per_token=1.0)
     assert fake.knee == 16  # the outlier at 2 does not count
     # bf16 weights halve B_crit = C / W x b_w / 2 against float32's
     assert BatchRule(**{**fake.__dict__, "weight_dtype": "bf16"}).predicted_batch == fake.predicted_batch / 2
-    with pytest.raises(ValueError, match="increasing"):
-        batch_rule(batches=(4, 2))
+    roofline_machine(monkeypatch, 1e15, 1e9)  # 2 C / W = 2e6: far beyond the largest batch timed
+    assert batch_rule(d_model=16, d_ff=32, batches=(1, 8, 64), repeats=1).knee == float("inf")
 
 
-def test_the_real_layer_runs_and_is_timed():
-    # The one real timing: only that each batch was timed (no bound on how long it took).
+def test_the_real_layer_and_matmuls_run_and_are_timed():
+    # The real timings: only that each batch was timed (no bound on how long it took).
     rule = batch_rule(d_model=32, d_ff=64, batches=(1, 4), repeats=1)
     assert len(rule.seconds) == 2 and all(np.isfinite(t) and t > 0 for t in rule.seconds)
+    assert all(t > 0 for t in measure.time_batched_matmul(jnp.ones((8, 8)), [1, 2], repeats=1))
 
 
 def test_the_accelerator_bench_writes_rows_the_books_readers_read(tmp_path, capsys):

@@ -1,4 +1,5 @@
-"""scaling_lib.tiny.model: the cached decoder against a full recompute and against an independent NumPy reference.
+"""scaling_lib.tiny.model: the cached decoder against a full recompute and against an independent NumPy reference, and
+its table of bad inputs.
 
 Compilations dominate the run time, so every test uses prompts of B=2, T=8 and 8 new tokens (forward over 16), and
 parameters are built once per config.
@@ -9,7 +10,6 @@ from functools import lru_cache
 import numpy as np
 import pytest
 
-from scaling_lib.models import Transformer
 from scaling_lib.tiny import model
 
 B, T, N_NEW = 2, 8, 8
@@ -81,18 +81,14 @@ def test_cached_greedy_decode_equals_full_recompute(name):
     np.testing.assert_allclose(logits, recomputed, atol=1e-4)
 
 
-def test_sliding_window_covering_the_context_equals_full_attention():
-    tokens = np.concatenate([PROMPT, PROMPT], axis=1)  # 16 tokens, window 16
-    windowed = model.init_params(model.tiny_config(n_kv_heads=2, sliding_window=16), seed=0)
-    np.testing.assert_allclose(model.forward(windowed, tokens), model.forward(params_for("gqa"), tokens), atol=1e-6)
-
-
-def test_sliding_window_shorter_than_the_context_changes_late_logits_only():
-    tokens = np.concatenate([PROMPT, PROMPT], axis=1)
+def test_a_sliding_window_changes_only_the_positions_past_it_and_one_covering_the_context_is_full_attention():
+    tokens = np.concatenate([PROMPT, PROMPT], axis=1)  # 16 tokens
     full = np.asarray(model.forward(params_for("gqa"), tokens))
     windowed = np.asarray(model.forward(params_for("gqa-window4"), tokens))
     np.testing.assert_allclose(windowed[:, :4], full[:, :4], atol=1e-5)  # the first 4 positions see everything
     assert np.abs(windowed[:, 4:] - full[:, 4:]).max() > 1e-2
+    covering = model.init_params(model.tiny_config(n_kv_heads=2, sliding_window=16), seed=0)
+    np.testing.assert_allclose(model.forward(covering, tokens), full, atol=1e-6)
 
 
 def test_ragged_batch_equals_each_sequence_alone():
@@ -106,11 +102,14 @@ def test_ragged_batch_equals_each_sequence_alone():
         np.testing.assert_allclose(logits[b], alone[n - 1: n - 1 + N_NEW], atol=1e-4)
 
 
-def test_decode_step_compiles_once_for_every_position():
+def test_decode_step_compiles_once_for_every_position_and_writes_the_cache_in_place():
     params = params_for("gqa")
     _, cache = model.prefill(params, PROMPT, lengths=[T, 3], cache_len=T + N_NEW)
+    assert cache.k.shape == (2, B, T + N_NEW, 2, 16)  # [L, B, S, K, H]
     token = np.zeros(B, np.int32)
+    old = cache
     _, cache = model.decode_step(params, token, cache)
+    assert old.k.is_deleted() and old.v.is_deleted()  # donated: the new cache reuses the buffers
     traced = model.TRACE_COUNTS["decode_step"]
     for _ in range(N_NEW - 1):
         _, cache = model.decode_step(params, token, cache)
@@ -118,16 +117,7 @@ def test_decode_step_compiles_once_for_every_position():
     np.testing.assert_array_equal(cache.positions, [T + N_NEW, 3 + N_NEW])
 
 
-def test_decode_step_writes_the_cache_in_place():
-    params = params_for("gqa")
-    _, cache = model.prefill(params, PROMPT, cache_len=T + N_NEW)
-    assert cache.k.shape == (2, B, T + N_NEW, 2, 16)  # [L, B, S, K, H]
-    old = cache
-    _, cache = model.decode_step(params, np.zeros(B, np.int32), cache)
-    assert old.k.is_deleted() and old.v.is_deleted()  # donated: the new cache reuses the buffers
-
-
-def test_generate_greedy_matches_the_decode_loop_and_sampling_is_seeded():
+def test_generation_and_parameters_are_deterministic_for_a_seed():
     params = params_for("gqa")
     greedy = model.generate(params, PROMPT, N_NEW)
     np.testing.assert_array_equal(greedy, model.greedy_with_logits(params, PROMPT, N_NEW)[0])
@@ -135,123 +125,81 @@ def test_generate_greedy_matches_the_decode_loop_and_sampling_is_seeded():
     np.testing.assert_array_equal(sample, model.generate(params, PROMPT, N_NEW, temperature=1.0, seed=1))
     assert not np.array_equal(sample, model.generate(params, PROMPT, N_NEW, temperature=1.0, seed=2))
     assert sample.shape == (B, N_NEW) and 0 <= int(sample.min()) and int(sample.max()) < 256
-
-
-def test_init_params_is_deterministic_for_a_seed():
     cfg = CONFIGS["gqa"]
     a, b, c = model.init_params(cfg, 3), model.init_params(cfg, 3), model.init_params(cfg, 4)
     np.testing.assert_array_equal(a.wq, b.wq)
     assert not np.array_equal(a.wq, c.wq)
+    assert set(params.layer(1)) >= {"wq", "wk", "wv", "wo"}  # one layer's weights, by name
 
 
-@pytest.mark.parametrize("changes, match", [
-    (dict(sliding_window=0), "sliding_window"),
-    (dict(sliding_window=-4), "sliding_window"),
-    (dict(n_kv_heads=3), "does not divide"),
-])
-def test_bad_configs_raise(changes, match):
-    with pytest.raises(ValueError, match=match):
-        model.tiny_config(**changes)
+def _cache(cache_len=T + 1):
+    return model.prefill(params_for("gqa"), PROMPT, cache_len=cache_len)[1]
 
 
-@pytest.mark.parametrize("changes, match", [(dict(head_dim=15), "even"), (dict(n_experts=2), "dense")])
-def test_configs_the_model_cannot_run_raise(changes, match):
-    with pytest.raises(ValueError, match=match):
-        model.init_params(CONFIGS["gqa"].with_(**changes))
-
-
-def test_init_params_rejects_a_non_transformer():
-    with pytest.raises(ValueError, match="Transformer"):
-        model.init_params({"d_model": 64})
-
-
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(cache_len=T - 1), "cache_len"),
-    (dict(lengths=[0, T]), "lengths"),
-    (dict(lengths=[T + 1, T]), "lengths"),
-    (dict(lengths=[T]), "lengths"),
-])
-def test_bad_prefill_arguments_raise(kwargs, match):
-    with pytest.raises(ValueError, match=match):
-        model.prefill(params_for("gqa"), PROMPT, **kwargs)
-
-
-@pytest.mark.parametrize("bad_token", [-1, 256])
-def test_tokens_outside_the_vocabulary_raise(bad_token):
+def _with_token(token):
     prompt = PROMPT.copy()
-    prompt[0, 3] = bad_token
-    with pytest.raises(ValueError, match="vocab_size=256"):
-        model.forward(params_for("gqa"), prompt)
+    prompt[0, 3] = token
+    return prompt
 
 
-def test_decode_step_on_a_full_cache_raises():
-    params = params_for("gqa")
-    _, cache = model.prefill(params, PROMPT)  # cache_len defaults to T: no room left
-    with pytest.raises(ValueError, match="cache is full"):
-        model.decode_step(params, np.zeros(B, np.int32), cache)
+# Every refusal of scaling_lib.tiny.model: (the call, what its ValueError says). A decode step handed a cache that does
+# not fit it is tests/tiny/test_input_checks.py's.
+BAD_INPUTS = [
+    pytest.param(lambda: model.tiny_config(sliding_window=0), "sliding_window", id="a window of 0"),
+    pytest.param(lambda: model.tiny_config(sliding_window=-4), "sliding_window", id="a negative window"),
+    pytest.param(lambda: model.tiny_config(n_kv_heads=3), "does not divide", id="KV heads that do not divide"),
+    pytest.param(lambda: model.init_params(CONFIGS["gqa"].with_(head_dim=15)), "even", id="an odd head_dim: no RoPE"),
+    pytest.param(lambda: model.init_params(CONFIGS["gqa"].with_(n_experts=2)), "dense", id="experts: dense only"),
+    pytest.param(lambda: model.init_params({"d_model": 64}), "Transformer", id="a config that is no Transformer"),
+    pytest.param(lambda: model.init_params(CONFIGS["gqa"], seed=-1), "seed must be a non-negative integer",
+                 id="init: a negative seed"),
+    pytest.param(lambda: model.init_params(CONFIGS["gqa"], seed=1.5), "seed", id="init: a fractional seed"),
+    pytest.param(lambda: model.init_params(CONFIGS["gqa"], seed=True), "seed", id="init: a bool seed"),
+    pytest.param(lambda: model.init_params(CONFIGS["gqa"], dtype="int32"), "floating-point dtype", id="int32 params"),
+    pytest.param(lambda: model.init_params(CONFIGS["gqa"], dtype="nonsense"), "floating-point dtype",
+                 id="no dtype at all"),
+    pytest.param(lambda: model.prefill(params_for("gqa"), PROMPT, cache_len=T - 1), "cache_len",
+                 id="a cache shorter than the prompt"),
+    pytest.param(lambda: model.prefill(params_for("gqa"), PROMPT, lengths=[0, T]), "lengths", id="an empty sequence"),
+    pytest.param(lambda: model.prefill(params_for("gqa"), PROMPT, lengths=[T + 1, T]), "lengths",
+                 id="a length past the prompt"),
+    pytest.param(lambda: model.prefill(params_for("gqa"), PROMPT, lengths=[T]), "lengths", id="one length for two"),
+    pytest.param(lambda: model.forward(params_for("gqa"), _with_token(-1)), "vocab_size=256", id="a negative token"),
+    pytest.param(lambda: model.forward(params_for("gqa"), _with_token(256)), "vocab_size=256",
+                 id="a token past the vocabulary"),
+    *(pytest.param(lambda token=token: model.generate(params_for("gqa"), np.asarray(token, np.uint64)[None], 1),
+                   r"token ids must lie in \[0, 256\)", id=f"a token id that int32 wraps to 0: {name}")
+      for name, token in (("2**40", np.array([2**40, 1])), ("2**32 as uint64", np.array([2**32, 1], np.uint64)),
+                          ("a list", [1, 2**40]), ("2**63", np.array([1, 2**63], np.uint64)))),
+    pytest.param(lambda: model.generate(params_for("gqa"), PROMPT, 2, seed=-1), "seed", id="generate: negative seed"),
+    pytest.param(lambda: model.generate(params_for("gqa"), PROMPT, 2, seed="0"), "seed", id="generate: a string seed"),
+    pytest.param(lambda: model.generate(params_for("gqa"), PROMPT, 2, temperature=float("nan")), "temperature",
+                 id="generate: nan temperature"),
+    pytest.param(lambda: model.generate(params_for("gqa"), PROMPT, 2, temperature=float("inf")), "temperature",
+                 id="generate: infinite temperature"),
+    pytest.param(lambda: model.generate(params_for("gqa"), PROMPT, 2, temperature="1"), "temperature",
+                 id="generate: a string temperature"),
+    pytest.param(lambda: model.generate(params_for("gqa"), PROMPT, n_tokens=True), "n_tokens",
+                 id="generate: a bool count"),
+    pytest.param(lambda: model.forward(None, PROMPT), "params must be tiny.model.Params", id="forward: no params"),
+    pytest.param(lambda: model.prefill({}, PROMPT), "params must be tiny.model.Params", id="prefill: a dict"),
+    pytest.param(lambda: model.generate("params", PROMPT, 2), "params must be tiny.model.Params",
+                 id="generate: a string"),
+    pytest.param(lambda: model.KVCache(_cache().k, _cache().v.astype("bfloat16"), _cache().positions),
+                 "KVCache k is float32 but v is bfloat16", id="a cache whose k and v dtypes differ"),
+    pytest.param(lambda: model.KVCache(_cache().k, _cache().v[:, :, :T], _cache().positions),
+                 r"KVCache k has shape \[2, 2, 9, 2, 16\] but v has \[2, 2, 8, 2, 16\]",
+                 id="a cache whose k and v shapes differ"),
+    pytest.param(lambda: model.KVCache(_cache().k, _cache().v, _cache().positions.astype("float32")),
+                 "positions must be integers", id="fractional positions"),
+    pytest.param(lambda: params_for("gqa").layer(2), "does not exist; the model has n_layers=2",
+                 id="a layer past the last, not clamped to it"),
+    pytest.param(lambda: params_for("gqa").layer(-1), "non-negative", id="a negative layer"),
+    pytest.param(lambda: params_for("gqa").layer(True), "got True", id="a bool layer"),
+]
 
 
-def test_transformer_without_window_is_accepted():
-    assert isinstance(model.tiny_config(sliding_window=None), Transformer)
-
-
-def test_cache_bytes_match_the_memory_formula():
-    from scaling_lib.memory import kv_cache_bytes
-
-    _, cache = model.prefill(params_for("mqa"), PROMPT, cache_len=T + N_NEW)
-    assert cache.k.nbytes + cache.v.nbytes == kv_cache_bytes(CONFIGS["mqa"], T + N_NEW, batch=B, dtype="fp32")
-
-
-@pytest.mark.parametrize("token", [np.array([2**40, 1]), np.array([2**32, 1], np.uint64), [1, 2**40],
-                                   np.array([1, 2**63], np.uint64)])
-def test_decode_step_checks_token_ids_before_the_int32_cast(token):
-    """2**32 and 2**40 are 0 once cast to int32: they must be refused, not decoded as token 0."""
-    params = params_for("gqa")
-    _, cache = model.prefill(params, PROMPT, cache_len=T + 1)
-    with pytest.raises(ValueError, match=r"token ids must lie in \[0, 256\)"):
-        model.decode_step(params, token, cache)
-    with pytest.raises(ValueError, match=r"token ids must lie in \[0, 256\)"):
-        model.generate(params, np.asarray(token, np.uint64)[None], 1)
-
-
-def test_a_cache_whose_k_and_v_differ_is_refused_when_it_is_made():
-    _, cache = model.prefill(params_for("gqa"), PROMPT, cache_len=T + 1)
-    with pytest.raises(ValueError, match="KVCache k is float32 but v is bfloat16"):
-        model.KVCache(cache.k, cache.v.astype("bfloat16"), cache.positions)
-    with pytest.raises(ValueError, match=r"KVCache k has shape \[2, 2, 9, 2, 16\] but v has \[2, 2, 8, 2, 16\]"):
-        model.KVCache(cache.k, cache.v[:, :, :T], cache.positions)
-    with pytest.raises(ValueError, match="positions must be integers"):
-        model.KVCache(cache.k, cache.v, cache.positions.astype("float32"))
-
-
-@pytest.mark.parametrize("kwargs, says", [(dict(seed=-1), "seed must be a non-negative integer"),
-                                          (dict(seed=1.5), "seed"), (dict(seed=True), "seed"),
-                                          (dict(dtype="int32"), "floating-point dtype"),
-                                          (dict(dtype="nonsense"), "floating-point dtype")])
-def test_init_params_refuses_bad_seeds_and_dtypes(kwargs, says):
+@pytest.mark.parametrize("call, says", BAD_INPUTS)
+def test_bad_inputs_are_refused_with_a_value_error_naming_them(call, says):
     with pytest.raises(ValueError, match=says):
-        model.init_params(CONFIGS["gqa"], **kwargs)
-
-
-@pytest.mark.parametrize("kwargs, says", [(dict(seed=-1), "seed"), (dict(seed="0"), "seed"),
-                                          (dict(temperature=float("nan")), "temperature"),
-                                          (dict(temperature=float("inf")), "temperature"),
-                                          (dict(temperature="1"), "temperature"), (dict(n_tokens=True), "n_tokens")])
-def test_generate_refuses_bad_seeds_temperatures_and_counts(kwargs, says):
-    with pytest.raises(ValueError, match=says):
-        model.generate(params_for("gqa"), PROMPT, **{"n_tokens": 2, **kwargs})
-
-
-def test_model_entrances_refuse_what_is_not_params():
-    for call in (lambda: model.forward(None, PROMPT), lambda: model.prefill({}, PROMPT),
-                 lambda: model.generate("params", PROMPT, 2)):
-        with pytest.raises(ValueError, match="params must be tiny.model.Params"):
-            call()
-
-
-def test_a_layer_that_does_not_exist_is_refused_not_clamped_to_the_last():
-    params = params_for("gqa")
-    assert set(params.layer(1)) >= {"wq", "wk", "wv", "wo"}
-    for i, says in ((2, "does not exist; the model has n_layers=2"), (-1, "non-negative"), (True, "got True")):
-        with pytest.raises(ValueError, match=says):
-            params.layer(i)
+        call()

@@ -13,6 +13,8 @@ inputs and check it against its oracle with a margin, so that the printed statem
 - an agreement printed as "at least" a rung reaches it even if every position where the top two logits nearly tie
   had flipped.
 
+The ladders themselves are tested with the rest of scaling_lib.book.portable, in tests/book/test_stored_outputs.py.
+
 Oracles: the unsharded or unquantized computation, the hand-written quantized path of chapter 10
 (scaling_lib.tiny.quantize, an implementation independent of Qwix), and a NumPy emulation of the int8 and e4m3
 formats for chapter 13's single matmul.
@@ -22,8 +24,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from scaling_lib.book.portable import (AGREEMENT_RUNGS, ERROR_RUNGS, FLOAT32_ROUNDING, at_least, between,
-                                       relative_difference)
+from scaling_lib.book.portable import AGREEMENT_RUNGS, ERROR_RUNGS, FLOAT32_ROUNDING, at_least, between
 from scaling_lib.tiny import model, paged
 from scaling_lib.tiny import qwix_quant as qq
 from scaling_lib.tiny import quantize as qz
@@ -90,24 +91,27 @@ def ch6_cache(params, kv_dtype):
                               max_blocks_per_seq=(CH6_T + CH6_NEW) // CH6_BLOCK, kv_dtype=kv_dtype)
 
 
-@pytest.mark.parametrize("kv_dtype, expected, agreement", [("int8", "below 0.05", "at least 95%"),
-                                                           ("fp8", "0.05 to 0.3", "at least 75%")])
-def test_chapter_6_quantized_kv_errors_and_agreement(chapter_6, kv_dtype, expected, agreement):
+@pytest.mark.parametrize("quantized, error, agreement", [
+    pytest.param("int8 KV", "below 0.05", "at least 95%", id="int8 KV cache"),
+    pytest.param("fp8 KV", "0.05 to 0.3", "at least 75%", id="fp8 KV cache"),
+    pytest.param("weight-only", "1% to 3%", "at least 75%", id="weight-only int8"),
+    pytest.param("int8", "1% to 3%", "at least 75%", id="int8 x int8"),
+])
+def test_chapter_6_quantized_errors_and_agreement(chapter_6, quantized, error, agreement):
+    """A quantized KV cache's largest logit error (absolute: the logits have standard deviation about 1) on the
+    chapter's bounds, int8 weights' relative to the largest logit on the error ladder. int8 x int8 disagrees at one of
+    the 13 positions where its two best logits nearly tie: the chapter prints the weights' agreement on a ladder
+    without a rung between 12 / 13 and 13 / 13."""
     params, prompt, real, reference = chapter_6
-    logits = np.asarray(paged.paged_prefill(params, prompt, ch6_cache(params, kv_dtype), CH6_LENGTHS)[0])
-    error = float(np.abs(logits - reference)[real].max())
-    assert_clear_of_rungs(error, expected, KV_ERROR_BOUNDS, "{:g}")
-    assert_agreement(logits[real], reference[real], agreement)
-
-
-@pytest.mark.parametrize("mode", ["weight-only", "int8"])
-def test_chapter_6_int8_weights(chapter_6, mode):
-    params, prompt, real, reference = chapter_6
-    logits = np.asarray(model.forward(qz.quantize_params(params, mode), prompt))
-    assert_clear_of_rungs(float(np.abs(logits - reference)[real].max() / np.abs(reference).max()), "1% to 3%")
-    # int8 x int8 disagrees at one of the 13 positions where its two best logits nearly tie: the chapter prints both
-    # modes' agreement on a ladder without a rung between 12 / 13 and 13 / 13.
-    assert_agreement(logits[real], reference[real], "at least 75%", (0.5, 0.75))
+    if quantized.endswith("KV"):
+        kv_dtype = quantized.split()[0]
+        logits = np.asarray(paged.paged_prefill(params, prompt, ch6_cache(params, kv_dtype), CH6_LENGTHS)[0])
+        assert_clear_of_rungs(float(np.abs(logits - reference)[real].max()), error, KV_ERROR_BOUNDS, "{:g}")
+        assert_agreement(logits[real], reference[real], agreement)
+        return
+    logits = np.asarray(model.forward(qz.quantize_params(params, quantized), prompt))
+    assert_clear_of_rungs(float(np.abs(logits - reference)[real].max() / np.abs(reference).max()), error)
+    assert_agreement(logits[real], reference[real], agreement, (0.5, 0.75))
 
 
 # --- chapter 13: Qwix ----------------------------------------------------------------------------------------------
@@ -163,10 +167,15 @@ CH13_TABLE = {"weight-only int8": ("1% to 3%", "1% to 3%", "1% to 3%", "at least
               "fp8 x fp8": ("3% to 10%", None, None, "at least 75%")}
 
 
-@pytest.mark.parametrize("scheme", list(CH13_TABLE))
+@pytest.mark.parametrize("scheme", [*CH13_TABLE, "int8 x int8 on the projections before attention and the MLP"])
 def test_chapter_13_whole_model_errors_against_the_hand_written_path(chapter_13, scheme):
     params, tokens, reference, quantized = chapter_13
     scale = np.abs(reference).max()
+    if scheme not in CH13_TABLE:  # only the q, k, v, gate and up projections in int8
+        partial = qq.quantize(params, qq.rules("int8 x int8", r"layers/\d+/(wq|wk|wv|w_gate|w_up)"), tokens)
+        out = np.asarray(qq.logits(partial.model, tokens))
+        assert_clear_of_rungs(np.abs(out - reference).max() / scale, "1% to 3%")
+        return
     out = quantized[scheme]
     qwix_error = np.abs(out - reference).max() / scale
     expected = CH13_TABLE[scheme]
@@ -182,23 +191,3 @@ def test_chapter_13_whole_model_errors_against_the_hand_written_path(chapter_13,
     assert_clear_of_rungs(np.abs(out - hand).max() / scale, expected[2])
     # Qwix's grid (a / 127.5) and chapter 10's (a / 127) differ by a hair: the two errors are of one size.
     assert 1 / 1.5 < qwix_error / hand_error < 1.5
-
-
-def test_chapter_13_partial_int8_error(chapter_13):
-    params, tokens, reference, _ = chapter_13
-    partial = qq.quantize(params, qq.rules("int8 x int8", r"layers/\d+/(wq|wk|wv|w_gate|w_up)"), tokens)
-    out = np.asarray(qq.logits(partial.model, tokens))
-    assert_clear_of_rungs(np.abs(out - reference).max() / np.abs(reference).max(), "1% to 3%")
-
-
-def test_the_ladders():
-    assert ERROR_RUNGS == tuple(sorted(ERROR_RUNGS)) and AGREEMENT_RUNGS == tuple(sorted(AGREEMENT_RUNGS))
-    assert between(0.0214) == "1% to 3%" and between(0.005) == "below 1%" and between(0.5) == "above 30%"
-    assert between(0.03) == "3% to 10%"  # a rung counts as below the value it equals
-    assert at_least(1.0) == "at least 95%" and at_least(0.9) == "at least 75%" and at_least(0.1) == "below 50%"
-    assert between(0.0237, (0.05, 0.3), "{:g}") == "below 0.05"
-    assert relative_difference([1.0, 2.0], [1.0, 4.0]) == 0.5 and relative_difference([0.0], [0.0]) == 0.0
-    with pytest.raises(ValueError, match="increasing"):
-        between(0.1, (0.3, 0.1))
-    with pytest.raises(ValueError, match="value"):
-        at_least(float("nan"))

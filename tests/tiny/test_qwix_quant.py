@@ -8,7 +8,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-import qwix
 
 from scaling_lib.book.portable import FLOAT32_ROUNDING, relative_difference
 from scaling_lib.tiny import model as tiny
@@ -32,7 +31,7 @@ def test_the_flax_model_is_the_tiny_model():
         FLOAT32_ROUNDING / 4)
 
 
-def test_qwix_intercepts_every_einsum_and_quantizes_only_the_ones_the_regex_matches(weight_only):
+def test_qwix_intercepts_every_einsum_and_quantizes_only_the_ones_the_rules_match_in_their_format(weight_only):
     seen = {(op.module_path, op.op): op.rule for op in weight_only.intercepted}
     for i in range(CONFIG.n_layers):
         assert all(seen[(f"layers/{i}/{name}", "einsum0")] == 0 for name in LINEAR)
@@ -42,22 +41,28 @@ def test_qwix_intercepts_every_einsum_and_quantizes_only_the_ones_the_regex_matc
     assert set(weight_only.quantized_weights) == {f"layers/{i}/{n}" for i in range(CONFIG.n_layers) for n in LINEAR}
     assert {dtype for dtype, _ in weight_only.quantized_weights.values()} == {"int8"}
     assert weight_only.unused_rules == ()
-
-
-def test_a_narrower_regex_quantizes_only_the_mlp_and_an_unmatched_rule_is_reported():
     mlp = qq.quantize(PARAMS, qq.rules("weight-only int8", r"layers/\d+/w_(gate|up|down)"), TOKENS)
-    assert sorted(mlp.quantized_weights) == sorted(f"layers/{i}/w_{n}" for i in range(2) for n in ("down", "gate", "up"))
+    assert sorted(mlp.quantized_weights) == sorted(f"layers/{i}/w_{n}" for i in range(2)
+                                                   for n in ("down", "gate", "up"))
     nothing = qq.quantize(PARAMS, qq.rules("weight-only int8", r"decoder/.*"), TOKENS)
-    assert nothing.quantized_weights == {} and len(nothing.unused_rules) == 1
+    assert nothing.quantized_weights == {} and len(nothing.unused_rules) == 1  # an unmatched rule is reported
+    for scheme, stored in (("int8 x int8", "int8"), ("fp8 x fp8", "float8_e4m3fn")):  # the dynamic-range schemes
+        result = qq.quantize(PARAMS, qq.rules(scheme), TOKENS)
+        assert {dtype for dtype, _ in result.quantized_weights.values()} == {stored}
+        assert set(result.quantized_weights) == set(weight_only.quantized_weights)
+        out = np.asarray(qq.logits(result.model, TOKENS))
+        assert np.isfinite(out).all() and out.shape == np.asarray(tiny.forward(PARAMS, TOKENS)).shape
 
 
-def test_stored_int8_values_are_absmax_per_output_channel_with_qwix_bound_127_5(weight_only):
+def test_stored_int8_values_are_absmax_per_output_channel_with_qwix_bound_127_5_in_the_hand_written_bytes(
+        weight_only):
     kernel = weight_only.model.layers[0].w_gate.kernel
     qvalue, scale = sorted(jax.tree.leaves(kernel), key=lambda leaf: leaf.dtype == jnp.float32)
     w = np.asarray(PARAMS.w_gate[0], np.float64)
     expected = np.abs(w).max(axis=0, keepdims=True) / 127.5  # NumPy: one scale per output channel
     np.testing.assert_allclose(np.asarray(scale), expected, rtol=1e-6)
     assert np.all(np.abs(w - np.asarray(qvalue, np.float64) * expected) <= expected / 2 * (1 + 1e-5))
+    assert weight_only.weight_bytes == linear_weight_bytes(quantize_params(PARAMS)) < linear_weight_bytes(PARAMS) / 3
 
 
 def test_qwix_weight_only_is_the_hand_written_matmul_on_qwix_values(weight_only):
@@ -67,52 +72,33 @@ def test_qwix_weight_only_is_the_hand_written_matmul_on_qwix_values(weight_only)
     assert float(np.max(np.abs(np.asarray(ours) - np.asarray(theirs)))) <= FLOAT32_ROUNDING / 4 * scale  # ch. 13
 
 
-def test_the_weights_take_the_bytes_of_the_hand_written_int8_path(weight_only):
-    assert weight_only.weight_bytes == linear_weight_bytes(quantize_params(PARAMS)) < linear_weight_bytes(PARAMS) / 3
-
-
-@pytest.mark.parametrize("scheme", list(qq.SCHEMES))
-def test_one_matmul_through_the_functional_api_stays_within_the_rounding_bound(scheme):
+def test_one_matmul_through_the_functional_api_stays_within_the_rounding_bound_and_int8_errs_less_than_fp8():
     rng = np.random.default_rng(1)
     x = rng.standard_normal((16, 64)).astype(np.float32) * rng.uniform(0.1, 3.0, (16, 1)).astype(np.float32)
     w = rng.standard_normal((64, 96)).astype(np.float32) / 8
-    y = np.asarray(qq.matmul(x, w, scheme), np.float64)
     exact = x.astype(np.float64) @ w.astype(np.float64)
-    bound = qq.matmul_error_bound(x, w, scheme)
-    assert np.all(np.abs(y - exact) <= bound)
-    assert np.max(np.abs(y - exact)) > 0.05 * np.max(bound)  # the bound is not vacuous: errors reach a fair part
-
-
-def test_int8_matmul_errors_are_smaller_than_fp8_ones_on_these_inputs():
+    for scheme in qq.SCHEMES:
+        y = np.asarray(qq.matmul(x, w, scheme), np.float64)
+        bound = qq.matmul_error_bound(x, w, scheme)
+        assert np.all(np.abs(y - exact) <= bound), scheme
+        assert np.max(np.abs(y - exact)) > 0.05 * np.max(bound), scheme  # not vacuous: errors reach a fair part
     rng = np.random.default_rng(2)
     x, w = rng.standard_normal((32, 64)).astype(np.float32), rng.standard_normal((64, 64)).astype(np.float32)
-    exact = x @ w
-    err = {s: float(np.max(np.abs(np.asarray(qq.matmul(x, w, s)) - exact))) for s in qq.SCHEMES}
+    err = {s: float(np.max(np.abs(np.asarray(qq.matmul(x, w, s)) - x @ w))) for s in qq.SCHEMES}
     assert err["weight-only int8"] < err["int8 x int8"] < err["fp8 x fp8"]
 
 
-@pytest.mark.parametrize("scheme", ["int8 x int8", "fp8 x fp8"])
-def test_dynamic_range_schemes_quantize_every_linear_weight(scheme):
-    result = qq.quantize(PARAMS, qq.rules(scheme), TOKENS)
-    stored = {dtype for dtype, _ in result.quantized_weights.values()}
-    assert stored == {"int8" if scheme.startswith("int8") else "float8_e4m3fn"}
-    out, ref = np.asarray(qq.logits(result.model, TOKENS)), np.asarray(tiny.forward(PARAMS, TOKENS))
-    assert np.isfinite(out).all() and out.shape == ref.shape
-
-
-def test_bad_input():
-    with pytest.raises(ValueError, match="unknown scheme"):
-        qq.rules("int4")
-    with pytest.raises(ValueError, match="not a valid regex"):
-        qq.rules("weight-only int8", "layers/(")
-    with pytest.raises(ValueError, match="QuantizationRule"):
-        qq.quantize(PARAMS, [], TOKENS)
-    with pytest.raises(ValueError, match="float"):
-        qq.TinyFlax(quantize_params(PARAMS))
-    fp8 = qq.quantize(PARAMS, qq.rules("fp8 x fp8"), TOKENS)
-    with pytest.raises(ValueError, match="int8"):
-        qq.as_hand_written(fp8, PARAMS)
-    assert isinstance(qq.rules("fp8 x fp8")[0], qwix.QuantizationRule)
+@pytest.mark.parametrize("call, says", [
+    pytest.param(lambda: qq.rules("int4"), "unknown scheme", id="a scheme Qwix is not set up for"),
+    pytest.param(lambda: qq.rules("weight-only int8", "layers/("), "not a valid regex", id="a broken regex"),
+    pytest.param(lambda: qq.quantize(PARAMS, [], TOKENS), "QuantizationRule", id="no rules"),
+    pytest.param(lambda: qq.TinyFlax(quantize_params(PARAMS)), "float", id="a model already quantized"),
+    pytest.param(lambda: qq.as_hand_written(qq.quantize(PARAMS, qq.rules("fp8 x fp8"), TOKENS), PARAMS), "int8",
+                 id="fp8 weights on the int8 hand-written path"),
+])
+def test_bad_inputs_are_refused(call, says):
+    with pytest.raises(ValueError, match=says):
+        call()
 
 
 def test_interception_stops_at_a_pallas_kernel_and_qwix_pallas_quantizes_inside_one():

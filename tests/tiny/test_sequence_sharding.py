@@ -1,5 +1,6 @@
 """Sequence-sharded KV cache (scaling_lib.tiny.sequence_sharding) on the emulated mesh: equal to unsharded attention,
-and the compiled program moves exactly the two all-reduces `scaling_lib.sequence_sharding` prices."""
+and the compiled program moves exactly the two all-reduces `scaling_lib.sequence_sharding` prices; a mesh that does
+not split the cache is refused."""
 
 import jax.numpy as jnp
 import numpy as np
@@ -25,10 +26,20 @@ def _case(n_kv_heads, window=None):
     return config, (q, cache.k[0], cache.v[0], positions, slots)
 
 
-@pytest.mark.parametrize("n_kv_heads,window,devices", [(1, None, 4), (2, None, 8), (4, 8, 2)])
-def test_sequence_sharded_attention_equals_unsharded_attention(n_kv_heads, window, devices):
+@pytest.mark.parametrize("n_kv_heads, window, shape, refusal", [
+    (1, None, (4,), None), (2, None, (8,), None), (4, 8, (2,), None),
+    (1, None, (3,), "do not split"),  # 32 slots over 3 devices
+    (1, None, (2, 2), "one-axis"),
+])
+def test_sequence_sharded_attention_equals_unsharded_attention_on_a_mesh_that_splits_the_cache(n_kv_heads, window, shape,
+                                                                                              refusal):
+    """On a one-axis mesh whose size divides the cache's slots, the same output; on any other mesh, a ValueError."""
     _, args = _case(n_kv_heads, window)
-    mesh = emulated_mesh((devices,), ("seq",))
+    mesh = emulated_mesh(shape, ("seq",) if len(shape) == 1 else ("a", "b"))
+    if refusal:
+        with pytest.raises(ValueError, match=refusal):
+            sequence_sharded_attention(mesh, *args, window=window)
+        return
     out = sequence_sharded_attention(mesh, *args, window=window)
     np.testing.assert_allclose(np.asarray(out), np.asarray(reference(*args, window)), atol=2e-6, rtol=0)
     # Chapter 14 prints "below FLOAT32_ROUNDING of its largest output": it holds with 4x to spare.
@@ -43,10 +54,3 @@ def test_only_two_all_reduces_move_and_their_bytes_are_the_closed_form():
     cost = priced(model, "tpu-v5e", 4, batch=2, context_len=S, activation_dtype="fp32")
     assert sorted(op.bytes for op in ops) == [2 * config.n_heads * 4, cost.combine_bytes]
 
-
-def test_a_cache_that_does_not_split_is_refused():
-    _, args = _case(1)
-    with pytest.raises(ValueError, match="do not split"):
-        sequence_sharded_attention(emulated_mesh((3,), ("seq",)), *args)
-    with pytest.raises(ValueError, match="one-axis"):
-        sequence_sharded_attention(emulated_mesh((2, 2), ("a", "b")), *args)

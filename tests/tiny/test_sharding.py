@@ -77,30 +77,27 @@ def count(found, op):
     return sum(1 for c in found if c.op == op)
 
 
-# ------------------------------------------------------------------------------------------ equal to unsharded
-def test_megatron_decode_on_8_devices_equals_unsharded(megatron8, reference):
-    _, logits, _ = megatron8
+# --- every layout computes what the unsharded model computes ----------------------------------------------------------
+
+@pytest.mark.parametrize("layout", ["megatron8", "megatron2", "fsdp8"])
+def test_each_decode_layout_equals_the_unsharded_step(layout, request, reference):
+    """Megatron on 8 devices (the cache split by KV heads x batch), Megatron on a 1 x 2 mesh (by heads only), and FSDP
+    on a 2 x 4 mesh: the logits of the step after the first decoded token."""
+    _, logits, _ = request.getfixturevalue(layout)
     np.testing.assert_allclose(logits, reference[2], atol=ATOL)
 
 
-def test_megatron_decode_on_1x2_mesh_equals_unsharded(megatron2, reference):
-    _, logits, _ = megatron2
-    np.testing.assert_allclose(logits, reference[2], atol=ATOL)
-
-
-def test_auto_sharded_decode_on_2x4_mesh_equals_unsharded(params, reference):
+def test_auto_sharded_decode_equals_the_unsharded_step_and_reduces_what_megatron_reduces_and_gathers_besides(
+        params, reference, megatron8):
     decode = sharded.auto_decode(CONFIG, B, (2, 4))
     cache, token, expected = reference
     placed, placed_token, placed_cache = decode.place(params, token, jax.tree.map(jnp.copy, cache))
     logits, new_cache = decode.step(placed, placed_token, placed_cache)
     np.testing.assert_allclose(np.asarray(logits), expected, atol=ATOL)
     assert new_cache.k.sharding.spec == decode.cache_specs.k  # the cache stays sharded by KV heads x batch
-
-
-def test_auto_decode_reduces_the_same_activations_as_megatron_and_gathers_besides(params, reference, megatron8):
     # Structure, not counts: how many collectives XLA's partitioner emits is its own choice (chapter 7 prints these
     # booleans rather than the counts).
-    _, found = run_compiled(sharded.auto_decode(CONFIG, B, (2, 4)), params, reference)
+    _, found = run_compiled(decode, params, reference)
     _, _, mine = megatron8
     activations = (B, 1, CONFIG.d_model)
     assert any(c.op == "all-reduce" and c.shape == activations and c.group_size == 8 for c in mine)
@@ -117,11 +114,6 @@ def test_auto_decode_reduces_the_same_activations_as_megatron_and_gathers_beside
     assert {c.op for c in mine} < {c.op for c in found} and "all-gather" in {c.op for c in found}
 
 
-def test_fsdp_decode_on_2x4_mesh_equals_unsharded(fsdp8, reference):
-    _, logits, _ = fsdp8
-    np.testing.assert_allclose(logits, reference[2], atol=ATOL)
-
-
 def test_sequence_parallel_prefill_and_megatron_decode_generate_the_same_greedy_tokens(params, megatron8):
     prefill = sharded.sequence_parallel_prefill(CONFIG, (2, 2, 2), T)
     logits, cache = prefill.prefill(params, PROMPT, cache_len=T + N_NEW)
@@ -132,50 +124,53 @@ def test_sequence_parallel_prefill_and_megatron_decode_generate_the_same_greedy_
     np.testing.assert_array_equal(np.asarray(tokens), np.asarray(model.generate(params, PROMPT, N_NEW)))
 
 
-# ------------------------------------------------------------------------------------------ HLO vs formulas
-def test_s5_batch_sharded_kv_cache_has_exactly_two_all_to_alls_per_attention_layer(megatron8):
-    decode, _, found = megatron8
-    rule = kv_cache_sharding(CONFIG.n_kv_heads, B, 8)
-    assert (decode.kv.head_shards, decode.kv.batch_shards) == (rule.head_shards, rule.batch_shards) == (2, 4)
-    all_to_alls = [c for c in found if c.op == "all-to-all"]
-    assert len(all_to_alls) == rule.all_to_alls_per_attention_layer * CONFIG.n_layers
-    # each moves one device's queries (or outputs): B x N/n heads x H floats, within groups of the batch shards
-    assert {c.bytes for c in all_to_alls} == {B * CONFIG.n_heads // 8 * CONFIG.head_dim * 4}
-    assert {c.group_size for c in all_to_alls} == {rule.batch_shards}
+# --- the compiled collectives are the ones scaling_lib.sharding counts ------------------------------------------------
 
-
-def test_s5_kv_cache_split_by_heads_only_needs_no_all_to_all(megatron2):
-    decode, _, found = megatron2
-    assert decode.kv.batch_shards == 1 and count(found, "all-to-all") == 0
-
-
-@pytest.mark.parametrize("layout", ["megatron8", "megatron2"])
-def test_megatron_decode_all_reduces_two_per_layer_of_b_x_d_f32(layout, request):
+@pytest.mark.parametrize("layout, head_shards, batch_shards", [("megatron8", 2, 4), ("megatron2", 2, 1)])
+def test_s5_megatron_all_reduces_b_x_d_twice_per_layer_and_all_to_alls_only_a_batch_sharded_cache(
+        layout, head_shards, batch_shards, request):
+    """8 devices split the 2 KV heads 2 ways and the batch 4 ways: two all-to-alls per attention layer, each moving one
+    device's queries (or outputs), B x N/n heads x H floats, within groups of the batch shards. A 1 x 2 mesh splits
+    the cache by heads only: no all-to-all. Either way two all-reduces of the [B, D] activations per layer (after W_o
+    and after W_down), and the weights never move."""
     decode, _, found = request.getfixturevalue(layout)
+    rule = kv_cache_sharding(CONFIG.n_kv_heads, B, decode.mesh.size)
+    assert (decode.kv.head_shards, decode.kv.batch_shards) == (rule.head_shards, rule.batch_shards) == (
+        head_shards, batch_shards)
+    all_to_alls = [c for c in found if c.op == "all-to-all"]
+    assert len(all_to_alls) == rule.all_to_alls_per_attention_layer * CONFIG.n_layers == (
+        2 * CONFIG.n_layers if batch_shards > 1 else 0)
+    assert {c.bytes for c in all_to_alls} <= {B * CONFIG.n_heads // 8 * CONFIG.head_dim * 4}
+    assert {c.group_size for c in all_to_alls} <= {batch_shards}
     reduces = [c for c in found if c.op == "all-reduce"]
-    assert len(reduces) == 2 * CONFIG.n_layers  # after W_o and after W_down
+    assert len(reduces) == 2 * CONFIG.n_layers
     assert {c.bytes for c in reduces} == {B * CONFIG.d_model * 4}
     assert {c.group_size for c in reduces} == {decode.mesh.size}
-    assert count(found, "all-gather") == 0  # weights never move
+    assert count(found, "all-gather") == 0
 
 
-def test_s4_fsdp_decode_all_gathers_every_weight_byte_each_step(fsdp8):
+def test_s4_fsdp_decode_all_gathers_every_weight_byte_each_step_as_its_cost_counts(fsdp8):
     _, _, found = fsdp8
     gathered = sum(c.bytes for c in found if c.op == "all-gather")
     assert gathered == pytest.approx(param_bytes(CONFIG, "fp32"), rel=0.02)  # norm gains are the only extra
     assert gathered == fsdp_gather_bytes(CONFIG, "fp32")  # exactly: weights and norm gains, whole on every device
     assert count(found, "all-reduce") == 0 and count(found, "all-to-all") == 0
+    n, chip = 8, get_chip("tpu-v5e")
+    received = gathered * (n - 1) / n  # each device lacks 7/8 of it
+    tiny_cost = fsdp_decode_cost(CONFIG, chip, n, weight_dtype="fp32")
+    assert tiny_cost.ici_s * chip.ici_bidirectional == pytest.approx(received, rel=0.02)
+    real = fsdp_decode_cost("llama3-70b", chip, n)
+    assert real.slowdown > 10  # all-gathering 141 GB over ICI vs reading 1/8 of it from HBM
+    assert real.hbm_s == pytest.approx(decode_step_time("llama3-70b", chip, n, 1, 0, check_capacity=False).weight_s,
+                                       rel=1e-9)
 
 
-def test_the_closed_form_weight_inventory_is_the_arrays_the_model_stores(params):
+def test_fsdp_gathers_the_weights_the_model_stores_whatever_a_layout_replicates(params, reference):
     stored = {name: tuple(getattr(params, name).shape) for name in sharding.weight_shapes(CONFIG)}
-    assert stored == sharding.weight_shapes(CONFIG)
+    assert stored == sharding.weight_shapes(CONFIG)  # the closed-form inventory is the arrays the model stores
     assert params.unembed is not None and "unembed" in stored  # untied: the output projection is its own table
-
-
-def test_an_fsdp_layout_that_replicates_the_embedding_gathers_everything_else(params, reference):
     specs, cache_specs = sharded.fsdp_specs(CONFIG, 8)
-    specs = dataclasses.replace(specs, embed=P())
+    specs = dataclasses.replace(specs, embed=P())  # the embedding replicated: everything else is gathered
     mesh = sharded.as_mesh((8,), ("all",))
     step = sharded.fsdp_step(mesh, specs, cache_specs)
     shardings = (sharded.named(mesh, specs), NamedSharding(mesh, P("all")), sharded.named(mesh, cache_specs))
@@ -187,17 +182,6 @@ def test_an_fsdp_layout_that_replicates_the_embedding_gathers_everything_else(pa
     assert gathered == fsdp_gather_bytes(CONFIG, "fp32", replicated="embed")
 
 
-def test_s4_fsdp_decode_cost_counts_the_bytes_the_hlo_moves_and_is_an_order_of_magnitude_for_llama3_70b(fsdp8):
-    _, _, found = fsdp8
-    n, chip = 8, get_chip("tpu-v5e")
-    received = sum(c.bytes for c in found if c.op == "all-gather") * (n - 1) / n  # each device lacks 7/8 of it
-    tiny_cost = fsdp_decode_cost(CONFIG, chip, n, weight_dtype="fp32")
-    assert tiny_cost.ici_s * chip.ici_bidirectional == pytest.approx(received, rel=0.02)
-    real = fsdp_decode_cost("llama3-70b", chip, n)
-    assert real.slowdown > 10  # all-gathering 141 GB over ICI vs reading 1/8 of it from HBM
-    assert real.hbm_s == pytest.approx(decode_step_time("llama3-70b", chip, n, 1, 0, check_capacity=False).weight_s, rel=1e-9)
-
-
 def test_s6_sequence_parallel_prefill_all_gathers_k_and_v_once_per_layer(params):
     prefill = sharded.sequence_parallel_prefill(CONFIG, (8,), T)
     compiled = prefill.run.lower(params, jnp.asarray(PROMPT)).compile()
@@ -206,36 +190,14 @@ def test_s6_sequence_parallel_prefill_all_gathers_k_and_v_once_per_layer(params)
     assert {c.bytes for c in found} == {B * T * CONFIG.n_kv_heads * CONFIG.head_dim * 4}
 
 
-# ------------------------------------------------------------------------------------------ bad layouts
-@pytest.mark.parametrize("make, args, message", [
-    (sharded.megatron_decode, (model.tiny_config(), B, (8,)), r"n_heads=4 does not split over mesh axes \(x=8\)"),
-    (sharded.megatron_decode, (CONFIG.with_(d_ff=130), B, (2, 2)), r"d_ff=130 does not split over mesh axes "
-                                                                   r"\(x=2, y=2\) = 4 devices"),
-    (sharded.megatron_decode, (CONFIG, 6, (2, 4)), r"mesh axes \(x=2, y=4\) = 8 devices: batch=6 does not split 4 "
-                                                   r"ways.*2 for the 2 KV heads"),
-    (sharded.fsdp_decode, (CONFIG, 4, (8,)), r"batch=4 does not split over mesh axes \(x=8\)"),
-    (sharded.megatron_decode, (CONFIG, B, (4, 4)), r"mesh axes \(x=4, y=4\) need 16 devices but only 8"),
-])
-def test_layouts_that_do_not_divide_raise_naming_axis_and_sizes(make, args, message):
-    with pytest.raises(ValueError, match=message):
-        make(*args)
+# --- the step's components in closed form (scaling_lib.sharding): no JAX --------------------------------------------
 
-
-def test_sequence_parallel_prefill_rejects_a_prompt_that_does_not_split():
-    with pytest.raises(ValueError, match=r"prompt_len=12 does not split over mesh axes \(x=8\)"):
-        sharded.sequence_parallel_prefill(CONFIG, (8,), 12)
-
-
-# ------------------------------------------------------------------------------------------ step components (math)
-def test_decode_step_components_on_one_chip_is_the_step_time_bound_without_ici():
-    # (227 GB on one 192 GB chip: priced as if it fitted, a property of the formula)
+def test_decode_step_components_are_the_step_time_bound_plus_ici_whose_share_grows_with_the_chips():
+    # One chip: the bound without ICI (227 GB on one 192 GB chip, priced as if it fitted: a property of the formula).
     parts = decode_step_components("llama3-70b", "ironwood", 1, 32, 8192, check_capacity=False)
     step = decode_step_time("llama3-70b", "ironwood", 1, 32, 8192, check_capacity=False)
     assert (parts.weights_s, parts.kv_s, parts.flops_s, parts.ici_s) == (step.weight_s, step.kv_s, step.compute_s, 0)
     assert parts.total_s == pytest.approx(step.total_s)
-
-
-def test_decode_step_components_hbm_terms_fall_as_1_over_n_while_ici_does_not():
     parts = {n: decode_step_components("llama3-70b", "tpu-v5e", n, 64, 8192, check_capacity=False)
              for n in (2, 4, 8, 16, 32)}  # (the small n do not fit: the terms are a property of the formula)
     for n in (4, 8, 16, 32):
@@ -267,6 +229,25 @@ def test_s3_decode_collectives_of_a_small_batch_are_latency_bound():
     assert parts.ici_latency_s > 2 * (parts.ici_s - parts.ici_latency_s) > 0
 
 
-def test_decode_step_components_rejects_a_mesh_shape_of_the_wrong_size():
-    with pytest.raises(ValueError, match=r"mesh_shape \(4, 4\) has 16 chips, not n_chips=8"):
-        decode_step_components("llama3-70b", "tpu-v5e", 8, 16, 8192, mesh_shape=(4, 4))
+# --- layouts that do not divide -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("call, message", [
+    pytest.param(lambda: sharded.megatron_decode(model.tiny_config(), B, (8,)),
+                 r"n_heads=4 does not split over mesh axes \(x=8\)", id="heads over too many devices"),
+    pytest.param(lambda: sharded.megatron_decode(CONFIG.with_(d_ff=130), B, (2, 2)),
+                 r"d_ff=130 does not split over mesh axes \(x=2, y=2\) = 4 devices", id="d_ff"),
+    pytest.param(lambda: sharded.megatron_decode(CONFIG, 6, (2, 4)),
+                 r"mesh axes \(x=2, y=4\) = 8 devices: batch=6 does not split 4 ways.*2 for the 2 KV heads",
+                 id="the batch beyond the KV heads"),
+    pytest.param(lambda: sharded.fsdp_decode(CONFIG, 4, (8,)), r"batch=4 does not split over mesh axes \(x=8\)",
+                 id="FSDP's batch"),
+    pytest.param(lambda: sharded.megatron_decode(CONFIG, B, (4, 4)),
+                 r"mesh axes \(x=4, y=4\) need 16 devices but only 8", id="more devices than there are"),
+    pytest.param(lambda: sharded.sequence_parallel_prefill(CONFIG, (8,), 12),
+                 r"prompt_len=12 does not split over mesh axes \(x=8\)", id="a prompt that does not split"),
+    pytest.param(lambda: decode_step_components("llama3-70b", "tpu-v5e", 8, 16, 8192, mesh_shape=(4, 4)),
+                 r"mesh_shape \(4, 4\) has 16 chips, not n_chips=8", id="a priced mesh of the wrong size"),
+])
+def test_layouts_that_do_not_divide_raise_naming_axis_and_sizes(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()

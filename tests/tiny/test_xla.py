@@ -13,55 +13,29 @@ from jax.sharding import PartitionSpec as P
 from scaling_lib.tiny.xla import Collective, collectives, compiled_cost, emulated_mesh, parse_collectives
 
 
-def test_conftest_gives_eight_devices():
+def test_the_emulated_mesh_has_the_eight_devices_conftest_asks_for_auto_axes_and_the_requested_shape():
     assert len(jax.devices()) == 8
-
-
-def test_emulated_mesh_has_auto_axes_and_the_requested_shape():
     mesh = emulated_mesh((2, 4), ("x", "y"))
     assert dict(mesh.shape) == {"x": 2, "y": 4}
     assert mesh.axis_types == (AxisType.Auto, AxisType.Auto)
 
 
-def test_emulated_mesh_too_many_devices_says_how_many_and_which_flag():
-    with pytest.raises(ValueError) as err:
-        emulated_mesh((4, 4), ("x", "y"))
-    message = str(err.value)
-    assert "16 devices" in message and "8 are visible" in message
-    assert "--xla_force_host_platform_device_count" in message
+def _rows_split_8_ways():
+    return jax.device_put(jnp.ones((64, 128)), jax.NamedSharding(emulated_mesh((8,), ("x",)), P("x", None)))
 
 
-def test_emulated_mesh_rejects_mismatched_axis_names():
-    with pytest.raises(ValueError, match="axis_names"):
-        emulated_mesh((2, 4), ("x",))
-
-
-def test_compiled_cost_of_a_matmul_is_2mkn_flops():
-    a, b = jnp.ones((64, 128)), jnp.ones((128, 256))
-    cost = compiled_cost(jnp.matmul, a, b)
-    assert cost.flops == pytest.approx(2 * 64 * 128 * 256, rel=0.01)
-    assert cost.bytes_accessed >= 4 * (64 * 128 + 128 * 256 + 64 * 256)  # read both operands, write the result
-
-
-def test_compiled_cost_is_per_device_for_a_sharded_matmul():
-    mesh = emulated_mesh((8,), ("x",))
-    a = jax.device_put(jnp.ones((64, 128)), jax.NamedSharding(mesh, P("x", None)))  # rows split 8 ways
-    cost = compiled_cost(jnp.matmul, a, jnp.ones((128, 256)))
-    assert cost.flops == pytest.approx(2 * 64 * 128 * 256 / 8, rel=0.01)
-
-
-def test_compiled_cost_of_a_program_without_arithmetic_is_zero_flops():
-    assert compiled_cost(lambda x: x.T, jnp.ones((8, 4))).flops == 0.0
-
-
-def test_psum_in_shard_map_is_one_all_reduce_over_eight_devices():
-    mesh = emulated_mesh((8,), ("x",))
-    summed = jax.shard_map(lambda x: lax.psum(x, "x"), mesh=mesh, in_specs=P("x"), out_specs=P())
-    found = collectives(summed, jnp.ones((64, 16), jnp.float32))
-    assert [c.op for c in found] == ["all-reduce"]
-    assert found[0].shape == (8, 16) and found[0].dtype == "f32"
-    assert found[0].bytes == 8 * 16 * 4  # each device reduces its own [8, 16] block
-    assert found[0].group_size == 8
+@pytest.mark.parametrize("fn, args, flops", [
+    pytest.param(jnp.matmul, lambda: (jnp.ones((64, 128)), jnp.ones((128, 256))), 2 * 64 * 128 * 256,
+                 id="a matmul: 2 m k n"),
+    pytest.param(jnp.matmul, lambda: (_rows_split_8_ways(), jnp.ones((128, 256))), 2 * 64 * 128 * 256 / 8,
+                 id="per device, for rows split 8 ways"),
+    pytest.param(lambda x: x.T, lambda: (jnp.ones((8, 4)),), 0, id="no arithmetic: zero"),
+])
+def test_compiled_cost_counts_the_flops_of_one_device(fn, args, flops):
+    cost = compiled_cost(fn, *args())
+    assert cost.flops == pytest.approx(flops, rel=0.01)
+    if fn is jnp.matmul and flops == 2 * 64 * 128 * 256:  # reads both operands and writes the result
+        assert cost.bytes_accessed >= 4 * (64 * 128 + 128 * 256 + 64 * 256)
 
 
 def mesh_groups(devices, axes) -> set:
@@ -120,6 +94,12 @@ def test_every_kind_of_collective_in_shard_map_groups_the_devices_of_its_axis(me
     assert as_sets(found.pop("all-reduce")) == mesh_groups(mesh.devices, [0])
     for op, collective in found.items():  # a ring on y: its pairs connect the devices of one row
         assert collective.group_size == 4 and as_sets(collective) == mesh_groups(mesh.devices, [1]), op
+    # A psum over all 8 devices of a 1-D mesh: one all-reduce of each device's own [8, 16] f32 block.
+    summed = jax.shard_map(lambda x: lax.psum(x, "x"), mesh=emulated_mesh((8,), ("x",)), in_specs=P("x"),
+                           out_specs=P())
+    (reduced,) = collectives(summed, jnp.ones((64, 16), jnp.float32))
+    assert (reduced.op, reduced.shape, reduced.dtype, reduced.bytes, reduced.group_size) == (
+        "all-reduce", (8, 16), "f32", 8 * 16 * 4, 8)
 
 
 # Every spelling of replica_groups XLA prints, written for the row-major 2 x 4 mesh (device x * 4 + y), with the mesh
@@ -177,19 +157,37 @@ def all_reduce(groups: str) -> str:
     return f"%ar = f32[4]{{0}} all-reduce(%p), replica_groups={groups}, to_apply=%add"
 
 
-@pytest.mark.parametrize("hlo, n_devices, problem", [
-    (all_reduce("mesh['x'=2,'y'=4] {'z'}"), None, "names no axis"),
-    (all_reduce("mesh['x'=2,'y'=4], device_ids=(0,1,2,3,4,5,6,6) {'y'}"), None, "not a permutation"),
-    (all_reduce("mesh['x'=2,'y'=4] {'y':(3)2}"), None, "does not tile"),
-    (all_reduce("maximal_mesh[device_id=0]"), None, "cannot read replica_groups='maximal_mesh"),
-    (all_reduce("[2,4]<=[2,4]T(1,1)"), None, "not a permutation"),
-    (all_reduce("{{0,1,2},{3,4}}"), None, "different sizes"),
-    (all_reduce("{}"), None, "pass n_devices"),
-    ("%ag = f32[8]{0} all-gather(%p), dimensions={0}", 8, "no replica_groups"),
+@pytest.mark.parametrize("call, problem", [
+    pytest.param(lambda: parse_collectives(all_reduce("mesh['x'=2,'y'=4] {'z'}")), "names no axis",
+                 id="an axis the mesh lacks"),
+    pytest.param(lambda: parse_collectives(all_reduce("mesh['x'=2,'y'=4], device_ids=(0,1,2,3,4,5,6,6) {'y'}")),
+                 "not a permutation", id="device ids repeated"),
+    pytest.param(lambda: parse_collectives(all_reduce("mesh['x'=2,'y'=4] {'y':(3)2}")), "does not tile",
+                 id="a sub-axis that does not tile"),
+    pytest.param(lambda: parse_collectives(all_reduce("maximal_mesh[device_id=0]")),
+                 "cannot read replica_groups='maximal_mesh", id="a spelling it cannot read"),
+    pytest.param(lambda: parse_collectives(all_reduce("[2,4]<=[2,4]T(1,1)")), "not a permutation",
+                 id="an iota transposed onto itself"),
+    pytest.param(lambda: parse_collectives(all_reduce("{{0,1,2},{3,4}}")), "different sizes",
+                 id="groups of different sizes"),
+    pytest.param(lambda: parse_collectives(all_reduce("{}")), "pass n_devices", id="every device, of an unknown count"),
+    pytest.param(lambda: parse_collectives("%ag = f32[8]{0} all-gather(%p), dimensions={0}", 8), "no replica_groups",
+                 id="no groups at all"),
+    pytest.param(lambda: parse_collectives("  %ag = f4e2m1fn[16]{0} all-gather(%c), replica_groups={{0,1}}, "
+                                           "dimensions={0}\n", n_devices=2),
+                 "unknown HLO element type 'f4e2m1fn'", id="an element type it does not know"),
+    pytest.param(lambda: parse_collectives("  %ag = f4e2m1fn[16]{0} all-gather(%c), replica_groups={{0,1}}, "
+                                           "dimensions={0}\n", n_devices=2),
+                 "_HLO_BYTES", id="and the table to add it to"),
+    pytest.param(lambda: emulated_mesh((4, 4), ("x", "y")), "16 devices", id="a mesh larger than the devices"),
+    pytest.param(lambda: emulated_mesh((4, 4), ("x", "y")), "8 are visible", id="which says how many there are"),
+    pytest.param(lambda: emulated_mesh((4, 4), ("x", "y")), "--xla_force_host_platform_device_count",
+                 id="and which flag to set"),
+    pytest.param(lambda: emulated_mesh((2, 4), ("x",)), "axis_names", id="one name for two axes"),
 ])
-def test_an_unreadable_replica_groups_is_an_error_naming_it_never_every_device(hlo, n_devices, problem):
+def test_what_cannot_be_read_or_built_is_an_error_naming_it_never_every_device(call, problem):
     with pytest.raises(ValueError, match=re.escape(problem)):
-        parse_collectives(hlo, n_devices)
+        call()
 
 
 def test_parse_collectives_reads_iota_groups_and_tuple_results():
