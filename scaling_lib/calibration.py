@@ -19,10 +19,12 @@ and PaLM 540B calibrate; TensorRT-LLM on H200 and PaLM 62B validate). The publis
 chip, kind, input and output length, batch, engine), every third row starting with the second is held out for
 validation, so every group of two rows or more has validation rows.
 
-**The fit** (`fit_typical`) picks, separately for GPUs and TPUs, the five efficiencies of `estimate.Efficiency`
-(matmul `mfu`, `hbm`, collective bandwidth `network`, collective `latency` scale, per-step `overhead_s`) that
-minimise the sum of squared log ratios over the calibration rows only; `uncertainty` says how far each can move
-before that loss worsens by 10%. `validation_metrics` reports the fitted estimate on the validation rows.
+**The fit** (`fit_typical`) picks, separately for NVIDIA GPUs, AMD GPUs and TPUs, the efficiencies of
+`estimate.Efficiency` (`FIELDS`: the matmul, weight-streaming, KV and collective rates, the collective latency scale,
+the host's cost per step and per sequence, the tensor-parallel layers' cost and an eager step's launches) that
+minimise the sum of squared log ratios over the calibration rows only, those measured apart held
+(`measured_efficiencies`); `uncertainty` bootstraps their joint spread. `validation_metrics` reports the fitted
+estimate on the validation rows.
 
 Used in chapter 11, *How close do real systems come?*.
 """
@@ -50,9 +52,11 @@ from .models import get_model
 SPLITS = ("calibration", "validation")
 # The efficiencies the fit moves, and the physical range each is searched in (`efficiency.PHYSICAL_RANGES`, with the
 # evidence for each end).
-FIELDS = ("mfu", "hbm", "kv_hbm", "network", "latency", "overhead_s", "layer_s")
+FIELDS = ("mfu", "hbm", "kv_hbm", "network", "latency", "overhead_s", "layer_s", "launch_s", "sequence_s")
 RANGES = PHYSICAL_RANGES
-_ROUND = {"mfu": 2, "hbm": 2, "kv_hbm": 2, "network": 2, "latency": 2, "overhead_s": 5, "layer_s": 6}
+TIME_FIELDS = ("overhead_s", "layer_s", "launch_s", "sequence_s")  # fixed times: searched from zero as well
+_ROUND = {"mfu": 2, "hbm": 2, "kv_hbm": 2, "network": 2, "latency": 2, "overhead_s": 5, "layer_s": 6, "launch_s": 6,
+          "sequence_s": 7}
 ROW_TYPES = (ThroughputRow, PopeRow, RunRow)
 
 
@@ -394,15 +398,18 @@ def _descend(loss, start: dict, ranges: dict, rounds: int, iterations: int = 20)
 # Fast pricing for the fit: every serial step is fixed + max(kv/h_kv, attn/m) + max(w/h, mm/m) + lat*l + bw/n, so a
 # row's prediction at any efficiency follows from its step components at peak (computed once, by `estimate` itself).
 def _components(step) -> tuple:
-    layers = step.layer_s / PEAK_LAYER_S if step.tokens else 0.0  # the step's layers, when it has work
+    # at PEAK each fixed cost is 1 s per unit, so the step's parts count its tensor-parallel layers, its eagerly
+    # launched layers and its sequences
     return (step.kv_s, step.attention_s, step.weights_s, step.matmul_s, step.comm_latency_s, step.comm_bandwidth_s,
-            1.0 if step.tokens else 0.0, layers)
+            1.0 if step.tokens else 0.0, step.layer_s / PEAK_LAYER_S, step.launch_s / PEAK_LAYER_S,
+            step.sequence_s / PEAK_LAYER_S)
 
 
 def _seconds(parts: tuple, eff: Efficiency) -> float:
-    kv, attention, weights, matmul, latency, bandwidth, active, layers = parts
-    return (active * eff.overhead_s + layers * eff.layer_s + max(kv / eff.kv_fraction, attention / eff.mfu)
-            + max(weights / eff.hbm, matmul / eff.mfu) + latency * eff.latency + bandwidth / eff.network)
+    kv, attention, weights, matmul, latency, bandwidth, active, layers, launched, sequences = parts
+    return (active * eff.overhead_s + layers * eff.layer_s + launched * eff.launch_s + sequences * eff.sequence_s
+            + max(kv / eff.kv_fraction, attention / eff.mfu) + max(weights / eff.hbm, matmul / eff.mfu)
+            + latency * eff.latency + bandwidth / eff.network)
 
 
 @dataclass(frozen=True)
@@ -418,10 +425,11 @@ class RowModel:
         return self.numerator / sum(count * _seconds(parts, efficiency) for count, parts in self.steps)
 
 
-# Every rate at peak, serial, no host overhead, one second per layer (so a step's `layer_s` counts its layers): the
-# components a RowModel scales.
+# Every rate at peak, serial, no host overhead per step, one second per tensor-parallel layer, per eagerly launched
+# layer and per sequence (so a step's `layer_s`, `launch_s` and `sequence_s` count them): the components a RowModel
+# scales.
 PEAK_LAYER_S = 1.0
-PEAK = Efficiency(layer_s=PEAK_LAYER_S)
+PEAK = Efficiency(layer_s=PEAK_LAYER_S, launch_s=PEAK_LAYER_S, sequence_s=PEAK_LAYER_S)
 
 
 def row_model(row) -> RowModel:
@@ -535,7 +543,7 @@ def _solve(models, fixed: dict, start: dict | None = None, iterations: int = 60)
                                      {n: start[n] for n in free}, iterations)
     best = None
     for times in (0.5, 0.0):  # the fixed times from the middle and from zero: the max() terms make several minima
-        begin = {n: RANGES[n][0] + (times if n in ("overhead_s", "layer_s") else 0.5) * (RANGES[n][1] - RANGES[n][0])
+        begin = {n: RANGES[n][0] + (times if n in TIME_FIELDS else 0.5) * (RANGES[n][1] - RANGES[n][0])
                  for n in free}
         found = bounded_least_squares(lambda v: _residuals(models, Efficiency(**fixed, **v)), RANGES, begin,
                                       iterations)
@@ -595,9 +603,19 @@ def measured_weight_streaming() -> float:
     return round(statistics.median(fractions), _ROUND["hbm"])
 
 
+# Host costs the fit cannot see on a platform, held at zero there. A TPU step is one compiled XLA program: no kernel is
+# launched eagerly (`estimate.runs_in_cuda_graph`), so `launch_s` prices nothing; and the handful of TPU rows cannot
+# tell a cost per sequence from one per step. AMD's rows are two vLLM tables (batches of 1-256 at 128 input tokens,
+# and offline runs of 1,500-3,200 slots): fitted free, `sequence_s` ends on its 10 us edge, `network` on 1.0 and
+# `launch_s` on 0, the per-sequence cost standing in for the rates; so on both platforms the host's work stays in
+# `overhead_s` and the per-layer cost in `layer_s`, as before those two terms existed.
+HOST_COSTS_HELD = {"tpu": {"launch_s": 0.0, "sequence_s": 0.0}, "amd": {"launch_s": 0.0, "sequence_s": 0.0}}
+
+
 def measured_efficiencies(platform: str) -> dict:
     """The efficiencies measured apart from the throughput rows, which the fit holds: the collective latency scale
-    (`collective_latency_scale`) everywhere, and on NVIDIA GPUs the weight streaming (`measured_weight_streaming`).
+    (`collective_latency_scale`) everywhere, on NVIDIA GPUs the weight streaming (`measured_weight_streaming`), and on
+    TPUs and AMD GPUs the two host costs the fit cannot see there (`HOST_COSTS_HELD`).
 
     Defined in chapter 11, *How close do real systems come?*.
     """
@@ -605,6 +623,7 @@ def measured_efficiencies(platform: str) -> dict:
     held = {"latency": collective_latency_scale(platform)}
     if platform == "gpu":
         held["hbm"] = measured_weight_streaming()
+    held.update(HOST_COSTS_HELD.get(platform, {}))
     return held
 
 

@@ -61,6 +61,19 @@ PHYSICAL_RANGES = {
     # TensorRT-LLM's first token for LLaMA-2-70B on 4 H100 (26 ms for 128 tokens, published_runs.csv) leaves at most
     # ~200 us per layer once the weights are read; one GPU has no such cost.
     "layer_s": (0.0, 2e-4),
+    # the per-layer cost of a step a GPU engine runs outside a CUDA graph (any step that carries prompt tokens, or a
+    # decode batch larger than the engine captures, `estimate.CUDA_GRAPH_MAX_BATCH`): the host launches each of the
+    # layer's kernels one at a time, and a launch costs microseconds, as long as a short kernel runs (NVIDIA's
+    # "Getting Started with CUDA Graphs" blog: graphs exist to remove that per-kernel cost). An eager layer launches
+    # 10-20 kernels (norms, projections, rotary embedding, attention, activation, residuals) at up to ~10 us each:
+    # 0-200 us. Nothing on a TPU, where XLA compiles each step into one program.
+    "launch_s": (0.0, 2e-4),
+    # host work per sequence and step (scheduling it, preparing its inputs, sampling and detokenizing its token):
+    # vLLM's profile of LLaMA-3-8B on one H100 found 29% of the time spent scheduling and preparing requests and 33%
+    # in the API server, the GPU busy 38% (vLLM blog, 2024-09-05, "vLLM v0.6.0: 2.7x Throughput Improvement"); an
+    # engine that overlaps it with the GPU hides it. 0-10 us per sequence: at 10 us a batch of 256 adds 2.6 ms, the
+    # order of that 29% of a step of an 8B model.
+    "sequence_s": (0.0, 1e-5),
 }
 
 
@@ -80,7 +93,12 @@ class Efficiency:
     - `kv_hbm`: the fraction of peak HBM bandwidth attention achieves reading (or prefill writing) the KV cache, in
       (0, 1]; None (the default) takes `hbm`;
     - `layer_s`: fixed seconds per layer and step that tensor parallelism adds beyond its collectives' latency and
-      bytes (waiting for the slowest GPU at each all-reduce, thinner matmuls), >= 0; nothing on one chip.
+      bytes (waiting for the slowest GPU at each all-reduce, thinner matmuls), >= 0; nothing on one chip;
+    - `launch_s`: seconds per layer of a step a GPU engine runs outside a CUDA graph (the host launching each kernel):
+      charged on steps that carry prompt tokens or decode more sequences than the engine captures
+      (`estimate.runs_in_cuda_graph`), >= 0; nothing on a TPU;
+    - `sequence_s`: host seconds per sequence and step (scheduling, input preparation, sampling, detokenizing), on
+      top of `overhead_s`, >= 0.
 
     `BOUND` is `Efficiency(overlap=True)`: every resource at peak, everything overlapped, no overhead.
 
@@ -95,6 +113,8 @@ class Efficiency:
     overlap: bool = False
     kv_hbm: float | None = None
     layer_s: float = 0.0
+    launch_s: float = 0.0
+    sequence_s: float = 0.0
 
     def __post_init__(self):
         for name in ("mfu", "hbm", "network") + (("kv_hbm",) if self.kv_hbm is not None else ()):
@@ -105,7 +125,9 @@ class Efficiency:
                 not 0 < self.latency < math.inf:
             raise ValueError(f"Efficiency.latency must be a positive finite scale on the collectives' latency "
                              f"(1.0: as sourced), got {self.latency!r}")
-        for name, what in (("overhead_s", "seconds per step"), ("layer_s", "seconds per layer and step")):
+        for name, what in (("overhead_s", "seconds per step"), ("layer_s", "seconds per layer and step"),
+                           ("launch_s", "seconds per layer of a step run outside a CUDA graph"),
+                           ("sequence_s", "seconds per sequence and step")):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
                 raise ValueError(f"Efficiency.{name} must be non-negative finite {what}, got {value!r}")
@@ -153,11 +175,14 @@ BOUND = Efficiency(overlap=True)
 # Fitted by `calibration.fit_typical()` on the calibration split of the published rows (chapter 11;
 # `calibration.split_of` states the rule); tests/math/test_calibration.py re-runs the fit and checks these values
 # are its result, and measures them on the validation split the fit never saw.
-_GPU = Efficiency(mfu=0.57, hbm=0.67, network=0.31, latency=1.05, overhead_s=0.00312, kv_hbm=0.66, layer_s=0.000115)
+_GPU = Efficiency(mfu=0.59, hbm=0.67, network=0.34, latency=1.05, overhead_s=0.00076, kv_hbm=0.77, layer_s=4.8e-05,
+                  launch_s=0.000156, sequence_s=3.7e-06)
 _TPU = Efficiency(mfu=0.8, hbm=0.6, network=0.31, latency=1.54, overhead_s=0.005, kv_hbm=0.39, layer_s=0.000141)
 _AMD = Efficiency(mfu=0.24, hbm=0.6, network=0.49, latency=1.05, overhead_s=0.0, kv_hbm=0.32, layer_s=4.7e-05)
-_TRT_GPU = Efficiency(mfu=0.57, hbm=0.67, network=0.32, latency=1.05, overhead_s=0.00402, kv_hbm=0.71, layer_s=0.000135)
-_VLLM_GPU = Efficiency(mfu=0.57, hbm=0.67, network=0.31, latency=1.05, overhead_s=0.0017, kv_hbm=0.66, layer_s=1.6e-05)
+_TRT_GPU = Efficiency(mfu=0.59, hbm=0.67, network=0.34, latency=1.05, overhead_s=0.00083, kv_hbm=0.78, layer_s=5.2e-05,
+                      launch_s=0.000153, sequence_s=3.7e-06)
+_VLLM_GPU = Efficiency(mfu=0.59, hbm=0.67, network=0.34, latency=1.05, overhead_s=0.00077, kv_hbm=0.77, layer_s=1.2e-05,
+                       launch_s=0.000156, sequence_s=3.7e-06)
 TYPICAL = Calibrated(gpu=_GPU, tpu=_TPU, amd=_AMD)
 
 
@@ -216,16 +241,18 @@ PROFILES = {
     "typical": Profile("typical", "every engine of the calibration rows (the broadest fit): TensorRT-LLM and a little "
                        "vLLM on NVIDIA GPUs, vLLM on AMD GPUs, JetStream and Pope et al.'s engine on TPUs", TYPICAL,
                        ("gpu", "amd", "tpu"), "every calibration row of every engine", (("tpu", _TPU_CAVEAT),),
-                       (("gpu", 0.82, 1.24), ("amd", 0.9, 1.17), ("tpu", 0.88, 1.42))),
+                       (("gpu", 0.87, 1.24), ("amd", 0.9, 1.17), ("tpu", 0.88, 1.42))),
     "tensorrt-llm": Profile("tensorrt-llm", "TensorRT-LLM, releases 0.5 to 1.0 (TRT engines and the PyTorch backend)",
                             Calibrated(gpu=_TRT_GPU, tpu=_TPU), ("gpu",),
                             "TensorRT-LLM's published tables on H100 and H200 (v0.5, v0.6.1, v0.14, v1.0)", (),
-                            (("gpu", 0.83, 1.25),)),
+                            (("gpu", 0.87, 1.24),)),
     "vllm": Profile("vllm", "vLLM (2024-2025): on ROCm for AMD GPUs, on CUDA for NVIDIA GPUs",
                     Calibrated(gpu=_VLLM_GPU, tpu=_TPU, amd=_AMD), ("gpu", "amd"),
-                    "AMD's and Oracle's vLLM runs on 8 MI300X; on NVIDIA GPUs only vLLM's three CI latency runs on "
-                    "H200, which set its per-step costs (its rates are the typical fit's)",
-                    (("gpu", "vLLM's NVIDIA half rests on three small-batch runs: only its per-step costs are vLLM's"),),
+                    "AMD's and Oracle's vLLM runs on 8 MI300X; on NVIDIA GPUs only vLLM's CI latency runs at batch 8 "
+                    "(three on A100 set its per-step costs, three on H200 are held out; its rates are the typical "
+                    "fit's)",
+                    (("gpu", "vLLM's NVIDIA half rests on three small-batch runs (A100): only its per-step costs are "
+                             "vLLM's"),),
                     (("amd", 0.9, 1.17),)),
     "jetstream": Profile("jetstream", "JetStream (MaxText and PyTorch) and Pope et al.'s PaLM engine on TPUs",
                          Calibrated(gpu=_GPU, tpu=_TPU), ("tpu",),

@@ -28,10 +28,15 @@ Nothing an engine does beats it (Pope et al. overlap collectives with matmuls; c
 deployment's `memory_utilization` and `max_sequences`: all of HBM, no cap on the batch.
 
 **The estimate** (`TYPICAL`, or any `Efficiency` with `overlap=False`) keeps the serial structure real engines have,
-each resource at its calibrated efficiency, plus a fixed per-step overhead (scheduling, kernel launches):
+each resource at its calibrated efficiency, plus the costs outside the model's arithmetic:
 
     T = overhead + max(T_kv, T_attention) + max(T_weights, T_matmul) + latency_scale x T_comm,latency
         + T_comm,bandwidth / network
+    overhead = overhead_s + sequences x sequence_s + n_layers x (layer_s [tensor-parallel] + launch_s [eager])
+
+the host's work per step and per sequence it schedules, the tensor-parallel layers' wait at their all-reduces, and on
+a step a GPU engine does not replay as one CUDA graph (prompt tokens in it, or a decode batch above
+`CUDA_GRAPH_MAX_BATCH`: `runs_in_cuda_graph`) the launch of every layer's kernels.
 
 Attention streams the KV cache or computes, the weight matmuls stream the weights or compute; attention, matmuls
 and collectives run one after another. The estimate applies the engine's memory reserve (`memory_utilization`) and
@@ -91,6 +96,27 @@ def largest_tensor_parallel(chip) -> int | None:
 # one replica decodes at once.
 MEMORY_UTILIZATION = 0.9
 MAX_SEQUENCES = 2048
+
+# The largest decode batch a GPU engine replays as one CUDA graph: vLLM captures decode steps of 1, 2, 4 and 8 to 256
+# sequences in steps of 8 (vllm/worker/model_runner.py, `_BATCH_SIZES_TO_CAPTURE`); a step with prompt tokens, or a
+# larger batch, runs eagerly, its kernels launched one at a time (`Efficiency.launch_s`).
+CUDA_GRAPH_MAX_BATCH = 256
+
+
+def runs_in_cuda_graph(chip, decode_batch: float, prefill_tokens: float) -> bool:
+    """Whether a GPU engine replays this step as one captured CUDA graph: a pure decode step of at most
+    `CUDA_GRAPH_MAX_BATCH` sequences on a GPU. A step with prompt tokens or a larger batch is launched kernel by kernel
+    (`Efficiency.launch_s` per layer); a TPU step is one compiled XLA program, never launched kernel by kernel (True).
+
+    Defined in chapter 11, *How close do real systems come?*.
+    """
+    topology = get_chip(chip).topology
+    return _in_graph(topology, positive("decode_batch", decode_batch, allow_zero=True),
+                     positive("prefill_tokens", prefill_tokens, allow_zero=True))
+
+
+def _in_graph(topology, decode_batch: float, prefill_tokens: float) -> bool:
+    return isinstance(topology, Torus) or (not prefill_tokens and decode_batch <= CUDA_GRAPH_MAX_BATCH)
 
 
 @dataclass(frozen=True)
@@ -330,9 +356,11 @@ class StepEstimate:
     kv_placement: str
     hbm_bytes_per_chip: float  # weights + KV caches held
     hbm_capacity: float  # the bytes the step may use: all of HBM for the bound, memory_utilization of it otherwise
-    overhead_s: float = 0.0  # fixed time per step: the host's overhead plus the tensor-parallel layers' (layer_s)
+    overhead_s: float = 0.0  # time per step outside the model's terms: host (per step and per sequence) + layers'
     overlap: bool = False  # True: the bound's composition
     layer_s: float = 0.0  # the part of overhead_s the tensor-parallel layers cost (n_layers x Efficiency.layer_s)
+    launch_s: float = 0.0  # the part of overhead_s an eager step's launches cost (n_layers x Efficiency.launch_s)
+    sequence_s: float = 0.0  # the part of overhead_s the host spends per sequence (sequences x Efficiency.sequence_s)
 
     @property
     def comm_bandwidth_s(self) -> float:
@@ -516,8 +544,12 @@ def step_estimate(deployment: Deployment, *, decode_batch: float = 0.0, decode_c
     # the bound: the best algorithm at line rate, the shortest latency physics allows; the estimate: NCCL's pick
     bandwidth, latency = _collectives(d, tokens, decode_batch, floors=eff.overlap)
     bandwidth, latency = bandwidth / eff.network, latency * eff.latency
-    layers = 0.0 if eff.overlap or not tokens or tp == 1 else m.n_layers * eff.layer_s  # tensor-parallel layers
-    fixed = 0.0 if eff.overlap or not tokens else eff.overhead_s + layers
+    serial = not eff.overlap and bool(tokens)  # the bound has no fixed costs, nor has an empty step
+    layers = m.n_layers * eff.layer_s if serial and tp > 1 else 0.0  # tensor-parallel layers
+    launch = m.n_layers * eff.launch_s if serial and not _in_graph(chip.topology, decode_batch, prefill_tokens) \
+        else 0.0
+    sequences = (decode_batch + prefill_tokens / prefill_len) * eff.sequence_s if serial else 0.0
+    fixed = eff.overhead_s + layers + launch + sequences if serial else 0.0
     return StepEstimate(weights_s=d.weights_read_per_chip(tokens) / hbm if tokens else 0.0,
                         kv_s=kv_moved / kv_rate, matmul_s=matmul / rate,
                         attention_s=attention / tp / rate, comm_s=bandwidth + latency,
@@ -525,7 +557,8 @@ def step_estimate(deployment: Deployment, *, decode_batch: float = 0.0, decode_c
                         kv_placement=d.kv_placement,
                         hbm_bytes_per_chip=d.weight_bytes_per_chip + d.kv_bytes_per_chip(held_sequences,
                                                                                           held_tokens_each),
-                        hbm_capacity=d.hbm_limit(eff), overhead_s=fixed, overlap=eff.overlap, layer_s=layers)
+                        hbm_capacity=d.hbm_limit(eff), overhead_s=fixed, overlap=eff.overlap, layer_s=layers,
+                        launch_s=launch, sequence_s=sequences)
 
 
 def _per_replica(deployment: Deployment, batch: int) -> int:

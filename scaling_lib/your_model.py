@@ -43,7 +43,8 @@ ACTIVE_CONVENTION = ("active parameters count what one token uses: k of the E ro
 
 _LIMITS = {"weights_s": "reading the weights from HBM", "matmul_s": "the matmuls' FLOPs",
            "kv_s": "reading the KV cache from HBM", "attention_s": "attention's FLOPs",
-           "comm_s": "collectives between chips", "overhead_s": "the engine's fixed per-step overhead"}
+           "comm_s": "collectives between chips",
+           "overhead_s": "the engine's per-step overhead (host, tensor-parallel layers, eager launches)"}
 
 
 def _limit(step) -> tuple:

@@ -760,7 +760,7 @@ def test_every_deployment_carries_the_highest_poisson_rate_at_which_it_meets_the
         p.dollars_per_million_output_tokens_all_in for p in result.frontier)
 
 
-@pytest.mark.parametrize("load", [dict(request_rate=4.5), dict(concurrency=200)], ids=["rate", "concurrency"])
+@pytest.mark.parametrize("load", [dict(request_rate=6.0), dict(concurrency=200)], ids=["rate", "concurrency"])
 def test_under_a_load_plan_runs_the_fewest_replicas_that_meet_the_targets_there(load):
     targets = dict(ttft_p99=2.0, tpot_p99=0.1)
     best = plan(**{**MLPERF_LIKE, "chips": "h100", "max_chips": 8}, **targets, **load).best

@@ -137,7 +137,7 @@ def test_the_report_prints_each_row_in_its_units():
     assert rows["largest batch that fits"] == (f"{r.max_batch:,} sequences of 4,096 tokens (the engine's 90% of HBM, "
                                                "at most 2,048 per replica)")
     assert _numbers(rows["output tokens/s"]) == [round(r.tokens_per_s_bound), round(r.tokens_per_s_typical)]
-    assert re.fullmatch(r"\d,\d{3} bound, \d{3} typical", rows["output tokens/s"])  # whole tokens, thousands separated
+    assert re.fullmatch(r"\d,\d{3} bound, \d,\d{3} typical", rows["output tokens/s"])  # whole tokens, thousands separated
     dollars = rows["$ per million output tokens"]
     assert _numbers(dollars) == pytest.approx([r.dollars_per_million_tokens_bound,
                                                r.dollars_per_million_tokens_typical, 2], abs=5e-4)
