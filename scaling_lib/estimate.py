@@ -106,10 +106,7 @@ CUDA_GRAPH_MAX_BATCH = 256
 def runs_in_cuda_graph(chip, decode_batch: float, prefill_tokens: float) -> bool:
     """Whether a GPU engine replays this step as one captured CUDA graph: a pure decode step of at most
     `CUDA_GRAPH_MAX_BATCH` sequences on a GPU. A step with prompt tokens or a larger batch is launched kernel by kernel
-    (`Efficiency.launch_s` per layer); a TPU step is one compiled XLA program, never launched kernel by kernel (True).
-
-    Defined in chapter 11, *How close do real systems come?*.
-    """
+    (`Efficiency.launch_s` per layer); a TPU step is one compiled XLA program, never launched kernel by kernel (True)."""
     topology = get_chip(chip).topology
     return _in_graph(topology, positive("decode_batch", decode_batch, allow_zero=True),
                      positive("prefill_tokens", prefill_tokens, allow_zero=True))
