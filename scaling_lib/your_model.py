@@ -231,8 +231,10 @@ def estimate_deployment(model=None, chip=None, n_chips: int = 1, *, config=None,
         fits = one.max_batch * replicas  # the report's largest batch: a larger one is refused naming it
         if batch > fits:
             raise ValueError(f"argument {names['batch']}: {batch:,} sequences are more than the {fits:,} that fit at "
-                             f"{context_len:,} tokens of context (the engine's {one.deployment.memory_utilization:.0%}"
-                             f" of HBM, at most {one.deployment.max_sequences:,} per replica); use at most {fits:,}")
+                             f"{names['context_len']} {context_len:,} (the engine's "
+                             f"{one.deployment.memory_utilization:.0%} of HBM, at most "
+                             f"{one.deployment.max_sequences:,} per replica); use at most {fits:,}, or a shorter "
+                             f"{names['context_len']}")
         one = report(model, chip, tp, batch=batch // replicas, **replica)
     d = one.deployment
     data, rows = _describe(one, profile, notes, n_chips, replicas, tp, context_len)

@@ -613,6 +613,8 @@ ERRORS = [
     (SMALL + ["--context", "99999999"], "does not fit"),
     (SMALL + ["--batch", "100000000"], "argument --batch: 100,000,000 sequences are more than the "
                                        f"{report('llama3-8b', 'h100', 1).max_batch} that fit"),  # the report's batch
+    (SMALL + ["--batch", "8", "--context", "58088"],  # the context is the other half of the cause: named too
+     f"are more than the {report('llama3-8b', 'h100', 1, context_len=58088).max_batch} that fit at --context 58,088 "),
     (SMALL + ["--bogus"], "unrecognized arguments: --bogus"),
     (SMALL + ["--context", "100", "--prompt", "1000"], "argument --prompt: 1000 tokens do not fit in --context 100"),
     (SMALL + ["--batch", "1", "--context", "512", "--prompt", "513"],
