@@ -460,14 +460,20 @@ def _collectives(deployment: Deployment, tokens: float, decode_batch: float, flo
             continue
         key = (op, group, volume)
         if key not in priced:
-            if floors:
-                priced[key] = (mesh_collective(op, volume * _FLOOR_SCALE, chip, group).bound_s / _FLOOR_SCALE,
-                               _floor_latency(op, chip, group))
-            else:
-                step = mesh_collective(op, volume, chip, group)
-                priced[key] = (step.bandwidth_s, step.latency_s)
+            priced[key] = _priced_collective(op, volume, chip, group, floors)
         bandwidth, latency = bandwidth + priced[key][0], latency + priced[key][1]
     return m.n_layers * bandwidth, m.n_layers * latency
+
+
+@functools.lru_cache(maxsize=8192)
+def _priced_collective(op: str, volume: float, chip, group: tuple, floors: bool) -> tuple:
+    """(bandwidth, latency) seconds of one collective of `volume` bytes over `group` on `chip` (`_collectives`), kept:
+    a plan or a fit prices the same collective at the same batch many times."""
+    if floors:
+        return (mesh_collective(op, volume * _FLOOR_SCALE, chip, group).bound_s / _FLOOR_SCALE,
+                _floor_latency(op, chip, group))
+    step = mesh_collective(op, volume, chip, group)
+    return step.bandwidth_s, step.latency_s
 
 
 def _data_parallel_collectives(d: Deployment, bytes_per_dim: float, floors: bool) -> tuple:

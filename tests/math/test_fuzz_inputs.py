@@ -780,7 +780,8 @@ def test_every_bad_value_of_every_argument_raises_value_error_naming_it(name):
 # of every argument are still all tried by the test above. The property runs once per public function (some 200), so
 # the inner loop draws 2 examples of each beside the base call, `make test` all 25.
 EXPENSIVE = {"calibration.comparisons", "calibration.uncertainty", "calibration.out_of_sample", "calibration.fit_rows",
-             "roofline.fit_batch_roofline", "plan.plan", "load.load_estimate", "load.deployment_engine"}
+             "roofline.fit_batch_roofline", "plan.plan", "load.load_estimate", "load.deployment_engine",
+             "calibration.fit_profile", "holdout.fitted_rows", "holdout.leave_one_group_out"}
 
 
 @pytest.mark.parametrize("name", sorted(SPECS))
