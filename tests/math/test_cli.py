@@ -750,15 +750,15 @@ def test_main_reads_the_command_line_of_the_process_and_prints_indented_json(mon
     assert out.startswith('{\n  "schema": ') and _strict(out)["n_chips"] == 64
 
 
-def test_plan_runs_as_a_module_and_a_bad_config_is_one_line_without_a_traceback(tmp_path):
+def test_plan_runs_as_a_module_and_a_bad_config_is_one_line_without_a_traceback(tmp_path, capsys):
     done = subprocess.run([sys.executable, "-m", "scaling_lib", *EXAMPLE], capture_output=True, text=True, cwd=REPO)
     assert done.returncode == 0 and done.stderr == "" and "frontier" in done.stdout
     path = tmp_path / "list.json"
     path.write_text("[1, 2]")
-    done = subprocess.run([sys.executable, "-m", "scaling_lib", "estimate", "--config", str(path), "--chip", "h100",
-                           "--chips", "8"], capture_output=True, text=True, cwd=REPO)
-    assert done.returncode == 2 and done.stdout == "" and "Traceback" not in done.stderr
-    assert done.stderr.count("\n") == 1 and "list.json" in done.stderr
+    assert main(["estimate", "--config", str(path), "--chip", "h100", "--chips", "8"]) == 2  # no exception escapes
+    printed = capsys.readouterr()
+    assert printed.out == "" and "Traceback" not in printed.err
+    assert printed.err.count("\n") == 1 and "list.json" in printed.err
 
 
 def test_a_closed_pipe_ends_quietly_without_a_traceback():
