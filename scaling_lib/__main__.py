@@ -24,8 +24,8 @@ from .estimate import PROFILES
 from .formats import ALL_WEIGHT_DTYPES, own_weight_dtype
 from .hardware import chip_names
 from .load import TOKEN_BUDGET
-from .models import model_names, read_hf_config
-from .plan import KV_DTYPES, TargetUnreachable, plan
+from .models import get_model, model_names, read_hf_config
+from .plan import KV_DTYPES, MOE_LAYOUTS, TargetUnreachable, plan
 from .your_model import CLI_NAMES, SCHEMA, estimate_deployment
 
 
@@ -128,6 +128,17 @@ def _dtypes(text: str) -> tuple:
 def _weight_formats(text: str) -> tuple:
     """--weights of plan: number formats separated by commas, or all (`formats.ALL_WEIGHT_DTYPES`)."""
     return ALL_WEIGHT_DTYPES if text.strip() == "all" else _dtypes(text)
+
+
+def _moe_layouts(text: str) -> tuple:
+    """--moe-layouts of plan: layouts of a mixture of experts separated by commas, or all (`plan.MOE_LAYOUTS`)."""
+    if text.strip() == "all":
+        return tuple(MOE_LAYOUTS)
+    names = _names(text, "tp,ep+dp")
+    unknown = [name for name in names if name not in MOE_LAYOUTS]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown layout {unknown[0]!r}; use {', '.join(MOE_LAYOUTS)} or all")
+    return names
 
 
 def _names(text: str, example: str = "h100,h200") -> tuple:
@@ -240,6 +251,10 @@ def parser() -> argparse.ArgumentParser:
                               "--config's quantization_config, a published fp8 checkpoint, else bf16)")
     planner.add_argument("--kv", type=_dtypes, default=KV_DTYPES,
                          help=f"KV-cache formats to try, comma-separated (default {','.join(KV_DTYPES)})")
+    planner.add_argument("--moe-layouts", type=_moe_layouts, default=("tp",),
+                         help="for a mixture of experts, the layouts to try on each tensor-parallel group, "
+                              "comma-separated, or all: tp (experts and attention split by heads; the default), ep "
+                              "(whole experts on each chip), dp (attention data-parallel), ep+dp (both)")
     planner.add_argument("--efficiency", choices=("typical", "bound"), default="typical",
                          help="typical: the calibrated estimate (default); bound: every resource at peak")
     _engine_option(planner)
@@ -275,11 +290,15 @@ def _plan(args, model, config) -> tuple:
     profile = PROFILES[args.engine]
     for chip in args.chip:
         profile.for_chip(chip)  # a profile fitted on another platform says which ones cover the chip
+    served = get_model(model)
+    if served.n_experts == 1 and set(args.moe_layouts) != {"tp"}:
+        raise ValueError(f"argument --moe-layouts: {served.name} is dense, with no experts to lay out; drop "
+                         "--moe-layouts")
     result = plan(model, list(args.chip), args.max_chips, args.input_len, args.output_len, ttft=args.ttft,
                   tpot=args.tpot, prices=args.price, weight_dtypes=weights, kv_dtypes=args.kv,
                   efficiency=None if args.efficiency == "bound" else profile, ttft_p99=args.ttft_p99,
                   tpot_p99=args.tpot_p99, concurrency=args.concurrency, request_rate=args.request_rate,
-                  token_budget=args.token_budget)
+                  token_budget=args.token_budget, moe_layouts=args.moe_layouts)
     caveats = sorted({profile.caveat(chip) for chip in args.chip} - {""})
     table = result.describe() + "".join(f"\nCAVEAT ({profile.name}): {words}" for words in caveats)
     return {"schema": SCHEMA, **result.as_dict(), "engine": {"profile": profile.name, "describes": profile.engine,

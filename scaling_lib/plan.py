@@ -61,7 +61,7 @@ From a terminal: `python -m scaling_lib plan` (and `estimate --input-len ... --o
 import math
 from dataclasses import asdict, dataclass, replace
 
-from ._validate import MAX_CHIPS, at_most, hourly_price, instances, positive, positive_int
+from ._validate import MAX_CHIPS, at_most, choice, hourly_price, instances, positive, positive_int
 from .dtypes import bytes_per_element
 from .estimate import MEMORY_UTILIZATION, Deployment, largest_tensor_parallel, max_batch, offline_estimate
 from .estimate import resolve_efficiency, step_estimate
@@ -75,6 +75,10 @@ from .models import get_model
 # cache is tried in bf16 and fp8 (4-bit caches are rare in production).
 WEIGHT_DTYPES = ("bf16", "fp8", "int4")
 KV_DTYPES = ("bf16", "fp8")
+# How a mixture of experts may be laid on a tensor-parallel group (`estimate.Deployment`): "tp" splits every expert
+# and attention by heads (Megatron), "ep" puts whole experts on each chip, "dp" runs attention data-parallel, "ep+dp"
+# both. -> (expert_parallel, attention_data_parallel).
+MOE_LAYOUTS = {"tp": (False, False), "ep": (True, False), "dp": (False, True), "ep+dp": (True, True)}
 
 
 class TargetUnreachable(ValueError):
@@ -141,9 +145,11 @@ class PlannedDeployment:
 
     def describe(self) -> str:
         """One line: chips, the split, the batch, the formats (a format below 8 bits with its caveat's mark, *)."""
-        return (f"{self.replicas} replica(s) of {self.tensor_parallel}-way tensor parallelism on {self.n_chips} x "
-                f"{self.chip}, batch {self.batch_per_replica} per replica, weights {self.weight_dtype}"
-                f"{'*' if self.quality_caveat else ''}, KV {self.kv_dtype}")
+        layout = ("; experts whole on each chip" if self.expert_parallel else "") + \
+            ("; attention data-parallel" if self.attention_data_parallel else "")
+        return (f"{self.replicas} replica(s) of {self.tensor_parallel}-way tensor parallelism{layout} on "
+                f"{self.n_chips} x {self.chip}, batch {self.batch_per_replica} per replica, weights "
+                f"{self.weight_dtype}{'*' if self.quality_caveat else ''}, KV {self.kv_dtype}")
 
 
 @dataclass(frozen=True)
@@ -277,7 +283,8 @@ class _Design:
         self.mean_context = input_len + output_len / 2
         self.max_batch = max_batch(self.deployment, self.mean_context, efficiency)  # per replica (one replica)
         self.per_second = (1.0 if price is None else price) * tp / 3600.0  # dollars per second of one replica
-        self.order = (tp, get_chip(chip).name, weight_dtype, kv_dtype)  # breaks ties between equal costs
+        # breaks ties between equal costs; a mixture of experts' layout last (tensor parallelism first)
+        self.order = (tp, get_chip(chip).name, weight_dtype, kv_dtype, (expert_parallel, attention_data_parallel))
         self.token_budget = token_budget
         self._steps = {}
         self._engines = {}
@@ -424,7 +431,8 @@ def pareto_frontier(points) -> tuple:
     points = instances("points", points, PlannedDeployment, "plan.PlannedDeployment records (what plan() prices)")
     frontier, cheapest = [], math.inf
     for point in sorted(points, key=lambda p: (p.tpot_s, p.dollars_per_million_output_tokens_all_in,
-                                                p.tensor_parallel, p.chip, p.weight_dtype, p.kv_dtype)):
+                                                p.tensor_parallel, p.chip, p.weight_dtype, p.kv_dtype,
+                                                p.expert_parallel, p.attention_data_parallel)):
         if point.dollars_per_million_output_tokens_all_in < cheapest:
             frontier.append(point)
             cheapest = point.dollars_per_million_output_tokens_all_in
@@ -441,7 +449,7 @@ def tensor_parallel_sizes(model, max_chips: int) -> tuple:
 def plan(model, chips, max_chips: int, input_len: int, output_len: int, *, ttft: float | None = None,
          tpot: float | None = None, prices, weight_dtypes=None, kv_dtypes=KV_DTYPES, efficiency="typical",
          ttft_p99: float | None = None, tpot_p99: float | None = None, concurrency: int | None = None,
-         request_rate: float | None = None, token_budget: int | None = TOKEN_BUDGET) -> Plan:
+         request_rate: float | None = None, token_budget: int | None = TOKEN_BUDGET, moe_layouts=("tp",)) -> Plan:
     """The cheapest deployment of `model` on at most `max_chips` of one of `chips` that serves requests of
     `input_len` prompt and `output_len` output tokens within `ttft` seconds to the first token and `tpot` seconds
     per output token (None: no target), and the frontier of cost against TPOT (module docstring: the workload, the
@@ -453,7 +461,10 @@ def plan(model, chips, max_chips: int, input_len: int, output_len: int, *, ttft:
     `kv_dtypes` likewise. `efficiency`: "typical" (the calibrated estimate, chapter 11), None (the bound) or an
     `estimate.Efficiency`. Under load (module docstring, *Under load*): `ttft_p99`, `tpot_p99` (MLPerf-style
     percentile targets), and the load, `concurrency` clients or Poisson arrivals at `request_rate` requests/s
-    (at most one); `token_budget`: the engine's tokens per step (`load.TOKEN_BUDGET`). Every deployment returned
+    (at most one); `token_budget`: the engine's tokens per step (`load.TOKEN_BUDGET`). `moe_layouts`: for a mixture
+    of experts, the layouts to try on each tensor-parallel group (`MOE_LAYOUTS`: "tp", "ep", "dp", "ep+dp"; "ep"
+    where the group size divides the routed experts; the others only on groups of 2 or more chips); a dense model
+    takes "tp" alone. Every deployment returned
     carries `max_request_rate`. Raises `TargetUnreachable` (a ValueError) naming the target no deployment meets and
     how close the best came; ValueError for a bad argument or a model that fits nowhere.
 
@@ -481,16 +492,23 @@ def plan(model, chips, max_chips: int, input_len: int, output_len: int, *, ttft:
     weights = (own_weight_dtype(model),) if weight_dtypes is None else _names("weight_dtypes", weight_dtypes, _dtype)
     caches = _names("kv_dtypes", kv_dtypes, _dtype)
     eff = resolve_efficiency(efficiency)
+    layouts = _names("moe_layouts", moe_layouts, lambda name: choice("moe_layouts", name, tuple(MOE_LAYOUTS)))
+    if model.n_experts == 1 and set(layouts) != {"tp"}:
+        raise ValueError(f"moe_layouts={layouts!r}: {model.name} is dense, with no experts to lay out; use "
+                         "moe_layouts=('tp',)")
     designs = []
     for chip in chip_list:
         domain = largest_tensor_parallel(chip)  # a group across nodes whose network no source gives is not searched
         for tp in (t for t in tensor_parallel_sizes(model, max_chips) if domain is None or t <= domain):
-            for weight_dtype in (w for w in weights if searchable(chip, w)):
-                for kv_dtype in caches:
-                    design = _Design(model, chip, tp, weight_dtype, kv_dtype, input_len, output_len, eff,
-                                     price_of[chip.name], max_chips, token_budget=token_budget)
-                    if design.max_batch >= 1:
-                        designs.append(design)
+            for layout in (name for name in layouts if _lays_out(model, tp, name)):
+                for weight_dtype in (w for w in weights if searchable(chip, w)):
+                    for kv_dtype in caches:
+                        design = _Design(model, chip, tp, weight_dtype, kv_dtype, input_len, output_len, eff,
+                                         price_of[chip.name], max_chips, token_budget=token_budget,
+                                         expert_parallel=MOE_LAYOUTS[layout][0],
+                                         attention_data_parallel=MOE_LAYOUTS[layout][1])
+                        if design.max_batch >= 1:
+                            designs.append(design)
     if not designs:
         raise ValueError(f"max_chips={max_chips}: {model.name} does not fit on {max_chips} x "
                          f"{' or '.join(chip.name for chip in chip_list)} with weights in any of {', '.join(weights)} "
@@ -505,10 +523,19 @@ def plan(model, chips, max_chips: int, input_len: int, output_len: int, *, ttft:
     _check_reachable(designs, ttft, tpot)
     best, best_batch = _cheapest(designs, ttft, tpot)
     by_name = {design.order: design for design in designs}
-    frontier = tuple(_with_rate(by_name[p.tensor_parallel, p.chip, p.weight_dtype, p.kv_dtype], p.batch_per_replica,
-                                ttft, tpot) for p in _frontier(designs, ttft, {id(best): best_batch}))
+    frontier = tuple(_with_rate(by_name[p.tensor_parallel, p.chip, p.weight_dtype, p.kv_dtype,
+                                        (p.expert_parallel, p.attention_data_parallel)], p.batch_per_replica, ttft, tpot)
+                     for p in _frontier(designs, ttft, {id(best): best_batch}))
     return Plan(best=_with_rate(best, best_batch, ttft, tpot), frontier=frontier,
                 evaluated=sum(design.evaluated for design in designs), **common)
+
+
+def _lays_out(model, tp: int, layout: str) -> bool:
+    """Whether `plan` tries `layout` (`MOE_LAYOUTS`) on a tensor-parallel group of `tp` chips: tensor parallelism
+    always; the others on 2 chips or more (on one chip they are tensor parallelism), whole experts only where the
+    group divides the routed experts."""
+    expert, data = MOE_LAYOUTS[layout]
+    return not (expert or data) or (tp > 1 and (not expert or model.n_experts % tp == 0))
 
 
 def _with_rate(design, batch: int, ttft, tpot) -> PlannedDeployment:

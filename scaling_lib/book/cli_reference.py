@@ -29,6 +29,7 @@ VALUE_KINDS = {
     "_dtype": "number format",
     "_dtypes": "comma-separated number formats",
     "_weight_formats": "comma-separated number formats, or all",
+    "_moe_layouts": "comma-separated layouts (tp, ep, dp, ep+dp), or all",
 }
 _HEADER = """\
 # Command-line reference

@@ -555,6 +555,8 @@ def test_the_help_names_the_command_to_type_and_what_each_option_takes(capsys):
 
 # --- errors: one line, exit status 2, strict JSON in JSON mode --------------------------------------------------------
 ERRORS = [
+    (EXAMPLE + ["--moe-layouts", "ep"], "argument --moe-layouts: llama3-70b is dense, with no experts to lay out"),
+    (EXAMPLE + ["--moe-layouts", "tp,pp"], "argument --moe-layouts: unknown layout 'pp'; use tp, ep, dp, ep+dp or all"),
     (EXAMPLE[:-6] + ["--ttft", "0.001", "--price", "2.5"], "ttft=0.001 s is out of reach"),
     (EXAMPLE[:-6] + ["--tpot", "0.0001", "--price", "2.5"], "tpot=0.0001 s is out of reach"),
     (EXAMPLE[:3] + ["--chip", "h100,tpu-v5e"] + EXAMPLE[5:-2] + ["--price", "h100=2.5"], "no price for tpu-v5e"),
@@ -825,3 +827,15 @@ def test_a_model_name_the_terminal_cannot_write_is_printed_escaped(name, written
     assert main(argv[:1] + ["--config", str(path), "--chip", "h100"] + argv[1:]) == 0
     terminal.flush()
     assert written in terminal.buffer.getvalue().decode("ascii").splitlines()[0]
+
+
+def test_plan_searches_a_mixture_of_experts_layouts_when_asked_and_says_which_it_chose(capsys):
+    argv = ["plan", "--model", "qwen3-235b-a22b", "--chip", "h200", "--max-chips", "16", "--input-len", "2000",
+            "--output-len", "500", "--tpot", "0.1", "--price", "3", "--weights", "fp8", "--kv", "fp8"]
+    assert main(argv + ["--moe-layouts", "all", "--json"]) == 0
+    best = json.loads(capsys.readouterr().out)["best"]
+    library = plan("qwen3-235b-a22b", "h200", 16, 2000, 500, tpot=0.1, prices=3.0, weight_dtypes="fp8",
+                   kv_dtypes="fp8", moe_layouts=("tp", "ep", "dp", "ep+dp")).best
+    assert best == pytest.approx(library.as_dict()) and best["attention_data_parallel"]
+    assert main(argv + ["--moe-layouts", "all"]) == 0
+    assert "attention data-parallel on 16 x h200" in capsys.readouterr().out

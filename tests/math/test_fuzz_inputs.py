@@ -593,11 +593,13 @@ BAD.update(chips=["tpu-v9", [], ["tpu-v9"], 3, None, [None], ("h100", 3)],
            dtypes=["fp7", [], ("int3",), 8, None, [None]],
            prices=[0, -1.0, INF, *_NUMBERISH, {}, {"h100": -1}, {"tpu-v9": 1}, {"h100": "2"}],
            planned=BAD["points"])
+GOOD["moe_layouts"] = st.sampled_from(["tp", ("tp",), ["tp", "ep"], ("ep+dp", "dp"), tuple(scaling_lib.plan.MOE_LAYOUTS)])
+BAD["moe_layouts"] = ["pp", [], ("tp", "xx"), 3, None, [None]]
 SPECS.update({
     "plan.plan": spec(dict(model="llama3-8b", chips="h100", max_chips=2, input_len=1000, output_len=200, prices=2.5),
                       model="model", chips="chips", max_chips="small", input_len="count", output_len="count",
                       ttft="real?", tpot="real?", prices="prices", weight_dtypes="dtypes", kv_dtypes="dtypes",
-                      efficiency="efficiency"),
+                      efficiency="efficiency", moe_layouts="moe_layouts"),
     "plan.pareto_frontier": spec(dict(points=PLANNED), points="planned"),
     "models.read_hf_config": spec(dict(path_or_dict=str(REPO / "book" / "data" / "hf_configs" / "qwen3-8b.json")),
                                   path_or_dict="hf"),

@@ -827,6 +827,10 @@ BAD_INPUT = {
                             "batch=3 does not split over 2 replicas"),
     "batch-over-the-engine-cap": (lambda: price_deployment("llama3-8b", "h100", 1, 100, 100, batch=4096),
                                   "max_sequences"),
+    "moe-layouts-of-a-dense-model": (lambda: plan("llama3-8b", "h100", 2, 1000, 200, prices=2.5, moe_layouts="ep"),
+                                     r"\bmoe_layouts=\('ep',\): llama3-8b is dense\b.*moe_layouts=\('tp',\)"),
+    "moe-layouts-unknown": (lambda: plan("mixtral-8x7b", "h100", 2, 1000, 200, prices=2.5, moe_layouts=("tp", "pp")),
+                            r"\bmoe_layouts: unknown moe_layouts 'pp'; use one of tp, ep, dp, ep\+dp"),
     "memory-utilization-above-one": (lambda: price_deployment("llama3-8b", "h100", 1, 1000, 200,
                                                               memory_utilization=1.5), r"\bmemory_utilization\b"),
     **{f"tensor-parallel-sizes-max-chips={value!r}": (lambda value=value: tensor_parallel_sizes("llama3-8b", value),
@@ -842,3 +846,26 @@ BAD_INPUT = {
 def test_bad_input_gets_a_value_error_naming_the_argument_and_the_fix(call, words):
     with pytest.raises(ValueError, match=words):
         call()
+
+
+def test_a_mixture_of_experts_laid_out_expert_or_data_parallel_is_searched_beside_tensor_parallelism():
+    # The wider search holds the narrower one, so it never costs more; Qwen3-235B's 4 KV heads are replicated over an
+    # 8-way group under tensor parallelism, which attention data-parallel avoids, and the plan takes it. Each returned
+    # deployment is the one price_deployment prices with the same layout, and whole experts only where the group
+    # divides the routed experts.
+    args = ("qwen3-235b-a22b", ["h200"], 16, 2000, 500)
+    options = dict(tpot=0.1, prices=3.0, weight_dtypes=("fp8",), kv_dtypes=("fp8",))
+    narrow = plan(*args, **options)
+    wide = plan(*args, **options, moe_layouts=tuple(plan_module.MOE_LAYOUTS))
+    cost = "dollars_per_million_output_tokens_all_in"
+    assert getattr(wide.best, cost) <= getattr(narrow.best, cost)
+    assert not (narrow.best.expert_parallel or narrow.best.attention_data_parallel)
+    assert wide.best.attention_data_parallel and getattr(wide.best, cost) < 0.9 * getattr(narrow.best, cost)
+    model = get_model("qwen3-235b-a22b")
+    for point in (wide.best, *wide.frontier):
+        assert not point.expert_parallel or model.n_experts % point.tensor_parallel == 0
+        again = price_deployment(model, "h200", point.n_chips, 2000, 500, tensor_parallel=point.tensor_parallel,
+                                 batch=point.batch, weight_dtype="fp8", kv_dtype="fp8",
+                                 expert_parallel=point.expert_parallel,
+                                 attention_data_parallel=point.attention_data_parallel, price_per_chip_hour=3.0)
+        assert (again.tpot_s, getattr(again, cost)) == pytest.approx((point.tpot_s, getattr(point, cost)), rel=1e-9)
