@@ -314,6 +314,34 @@ class Deployment:
         touch (`moe.expected_experts_touched`, uniform routing) instead of the k each token uses; each weight group
         in its own format (`memory.weights_read_bytes`: a mixed-precision checkpoint's experts and attention
         differ)."""
+        key = ("weights", tokens if self.model.n_experts > 1 else None)
+        if key not in self._memo:
+            self._trim_memo()
+            self._memo[key] = self._weights_read_per_chip(tokens)
+        return self._memo[key]
+
+    @functools.cached_property
+    def _memo(self) -> dict:
+        """What a step prices again and again on this deployment (a plan or a load prices thousands of steps):
+        the weights read at a token count, the attention FLOPs at a context."""
+        return {}
+
+    def _trim_memo(self):
+        if len(self._memo) >= 4096:  # a long simulation prices ever new contexts: keep the memory bounded
+            self._memo.clear()
+
+    def _attention_flops(self, decode_context: float, prefill_len: int) -> tuple:
+        """(FLOPs of one decode token attending to round(decode_context) cached tokens, FLOPs of attention over one
+        prompt of `prefill_len` tokens), summed over the layers, masked blocks skipped (`flops`)."""
+        key = ("attention", decode_context, prefill_len)
+        if key not in self._memo:
+            self._trim_memo()
+            m = self.model
+            decode = decode_step_flops(m, max(1, round(decode_context)), 1, skip_masked=True).attention
+            self._memo[key] = (decode, forward_flops(m, prefill_len, 1, skip_masked=True).attention)
+        return self._memo[key]
+
+    def _weights_read_per_chip(self, tokens: float) -> float:
         m = self.model
         touched = expected_experts_touched(m.n_experts, m.n_active_experts, tokens) if m.n_experts > 1 else None
         read = weights_read_bytes(m, self.weight_dtype, touched) / self.tensor_parallel
@@ -537,12 +565,10 @@ def step_estimate(deployment: Deployment, *, decode_batch: float = 0.0, decode_c
     kv_moved = (d.kv_read_per_chip(decode_batch, decode_context) if decode_batch else 0.0) + \
         (prefill_tokens * kv_bytes_per_token(m, d.kv_dtype) * d.kv_copies / tp) + \
         (prefill_tokens / prefill_len * d.state_bytes_per_sequence / tp)
-    attention = 0.0  # FLOPs summed over the layers (local layers score at most their window)
-    if decode_batch:
-        context = max(1, round(decode_context))
-        attention += decode_batch * decode_step_flops(m, context, 1, skip_masked=True).attention
-    if prefill_tokens:
-        attention += prefill_tokens / prefill_len * forward_flops(m, prefill_len, 1, skip_masked=True).attention
+    # FLOPs summed over the layers (local layers score at most their window)
+    per_decode, per_prompt = d._attention_flops(decode_context if decode_batch else 1, prefill_len)
+    attention = (decode_batch * per_decode if decode_batch else 0.0) + \
+        (prefill_tokens / prefill_len * per_prompt if prefill_tokens else 0.0)
     matmul = 2.0 * tokens * d.matmul_params / tp  # 2 FLOPs per weight per token, k experts per token
     # the bound: the best algorithm at line rate, the shortest latency physics allows; the estimate: NCCL's pick
     bandwidth, latency = _collectives(d, tokens, decode_batch, floors=eff.overlap)

@@ -42,6 +42,7 @@ Sources (full references in book/references.bib):
          protocol (ring LL: 6.6 us + 0.6 us per NVLink step), and the NVLS (in-switch reduction) latency.
 """
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -228,10 +229,16 @@ class NcclLatency:
 
     def lookup(self, table: str, algorithm: str, protocol: str) -> float:
         """One entry of `base`, `nvlink`, `net` or `efficiency`."""
-        for a, p, value in getattr(self, table):
-            if (a, p) == (algorithm, protocol):
-                return value
-        raise ValueError(f"no NCCL {table} entry for algorithm {algorithm!r} with protocol {protocol!r}")
+        value = self._entries.get((table, algorithm, protocol))
+        if value is None:
+            raise ValueError(f"no NCCL {table} entry for algorithm {algorithm!r} with protocol {protocol!r}")
+        return value
+
+    @functools.cached_property
+    def _entries(self) -> dict:
+        """{(table, algorithm, protocol): value} of the four tables (every collective priced reads a few)."""
+        return {(table, a, p): value for table in ("base", "nvlink", "net", "efficiency")
+                for a, p, value in getattr(self, table)}
 
 
 NCCL_LATENCY = NcclLatency(

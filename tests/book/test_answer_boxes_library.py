@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from scaling_lib import _validate
-from tests import REPO
+from tests import REPO, for_each
 
 BLOCK = """
 import sys
@@ -121,10 +121,10 @@ def _page_python() -> dict:
     return namespace
 
 
-@pytest.mark.parametrize("config, words", [
+@for_each([
     ('{"a": ' * 5000 + "1" + "}" * 5000, "nested too deeply"),  # json.loads itself recurses
     ("{not json", "error:"),
-])
+], ids=str)
 def test_the_page_form_answers_a_pasted_config_it_cannot_read_with_one_error_line(config, words):
     fields = {"config": config, "model": "", "chip": "h100", "chips": "1"}
     ok, text = json.loads(_page_python()["_estimate"](json.dumps(fields)))

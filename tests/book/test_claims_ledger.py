@@ -10,7 +10,7 @@ from dataclasses import replace
 import pytest
 
 from scaling_lib.book import claims as ledger
-from tests import REPO
+from tests import REPO, for_each
 
 CLAIMS_MD = REPO / "book" / "claims.md"  # the claims list lives in the repository; nothing is read from outside it
 # The ids book/claims.md must at least hold (a guard against the parse below silently finding nothing).
@@ -36,7 +36,7 @@ def test_claims_md_and_the_ledger_list_the_same_claims_each_row_sourced_and_publ
             assert claim.published_value is not None, f"{claim.key}: a relative tolerance needs a published value"
 
 
-@pytest.mark.parametrize("claim", ledger.CLAIMS, ids=lambda claim: claim.key)
+@for_each(ledger.CLAIMS, ids=lambda claim: claim.key)
 def test_ledger_row_holds(claim):
     result = ledger.evaluate(claim)
     assert result.holds, f"{claim.key}: {result.detail}"
@@ -70,7 +70,7 @@ DRIFTS = [
 ]
 
 
-@pytest.mark.parametrize("key, compute, holds, detail", DRIFTS)
+@for_each(DRIFTS, ids=str)
 def test_a_row_whose_value_drifts_fails(key, compute, holds, detail):
     row = ledger.claim(key)
     result = ledger.evaluate(replace(row, compute=lambda: compute(row)))
@@ -85,13 +85,13 @@ def test_published_numbers_are_read_by_key():
     assert set(ledger.claim_keys()) == {claim.key for claim in ledger.CLAIMS}
 
 
-@pytest.mark.parametrize("call, says", [
+@for_each([
     (lambda: ledger.published("M3 four caches"), "states no number"),
     (lambda: ledger.published_range("R1"), "states no range"),
     (lambda: ledger.published("R9"), "no ledger row 'R9'"),
     (lambda: ledger.Tolerance("abs"), "unknown tolerance kind"),
     (lambda: ledger.Tolerance("range"), "needs low, high or both"),
-])
+], ids=str)
 def test_bad_keys_and_tolerances_are_refused(call, says):
     with pytest.raises(ValueError, match=re.escape(says)):
         call()

@@ -8,7 +8,7 @@ import pytest
 from scaling_lib._validate import MAX_CHIPS
 from scaling_lib import __main__ as cli
 from scaling_lib.book import cli_reference
-from tests import REPO
+from tests import REPO, for_each
 
 COMMANDS = ("estimate", "plan")
 
@@ -37,7 +37,7 @@ def test_the_page_in_the_book_is_the_one_the_parser_generates_and_check_reports_
     assert cli_reference.main(["--check"], repo=tmp_path) == 0
 
 
-@pytest.mark.parametrize("command", COMMANDS)
+@for_each(COMMANDS, ids=str)
 def test_each_option_of_help_is_a_row_with_its_own_help_text(command):
     section, text = _section(cli_reference.page(), command), _help(command)
     options = re.findall(r"^\s+(--[a-z0-9-]+)", text, flags=re.MULTILINE)

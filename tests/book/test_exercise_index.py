@@ -9,13 +9,13 @@ import pytest
 from scaling_lib.book.exercises import Choice, exercises
 from scaling_lib.book.exercises.index import (EVERY_CHAPTER, KINDS, kind_counts, scan_chapters, scan_notebook, toc_appendices,
                                              toc_chapters)
-from tests import REPO
+from tests import REPO, for_each
 
 CHAPTERS = sorted((REPO / "chapters").glob("*.ipynb"))
 ROWS = scan_chapters(REPO / "chapters")
 
 
-@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+@for_each(CHAPTERS, ids=lambda p: p.stem)
 def test_each_chapter_asks_four_exercises_of_the_three_kinds_climbing_from_recompute_to_explore(path):
     rows = scan_notebook(path)
     assert len(rows) >= 4, f"{path.name}: {len(rows)} exercises"

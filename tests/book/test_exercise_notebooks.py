@@ -6,12 +6,11 @@ import json
 import math
 import re
 
-import pytest
 
 from scaling_lib.book.exercises import Choice, Number, exercises
 from scaling_lib.book.exercises.index import label_for, scan_chapters, scan_notebook, toc_appendices
 from scaling_lib.units import parse_unit
-from tests import REPO
+from tests import REPO, for_each
 
 CHAPTERS = sorted((REPO / "chapters").glob("*.ipynb"))
 ROWS = scan_chapters(REPO / "chapters")
@@ -160,7 +159,7 @@ def _leaks(cells) -> list:
     return leaks
 
 
-@pytest.mark.parametrize("path", CHAPTERS + [REPO / "book" / "worked_problems.ipynb"], ids=lambda p: p.stem)
+@for_each(CHAPTERS + [REPO / "book" / "worked_problems.ipynb"], ids=lambda p: p.stem)
 def test_no_answer_appears_before_its_exercise(path):
     assert not _leaks(_cells(path))
 
@@ -190,7 +189,7 @@ def _hidden(cell, outputs: bool) -> bool:
     return jupyter.get("source_hidden") is True and (not outputs or jupyter.get("outputs_hidden") is True)
 
 
-@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+@for_each(CHAPTERS, ids=lambda p: p.stem)
 def test_jupyterlab_shows_no_solution_or_quiz_answer_until_unfolded(path):
     cells = _cells(path)
     in_solution, solutions, answers = False, 0, 0

@@ -18,7 +18,7 @@ from scaling_lib.book.exercises import (Choice, Convention, Exercise, Number, Sl
                                         grade, register, solution)
 from scaling_lib.book.exercises.exercise import standard_slips
 from scaling_lib.units import parse_unit
-from tests import examples
+from tests import examples, for_each
 
 REGISTRY = exercises()
 NUMBER_PARTS = [(eid, part) for eid, ex in sorted(REGISTRY.items()) for part in ex.parts if isinstance(part, Number)]
@@ -61,7 +61,7 @@ def _forms(value: float) -> set:
 
 # --- a numeric answer: right in any unit, wrong with a direction, each slip named ------------------------------------
 
-@pytest.mark.parametrize("item", NUMBER_PARTS, ids=_part_id)
+@for_each(NUMBER_PARTS, ids=_part_id)
 def test_right_answer_and_another_unit_are_accepted(item):
     eid, part = item
     expected = _in_unit(part, part.expected())
@@ -74,7 +74,7 @@ def test_right_answer_and_another_unit_are_accepted(item):
     assert _verdict(eid, part, f"{converted:.10g} {other}")[1].correct, other
 
 
-@pytest.mark.parametrize("item", NUMBER_PARTS, ids=_part_id)
+@for_each(NUMBER_PARTS, ids=_part_id)
 def test_wrong_answers_say_the_direction_and_never_the_answer(item):
     eid, part = item
     expected = _in_unit(part, part.expected())
@@ -90,7 +90,7 @@ def test_wrong_answers_say_the_direction_and_never_the_answer(item):
         assert "expected" not in body and "x the" not in body
 
 
-@pytest.mark.parametrize("item", SLIPS, ids=lambda item: f"{_part_id(item)}:{item[2].name}")
+@for_each(SLIPS, ids=lambda item: f"{_part_id(item)}:{item[2].name}")
 def test_each_listed_slip_is_recognised_by_its_value_and_named(item):
     eid, part, slip = item
     wrong = _in_unit(part, slip.value())
@@ -102,7 +102,7 @@ def test_each_listed_slip_is_recognised_by_its_value_and_named(item):
     assert part_verdict.direction == ("high" if wrong > _in_unit(part, part.expected()) else "low")
 
 
-@pytest.mark.parametrize("item", NUMBER_PARTS, ids=_part_id)
+@for_each(NUMBER_PARTS, ids=_part_id)
 def test_slips_and_conventions_are_told_apart_from_the_answer_and_from_each_other(item):
     eid, part = item
     values = [("expected", part.expected())] + [(s.name, s.value()) for s in part.slips] + \
@@ -119,7 +119,7 @@ def test_slips_and_conventions_are_told_apart_from_the_answer_and_from_each_othe
                 assert abs(math.log(a / b)) > apart, (name_a, name_b, a / b)
 
 
-@pytest.mark.parametrize("item", NUMBER_PARTS, ids=_part_id)
+@for_each(NUMBER_PARTS, ids=_part_id)
 def test_an_answer_is_accepted_within_its_band_only(item):
     """A count is the exact whole number (one more or less is wrong, a fraction is no count); a modelling answer is
     accepted within its stated band and not at 1.5 times it; a band narrower than the default 1% to 2% is stated in
@@ -143,7 +143,7 @@ def test_an_answer_is_accepted_within_its_band_only(item):
 
 # --- answers of every other shape: choices, several parts, garbage ------------------------------------------------
 
-@pytest.mark.parametrize("item", CHOICE_PARTS, ids=_part_id)
+@for_each(CHOICE_PARTS, ids=_part_id)
 def test_choices_accept_the_letter_in_any_form_and_explain_wrong_options(item):
     eid, part = item
     for form in (part.correct, part.correct.upper(), f"({part.correct})", f" {part.correct}) ",
@@ -191,7 +191,7 @@ ODD_ANSWERS = [10**400, -10**400, 2**1024, 1e300, -1e300, 1e308, 5e-324, float("
                {1, 2}, (1,) * 100, "1 " + "k" * 1500, "2 kk tokens", "1 " + "ab" * 50_000, "\ud800", "1 \ud800s"]
 
 
-@pytest.mark.parametrize("eid", sorted(REGISTRY))
+@for_each(sorted(REGISTRY), ids=str)
 def test_odd_answers_get_a_verdict_never_an_exception_and_never_the_answer(eid):
     """`grade` promises never to raise for a reader's input: garbage is never accepted, and no verdict on an odd
     answer quotes the expected value; nor does one part too many pass."""
@@ -324,7 +324,7 @@ def test_each_kind_of_quantity_names_its_standard_slip():
 
 # --- the answer box's words: the rule shown before a try, the same judgement without notebook wording -----------------
 
-@pytest.mark.parametrize("item", NUMBER_PARTS, ids=_part_id)
+@for_each(NUMBER_PARTS, ids=_part_id)
 def test_the_rule_a_box_shows_before_a_try_is_enough_to_be_accepted(item):
     """A modelling answer's rule names a band and a number of significant figures: the answer rounded to that many
     figures is accepted. A count's rule repeats the rounding its question asks for."""
@@ -353,7 +353,7 @@ def _page_words(eid, answer):
     return grade(eid, answer, page=True), grade(eid, answer)
 
 
-@pytest.mark.parametrize("eid", sorted(REGISTRY))
+@for_each(sorted(REGISTRY), ids=str)
 def test_page_verdicts_judge_as_the_notebook_does_in_the_page_s_words(eid):
     exercise = REGISTRY[eid]
     parts = exercise.parts

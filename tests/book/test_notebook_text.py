@@ -12,9 +12,8 @@ import json
 import re
 import subprocess
 
-import pytest
 
-from tests import REPO
+from tests import REPO, for_each
 
 NOTEBOOKS = sorted(REPO.glob("chapters/*.ipynb")) + sorted(REPO.glob("book/*.ipynb"))
 PAGES = sorted(REPO.glob("book/*.md"))
@@ -46,7 +45,7 @@ def test_the_detectors_find_the_bel_of_a_non_raw_alpha_and_in_prose_the_tab_of_a
     assert not _control_characters("$W_\\text{ici}$\n", PROSE_CONTROL)
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS + PAGES, ids=lambda p: p.name)
+@for_each(NOTEBOOKS + PAGES, ids=lambda p: p.name)
 def test_no_prose_or_stored_output_contains_a_control_character(path):
     """A notebook's Markdown cells and stored outputs, and every book page; prose allows no tab."""
     if path.suffix == ".md":

@@ -19,7 +19,7 @@ import pytest
 
 from scaling_lib.book import portable
 from scaling_lib.book.portable import AGREEMENT_RUNGS, ERROR_RUNGS, at_least, between, relative_difference
-from tests import REPO
+from tests import REPO, for_each
 
 NOTEBOOKS = sorted(REPO.glob("chapters/*.ipynb")) + sorted(REPO.glob("book/*.ipynb"))
 MAX_DIGITS = 10
@@ -64,7 +64,7 @@ def test_the_scan_counts_significant_digits_and_finds_a_raw_float_in_glue_and_pr
         "cell 0: 0.5806584504897584", "cell 1: 13.098883248730964"]
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+@for_each(NOTEBOOKS, ids=lambda p: p.name)
 def test_a_notebook_stores_no_cpu_dependent_float_glues_portably_and_never_removes_a_glue_cell(path):
     cells = json.loads(path.read_text())["cells"]
     found = long_floats(cells)
@@ -80,10 +80,10 @@ def test_a_notebook_stores_no_cpu_dependent_float_glues_portably_and_never_remov
                             "hide-input"
 
 
-@pytest.mark.parametrize("value, digits, stored", [
+@for_each([
     (2188.8888888888887, 6, 2188.89), (0.5806584504897584, 6, 0.580658), (1.3e-7, 6, 1.3e-7),
     (-240.2439024390244, 6, -240.244), (3.0, 6, 3.0), (1490649.6, 8, 1490649.6), (1490649.6, 2, 1500000.0),
-])
+], ids=str)
 def test_significant_keeps_the_digits_asked_for_six_by_default(value, digits, stored):
     assert portable.significant(value, digits) == stored
     if digits == portable.GLUE_DIGITS:

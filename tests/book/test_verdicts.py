@@ -14,7 +14,7 @@ from scaling_lib.book.exercises.exercise import Choice, Number
 from scaling_lib.flops import decode_step_flops, matmul_params
 from scaling_lib.models import active_param_count
 from scaling_lib.units import parse_unit
-from tests import REPO
+from tests import REPO, for_each
 
 _SPEC = importlib.util.spec_from_file_location("slip_audit", REPO / "tools" / "slip_audit.py")
 slip_audit = importlib.util.module_from_spec(_SPEC)
@@ -61,7 +61,7 @@ HAND_DERIVED = [
 ]
 
 
-@pytest.mark.parametrize("value, by_hand, rel", HAND_DERIVED)
+@for_each(HAND_DERIVED, ids=str)
 def test_answers_equal_their_hand_derivation(value, by_hand, rel):
     assert value() == pytest.approx(by_hand, rel=rel, abs=0)
 
@@ -226,7 +226,7 @@ VERDICTS = [
 ]
 
 
-@pytest.mark.parametrize("eid, answer, verdict", VERDICTS)
+@for_each(VERDICTS, ids=str)
 def test_what_a_typed_answer_gets(eid, answer, verdict):
     typed = answer(_expected(eid)) if callable(answer) else answer
     result = grade(eid, typed)
@@ -264,7 +264,7 @@ _BYTE_PARTS = [(eid, part) for eid, exercise in sorted(exercises().items()) for 
                if isinstance(part, Number) and parse_unit(part.unit)[1] in ("bytes", "bandwidth")]
 
 
-@pytest.mark.parametrize("item", _BYTE_PARTS, ids=lambda item: f"{item[0]}:{item[1].name}")
+@for_each(_BYTE_PARTS, ids=lambda item: f"{item[0]}:{item[1].name}")
 def test_a_listed_slip_that_lands_where_bits_for_bytes_does_names_both(item):
     # Eight times the answer (its bits labelled bytes) or an eighth (its bytes labelled bits) is also a unit slip.
     eid, part = item
@@ -283,7 +283,7 @@ def _choices():
             if isinstance(part, Choice)]
 
 
-@pytest.mark.parametrize("item", _choices(), ids=lambda item: f"{item[0]}:{item[1].name}")
+@for_each(_choices(), ids=lambda item: f"{item[0]}:{item[1].name}")
 def test_no_wrong_option_hint_contains_the_right_option_s_text(item):
     # Neither the right option's text nor any 4 consecutive words of it (its one word, for a one-word option).
     eid, part = item

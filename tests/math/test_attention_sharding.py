@@ -6,6 +6,8 @@ import pytest
 from scaling_lib.attention_sharding import ATTENTION_SHARDINGS, attention_collectives
 from scaling_lib.collectives import ring_bytes_sent
 
+from tests import for_each
+
 
 def test_head_sharding_moves_nothing_and_batch_sharding_two_all_to_alls_of_the_query_block():
     assert ATTENTION_SHARDINGS == ("heads", "batch")
@@ -27,12 +29,12 @@ def test_one_chip_needs_no_collective_and_two_need_both_all_to_alls_over_a_padde
 
 
 # --- Bad input: a ValueError naming the argument and the fix ---------------------------------------------------------
-@pytest.mark.parametrize("call, words", [
+@for_each([
     (lambda: attention_collectives("sequence", 8, 4, 16, (2,)), "attention_sharding"),
     (lambda: attention_collectives("batch", 0, 4, 16, (2,)), "batch"),
     (lambda: attention_collectives("batch", 8, 4, 16, (2, 2, 2, 2)), "mesh_shape"),
     (lambda: attention_collectives("batch", 3, 4, 16, (2,)), "batch"),
-])
+], ids=str)
 def test_bad_input_gets_a_value_error_naming_the_argument_and_the_fix(call, words):
     with pytest.raises(ValueError, match=words):
         call()

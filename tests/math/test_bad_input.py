@@ -9,6 +9,8 @@ from scaling_lib.memory import kv_cache_bytes, max_batch_size
 from scaling_lib.models import Transformer, get_model
 from scaling_lib.roofline import critical_batch_size, matmul_flops, moe_critical_batch_size, roofline_time
 
+from tests import for_each
+
 TINY = dict(n_layers=2, d_model=64, d_ff=128, n_heads=4, n_kv_heads=2, head_dim=16, vocab_size=256)
 
 
@@ -42,8 +44,8 @@ def test_kv_heads_must_divide_query_heads():
         get_model("llama2-13b").with_(n_kv_heads=7)
 
 
-@pytest.mark.parametrize("field, value", [("n_layers", 0), ("d_model", -64), ("head_dim", 1.5),
-                                          ("vocab_size", True), ("sliding_window", 0)])
+@for_each([("n_layers", 0), ("d_model", -64), ("head_dim", 1.5),
+                                          ("vocab_size", True), ("sliding_window", 0)], ids=str)
 def test_model_fields_must_be_positive_integers(field, value):
     with pytest.raises(ValueError, match=field):
         Transformer(**{**TINY, field: value})
@@ -56,7 +58,7 @@ def test_more_active_experts_than_experts():
         moe_critical_batch_size("tpu-v5e", n_experts=2, n_active_experts=4)
 
 
-@pytest.mark.parametrize("call, name", [
+@for_each([
     (lambda: kv_cache_bytes("llama3-8b", -1), "tokens"),
     (lambda: kv_cache_bytes("llama3-8b", 10, batch=-2), "batch"),
     (lambda: matmul_flops(0, 10, 10), "batch"),
@@ -67,7 +69,7 @@ def test_more_active_experts_than_experts():
     (lambda: prefill_time("llama3-8b", "h100", 1, 1024, mfu=1.5), "mfu"),
     (lambda: prefill_time("llama3-8b", "h100", 1, 1024, mfu=0.0), "mfu"),
     (lambda: kv_cache_bytes("llama3-8b", float("nan")), "tokens"),
-])
+], ids=str)
 def test_negative_or_zero_sizes_name_the_argument(call, name):
     with pytest.raises(ValueError, match=name):
         call()

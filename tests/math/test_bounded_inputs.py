@@ -13,13 +13,15 @@ from scaling_lib.prefix_cache import CacheTiers, TieredLru, chat_workload, route
 from scaling_lib.simulator import ServingConfig, poisson_workload, simulate, trace_workload
 from scaling_lib.speculative import best_lookahead, best_roofline_lookahead
 
+from tests import for_each
+
 NAN, INF = float("nan"), float("inf")
 TIERS = CacheTiers(hbm_bytes=100, host_bytes=1000, host_bandwidth=1e9)
 
 
-@pytest.mark.parametrize("size, message", [(NAN, "size must be a finite number"), (INF, "size must be a finite"),
+@for_each([(NAN, "size must be a finite number"), (INF, "size must be a finite"),
                                            (-5, "size must be non-negative"), ("5", "size must be a number"),
-                                           (None, "size must be a number")])
+                                           (None, "size must be a number")], ids=str)
 def test_a_prefix_of_nan_inf_or_negative_bytes_is_refused(size, message):
     with pytest.raises(ValueError, match=message):
         TieredLru(TIERS).store("k", 5, size)
@@ -35,7 +37,7 @@ def test_after_refusing_a_nan_size_the_tiers_still_evict_by_bytes():
     assert lru.lookup("poison") == ("miss", 0)
 
 
-@pytest.mark.parametrize("call, message", [
+@for_each([
     (lambda: TieredLru(TIERS).store("k", -1, 10.0), "tokens must be a non-negative integer"),
     (lambda: TieredLru(TIERS).store("k", 2.5, 10.0), "tokens must be a non-negative integer"),
     (lambda: TieredLru(TIERS).store(["k"], 5, 10.0), "key must be hashable"),
@@ -49,7 +51,7 @@ def test_after_refusing_a_nan_size_the_tiers_still_evict_by_bytes():
     (lambda: evenly_ragged_lengths(8192, 2**40), "batch=1,099,511,627,776 is more than 1,000,000"),
     (lambda: generation_flops_curve("llama3-8b", 16, 2**40), "n_tokens=1,099,511,627,776 is more than 65,536"),
     (lambda: ServingConfig("llama3-8b", "h100", 2**12, 2**20, 16), "max_batch=1,048,576"),
-])
+], ids=str)
 def test_counts_that_would_loop_for_minutes_are_refused_naming_the_argument(call, message):
     with pytest.raises(ValueError, match=message):
         call()

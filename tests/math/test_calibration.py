@@ -45,6 +45,8 @@ from scaling_lib.memory import param_bytes
 from scaling_lib.models import MODELS, from_hf_config
 from scaling_lib.moe import as_moe
 
+from tests import for_each
+
 REPO_CONFIGS = __import__("pathlib").Path(__file__).resolve().parents[2] / "book" / "data" / "hf_configs"
 
 
@@ -135,7 +137,7 @@ def test_a_row_that_is_not_in_the_data_has_no_split_and_is_refused_naming_the_ro
 
 
 # --- the fit ----------------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("name", list(estimate.PROFILES))
+@for_each(list(estimate.PROFILES), ids=str)
 def test_each_stored_profile_is_exactly_the_result_of_its_fit(name):
     # A stale constant (rows or model changed, the profile not refitted) fails here.
     assert calibration.fit_profile(name) == estimate.PROFILES[name].efficiency
@@ -165,7 +167,7 @@ ROW_SETS = {
 }
 
 
-@pytest.mark.parametrize("rows", ROW_SETS.values(), ids=list(ROW_SETS))
+@for_each(ROW_SETS.values(), ids=list(ROW_SETS))
 def test_the_fast_row_model_prices_rows_as_the_estimate_does(rows):
     for eff in (Efficiency(mfu=0.55, hbm=0.7, network=0.6, latency=1.7, overhead_s=4e-4),
                 Efficiency(mfu=0.5, hbm=0.7, network=0.6, latency=2.0, overhead_s=1e-3)):
@@ -211,7 +213,7 @@ def test_the_bootstrap_range_of_each_fitted_efficiency_covers_the_value_planted_
     assert ranges["hbm"].low == ranges["hbm"].high == calibration.measured_weight_streaming()
 
 
-@pytest.mark.parametrize("field, ratio, low, fitted", [
+@for_each([
     ("mfu", lambda e: [0.5 / e.mfu] * 3, None, 0.5),  # predicted / measured = 0.5 / mfu: the loss is zero at 0.5
     # a loss that keeps falling down to 0.3 stops at the lowest efficiency searched
     ("network", lambda e: [e.network / 0.3], None, 0.3),
@@ -324,7 +326,7 @@ COMPARED = {
 }
 
 
-@pytest.mark.parametrize("row, system, shape", COMPARED.values(), ids=list(COMPARED))
+@for_each(COMPARED.values(), ids=list(COMPARED))
 def test_a_comparison_names_its_row_system_workload_split_and_the_step_of_its_dominant_term(row, system, shape):
     row = row()
     c = compare(row)
@@ -414,7 +416,7 @@ def test_a_first_token_time_is_one_prefill_whatever_the_output_length_or_the_rep
     assert [c.predicted for c in items] == pytest.approx([1 / one_prompt] * 2, rel=1e-12)
 
 
-@pytest.mark.parametrize("row, fits_only_where", [
+@for_each([
     # A static run of 300 sequences of llama2-7b on one fp8 H100, 128 prompt + 1,024 output tokens: the prompts fit
     # (a static batch may use all of HBM), the caches at the last step (1,151 tokens each) do not.
     (lambda: dataclasses.replace(_first("static"), output_len=1024, batch=300),
@@ -482,8 +484,8 @@ def test_the_validation_summary_covers_the_validation_rows_and_names_the_worst()
 
 
 # --- new models come from their Hugging Face configs ------------------------------------------------------------------
-@pytest.mark.parametrize("name, config", [("llama2-7b", "llama-2-7b"), ("llama2-70b", "llama-2-70b"),
-                                          ("mixtral-8x22b", "mixtral-8x22b")])
+@for_each([("llama2-7b", "llama-2-7b"), ("llama2-70b", "llama-2-70b"),
+                                          ("mixtral-8x22b", "mixtral-8x22b")], ids=str)
 def test_models_added_for_the_runs_match_their_configs(name, config):
     ours, theirs = MODELS[name], from_hf_config(REPO_CONFIGS / f"{config}.json")
     for field in ("n_layers", "d_model", "d_ff", "n_heads", "n_kv_heads", "head_dim", "vocab_size", "n_experts",
@@ -517,7 +519,7 @@ BAD_INPUT = {
 }
 
 
-@pytest.mark.parametrize("call, words", BAD_INPUT.values(), ids=list(BAD_INPUT))
+@for_each(BAD_INPUT.values(), ids=list(BAD_INPUT))
 def test_bad_input_gets_a_value_error_naming_the_argument_and_the_fix(call, words):
     with pytest.raises(ValueError, match=words):
         call()

@@ -13,6 +13,8 @@ from scaling_lib.serving import server_ratio
 from scaling_lib.sharding import decode_step_components
 from scaling_lib.speculative import best_roofline_lookahead, roofline_speedup, roofline_step
 
+from tests import for_each
+
 
 def test_a_107_tb_cache_on_one_16_gb_chip_is_refused_with_what_is_needed_and_the_fix():
     with pytest.raises(ValueError) as err:
@@ -48,7 +50,7 @@ def test_opting_out_prices_the_step_exactly_as_the_formula_and_a_smaller_cache_o
     decode_step_time("llama3-70b", "tpu-v5e", 32, 64, 8192)
 
 
-@pytest.mark.parametrize("call", [
+@for_each([
     lambda **k: step_time_bound(batch=240, kv_bytes_per_sequence=1e9, param_bytes=26e9, param_count=13e9,
                                 chip="tpu-v5e", n_chips=8, **k),
     lambda **k: decode_step_time_kv_heads("llama2-13b", 8, "tpu-v5e", 8, 240, 8192, **k),

@@ -20,6 +20,8 @@ from scaling_lib.memory import kv_cache_bytes
 from scaling_lib.models import get_model, param_count
 from scaling_lib.utilization import decode_latency_gap, mfu
 
+from tests import for_each
+
 PALM = "palm-540b"
 SLICE = (4, 4, 4)  # the 64-chip TPU v4 slice of the paper
 TOKENS = tuple(64 * 2**k for k in range(15))  # 64 .. 1,048,576 tokens per batch
@@ -182,10 +184,10 @@ def test_p4_mfu_76_percent_prefill_and_29_ms_decode_on_64_tpu_v4():
     assert gap.ratio == pytest.approx(3.9267, rel=1e-4) and gap.gap_s > 0
 
 
-@pytest.mark.parametrize("convention, key, equal_mesh, below_mesh, above_mesh", [
+@for_each([
     ("pope", "P5 Pope 2D crossover", (2, 2, 4), (2, 2, 2), (4, 4, 4)),
     ("scaling-book", "P5 Scaling Book 2D crossover", (3, 4, 6), (4, 4, 4), (4, 4, 8)),
-])
+], ids=str)
 def test_p5_2d_vs_1d_crossover_under_both_conventions(convention, key, equal_mesh, below_mesh, above_mesh):
     m = get_model(PALM)
     crossover = published(key)

@@ -14,6 +14,8 @@ from scaling_lib.inference import decode_step_time, decode_step_time_kv_heads, d
 from scaling_lib.memory import kv_cache_bytes, max_batch_size, memory_footprint, memory_footprint_kv_heads, param_bytes
 from scaling_lib.models import get_model, param_count
 
+from tests import for_each
+
 LLAMA2_13B = get_model("llama2-13b")
 CONTEXT = 8192
 V5E = get_chip("tpu-v5e")
@@ -33,11 +35,11 @@ def test_m1_to_m3_llama2_13b_weighs_26e9_bytes_and_four_8k_caches_outweigh_it():
     assert kv_cache_bytes(LLAMA2_13B, CONTEXT, batch=240) == pytest.approx(published("M3 batch 240"), rel=REL)
 
 
-@pytest.mark.parametrize("batch, total_key, step_key, throughput_key, fits", [
+@for_each([
     (1, "M4 batch 1 total", "M4 batch 1 step time", "M4 batch 1 throughput", True),
     (16, "M4 batch 16 total", "M4 batch 16 step time", None, False),
     (240, None, None, "M4 batch 240 throughput", False),
-])
+], ids=str)
 def test_m4_memory_bound_step_table_mha(batch, total_key, step_key, throughput_key, fits):
     footprint = memory_footprint(LLAMA2_13B, V5E, N_CHIPS, batch, CONTEXT)
     # the source prices batches that do not fit (16, 240): priced as if they did, and refused by default
@@ -99,7 +101,7 @@ SOURCE_ROWS = [  # (ledger key, the source-input computation)
 ]
 
 
-@pytest.mark.parametrize("key, compute", SOURCE_ROWS, ids=[key for key, _ in SOURCE_ROWS])
+@for_each(SOURCE_ROWS, ids=[key for key, _ in SOURCE_ROWS])
 def test_m4_m5_the_sources_rounded_inputs_reproduce_its_tables_to_the_printed_digits(key, compute):
     assert compute() == pytest.approx(published(key), rel=PRINTED)
 

@@ -30,6 +30,8 @@ from scaling_lib.simulator import (ENGINES, ServingConfig, poisson_workload, sim
 from scaling_lib.speculative import (best_lookahead, best_roofline_lookahead, draft_cost_ratio,
                                      expected_tokens_per_step, roofline_speedup, roofline_step, speedup)
 
+from tests import for_each
+
 # One LLaMA-3-70B server of 16 TPU v5e, as in the Scaling Book's ch. 8 example; 32 decode slots of 8,192 tokens.
 CONFIG, MIXED = V3_CONFIG, V3_MIX
 
@@ -145,7 +147,7 @@ def test_kv_transfer_is_the_prompt_cache_over_the_link():
 
 # --- V3: the simulator and the engine designs -----------------------------------------------------------------
 
-@pytest.mark.parametrize("engine", ENGINES)
+@for_each(ENGINES, ids=str)
 def test_simulator_conserves_requests_and_tokens_and_repeats_itself_for_a_seed(engine):
     a = _run(engine, poisson_workload(2.0, 200, **MIXED, seed=7))
     b = _run(engine, poisson_workload(2.0, 200, **MIXED, seed=7))
@@ -390,7 +392,7 @@ WORKLOAD = poisson_workload(1.0, 10, seed=0)
 FIT = max_batch_size("llama3-70b", "tpu-v5e", 16, 8192)
 
 
-@pytest.mark.parametrize("call, words", [
+@for_each([
     (lambda: prefill_time("llama3-8b", "h100", 1, 2048, 0.4, params="embedding"), "params"),
     (lambda: poisson_workload(-1.0, 10), "rate_per_s must be a positive"),
     (lambda: simulate(CONFIG, WORKLOAD, "interleaved", n_servers=0), "n_servers must be a positive integer"),
@@ -405,7 +407,7 @@ FIT = max_batch_size("llama3-70b", "tpu-v5e", 16, 8192)
     (lambda: trace_workload([(0.0, 0, 5)]), "prompt_len must be at least 1"),
     (lambda: ServingConfig("llama3-70b", "tpu-v5e", 16, 8, 8192, mfu=1.5), "mfu must be in"),
     (lambda: simulate_disaggregated(CONFIG, WORKLOAD, transfer_bandwidth=0.0), "transfer_bandwidth must be positive"),
-])
+], ids=str)
 def test_bad_input_gets_a_value_error_naming_the_argument_and_the_fix(call, words):
     with pytest.raises(ValueError, match=words):
         call()

@@ -15,6 +15,8 @@ from scaling_lib.memory import param_bytes
 from scaling_lib.models import get_model
 from scaling_lib.roofline import critical_batch_size
 
+from tests import for_each
+
 
 def test_t1_general_step_time_limits_slope_and_switch_at_bcrit():
     chip = get_chip("tpu-v5e")
@@ -36,7 +38,7 @@ def test_t1_general_step_time_limits_slope_and_switch_at_bcrit():
     assert big[1] - big[0] == pytest.approx(slope, rel=1e-9)
 
 
-@pytest.mark.parametrize("batch, key", [(4, "T2 batch 4"), (256, "T2 batch 256")])
+@for_each([(4, "T2 batch 4"), (256, "T2 batch 256")], ids=str)
 def test_t2_pop_quiz_30b_int8_weights_v5e_4x4(batch, key):
     # 30B dense, int8 weights (1 B each), bf16 math, 16 v5e chips, 8,192 context, 100 kB of KV per token.
     step = step_time_bound(batch=batch, **T2_INPUTS)

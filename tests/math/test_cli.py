@@ -22,7 +22,7 @@ from scaling_lib.your_model import _limit, _split
 from scaling_lib.estimate import PROFILES, TYPICAL, Deployment, decode_step, report
 from scaling_lib.models import active_param_count, from_hf_config, get_model, model_names, param_count
 from scaling_lib.plan import plan, price_deployment
-from tests import REPO
+from tests import REPO, for_each
 
 EXAMPLE = ["plan", "--model", "llama3-70b", "--chip", "h100", "--max-chips", "16", "--input-len", "2000",
            "--output-len", "500", "--ttft", "2", "--tpot", "0.05", "--price", "2.5"]
@@ -387,7 +387,7 @@ def _serial_step(overhead_s=0.0, comm_s=0.0, kv_s=0.0, attention_s=0.0, weights_
                            weights_s=weights_s, matmul_s=matmul_s, total_s=total)
 
 
-@pytest.mark.parametrize("terms, words, share", [
+@for_each([
     (dict(kv_s=1.0, attention_s=3.0, weights_s=2.0, matmul_s=1.0, comm_s=0.5, overhead_s=0.5), "attention", 0.5),
     (dict(kv_s=3.0, attention_s=1.0, weights_s=2.0, matmul_s=1.0, overhead_s=1.0), "KV cache", 0.5),
     (dict(kv_s=1.0, weights_s=1.0, matmul_s=4.0, comm_s=1.0, overhead_s=2.0), "matmuls", 0.5),
@@ -397,13 +397,13 @@ def _serial_step(overhead_s=0.0, comm_s=0.0, kv_s=0.0, attention_s=0.0, weights_
     # a tie within a pair names the memory read (the roofline's ridge point counts as memory-bound)
     (dict(kv_s=3.0, attention_s=3.0, weights_s=1.0), "KV cache", 0.75),
     (dict(weights_s=3.0, matmul_s=3.0, kv_s=1.0), "weights", 0.75),
-])
+], ids=str)
 def test_the_limit_is_the_largest_serial_term_with_its_share_of_the_step(terms, words, share):
     limit, fraction = _limit(_serial_step(**terms))
     assert words in limit and fraction == pytest.approx(share, rel=1e-12)
 
 
-@pytest.mark.parametrize("model, chip, n, tp, words", [
+@for_each([
     ("llama3-8b", "h100", 2, 1, "2 replicas on one chip each; nothing split"),
     ("llama3-8b", "h100", 1, 1, "1 replica on one chip each; nothing split"),
     ("llama3-70b", "h100", 8, 8, "1 replica of 8-way tensor parallelism; KV heads split 8 ways"),
@@ -416,7 +416,7 @@ def test_the_limit_is_the_largest_serial_term_with_its_share_of_the_step(terms, 
     ("palm-62b", "h100", 8, 8, "1 replica of 8-way tensor parallelism; the KV cache replicated on all 8 chips"),
     ("llama3-8b-2kv", "h100", 4, 4, "1 replica of 4-way tensor parallelism; KV heads split 2 ways, each replicated on "
                                     "2 chips"),
-])
+], ids=str)
 def test_the_split_says_replicas_tensor_parallelism_and_where_the_kv_heads_go(model, chip, n, tp, words):
     m = get_model("llama3-8b").with_(n_kv_heads=2, name=model) if model == "llama3-8b-2kv" else model
     assert _split(Deployment(m, chip, n, tensor_parallel=tp)) == words
@@ -492,7 +492,7 @@ READS = [(_count, "1", 1), (_count, str(2**53), 2**53), (_price, "0.5", 0.5), (_
          (_prices, " h100 = 2.5 ,tpu-v5e=1.2", {"h100": 2.5, "tpu-v5e": 1.2})]
 
 
-@pytest.mark.parametrize("read, text, value", READS, ids=[f"{r.__name__}({t!r})" for r, t, _ in READS])
+@for_each(READS, ids=[f"{r.__name__}({t!r})" for r, t, _ in READS])
 def test_an_option_reads_what_it_takes(read, text, value):
     assert read(text) == value
 
@@ -515,7 +515,7 @@ REFUSED = [
 ]
 
 
-@pytest.mark.parametrize("read, text, words", REFUSED, ids=[f"{r.__name__}({t!r})" for r, t, _ in REFUSED])
+@for_each(REFUSED, ids=[f"{r.__name__}({t!r})" for r, t, _ in REFUSED])
 def test_an_option_refuses_what_it_does_not_take_saying_what_it_takes(read, text, words):
     with pytest.raises(argparse.ArgumentTypeError, match=words):
         read(text)

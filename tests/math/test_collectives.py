@@ -31,6 +31,8 @@ from scaling_lib.hardware import get_chip
 from scaling_lib.measurements import collective_rows, nccl_rows
 from scaling_lib.sharding import beta, max_prefill_model_parallelism
 
+from tests import for_each
+
 MB = 1e6
 US = 1e-6
 MI300X_LINK = 64e9  # one Infinity Fabric link, one way (hardware.py's source); 7 peers per GPU
@@ -92,13 +94,13 @@ def test_ring_costs_by_hand_on_a_ring_of_8_v5e():
         collective_time("all-gather", 1e6, "tpu-v5e", 8)
 
 
-@pytest.mark.parametrize("chip, shape, wraps", [
+@for_each([
     ("tpu-v5e", (8, 16), (False, True)),  # the Scaling Book's example: a v5e axis wraps only when it spans 16 chips
     ("tpu-v5e", (4, 4), (False, False)),
     *[(chip, shape, (True,) * 3) for chip in CUBE_GENERATIONS for shape in ((4, 4, 4), (4, 4, 8))],
     *[(chip, small, (False,) * len(small)) for chip in CUBE_GENERATIONS
       for small in ((2, 2, 1), (2, 2, 2), (2, 2, 4), (4, 4), (4, 4, 2))],
-])
+], ids=str)
 def test_an_axis_wraps_only_across_a_whole_v5e_row_of_16_or_whole_4x4x4_cubes(chip, shape, wraps):
     assert get_chip(chip).topology.wraparound_axes(shape) == wraps
 
@@ -344,8 +346,8 @@ def test_an_all_to_all_across_hgx_nodes_by_hand():
 
 
 # --- A full mesh: MI300X's Infinity Fabric ---------------------------------------------------------------------------
-@pytest.mark.parametrize("op, per_link", [("all-gather", 1 / 8), ("reduce-scatter", 1 / 8), ("all-reduce", 2 / 8),
-                                          ("all-to-all", 1 / 64)])
+@for_each([("all-gather", 1 / 8), ("reduce-scatter", 1 / 8), ("all-reduce", 2 / 8),
+                                          ("all-to-all", 1 / 64)], ids=str)
 def test_a_full_mesh_of_8_mi300x_sends_each_peer_its_share_over_that_peers_link_by_hand(op, per_link):
     # Each GPU holds (all-gather) or owns (reduce-scatter) one eighth of V, and sends it straight to each of its 7
     # peers over the link to that peer: V / 8 per link; an all-reduce is both (2 V / 8); an all-to-all sends each peer
@@ -396,13 +398,13 @@ def test_latency_bound_thresholds_are_where_the_collectives_latency_equals_its_b
         assert at.bandwidth_s == pytest.approx(at.latency_s)
 
 
-@pytest.mark.parametrize("op, array_bytes, seconds, n, expected", [
+@for_each([
     # nccl-tests: bus bandwidth = algorithm bandwidth x 2(n-1)/n for an all-reduce, x (n-1)/n for the others.
     ("all-reduce", 8e9, 1.0, 8, 14e9),  # 8 GB in 1 s over 8 GPUs
     ("all-gather", 8e9, 1.0, 8, 7e9), ("reduce-scatter", 8e9, 1.0, 8, 7e9), ("all-to-all", 8e9, 1.0, 8, 7e9),
     ("all-reduce", 1e9, 1.0, 2, 1e9),  # 2 GPUs: 2 x 1/2 of 1 GB in 1 s
     ("all-gather", 1e9, 2.0, 2, 0.25e9),  # 1/2 of 1 GB in 2 s
-])
+], ids=str)
 def test_bus_bandwidth_scales_the_algorithm_bandwidth_by_the_share_each_gpu_moves(op, array_bytes, seconds, n,
                                                                                    expected):
     assert bus_bandwidth(op, array_bytes, seconds, n) == pytest.approx(expected, rel=1e-12)
@@ -478,7 +480,7 @@ def test_the_published_rows_are_sourced_and_span_8_kb_to_8_gb_and_two_to_72_gpus
     assert {row.n_chips for row in ROWS if row.chip != "tpu-v5e"} >= {2, 8, 64, 72}
 
 
-@pytest.mark.parametrize("row", ROWS, ids=lambda r: r.label)
+@for_each(ROWS, ids=lambda r: r.label)
 def test_no_published_collective_beats_the_bound_and_the_estimate_is_within_25_percent_or_a_listed_miss(row):
     assert _model(row).bound_s <= row.seconds
     ratio = row.seconds / _model(row).expected_s
@@ -490,7 +492,7 @@ def test_no_published_collective_beats_the_bound_and_the_estimate_is_within_25_p
 
 
 # --- Bad input: a ValueError naming the argument and the fix ---------------------------------------------------------
-@pytest.mark.parametrize("call, words", [
+@for_each([
     # a switch: whole nodes, and only an algorithm NCCL runs there
     (lambda: collective_time("all-reduce", 1e9, "h100", 12),
      r"\bn_shards=12 on h100 spans 1\.5 nodes of 8 GPUs; a collective across nodes needs whole nodes\b.*"
@@ -547,7 +549,7 @@ def test_no_published_collective_beats_the_bound_and_the_estimate_is_within_25_p
     # the layouts' conventions
     (lambda: Collective("all-gather", "weights", 270e9, (4, 4, 4)).seconds("tpu-v4", "x"), "unknown convention 'x'"),
     (lambda: ring_bytes_sent((1.6e6, (4, 4))), "collectives.Collective"),
-])
+], ids=str)
 def test_bad_input_gets_a_value_error_naming_the_argument_and_the_fix(call, words):
     with pytest.raises(ValueError, match=words):
         call()

@@ -13,6 +13,8 @@ from scaling_lib.hardware import get_chip
 from scaling_lib.memory import kv_bytes_per_token
 from scaling_lib.models import get_model
 
+from tests import for_each
+
 PALM = "palm-540b"
 
 
@@ -49,7 +51,7 @@ def test_table_1_lists_the_multihead_model_then_palm_per_sharding_for_any_sized_
 
 
 # --- Bad input: a ValueError naming the argument and the fix ---------------------------------------------------------
-@pytest.mark.parametrize("call, words", [
+@for_each([
     (lambda: max_context_length(PALM, "tpu-v4", 64, 128, "sequence"), "unknown attention_sharding"),
     (lambda: max_context_length(PALM, "tpu-v4", 64, 0, "batch"), "batch must be a positive integer"),
     (lambda: max_context_length(PALM, "tpu-v4", 64, 128, "batch", kv_fraction=1.5), "kv_fraction"),
@@ -58,7 +60,7 @@ def test_table_1_lists_the_multihead_model_then_palm_per_sharding_for_any_sized_
     (lambda: kv_versus_weights(PALM, 8, -1), "context_len"),
     (lambda: context_length_table("tpu-v4", 64, ()), "batches"),
     (lambda: context_length_table("tpu-v4", 64, (0,)), "batches entry must be a positive integer"),
-])
+], ids=str)
 def test_bad_input_gets_a_value_error_naming_the_argument_and_the_fix(call, words):
     with pytest.raises(ValueError, match=words):
         call()

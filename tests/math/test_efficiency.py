@@ -7,6 +7,8 @@ from scaling_lib.efficiency import PHYSICAL_RANGES, PROFILES, TYPICAL, Calibrate
     platform_of_chip, resolve_efficiency
 from scaling_lib.estimate import Deployment, decode_step, prefill
 
+from tests import for_each
+
 
 def test_the_cache_moves_at_kv_hbm_and_the_weights_at_hbm():
     # Halving kv_hbm doubles the cache read and leaves the weights alone; with kv_hbm unset the cache moves at hbm.
@@ -27,8 +29,8 @@ def test_layer_s_costs_every_layer_of_a_tensor_parallel_step_and_nothing_on_one_
     assert prefill(eight, 128, 1, eff).layer_s == pytest.approx(32 * 1e-4)
 
 
-@pytest.mark.parametrize("chip, platform", [("h100", "gpu"), ("b200", "gpu"), ("a100", "gpu"), ("mi300x", "amd"),
-                                            ("tpu-v5e", "tpu"), ("ironwood", "tpu")])
+@for_each([("h100", "gpu"), ("b200", "gpu"), ("a100", "gpu"), ("mi300x", "amd"),
+                                            ("tpu-v5e", "tpu"), ("ironwood", "tpu")], ids=str)
 def test_each_chip_belongs_to_the_platform_its_network_says(chip, platform):
     assert platform_of_chip(chip) == platform
 
@@ -67,7 +69,7 @@ BAD_INPUT = {
 }
 
 
-@pytest.mark.parametrize("call, words", BAD_INPUT.values(), ids=list(BAD_INPUT))
+@for_each(BAD_INPUT.values(), ids=list(BAD_INPUT))
 def test_bad_input_gets_a_value_error_naming_the_argument_and_the_fix(call, words):
     with pytest.raises(ValueError, match=words):
         call()

@@ -35,6 +35,8 @@ from scaling_lib.memory import kv_cache_bytes, kv_head_groups, max_batch_size, p
 from scaling_lib.models import active_param_count, get_model, param_count
 from scaling_lib.moe import as_moe
 
+from tests import for_each
+
 H100 = get_chip("h100")
 
 
@@ -43,7 +45,7 @@ def _llama8b(n_chips=1, chip="h100", **settings):
 
 
 # --- a deployment: its mesh, its tensor-parallel groups and how it describes them -------------------------------------
-@pytest.mark.parametrize("model, chip, n, kwargs, mesh", [
+@for_each([
     ("llama3-70b", "tpu-v5e", 8, {}, (4, 2)), ("llama3-70b", "tpu-v5e", 32, {}, (8, 4)),
     ("llama3-70b", "ironwood", 8, {}, (2, 2, 2)), ("llama3-70b", "ironwood", 32, {}, (4, 4, 2)),
     ("llama3-70b", "h100", 8, {}, (8,)), ("llama3-8b", "h100", 8, dict(tensor_parallel=2), (2,)),
@@ -57,7 +59,7 @@ def test_the_default_mesh_is_the_most_even_torus_largest_axis_first_and_a_gpu_gr
     assert Deployment(model, chip, n, **kwargs).mesh_shape == mesh
 
 
-@pytest.mark.parametrize("chip", ["tpu-v5e", "tpu-v6e"])
+@for_each(["tpu-v5e", "tpu-v6e"], ids=str)
 def test_the_default_pope_mesh_on_a_2d_torus_uses_two_axes_of_links_at_most(chip):
     for n in (16, 64, 256):  # 16 and 64 chips were laid on three axes, (2, 2, 4) and (4, 4, 4)
         meshes = [Deployment("llama3-70b", chip, n, ffn_layout="2d-ws").mesh_shape] + [
@@ -65,7 +67,7 @@ def test_the_default_pope_mesh_on_a_2d_torus_uses_two_axes_of_links_at_most(chip
         assert all(math.prod(mesh) == n and sum(a > 1 for a in mesh) <= 2 for mesh in meshes), (n, meshes)
 
 
-@pytest.mark.parametrize("model, chip, n, kwargs, tensor_parallel, replicas", [
+@for_each([
     ("llama3-8b", "tpu-v5e", 32, {}, 32, 1),  # n = H: one query head per chip
     ("llama3-8b", "h100", 8, dict(tensor_parallel=4), 4, 2),
     ("llama3-8b", "h100", 8, dict(max_sequences=4.0), 8, 1),
@@ -92,7 +94,7 @@ def test_one_chip_more_than_the_largest_group_is_refused_naming_the_argument_it_
     assert "n_chips" not in str(refused.value)
 
 
-@pytest.mark.parametrize("n, kwargs, ends", [
+@for_each([
     (8, {}, "; KV heads split 8 ways"),
     (8, dict(kv_placement="replicated"), "KV heads split 8 ways"),
     (8, dict(kv_placement="batch-split"), "KV heads split 8 ways"),
@@ -185,7 +187,7 @@ def test_the_largest_batch_by_hand_and_none_when_the_weights_fill_the_chip():
         decode_step(Deployment("llama3-70b", "h100", 2), 400, 8192)
 
 
-@pytest.mark.parametrize("phase", ["prefill", "decode"])
+@for_each(["prefill", "decode"], ids=str)
 def test_a_step_holds_the_weights_plus_its_share_of_the_caches_it_writes_or_reads(phase):
     # One replica, 2-way tensor parallel: each chip keeps half of every cache (4 of the 8 KV heads).
     m, d = get_model("llama3-8b"), _llama8b(2)
@@ -272,8 +274,7 @@ def test_a_replicated_cache_writes_each_new_token_on_twice_the_chips_of_a_batch_
     assert replicated.kv_s == pytest.approx(2 * split.kv_s, rel=1e-12)
 
 
-@pytest.mark.parametrize("context, steps, mean, longest", [(1000, 4, 1002.5, 1004), (0, 4, 2.5, 4)],
-                         ids=["from-1000-tokens", "from-an-empty-cache"])
+@for_each([(1000, 4, 1002.5, 1004), (0, 4, 2.5, 4)], ids=["from-1000-tokens", "from-an-empty-cache"])
 def test_decode_time_is_steps_times_the_step_at_the_mean_context(context, steps, mean, longest):
     # 4 steps from 1,000 cached tokens attend to 1,001 ... 1,004 keys (mean 1,002.5); from none, to 1 ... 4 keys
     d = _llama8b()
@@ -329,7 +330,7 @@ def _published_model(stem):
     return from_hf_config(REPO / "book" / "data" / "hf_configs" / f"{stem}.json")
 
 
-@pytest.mark.parametrize("context", [1024, 65536])
+@for_each([1024, 65536], ids=str)
 def test_a_hybrids_decode_reads_and_writes_its_state_once_per_step_whatever_the_context(context):
     # Nemotron-H-56B: per sequence 54 Mamba-2 states (256 heads x 64 x 256, and 3 x 20,480 of convolution window),
     # bf16, read and written back each step; keys and values only in its 10 attention layers (8 KV heads of 128).
@@ -364,7 +365,7 @@ def test_a_mixed_precision_checkpoint_reads_each_group_in_its_own_format():
 
 
 # --- the collectives a step pays, by hand -----------------------------------------------------------------------------
-@pytest.mark.parametrize("dtypes, batch, context", [(dict(weight_dtype="fp8", kv_dtype="fp8", compute_dtype="fp8"),
+@for_each([(dict(weight_dtype="fp8", kv_dtype="fp8", compute_dtype="fp8"),
                                                      64, 4096), ({}, 16, 1024)], ids=["fp8-batch-64", "bf16-batch-16"])
 def test_megatron_decode_pays_two_all_reduces_per_layer_on_the_switch(dtypes, batch, context):
     # LLaMA-3-70B on 8 H100: two all-reduces of [B, 8,192] activations in bf16 per layer, 80 layers, each its latency
@@ -387,7 +388,7 @@ def test_the_bounds_collectives_are_the_line_rate_floor_and_one_nvlink_step():
     assert step.comm_latency_s < decode_step(d, 16, 1024, Efficiency()).comm_latency_s / 10  # NCCL's pick at peak
 
 
-@pytest.mark.parametrize("model, chip, n, batch, context, n_heads, group", [
+@for_each([
     # 16-way tensor parallel over LLaMA-3-70B's 8 KV heads: each head's 2 chips split the batch between them
     ("llama3-70b", "ironwood", 16, 32, 1024, 64, 2),
     # LLaMA-2-13B with K = 8 KV heads on 10 chips: each KV head is shared by 10 / gcd(8, 10) = 5 chips
@@ -498,7 +499,7 @@ def _fp8_sequences_that_fit(d, hbm_bytes):
 SMALL_ENGINE = dict(memory_utilization=0.2, max_sequences=100_000)
 
 
-@pytest.mark.parametrize("settings, efficiency, batch", [
+@for_each([
     ({}, None, lambda d: _fp8_sequences_that_fit(d, d.chip.hbm_capacity)),
     ({}, "typical", lambda d: 2048),  # max_sequences caps it
     (SMALL_ENGINE, "typical", lambda d: _fp8_sequences_that_fit(d, 0.2 * d.chip.hbm_capacity)),
@@ -610,7 +611,7 @@ def test_refused_offline_slots_name_how_many_do_fit_and_the_remedies():
 
 
 # --- the bound against published measurements -------------------------------------------------------------------------
-@pytest.mark.parametrize("row", trtllm_rows(), ids=lambda r: r.label)
+@for_each(trtllm_rows(), ids=lambda r: r.label)
 def test_offline_throughput_bound_is_never_beaten_by_tensorrt_llm_with_an_fp8_kv_cache(row):
     bound = offline_throughput(row.model, row.gpu, row.n_gpus, row.input_len, row.output_len, weight_dtype="fp8",
                                kv_dtype="fp8", compute_dtype="fp8", tensor_parallel=row.tensor_parallel)
@@ -627,7 +628,7 @@ def test_with_a_bf16_kv_cache_the_8b_rows_beat_the_bound_so_the_engine_stored_fe
     assert len(beaten) >= 5 and {"h100", "h200"} <= {label.split()[1] for label in beaten}
 
 
-@pytest.mark.parametrize("row", pope_rows(), ids=lambda r: r.label)
+@for_each(pope_rows(), ids=lambda r: r.label)
 def test_pope_measured_latencies_are_at_least_the_bound(row):
     d = pope_deployment(row)
     if row.phase == "prefill":
@@ -805,7 +806,7 @@ BAD_INPUT = {
 }
 
 
-@pytest.mark.parametrize("call, words", BAD_INPUT.values(), ids=list(BAD_INPUT))
+@for_each(BAD_INPUT.values(), ids=list(BAD_INPUT))
 def test_bad_input_gets_a_value_error_naming_the_argument_and_the_fix(call, words):
     with pytest.raises(ValueError, match=words):
         call()

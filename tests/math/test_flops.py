@@ -10,6 +10,8 @@ from scaling_lib.flops import (FlopCount, attention_pairs, cached_generation_flo
                                generation_flops_curve, matmul_params, naive_generation_flops)
 from scaling_lib.models import get_model, param_count
 
+from tests import for_each
+
 LLAMA = get_model("llama3-8b")
 
 
@@ -108,7 +110,7 @@ def test_a_generation_curve_starts_at_the_prefill_ends_at_the_totals_and_grows_e
 
 
 # --- Bad input: a ValueError naming the argument and the fix ---------------------------------------------------------
-@pytest.mark.parametrize("call, words", [
+@for_each([
     (lambda: forward_flops(LLAMA, 0), "tokens"),
     (lambda: forward_flops(LLAMA, 8, batch=0), "batch"),
     (lambda: forward_flops("no-such-model", 8), "unknown model"),
@@ -120,7 +122,7 @@ def test_a_generation_curve_starts_at_the_prefill_ends_at_the_totals_and_grows_e
     (lambda: generation_flops_curve(LLAMA, 8, 4, cached=False, cache_len=16), "cached=True"),
     (lambda: generation_flops_curve(LLAMA, 16, 10, cache_len=24),
      r"\bcache_len=24\b.*\(16 \+ 9\); pass cache_len >= 25\b"),
-])
+], ids=str)
 def test_bad_input_gets_a_value_error_naming_the_argument_and_the_fix(call, words):
     with pytest.raises(ValueError, match=words):
         call()

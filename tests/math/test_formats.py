@@ -4,9 +4,10 @@ checkpoints, written out here."""
 
 import re
 
-import pytest
 
 from scaling_lib.formats import matmul_dtype, own_weight_dtype, quality_caveat, searchable
+
+from tests import for_each
 
 # (chip, weights, the matmul format): fp8 and int8 run in their own format where the chip has a native rate, fp4
 # formats only on Blackwell; anything else is upcast to bf16 (int4 weights: W4A16)
@@ -15,7 +16,7 @@ MATMULS = [("h100", "fp8", "fp8"), ("h100", "int8", "int8"), ("h100", "int4", "b
            ("tpu-v5e", "fp8", "bf16"), ("tpu-v5e", "int8", "int8")]
 
 
-@pytest.mark.parametrize("chip, weights, matmuls", MATMULS)
+@for_each(MATMULS, ids=str)
 def test_the_matmuls_run_in_the_weights_format_where_the_chip_computes_it(chip, weights, matmuls):
     assert matmul_dtype(chip, weights) == matmuls
     # fp4 weights are searched only where they are computed natively; every other format everywhere
@@ -28,8 +29,8 @@ def test_a_model_is_searched_in_the_precision_its_authors_published():
     assert own_weight_dtype("llama3-70b", "mxfp4") == "mxfp4"  # a config.json's quantization_config wins
 
 
-@pytest.mark.parametrize("dtype, bits", [("int4", "4"), ("nvfp4", "4.5"), ("mxfp4", "4.25"), ("bf16", None),
-                                         ("fp8", None), ("int8", None)])
+@for_each([("int4", "4"), ("nvfp4", "4.5"), ("mxfp4", "4.25"), ("bf16", None),
+                                         ("fp8", None), ("int8", None)], ids=str)
 def test_every_format_below_8_bits_carries_a_one_line_quality_caveat(dtype, bits):
     caveat = quality_caveat(dtype)
     if bits is None:

@@ -35,6 +35,8 @@ from scaling_lib.measurements import POPE_HEADLINE_RUNS, pope_rows
 from scaling_lib.models import get_model, param_count
 from scaling_lib.utilization import mfu
 
+from tests import for_each
+
 PALM, V4, SLICE = "palm-540b", "tpu-v4", (4, 4, 4)
 # LLaMA 3 70B: L = 80, K = 8 KV heads, H = 128: 2 (K and V) x 80 x 8 x 128 x 2 B = 327,680 B of bf16 KV per token.
 LLAMA70, LLAMA70_KV_PER_TOKEN, LLAMA70_KV_PER_HEAD = "llama3-70b", 327_680, 40_960
@@ -53,7 +55,7 @@ def test_the_runs_chapter_8_uses_are_rows_of_the_table_and_a_decode_step_is_the_
         assert math.isclose(measured_step_s(row) * row.decode_steps, row.latency_s)
 
 
-@pytest.mark.parametrize("row", ROWS, ids=lambda r: r.label)
+@for_each(ROWS, ids=lambda r: r.label)
 def test_recomputed_mfu_matches_the_published_percent_within_one_point(row):
     assert abs(measured_mfu(row) - row.mfu) <= 0.01
     key = LEDGER_ROWS_ELSEWHERE.get((row.model, row.scenario, row.phase), f"P4 MFU {row.label}")
@@ -215,7 +217,7 @@ def test_nothing_fits_suggests_padding_only_when_the_heads_do_not_split():
 
 
 # --- The chosen layouts against Tables 2 and 3 -----------------------------------------------------------------------
-@pytest.mark.parametrize("row", ROWS, ids=lambda r: r.label)
+@for_each(ROWS, ids=lambda r: r.label)
 def test_the_model_chooses_the_papers_layout_or_explains_why_not(row):
     decision = choose_for(row)
     # Attention is head-sharded exactly when the batch is one; the best choice has no margin over itself, and an int8
@@ -232,7 +234,7 @@ def test_the_model_chooses_the_papers_layout_or_explains_why_not(row):
     assert comm_volume_curves(PALM, SLICE, (row.tokens,)).best() == ("wg-xyz",)
 
 
-@pytest.mark.parametrize("row", ROWS, ids=lambda r: r.label)
+@for_each(ROWS, ids=lambda r: r.label)
 def test_every_measured_step_is_slower_than_the_model_by_exactly_its_mfu_shortfall(row):
     model = choose_for(row).best
     ratio = measured_step_s(row) / model.total_s
@@ -380,7 +382,7 @@ def test_p6_chatbot_turn_is_a_cached_prefill_then_64_steps_and_beats_the_publish
 
 
 # --- Bad input: a ValueError naming the argument and the fix ---------------------------------------------------------
-@pytest.mark.parametrize("call, words", [
+@for_each([
     (lambda: layout_cost(PALM, V4, 64, "decode", 48, "2d-ws", "batch"),
      r"batch=48 divisible by n_chips=64.*attention_sharding='heads'"),
     (lambda: layout_cost(PALM, V4, 64, "train", 64, "2d-ws", "batch"), "unknown phase"),
@@ -419,7 +421,7 @@ def test_p6_chatbot_turn_is_a_cached_prefill_then_64_steps_and_beats_the_publish
     (lambda: choose_layout(PALM, V4, 64, "decode", 64, tie=1.5), "tie"),
     (lambda: choose_layout(PALM, V4, 64, "decode", 64, tie=-0.01), r"\btie\b"),
     (lambda: pareto_frontier([1]), "points must hold LayoutCost results"),
-])
+], ids=str)
 def test_bad_input_gets_a_value_error_naming_the_argument_and_the_fix(call, words):
     with pytest.raises(ValueError, match=words):
         call()

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from scaling_lib import hf_config, hf_families, hf_fields
 from scaling_lib.__main__ import main, parser
 from scaling_lib.models import Transformer, from_hf_config
-from tests import REPO, examples
+from tests import REPO, examples, for_each
 
 KNOWN_TYPES = set(hf_families.READERS) | set(hf_config.TYPE_ALIASES) | set(hf_config.WRAPPERS)
 # Each property below runs once per config field or command-line option (some 60 in all): the inner loop draws 3
@@ -165,7 +165,7 @@ def _must_refuse(kind, value) -> bool:
     return False
 
 
-@pytest.mark.parametrize("field", sorted(FIELDS))
+@for_each(sorted(FIELDS), ids=str)
 def test_any_json_value_in_any_field_is_read_or_refused_naming_the_field(field):
     kind, base = FIELDS[field]
 
@@ -185,7 +185,7 @@ def test_any_json_value_in_any_field_is_read_or_refused_naming_the_field(field):
     check()
 
 
-@pytest.mark.parametrize("field", sorted(f for f, (kind, _) in FIELDS.items() if kind in ("size", "size?")))
+@for_each(sorted(f for f, (kind, _) in FIELDS.items() if kind in ("size", "size?")), ids=str)
 def test_a_good_size_is_read_as_that_size_or_refused_for_what_it_makes(field):
     """Good integers either give a model or a ValueError about the combination (heads that do not divide, ...)."""
     base = FIELDS[field][1]

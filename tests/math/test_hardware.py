@@ -11,6 +11,8 @@ from scaling_lib.collectives import collective_bandwidth, collective_time
 from scaling_lib.estimate import report
 from scaling_lib.hardware import chip_names, get_chip
 
+from tests import for_each
+
 REQUIRED_CHIPS = ("tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e", "tpu-7x", "h100", "h200", "b200")
 
 
@@ -21,7 +23,7 @@ def test_every_required_chip_exists_and_every_chip_has_a_source():
         assert get_chip(name).source
 
 
-@pytest.mark.parametrize("name", chip_names())
+@for_each(chip_names(), ids=str)
 def test_chip_rates_are_consistent(name):
     chip = get_chip(name)
     assert chip.ici_bidirectional == 2 * chip.ici_link_bandwidth
@@ -50,7 +52,7 @@ HBM_AS_PUBLISHED = [
 ]
 
 
-@pytest.mark.parametrize("name, capacity, quoted", HBM_AS_PUBLISHED, ids=[row[0] for row in HBM_AS_PUBLISHED])
+@for_each(HBM_AS_PUBLISHED, ids=[row[0] for row in HBM_AS_PUBLISHED])
 def test_every_chips_hbm_is_its_sources_figure_in_its_sources_unit(name, capacity, quoted):
     chip = get_chip(name)
     assert chip.hbm_capacity == pytest.approx(capacity, rel=1e-12)
@@ -77,7 +79,7 @@ def test_ironwood_ici_per_axis_and_v4_per_chip_match_the_sources_and_reproduce_b
     assert get_chip("tpu-v5e").ici_hop_latency > 0
 
 
-@pytest.mark.parametrize("name", ["h100", "h200", "b200"])
+@for_each(["h100", "h200", "b200"], ids=str)
 def test_gpus_are_switched_nvlink_domains_whose_injection_is_half_the_data_sheet_figure(name):
     # Data sheets state NVLink bandwidth per GPU counting both directions; a GPU injects half of it one way.
     chip = get_chip(name)
@@ -89,7 +91,7 @@ def test_gpus_are_switched_nvlink_domains_whose_injection_is_half_the_data_sheet
     assert f"{chip.dcn_bandwidth * 8 / 1e9:.0f} Gb/s" in chip.source  # one scale-out NIC per GPU
 
 
-@pytest.mark.parametrize("name", ["tpu-v5e", "tpu-v5p", "tpu-v6e", "tpu-7x"])
+@for_each(["tpu-v5e", "tpu-v5p", "tpu-v6e", "tpu-7x"], ids=str)
 def test_tpu_dcn_bandwidth_per_chip_is_the_one_its_source_states(name):
     chip = get_chip(name)
     assert chip.topology.kind == "torus" and chip.topology.wraparound
@@ -156,7 +158,7 @@ def _v5e_topology(**changes):
     return dataclasses.replace(V5E, topology=dataclasses.replace(V5E.topology, **changes))
 
 
-@pytest.mark.parametrize("call, words", [
+@for_each([
     (lambda: get_chip("tpu-v9"), "aliases: ironwood"),
     (lambda: get_chip("tpu-v4").dcn_bandwidth,
      r"tpu-v4: dcn_bandwidth is not in the hardware table.*pass the bandwidth"),
@@ -174,7 +176,7 @@ def _v5e_topology(**changes):
     *[(lambda field=field: _v5e_topology(**{field: -1.0}),
        rf"\btpu-v5e: topology {field} must be positive or None, got -1\.0$")
       for field in ["hop_latency", "dcn_bandwidth"]],
-])
+], ids=str)
 def test_bad_input_gets_a_value_error_naming_the_chip_the_field_and_the_fix(call, words):
     with pytest.raises(ValueError, match=words):
         call()

@@ -20,7 +20,7 @@ from scaling_lib.flops import decode_step_flops, matmul_params
 from scaling_lib.kv_levers import decode_attention_cost, kv_footprint
 from scaling_lib.memory import kv_bytes_per_token, kv_cache_bytes
 from scaling_lib.models import active_param_count, from_hf_config, get_model, param_count, read_hf_config
-from tests import REPO
+from tests import REPO, for_each
 
 CONFIGS = REPO / "book" / "data" / "hf_configs"
 
@@ -134,7 +134,7 @@ CARDS = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(CARDS))
+@for_each(sorted(CARDS), ids=str)
 def test_each_config_parses_to_its_model_cards_parameter_totals(name):
     config, total, active, (total_tolerance, active_tolerance) = CARDS[name]
     model = from_hf_config(config)
@@ -214,23 +214,23 @@ def test_mla_decode_attention_flops_absorbed_against_a_hand_derivation():
 
 
 # --- Local and global layers: which layers a window limits, as each class decides ----------------------------------
-@pytest.mark.parametrize("config, global_every", [
+@for_each([
     ({**GEMMA3, "layer_types": EVERY_SIXTH * 2}, 6),  # a periodic pattern gives its period
     (GEMMA3, 6),  # Gemma 3 without a pattern: Hugging Face's default sliding_window_pattern, every sixth layer global
     ({**GEMMA3, "sliding_window_pattern": 3}, 3),
     ({**GEMMA3, "layer_types": ["sliding_attention", "full_attention"] * 6}, 2),
     ({**GEMMA3, "model_type": "gemma2", "sliding_window_pattern": 6}, 2),  # Gemma 2 alternates whatever it says
     ({**GEMMA3, "model_type": "gpt_oss", "num_local_experts": 4, "num_experts_per_tok": 2}, 2),  # gpt-oss too
-])
+], ids=str)
 def test_a_periodic_local_global_pattern_gives_its_period(config, global_every):
     assert from_hf_config(config).global_every == global_every
 
 
-@pytest.mark.parametrize("layer_types, n_global", [
+@for_each([
     (["sliding_attention"] * 12, 0),
     ((["full_attention"] + ["sliding_attention"] * 5) * 2, 2),
     (EVERY_SIXTH + ["sliding_attention"] * 3 + ["full_attention"] + ["sliding_attention"] * 2, 2),
-])
+], ids=str)
 def test_a_local_global_pattern_that_is_not_periodic_is_read_as_counts(layer_types, n_global):
     # Where the global layers sit does not change the cost: their number does (global_layers).
     model = from_hf_config({**GEMMA3, "layer_types": layer_types})
@@ -244,8 +244,8 @@ def _llama_from_gemma3():
     return llama
 
 
-@pytest.mark.parametrize("kind, max_window_layers, n_global", [("qwen2", 3, 3), ("qwen3", 0, 0), ("qwen2", None, 12),
-                                                                ("qwen3_moe", 3, 0), ("qwen2_moe", 8, 8)])
+@for_each([("qwen2", 3, 3), ("qwen3", 0, 0), ("qwen2", None, 12),
+                                                                ("qwen3_moe", 3, 0), ("qwen2_moe", 8, 8)], ids=str)
 def test_a_qwen_config_that_uses_its_sliding_window_windows_the_layers_its_class_does(kind, max_window_layers,
                                                                                       n_global):
     # Hugging Face: Qwen2/Qwen3 window the layers from max_window_layers on (none when it is absent, its default
@@ -377,12 +377,12 @@ def test_a_nested_text_config_takes_the_outer_name_quantization_and_tie_but_keep
 
 
 # --- A checkpoint's formats: quantization_config ----------------------------------------------------------------------
-@pytest.mark.parametrize("quantization, weights", [
+@for_each([
     ({"quant_method": "fbgemm_fp8"}, "fp8"), ({"quant_method": "modelopt", "quant_algo": "FP8"}, "fp8"),
     ({"quant_method": "modelopt", "quant_algo": "NVFP4"}, "nvfp4"), ({"quant_method": "awq", "bits": 8}, "int8"),
     ({"quant_method": "gptq", "bits": 4}, "int4"), ({"quant_method": "awq", "bits": 4}, "int4"),
     ({"quant_method": "gptq", "bits": 8}, "int8"), ({"quant_method": "fp8", "fmt": "e4m3"}, "fp8"),
-    ({"quant_method": "mxfp4"}, "mxfp4"), (None, None)])
+    ({"quant_method": "mxfp4"}, "mxfp4"), (None, None)], ids=str)
 def test_each_quantization_method_names_its_weight_format_and_the_position_limit_is_read_beside_it(quantization,
                                                                                                     weights):
     config = {**PHI3_MINI, "quantization_config": quantization}
@@ -424,7 +424,7 @@ GROUPS = {
 }
 
 
-@pytest.mark.parametrize("case", sorted(GROUPS))
+@for_each(sorted(GROUPS), ids=str)
 def test_each_quantization_method_gives_bytes_per_weight_group_scales_included(case):
     quantization, dtype, groups = GROUPS[case]
     read = read_hf_config({**_published("qwen3-30b-a3b"), "quantization_config": quantization})
@@ -621,7 +621,7 @@ REFUSED = {
 }
 
 
-@pytest.mark.parametrize("case", sorted(REFUSED))
+@for_each(sorted(REFUSED), ids=str)
 def test_a_config_this_book_would_misread_is_refused_saying_why_and_never_suggesting_a_relabelling(case):
     config, says = REFUSED[case]
     with pytest.raises(ValueError, match=says) as err:
@@ -661,8 +661,7 @@ BAD_FIELDS = [
 ]
 
 
-@pytest.mark.parametrize("stem, field, bad, says", BAD_FIELDS,
-                         ids=[f"{stem}-{field}-{bad!r}" for stem, field, bad, _ in BAD_FIELDS])
+@for_each(BAD_FIELDS, ids=[f"{stem}-{field}-{bad!r}" for stem, field, bad, _ in BAD_FIELDS])
 def test_a_field_of_the_wrong_type_or_range_is_refused_naming_it(stem, field, bad, says):
     with pytest.raises(ValueError) as err:
         from_hf_config({**_published(stem), field: bad})
@@ -674,7 +673,7 @@ def _without(config, *fields):
     return {k: v for k, v in config.items() if k not in fields}
 
 
-@pytest.mark.parametrize("call, words", [
+@for_each([
     # a missing or inconsistent shape
     (lambda: from_hf_config({"model_type": "llama"}),
      r"add it, or build the model with scaling_lib\.models\.Transformer"),
@@ -735,7 +734,7 @@ def _without(config, *fields):
                                  r"format"),
         (["the_big_matrix"], r"names module 'the_big_matrix' in modules_to_not_convert, which this book cannot "
                              r"place")]],
-])
+], ids=str)
 def test_bad_input_gets_a_value_error_naming_the_field_and_the_fix(call, words):
     with pytest.raises(ValueError, match=words):
         call()

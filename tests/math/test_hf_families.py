@@ -18,7 +18,7 @@ from scaling_lib.__main__ import main
 from scaling_lib.flops import matmul_params
 from scaling_lib.memory import kv_bytes_per_token, state_bytes_per_sequence
 from scaling_lib.models import active_param_count, from_hf_config, mtp_param_count, param_count, read_hf_config
-from tests import REPO
+from tests import REPO, for_each
 
 CONFIGS = REPO / "book" / "data" / "hf_configs"
 B = 1e9
@@ -71,7 +71,7 @@ NON_EMBEDDING = {"command-r7b"}
 SECOND_FIGURE = {"exaone-3.5-7.8b": (6.98 * B, 0.001)}
 
 
-@pytest.mark.parametrize("stem", sorted(FAMILIES))
+@for_each(sorted(FAMILIES), ids=str)
 def test_each_family_reads_to_its_cards_parameters_and_a_hand_counted_cache(stem):
     total, precision, active, kv, state = FAMILIES[stem]
     model = from_hf_config(CONFIGS / f"{stem}.json")
@@ -123,14 +123,14 @@ def test_multi_token_prediction_is_its_own_line_one_more_layer_and_its_projectio
     assert param_count(r1) == param_count(r1.with_(n_mtp_layers=0))  # not in the model's count
 
 
-@pytest.mark.parametrize("stem, kind, notes", [
+@for_each([
     ("kimi-k2", "deepseek_v3", ["model_type 'kimi_k2' is not a type this book knows; its architectures, "
                                 "DeepseekV3ForCausalLM, is"]),
     ("qwen3-vl-30b-a3b", "qwen3_moe", ["text tower only", "the vision encoder's weights (vision_config) are not "
                                                          "counted"]),
     ("qwen2.5-vl-7b", "qwen2", ["text tower only"]), ("mistral-small-3.1-24b", "mistral", ["text tower only"]),
     ("deepseek-v3.2", "deepseek_v32", ["fp8 weights at 1.0002 bytes each", "router, embeddings, head kept in bf16"]),
-])
+], ids=str)
 def test_what_the_reader_decided_is_said_in_notes(stem, kind, notes):
     read = read_hf_config(CONFIGS / f"{stem}.json")
     assert read.family == kind

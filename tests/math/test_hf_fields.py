@@ -11,6 +11,8 @@ from scaling_lib import hf_fields
 from scaling_lib.hf_fields import ConfigFields
 from scaling_lib.models import from_hf_config
 
+from tests import for_each
+
 LLAMA_CONFIG = dict(model_type="llama", num_hidden_layers=2, hidden_size=64, num_attention_heads=4, vocab_size=256,
                     intermediate_size=128)
 
@@ -26,19 +28,19 @@ def _write(folder, config=LLAMA_CONFIG):
 
 
 # --- Names: the model's, and the JSON values' -----------------------------------------------------------------------
-@pytest.mark.parametrize("parts, origin", [
+@for_each([
     (("hub", "models--Qwen--Qwen1.5-MoE-A2.7B", "snapshots", "abc", "config.json"), "Qwen/Qwen1.5-MoE-A2.7B"),
     (("work", "my-model", "config.json"), "my-model"),
     (("config.json",), "config"),  # no folder: the file's stem
-])
+], ids=str)
 def test_a_config_is_named_after_its_cache_entry_or_its_folder(parts, origin):
     assert hf_fields._origin(Path(*parts)) == origin
 
 
-@pytest.mark.parametrize("value, text", [("4096", "the string '4096'"), (True, "the boolean true"),
+@for_each([("4096", "the string '4096'"), (True, "the boolean true"),
                                          (False, "the boolean false"), (None, "null"), ([1, 2], "a list (2 items)"),
                                          ((1,), "a list (1 items)"), ({"a": 1}, "an object (1 fields)"),
-                                         (2.5, "2.5")])
+                                         (2.5, "2.5")], ids=str)
 def test_json_values_are_named_as_json_calls_them(value, text):
     assert ConfigFields.json_text(value) == text
 
@@ -87,7 +89,7 @@ def test_a_folder_holds_its_own_config_or_one_snapshot_or_the_one_refs_main_name
 
 
 # --- Bad input: a ValueError naming the field, its file and the fix -------------------------------------------------
-@pytest.mark.parametrize("call, words", [
+@for_each([
     *[(lambda value=value: _fields(n=value).count("n"), r"\bfield 'n' of here\.json\b.*" + says) for value, says in [
         ("4096", r"\bmust be an integer, got the string '4096'; write 4096 without quotes\b"),
         (" -8 ", r"\bwrite -8 without quotes\b"), ("many", r"\bgot the string 'many'(?!\S)"),
@@ -108,7 +110,7 @@ def test_a_folder_holds_its_own_config_or_one_snapshot_or_the_one_refs_main_name
      r"\(2 items\)"),
     (lambda: _fields(layer_types=["a", "b"]).layer_types(3),
      r"\bfield 'layer_types' of here\.json lists 2 layers but 'num_hidden_layers' is 3; give one entry per layer"),
-])
+], ids=str)
 def test_bad_input_gets_a_value_error_naming_the_field_its_file_and_the_fix(call, words):
     with pytest.raises(ValueError, match=words):
         call()

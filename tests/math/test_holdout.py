@@ -10,6 +10,8 @@ from scaling_lib.calibration import fit_rows, measured_efficiencies, platform_of
 from scaling_lib.estimate import PROFILES
 from scaling_lib.measurements import validation_runs
 
+from tests import for_each
+
 
 def test_leaving_moe_out_fits_on_the_dense_calibration_rows_and_scores_every_moe_row():
     rows = [(row, split_of(row)) for row in calibration.all_rows()] + [(row, "out") for row in validation_runs()]
@@ -33,7 +35,7 @@ def test_a_group_whose_platform_keeps_no_calibration_row_is_reported_unscored():
     assert mi300x.unscored == sum(getattr(r, "chip", None) == "mi300x" for r in calibration.all_rows())
 
 
-@pytest.mark.parametrize("name", list(PROFILES))
+@for_each(list(PROFILES), ids=str)
 def test_each_profiles_stored_spread_is_the_deciles_of_its_held_out_ratios(name):
     for platform, low, high in PROFILES[name].spread:
         ratios = sorted(holdout.held_out_ratios(name, platform))

@@ -17,6 +17,8 @@ from scaling_lib.hops import (MAX_TORUS_CHIPS, collective_hops, cube_torus, deco
 from scaling_lib.models import get_model
 from scaling_lib.sharding import TORUS_SHAPES, decode_hops_per_layer, decode_step_components
 
+from tests import for_each
+
 
 def farthest_by_bfs(n, wraparound):
     """Most hops from chip 0 to any chip, by breadth-first search on a ring (or a line) of n chips."""
@@ -77,13 +79,13 @@ def test_torus_diameter_and_ring_hops_by_hand():
     assert ring_hops((2, 3), "all-to-all") == 1 + 1  # on a ring of 3 each chip is 1 hop away
 
 
-@pytest.mark.parametrize("n, torus", [
+@for_each([
     (1024, (8, 8, 16)), (64, (4, 4, 4)), (8, (2, 2, 2)), (1, (1, 1, 1)),
     (12, (2, 2, 3)),  # 1 x 1 x 12, 1 x 2 x 6, 1 x 3 x 4 and 2 x 2 x 3: the last has the smallest Z - X (1)
     (7, (1, 1, 7)), (1_048_573, (1, 1, 1_048_573)),  # a prime has one torus, 1 x 1 x n
     (256, (4, 8, 8)),  # 4 x 4 x 16 has Z - X = 12; 4 x 8 x 8 has 4
     (MAX_TORUS_CHIPS, (64, 128, 128)),
-])
+], ids=str)
 def test_cube_torus_is_the_most_cube_like_torus_of_whole_chips(n, torus):
     assert cube_torus(n) == torus
     assert all(type(axis) is int for axis in cube_torus(n))
@@ -100,7 +102,7 @@ def test_latency_bound_time_adds_a_fixed_cost_to_the_hops_by_hand():
 
 
 # --- One hop rule: chapter 7's decode step and chapter 12's layouts price the same hops -----------------------------
-@pytest.mark.parametrize("chip", sorted(TORUS_SHAPES))
+@for_each(sorted(TORUS_SHAPES), ids=str)
 def test_chapter_7_table_and_its_exercise_count_the_same_hops_on_each_slice_s_own_links(chip):
     # decode_hops_per_layer with the chip (the exercise's h(n)) is exactly the latency that decode_step_components
     # prices (the table's L h(n) t_hop), on every torus of the chapter.
@@ -142,7 +144,7 @@ def test_chapter_12_prices_each_collective_s_latency_by_the_same_hop_rule():
 
 
 # --- Bad input: a ValueError naming the argument and the fix ---------------------------------------------------------
-@pytest.mark.parametrize("call, words", [
+@for_each([
     (lambda: collective_hops("broadcast", 8), "unknown collective op 'broadcast'"),
     (lambda: collective_hops("all-gather", 0), "n_shards"),
     (lambda: torus_diameter((4, 0, 4)), "mesh_shape"),
@@ -156,7 +158,7 @@ def test_chapter_12_prices_each_collective_s_latency_by_the_same_hop_rule():
     (lambda: latency_bound_time(hops=4, hop_latency_s=1e-6, rounds=0), r"\brounds\b"),
     (lambda: decode_collective_latency(0, 2, 4, 1e-6), r"\bn_layers\b"),
     (lambda: decode_collective_latency(80, 0, 4, 1e-6), r"\bcollectives_per_layer\b"),
-])
+], ids=str)
 def test_bad_input_gets_a_value_error_naming_the_argument_and_the_fix(call, words):
     with pytest.raises(ValueError, match=words):
         call()

@@ -17,6 +17,8 @@ from scaling_lib.memory import max_batch_size, memory_footprint
 from scaling_lib.models import Transformer, get_model, param_count
 from scaling_lib.roofline import critical_batch_size
 
+from tests import for_each
+
 H100_W, H100_BF16, H100_FP8 = 3.35e12, 9.89e14, 1.979e15  # H100 SXM data sheet: HBM B/s, dense FLOP/s
 # A 2-layer model whose parameters are counted by hand: attention 64 x 64 + 64 x 32 x 2 + 64 x 64 = 12,288 a layer,
 # FFN 3 x 64 x 128 = 24,576 a layer, two 256 x 64 tables: P = 106,496, of which 90,112 in matmuls (the input table
@@ -182,7 +184,7 @@ def test_full_hbm_step_time_is_capacity_over_bandwidth():
 
 
 # --- Prefill: 2 P T FLOPs at a fraction of peak ---------------------------------------------------------------------
-@pytest.mark.parametrize("params, weights", [("all", 106_496), ("matmul", 90_112)])
+@for_each([("all", 106_496), ("matmul", 90_112)], ids=str)
 def test_prefill_time_by_hand_on_a_small_model(params, weights):
     small = Transformer(**SMALL)
     assert prefill_time(small, "h100", 2, 1000, 0.5, batch=3, compute_dtype="fp8", params=params) == pytest.approx(
@@ -201,8 +203,8 @@ def test_prefill_time_by_hand_on_a_small_model(params, weights):
 
 
 # --- Where the KV read overtakes the FLOPs ---------------------------------------------------------------------------
-@pytest.mark.parametrize("model, chip", [("llama3-70b", "tpu-v5e"), ("llama3-70b", "tpu-7x"),
-                                         ("llama2-13b", "tpu-v5e"), ("palm-540b", "tpu-v4")])
+@for_each([("llama3-70b", "tpu-v5e"), ("llama3-70b", "tpu-7x"),
+                                         ("llama2-13b", "tpu-v5e"), ("palm-540b", "tpu-v4")], ids=str)
 def test_kv_term_equals_flop_term_exactly_at_the_crossover_context_for_any_batch_and_chip_count(model, chip):
     crossover = kv_compute_crossover_context(model, chip)
     below, above = int(crossover * 0.98), int(crossover * 1.02) + 1
@@ -271,7 +273,7 @@ CONFIGS = [("llama2-13b", "tpu-v5e", 8), ("llama3-70b", "tpu-7x", 8), ("llama3-7
            ("llama3-8b", "h100", 1)]
 
 
-@pytest.mark.parametrize("model, chip, n_chips", CONFIGS)
+@for_each(CONFIGS, ids=str)
 def test_explain_decode_agrees_with_step_time_throughput_and_memory(model, chip, n_chips):
     for batch, context in ((1, 1024), (16, 8192), (256, 32768)):
         report = explain_decode(model, chip, n_chips, batch, context)
@@ -317,11 +319,11 @@ def test_a_batch_that_does_not_fit_is_reported_with_the_largest_that_does_not_re
     assert not weights_alone.fits and weights_alone.max_batch == 0
 
 
-@pytest.mark.parametrize("batch, context, dominant, term, bound", [
+@for_each([
     (1, 128, "weights", "loading the weights", "memory"),  # short context, small batch
     (1024, 128, "flops", "the matmul FLOPs", "compute"),  # batch well above B_crit
     (1024, 32768, "kv", "reading the KV cache", "compute"),  # long context: the KV read even at batch 1024
-])
+], ids=str)
 def test_the_dominant_term_moves_from_weights_to_flops_to_kv_and_describe_names_it(batch, context, dominant, term,
                                                                                    bound):
     report = explain_decode("llama3-70b", "tpu-7x", 8, batch, context)
@@ -381,7 +383,7 @@ def _prefill(**kwargs):
     return prefill_time(**(dict(model="llama3-8b", chip="h100", n_chips=1, prompt_len=1024, mfu=0.5) | kwargs))
 
 
-@pytest.mark.parametrize("call, words", [
+@for_each([
     (lambda: _explain(batch=0), r"\bbatch must be a positive integer\b"),
     (lambda: _explain(context_len=0), r"\bcontext_len must be a positive integer\b"),
     (lambda: _explain(context_len=10.5), r"\bcontext_len must be a positive integer\b"),
@@ -416,7 +418,7 @@ def _prefill(**kwargs):
     (lambda: _prefill(mfu=0), r"it is the fraction of peak FLOP/s achieved"),
     (lambda: _prefill(mfu="0.4"), r"mfu must be a number, got the string '0.4'; pass 0.4 without quotes"),
     (lambda: _prefill(n_chips="16"), r"n_chips must be a number, got the string '16'"),
-])
+], ids=str)
 def test_bad_input_gets_a_value_error_naming_the_argument_and_the_fix(call, words):
     with pytest.raises(ValueError, match=words):
         call()

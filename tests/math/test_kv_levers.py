@@ -14,6 +14,8 @@ from scaling_lib.kv_levers import (cross_layer_kv_bytes, decode_attention_cost, 
 from scaling_lib.memory import kv_cache_bytes
 from scaling_lib.models import Transformer, get_model
 
+from tests import for_each
+
 # 4 layers, 2 KV heads of 16: a token's K and V on one layer are 2 x 2 x 16 x 2 B = 128 B in bf16.
 FOUR = Transformer(n_layers=4, d_model=64, d_ff=128, n_heads=4, n_kv_heads=2, head_dim=16, vocab_size=256)
 LAYER_TOKEN = 128
@@ -216,7 +218,7 @@ def test_a_hybrids_state_costs_less_than_its_twins_cache_past_the_crossover_coun
 
 
 # --- Bad input: a ValueError naming the argument and the fix ---------------------------------------------------------
-@pytest.mark.parametrize("call, words", [
+@for_each([
     (lambda: kv_footprint("llama3-8b", []), "lengths must list at least one sequence length"),
     (lambda: kv_footprint("llama3-8b", [1024], share_every=1.5), "share_every must be a positive integer, got 1.5"),
     *[(lambda kwargs=kwargs: kv_footprint(FOUR, [10], **kwargs), rf"\b{name} must be a positive integer\b")
@@ -250,7 +252,7 @@ def test_a_hybrids_state_costs_less_than_its_twins_cache_past_the_crossover_coun
     (lambda: decode_attention_cost(FOUR, 0), r"\bcontext_len must be positive\b"),
     (lambda: decode_attention_cost(FOUR, 10, absorbed=1), r"\babsorbed must be True or False\b"),
     (lambda: state_lever("llama3-8b"), r"has no state layers .* compares a hybrid with its all-attention twin"),
-])
+], ids=str)
 def test_bad_input_gets_a_value_error_naming_the_argument_and_the_fix(call, words):
     with pytest.raises(ValueError, match=words):
         call()

@@ -25,13 +25,15 @@ from scaling_lib.layouts import (
     ws_2d_optimal_x,
 )
 
+from tests import for_each
+
 SLICE = (4, 4, 4)
 D, F = 18432, 73728
 V4_LINK = 45e9  # one ICI link, one way; 6 links per chip
 
 
 # --- A layout's collectives, by hand ---------------------------------------------------------------------------------
-@pytest.mark.parametrize("layout, expected", [
+@for_each([
     ("1d-ws", [("all-gather", "activations", 2 * 10 * D, (2, 4, 8)),
                ("reduce-scatter", "activations", 2 * 10 * D, (2, 4, 8))]),
     ("2d-ws", [("all-gather", "activations", 2 * 10 * D / 2, (4, 8)),
@@ -44,7 +46,7 @@ V4_LINK = 45e9  # one ICI link, one way; 6 links per chip
     ("wg-xy", [("all-gather", "weights", 2 * D * F * 8 / 64, (2, 4))] * 2
      + [("all-gather", "activations", 2 * 10 * D / 8, (8,)), ("reduce-scatter", "activations", 2 * 10 * D / 8, (8,))]),
     ("wg-xyz", [("all-gather", "weights", 2 * D * F, (2, 4, 8))] * 2),  # nothing left to split the activations over
-])
+], ids=str)
 def test_each_layouts_collectives_by_hand_on_a_2x4x8_mesh(layout, expected):
     # 10 tokens, bf16: every byte count is 2 x the elements of the block each chip holds or gathers
     got = ffn_collectives(layout, "palm-540b", 10, (2, 4, 8))
@@ -156,7 +158,7 @@ def test_curves_hold_each_layouts_volume_and_the_cheapest_at_each_count():
 
 
 # --- The best 2D weight-stationary mesh and the crossovers ------------------------------------------------------
-@pytest.mark.parametrize("n_chips, pope, book", [
+@for_each([
     # pope: minimize 2 (D / X + F / YZ) with no F-collective when X = 1; book: the F (X-axis) collectives get one
     # axis, the D (YZ) ones two. 16 chips: X = 1 (2D) ties X = 2 (D + 2 x 4D / 8 = 2D); the even (4, 4) wins the tie.
     (16, (1, 4, 4), (1, 4, 4)),
@@ -165,14 +167,14 @@ def test_curves_hold_each_layouts_volume_and_the_cheapest_at_each_count():
     # 0.25 D + 0.25 D, X = 8 0.125 D + 0.5 D: X = 4, Y Z = 32 = 4 x 8
     (128, (8, 4, 4), (4, 4, 8)),
     (1, (1, 1, 1), (1, 1, 1)),
-])
+], ids=str)
 def test_the_best_2d_mesh_by_hand(n_chips, pope, book):
     assert optimal_2d_mesh(n_chips, "palm-540b") == pope
     assert optimal_2d_mesh(n_chips, "palm-540b", "tpu-v4", "scaling-book") == book
 
 
-@pytest.mark.parametrize("chip, mesh", [("tpu-v4", (2, 4, 4)), ("tpu-v5p", (2, 4, 4)), ("tpu-v5e", (4, 8, 1)),
-                                        ("tpu-v6e", (4, 8, 1))])
+@for_each([("tpu-v4", (2, 4, 4)), ("tpu-v5p", (2, 4, 4)), ("tpu-v5e", (4, 8, 1)),
+                                        ("tpu-v6e", (4, 8, 1))], ids=str)
 def test_the_best_2d_mesh_under_pope_does_not_depend_on_the_chips_bandwidth_and_fits_its_torus(chip, mesh):
     # PaLM 540B with multihead attention on 32 chips: (4, 2, 4) and (2, 4, 4) move the same bytes, so under Pope's
     # convention (bytes over one per-chip bandwidth) they tie on every 3D torus, and the tie goes to the even Y x Z
@@ -199,7 +201,7 @@ def _switch_points(**kwargs):
     return layout_switch_points("palm-540b", "tpu-v4", SLICE, **kwargs)
 
 
-@pytest.mark.parametrize("call, words", [
+@for_each([
     (lambda: ffn_collectives("3d-ws", "palm-540b", 10, SLICE), r"\blayout\b.*\bone of 1d-ws, 2d-ws, wg-x\b"),
     (lambda: ffn_collectives("1d-ws", "palm-540b", 0, SLICE), r"^tokens must be positive"),
     (lambda: ffn_comm_time("1d-ws", "palm-540b", "tpu-v4", 10, SLICE, "book"), r"\bconvention\b.*\bscaling-book\b"),
@@ -248,7 +250,7 @@ def _switch_points(**kwargs):
     (lambda: comm_volume_curves("palm-540b", SLICE, []), "at least one"),
     (lambda: ws_2d_crossover_chips(18432, 73728, "paper"), "unknown convention"),
     (lambda: wg_switch_tokens("palm-540b", 64, 16, 64), "gather_from < gather_to <= n_chips"),
-])
+], ids=str)
 def test_bad_input_gets_a_value_error_naming_the_argument_and_the_fix(call, words):
     with pytest.raises(ValueError, match=words):
         call()

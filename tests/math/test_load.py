@@ -23,6 +23,8 @@ from scaling_lib.load import Engine, deployment_engine, load_estimate
 from scaling_lib.measurements import sweep_rows
 from scaling_lib.simulator import ServingConfig, simulate_closed_loop, simulate_open_loop
 
+from tests import for_each
+
 LLAMA_8B = Deployment("llama3-8b", "h100", 1)
 LLAMA_70B_FP8 = Deployment("llama3-70b", "h100", 4, weight_dtype="fp8", compute_dtype="fp8")
 
@@ -62,8 +64,8 @@ def test_clients_kept_in_step_share_one_prefill_of_all_their_prompts_then_decode
     assert (point.ttft_p99_s, point.tpot_p99_s, point.requests_in_flight) == (point.ttft_s, point.tpot_s, 4)
 
 
-@pytest.mark.parametrize("deployment, input_len, output_len", [
-    (LLAMA_8B, 1000, 200), (LLAMA_8B, 200, 1000), (LLAMA_70B_FP8, 2000, 500)])
+@for_each([
+    (LLAMA_8B, 1000, 200), (LLAMA_8B, 200, 1000), (LLAMA_70B_FP8, 2000, 500)], ids=str)
 def test_the_saturation_rate_is_the_offline_throughput_over_the_output_tokens(deployment, input_len, output_len):
     # at B_max a step carries prompts from several requests and is compute-bound in them: the lumps average out
     engine = deployment_engine(deployment, input_len, output_len)
@@ -199,7 +201,7 @@ BAD_INPUTS = [
 ]
 
 
-@pytest.mark.parametrize("call, message", BAD_INPUTS, ids=[m for _, m in BAD_INPUTS])
+@for_each(BAD_INPUTS, ids=[m for _, m in BAD_INPUTS])
 def test_bad_input_gets_a_value_error_naming_the_argument_and_the_fix(call, message):
     with pytest.raises(ValueError, match=message):
         call()

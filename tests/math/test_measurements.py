@@ -15,6 +15,8 @@ from scaling_lib.measurements import (CollectiveRow, PopeRow, RunRow, Throughput
                                       published_runs, trtllm_rows, validation_runs, write_accelerator_rows)
 from scaling_lib.roofline import KNEE_FACTOR
 
+from tests import for_each
+
 
 # --- the published rows, read as published -----------------------------------------------------------------------------
 FIRST_ROWS = {
@@ -41,7 +43,7 @@ FIRST_ROWS = {
 }
 
 
-@pytest.mark.parametrize("rows, first, source", FIRST_ROWS.values(), ids=list(FIRST_ROWS))
+@for_each(FIRST_ROWS.values(), ids=list(FIRST_ROWS))
 def test_the_first_row_of_each_table_is_read_as_published(rows, first, source):
     row = rows()[0]
     assert dataclasses.replace(row, source="") == first
@@ -119,9 +121,9 @@ def test_pope_headline_runs_count_the_tokens_each_sequence_processed():
         measurements.NO_SUCH_TABLE
 
 
-@pytest.mark.parametrize("model, scenario, phase", [("palm-8b", "low latency", "decode"),
+@for_each([("palm-8b", "low latency", "decode"),
                                                      ("palm-540b", "fastest", "decode"),
-                                                     ("palm-540b", "low latency", "training")])
+                                                     ("palm-540b", "low latency", "training")], ids=str)
 def test_an_unknown_pope_row_is_a_value_error_listing_every_known_row(model, scenario, phase):
     with pytest.raises(ValueError, match=r"\(known rows: \('palm-540b', 'low latency', 'prefill'\), \('palm-540b', ") \
             as err:
@@ -186,7 +188,7 @@ def test_accelerator_rows_written_by_the_bench_read_back_as_written(tmp_path):
 
 
 # --- bad input: a ValueError naming the argument and the fix -----------------------------------------------------------
-@pytest.mark.parametrize("call, words", [
+@for_each([
     (lambda: accelerator_knee("h200-tpu"), "run='h200-tpu' is no run"),
     (lambda: accelerator_knee(rates_run="h200-tpu"), "rates_run='h200-tpu' is no run"),
     (lambda: accelerator_knee("h200-book-sweep"), "no knee or layer rows"),
@@ -197,7 +199,7 @@ def test_accelerator_rows_written_by_the_bench_read_back_as_written(tmp_path):
     (lambda: write_accelerator_rows(accelerator_rows(), "no/such/folder/run.csv"), "lies in no folder"),
     (lambda: accelerator_knee(rows=[3]), "rows must hold only AcceleratorRows"),
     (lambda: accelerator_rows()[2].measured_rate, "a knee row has no rate"),
-])
+], ids=str)
 def test_bad_input_gets_a_value_error_naming_the_argument_and_the_fix(call, words):
     with pytest.raises(ValueError, match=words):
         call()

@@ -13,6 +13,8 @@ from scaling_lib.memory import (kv_bytes_per_token, kv_cache_bytes, kv_replicati
                                  memory_footprint_kv_heads, param_bytes, require_fit)
 from scaling_lib.models import Transformer, get_model, param_count
 
+from tests import for_each
+
 # 4 layers, 2 KV heads of 16: a token's K and V on one layer are 2 x 2 x 16 x 2 B = 128 B in bf16 (512 B on 4 layers).
 FOUR = Transformer(n_layers=4, d_model=64, d_ff=128, n_heads=4, n_kv_heads=2, head_dim=16, vocab_size=256)
 H100_HBM = 81559 * 2**20  # nvidia-smi's memory.total of an H100 80GB, bytes
@@ -50,11 +52,11 @@ def test_kv_cache_bytes_of_a_local_global_model_by_hand():
     assert kv_cache_bytes(gemma_like, 50, 3, "fp8") == 3 * 4 * 50 * 64  # within the window: every token kept
 
 
-@pytest.mark.parametrize("model, n_chips, copies", [
+@for_each([
     (FOUR, 1, 1.0), (FOUR, 2, 1.0), (FOUR, 3, 1.5), (FOUR, 4, 2.0),  # K = 2: 3 chips hold 3 x ceil(2 / 3) heads
     ("llama3-8b", 3, 1.125), ("llama3-8b", 16, 2.0),  # K = 8: 3 x 3 / 8; 16 chips, each a whole head
     ("deepseek-v3", 8, 8.0),  # MLA: one latent for every head, copied on every chip
-])
+], ids=str)
 def test_replicated_kv_copies_by_hand(model, n_chips, copies):
     assert kv_replication(model, n_chips, "replicated") == copies
     assert kv_replication(model, n_chips) == 1.0  # batch-split, the default: no copies
@@ -96,8 +98,8 @@ def test_max_batch_size_by_hand():
     assert max_batch_size("llama3-70b", "tpu-v5e", 16, 4096) > 0
 
 
-@pytest.mark.parametrize("model, chip, n_chips, context", [
-    ("llama2-13b", "tpu-v5e", 8, 8192), ("llama3-70b", "tpu-7x", 8, 32768), ("llama3-8b", "h100", 1, 4096)])
+@for_each([
+    ("llama2-13b", "tpu-v5e", 8, 8192), ("llama3-70b", "tpu-7x", 8, 32768), ("llama3-8b", "h100", 1, 4096)], ids=str)
 def test_max_batch_size_is_the_last_batch_that_fits(model, chip, n_chips, context):
     batch = max_batch_size(model, chip, n_chips, context)
     assert batch >= 1
@@ -165,7 +167,7 @@ def _footprint_kv_heads(**kwargs):
                                             context_len=10) | kwargs)
 
 
-@pytest.mark.parametrize("call, words", [
+@for_each([
     (lambda: kv_cache_bytes(FOUR, -1), r"\btokens must be non-negative\b"),
     (lambda: kv_cache_bytes(FOUR, 10, batch=-1), r"\bbatch must be a non-negative integer\b"),
     (lambda: kv_cache_bytes(FOUR, 10, batch=1.5), r"\bbatch must be a non-negative integer\b"),
@@ -188,7 +190,7 @@ def _footprint_kv_heads(**kwargs):
      "unknown kv_placement 'bogus'; use one of batch-split, replicated"),
     (lambda: require_fit("llama2-13b", "tpu-v5e", 8, 16, 8192, kv_placement="bogus", n_kv_heads=8),
      r"\bunknown kv_placement 'bogus'"),
-])
+], ids=str)
 def test_bad_input_gets_a_value_error_naming_the_argument_and_the_fix(call, words):
     with pytest.raises(ValueError, match=words):
         call()

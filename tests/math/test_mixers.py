@@ -14,6 +14,8 @@ from scaling_lib.flops import decode_step_flops
 from scaling_lib.memory import kv_cache_bytes, sequence_cache_bytes, state_bytes_per_sequence
 from scaling_lib.models import Transformer
 
+from tests import for_each
+
 
 def _linear_attention_pairs(q, k, v):
     """o_t = sum over s <= t of (q_t . k_s) v_s for every head: attention without the softmax, every pair scored."""
@@ -55,7 +57,7 @@ def test_the_state_stays_the_same_size_while_the_attention_layers_cache_grows():
     assert growth == 2 * 1000 * 4 * HYBRID.n_heads * HYBRID.head_dim
 
 
-@pytest.mark.parametrize("call, says", [
+@for_each([
     (lambda: mixers.StateMixer("rnn", 1, 1, 1), r"\bkind must be one of lightning, gated-deltanet, mamba, mamba2\b"),
     (lambda: mixers.StateMixer("mamba", 0, 1, 1), r"\bStateMixer\.params\b"),
     (lambda: mixers.mamba(64, 128, 16, 4, 4, conv_bias=1), r"\bconv_bias\b"),
@@ -66,7 +68,7 @@ def test_the_state_stays_the_same_size_while_the_attention_layers_cache_grows():
     (lambda: HYBRID.with_(n_attention_layers=3), r"\bexceed n_layers=8: each layer has one token mixer\b"),
     (lambda: HYBRID.with_(state="mamba"), r"\bstate must be a mixers\.StateMixer\b"),
     (lambda: HYBRID.with_(n_attention_layers=0, n_state_layers=0, state=None), r"\bmixes no tokens\b"),
-])
+], ids=str)
 def test_shapes_that_make_no_mixer_are_refused_naming_what_to_change(call, says):
     with pytest.raises(ValueError, match=says):
         call()

@@ -7,6 +7,8 @@ import pytest
 from scaling_lib import models
 from scaling_lib.models import Transformer, get_model, model_names
 
+from tests import for_each
+
 REQUIRED_MODELS = ("llama2-13b", "llama3-8b", "llama3-70b", "palm-8b", "palm-62b", "palm-540b")
 SMALL = dict(n_layers=2, d_model=64, d_ff=128, n_heads=4, n_kv_heads=2, head_dim=16, vocab_size=256)
 REQUIRED_FIELDS = ("n_layers", "d_model", "d_ff", "n_heads", "n_kv_heads", "head_dim", "vocab_size", "n_experts",
@@ -22,7 +24,7 @@ def test_every_required_model_exists_and_every_model_has_a_source():
         assert get_model(name).source
 
 
-@pytest.mark.parametrize("spelling, name", [
+@for_each([
     # Hugging Face repositories, file names and people write the same model with dashes, underscores or spaces,
     # with the organisation, in any case, with suffixes such as -Instruct or -hf.
     ("llama3_70b", "llama3-70b"), ("Llama 3 70B", "llama3-70b"), ("meta-llama/llama_3-70b", "llama3-70b"),
@@ -32,16 +34,16 @@ def test_every_required_model_exists_and_every_model_has_a_source():
     ("meta-llama/Llama-3.3-70B-Instruct", "llama3-70b"), ("mistralai/Mixtral-8x7B-v0.1", "mixtral-8x7b"),
     ("deepseek-ai/DeepSeek-V3", "deepseek-v3"), ("Qwen/Qwen3-235B-A22B", "qwen3-235b-a22b"),
     ("PaLM-540B", "palm-540b"),
-])
+], ids=str)
 def test_a_name_finds_its_model_whatever_separates_its_words_and_whatever_suffixes_it_carries(spelling, name):
     assert get_model(spelling) is models.MODELS[name]
 
 
-@pytest.mark.parametrize("spelling, canonical", [
+@for_each([
     ("meta-llama/Llama-3.1-8B-Instruct", "llama3.18b"), ("  Foo_Bar baz-Qux ", "foobarbazqux"),
     ("org/sub/My-Model-Instruct-FP8", "mymodel"), ("Mixtral-8x7B-v0.1-Chat-HF", "mixtral8x7b"),
     ("instruct", "instruct"), ("HF", "hf"),  # a name that is only a suffix keeps it
-])
+], ids=str)
 def test_a_name_is_compared_without_its_organisation_case_separators_and_stacked_suffixes(spelling, canonical):
     assert models._canonical(spelling) == canonical
 
@@ -109,7 +111,7 @@ def test_parameters_of_a_dense_model_and_of_a_gqa_model_with_narrower_value_head
     assert models.param_breakdown(Transformer(**SMALL, v_head_dim=8), active_only=True) == parts
 
 
-@pytest.mark.parametrize("name", [n for n in model_names() if get_model(n).n_experts == 1])
+@for_each([n for n in model_names() if get_model(n).n_experts == 1], ids=str)
 def test_a_dense_models_parts_add_up_to_its_total_which_is_all_active(name):
     model = get_model(name)
     parts = models.param_breakdown(model)
@@ -137,7 +139,7 @@ def test_parameters_of_an_moe_with_a_shared_expert_and_a_leading_dense_layer_cou
     assert models.param_breakdown(moe, active_only=True).feed_forward == 2 * ffn_dense
 
 
-@pytest.mark.parametrize("q_lora_rank, w_q", [(None, 64 * 4 * 16), (12, 64 * 12 + 12 * 4 * 16)])
+@for_each([(None, 64 * 4 * 16), (12, 64 * 12 + 12 * 4 * 16)], ids=str)
 def test_parameters_of_latent_attention_counted_by_hand(q_lora_rank, w_q):
     # MLA, L=2, D=64, N=4, H=16 of which 4 RoPE, H_v=8, r_kv=8: W_DKV 64 x (8 + 4) = 768, W_UKV 8 x 4 x (12 + 8)
     # = 640, W_O 4 x 8 x 64 = 2,048, and W_Q either 64 x 64 or through a 12-wide bottleneck 64 x 12 + 12 x 64.
@@ -147,7 +149,7 @@ def test_parameters_of_latent_attention_counted_by_hand(q_lora_rank, w_q):
 
 
 # --- Bad input: a ValueError naming the argument and the fix ---------------------------------------------------------
-@pytest.mark.parametrize("call, words", [
+@for_each([
     # the table
     (lambda: get_model("gpt-9"), r"\bunknown model 'gpt-9'; known models: llama2-13b, llama3-8b, llama3-70b\b"),
     (lambda: get_model("gpt-9"), r"'llama-2-13b' or 'meta-llama/Llama-3\.1-8B' work too"),
@@ -186,7 +188,7 @@ def test_parameters_of_latent_attention_counted_by_hand(q_lora_rank, w_q):
       for mla in (dict(q_lora_rank=8), dict(rope_head_dim=4))],
     (lambda: Transformer(**SMALL, kv_lora_rank=8, rope_head_dim=16),
      r"\brope_head_dim=16 must be smaller than head_dim=16, which counts it\b"),
-])
+], ids=str)
 def test_bad_input_gets_a_value_error_naming_the_argument_and_the_fix(call, words):
     with pytest.raises(ValueError, match=words):
         call()

@@ -6,6 +6,8 @@ import pytest
 from scaling_lib.moe import (as_moe, capacity_buffer_bytes, expected_experts_touched, expert_sharded_memory,
                              moe_weights, routing_all_to_all)
 
+from tests import for_each
+
 # sb7-worked as a 16-expert MoE: 64 layers x 3 x 4,096 x 16,384 x 16 experts = 206,158,430,208 FFN parameters.
 SB7_EXPERT_PARAMS = 64 * 3 * 4096 * 16384 * 16
 
@@ -33,7 +35,7 @@ def test_expert_sharded_weights_by_hand_and_against_mixtrals_published_size():
     assert moe_weights(as_moe("sb7-worked", 8, 2), 16, 2) == moe_weights("sb7-worked", 16, 2)
 
 
-@pytest.mark.parametrize("experts, active", [(16, 2), (8, 1), (64, 8)])
+@for_each([(16, 2), (8, 1), (64, 8)], ids=str)
 def test_a_buffer_that_can_drop_nothing_moves_e_over_k_times_the_routed_activations(experts, active):
     # With one slot per expert for every token of the batch, no token is ever dropped, and the buffer carries
     # E slots per token where routing fills k of them: E / k times the B x k x D of routing_all_to_all.
@@ -43,14 +45,14 @@ def test_a_buffer_that_can_drop_nothing_moves_e_over_k_times_the_routed_activati
 
 
 # --- Bad input: a ValueError naming the argument and the fix ---------------------------------------------------------
-@pytest.mark.parametrize("call, words", [
+@for_each([
     (lambda: routing_all_to_all(as_moe("sb7-worked", 16, 2), "tpu-v5e", batch=16, expert_shards=3),
      r"expert_shards=3 does not divide n_experts=16; pick one of \[1, 2, 4, 8, 16\]"),
     (lambda: routing_all_to_all("llama3-8b", "tpu-v5e", 16, 8), "is dense"),
     (lambda: expert_sharded_memory(as_moe("sb7-worked", 16, 2), "tpu-v5e", expert_shards=3),
      "expert_shards=3 does not divide n_experts=16"),
     (lambda: expected_experts_touched(2, 4, 10), "n_active_experts=4 exceeds"),
-])
+], ids=str)
 def test_bad_input_gets_a_value_error_naming_the_argument_and_the_fix(call, words):
     with pytest.raises(ValueError, match=words):
         call()

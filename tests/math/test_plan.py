@@ -21,6 +21,8 @@ import scaling_lib.plan as plan_module
 from scaling_lib.plan import (KV_DTYPES, PlannedDeployment, TargetUnreachable, _Design, pareto_frontier, plan,
                               price_deployment, tensor_parallel_sizes)
 
+from tests import for_each
+
 # A space small enough to enumerate every batch: LLaMA-3-8B at long context (a few to a few dozen sequences fit).
 SMALL = dict(model="llama3-8b", chips=["h100", "tpu-v5e"], max_chips=2, input_len=30_000, output_len=2_000,
              prices={"h100": 2.5, "tpu-v5e": 1.2}, weight_dtypes=("bf16", "int4"), kv_dtypes=("bf16", "fp8"))
@@ -268,7 +270,7 @@ def test_one_design_alone_puts_every_power_of_two_batch_and_its_largest_on_the_f
     assert batches == [2**k for k in range(largest.bit_length()) if 2**k < largest] + [largest]
 
 
-@pytest.mark.parametrize("i, o, ttft", [(1000, 200, None), (30_000, 2_000, 1.2)])
+@for_each([(1000, 200, None), (30_000, 2_000, 1.2)], ids=str)
 def test_the_frontier_is_every_unbeaten_point_of_the_batches_it_samples_over_all_designs(i, o, ttft):
     # The frontier's promise, checked against the deployments priced one by one: over every design (here 1- and
     # 2-way H100 replicas, bf16 and int4 weights), batches 1, 2, 4, ... and the largest that fits, and the best
@@ -298,10 +300,10 @@ def test_the_frontier_is_every_unbeaten_point_of_the_batches_it_samples_over_all
 
 
 # --- formats: what the weights, the cache and the matmuls are searched in ---------------------------------------------
-@pytest.mark.parametrize("chip, weights, compute", [("h100", "fp8", "fp8"), ("h100", "int8", "int8"),
+@for_each([("h100", "fp8", "fp8"), ("h100", "int8", "int8"),
                                                     ("h100", "int4", "bf16"), ("tpu-v5e", "fp8", "bf16"),
                                                     ("tpu-v5e", "int8", "int8"), ("b200", "nvfp4", "nvfp4"),
-                                                    ("h100", "fp16", "bf16")])
+                                                    ("h100", "fp16", "bf16")], ids=str)
 def test_matmuls_run_in_the_weight_format_where_the_chip_has_a_rate_for_it(chip, weights, compute):
     # The module docstring's rule: an 8- or 4-bit float or int8 weight format computes natively where the chip has a
     # matrix rate for it (the chip's spec sheet: H100 fp8 and int8, v5e int8 only, B200 fp4), else in bf16; 16-bit
@@ -352,7 +354,7 @@ def test_prices_name_each_chip_by_any_spelling_and_are_kept_in_dollars():
 
 
 # --- unreachable targets: how close the best came ---------------------------------------------------------------------
-@pytest.mark.parametrize("target", ["ttft", "tpot"])
+@for_each(["ttft", "tpot"], ids=str)
 def test_an_unreachable_target_is_named_with_how_close_the_best_came(target):
     with pytest.raises(TargetUnreachable) as caught:
         plan("llama3-70b", "h100", 16, 2000, 500, prices=2.5, **{target: 1e-4})
@@ -425,7 +427,7 @@ PRICED = [("h100", 8, 2, 200, 3, "fp8", "fp8", "fp8", "replicated"),
           ("tpu-v5e", 8, 4, 10, 20, "int4", "bf16", "bf16", "batch-split")]
 
 
-@pytest.mark.parametrize("chip, n, t, o, b, weights, kv, compute, placement", PRICED, ids=["h100", "tpu-v5e"])
+@for_each(PRICED, ids=["h100", "tpu-v5e"])
 def test_price_deployment_prices_every_field_through_the_estimates_own_entry_points(chip, n, t, o, b, weights, kv,
                                                                                      compute, placement):
     i, price = 1000, 3.0
@@ -569,8 +571,8 @@ def test_the_printed_plan_gives_the_best_and_each_frontier_point_in_milliseconds
         assert float(ttft_ms) == pytest.approx(point.ttft_s * 1e3, abs=0.06)
 
 
-@pytest.mark.parametrize("targets, printed", [({}, "none"), ({"tpot": 0.03}, "TPOT <= 0.03 s"),
-                                              ({"ttft": 2.0}, "TTFT <= 2 s")])
+@for_each([({}, "none"), ({"tpot": 0.03}, "TPOT <= 0.03 s"),
+                                              ({"ttft": 2.0}, "TTFT <= 2 s")], ids=str)
 def test_the_printed_plan_lists_only_the_targets_it_was_given(targets, printed):
     text = plan("llama3-8b", "h100", 1, 1000, 200, prices=2.5, weight_dtypes="bf16", kv_dtypes="bf16",
                 **targets).describe()
@@ -641,10 +643,10 @@ def test_a_designs_collectives_latency_is_that_of_its_steady_state_iteration_at_
                                                 rel=1e-12)
 
 
-@pytest.mark.parametrize("model, max_chips, sizes", [("llama3-8b", 7, (1, 2, 4)), ("llama3-8b", 8, (1, 2, 4, 8)),
+@for_each([("llama3-8b", 7, (1, 2, 4)), ("llama3-8b", 8, (1, 2, 4, 8)),
                                                      ("llama3-8b", 1000, (1, 2, 4, 8, 16, 32)),
                                                      ("palm-540b", 48, (1, 2, 3, 4, 6, 8, 12, 16, 24, 48)),
-                                                     ("llama2-13b", 9, (1, 2, 4, 5, 8))])
+                                                     ("llama2-13b", 9, (1, 2, 4, 5, 8))], ids=str)
 def test_tensor_parallel_sizes_are_the_divisors_of_the_query_heads_up_to_max_chips(model, max_chips, sizes):
     # 32 heads: the powers of two; PaLM-540B's 48 = 2^4 x 3 and LLaMA-2-13B's 40 = 2^3 x 5 have odd divisors too
     assert tensor_parallel_sizes(model, max_chips) == sizes
@@ -691,7 +693,7 @@ def test_the_search_bounds_a_design_by_its_first_batch_when_the_collectives_swit
     assert plan_module._cheapest([switching, steady], None, 1.5) == (switching, 1)
 
 
-@pytest.mark.parametrize("a_tpot, expected", [
+@for_each([
     # Design "b" runs batch 1 in 1 s, batch 2 in 2 s (its cheapest, cost 2: its collectives switch right after it)
     # and batch 3 in 3 s (cost 6); design "a" runs one sequence at cost 4. At 1.5 s nothing beats b's batch 2 on
     # both axes: a's point is faster but dearer, so the frontier holds b at 1, a, and b at 2.
@@ -760,7 +762,7 @@ def test_every_deployment_carries_the_highest_poisson_rate_at_which_it_meets_the
         p.dollars_per_million_output_tokens_all_in for p in result.frontier)
 
 
-@pytest.mark.parametrize("load", [dict(request_rate=6.0), dict(concurrency=200)], ids=["rate", "concurrency"])
+@for_each([dict(request_rate=6.0), dict(concurrency=200)], ids=["rate", "concurrency"])
 def test_under_a_load_plan_runs_the_fewest_replicas_that_meet_the_targets_there(load):
     targets = dict(ttft_p99=2.0, tpot_p99=0.1)
     best = plan(**{**MLPERF_LIKE, "chips": "h100", "max_chips": 8}, **targets, **load).best
@@ -842,7 +844,7 @@ BAD_INPUT = {
 }
 
 
-@pytest.mark.parametrize("call, words", BAD_INPUT.values(), ids=list(BAD_INPUT))
+@for_each(BAD_INPUT.values(), ids=list(BAD_INPUT))
 def test_bad_input_gets_a_value_error_naming_the_argument_and_the_fix(call, words):
     with pytest.raises(ValueError, match=words):
         call()

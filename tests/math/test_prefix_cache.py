@@ -22,7 +22,7 @@ from scaling_lib.prefix_cache import (
     simulate_chat,
 )
 from scaling_lib.simulator import ServingConfig, simulate, trace_workload
-from tests import examples
+from tests import examples, for_each
 
 CONFIG = ServingConfig("llama3-8b", "tpu-v5e", n_chips=8, max_batch=16, max_context_len=16384)
 CHAT = chat_workload(n_sessions=60, turns=4, system_len=512, user_len=128, output_len=256, rate_per_s=2.0,
@@ -231,7 +231,7 @@ def test_cached_prefill_grows_with_the_history_and_is_a_plain_prefill_without_on
 LONE = _requests([1], [4000], [8])
 
 
-@pytest.mark.parametrize("call, words", [
+@for_each([
     *[(lambda kwargs=kwargs: CacheTiers(**{"hbm_bytes": 1.0, "host_bytes": 1.0, "host_bandwidth": 1.0, **kwargs}),
        rf"\b{name}\b") for kwargs, name in ((dict(hbm_bytes=-1.0), "hbm_bytes"), (dict(host_bytes=-1.0), "host_bytes"),
                                              (dict(host_bandwidth=0.0), "host_bandwidth"))],
@@ -245,7 +245,7 @@ LONE = _requests([1], [4000], [8])
     # PaLM 540B's 48 query heads over 64 chips: refused unless pad_heads=True (as layout_cost does)
     (lambda: cached_prefill_cost("palm-540b", "tpu-v4", 64, 64, 1920, "2d-ws", "heads", weight_dtype="int8"),
      r"\bpad_heads\b"),
-])
+], ids=str)
 def test_bad_input_gets_a_value_error_naming_the_argument_and_the_fix(call, words):
     with pytest.raises(ValueError, match=words):
         call()

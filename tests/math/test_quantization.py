@@ -8,6 +8,8 @@ import pytest
 
 from scaling_lib.quantization import absmax_scale, dot_error_bound, quantization_table, rounding_bound, step_ratio_grid
 
+from tests import for_each
+
 
 def test_int8_uses_a_whole_top_bucket_and_errs_by_at_most_half_a_step():
     v = np.linspace(-2.54, 2.54, 100_001)
@@ -46,7 +48,7 @@ def test_dot_error_bound_holds_for_adversarial_weights_and_rounds_the_activation
 
 
 # --- Bad input: a ValueError naming the argument and the fix ---------------------------------------------------------
-@pytest.mark.parametrize("call, words", [
+@for_each([
     (lambda: absmax_scale(1.0, "bf16"), "int8"),
     (lambda: quantization_table("llama3-8b", "h100", 1, 1024, 8, schemes=[]), "schemes must list at least 1 entry"),
     (lambda: quantization_table("llama3-8b", "h100", 1, 1024, 8, schemes=[("int3", "bf16", "bf16")]), "unknown dtype"),
@@ -54,7 +56,7 @@ def test_dot_error_bound_holds_for_adversarial_weights_and_rounds_the_activation
     (lambda: step_ratio_grid("llama3-8b", "h100", 1, (8,), (1024,), scheme=("fp8", "fp8")),
      r"scheme is a \(weight_dtype, kv_dtype, compute_dtype\) triple"),
     (lambda: step_ratio_grid("llama3-8b", "h100", 1, (0,), (1024,)), "batches entry must be a positive integer"),
-])
+], ids=str)
 def test_bad_input_gets_a_value_error_naming_the_argument_and_the_fix(call, words):
     with pytest.raises(ValueError, match=words):
         call()

@@ -10,7 +10,7 @@ from scaling_lib.hardware import get_chip
 from scaling_lib.inference import decode_step_time
 from scaling_lib.memory import kv_bytes_per_token, max_batch_size, param_bytes
 from scaling_lib.models import from_hf_config, get_model
-from tests import REPO
+from tests import REPO, for_each
 
 
 # --- what it computes -------------------------------------------------------------------------------------------------
@@ -97,7 +97,7 @@ KEYS = {"model", "chip", "n_chips", "tensor_parallel", "expert_parallel", "atten
         "dollars_per_million_tokens_typical"}
 
 
-@pytest.mark.parametrize("chip, n, kwargs, formats, kv_bytes", [
+@for_each([
     ("tpu-v5e", 8, dict(weight_dtype="int8", compute_dtype="int8", tensor_parallel=4), ("int8", "bf16", "int8"),
      32 * 8 * 128 * 2 * 2),  # layers x KV heads x head dim x (K, V) x 2 B
     ("h100", 1, dict(weight_dtype="fp8", kv_dtype="fp8"), ("fp8", "fp8", "bf16"), 32 * 8 * 128 * 2 * 1),
@@ -144,7 +144,7 @@ def test_the_report_prints_each_row_in_its_units():
     assert "at the bound" in dollars and dollars.endswith("(at $2 per chip-hour)")
 
 
-@pytest.mark.parametrize("model, n, batch, context, prompt", [
+@for_each([
     ("llama3-8b", 2, 8, 4096, 1000), ("llama3-70b", 8, 64, 8192, 8192),
     ("llama3-70b", 8, 8, 32768, 32768),  # a prompt of seconds: still milliseconds, to a tenth
 ], ids=["8b-on-2", "70b-on-8", "70b-long-prompt"])
@@ -189,7 +189,7 @@ BAD_INPUT = {
 }
 
 
-@pytest.mark.parametrize("call, words", BAD_INPUT.values(), ids=list(BAD_INPUT))
+@for_each(BAD_INPUT.values(), ids=list(BAD_INPUT))
 def test_bad_input_gets_a_value_error_naming_the_argument_and_the_fix(call, words):
     with pytest.raises(ValueError, match=words):
         call()

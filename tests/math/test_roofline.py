@@ -15,9 +15,11 @@ from scaling_lib.roofline import (arithmetic_intensity, attainable_flops, attent
                                   fit_batch_roofline, matmul_bytes, matmul_flops, matmul_intensity, matmul_time,
                                   moe_critical_batch_size, ridge_point, roofline_time, slowdown_knee)
 
+from tests import for_each
+
 
 # --- Closed forms, by hand -------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("call, expected", [
+@for_each([
     # a matmul X [3, 5] x W [5, 7]: 2 x 3 x 5 x 7 = 210 FLOPs; X, W and the output each in its own format
     (lambda: matmul_flops(3, 5, 7), 210),
     (lambda: matmul_bytes(3, 5, 7), 2 * 3 * 5 + 2 * 5 * 7 + 2 * 3 * 7),  # bf16 throughout
@@ -43,13 +45,13 @@ from scaling_lib.roofline import (arithmetic_intensity, attainable_flops, attent
     # a CPU at 200 GFLOP/s and 10 GB/s with float32 weights (4 B): 200 / 10 x 4 / 2 = 40 tokens; bf16 by default 20
     (lambda: critical_batch_from_rates(200e9, 10e9, "fp32"), 40.0),
     (lambda: critical_batch_from_rates(200e9, 10e9), 20.0),
-])
+], ids=str)
 def test_closed_forms_by_hand(call, expected):
     assert call() == pytest.approx(expected, rel=1e-12)
 
 
 # --- The roofline time: max(FLOPs / C, bytes / W) over the chips ------------------------------------------------------
-@pytest.mark.parametrize("name", chip_names())
+@for_each(chip_names(), ids=str)
 def test_the_roofline_crosses_over_at_the_ridge_point_and_flattens_at_peak(name):
     chip = get_chip(name)
     ridge = ridge_point(chip)
@@ -184,7 +186,7 @@ def test_a_long_matmuls_time_is_printed_in_microseconds_to_a_tenth():
 
 
 # --- A measured roofline: its floor and its knee ----------------------------------------------------------------------
-@pytest.mark.parametrize("batches, seconds, n_floor, floor", [
+@for_each([
     ([1, 2, 4, 8], [1.0, 3.0, 5.0, 8.0], 2, 2.0),  # the mean of the middle two
     ([1, 2, 4, 8], [1.0, 3.0, 5.0, 8.0], 3, 3.0),
     ([1, 2, 4, 8], [1.0, 3.0, 5.0, 8.0], 3.0, 3.0),  # a whole float is a count too
@@ -193,7 +195,7 @@ def test_a_long_matmuls_time_is_printed_in_microseconds_to_a_tenth():
     ([1, 2, 4, 8, 16], [4.0, 1.0, 2.0, 3.0, 16.0], None, 2.0),  # default: the median of the three smallest batches
     ([1, 2, 4, 8, 16, 32], [4.0, 1.0, 3.0, 2.0, 5.0, 64.0], 4, 2.5),  # sorted 1, 2, 3, 4: mean of 2 and 3
     ([1, 2, 4, 8, 16, 32], [4.0, 1.0, 3.0, 2.0, 5.0, 64.0], 5, 3.0),  # sorted 1, 2, 3, 4, 5
-])
+], ids=str)
 def test_fit_batch_roofline_floor_is_the_median_of_the_smallest_batches(batches, seconds, n_floor, floor):
     kwargs = {} if n_floor is None else dict(n_floor=n_floor)
     assert fit_batch_roofline(batches, seconds, **kwargs).floor_s == floor
@@ -208,7 +210,7 @@ def test_fit_batch_roofline_recovers_a_synthetic_knee():
 
 # On a roofline t(B) = max(t_0, B t_0 / B_crit) the time first reaches 1.5 t_0 at B = 1.5 B_crit (hand derivation), so
 # the knee is the first grid batch at or above it: B_crit = 100 -> 150 -> 192 on the H200 run's grid.
-@pytest.mark.parametrize("critical, knee", [(100, 192), (170, 256), (2, 16), (5000, float("inf"))])
+@for_each([(100, 192), (170, 256), (2, 16), (5000, float("inf"))], ids=str)
 def test_slowdown_knee_of_a_roofline_is_the_first_batch_at_one_and_a_half_times_the_critical_batch(critical, knee):
     grid = (1, 16, 64, 128, 192, 256, 384, 512, 1024, 2048, 4096)
     assert slowdown_knee(grid, [max(1.0, b / critical) for b in grid]) == knee
@@ -219,7 +221,7 @@ def _attention_bytes(**kwargs):
     return attention_bytes(**(dict(query_len=3, kv_len=5, n_heads=4, n_kv_heads=2, head_dim=8, batch=1) | kwargs))
 
 
-@pytest.mark.parametrize("call, words", [
+@for_each([
     (lambda: roofline_time(-1.0, 1.0, "tpu-v5e"), r"\bflops\b"),
     (lambda: roofline_time(1.0, -1.0, "tpu-v5e"), r"\bbytes_moved\b"),
     (lambda: roofline_time(1.0, 1.0, "tpu-v5e", 0), r"\bn_chips\b"),
@@ -254,7 +256,7 @@ def _attention_bytes(**kwargs):
         (([1, 2], [1.0], 1.5), "must pair up"), (([2, 1], [1.0, 1.0], 1.5), "increasing"),
         (([1, 1], [1.0, 1.0], 1.5), "distinct"), (([1, 2], [1.0, 0.0], 1.5), "seconds entry"),
         (([1, 2], [1.0, 2.0], 1.0), "must exceed 1"), (("ab", [1.0, 2.0], 1.5), "sequence")]],
-])
+], ids=str)
 def test_bad_input_gets_a_value_error_naming_the_argument_and_the_fix(call, words):
     with pytest.raises(ValueError, match=words):
         call()

@@ -6,6 +6,8 @@ import pytest
 from scaling_lib.memory import kv_cache_bytes
 from scaling_lib.sequence_sharding import sequence_sharded_attention
 
+from tests import for_each
+
 PALM, V4 = "palm-540b", "tpu-v4"
 
 
@@ -45,12 +47,12 @@ def test_a_large_batch_makes_both_all_reduces_bandwidth_bound_by_hand():
 
 
 # --- Bad input: a ValueError naming the argument and the fix ---------------------------------------------------------
-@pytest.mark.parametrize("call, words", [
+@for_each([
     (lambda: sequence_sharded_attention(PALM, V4, 64, batch=1, context_len=65536, mesh_shape=(4, 4)),
      r"\bmesh_shape\b \(4, 4\) holds 16 chips, not n_chips=64"),
     (lambda: sequence_sharded_attention(PALM, V4, 64, batch=1, context_len=1000),
      r"context_len=1000 does not split into 64 equal slices"),
-])
+], ids=str)
 def test_bad_input_gets_a_value_error_naming_the_argument_and_the_fix(call, words):
     with pytest.raises(ValueError, match=words):
         call()

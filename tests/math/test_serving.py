@@ -14,8 +14,10 @@ from scaling_lib.serving import (
     server_ratio,
 )
 
+from tests import for_each
 
-@pytest.mark.parametrize("prompt_len", [16, 64, 95, 97, 512, 8192])
+
+@for_each([16, 64, 95, 97, 512, 8192], ids=str)
 def test_the_saturating_batch_is_where_prefill_flops_reach_the_weight_read(prompt_len):
     b = prefill_saturating_batch("llama3-70b", "tpu-v5e", prompt_len, mfu=0.4)
     weights = param_bytes("llama3-70b") / (16 * 8.2e11)
@@ -36,7 +38,7 @@ def test_saturating_tokens_by_hand_and_the_scaling_books_240_at_peak_rate():
     assert prefill_saturating_tokens("llama3-70b", "tpu-v5e") == pytest.approx(0.4 * 197e12 / 820e9, rel=1e-12)
 
 
-@pytest.mark.parametrize("prompt_len", [16, 40, 48, 95, 96, 97, 512])
+@for_each([16, 40, 48, 95, 96, 97, 512], ids=str)
 def test_prompts_ride_free_up_to_the_free_batch_and_not_one_more(prompt_len):
     # 40-token prompts (chapter 14's pop quiz): T_sat = 96.1, so 2 ride free (80 tokens) and the 3rd (120) does not.
     # A prompt longer than T_sat is compute-bound on its own: none rides free (chapter 14's table at T = 128).
@@ -95,7 +97,7 @@ BAD_INPUT = {
 }
 
 
-@pytest.mark.parametrize("call, words", BAD_INPUT.values(), ids=list(BAD_INPUT))
+@for_each(BAD_INPUT.values(), ids=list(BAD_INPUT))
 def test_bad_input_gets_a_value_error_naming_the_argument_and_the_fix(call, words):
     with pytest.raises(ValueError, match=words):
         call()

@@ -13,6 +13,8 @@ from scaling_lib.sharding import (TORUS_SHAPES, beta, decode_hops_per_layer, dec
                                   fsdp_decode_cost, fsdp_gather_bytes, kv_cache_sharding, max_decode_model_parallelism,
                                   max_prefill_model_parallelism)
 
+from tests import for_each
+
 V5E_ICI = 45e9  # B/s one way per ICI link (so W_ici,bidi = 90 GB/s), 1 us per hop, 820 GB/s of HBM
 LLAMA70 = dict(L=80, D=8192, N=64, H=128)
 
@@ -25,7 +27,7 @@ def reference_kv_split(n_kv_heads, n_shards):
     return best, n_shards // best
 
 
-@pytest.mark.parametrize("n_kv_heads, n_shards", list(itertools.product((1, 2, 3, 5, 6, 8, 12, 40), range(1, 25))))
+@for_each(list(itertools.product((1, 2, 3, 5, 6, 8, 12, 40), range(1, 25))), ids=str)
 def test_kv_cache_sharding_matches_brute_force_non_power_of_two_head_and_mesh_counts_included(n_kv_heads, n_shards):
     head, batch = reference_kv_split(n_kv_heads, n_shards)
     rule = kv_cache_sharding(n_kv_heads, batch=n_shards * 2, n_shards=n_shards)
@@ -33,14 +35,14 @@ def test_kv_cache_sharding_matches_brute_force_non_power_of_two_head_and_mesh_co
     assert rule.all_to_alls_per_attention_layer == (2 if batch > 1 else 0)
 
 
-@pytest.mark.parametrize("n_kv_heads, n_shards, batch, expected", [
+@for_each([
     (8, 12, 6, (4, 3)),  # 12 chips, 8 KV heads: 4 heads-ways (8 / 4 = 2 heads each), the other 3 ways by batch
     (6, 9, 18, (3, 3)),
     (5, 10, 20, (5, 2)),
     (3, 8, 16, (1, 8)),  # nothing in common: all batch
     (40, 16, 32, (8, 2)),  # LLaMA-2-13B's 40 heads on 16 chips
     (8, 4, 1, (4, 1)),  # K = 8 over 4 chips: all by heads, no all-to-all
-])
+], ids=str)
 def test_kv_heads_take_the_common_factor_of_the_shards_and_the_batch_the_rest_by_hand(n_kv_heads, n_shards, batch,
                                                                                       expected):
     rule = kv_cache_sharding(n_kv_heads, batch, n_shards)
@@ -49,7 +51,7 @@ def test_kv_heads_take_the_common_factor_of_the_shards_and_the_batch_the_rest_by
 
 
 # --- Hops per layer: two all-reduces over the torus, two all-to-alls over the batch shards --------------------------
-@pytest.mark.parametrize("model, n_chips, batch, mesh, chip, hops", [
+@for_each([
     ("llama3-70b", 8, 64, (8,), None, 2 * 2 * 4),  # ring of 8: 2 all-reduces of 8 hops; K = 8 = n: no batch split
     ("llama3-70b", 8, 64, None, None, 16),  # the default mesh is that ring
     ("llama3-70b", 8, 64, (2, 2, 2), None, 2 * 2 * (1 + 1 + 1)),  # K = 8 = n: no all-to-all
@@ -63,7 +65,7 @@ def test_kv_heads_take_the_common_factor_of_the_shards_and_the_batch_the_rest_by
     # and 2 all-to-alls between the 2 batch shards (1 hop each)
     ("palm-540b", 2, 2, None, None, 2 * 2 + 2 * 1),
     ("palm-540b", 2, 8, None, None, 6),
-])
+], ids=str)
 def test_decode_hops_per_layer_by_hand(model, n_chips, batch, mesh, chip, hops):
     assert decode_hops_per_layer(model, n_chips, batch, mesh, chip=chip) == hops
 
@@ -164,7 +166,7 @@ def _first_past_hop_latency(chip, batch):
                                                 check_capacity=False)).ici_latency_s > p.weights_s)
 
 
-@pytest.mark.parametrize("chip", ["tpu-v5e", "ironwood"])
+@for_each(["tpu-v5e", "ironwood"], ids=str)
 def test_chapter_7_crossing_stays_put_with_the_batch_unlike_f_over_b_beta(chip):
     # Where the figure's ICI line overtakes the weight line stays put as the batch goes from 32 to 128, while the
     # bandwidth estimate F / (B beta) moves 4-fold; hop latency alone gets there at most one torus later.
@@ -183,7 +185,7 @@ def test_prefill_model_parallelism_by_hand_in_each_compute_dtype():
 
 
 # --- FSDP: each chip gathers the weights it does not hold -------------------------------------------------------------
-@pytest.mark.parametrize("chip, bandwidth, hbm", [("tpu-v5e", 2 * V5E_ICI, 8.2e11), ("h100", 4.5e11, 3.35e12)])
+@for_each([("tpu-v5e", 2 * V5E_ICI, 8.2e11), ("h100", 4.5e11, 3.35e12)], ids=str)
 def test_fsdp_gathers_the_rest_of_the_weights_over_the_collective_bandwidth(chip, bandwidth, hbm):
     # 4 chips: each gathers 3/4 of the weights over W (ICI both ways on v5e, NVLink injection on H100) and would
     # otherwise read its quarter from HBM.
@@ -208,7 +210,7 @@ def test_fsdp_gathers_llama3_8b_whole_with_its_norm_gains():
 
 
 # --- Bad input: a ValueError naming the argument and the fix ---------------------------------------------------------
-@pytest.mark.parametrize("call, words", [
+@for_each([
     (lambda: decode_step_components("llama3-70b", "tpu-7x", 8, 256, 8192, mesh_shape=(2, 2)),
      "pass axis sizes that multiply to n_chips"),
     # (-2) x (-4) and 0.5 x 16 both multiply to 8 chips: the product check alone would let them through
@@ -238,7 +240,7 @@ def test_fsdp_gathers_llama3_8b_whole_with_its_norm_gains():
     (lambda: max_decode_model_parallelism(16384, 0, 8), r"^batch must be positive"),
     (lambda: max_decode_model_parallelism(16384, 32, 0), r"^beta_value must be positive"),
     (lambda: max_prefill_model_parallelism("tpu-v5e", 0), r"^d_ff must be positive"),
-])
+], ids=str)
 def test_bad_input_gets_a_value_error_naming_the_argument_and_the_fix(call, words):
     with pytest.raises(ValueError, match=words):
         call()

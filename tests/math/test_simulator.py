@@ -23,6 +23,8 @@ from scaling_lib.simulator import (
     trace_workload,
 )
 
+from tests import for_each
+
 CONFIG = ServingConfig("llama3-70b", "tpu-v5e", n_chips=16, max_batch=32, max_context_len=8192)
 FOUR_SLOTS = ServingConfig("llama3-70b", "tpu-v5e", n_chips=16, max_batch=4, max_context_len=4096)
 H100_CONFIG = ServingConfig("llama3-8b", "h100", n_chips=1, max_batch=8, max_context_len=4096)
@@ -60,7 +62,7 @@ def test_poisson_arrivals_have_a_mean_gap_of_one_over_the_rate_and_exponential_s
     assert gaps.std() == pytest.approx(0.25, rel=0.1)
 
 
-@pytest.mark.parametrize("spec, lengths", [
+@for_each([
     ((100, 101), {100, 101}),  # a range includes both ends and nothing beyond
     ((7, 7), {7}),
     (lambda rng, n: np.full(n, 77), {77}),  # a function of the generator and the count
@@ -81,9 +83,8 @@ def test_a_shared_prefix_caches_all_of_it_or_all_but_the_last_token_of_a_shorter
     assert one.cached_len.tolist() == [1] * 10
 
 
-@pytest.mark.parametrize("kwargs", [{}, dict(shared_prefix_len=0, shared_prefix_fraction=0.5),
-                                    dict(shared_prefix_fraction=0.5), dict(shared_prefix_len=100)],
-                         ids=["default", "no-prefix", "fraction-alone", "length-alone"])
+@for_each([{}, dict(shared_prefix_len=0, shared_prefix_fraction=0.5),
+                                    dict(shared_prefix_fraction=0.5), dict(shared_prefix_len=100)], ids=["default", "no-prefix", "fraction-alone", "length-alone"])
 def test_prefix_sharing_needs_both_a_length_and_a_fraction_and_leaves_the_prompts_alone(kwargs):
     # either one alone keeps its default (no prefix, or no request sharing it): nothing is cached
     plain = poisson_workload(1.0, 50, prompt_len=(200, 400), seed=4)
@@ -142,7 +143,7 @@ def test_room_for_a_one_token_cache_but_not_a_longer_one_is_a_cache_problem_not_
 
 
 # --- one request alone, and the engines' batches ----------------------------------------------------------------------
-@pytest.mark.parametrize("engine", ["naive", "interleaved", "chunked"])
+@for_each(["naive", "interleaved", "chunked"], ids=str)
 def test_a_lone_request_arriving_late_is_timed_from_its_arrival(engine):
     # Alone on an idle server: prefill at its arrival, then two decode steps at batch 1 over 101 and 102 tokens.
     result = simulate(FOUR_SLOTS, trace_workload([(0.5, 100, 3)]), engine)
@@ -162,7 +163,7 @@ def test_a_lone_request_arriving_late_is_timed_from_its_arrival(engine):
         assert array.dtype.kind == kind and not array.flags.writeable, column
 
 
-@pytest.mark.parametrize("weight_dtype, kv_dtype", [("int8", "bf16"), ("bf16", "int8")])
+@for_each([("int8", "bf16"), ("bf16", "int8")], ids=str)
 def test_decode_steps_are_priced_in_the_configured_dtypes(weight_dtype, kv_dtype):
     config = ServingConfig("llama3-70b", "tpu-v5e", 16, 4, 4096, weight_dtype=weight_dtype, kv_dtype=kv_dtype)
     result = simulate(config, trace_workload([(0.0, 100, 3)]), "naive")
@@ -196,7 +197,7 @@ def test_a_request_of_exactly_max_context_len_runs_and_one_more_token_is_refused
         simulate(FOUR_SLOTS, trace_workload([(0.0, 4000, 97)]), "naive")
 
 
-@pytest.mark.parametrize("n_servers", [1, 2, 3])
+@for_each([1, 2, 3], ids=str)
 def test_servers_take_requests_in_turn(n_servers):
     # Two requests at once: one server prefills them one after the other; two or more take one each.
     result = simulate(FOUR_SLOTS, trace_workload([(0.0, 100, 2), (0.0, 100, 2)]), "interleaved", n_servers=n_servers)
@@ -284,7 +285,7 @@ WINDOW_256 = ServingConfig(get_model("llama3-70b").with_(sliding_window=256, nam
                            n_chips=16, max_batch=4, max_context_len=4096)
 
 
-@pytest.mark.parametrize("config, workload, index, chunks, read", [
+@for_each([
     # 511 + 513 prompt tokens, chunks of 512: step 1 takes A's 511 and 1 of B's; step 2 the other 512 of B, reading
     # the 1 token of B already cached -- B's first token ends step 2.
     (FOUR_SLOTS, trace_workload([(0.0, 511, 1), (0.0, 513, 1)]), 1, (512, 512), 1),
@@ -305,7 +306,7 @@ def test_a_chunk_reads_the_cached_prefix_of_its_own_sequence_up_to_the_window(co
     assert result.first_token_s[index] == pytest.approx(sum(_chunk(c) for c in chunks) + read * PER_TOKEN, rel=1e-9)
 
 
-@pytest.mark.parametrize("config, prompt", [(FOUR_SLOTS, 100), (WINDOW_256, 300)], ids=["no-window", "window-256"])
+@for_each([(FOUR_SLOTS, 100), (WINDOW_256, 300)], ids=["no-window", "window-256"])
 def test_a_chunk_joining_a_running_decode_carries_its_step(config, prompt):
     # A (3 out) prefills in one chunk and decodes; B (100 tokens) arrives during A's first decode step, so the next
     # step carries A's decode (batch 1, A's cached tokens up to the window) and B's chunk together: A ends with it.
@@ -322,7 +323,7 @@ def test_a_chunk_joining_a_running_decode_carries_its_step(config, prompt):
 
 
 # --- a sliding window caps each sequence's decode read at its own context ---------------------------------------------
-@pytest.mark.parametrize("requests", [
+@for_each([
     [(100, 600), (200, 600)],  # before any sequence reaches the window
     [(100, 40), (500, 40), (700, 40)],  # one starts past it, one crosses it during the run, one never reaches it
     # the 100-token prompt ends after 19 decode steps; the other two run 20 more at batch 2, their contexts still
@@ -343,7 +344,7 @@ def test_windowed_decode_reads_each_sequence_at_its_own_context_capped_at_the_wi
 
 
 # --- the queue --------------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("trace, engine, times, lengths", [
+@for_each([
     ([(0.0, 4000, 2), (0.01, 4000, 2), (0.02, 4000, 2)], "interleaved", lambda: [0.0, 0.01, 0.02], [0, 1, 2, 1, 0]),
     ([(0.0, 100, 2)] * 3, "interleaved", lambda: [0.0], [2, 1, 0]),  # simultaneous arrivals count at once
     # A at 0; B and C together at 0.5, when the server is idle again: B starts at once, C after B's prefill
@@ -430,7 +431,7 @@ def _disaggregated(workload, **kwargs):
     return simulate_disaggregated(FOUR_SLOTS, workload, **kwargs)
 
 
-@pytest.mark.parametrize("kv_dtype, bytes_per_element", [("bf16", 2), ("int8", 1)])
+@for_each([("bf16", 2), ("int8", 1)], ids=str)
 def test_a_disaggregated_request_decodes_once_its_cache_has_crossed(kv_dtype, bytes_per_element):
     config = ServingConfig("llama3-70b", "tpu-v5e", n_chips=16, max_batch=4, max_context_len=4096, kv_dtype=kv_dtype)
     result = simulate_disaggregated(config, trace_workload([(0.5, 100, 3)]), transfer_bandwidth=1e9)
@@ -455,7 +456,7 @@ def test_the_default_transfer_is_the_prefill_servers_data_centre_network():
         2 * 32 + 3 * 16
 
 
-@pytest.mark.parametrize("n_prefill", [1, 2, 3])
+@for_each([1, 2, 3], ids=str)
 def test_prefill_servers_take_requests_first_come_first_served(n_prefill):
     result = _disaggregated(trace_workload([(0.0, 100, 1), (0.0, 200, 1)]), n_prefill_servers=n_prefill)
     second = _prefill(100) if n_prefill == 1 else 0.0
@@ -465,7 +466,7 @@ def test_prefill_servers_take_requests_first_come_first_served(n_prefill):
     assert result.generated_tokens.tolist() == [1, 1] and result.total_tokens == 2
 
 
-@pytest.mark.parametrize("n_decode, batch", [(1, 2), (2, 1), (3, 1)])
+@for_each([(1, 2), (2, 1), (3, 1)], ids=str)
 def test_decode_servers_batch_what_is_ready_together(n_decode, batch):
     # Two prefill servers finish both prompts at once; one decode server runs them as a batch of 2.
     result = _disaggregated(trace_workload([(0.0, 100, 2)] * 2), n_prefill_servers=2, n_decode_servers=n_decode,
@@ -497,8 +498,7 @@ OTHER_ENGINES_ARGUMENTS = [
 ]
 
 
-@pytest.mark.parametrize("call, error, words", OTHER_ENGINES_ARGUMENTS,
-                         ids=["n_prefill_servers", "n_decode_servers", "transfer_bandwidth", "prefill_config",
+@for_each(OTHER_ENGINES_ARGUMENTS, ids=["n_prefill_servers", "n_decode_servers", "transfer_bandwidth", "prefill_config",
                               "n_servers-to-disaggregated", "n_servers-of-disaggregated"])
 def test_each_function_refuses_the_other_engines_arguments_and_names_the_right_call(call, error, words):
     with pytest.raises(error, match=words):
@@ -611,7 +611,7 @@ BAD_INPUT = {
 }
 
 
-@pytest.mark.parametrize("call, words", BAD_INPUT.values(), ids=list(BAD_INPUT))
+@for_each(BAD_INPUT.values(), ids=list(BAD_INPUT))
 def test_bad_input_gets_a_value_error_naming_the_argument_and_the_fix(call, words):
     with pytest.raises(ValueError, match=words):
         call()

@@ -17,14 +17,16 @@ from scaling_lib.estimate import (CUDA_GRAPH_MAX_BATCH, Deployment, decode_step,
                                   step_estimate)
 from scaling_lib.measurements import decode_step_rows, gathered_runs
 
+from tests import for_each
+
 LAUNCH = Efficiency(launch_s=1e-4)  # 100 us per eagerly launched layer, nothing else fixed
 
 
-@pytest.mark.parametrize("chip, decode_batch, prefill_tokens, captured", [
+@for_each([
     ("h100", 1, 0, True), ("h100", CUDA_GRAPH_MAX_BATCH, 0, True),  # vLLM captures decode batches up to 256
     ("h100", CUDA_GRAPH_MAX_BATCH + 1, 0, False), ("h100", 8, 1, False),  # a larger batch, or a prompt token
     ("mi300x", 8, 0, True), ("tpu-v5e", 4096, 512, True),  # a TPU step is one compiled program, whatever it holds
-])
+], ids=str)
 def test_a_step_runs_in_one_cuda_graph_only_when_it_decodes_at_most_the_captured_batch(chip, decode_batch,
                                                                                         prefill_tokens, captured):
     assert runs_in_cuda_graph(chip, decode_batch, prefill_tokens) is captured
@@ -50,20 +52,20 @@ def test_the_host_pays_sequence_s_for_each_decoding_sequence_and_each_prompt_it_
     assert step.sequence_s == pytest.approx(26e-6) and step.overhead_s == pytest.approx(1e-3 + 26e-6)
 
 
-@pytest.mark.parametrize("bad, names", [
+@for_each([
     (dict(launch_s=-1e-6), "Efficiency.launch_s must be non-negative"),
     (dict(sequence_s=float("inf")), "Efficiency.sequence_s must be non-negative"),
-])
+], ids=str)
 def test_negative_or_infinite_host_costs_are_refused_naming_the_field(bad, names):
     with pytest.raises(ValueError, match=names):
         Efficiency(**bad)
 
 
-@pytest.mark.parametrize("call, name", [
+@for_each([
     (lambda: runs_in_cuda_graph("h100", -1, 0), "decode_batch"),
     (lambda: runs_in_cuda_graph("h100", 8, float("nan")), "prefill_tokens"),
     (lambda: runs_in_cuda_graph("no-such-chip", 8, 0), "no-such-chip"),
-])
+], ids=str)
 def test_runs_in_cuda_graph_names_each_bad_argument(call, name):
     with pytest.raises(ValueError, match=name):
         call()

@@ -7,6 +7,8 @@ from scaling_lib.inference import decode_step_time
 from scaling_lib.speculative import (best_lookahead, best_roofline_lookahead, expected_tokens_per_step, roofline_step,
                                      speedup)
 
+from tests import for_each
+
 
 def test_roofline_step_prices_its_plain_step_in_the_dtypes_it_is_given():
     spec = roofline_step("llama3-70b", "tpu-7x", 8, 4, 4096, 3, 0.6, 0.05, "fp8", "fp8", "fp8")
@@ -19,10 +21,10 @@ def test_the_best_lookahead_is_capped_at_16_by_default():
 
 
 # --- Bad input: a ValueError naming the argument and the fix ---------------------------------------------------------
-@pytest.mark.parametrize("call, words", [
+@for_each([
     (lambda: expected_tokens_per_step(3, 1.2), "acceptance must be a probability"),
     (lambda: speedup(-1, 0.5, 0.1), "lookahead must be a non-negative integer"),
-])
+], ids=str)
 def test_bad_input_gets_a_value_error_naming_the_argument_and_the_fix(call, words):
     with pytest.raises(ValueError, match=words):
         call()

@@ -15,9 +15,11 @@ import pytest
 from scaling_lib.book.exercises import grade
 from scaling_lib.units import format_quantity, parse_quantity, parse_unit, read_number, unit_spellings
 
+from tests import for_each
+
 
 # --- read_number: the leading number and what follows it ------------------------------------------------------------
-@pytest.mark.parametrize("text, expected", [
+@for_each([
     ("4.98 ms", (4.98, "ms")),
     ("240", (240.0, "")),
     ("1,920 tokens", (1920.0, "tokens")),
@@ -32,13 +34,13 @@ from scaling_lib.units import format_quantity, parse_quantity, parse_unit, read_
     ("\u22123 us", (-3.0, "us")),  # a typographic minus
     ("4.6\u00a0k   tokens", (4.6, "k tokens")),  # a no-break space, runs of spaces collapsed
     ("4.6\u202fms", (4.6, "ms")),  # a narrow no-break space
-])
+], ids=str)
 def test_read_number_splits_the_leading_number_from_its_unit(text, expected):
     assert read_number(text) == expected
 
 
 # --- The thousands rule: a comma only between groups of three digits --------------------------------------------------
-@pytest.mark.parametrize("text, example", [
+@for_each([
     ("1,5 ms", "1.5 ms"),  # a decimal comma, or a thousands separator missing two digits: never guessed
     ("0,5", "0.5"),
     ("1,53 s", "1.53 s"),
@@ -49,7 +51,7 @@ def test_read_number_splits_the_leading_number_from_its_unit(text, expected):
     # the whole part is a valid thousands group, so the hint drops the commas rather than writing the one comma as a
     # second decimal point ('1.920.5')
     ("1,920.5,3", "1920.5"),
-])
+], ids=str)
 def test_a_comma_is_only_a_thousands_separator_between_groups_of_three_digits(text, example):
     with pytest.raises(ValueError, match="ambiguous") as refused:
         read_number(text)
@@ -65,8 +67,8 @@ def test_an_ambiguous_comma_says_which_commas_are_read_and_how_to_write_a_fracti
     assert re.search(r"\bfor a fraction write the decimal point as '\.', e\.g\. '1\.5 ms'", message)
 
 
-@pytest.mark.parametrize("text, readable", [("1,920 tokens", True), ("1,920", True), ("4,6", False),
-                                            ("1,92 tokens", False), ("1,920,", False), ("1_920", True)])
+@for_each([("1,920 tokens", True), ("1,920", True), ("4,6", False),
+                                            ("1,92 tokens", False), ("1,920,", False), ("1_920", True)], ids=str)
 def test_the_checker_and_parse_quantity_apply_the_same_thousands_rule(text, readable):
     # ch10.moe-bcrit-8e-top1-v6e asks for a count of tokens: an answer the checker cannot read says "Cannot read".
     verdict = grade("ch10.moe-bcrit-8e-top1-v6e", text)
@@ -79,7 +81,7 @@ def test_the_checker_and_parse_quantity_apply_the_same_thousands_rule(text, read
 
 
 # --- parse_unit: what a unit is worth and what it measures ---------------------------------------------------------
-@pytest.mark.parametrize("unit, expected", [
+@for_each([
     *[(unit, (factor, "bytes")) for unit, factor in [
         ("kB", 1000), ("MB", 1000**2), ("GB", 1000**3), ("TB", 1000**4),
         ("KiB", 1024), ("MiB", 1024**2), ("GiB", 1024**3), ("TiB", 1024**4)]],
@@ -88,7 +90,7 @@ def test_the_checker_and_parse_quantity_apply_the_same_thousands_rule(text, read
         ("KiB", 1024), ("MiB", 1024**2), ("GiB", 1024**3), ("TiB", 1024**4)]],
     (" ms ", (1e-3, "time")), ("us", (1e-6, "time")), ("%", (0.01, "percent")), ("", (1.0, "count")),
     ("TFLOP/s", (1e12, "flop_rate")), ("chip", (1, "count")), ("chips", (1, "count")),
-])
+], ids=str)
 def test_decimal_prefixes_step_by_1000_binary_ones_by_1024_and_a_count_takes_none(unit, expected):
     assert parse_unit(unit) == expected
 
@@ -101,7 +103,7 @@ def test_unit_spellings_list_every_unit_read_and_no_prefixed_count():
 
 
 # --- parse_quantity: a typed answer in SI units, and format_quantity back --------------------------------------------
-@pytest.mark.parametrize("args, expected", [
+@for_each([
     (("4.98 ms",), (4.98e-3, "time")), (("6.7 GB",), (6.7e9, "bytes")), (("2 GiB",), (2.0 * 2**30, "bytes")),
     (("1,536", "tokens"), (1536.0, "count")), (("1,536 tokens",), (1536.0, "count")),
     (("12,345,678 B",), (12345678.0, "bytes")), (("1_000 tokens",), (1000.0, "count")),
@@ -109,7 +111,7 @@ def test_unit_spellings_list_every_unit_read_and_no_prefixed_count():
     (("2.5", "ms"), (2.5e-3, "time")), ((np.float32(2.5), "ms"), (2.5e-3, "time")),  # a plain number: the default
     ((4, "ms"), (4e-3, "time")), ((2.5, "GB"), (2.5e9, "bytes")),
     (("3 us", "ms"), (3e-6, "time")),  # a typed unit over the default
-])
+], ids=str)
 def test_parse_quantity_reads_the_unit_or_falls_back_to_the_default(args, expected):
     value, kind = parse_quantity(*args)
     assert (value, kind) == (pytest.approx(expected[0], rel=1e-7), expected[1])
@@ -126,7 +128,7 @@ def test_format_quantity_keeps_scientific_notation_and_never_writes_more_whole_d
 
 
 # --- Bad input: a ValueError naming the problem and what to write ----------------------------------------------------
-@pytest.mark.parametrize("call, words", [
+@for_each([
     *[(lambda text=text: read_number(text), "write it like '4.98 ms'")
       for text in ["", "   ", "abc", "--3", "e5", ".", ",", "ms 4"]],
     *[(lambda text=text: read_number(text), r"\bwrite it like '4\.98 ms' or '240'") for text in ("E5", "e5 s", "+E3")],
@@ -147,7 +149,7 @@ def test_format_quantity_keeps_scientific_notation_and_never_writes_more_whole_d
     (lambda: parse_quantity(True, "ms"), r"\bexpected a number, got True\b"),
     (lambda: parse_quantity(None, "ms"), r"\bexpected a number or a string such as '4\.98 ms', got None\b"),
     (lambda: parse_quantity([1.0], "ms"), r"\bexpected a number or a string\b"),
-])
+], ids=str)
 def test_bad_input_gets_a_value_error_naming_the_problem_and_what_to_write(call, words):
     with pytest.raises(ValueError, match=words):
         call()

@@ -7,6 +7,8 @@ import pytest
 from scaling_lib.inference import decode_step_time
 from scaling_lib.utilization import DecodeGap, decode_latency_gap, mbu, mfu
 
+from tests import for_each
+
 
 def test_mfu_is_model_flops_over_the_slice_peak_and_the_gap_the_measured_step_over_the_roofline_bound():
     # By hand: 2 x 1e9 params x 1e6 tokens = 2e15 FLOPs in 10 s on 8 TPU v5e (197 TFLOP/s bf16 each, 1.576e16 FLOPs
@@ -34,12 +36,12 @@ def test_mbu_is_the_bytes_a_step_must_read_over_what_hbm_streams_in_its_time():
 
 
 # --- Bad input: a ValueError naming the argument and the fix ---------------------------------------------------------
-@pytest.mark.parametrize("call, words", [
+@for_each([
     (lambda: mbu(1e9, 0, "h100", 1), "seconds must be positive"),
     (lambda: mfu(5.4e11, 1000, 0, "tpu-v4", 64), "seconds must be positive"),
     (lambda: mfu(5.4e11, 1000, 1.0, "tpu-v4", 0), "n_chips"),
     (lambda: decode_latency_gap("palm-540b", "tpu-v4", 64, 64, 2048, 0), "measured_step_s"),
-])
+], ids=str)
 def test_bad_input_gets_a_value_error_naming_the_argument_and_the_fix(call, words):
     with pytest.raises(ValueError, match=words):
         call()

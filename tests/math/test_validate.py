@@ -6,30 +6,32 @@ import pytest
 
 from scaling_lib import _validate
 
+from tests import for_each
+
 
 # --- What passes, and what it becomes ---------------------------------------------------------------------------------
-@pytest.mark.parametrize("call, expected", [
+@for_each([
     (lambda: _validate.real("x", -1e300), -1e300),  # a large negative real is still a real
     (lambda: _validate.fraction("mfu", 1), 1.0),  # a fraction may be one
     (lambda: _validate.probability("a", 0), 0.0),  # a probability may be zero
     (lambda: _validate.divides("k", 4, "n", 12), 4),
     (lambda: _validate.axes("mesh", [2, np.int64(4)]), (2, 4)),
     (lambda: _validate.at_most("n", 10, 10, "a list of n entries"), 10),  # the limit itself
-])
+], ids=str)
 def test_a_value_that_passes_its_check_comes_back_as_the_plain_python_value(call, expected):
     result = call()
     assert result == expected and type(result) is type(expected)
 
 
-@pytest.mark.parametrize("value, expected", [(3, 3), (np.int64(3), 3), (np.uint8(3), 3), (3.0, 3), (1e6, 10**6),
-                                             (np.float32(4.0), 4)])
+@for_each([(3, 3), (np.int64(3), 3), (np.uint8(3), 3), (3.0, 3), (1e6, 10**6),
+                                             (np.float32(4.0), 4)], ids=str)
 def test_integers_accept_numpy_and_whole_floats_and_return_python_ints(value, expected):
     result = _validate.positive_int("n", value)
     assert result == expected and type(result) is int
     assert type(_validate.non_negative_int("n", value)) is int
 
 
-@pytest.mark.parametrize("value, listed", [(4096, True), (4097, False), (360, True), (1296, False)])
+@for_each([(4096, True), (4097, False), (360, True), (1296, False)], ids=str)
 def test_divides_lists_the_divisors_of_numbers_up_to_4096_with_at_most_24_divisors(value, listed):
     # 4096 = 2**12 has 13 divisors, 4097 = 17 x 241 is past the listing limit; 360 = 2**3 3**2 5 has exactly 24
     # divisors, 1296 = 2**4 3**4 has 25. The divisors are listed by brute force here.
@@ -53,7 +55,7 @@ CHECKS = (_validate.real, _validate.positive, _validate.positive_int, _validate.
           _validate.probability, _validate.fraction)
 
 
-@pytest.mark.parametrize("call, words", [
+@for_each([
     *[(lambda check=check, value=value: check("x", value), "x must be a finite number")
       for check in (_validate.real, _validate.positive)
       for value in [float("nan"), float("inf"), -float("inf"), np.float64("nan"), np.inf]],
@@ -82,7 +84,7 @@ CHECKS = (_validate.real, _validate.positive, _validate.positive_int, _validate.
     (lambda: _validate.items("xs", [], _validate.real), r"\bat least 1 entry\b"),
     (lambda: _validate.at_most("n", 11, 10, "a list of n entries"),
      r"\bn=11 is more than 10\b.*\ba list of n entries$"),
-])
+], ids=str)
 def test_bad_input_gets_a_value_error_naming_the_argument_and_the_fix(call, words):
     with pytest.raises(ValueError, match=words):
         call()

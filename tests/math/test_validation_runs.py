@@ -20,6 +20,8 @@ from scaling_lib.measurements import EXCLUDED, RunRow, _row_model, published_run
 from scaling_lib.memory import param_bytes
 from scaling_lib.models import Transformer, active_param_count, get_model, param_count
 
+from tests import for_each
+
 
 def _key(row) -> tuple:
     """What a run is: the page it was read from, the system and the workload (the value is not part of it)."""
@@ -153,7 +155,7 @@ BAD_INPUT = {
 }
 
 
-@pytest.mark.parametrize("call, words", BAD_INPUT.values(), ids=list(BAD_INPUT))
+@for_each(BAD_INPUT.values(), ids=list(BAD_INPUT))
 def test_bad_input_gets_a_value_error_naming_the_argument_and_the_fix(call, words):
     with pytest.raises(ValueError, match=words):
         call()

@@ -11,7 +11,7 @@ import pytest
 from scaling_lib.__main__ import main
 from scaling_lib.models import param_count
 from scaling_lib.your_model import CLI_NAMES, estimate_deployment
-from tests import REPO
+from tests import REPO, for_each
 
 CONFIGS = REPO / "book" / "data" / "hf_configs"
 JS = REPO / "book" / "_ext" / "answer_boxes" / "answer_boxes.js"
@@ -83,7 +83,7 @@ def test_a_pasted_configs_position_limit_is_enforced_as_on_the_command_line(form
     assert ok and "sequences of 4,096 tokens" in shown
 
 
-@pytest.mark.parametrize("kwargs, says", [
+@for_each([
     (dict(model="llama3-8b", config=str(CONFIGS / "qwen3-8b.json")), r"\bgive model .* or config\b"),
     (dict(model=None), r"\bgive model .* or config\b"),
     (dict(names={"batch": "--batch"}), r"\bnames must map each of\b"),
@@ -92,7 +92,7 @@ def test_a_pasted_configs_position_limit_is_enforced_as_on_the_command_line(form
     (dict(expert_parallel=True), r"\bargument --expert-parallel: llama3-8b is dense\b.*drop --expert-parallel"),
     (dict(model="mixtral-8x7b", n_chips=16, tensor_parallel=16, expert_parallel=True),
      r"\bargument --expert-parallel: mixtral-8x7b's 8 routed experts do not split evenly over --tensor-parallel 16\b"),
-])
+], ids=str)
 def test_bad_input_gets_a_value_error_in_the_callers_words(kwargs, says):
     arguments = {**dict(model="llama3-8b", chip="h100", n_chips=1, names=CLI_NAMES), **kwargs}
     with pytest.raises(ValueError, match=says):
