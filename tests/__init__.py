@@ -1,5 +1,6 @@
 """The book's tests, mirroring the package: math/ (closed form), tiny/ (JAX), book/ (the book's tooling and build)."""
 
+import functools
 import os
 from pathlib import Path
 
@@ -63,3 +64,51 @@ def for_each(cases, ids=repr):
         return test
 
     return wrap
+
+
+_FRESH_INTERPRETER = """
+import importlib, json, sys
+BLOCKED = {"numpy", "jax", "jaxlib", "matplotlib"}
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in BLOCKED:
+            raise ImportError(f"{name} is blocked in this test")
+sys.meta_path.insert(0, Block())
+import scaling_lib.roofline, scaling_lib.estimate as estimate
+report = {"math_layer_loads": sorted(m for m in sys.modules if m.startswith("scaling_lib.book"))}
+from scaling_lib.book.exercises import checker, exercises
+right, wrong = (checker.grade("ch4.kv-per-token-llama3-70b", answer) for answer in ("328", "656"))
+report["page"] = [right.correct, wrong.correct, wrong.message, len(exercises()),
+                  str(estimate.report("llama3-70b", "h100", 8, context_len=4096))]
+report["loaded_while_blocked"] = sorted(m for m in sys.modules if m.split(".")[0] in BLOCKED)
+try:
+    import numpy
+    report["refused"] = ""
+except ImportError as error:
+    report["refused"] = str(error)
+BLOCKED.difference_update({"numpy", "matplotlib"})  # JAX alone from here
+for name in sys.argv[1:]:
+    importlib.import_module(name)
+import scaling_lib.book.exercises, scaling_lib.book.claims
+print(json.dumps(report))
+"""
+
+
+@functools.cache
+def fresh_interpreter() -> dict:
+    """What a fresh Python does with numpy, JAX and matplotlib blocked from import (as in the page's Pyodide, where
+    the answer boxes run): `math_layer_loads`, the scaling_lib.book modules that importing roofline and estimate
+    loads; `page`, the checker's verdicts on a right and a wrong answer, the exercises' count and an estimate report;
+    `loaded_while_blocked`; `refused`, the blocker's message for numpy. Then, with JAX alone blocked, it imports every
+    closed-form module, the exercises and the claims (a failure raises here). One subprocess, run once for the tests
+    of tests/test_architecture.py and tests/book/test_answer_boxes_library.py that need one."""
+    import json
+    import subprocess
+    import sys
+
+    modules = sorted(f"scaling_lib.{p.stem}" for p in (REPO / "scaling_lib").glob("*.py")
+                     if p.stem not in ("__init__", "__main__"))
+    result = subprocess.run([sys.executable, "-c", _FRESH_INTERPRETER, *modules], capture_output=True, text=True,
+                            cwd=REPO, timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.splitlines()[-1])

@@ -39,7 +39,7 @@ _TINY_TESTS = REPO / "tests" / "tiny"
 # Test modules whose every test is tiny: the book build, and those that import what the inner loop never loads.
 _TINY_MODULES = frozenset(REPO / "tests" / "book" / name
                           for name in ("test_build.py", "test_backlinks.py", "test_execution_cache.py", "test_figure_checks.py",
-                                       "test_explorers.py"))
+                                       "test_explorers.py", "test_answer_boxes_browser.py", "test_page_fit.py"))
 
 
 def _all_tiny(path: Path) -> bool:

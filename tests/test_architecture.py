@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import scaling_lib
-from tests import REPO, for_each
+from tests import REPO, for_each, fresh_interpreter
 
 PACKAGE = REPO / "scaling_lib"
 MODULES = sorted(p for p in PACKAGE.rglob("*.py"))
@@ -99,24 +99,7 @@ def _internal_graph():
 def test_closed_form_modules_import_with_jax_blocked_and_the_math_layer_loads_none_of_the_books_tooling():
     """In a fresh interpreter where any attempt to import jax raises: the math layer (roofline, estimate) loads no
     module of scaling_lib.book, and every top-level module, the exercises and the claims import."""
-    script = (
-        "import sys\n"
-        "class Block:\n"
-        "    def find_spec(self, name, path=None, target=None):\n"
-        "        if name == 'jax' or name.startswith('jax.') or name.startswith('jaxlib'):\n"
-        "            raise ImportError('closed-form scaling_lib must not import ' + name)\n"
-        "sys.meta_path.insert(0, Block())\n"
-        "import scaling_lib.roofline, scaling_lib.estimate\n"
-        "loaded = sorted(m for m in sys.modules if m.startswith('scaling_lib.book'))\n"
-        "import importlib\n"
-        f"for name in {CLOSED_FORM!r}:\n"
-        "    importlib.import_module('scaling_lib.' + name)\n"
-        "import scaling_lib.book.exercises, scaling_lib.book.claims\n"
-        "print('ok' if not loaded else loaded)\n"
-    )
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "ok", result.stdout
+    assert fresh_interpreter()["math_layer_loads"] == []
 
 
 def test_imports_flow_top_level_then_tiny_then_book_with_no_cycle_and_no_private_name_crossing_a_module():

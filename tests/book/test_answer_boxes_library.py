@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from scaling_lib import _validate
-from tests import REPO, for_each
+from tests import REPO, for_each, fresh_interpreter
 
 BLOCK = """
 import sys
@@ -32,22 +32,9 @@ def _run_blocked(code: str) -> str:
 
 
 def test_checker_and_estimate_import_and_run_without_numpy_jax_matplotlib():
-    out = _run_blocked("""
-import json
-import scaling_lib.estimate as estimate
-from scaling_lib.book.exercises import checker, exercises
-right = checker.grade("ch4.kv-per-token-llama3-70b", "328")
-wrong = checker.grade("ch4.kv-per-token-llama3-70b", "656")
-table = str(estimate.report("llama3-70b", "h100", 8, context_len=4096))
-blocked = sorted(name for name in sys.modules if name.split(".")[0] in {"numpy", "jax", "matplotlib"})
-try:
-    import numpy
-    refused = ""
-except ImportError as error:
-    refused = str(error)
-print(json.dumps([right.correct, wrong.correct, wrong.message, len(exercises()), table, blocked, refused]))
-""")
-    right, wrong, message, count, table, blocked, refused = json.loads(out.splitlines()[-1])
+    found = fresh_interpreter()
+    right, wrong, message, count, table = found["page"]
+    blocked, refused = found["loaded_while_blocked"], found["refused"]
     assert right is True and wrong is False
     assert count >= 60
     assert blocked == [] and refused == "numpy is blocked in this test"  # the blocker blocks
