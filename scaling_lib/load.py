@@ -91,6 +91,7 @@ class Engine:
     token_budget: int | None = TOKEN_BUDGET
     bound: bool = False
     _steps: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+    _gridded: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self):
         if not callable(self.step_s):
@@ -399,6 +400,14 @@ class Engine:
         piecewise linear in them), so that every rate reuses the same priced steps."""
         if prompt_tokens <= 0:
             return self.step(decoding, 0)
+        key = (decoding, prompt_tokens)
+        if key not in self._gridded:  # the same prompt at the same batch is met at every rate tried
+            if len(self._gridded) >= 65536:  # a long sweep of rates: keep the memory bounded
+                self._gridded.clear()
+            self._gridded[key] = self._step_on_grid(decoding, prompt_tokens)
+        return self._gridded[key]
+
+    def _step_on_grid(self, decoding: int, prompt_tokens: float) -> float:
         k = math.log(prompt_tokens) / math.log(1.25)
         low, high = round(1.25 ** math.floor(k)), round(1.25 ** math.ceil(k))
         if high <= low:
