@@ -58,6 +58,7 @@ generate: $(STAMP)
 	$(BIN)/python tools/save_cells.py
 	$(BIN)/python tools/backlinks.py
 	$(BIN)/python -m scaling_lib.book.cli_reference
+	$(BIN)/python tools/exercise_cells.py
 
 lab: $(STAMP)
 	$(BIN)/python -m pip install --quiet jupyterlab==4.6.6

@@ -52,8 +52,8 @@ def _weight_read_s(dtype: str = "int8", chips: int = CHIPS) -> float:
 
 
 EXERCISES = (
-    Exercise("wp.q1-params", "Parameters of the worked-problem model (embedding shared with the output), within "
-             "±0.2%.",
+    Exercise("wp.q1-params", "How many parameters does the model have (the embedding shared with the output)? Within "
+                             "±0.2%.",
              Number("", lambda: param_count(get_model(MODEL)), rel_tol=0.002, slips=(
                  Slip("two feed-forward matrices", lambda: param_count(get_model(MODEL))
                       - get_model(MODEL).n_layers * get_model(MODEL).d_model * get_model(MODEL).d_ff,
@@ -63,14 +63,15 @@ EXERCISES = (
                  Slip("the embedding counted twice", lambda: param_count(get_model(MODEL)) + _embedding_params(),
                       "the output projection shares the embedding table: count its V x D parameters once."),
              ))),
-    Exercise("wp.q1-kv-per-token", "Its KV cache per token in bf16, in kB.",
+    Exercise("wp.q1-kv-per-token", "How many bytes of KV cache does one token take in bf16? Answer in kB.",
              Number("kB", lambda: kv_bytes_per_token(MODEL, "bf16"), quantity="kv", slips=(
                  Slip("keys only", lambda: kv_bytes_per_token(MODEL, "bf16") / 2,
                       "the cache stores a key and a value per KV head and layer."),
                  Slip("every query head", lambda: kv_bytes_per_token(get_model(MODEL).with_(n_kv_heads=32), "bf16"),
                       "only the K = 8 key/value heads are cached; the 32 query heads share them."),
              ))),
-    Exercise("wp.q2-max-batch", "Largest batch of 8,192-token sequences on 16 v5e, everything int8 (round down).",
+    Exercise("wp.q2-max-batch", "What is the largest batch of 8,192-token sequences that fits in the HBM of "
+                                "the 16 v5e, everything in int8? Round down.",
              Number("", q2_batch, integer=True, rounding="down", slips=(
                  Slip("keys only", lambda: q2_batch(kv_dtype="int4"),  # half the cache bytes, as 4 bits would be
                       "each cached token holds a key AND a value for every KV head of every layer."),
@@ -83,13 +84,15 @@ EXERCISES = (
                  Slip("every query head", lambda: q2_batch(32),
                       "only the K = 8 KV heads are cached; the 32 query heads share them."),
              ))),
-    Exercise("wp.q2-max-batch-mqa", "The same with one KV head (round down).",
+    Exercise("wp.q2-max-batch-mqa", "And with a single KV head (multiquery attention; $W_K$ and $W_V$ shrink with it)? Round "
+                                    "down.",
              Number("", lambda: q2_batch(1), integer=True, rounding="down", slips=(
                  Slip("the 8-head model", q2_batch, "with one KV head each token's cache is 8 times smaller."),
                  Slip("rounding up", lambda: math.ceil(_q2_unrounded(1)),
                       "the last, partial sequence does not fit: round down."),
              ))),
-    Exercise("wp.q3-weight-load", "Time to read the int8 weights once from the HBM of 16 v5e, in ms, within ±0.2%.",
+    Exercise("wp.q3-weight-load", "If the step were limited only by HBM bandwidth, how long would reading the int8 weights "
+                                  "once take on the 16 chips? Answer in ms, within ±0.2%.",
              Number("ms", _weight_read_s, rel_tol=0.002, also=(
                  Convention("the source's weights rounded to 18e9 bytes", lambda: published("T5")),
              ), slips=(
@@ -99,27 +102,29 @@ EXERCISES = (
                                                                              / param_count(get_model(MODEL))),
                       "the shared V x D table is read too: it is the output projection of every step."),
              ))),
-    Exercise("wp.q4-model-parallel-bound", "Model-parallel ways before ICI binds decode at problem 2's batch "
-             "(F / (B beta) on v5e, beta = HBM bandwidth over one link's bidirectional ICI bandwidth).",
+    Exercise("wp.q4-model-parallel-bound", "At problem 2's batch, how many ways can the model be split before a decode step's "
+                                           "collectives outlast its weight read ($F / (B \\beta)$ on v5e, $\\beta$ the HBM bandwidth "
+                                           "over one link's bidirectional ICI bandwidth)?",
              Number("", lambda: max_decode_model_parallelism(get_model(MODEL).d_ff, q2_batch(), beta(CHIP)), slips=(
                  Slip("one-way ICI", lambda: max_decode_model_parallelism(get_model(MODEL).d_ff, q2_batch(),
                                                                           2 * beta(CHIP)),
                       "beta divides by the bidirectional bandwidth of one link, twice the one-way figure."),
              ))),
-    Exercise("wp.q4-batch-shards", "With 16-way model parallelism and 8 KV heads, how many ways is the KV cache split "
-             "over the batch?",
+    Exercise("wp.q4-batch-shards", "Split 16 ways, the cache first goes over the 8 KV heads. Over how many shards must the "
+                                   "batch be split for the rest?",
              Number("", lambda: kv_cache_sharding(8, q2_batch(), CHIPS).batch_shards, integer=True, slips=(
                  Slip("all 16 ways", lambda: CHIPS, "the 8 KV heads take 8 of the 16 ways for free."),
              ))),
-    Exercise("wp.q4-step", "Step time at problem 2's batch on the 4 x 4 slice, collectives included, in ms.",
+    Exercise("wp.q4-step", "What is the step time at problem 2's batch on the 4 x 4 slice with this sharding, "
+                           "counting the all-reduces and all-to-alls of every layer? Answer in ms.",
              Number("ms", lambda: q4_step(q2_batch()).total_s, slips=(
                  Slip("no collectives", lambda: q4_step(q2_batch()).total_s - q4_step(q2_batch()).ici_s,
                       "every layer adds its all-reduces and all-to-alls, latency-bound at this size."),
                  Slip("weights only", lambda: q4_step(q2_batch()).weights_s,
                       "at this batch the step also reads every sequence's KV cache."),
              ))),
-    Exercise("wp.q6-weight-load", "Weight read per step of the expert-sharded MoE (bf16) on an 8 x 16 v5e slice, "
-             "in ms.",
+    Exercise("wp.q6-weight-load", "How long does each chip of the 8 x 16 slice take to read its share of the expert-sharded "
+                                  "MoE's bf16 weights once? Answer in ms.",
              Number("ms", lambda: q6_memory().total_bytes_per_chip / get_chip(CHIP).hbm_bandwidth, slips=(
                  Slip("int8 weights", lambda: q6_memory("int8").total_bytes_per_chip / get_chip(CHIP).hbm_bandwidth,
                       "problem 6 keeps the weights in bf16, two bytes each."),
@@ -128,12 +133,13 @@ EXERCISES = (
                       / get_chip(CHIP).hbm_bandwidth,
                       "attention and the embedding are split over Y = 8 only, and copied over the 16 expert shards."),
              ))),
-    Exercise("wp.q6-free-hbm", "HBM left per chip for KV caches in that layout, in GB.",
+    Exercise("wp.q6-free-hbm", "How much HBM does each chip have left for KV caches? Answer in GB.",
              Number("GB", lambda: q6_memory().free_bytes_per_chip, slips=(
                  Slip("int8 weights", lambda: q6_memory("int8").free_bytes_per_chip,
                       "problem 6 keeps the weights in bf16, two bytes each."),
              ))),
-    Exercise("wp.q6-smallest-slice", "The smallest v5e slice that holds the MoE's bf16 weights, in chips.",
+    Exercise("wp.q6-smallest-slice", "What is the smallest v5e slice whose HBM holds the MoE's bf16 weights with some expert "
+                                     "sharding? Answer in chips.",
              Number("", lambda: smallest_expert_sharded_slice(as_moe(get_model(MODEL), 16, 2), CHIP), integer=True,
                     slips=(
                  Slip("int8 weights, or one expert per chip", lambda: smallest_expert_sharded_slice(
@@ -144,6 +150,8 @@ EXERCISES = (
              ))),
     Exercise(
         id="wp.explain-knee",
+        preamble=("Why is a CPU's critical batch so much smaller than a TPU's, and what would move it up on "
+                  "the same CPU?"),
         question="Check your reasoning: why does a CPU's measured knee sit far below a TPU v5e's, which is near 240 "
                  "tokens?",
         answer=Choice({"a": "the CPU does far fewer FLOPs per byte of memory bandwidth, so fewer tokens of arithmetic "

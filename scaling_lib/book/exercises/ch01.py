@@ -111,6 +111,9 @@ EXERCISES = (
     ),
     Exercise(
         id="ch1.explain-batch",
+        preamble=("Batching sequences together makes the feed-forward matmuls of a decode step more "
+                  "efficient, up to $B_\\text{crit}$. Why does the same batching do nothing for the efficiency "
+                  "of decode attention? What would have to change about attention for batching to help?"),
         question="Check your reasoning: in a decode step of LLaMA-3-8B at 4,096 tokens of context, how does the "
                  "arithmetic intensity of attention change when the batch grows from 1 to 64 sequences?",
         answer=Choice({"a": "it grows about 64 times", "b": "it falls about 64 times",

@@ -87,6 +87,10 @@ EXERCISES = (
     ),
     Exercise(
         id="ch2.explain-equal",
+        preamble=("The cell above asserts that cached and naive greedy generation produce identical tokens. "
+                  "Why must they, in exact arithmetic? In floating point the two compute the same numbers in "
+                  "a different order; under what circumstances could they still pick a different token, and "
+                  "why does that not contradict the first answer?"),
         question="Check your reasoning: why are the cached and naive loops guaranteed the same tokens in exact "
                  "arithmetic?",
         answer=Choice({"a": "the cache stores each step's logits",

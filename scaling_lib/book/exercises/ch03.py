@@ -75,6 +75,12 @@ EXERCISES = (
     ),
     Exercise(
         id="ch3.explain-speculative",
+        preamble=("{term}`Speculative decoding <speculative decoding>` has a small model draft $\\gamma$ "
+                  "tokens, then the large model scores them in one step, as a tiny prefill of $T = \\gamma + "
+                  "1$ queries against the cache (the last accepted token and the $\\gamma$ drafts, as in "
+                  "chapters 1 and 10). Use the attention intensity $GST/(GT + S)$ and the linear-layer "
+                  "intensity to explain why scoring these $\\gamma + 1$ positions costs about as long as "
+                  "generating one, as long as $\\gamma$ is small."),
         question="Check your reasoning: at batch 8, LLaMA-3-70B scores $\\gamma = 4$ drafted tokens against its "
                  "cache in one step. About how long does that step take, compared with an ordinary decode step?",
         answer=Choice({"a": "about 4 times as long", "b": "about as long", "c": "about 5 times as long",

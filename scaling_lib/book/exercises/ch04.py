@@ -116,6 +116,10 @@ EXERCISES = (
     ),
     Exercise(
         id="ch4.explain-throughput",
+        preamble=("In the multi-head throughput table, going from batch 64 to batch 240 multiplies the batch "
+                  "by almost four but the throughput by only a few percent, although the matmuls are still "
+                  "memory-bound. Why? What would have to change for throughput to grow in proportion to the "
+                  "batch?"),
         question="Check your reasoning: as the batch of a multi-head LLaMA-2-13B server grows far beyond a few "
                  "sequences, what does its decode throughput tend to?",
         answer=Choice({"a": "it keeps growing in proportion to the batch", "b": "it falls towards zero",

@@ -94,6 +94,10 @@ EXERCISES = (
     ),
     Exercise(
         id="ch5.explain-flat",
+        preamble=("On the latency-throughput figure ({numref}`fig-05-pareto`) every curve turns flat after "
+                  "its star: more batch gives no more throughput, only longer steps. Why exactly flat, and "
+                  "why is the star at the same batch for every context length? Would a server ever run past "
+                  "the star?"),
         question="Check your reasoning: where does the star, the end of the rising part of each latency-throughput "
                  "curve, sit?",
         answer=Choice({"a": "at B_crit, for every context length",

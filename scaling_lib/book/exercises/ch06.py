@@ -167,6 +167,10 @@ EXERCISES = (
     ),
     Exercise(
         id="ch6.explain-paging",
+        preamble=("The tiny model's paged decode step gathers every sequence's whole table row, padding "
+                  "blocks included, so on a CPU it reads no fewer bytes than the contiguous cache. Why does "
+                  "the book still count paged reads as $\\sum_b \\lceil S_b/\\text{block}\\rceil \\cdot "
+                  "\\text{block}$? What would a kernel need to know to read only those?"),
         question="Check your reasoning: what must a paged-attention kernel know at run time to read only the blocks "
                  "a sequence uses?",
         answer=Choice({"a": "the number of tokens in the whole batch", "b": "only the longest sequence's length",

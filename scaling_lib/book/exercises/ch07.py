@@ -173,6 +173,9 @@ EXERCISES = (
     ),
     Exercise(
         id="ch7.explain-dp",
+        preamble=("A colleague proposes to halve decode latency by running the same model on two replicas "
+                  "inside one server and sending half of each batch to each. Why does this not work, and what "
+                  "would you do with the second set of chips instead?"),
         question="Check your reasoning: a decode server splits its batch over two replicas of the model, each on its "
                  "own chips. Far below the critical batch, what happens to the step time?",
         answer=Choice({"a": "it halves", "b": "it stays about the same",

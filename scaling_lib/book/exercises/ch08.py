@@ -133,6 +133,8 @@ EXERCISES = (
     ),
     Exercise(
         id="ch8.explain-sqrt",
+        preamble=("Why does the best weight-gathered layout's communication grow only as $\\sqrt{T}$, while "
+                  "every weight-stationary layout's grows as $T$? What limits this on a real torus?"),
         question="Check your reasoning: when the tokens per batch grow 4 times, by about how much does the best "
                  "weight-gathered layout's communication grow (ignoring the torus' discrete choices)?",
         answer=Choice({"a": "4 times", "b": "not at all", "c": "16 times", "d": "2 times"}, "d", why={

@@ -109,6 +109,8 @@ EXERCISES = (
     ),
     Exercise(
         id="ch9.explain-chunked",
+        preamble=("In the simulations, chunked prefill gives a lower time per output token than interleaved "
+                  "prefill at the same load, but hardly any better time to first token. Why?"),
         question="Check your reasoning: at the same load, what does chunked prefill improve most over interleaved "
                  "prefill?",
         answer=Choice({"a": "the time per output token, especially its tail (p99)", "b": "the time to first token",

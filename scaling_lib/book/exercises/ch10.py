@@ -70,6 +70,8 @@ EXERCISES = (
     ),
     Exercise(
         id="ch10.explain-greedy",
+        preamble=("Why can a terrible drafter never change the output of greedy speculative decoding, only "
+                  "its speed? What changes when the target samples instead of taking the argmax?"),
         question="Check your reasoning: a drafter whose every guess is wrong runs greedy speculative decoding. What "
                  "does the target return?",
         answer=Choice({"a": "different tokens from plain greedy decoding", "b": "nothing: every step is rejected",

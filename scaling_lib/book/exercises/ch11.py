@@ -71,6 +71,9 @@ EXERCISES = (
     ),
     Exercise(
         id="ch11.explain-short",
+        preamble=("LLaMA-3.1-8B at 128 input and 128 output tokens runs at about the same throughput on an "
+                  "H100 and an H200, though the H200 reads memory faster. Which resource sets these runs' "
+                  "pace, and what would you change in the benchmark to see the H200's advantage?"),
         question="Check your reasoning: what sets the pace of these 128/128 runs on both GPUs?",
         answer=Choice({"a": "HBM bandwidth",
                        "b": "scheduling: admitting, prefilling and retiring requests every step",

@@ -66,6 +66,8 @@ EXERCISES = (
     ),
     Exercise(
         id="ch12.explain-int8",
+        preamble=("Why do int8 weights (with bf16 arithmetic) lower the cost per token at low latency but not "
+                  "at the throughput end of the decode frontier? What would change the throughput end?"),
         question="Check your reasoning: why do int8 weights (with bf16 arithmetic) lower the cost per token at low "
                  "latency but not at the throughput end of the decode frontier?",
         answer=Choice({"a": "int8 matrix units run twice as fast as bf16 ones on TPU v4",

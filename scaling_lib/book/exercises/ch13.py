@@ -41,6 +41,8 @@ EXERCISES = (
     ),
     Exercise(
         id="ch13.explain-intercept",
+        preamble=("Why did the attention einsums of the tiny model run unquantized under the linear-layer "
+                  "regex, and what would happen if the rule's regex were `.*` with `act_qtype` set?"),
         question="Check your reasoning: why did the tiny model's two attention einsums run unquantized under the "
                  "linear-layer regex?",
         answer=Choice({"a": "Qwix never intercepts einsums that have no weight",

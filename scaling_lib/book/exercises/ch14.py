@@ -48,6 +48,8 @@ EXERCISES = (
     ),
     Exercise(
         id="ch14.explain-affinity",
+        preamble=("Affinity routing raised the hit rate of the prefix cache. What does it cost, and when "
+                  "would a scheduler break affinity on purpose?"),
         question="Check your reasoning: what does affinity routing (every turn of a conversation to one replica) "
                  "cost a serving fleet?",
         answer=Choice({"a": "more prefill work per turn",

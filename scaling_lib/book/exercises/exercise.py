@@ -7,6 +7,7 @@ convention) is a callable that asks scaling_lib when the reader checks: nothing 
 
     Exercise(
         id="ch4.kv-per-token-llama3-70b",
+        preamble="*Recompute.*",
         question="LLaMA-3-70B has ... How many bytes of bf16 KV cache does one token take, in kB?",
         answer=Number("kB", lambda: kv_bytes_per_token("llama3-70b", "bf16"), slips=(
             Slip("keys only", lambda: kv_bytes_per_token("llama3-70b", "bf16") / 2,
@@ -198,10 +199,15 @@ class Exercise:
     id: str
     question: str
     answer: object
+    # An open question the chapter asks first, whose reasoning the checked `question` then tests (*Explain.*
+    # exercises); "" for none. The chapter's exercise cell is generated from these fields (`markdown`).
+    preamble: str = ""
 
     def __post_init__(self):
         if not isinstance(self.id, str) or not self.id.strip():
             raise ValueError(f"an exercise needs a non-empty string id, got {self.id!r}")
+        if not isinstance(self.preamble, str):
+            raise ValueError(f"{self.id}: preamble must be a string (\"\" for none), got {self.preamble!r}")
         parts = self.answer if isinstance(self.answer, tuple) else (self.answer,)
         if not parts or not all(isinstance(part, (Number, Choice)) for part in parts):
             raise ValueError(f"{self.id}: answer must be a Number, a Choice, or a tuple of them, got {self.answer!r}")
@@ -221,8 +227,9 @@ class Exercise:
         return ", ".join(part.unit if isinstance(part, Number) else "choice" for part in self.parts)
 
     def markdown(self) -> str:
-        """The question as the chapter shows it: the text, then each choice's options."""
-        lines = [self.question.strip()]
+        """The question as the chapter shows it (the body of its exercise cell, which `make generate` writes from
+        here: `exercises.index.exercise_cells`): the preamble, the checked question, then each choice's options."""
+        lines = ([self.preamble.strip()] if self.preamble.strip() else []) + [self.question.strip()]
         for part in self.parts:
             if isinstance(part, Choice):
                 label = f"`{part.name}`, one of: " if part.name else ""

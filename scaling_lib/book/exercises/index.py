@@ -182,3 +182,38 @@ def kind_counts(rows) -> dict:
         per = counts.setdefault(row.chapter, dict.fromkeys(KINDS, 0))
         per[row.kind] = per.get(row.kind, 0) + 1
     return counts
+
+
+def exercise_cell(exercise, kind: str, fence: str = "```") -> str:
+    """The markdown cell that asks a checked exercise, written from the registry (one source for its text): the
+    directive with its label (`label_for`), the kind's italic prefix, and `Exercise.markdown()` (preamble, question,
+    options)."""
+    if kind not in KINDS:
+        raise ValueError(f"kind={kind!r}: use one of {KINDS}")
+    return (f"{fence}{{exercise}}\n:label: {label_for(exercise.id)}\n\n*{kind.capitalize()}.* {exercise.markdown()}\n"
+            f"{fence}")
+
+
+def exercise_cells(path, registry) -> tuple:
+    """((cell index, source now, source written from the registry), ...) for every markdown cell of the notebook at
+    `path` that is one checked exercise directive followed by its `check(...)` cell (`exercise_cell`; the fence and
+    the kind are the cell's own). `make generate` writes the new sources (tools/exercise_cells.py); a test fails when
+    one differs."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"no notebook at {path}; pass the path of a chapter .ipynb")
+    cells = json.loads(path.read_text(encoding="utf-8")).get("cells", [])
+    found = []
+    for index, cell in enumerate(cells[:-1]):
+        source, following = _source(cell), cells[index + 1]
+        match = _OPEN.match(source.split("\n", 1)[0].strip())
+        check = _CHECK.search(_source(following)) if following.get("cell_type") == "code" else None
+        if cell.get("cell_type") != "markdown" or not match or match.group("name") != "exercise" or not check:
+            continue
+        blocks = list(_blocks(source))
+        prefix = _PREFIX.match(blocks[0][1]) if len(blocks) == 1 and blocks[0][2] else None
+        if not prefix or check.group("id") not in registry:
+            continue
+        written = exercise_cell(registry[check.group("id")], prefix.group("kind").lower(), match.group("fence"))
+        found.append((index, source, written))
+    return tuple(found)
