@@ -177,12 +177,15 @@ BOUND = Efficiency(overlap=True)
 # are its result, and measures them on the validation split the fit never saw.
 _GPU = Efficiency(mfu=0.59, hbm=0.67, network=0.34, latency=1.05, overhead_s=0.00076, kv_hbm=0.77, layer_s=4.8e-05,
                   launch_s=0.000156, sequence_s=3.7e-06)
-_TPU = Efficiency(mfu=0.8, hbm=0.6, network=0.31, latency=1.54, overhead_s=0.005, kv_hbm=0.39, layer_s=0.000141)
+_TPU = Efficiency(mfu=0.78, hbm=0.6, network=0.3, latency=1.54, overhead_s=0.005, kv_hbm=0.54, layer_s=6e-05)
 _AMD = Efficiency(mfu=0.24, hbm=0.6, network=0.49, latency=1.05, overhead_s=0.0, kv_hbm=0.32, layer_s=4.7e-05)
 _TRT_GPU = Efficiency(mfu=0.59, hbm=0.67, network=0.34, latency=1.05, overhead_s=0.00083, kv_hbm=0.78, layer_s=5.2e-05,
                       launch_s=0.000153, sequence_s=3.7e-06)
 _VLLM_GPU = Efficiency(mfu=0.59, hbm=0.67, network=0.34, latency=1.05, overhead_s=0.00077, kv_hbm=0.77, layer_s=1.2e-05,
                        launch_s=0.000156, sequence_s=3.7e-06)
+_VLLM_TPU = Efficiency(mfu=0.78, hbm=0.6, network=0.3, latency=1.54, overhead_s=0.0, kv_hbm=0.54, layer_s=0.0)
+_JETSTREAM_TPU = Efficiency(mfu=0.78, hbm=0.6, network=0.3, latency=1.54, overhead_s=0.005, kv_hbm=0.54,
+                            layer_s=0.000156)
 TYPICAL = Calibrated(gpu=_GPU, tpu=_TPU, amd=_AMD)
 
 
@@ -231,33 +234,38 @@ class Profile:
         return self.efficiency.for_chip(chip)
 
 
-# The TPU fits rest on Pope et al.'s four PaLM 540B rows, three JetStream rows and two JetStream + MaxText Mixtral
-# recipes: say so whenever they price a TPU.
-_TPU_CAVEAT = ("fitted on a handful of TPU rows (Pope et al.'s PaLM tables and JetStream's published runs), several of "
-               "its efficiencies on an edge of their physical range: read a TPU estimate as a rough guide")
+# The TPU fits rest on Pope et al.'s four PaLM 540B rows, three JetStream rows, two JetStream + MaxText Mixtral
+# recipes and three rows of Google's vLLM recipe on TPU v6e: say so whenever they price a TPU.
+_TPU_CAVEAT = ("fitted on a handful of TPU rows (Pope et al.'s PaLM tables, JetStream's published runs and Google's "
+               "vLLM recipe on v6e), several of its efficiencies on an edge of their physical range: read a TPU "
+               "estimate as a rough guide")
+_VLLM_TPU_CAVEAT = ("vLLM on TPU rests on one published recipe (Llama-3.3-70B on one v6e-8 at two loads): only its "
+                    "per-step costs are vLLM's, both fitted to zero, the edge of their range, and even so the typical "
+                    "TPU rates leave vLLM on TPU too slow; read it as a rough guide")
 # Stored by `calibration.fit_profile(name)` and `holdout.profile_spread(name, platform)`; tests/math/test_calibration.py
 # re-runs both and checks these are their results.
 PROFILES = {
     "typical": Profile("typical", "every engine of the calibration rows (the broadest fit): TensorRT-LLM and a little "
                        "vLLM on NVIDIA GPUs, vLLM on AMD GPUs, JetStream and Pope et al.'s engine on TPUs", TYPICAL,
                        ("gpu", "amd", "tpu"), "every calibration row of every engine", (("tpu", _TPU_CAVEAT),),
-                       (("gpu", 0.87, 1.24), ("amd", 0.9, 1.17), ("tpu", 0.88, 1.42))),
+                       (("gpu", 0.87, 1.24), ("amd", 0.9, 1.17), ("tpu", 0.83, 1.49))),
     "tensorrt-llm": Profile("tensorrt-llm", "TensorRT-LLM, releases 0.5 to 1.0 (TRT engines and the PyTorch backend)",
                             Calibrated(gpu=_TRT_GPU, tpu=_TPU), ("gpu",),
                             "TensorRT-LLM's published tables on H100 and H200 (v0.5, v0.6.1, v0.14, v1.0)", (),
                             (("gpu", 0.87, 1.24),)),
-    "vllm": Profile("vllm", "vLLM (2024-2025): on ROCm for AMD GPUs, on CUDA for NVIDIA GPUs",
-                    Calibrated(gpu=_VLLM_GPU, tpu=_TPU, amd=_AMD), ("gpu", "amd"),
+    "vllm": Profile("vllm", "vLLM (2024-2025): on ROCm for AMD GPUs, on CUDA for NVIDIA GPUs, on TPU v6e",
+                    Calibrated(gpu=_VLLM_GPU, tpu=_VLLM_TPU, amd=_AMD), ("gpu", "amd", "tpu"),
                     "AMD's and Oracle's vLLM runs on 8 MI300X; on NVIDIA GPUs only vLLM's CI latency runs at batch 8 "
                     "(three on A100 set its per-step costs, three on H200 are held out; its rates are the typical "
-                    "fit's)",
+                    "fit's); on TPU Google's vLLM recipe for Llama-3.3-70B on v6e-8 (three rows set its per-step "
+                    "costs, one is held out; its rates are the typical fit's)",
                     (("gpu", "vLLM's NVIDIA half rests on three small-batch runs (A100): only its per-step costs are "
-                             "vLLM's"),),
+                             "vLLM's"), ("tpu", _VLLM_TPU_CAVEAT)),
                     (("amd", 0.9, 1.17),)),
     "jetstream": Profile("jetstream", "JetStream (MaxText and PyTorch) and Pope et al.'s PaLM engine on TPUs",
-                         Calibrated(gpu=_GPU, tpu=_TPU), ("tpu",),
+                         Calibrated(gpu=_GPU, tpu=_JETSTREAM_TPU), ("tpu",),
                          "Pope et al.'s TPU v4 tables, JetStream on TPU v5e and JetStream + MaxText on TPU v6e",
-                         (("tpu", _TPU_CAVEAT),), (("tpu", 0.88, 1.42),)),
+                         (("tpu", _TPU_CAVEAT),), (("tpu", 0.88, 1.43),)),
     "mi300x": Profile("mi300x", "AMD MI300X-class GPUs under vLLM on ROCm (2024-2025)", TYPICAL, ("amd",),
                       "AMD's published vLLM tables for 8 MI300X and Oracle's Llama 3.1 405B runs", (),
                       (("amd", 0.9, 1.17),)),

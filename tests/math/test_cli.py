@@ -172,7 +172,7 @@ def test_the_engine_option_prices_with_that_profile_and_says_which_engine_and_it
     assert main(["estimate", "--model", "llama3-8b", "--chip", "tpu-v5e", "--chips", "1", "--engine",
                  "tensorrt-llm"]) == 2
     err = capsys.readouterr().err
-    assert "fitted on gpu rows only" in err and "use one of typical, jetstream" in err
+    assert "fitted on gpu rows only" in err and "use one of typical, vllm, jetstream" in err
 
 
 def test_the_configs_stored_weight_format_is_the_default_and_an_option_overrides_it(tmp_path, capsys):
@@ -623,7 +623,7 @@ ERRORS = [
      "argument --prompt: 513 tokens do not fit in --context 512, the tokens each sequence holds (its prompt included); "
      "raise --context or lower --prompt"),
     (SMALL[:4] + ["tpu-v5e"] + SMALL[5:] + ["--engine", "tensorrt-llm"], "was fitted on gpu rows only and tpu-v5e is "
-                                                                         "a tpu chip; use one of typical, jetstream"),
+                                                                         "a tpu chip; use one of typical, vllm, jetstream"),
     # Mistral 7B's config: max_position_embeddings 32,768
     (["estimate", "--config", MISTRAL, "--chip", "h100", "--chips", "1", "--batch", "1", "--context", "32769"],
      "argument --context: 32,769 tokens exceed max_position_embeddings=32,768"),
