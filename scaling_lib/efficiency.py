@@ -246,7 +246,8 @@ _VLLM_TPU_CAVEAT = ("vLLM on TPU rests on one published recipe (Llama-3.3-70B on
 # re-runs both and checks these are their results.
 PROFILES = {
     "typical": Profile("typical", "every engine of the calibration rows (the broadest fit): TensorRT-LLM and a little "
-                       "vLLM on NVIDIA GPUs, vLLM on AMD GPUs, JetStream and Pope et al.'s engine on TPUs", TYPICAL,
+                       "vLLM on NVIDIA GPUs, vLLM on AMD GPUs, JetStream, vLLM and Pope et al.'s engine on TPUs",
+                       TYPICAL,
                        ("gpu", "amd", "tpu"), "every calibration row of every engine", (("tpu", _TPU_CAVEAT),),
                        (("gpu", 0.87, 1.24), ("amd", 0.9, 1.17), ("tpu", 0.83, 1.49))),
     "tensorrt-llm": Profile("tensorrt-llm", "TensorRT-LLM, releases 0.5 to 1.0 (TRT engines and the PyTorch backend)",
