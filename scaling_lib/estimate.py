@@ -579,7 +579,12 @@ def step_estimate(deployment: Deployment, *, decode_batch: float = 0.0, decode_c
         else 0.0
     sequences = (decode_batch + prefill_tokens / prefill_len) * eff.sequence_s if serial else 0.0
     fixed = eff.overhead_s + layers + launch + sequences if serial else 0.0
-    return StepEstimate(weights_s=d.weights_read_per_chip(tokens) / hbm if tokens else 0.0,
+    # A mixture of experts reads the experts its tokens touch, which grow slower than the tokens: a mix of decodes and
+    # prompt tokens averaged into one step reads more than the steps it stands for read on average (prompts come in
+    # lumps). So the bound counts, on a step that decodes, only the experts its decode tokens touch: every step of the
+    # mix reads at least those.
+    routed = decode_batch if eff.overlap and decode_batch else tokens
+    return StepEstimate(weights_s=d.weights_read_per_chip(routed) / hbm if tokens else 0.0,
                         kv_s=kv_moved / kv_rate, matmul_s=matmul / rate,
                         attention_s=attention / tp / rate, comm_s=bandwidth + latency,
                         comm_latency_s=latency, batch=decode_batch, tokens=tokens,

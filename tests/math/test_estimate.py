@@ -324,6 +324,21 @@ def test_moe_reads_shared_experts_and_dense_layers_always_and_routed_experts_as_
                               compute_dtype="fp8") > 0
 
 
+def test_a_mixture_of_experts_bound_reads_no_more_experts_than_the_lumpy_steps_it_stands_for():
+    # Continuous batching mixes B decodes with the prompts that arrive, and prompts come whole: a share pi of the steps
+    # carries a lump of L prompt tokens, the rest none. The experts T tokens touch grow slower than T, so one averaged
+    # step of B + pi L tokens would touch more experts than those steps touch on average (Qwen3-235B, 128 experts,
+    # 8 per token: B = 4 touch about 29, B + pi L = 104 nearly all 128); the bound must read no more than they do.
+    d = Deployment("qwen3-235b-a22b", "h200", 8, weight_dtype="fp8", kv_dtype="fp8", compute_dtype="fp8")
+    b, lump, share = 4, 2000, 0.05
+    lumpy = (1 - share) * d.weights_read_per_chip(b) + share * d.weights_read_per_chip(b + lump)
+    step = step_estimate(d, decode_batch=b, decode_context=3000, prefill_tokens=share * lump, prefill_len=lump,
+                         held_sequences=b, held_tokens_each=3000, efficiency=None)
+    assert step.weights_s * d.chip.hbm_bandwidth <= lumpy
+    prompt_only = step_estimate(d, prefill_tokens=lump, prefill_len=lump, efficiency=None)  # a prefill reads its own
+    assert prompt_only.weights_s * d.chip.hbm_bandwidth == pytest.approx(d.weights_read_per_chip(lump), rel=1e-12)
+
+
 def _published_model(stem):
     from scaling_lib.models import from_hf_config
     from tests import REPO
