@@ -314,11 +314,8 @@ class Deployment:
         touch (`moe.expected_experts_touched`, uniform routing) instead of the k each token uses; each weight group
         in its own format (`memory.weights_read_bytes`: a mixed-precision checkpoint's experts and attention
         differ)."""
-        key = ("weights", tokens if self.model.n_experts > 1 else None)
-        if key not in self._memo:
-            self._trim_memo()
-            self._memo[key] = self._weights_read_per_chip(tokens)
-        return self._memo[key]
+        return self._kept(("weights", tokens if self.model.n_experts > 1 else None),
+                          lambda: self._weights_read_per_chip(tokens))
 
     @functools.cached_property
     def _memo(self) -> dict:
@@ -326,20 +323,22 @@ class Deployment:
         the weights read at a token count, the attention FLOPs at a context."""
         return {}
 
-    def _trim_memo(self):
-        if len(self._memo) >= 4096:  # a long simulation prices ever new contexts: keep the memory bounded
-            self._memo.clear()
+    def _kept(self, key: tuple, compute):
+        """`compute()`, kept in `_memo` under `key`; the memo is emptied at 4,096 entries (a long simulation prices
+        ever new contexts)."""
+        if key not in self._memo:
+            if len(self._memo) >= 4096:
+                self._memo.clear()
+            self._memo[key] = compute()
+        return self._memo[key]
 
     def _attention_flops(self, decode_context: float, prefill_len: int) -> tuple:
         """(FLOPs of one decode token attending to round(decode_context) cached tokens, FLOPs of attention over one
         prompt of `prefill_len` tokens), summed over the layers, masked blocks skipped (`flops`)."""
-        key = ("attention", decode_context, prefill_len)
-        if key not in self._memo:
-            self._trim_memo()
-            m = self.model
-            decode = decode_step_flops(m, max(1, round(decode_context)), 1, skip_masked=True).attention
-            self._memo[key] = (decode, forward_flops(m, prefill_len, 1, skip_masked=True).attention)
-        return self._memo[key]
+        m = self.model
+        return self._kept(("attention", decode_context, prefill_len), lambda: (
+            decode_step_flops(m, max(1, round(decode_context)), 1, skip_masked=True).attention,
+            forward_flops(m, prefill_len, 1, skip_masked=True).attention))
 
     def _weights_read_per_chip(self, tokens: float) -> float:
         m = self.model

@@ -32,35 +32,34 @@ def for_each(cases, ids=repr):
 
     import pytest
 
-    cases, given = [], list(cases)
-    names = [str(name) for name in ids] if not callable(ids) else [None] * len(given)
-    for i, case in enumerate(given):
+    listed_ids = None if callable(ids) else [str(name) for name in ids]
+    rows, names = [], []
+    for i, case in enumerate(cases):
+        name = None if listed_ids is None else listed_ids[i]
         if isinstance(case, type(pytest.param(None))):  # pytest.param(values..., id=...): its values, its id
             if case.marks:
                 raise TypeError(f"for_each takes no marks ({case.marks}); parametrize that test instead")
-            names[i] = case.id if case.id is not None else names[i]
+            name = case.id if case.id is not None else name
             case = case.values if len(case.values) > 1 else case.values[0]
-        cases.append(case)
-        if names[i] is None:
-            names[i] = ids(case)
+        rows.append(case)
+        names.append(ids(case) if name is None else name)
 
     def wrap(check):
         unpack = len(inspect.signature(check).parameters) > 1
 
         def test():
             failures = []
-            for name, case in zip(names, cases, strict=True):
+            for name, case in zip(names, rows, strict=True):
                 try:
                     check(*case) if unpack else check(case)
                 except (Exception, pytest.fail.Exception) as error:  # every failing case is named, then the test fails
                     failures.append(f"[{name}] {type(error).__name__}: {error}")
             if failures:
                 listed = "\n".join(failures[:25]) + (f"\n... and {len(failures) - 25} more" if len(failures) > 25 else "")
-                pytest.fail(f"{len(failures)} of {len(cases)} cases failed:\n{listed}", pytrace=False)
+                pytest.fail(f"{len(failures)} of {len(rows)} cases failed:\n{listed}", pytrace=False)
 
         test.__name__, test.__qualname__, test.__doc__ = check.__name__, check.__qualname__, check.__doc__
         test.__module__ = check.__module__
-        test.cases = cases
         return test
 
     return wrap
