@@ -239,6 +239,14 @@ def test_every_shipped_efficiency_lies_inside_its_physical_range_and_the_accepta
                 assert low <= getattr(eff, name if name != "kv_hbm" else "kv_fraction") <= high, (profile.name, name)
 
 
+def test_the_tpu_fit_ends_where_chapter_11_says_matmuls_near_the_top_streaming_and_network_on_the_floor():
+    # Chapter 11 reads the TPU half of the typical fit so: matmuls inside their range, near its top; weight streaming
+    # and the collectives' rate on the floor of theirs; the host cost per step on the top of its range.
+    tpu = estimate.TYPICAL.tpu
+    assert RANGES["mfu"][1] - 0.1 <= tpu.mfu < RANGES["mfu"][1]
+    assert (tpu.hbm, tpu.network, tpu.overhead_s) == (RANGES["hbm"][0], RANGES["network"][0], RANGES["overhead_s"][1])
+
+
 def test_the_latency_scale_is_measured_by_small_published_collectives_not_fitted_to_throughput():
     # By hand: on GPUs 6 us measured on 2 H100 against NCCL's 7.8 us (ring LL: 6.6 + 2 x 0.6), 20 us on 8 H100 against
     # 15.0 + a few ns of bytes; their median. On TPU v5e, 8 us against 3 hops of 1 us plus 128 kB over the 4-chip
