@@ -16,6 +16,7 @@ exercise's label is its check id with "-ex-" for the first dot (`label_for`).
 
 import json
 import re
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -106,6 +107,20 @@ def scan_notebook(path) -> tuple:
     cells = json.loads(path.read_text(encoding="utf-8")).get("cells", [])
     title = notebook_title(cells) or path.stem
     rows = []
+    for _, label, body, check_id in _directives(cells):
+        prefix = _PREFIX.match(body)
+        if prefix:
+            kind = prefix.group("kind").lower()
+            body = body[prefix.end():]
+        else:
+            kind = "recompute" if check_id else "other"
+        rows.append(ExerciseRow(path.stem, title, label, kind, _one_line(body), check_id))
+    return tuple(rows)
+
+
+def _directives(cells):
+    """(cell index, label, body, check id or None) for every exercise directive of a notebook's cells, in reading
+    order: the check id of the `check(...)` cell that follows a directive ending its cell."""
     for index, cell in enumerate(cells):
         if cell.get("cell_type") != "markdown":
             continue
@@ -115,14 +130,7 @@ def scan_notebook(path) -> tuple:
             if ends_cell and following is not None and following.get("cell_type") == "code":
                 match = _CHECK.search(_source(following))
                 check_id = match.group("id") if match else None
-            prefix = _PREFIX.match(body)
-            if prefix:
-                kind = prefix.group("kind").lower()
-                body = body[prefix.end():]
-            else:
-                kind = "recompute" if check_id else "other"
-            rows.append(ExerciseRow(path.stem, title, label, kind, _one_line(body), check_id))
-    return tuple(rows)
+            yield index, label, body, check_id
 
 
 def scan_chapters(folder, only=None) -> tuple:
@@ -203,17 +211,16 @@ def exercise_cells(path, registry) -> tuple:
     if not path.is_file():
         raise ValueError(f"no notebook at {path}; pass the path of a chapter .ipynb")
     cells = json.loads(path.read_text(encoding="utf-8")).get("cells", [])
+    directives = list(_directives(cells))
+    per_cell = Counter(index for index, *_ in directives)
     found = []
-    for index, cell in enumerate(cells[:-1]):
-        source, following = _source(cell), cells[index + 1]
-        match = _OPEN.match(source.split("\n", 1)[0].strip())
-        check = _CHECK.search(_source(following)) if following.get("cell_type") == "code" else None
-        if cell.get("cell_type") != "markdown" or not match or match.group("name") != "exercise" or not check:
-            continue
-        blocks = list(_blocks(source))
-        prefix = _PREFIX.match(blocks[0][1]) if len(blocks) == 1 and blocks[0][2] else None
-        if not prefix or check.group("id") not in registry:
-            continue
-        written = exercise_cell(registry[check.group("id")], prefix.group("kind").lower(), match.group("fence"))
+    for index, _, body, check_id in directives:
+        source = _source(cells[index])
+        opening = _OPEN.match(source.split("\n", 1)[0].strip())
+        prefix = _PREFIX.match(body)
+        if (per_cell[index] != 1 or not check_id or check_id not in registry or not opening
+                or opening.group("name") != "exercise" or not prefix):
+            continue  # the cell is not one checked exercise directive of the registry
+        written = exercise_cell(registry[check_id], prefix.group("kind").lower(), opening.group("fence"))
         found.append((index, source, written))
     return tuple(found)
