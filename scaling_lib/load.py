@@ -23,7 +23,9 @@ seconds of one step of one replica at the workload's mean context T_0 + T_gen / 
 - **The saturation rate** is lambda at B_max (memory and the engine's cap, `estimate.max_batch`, and what the budget
   carries, B (1 + T_0 / (T_gen - 1)) <= Q): lambda_sat = B_max / ((T_gen - 1) T_step(B_max)); where the step is
   linear in the prompt tokens near B_max it equals the offline throughput over T_gen (`estimate.offline_estimate`).
-  Arrivals at or above it make the queue grow without bound.
+  Arrivals at or above it make the queue grow without bound: `load_estimate` then answers with what the replica
+  serves (lambda_sat at B_max, TPOT = T_step(B_max)) and an infinite TTFT, queue and requests in flight
+  (`Engine.overloaded`); at or above the bound's saturation rate no engine keeps up, and it refuses.
 - **Open loop** (Poisson arrivals at lambda per replica, MLPerf's Server scenario). The number of requests in the
   replica is a birth-death chain: arrivals at lambda, departures at lambda(B) with B of them running, lambda_sat
   beyond B_max, where arrivals queue. Its stationary distribution, P(B) ~ prod_{B' <= B} lambda / lambda(B'), holds
@@ -210,6 +212,23 @@ class Engine:
         queue = ttft - sum(weight * part[-1] for weight, *part in parts)
         tpot_p99 = _tpot_p99(tpot, spread) if percentiles else tpot
         return self._point(rate, ttft, queue, tpot, decoding, ttft_p99, tpot_p99)
+
+    def overloaded(self, rate: float) -> "LoadPoint":
+        """Poisson arrivals at `rate` requests/s at or above the saturation rate: the batch stays full at B_max, the
+        engine serves lambda_sat requests/s and the other rate - lambda_sat requests/s join a queue that grows without
+        end, so the queue, TTFT (mean and p99) and the requests in flight are infinite; TPOT is the full batch's step,
+        its p99 from the prompts' spread as in `closed_loop`; `request_rate` and the tokens/s are what is served.
+        ValueError below the saturation rate (`open_loop` answers there)."""
+        rate, saturation = positive("request_rate", rate), self.saturation_rate()
+        if rate < saturation:
+            raise ValueError(f"request_rate={rate:.4g} per replica is below the saturation rate {saturation:.4g} "
+                             "requests/s: the queue settles; use open_loop")
+        limit = self.batch_limit
+        tpot = self.iteration(limit)
+        tpot_p99 = tpot if self.bound else _tpot_p99(tpot, [(1.0, tpot, self._prompt_noise(limit, limit))])
+        return LoadPoint(request_rate=saturation, ttft_s=math.inf, tpot_s=tpot, ttft_p99_s=math.inf,
+                         tpot_p99_s=tpot_p99, queue_s=math.inf, requests_in_flight=math.inf, decode_batch=limit,
+                         output_tokens_per_s=saturation * self.output_len, offered_rate=rate)
 
     def closed_loop(self, clients: int) -> "LoadPoint":
         """`clients` requests always in the system, each replaced as soon as it ends (module docstring)."""
@@ -522,6 +541,12 @@ class LoadPoint:
     requests_in_flight: float
     decode_batch: float
     output_tokens_per_s: float
+    offered_rate: float | None = None  # arrivals past the saturation rate (`Engine.overloaded`); None below it
+
+    @property
+    def saturated(self) -> bool:
+        """True when arrivals exceed what the replica serves: the queue grows without end."""
+        return self.offered_rate is not None
 
     def replicated(self, replicas: int) -> "LoadPoint":
         """The same point on `replicas` identical replicas, each with its share of the load: rates, tokens/s and
@@ -529,7 +554,8 @@ class LoadPoint:
         return LoadPoint(request_rate=self.request_rate * replicas, ttft_s=self.ttft_s, tpot_s=self.tpot_s,
                          ttft_p99_s=self.ttft_p99_s, tpot_p99_s=self.tpot_p99_s, queue_s=self.queue_s,
                          requests_in_flight=self.requests_in_flight * replicas, decode_batch=self.decode_batch,
-                         output_tokens_per_s=self.output_tokens_per_s * replicas)
+                         output_tokens_per_s=self.output_tokens_per_s * replicas,
+                         offered_rate=None if self.offered_rate is None else self.offered_rate * replicas)
 
 
 @dataclass(frozen=True)
@@ -545,7 +571,12 @@ class LoadBound:
 class LoadEstimate:
     """A deployment under a load (`load_estimate`): means (the plain names) and p99 of TTFT and TPOT, output
     tokens/s, requests in flight and queueing time, over all replicas, beside the bound. `concurrency` or
-    `request_rate` is the load asked for; `saturation_rate` the most requests/s the deployment sustains."""
+    `request_rate` is the load asked for; `saturation_rate` the most requests/s the deployment sustains.
+
+    Arrivals at or above the saturation rate (`offered_rate`, `saturated`): the deployment serves its saturation
+    rate at the full batch and the queue grows without end, so TTFT, its p99, the queueing time and the requests in
+    flight are infinite (null in the JSON); TPOT and the tokens/s are those of the full batch (`Engine.overloaded`).
+    """
 
     concurrency: int | None
     request_rate: float  # served, requests/s (the rate asked for in an open loop)
@@ -561,13 +592,24 @@ class LoadEstimate:
     saturation_rate: float
     token_budget: int | None
     bound: LoadBound
+    offered_rate: float | None = None  # requests/s asked for when they exceed the saturation rate; None otherwise
+
+    @property
+    def saturated(self) -> bool:
+        """True when the arrivals asked for exceed what the deployment serves (the queue grows without end)."""
+        return self.offered_rate is not None
 
     def as_dict(self) -> dict:
-        """The JSON of `python -m scaling_lib estimate --concurrency | --request-rate` (SI units)."""
-        return {"concurrency": self.concurrency, "request_rate": self.request_rate, "ttft_s": self.ttft_s,
-                "tpot_s": self.tpot_s, "ttft_p99_s": self.ttft_p99_s, "tpot_p99_s": self.tpot_p99_s,
-                "output_tokens_per_s": self.output_tokens_per_s, "requests_in_flight": self.requests_in_flight,
-                "queue_s": self.queue_s, "decode_batch_per_replica": self.decode_batch,
+        """The JSON of `python -m scaling_lib estimate --concurrency | --request-rate` (SI units; an unbounded
+        quantity of a saturated deployment is null)."""
+        def finite(value):
+            return None if math.isinf(value) else value
+        return {"concurrency": self.concurrency, "request_rate": self.request_rate, "ttft_s": finite(self.ttft_s),
+                "tpot_s": self.tpot_s, "ttft_p99_s": finite(self.ttft_p99_s), "tpot_p99_s": self.tpot_p99_s,
+                "output_tokens_per_s": self.output_tokens_per_s,
+                "requests_in_flight": finite(self.requests_in_flight), "queue_s": finite(self.queue_s),
+                "saturated": self.saturated, "offered_rate": self.offered_rate,
+                "decode_batch_per_replica": self.decode_batch,
                 "max_batch_per_replica": self.max_batch, "saturation_rate": self.saturation_rate,
                 "token_budget": self.token_budget,
                 "bound": {"ttft_s": self.bound.ttft_s, "tpot_s": self.bound.tpot_s,
@@ -575,6 +617,8 @@ class LoadEstimate:
 
     def rows(self) -> list:
         """(name, value) pairs in words, one per quantity: what `describe` prints."""
+        if self.saturated:
+            return self._saturated_rows()
         load = (f"{self.concurrency:,} clients (closed loop)" if self.concurrency is not None else
                 f"{self.request_rate:,.4g} requests/s (Poisson arrivals)")
         return [("load", f"{load}; the deployment saturates at {self.saturation_rate:,.4g} requests/s"),
@@ -587,6 +631,20 @@ class LoadEstimate:
                                                f"{self.bound.output_tokens_per_s:,.0f})"),
                 ("requests in flight", f"{self.requests_in_flight:,.1f}, queued or running (Little's law); "
                                        f"{self.decode_batch:,.1f} decoding per replica of at most {self.max_batch:,} "
+                                       "(at the workload's mean context)")]
+
+    def _saturated_rows(self) -> list:
+        growth = self.offered_rate - self.request_rate
+        return [("load", f"{self.offered_rate:,.4g} requests/s (Poisson arrivals), more than the deployment serves: "
+                         f"it saturates at {self.saturation_rate:,.4g} requests/s, so the queue grows by "
+                         f"{growth:,.4g} requests every second"),
+                ("TTFT under load", f"unbounded: each request waits behind a queue that never stops growing; "
+                                    f"bound {self.bound.ttft_s * 1e3:,.1f} ms"),
+                ("TPOT under load", f"{self.tpot_s * 1e3:,.2f} ms mean, {self.tpot_p99_s * 1e3:,.2f} ms p99, the "
+                                    f"full batch's step; bound {self.bound.tpot_s * 1e3:,.2f} ms"),
+                ("output tokens/s under load", f"{self.output_tokens_per_s:,.0f}, all the deployment serves (bound "
+                                               f"{self.bound.output_tokens_per_s:,.0f})"),
+                ("requests in flight", f"unbounded; {self.decode_batch:,.0f} decoding per replica, the most it holds "
                                        "(at the workload's mean context)")]
 
     def describe(self) -> str:
@@ -652,8 +710,12 @@ def load_estimate(deployment: Deployment, input_len: int, output_len: int, *, co
         estimate, bound = (model.closed_loops(concurrency, replicas) for model in (engine, peak))
     else:
         rate = float(positive("request_rate", request_rate)) / replicas
-        estimate, bound = engine.open_loop(rate), peak.open_loop(rate)
-        estimate, bound = estimate.replicated(replicas), bound.replicated(replicas)
+        if rate >= peak.saturation_rate():
+            raise ValueError(f"request_rate={request_rate:.4g} requests/s is at or above what these chips serve with "
+                             f"every resource at peak ({peak.saturation_rate() * replicas:.4g} requests/s, the "
+                             "bound's saturation rate): no engine keeps up; lower the rate or add chips")
+        point = engine.overloaded(rate) if rate >= engine.saturation_rate() else engine.open_loop(rate)
+        estimate, bound = point.replicated(replicas), peak.open_loop(rate).replicated(replicas)
     return LoadEstimate(concurrency=concurrency, request_rate=estimate.request_rate, ttft_s=estimate.ttft_s,
                         tpot_s=estimate.tpot_s, ttft_p99_s=estimate.ttft_p99_s, tpot_p99_s=estimate.tpot_p99_s,
                         output_tokens_per_s=estimate.output_tokens_per_s,
@@ -661,6 +723,7 @@ def load_estimate(deployment: Deployment, input_len: int, output_len: int, *, co
                         decode_batch=estimate.decode_batch, max_batch=engine.batch_limit,
                         saturation_rate=engine.saturation_rate() * replicas, token_budget=engine.token_budget,
                         bound=LoadBound(ttft_s=bound.ttft_s, tpot_s=bound.tpot_s,
-                                        output_tokens_per_s=bound.output_tokens_per_s))
+                                        output_tokens_per_s=bound.output_tokens_per_s),
+                        offered_rate=estimate.offered_rate)
 
 

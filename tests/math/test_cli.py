@@ -463,6 +463,16 @@ def test_plan_with_p99_targets_gives_every_deployment_the_highest_rate_meeting_t
     assert loaded["best"]["output_tokens_per_s"] == pytest.approx(3.0 * 500, rel=1e-12)
 
 
+def test_estimate_past_the_saturation_rate_answers_with_what_it_serves_and_says_the_queue_grows(capsys):
+    argv = SMALL + ["--input-len", "1000", "--output-len", "200", "--request-rate", "30"]
+    load = _json(argv, capsys)["load"]
+    assert load["saturated"] and load["offered_rate"] == 30.0 and load["request_rate"] < 30.0
+    assert load["ttft_s"] is None and load["queue_s"] is None and load["tpot_s"] > 0
+    assert load["output_tokens_per_s"] == pytest.approx(load["request_rate"] * 200, rel=1e-12)
+    rows = _rows(_ok(argv, capsys))
+    assert rows["TTFT under load"].startswith("unbounded") and "more than the deployment serves" in rows["load"]
+
+
 def test_plan_on_a_config_without_a_stored_format_searches_its_bf16_and_all_widens_the_search(capsys):
     argv = ["plan", "--config", str(REPO / "book/data/hf_configs/llama-3.1-8b.json"), "--chip", "h100,b200",
             "--max-chips", "1", "--input-len", "1000", "--output-len", "200", "--price", "2"]

@@ -13,6 +13,7 @@
   chunked engine's drifting clients do.
 """
 
+import json
 import math
 
 import numpy as np
@@ -188,7 +189,7 @@ def test_a_concurrency_spreads_over_the_replicas_as_evenly_as_it_divides():
 BAD_INPUTS = [
     (lambda: load_estimate(LLAMA_8B, 1000, 200), "give exactly one load"),
     (lambda: load_estimate(LLAMA_8B, 1000, 200, concurrency=8, request_rate=1.0), "give exactly one load"),
-    (lambda: load_estimate(LLAMA_8B, 1000, 200, request_rate=1e4), "saturation rate"),
+    (lambda: load_estimate(LLAMA_8B, 1000, 200, request_rate=1e4), "every resource at peak"),
     (lambda: load_estimate(LLAMA_8B, 1000, 200, concurrency=8, efficiency=None), "reports beside the estimate"),
     (lambda: load_estimate(LLAMA_8B, 1000, 1, concurrency=8), "output_len=1"),
     (lambda: load_estimate(LLAMA_8B, 200_000_000, 200, concurrency=8), "does not fit"),
@@ -220,6 +221,34 @@ def test_the_load_in_words_states_each_quantity_it_holds():
                          "queue_s", "bound"}
     assert set(data["bound"]) == {"ttft_s", "tpot_s", "output_tokens_per_s"}
     assert all(math.isfinite(value) for value in data["bound"].values())
+
+
+def test_arrivals_past_the_saturation_rate_are_served_at_the_full_batch_behind_a_queue_without_end():
+    # between the estimate's saturation rate and the bound's: the replica serves lambda_sat at B_max and the rest
+    # queue, so TTFT, the queue and the requests in flight are infinite; just below lambda_sat the open loop tends to
+    # the same TPOT, batch and tokens/s (the two answers meet at the edge)
+    engine = deployment_engine(LLAMA_8B, 1000, 200)
+    saturation = engine.saturation_rate()
+    over = load_estimate(LLAMA_8B, 1000, 200, request_rate=1.2 * saturation)
+    assert over.saturated and over.offered_rate == pytest.approx(1.2 * saturation, rel=1e-12)
+    assert all(math.isinf(value) for value in (over.ttft_s, over.ttft_p99_s, over.queue_s, over.requests_in_flight))
+    assert over.request_rate == pytest.approx(saturation, rel=1e-12)
+    assert over.output_tokens_per_s == pytest.approx(saturation * 200, rel=1e-12)
+    assert over.decode_batch == engine.batch_limit and over.tpot_p99_s >= over.tpot_s
+    near = engine.open_loop(0.9999 * saturation)
+    assert near.tpot_s == pytest.approx(over.tpot_s, rel=0.01)
+    assert near.decode_batch == pytest.approx(over.decode_batch, rel=0.01)
+    assert near.output_tokens_per_s == pytest.approx(over.output_tokens_per_s, rel=1e-3)
+    data = over.as_dict()
+    assert data["saturated"] and data["offered_rate"] == over.offered_rate
+    assert data["ttft_s"] is None and data["ttft_p99_s"] is None and data["queue_s"] is None
+    assert data["requests_in_flight"] is None and data["bound"]["ttft_s"] == over.bound.ttft_s
+    json.dumps(data, allow_nan=False)
+    rows = dict(over.rows())
+    assert rows["TTFT under load"].startswith("unbounded") and "the queue grows by" in rows["load"]
+    assert not load_estimate(LLAMA_8B, 1000, 200, request_rate=0.5 * saturation).saturated
+    with pytest.raises(ValueError, match="use open_loop"):
+        engine.overloaded(0.5 * saturation)
 
 
 # ------------------------------------------------------------------------------------------- a published sweep
