@@ -46,6 +46,7 @@ CLASSES = {
     "Qwen2VLForConditionalGeneration": ("qwen2_vl",), "Qwen2_5_VLForConditionalGeneration": ("qwen2_5_vl",),
     "Qwen3VLForConditionalGeneration": ("qwen3_vl",), "Qwen3VLMoeForConditionalGeneration": ("qwen3_vl_moe",),
     "Mistral3ForConditionalGeneration": ("mistral3",), "LlavaForConditionalGeneration": ("llava",),
+    "GPTJForCausalLM": ("gptj",), "GPTNeoXForCausalLM": ("gpt_neox",),
 }
 # model_types read by another type's reader (the same architecture under another name).
 TYPE_ALIASES = {"minimax_m1": "minimax", "minimax_text_01": "minimax",
@@ -78,6 +79,7 @@ DESCRIPTIONS = {
     "jamba": "Jamba, a hybrid of Mamba and attention layers",
     "nemotron_h": "Nemotron-H, a hybrid of Mamba-2 and attention layers",
     "nemotron-nas": "Llama-Nemotron (NAS: layers without attention, FFN widths by layer)",
+    "gptj": "GPT-J (no gate in the MLP)", "gpt_neox": "GPT-NeoX (no gate in the MLP)",
     "gemma3": "Gemma 3 (multimodal)", "llama4": "Llama 4 (multimodal)", "qwen2_vl": "Qwen2-VL (multimodal)",
     "qwen2_5_vl": "Qwen2.5-VL (multimodal)", "qwen3_vl": "Qwen3-VL (multimodal)",
     "qwen3_vl_moe": "Qwen3-VL-MoE (multimodal)", "mistral3": "Mistral 3 (multimodal)", "llava": "LLaVA (multimodal)",
@@ -290,7 +292,7 @@ def read_config(path_or_dict) -> Reading:
     name = _name(text, config, origin, _classes(config, where), f)
     weights, kv_dtype, quant_note = _read_quantization(f, _groups_present(fields))
     positions = f.count("seq_length" if kind == "chatglm" and "max_position_embeddings" not in text else
-                        "max_position_embeddings", None)
+                        "n_positions" if kind == "gptj" else "max_position_embeddings", None)
     notes = tuple(n for n in (resolved, tower, *f.notes, quant_note) if n)
     experts = next((k for k in ("num_local_experts", "num_experts", "n_routed_experts") if k in text), None)
     hf_names = dict(HF_NAMES, n_experts=experts or HF_NAMES["n_experts"])

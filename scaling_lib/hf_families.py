@@ -3,7 +3,8 @@
 One reader per family (`READERS`), each a function of `hf_fields.ConfigFields` returning the keyword arguments of
 `models.Transformer` (without name and source). Families that differ from LLaMA only in field names or small details
 share `_decoder` (ChatGLM's `num_layers`, `ffn_hidden_size`, `kv_channels`, `multi_query_group_num` and
-`padded_vocab_size`; Cohere's tied embeddings); the sliding-window rules follow what each Hugging Face class does with
+`padded_vocab_size`; Cohere's tied embeddings; GPT-J's and GPT-NeoX's MLP of two matrices with no gate, GPT-J under
+GPT-2's field names); the sliding-window rules follow what each Hugging Face class does with
 the same fields (`_layer_kinds`): Mistral and Phi-3 window every layer, Qwen2 _windows the layers from
 `max_window_layers` on, Qwen3-MoE every layer, Qwen2-MoE every other layer below `max_window_layers`, Gemma,
 Cohere 2 and EXAONE 4 every layer but each `sliding_window_pattern`-th (EXAONE's may be a string such as "LLLG"), an
@@ -182,6 +183,54 @@ def _read_windowed(rule: str, tie: bool = False):
         return {**fields, **_windows(f, fields["n_layers"], rule)}
     read.__doc__ = f"A decoder with the sliding windows of rule {rule!r} (`_layer_kinds`); tied embeddings: {tie}."
     return read
+
+
+# Activations of a two-matrix MLP (up, then down, no gate) as Hugging Face names them; a gated one would be a third
+# matrix, which these families do not have.
+_UNGATED = ("gelu", "gelu_new", "gelu_fast", "gelu_pytorch_tanh", "gelu_python", "relu", "quick_gelu")
+
+
+def _ungated(f: ConfigFields, name: str, default: str) -> None:
+    """Check that the MLP's activation (`name`) is one of `_UNGATED`: the FFN is two matrices, D x F and F x D."""
+    activation = f.get(name, default)
+    if activation not in _UNGATED:
+        raise f.error(name, f"is {f.json_text(activation)}; this family's MLP is read as two matrices with an "
+                            f"elementwise activation between them ({', '.join(_UNGATED)})")
+
+
+_PARALLEL_NOTE = ("attention and the MLP read the same normed input in parallel: the same matmuls as one after the "
+                  "other, so the same cost")
+_BIAS_NOTE = "biases are not counted (D + F per layer and V for the output layer: under 0.1% of the weights)"
+
+
+def _read_gptj(f: ConfigFields) -> dict:
+    """GPT-J (EleutherAI's GPT-J 6B, MLPerf's GPT-J benchmark): GPT-2's field names, `n_layer` layers of width
+    `n_embd`, `n_head` heads each with its own keys and values, an MLP of `n_inner` (default 4 x n_embd) with no
+    gate, an untied output layer; rotary embedding on `rotary_dim` channels of each head (no extra cost); attention
+    and MLP in parallel; biases not counted (notes)."""
+    _ungated(f, "activation_function", "gelu_new")
+    d_model, n_heads = f.count("n_embd"), f.count("n_head")
+    if d_model % n_heads:
+        raise f.error("n_embd", f"({d_model}) is not a multiple of 'n_head' ({n_heads}): each head is n_embd / n_head "
+                                "channels wide")
+    f.count("rotary_dim", None)
+    f.notes.extend([_PARALLEL_NOTE, _BIAS_NOTE])
+    return dict(n_layers=f.count("n_layer"), d_model=d_model, n_heads=n_heads, n_kv_heads=n_heads,
+                head_dim=d_model // n_heads, vocab_size=f.count("vocab_size"),
+                d_ff=f.count("n_inner", None) or 4 * d_model, tied_embeddings=f.flag("tie_word_embeddings", False),
+                gated_ffn=False)
+
+
+def _read_gpt_neox(f: ConfigFields) -> dict:
+    """GPT-NeoX (GPT-NeoX-20B, the Pythia suite): LLaMA's field names with an MLP of two matrices (no gate), every
+    head its own keys and values, an untied output layer; `use_parallel_residual` (attention and MLP in parallel)
+    and `rotary_pct` change no cost; biases not counted (notes)."""
+    _ungated(f, "hidden_act", "gelu")
+    fields = _decoder(f)
+    f.flag("use_parallel_residual", True)
+    f.get("rotary_pct")
+    f.notes.append(_BIAS_NOTE)
+    return {**fields, "gated_ffn": False}
 
 
 def _read_chatglm(f: ConfigFields) -> dict:
@@ -489,5 +538,5 @@ READERS = {
     "qwen3_moe": _read_qwen_moe("qwen3_moe", shared=False), "deepseek_v2": _read_deepseek, "deepseek_v3": _read_deepseek,
     "deepseek_v32": _read_deepseek, "glm4_moe": _read_glm4_moe, "llama4_text": _read_llama4,
     "qwen3_next": _read_qwen3_next, "minimax": _read_minimax, "jamba": _read_jamba, "nemotron_h": _read_nemotron_h,
-    "nemotron-nas": _read_nemotron_nas,
+    "nemotron-nas": _read_nemotron_nas, "gptj": _read_gptj, "gpt_neox": _read_gpt_neox,
 }

@@ -81,6 +81,7 @@ BASES = {"llama": _shipped("llama-3.1-8b"), "qwen2": _shipped("qwen2.5-7b"), "mi
                               vocab_size=256, block_configs=[{"attention": {"n_heads_in_group": 2},
                                                               "ffn": {"ffn_mult": 2.0}},
                                                              {"attention": {"no_op": True}, "ffn": {"ffn_mult": 1.0}}]),
+         "gptj": _shipped("gpt-j-6b"), "gpt_neox": _shipped("pythia-1b"),
          "gpt_oss": dict(_SMALL, model_type="gpt_oss", num_local_experts=4, num_experts_per_tok=2,
                          experts_per_token=2, sliding_window=16, head_dim=16)}
 
@@ -125,7 +126,9 @@ FIELDS = {
     "ssm_state_size": ("size", "nemotron_h"), "conv_kernel": ("size", "nemotron_h"),
     "use_conv_bias": ("flag", "nemotron_h"), "mlp_hidden_act": ("any", "nemotron_h"),
     "moe_shared_expert_intermediate_size": ("size0", "nemotron_h_moe"), "block_configs": ("any", "nemotron-nas"),
-    "experts_per_token": ("any", "gpt_oss"),
+    "experts_per_token": ("any", "gpt_oss"), "n_embd": ("size", "gptj"), "n_head": ("size", "gptj"),
+    "n_layer": ("size", "gptj"), "n_inner": ("size?", "gptj"), "rotary_dim": ("size?", "gptj"),
+    "rotary_pct": ("any", "gpt_neox"), "use_parallel_residual": ("flag", "gpt_neox"),
 }
 JSON_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70), st.floats(allow_nan=True),
                          st.text(max_size=12), st.sampled_from(["4096", "8", "0", "-1", "true", "false", "null",

@@ -56,6 +56,9 @@ FAMILIES = {
     "exaone-4.0-32b": (32 * B, 0.02, None, 2 * 64 * 8 * 128 * 2, 0),
     "qwen2.5-vl-7b": (7.61 * B, 0.01, None, 2 * 28 * 4 * 128 * 2, 0),  # the text tower: Qwen2.5-7B's card
     "mistral-small-3.1-24b": (24 * B, 0.02, None, 2 * 40 * 8 * 128 * 2, 0),
+    # two MLP matrices, no gate; the cards count the biases and norms the book leaves out (under 0.1%)
+    "gpt-j-6b": (6_053_381_344, 0.001, None, 2 * 28 * 16 * 256 * 2, 0),
+    "pythia-1b": (1_011_781_632, 0.001, None, 2 * 16 * 8 * 256 * 2, 0),
     # the four hybrids: the KV of their attention layers only, and a state that does not grow
     "qwen3-next-80b-a3b": (80 * B, 0.02, (3 * B, matmul_params, 0.2), 2 * 12 * 2 * 256 * 2,
                            36 * (32 * 128 * 128 + 3 * (2 * 16 * 128 + 32 * 128)) * 2),  # "3B": one digit
