@@ -3,9 +3,9 @@
 One reader per family (`READERS`), each a function of `hf_fields.ConfigFields` returning the keyword arguments of
 `models.Transformer` (without name and source). Families that differ from LLaMA only in field names or small details
 share `_decoder` (ChatGLM's `num_layers`, `ffn_hidden_size`, `kv_channels`, `multi_query_group_num` and
-`padded_vocab_size`; Cohere's tied embeddings; GPT-J's and GPT-NeoX's MLP of two matrices with no gate, GPT-J under
-GPT-2's field names); the sliding-window rules follow what each Hugging Face class does with
-the same fields (`_layer_kinds`): Mistral and Phi-3 window every layer, Qwen2 _windows the layers from
+`padded_vocab_size`; Cohere's tied embeddings; GPT-NeoX's MLP of two matrices with no gate); GPT-J reads GPT-2's
+field names (`n_layer`, `n_embd`, `n_head`, `n_inner`) with the same gateless MLP. The sliding-window rules follow
+what each Hugging Face class does with the same fields (`_layer_kinds`): Mistral and Phi-3 window every layer, Qwen2 _windows the layers from
 `max_window_layers` on, Qwen3-MoE every layer, Qwen2-MoE every other layer below `max_window_layers`, Gemma,
 Cohere 2 and EXAONE 4 every layer but each `sliding_window_pattern`-th (EXAONE's may be a string such as "LLLG"), an
 explicit `layer_types` list overriding them all.
