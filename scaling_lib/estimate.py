@@ -30,13 +30,15 @@ deployment's `memory_utilization` and `max_sequences`: all of HBM, no cap on the
 **The estimate** (`TYPICAL`, or any `Efficiency` with `overlap=False`) keeps the serial structure real engines have,
 each resource at its calibrated efficiency, plus the costs outside the model's arithmetic:
 
-    T = overhead + max(T_kv, T_attention) + max(T_weights, T_matmul) + latency_scale x T_comm,latency
-        + T_comm,bandwidth / network
+    T = overhead + max(T_kv, T_attention) + max(T_weights, T_matmul) + T_elementwise
+        + latency_scale x T_comm,latency + T_comm,bandwidth / network
     overhead = overhead_s + sequences x sequence_s + n_layers x (layer_s [tensor-parallel] + launch_s [eager])
 
 the host's work per step and per sequence it schedules, the tensor-parallel layers' wait at their all-reduces, and on
 a step a GPU engine does not replay as one CUDA graph (prompt tokens in it, or a decode batch above
-`CUDA_GRAPH_MAX_BATCH`: `runs_in_cuda_graph`) the launch of every layer's kernels.
+`CUDA_GRAPH_MAX_BATCH`: `runs_in_cuda_graph`) the launch of every layer's kernels. On a GPU, T_elementwise is the
+kernels between the matmuls (norms, rotary embedding, the activation function, a mixture of experts' dispatch and
+combine) streaming the step's tokens' activations at the weight-streaming rate (`memory.elementwise_bytes_per_token`).
 
 Attention streams the KV cache or computes, the weight matmuls stream the weights or compute; attention, matmuls
 and collectives run one after another. The estimate applies the engine's memory reserve (`memory_utilization`) and
@@ -63,7 +65,7 @@ from .attention_sharding import attention_collectives
 from .layouts import LAYOUTS, ffn_collectives, optimal_2d_mesh
 from .memory import KV_PLACEMENTS, kv_bytes_per_token, kv_cache_bytes, kv_head_groups, kv_read_bytes, kv_replication
 from .memory import param_bytes as model_param_bytes
-from .memory import state_bytes_per_sequence, weight_bytes_by_group, weights_read_bytes
+from .memory import elementwise_bytes_per_token, state_bytes_per_sequence, weight_bytes_by_group, weights_read_bytes
 from .models import get_model
 from .moe import expected_experts_touched
 from .efficiency import (BOUND, PHYSICAL_RANGES, PROFILES, TYPICAL, Calibrated, Efficiency, Profile,  # noqa: F401
@@ -304,6 +306,14 @@ class Deployment:
         return (read + 2 * sequences * self.state_bytes_per_sequence) / self.tensor_parallel
 
     @functools.cached_property
+    def elementwise_bytes_per_token(self) -> float:
+        """`memory.elementwise_bytes_per_token` on one chip of this deployment, computed once: attention
+        data-parallel, each chip streams only its own share of the tokens (1 / t of the whole layer's traffic)."""
+        if self.attention_data_parallel:
+            return elementwise_bytes_per_token(self.model, 1, self.activation_dtype) / self.tensor_parallel
+        return elementwise_bytes_per_token(self.model, self.tensor_parallel, self.activation_dtype)
+
+    @functools.cached_property
     def matmul_params(self) -> float:
         """`flops.matmul_params` of the model (k experts per token), computed once per deployment."""
         return matmul_params(self.model)
@@ -365,8 +375,8 @@ class StepEstimate:
     holds in HBM.
 
     total_s: with `overlap` (the bound) max(kv_s + weights_s, matmul_s + attention_s, comm_bandwidth_s,
-    comm_latency_s); otherwise overhead_s + max(kv_s, attention_s) + max(weights_s, matmul_s) + comm_s (module
-    docstring).
+    comm_latency_s); otherwise overhead_s + max(kv_s, attention_s) + max(weights_s, matmul_s) + elementwise_s +
+    comm_s (module docstring).
     """
 
     weights_s: float  # reading the weights
@@ -385,6 +395,7 @@ class StepEstimate:
     layer_s: float = 0.0  # the part of overhead_s the tensor-parallel layers cost (n_layers x Efficiency.layer_s)
     launch_s: float = 0.0  # the part of overhead_s an eager step's launches cost (n_layers x Efficiency.launch_s)
     sequence_s: float = 0.0  # the part of overhead_s the host spends per sequence (sequences x Efficiency.sequence_s)
+    elementwise_s: float = 0.0  # the kernels between the matmuls streaming activations (GPU estimate only)
 
     @property
     def comm_bandwidth_s(self) -> float:
@@ -400,7 +411,8 @@ class StepEstimate:
     def total_s(self) -> float:
         if self.overlap:
             return max(self.kv_s + self.weights_s, self.flops_s, self.comm_bandwidth_s, self.comm_latency_s)
-        return self.overhead_s + max(self.kv_s, self.attention_s) + max(self.weights_s, self.matmul_s) + self.comm_s
+        return (self.overhead_s + max(self.kv_s, self.attention_s) + max(self.weights_s, self.matmul_s)
+                + self.elementwise_s + self.comm_s)
 
     @property
     def bound(self) -> str:
@@ -583,6 +595,10 @@ def step_estimate(deployment: Deployment, *, decode_batch: float = 0.0, decode_c
     # lumps). So the bound counts, on a step that decodes, only the experts its decode tokens touch: every step of the
     # mix reads at least those.
     routed = decode_batch if eff.overlap and decode_batch else tokens
+    # the kernels between a GPU engine's matmuls stream each token's activations; the bound fuses them away, and so
+    # does XLA on a TPU (`memory.elementwise_bytes_per_token`)
+    elementwise = tokens * d.elementwise_bytes_per_token / hbm if serial and not isinstance(chip.topology, Torus) \
+        else 0.0
     return StepEstimate(weights_s=d.weights_read_per_chip(routed) / hbm if tokens else 0.0,
                         kv_s=kv_moved / kv_rate, matmul_s=matmul / rate,
                         attention_s=attention / tp / rate, comm_s=bandwidth + latency,
@@ -591,7 +607,7 @@ def step_estimate(deployment: Deployment, *, decode_batch: float = 0.0, decode_c
                         hbm_bytes_per_chip=d.weight_bytes_per_chip + d.kv_bytes_per_chip(held_sequences,
                                                                                           held_tokens_each),
                         hbm_capacity=d.hbm_limit(eff), overhead_s=fixed, overlap=eff.overlap, layer_s=layers,
-                        launch_s=launch, sequence_s=sequences)
+                        launch_s=launch, sequence_s=sequences, elementwise_s=elementwise)
 
 
 def _per_replica(deployment: Deployment, batch: int) -> int:

@@ -38,6 +38,44 @@ def kv_bytes_per_token(model, dtype: str = "bf16") -> float:
     return m.attention_layers * m.n_kv_heads * (m.head_dim + m.value_head_dim) * bytes_per_element(dtype)
 
 
+def elementwise_bytes_per_token(model, tensor_parallel: int = 1, activation_dtype: str = "bf16") -> float:
+    """Bytes one token's activations move through HBM on one chip in a step, in the kernels between the matmuls:
+
+        A = b_act [4 D (L_mix + L_ffn) + 2 (N + K) H L_attn / t + m F_sum / t + L_moe 2 (k + 1) D]
+
+    - each token-mixer and each FFN sub-layer ends in a fused residual add and norm that reads the residual and the
+      sub-layer's output and writes both back: 4 D (L_mix = attention and state layers, L_ffn = FFN layers);
+    - rotary embedding rewrites the queries and keys of each attention layer: 2 (N + K) H (MLA: its RoPE parts,
+      2 (N + 1) H_rope);
+    - the activation function reads what the up-projection wrote and writes its input to the down-projection:
+      3 F gated (gate and up read, product written), 2 F otherwise (`Transformer.ffn_matrices`): m F_sum, summed
+      over every FFN's width, a mixture of experts counting the k routed and the shared experts of each token;
+    - a mixture-of-experts layer copies each token to its k experts (D read, k D written) and sums them back (k D
+      read, D written): 2 (k + 1) D.
+
+    The head- and FFN-wide parts split over the `tensor_parallel` chips; the D-wide residual stream, the dispatch and
+    the combine do not. b_act: bytes per activation (bf16, 2). An engine that fuses more moves less (the bound never
+    charges it), and a TPU step moves none apart from the matmuls (XLA fuses elementwise work into them); a GPU
+    step of many tokens cannot keep them on chip (2,048 tokens of a D = 8,192 model are 32 MiB per D-wide tensor,
+    against an H100's 50 MB of L2). The estimate streams them at the weight-streaming rate (`Efficiency.hbm`).
+
+    Defined in chapter 11, *How close do real systems come?*.
+    """
+    m = get_model(model)
+    t = positive_int("tensor_parallel", tensor_parallel)
+    d, k = m.d_model, m.n_active_experts
+    rotary = 2 * ((m.n_heads + 1) * m.rope_head_dim if m.is_mla else (m.n_heads + m.n_kv_heads) * m.head_dim)
+    if m.ffn_widths is not None:
+        widths = sum(m.ffn_widths)
+    else:
+        moe_layers = m.n_moe_layers
+        widths = (m.ffn_layers - moe_layers) * (m.d_ff_dense if moe_layers and m.d_ff_dense else m.d_ff)
+        widths += moe_layers * (k + m.n_shared_experts) * m.d_ff
+    elements = (4 * d * (m.attention_layers + m.n_state_layers + m.ffn_layers) + rotary * m.attention_layers / t
+                + m.ffn_matrices * widths / t + m.n_moe_layers * 2 * (k + 1) * d)
+    return elements * bytes_per_element(activation_dtype)
+
+
 def local_tokens_kept(model, tokens: float) -> float:
     """Tokens a local layer keeps of a `tokens`-token sequence: min(S, w) under a sliding window w; under chunked
     attention (Llama 4) the tokens of the current chunk, S - c floor((S - 1) / c) for S >= 1 (c = the chunk);

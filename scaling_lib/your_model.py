@@ -44,13 +44,14 @@ ACTIVE_CONVENTION = ("active parameters count what one token uses: k of the E ro
 _LIMITS = {"weights_s": "reading the weights from HBM", "matmul_s": "the matmuls' FLOPs",
            "kv_s": "reading the KV cache from HBM", "attention_s": "attention's FLOPs",
            "comm_s": "collectives between chips",
+           "elementwise_s": "the activations the kernels between the matmuls stream through HBM",
            "overhead_s": "the engine's per-step overhead (host, tensor-parallel layers, eager launches)"}
 
 
 def _limit(step) -> tuple:
     """(what limits the step, in words; its share of the step) for the serial estimate: the larger of each
     overlapping pair (KV or attention, weights or matmuls), the collectives and the overhead."""
-    parts = {"overhead_s": step.overhead_s, "comm_s": step.comm_s,
+    parts = {"overhead_s": step.overhead_s, "comm_s": step.comm_s, "elementwise_s": step.elementwise_s,
              "kv_s" if step.kv_s >= step.attention_s else "attention_s": max(step.kv_s, step.attention_s),
              "weights_s" if step.weights_s >= step.matmul_s else "matmul_s": max(step.weights_s, step.matmul_s)}
     name = max(parts, key=parts.get)
@@ -78,7 +79,8 @@ def _split(deployment) -> str:
 
 def _terms(step) -> dict:
     return {"weights_s": step.weights_s, "kv_s": step.kv_s, "matmul_s": step.matmul_s,
-            "attention_s": step.attention_s, "comm_s": step.comm_s, "comm_latency_s": step.comm_latency_s,
+            "attention_s": step.attention_s, "elementwise_s": step.elementwise_s, "comm_s": step.comm_s,
+            "comm_latency_s": step.comm_latency_s,
             "overhead_s": step.overhead_s, "total_s": step.total_s}
 
 

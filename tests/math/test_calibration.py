@@ -73,7 +73,9 @@ def test_the_bound_is_the_busiest_resource_and_the_estimate_is_slower_than_it():
     assert bound.total_s == max(resources)
     # At peak the serial engine pays the same components one after another: never faster than the bound.
     assert serial.total_s == pytest.approx(max(serial.kv_s, serial.attention_s) +
-                                           max(serial.weights_s, serial.matmul_s) + serial.comm_s)
+                                           max(serial.weights_s, serial.matmul_s) + serial.elementwise_s +
+                                           serial.comm_s)
+    assert serial.elementwise_s > 0 and bound.elementwise_s == 0.0
     assert serial.total_s >= bound.total_s
     assert decode_step(d, 64, 4096, TYPICAL).total_s > serial.total_s
 

@@ -71,7 +71,8 @@ def test_estimate_with_tensor_parallelism_reports_the_replicas_and_scales_one_re
     assert data["efficiency"]["bound"]["overlap"] is True
     # the step's terms, each under its own name: those of one replica's typical decode step
     step = decode_step(Deployment("llama3-70b", "h100", 8, kv_dtype="bf16"), one.batch, 8192, TYPICAL)
-    names = ("weights_s", "kv_s", "matmul_s", "attention_s", "comm_s", "comm_latency_s", "overhead_s", "total_s")
+    names = ("weights_s", "kv_s", "matmul_s", "attention_s", "elementwise_s", "comm_s", "comm_latency_s", "overhead_s",
+             "total_s")
     assert data["decode_step_typical"] == pytest.approx({name: getattr(step, name) for name in names}, rel=1e-12)
 
 
@@ -380,11 +381,12 @@ def test_the_time_to_first_token_is_shown_in_ms_to_a_tenth(capsys):
     assert _number(ttft[2]) == pytest.approx(one.prefill_bound_s * 1e3, abs=0.051)
 
 
-def _serial_step(overhead_s=0.0, comm_s=0.0, kv_s=0.0, attention_s=0.0, weights_s=0.0, matmul_s=0.0):
+def _serial_step(overhead_s=0.0, comm_s=0.0, kv_s=0.0, attention_s=0.0, weights_s=0.0, matmul_s=0.0,
+                 elementwise_s=0.0):
     """The terms of a typical (serial) step: each overlapping pair costs its larger member."""
-    total = overhead_s + comm_s + max(kv_s, attention_s) + max(weights_s, matmul_s)
+    total = overhead_s + comm_s + elementwise_s + max(kv_s, attention_s) + max(weights_s, matmul_s)
     return SimpleNamespace(overhead_s=overhead_s, comm_s=comm_s, kv_s=kv_s, attention_s=attention_s,
-                           weights_s=weights_s, matmul_s=matmul_s, total_s=total)
+                           weights_s=weights_s, matmul_s=matmul_s, elementwise_s=elementwise_s, total_s=total)
 
 
 @for_each([
@@ -393,6 +395,7 @@ def _serial_step(overhead_s=0.0, comm_s=0.0, kv_s=0.0, attention_s=0.0, weights_
     (dict(kv_s=1.0, weights_s=1.0, matmul_s=4.0, comm_s=1.0, overhead_s=2.0), "matmuls", 0.5),
     (dict(weights_s=4.0, matmul_s=1.0, comm_s=2.0, kv_s=1.0, overhead_s=1.0), "weights", 0.5),
     (dict(weights_s=1.0, comm_s=6.0, kv_s=1.0), "collectives", 0.75),
+    (dict(weights_s=1.0, matmul_s=2.0, elementwise_s=4.0, comm_s=1.0, overhead_s=1.0), "between the matmuls", 0.5),
     (dict(weights_s=1.0, overhead_s=2.0, kv_s=1.0), "overhead", 0.5),
     # a tie within a pair names the memory read (the roofline's ridge point counts as memory-bound)
     (dict(kv_s=3.0, attention_s=3.0, weights_s=1.0), "KV cache", 0.75),

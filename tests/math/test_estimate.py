@@ -477,6 +477,14 @@ def test_half_the_hbm_rate_doubles_the_reads_and_half_the_mfu_doubles_the_flops(
     assert (slow_mfu.matmul_s, slow_mfu.attention_s) == pytest.approx((2 * peak.matmul_s, 2 * peak.attention_s),
                                                                       rel=1e-12)
     assert (slow_mfu.kv_s, slow_mfu.weights_s) == (peak.kv_s, peak.weights_s)
+    # the activations between the matmuls: every token of the step, streamed at the weight-streaming rate
+    assert peak.elementwise_s == pytest.approx(104 * d.elementwise_bytes_per_token / d.chip.hbm_bandwidth, rel=1e-12)
+    assert (slow_hbm.elementwise_s, slow_mfu.elementwise_s) == pytest.approx((2 * peak.elementwise_s,
+                                                                              peak.elementwise_s), rel=1e-12)
+    # none in the bound (an engine may fuse them into the matmuls) nor on a TPU (XLA does)
+    tpu = Deployment("llama3-8b", "tpu-v5e", 1)
+    assert step_estimate(d, **work, efficiency=BOUND).elementwise_s == 0.0
+    assert step_estimate(tpu, **work, efficiency=Efficiency()).elementwise_s == 0.0
     # the bound composes without the host's overhead
     overlapped = Efficiency(overlap=True, overhead_s=1e-3)
     assert step_estimate(d, decode_batch=4, decode_context=1000, efficiency=overlapped).overhead_s == 0.0

@@ -345,6 +345,8 @@ SPECS = {
     "layouts.ws_2d_optimal_x": spec(dict(n_chips=64, d_model=18432, d_ff=73728), n_chips="real", d_model="real",
                                     d_ff="real", convention="convention"),
     "memory.kv_bytes_per_token": spec(dict(model=M), model="model", dtype="dtype"),
+    "memory.elementwise_bytes_per_token": spec(dict(model=M), model="model", tensor_parallel="count",
+                                               activation_dtype="dtype"),
     "memory.kv_cache_bytes": spec(dict(model=M, tokens=8192, batch=4), model="model", tokens="real0",
                                   batch="count0", dtype="dtype"),
     "memory.max_batch_size": spec(dict(model=M, chip="tpu-v5e", n_chips=16, context_len=8192), model="model",

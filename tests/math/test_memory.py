@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 from scaling_lib.hardware import get_chip
-from scaling_lib.memory import (kv_bytes_per_token, kv_cache_bytes, kv_replication, max_batch_size, memory_footprint,
-                                 memory_footprint_kv_heads, param_bytes, require_fit)
-from scaling_lib.models import Transformer, get_model, param_count
+from scaling_lib.memory import (elementwise_bytes_per_token, kv_bytes_per_token, kv_cache_bytes, kv_replication,
+                                 max_batch_size, memory_footprint, memory_footprint_kv_heads, param_bytes, require_fit)
+from scaling_lib.models import Transformer, from_hf_config, get_model, param_count
 
-from tests import for_each
+from tests import REPO, for_each
 
 # 4 layers, 2 KV heads of 16: a token's K and V on one layer are 2 x 2 x 16 x 2 B = 128 B in bf16 (512 B on 4 layers).
 FOUR = Transformer(n_layers=4, d_model=64, d_ff=128, n_heads=4, n_kv_heads=2, head_dim=16, vocab_size=256)
@@ -21,6 +21,33 @@ H100_HBM = 81559 * 2**20  # nvidia-smi's memory.total of an H100 80GB, bytes
 # 32 x (4,096 x 4,096 x 2 + 4,096 x 1,024 x 2 + 3 x 4,096 x 14,336) + 2 x 128,256 x 4,096
 LLAMA3_8B_PARAMS = 8_029_995_008
 LLAMA3_8B_TOKEN = 2 * 32 * 8 * 128 * 2  # bytes of one token's bf16 cache: K and V, 32 layers, 8 heads of 128
+
+
+# --- The activations between the matmuls ---------------------------------------------------------------------------
+def _layer_kernels(m, t):
+    """One layer's elementwise kernels on one of t chips, kernel by kernel: (name, elements read, elements written,
+    split over the chips) per token."""
+    d, routed = m.d_model, m.n_active_experts if m.n_experts > 1 else 0
+    copies = routed + m.n_shared_experts if routed else 1  # the FFNs a token passes through
+    up = (2 if m.gated_ffn else 1) * m.d_ff * copies  # what the up (and gate) projections wrote
+    kernels = [("add and norm after attention", 2 * d, 2 * d, False), ("add and norm after the FFN", 2 * d, 2 * d, False),
+               ("rotary on queries and keys", (m.n_heads + m.n_kv_heads) * m.head_dim,
+                (m.n_heads + m.n_kv_heads) * m.head_dim, True),
+               ("activation function", up, m.d_ff * copies, True)]
+    if routed:
+        kernels += [("copy to the k experts", d, routed * d, False), ("sum the k outputs", routed * d, d, False)]
+    return [(name, read / (t if split else 1), written / (t if split else 1)) for name, read, written, split in kernels]
+
+
+@for_each([("llama3-8b", 1), ("llama3-8b", 4), ("mixtral-8x7b", 1), ("mixtral-8x7b", 2), ("qwen3-30b-a3b", 1),
+           ("pythia-1b", 1)], ids=str)
+def test_the_activations_between_the_matmuls_are_the_kernels_counted_one_by_one(model, t):
+    # every layer of these has attention and an FFN of one width; bf16: 2 bytes per element
+    m = from_hf_config(REPO / "book/data/hf_configs" / f"{model}.json") if model in ("qwen3-30b-a3b", "pythia-1b") \
+        else get_model(model)
+    per_layer = sum(read + written for _, read, written in _layer_kernels(m, t))
+    assert elementwise_bytes_per_token(m, t) == pytest.approx(2 * m.n_layers * per_layer, rel=1e-12)
+    assert elementwise_bytes_per_token(m, t, "fp8") == pytest.approx(m.n_layers * per_layer, rel=1e-12)
 
 
 # --- The KV cache: per token, per batch ---------------------------------------------------------------------------
