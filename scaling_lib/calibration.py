@@ -873,7 +873,10 @@ OUT_OF_SAMPLE = "out-of-sample"
 
 def release_of(row: RunRow) -> str:
     """The engine and release of a run without the parenthesised details ("TensorRT-LLM v0.17", "JetStream-PyTorch",
-    "JetStream + MaxText")."""
+    "JetStream + MaxText").
+
+    Defined in chapter 11, *How close do real systems come?*.
+    """
     if not isinstance(row, RunRow):
         raise ValueError(f"row must be a published run (measurements.validation_runs()), got {row!r}")
     return row.engine.split(" (")[0]

@@ -249,11 +249,11 @@ PROFILES = {
                        "vLLM on NVIDIA GPUs, vLLM on AMD GPUs, JetStream, vLLM and Pope et al.'s engine on TPUs",
                        TYPICAL,
                        ("gpu", "amd", "tpu"), "every calibration row of every engine", (("tpu", _TPU_CAVEAT),),
-                       (("gpu", 0.86, 1.22), ("amd", 0.89, 1.17), ("tpu", 0.83, 1.49))),
+                       (("gpu", 0.85, 1.2), ("amd", 0.89, 1.17), ("tpu", 0.83, 1.49))),
     "tensorrt-llm": Profile("tensorrt-llm", "TensorRT-LLM, releases 0.5 to 1.0 (TRT engines and the PyTorch backend)",
                             Calibrated(gpu=_TRT_GPU, tpu=_TPU), ("gpu",),
                             "TensorRT-LLM's published tables on H100 and H200 (v0.5, v0.6.1, v0.14, v1.0)", (),
-                            (("gpu", 0.86, 1.22),)),
+                            (("gpu", 0.85, 1.2),)),
     "vllm": Profile("vllm", "vLLM (2024-2025): on ROCm for AMD GPUs, on CUDA for NVIDIA GPUs, on TPU v6e",
                     Calibrated(gpu=_VLLM_GPU, tpu=_VLLM_TPU, amd=_AMD), ("gpu", "amd", "tpu"),
                     "AMD's and Oracle's vLLM runs on 8 MI300X; on NVIDIA GPUs only vLLM's CI latency runs at batch 8 "

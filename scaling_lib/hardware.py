@@ -31,8 +31,9 @@ Sources (full references in book/references.bib):
          B200 nodes list the same links and 8 GPUs per node). The NCCL maintainers confirm that 900 GB/s is the sum
          of both directions at wire speed (github.com/NVIDIA/nccl issue 1442).
 - [SMI]  nvidia-smi memory.total as the devices report it in public nvidia-smi logs (exact-string search of
-         GitHub): 81559 MiB on 'NVIDIA H100 80GB HBM3', 143771 MiB on 'NVIDIA H200' (the labels' 80 GB and 141 GB
-         are the marketing figures).
+         GitHub): 81559 MiB on 'NVIDIA H100 80GB HBM3', 143771 MiB on 'NVIDIA H200', 81920 MiB on 'NVIDIA
+         A100-SXM4-80GB' (the labels' 80 GB and 141 GB are the marketing figures; the A100's is 80 GiB, five
+         16 GiB stacks of HBM2e, all of it exposed).
 - [NIC]  MLPerf Inference system descriptions (DGX H200: 400 Gb/s InfiniBand NICs, one per GPU for GPU traffic;
          a B200 node: 8 x ConnectX-7 400 Gb/s), i.e. 50 GB/s of scale-out bandwidth per GPU.
 - [NCCL] a small NCCL all-reduce between H100s over NVLink takes about 6 us with CUDA graphs
@@ -494,13 +495,14 @@ _CHIPS = (
         name="a100",
         peak_flops_table=(("bf16", 3.12e14), ("fp16", 3.12e14), ("int8", 6.24e14)),
         hbm_bandwidth=2.039e12,
-        hbm_capacity=80 * GB,
+        hbm_capacity=81920 * MIB,
         topology=SwitchDomain(links=12, link_bandwidth=25 * GB, domain_size=8,
                               collective_latency=NCCL_LATENCY.lookup("base", "ring", "LL"),
                               scale_out_bandwidth=200 * GBIT, in_switch_reduction=False, generation="ampere"),
         source="NVIDIA A100 80GB SXM4 data sheet as tabulated at glennklockwood.com/garden/processors/A100 (dense "
         "312 TFLOPS bf16/fp16, 624 TOPS int8; 80 GB HBM2e at 2.039 TB/s; NVLink 3 300 + 300 GB/s, i.e. 12 links x "
-        "25 GB/s each way); NVSwitch without in-switch reduction (NCCL's NVLS efficiency for Ampere is 0 "
+        "25 GB/s each way); HBM as the device exposes it: nvidia-smi reports 81920 MiB of memory.total on an "
+        "'NVIDIA A100-SXM4-80GB' [SMI]; NVSwitch without in-switch reduction (NCCL's NVLS efficiency for Ampere is 0 "
         "[NCCL-tune]); DGX A100: eight Mellanox 200 Gb/s NICs, one per GPU (geektopia.es, 2020-05-14 DGX A100 "
         "announcement)",
     ),
