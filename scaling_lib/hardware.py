@@ -32,8 +32,8 @@ Sources (full references in book/references.bib):
          of both directions at wire speed (github.com/NVIDIA/nccl issue 1442).
 - [SMI]  nvidia-smi memory.total as the devices report it in public nvidia-smi logs (exact-string search of
          GitHub): 81559 MiB on 'NVIDIA H100 80GB HBM3', 143771 MiB on 'NVIDIA H200', 81920 MiB on 'NVIDIA
-         A100-SXM4-80GB' (the labels' 80 GB and 141 GB are the marketing figures; the A100's is 80 GiB, five
-         16 GiB stacks of HBM2e, all of it exposed).
+         A100-SXM4-80GB', 183359 MiB on 'NVIDIA B200', 189471 MiB on 'NVIDIA GB200' (the labels' 80 GB, 141 GB
+         and 180 GB are the marketing figures; the A100's is 80 GiB, five 16 GiB stacks of HBM2e, all exposed).
 - [NIC]  MLPerf Inference system descriptions (DGX H200: 400 Gb/s InfiniBand NICs, one per GPU for GPU traffic;
          a B200 node: 8 x ConnectX-7 400 Gb/s), i.e. 50 GB/s of scale-out bandwidth per GPU.
 - [NCCL] a small NCCL all-reduce between H100s over NVLink takes about 6 us with CUDA graphs
@@ -383,8 +383,6 @@ class Chip:
 _SB2 = "Scaling Book ch. 2 spec table"
 _B200_FP4 = 9e15  # dense FP4 FLOP/s of one HGX B200 GPU (source in its row)
 _GB200_FP4 = 1e16  # dense FP4 FLOP/s of one GB200 GPU (source in its row)
-_DGX_B200_HBM = 1440 * GB  # HBM3e of a DGX B200, 8 GPUs
-_NVL72_HBM = 13.4e12  # HBM3e of a GB200 NVL72 rack
 _NVL72_GPUS = 72  # GPUs in one GB200 NVL72 NVLink domain
 _HOP = 1e-6  # ~1 us per ICI hop [SB2, SB7]
 _NVLINK4 = dict(links=18, link_bandwidth=25 * GB, domain_size=8,
@@ -467,26 +465,27 @@ _CHIPS = (
         peak_flops_table=(("bf16", 2.25e15), ("fp16", 2.25e15), ("fp8", 4.5e15), ("int8", 4.5e15),
                           *((fp4, _B200_FP4) for fp4 in FP4_DTYPES)),
         hbm_bandwidth=8e12,
-        hbm_capacity=_DGX_B200_HBM / 8,
+        hbm_capacity=183359 * MIB,
         topology=SwitchDomain(**_NVLINK5),
         source="NVIDIA B200 data sheet (dense rates, FP16 at the BF16 rate; NVLink 5: 18 links, 1.8 TB/s both directions = 900 GB/s each "
         "way); dense FP4 9,000 TFLOPS on HGX B200 at 1,000 W (glennklockwood.com/garden/processors/B200, from "
-        "NVIDIA's Blackwell data sheet; DGX B200: 72 PFLOPS dense FP4 for 8 GPUs); HBM: DGX B200 has 1,440 GB for 8 "
-        "GPUs (NVIDIA DGX B200 page, as summarised at brent-newsom-nvidia.github.io/AIPS-Boom/wiki/NVIDIA-DGX-B200), "
-        f"180 GB each; MLPerf B200 node description (8 GPUs, 8 x 400 Gb/s ConnectX-7); {_NV_NET}",
+        "NVIDIA's Blackwell data sheet; DGX B200: 72 PFLOPS dense FP4 for 8 GPUs); HBM as the device exposes it: "
+        "nvidia-smi reports 183359 MiB of memory.total on an 'NVIDIA B200' [SMI] (the DGX B200 page's 1,440 GB for "
+        f"8 GPUs, 180 GB each, is the marketing figure); MLPerf B200 node description (8 GPUs, 8 x 400 Gb/s ConnectX-7); {_NV_NET}",
     ),
     Chip(
         name="gb200",
         peak_flops_table=(("bf16", 2.5e15), ("fp16", 2.5e15), ("fp8", 5e15), ("int8", 5e15),
                           *((fp4, _GB200_FP4) for fp4 in FP4_DTYPES)),
         hbm_bandwidth=8e12,
-        hbm_capacity=_NVL72_HBM / _NVL72_GPUS,
+        hbm_capacity=189471 * MIB,
         topology=SwitchDomain(**dict(_NVLINK5, domain_size=_NVL72_GPUS, scale_out_bandwidth=None,
                                      domain="NVL72 rack")),
         source="the B200 GPU of GB200 at 1,200 W (glennklockwood.com/garden/processors/B200, from NVIDIA's data "
         "sheet): dense 2,500 TFLOPS bf16 and fp16, 5,000 fp8 and int8, 10,000 FP4; 8 TB/s HBM; GB200 NVL72: 72 GPUs in one "
-        "NVLink 5 domain at 1.8 TB/s per GPU (both directions), about 13.4 TB of HBM3e for the 72 "
-        "(aiwiki.ai/wiki/nvidia_gb200_nvl72, quoting NVIDIA); the domain is one rack, not one node: 18 compute trays "
+        "NVLink 5 domain at 1.8 TB/s per GPU (both directions) (aiwiki.ai/wiki/nvidia_gb200_nvl72, quoting NVIDIA; "
+        "its 13.4 TB of HBM3e for the 72 is the marketing figure); HBM as the device exposes it: nvidia-smi reports "
+        "189471 MiB of memory.total on an 'NVIDIA GB200' [SMI]; the domain is one rack, not one node: 18 compute trays "
         "of 4 GPUs joined by 9 NVLink Switch trays (setloop.io/blog/gb200-nvl72-architecture); NVLink SHARP (NVLS) "
         "in the NVLink switches; no "
         "scale-out figure in the sources (a collective beyond 72 GPUs is refused)",

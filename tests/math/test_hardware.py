@@ -45,8 +45,8 @@ HBM_AS_PUBLISHED = [
     ("tpu-7x", 192 * 2**30, "192 GiB of HBM per chip"),  # Google Cloud's TPU7x page
     ("h100", 81559 * 2**20, "81559 MiB"),
     ("h200", 143771 * 2**20, "143771 MiB"),
-    ("b200", 1440 * 10**9 / 8, "1,440 GB for 8"),
-    ("gb200", 13.4 * 10**12 / 72, "13.4 TB of HBM3e for the 72"),
+    ("b200", 183359 * 2**20, "183359 MiB"),
+    ("gb200", 189471 * 2**20, "189471 MiB"),
     ("a100", 81920 * 2**20, "81920 MiB"),
     ("mi300x", 192 * 2**30, "192 GiB of VRAM"),  # ROCm's MI300 documentation
 ]
