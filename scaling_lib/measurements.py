@@ -21,7 +21,9 @@ frozen rows. The tables:
   v5e-8): the out-of-sample check of `calibration.out_of_sample_summary` (one further row, impossible as published,
   is kept in the file but excluded).
 - `sweep_rows()`: published closed-loop concurrency sweeps (TTFT, TPOT, output tokens/s against the number of
-  clients), each with its source: dstack's DeepSeek-R1 study on 8 H200 and 8 MI300X (30 rows). Used in chapter 9.
+  clients), each with its source: dstack's DeepSeek-R1 study on 8 H200 and 8 MI300X (30 rows), and SGLang's cookbook
+  runs of LLaMA-3.1-70B on 8 A100 and Qwen3-235B and DeepSeek-R1 on 8 B200 at 1 to 100 clients (24 rows). Used in
+  chapter 9 and the load model's tests; nothing is fitted on them.
 - `accelerator_rows()`: this book's own measurements on a real accelerator (one NVIDIA H200, 2026-12-04), grouped in
   runs, each row with its date, software, method and source: the bf16 rates and the critical-batch curve chapter 1
   sets against its prediction (`accelerator_knee`), the book's microbenchmarks before and after they sized their calls,
@@ -357,8 +359,9 @@ def collective_rows() -> tuple:
 @dataclass(frozen=True)
 class SweepRow:
     """One point of a published closed-loop concurrency sweep (`concurrency_sweeps.csv`): `concurrency` clients,
-    each sending its next request of `input_len` prompt and `output_len` output tokens (fixed lengths) as its last
-    one ends; means and p99s over the run's `requests`, in SI units."""
+    each sending its next request of `input_len` prompt and `output_len` output tokens as its last one ends (dstack's
+    lengths are fixed; SGLang's cookbook draws them at random, and its rows hold the means); means and p99s over the
+    run's `requests`, in SI units."""
 
     engine: str
     chip: str
@@ -387,7 +390,8 @@ class SweepRow:
 
 def sweep_rows(chip: str | None = None, engine: str | None = None) -> tuple:
     """The published concurrency sweeps (dstack's DeepSeek-R1 study: 8 x H200 with vLLM, SGLang and TensorRT-LLM,
-    8 x MI300X with vLLM and SGLang; prompts of 3,200 tokens, 800 out, 4 to 128 clients), in the file's order;
+    8 x MI300X with vLLM and SGLang; prompts of 3,200 tokens, 800 out, 4 to 128 clients; SGLang's cookbook: 8 x A100
+    and 8 x B200, random lengths of about 500 or 4,000 in and 400 to 4,000 out, 1 to 100 clients), in the file's order;
     `chip` and `engine` (the engine's first word, case-insensitive, e.g. "vllm") select."""
     rows = tuple(SweepRow(engine=r["engine"], chip=r["chip"], n_chips=int(r["n_chips"]),
                           tensor_parallel=int(r["tensor_parallel"]), model=r["model"], weights=r["weights"],

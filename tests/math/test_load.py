@@ -13,6 +13,7 @@
   chunked engine's drifting clients do.
 """
 
+import functools
 import json
 import math
 
@@ -253,8 +254,9 @@ def test_arrivals_past_the_saturation_rate_are_served_at_the_full_batch_behind_a
 
 # ------------------------------------------------------------------------------------------- a published sweep
 def _sweep_deployment(row):
+    """The deployment a sweep ran: its matmuls in its weights' format (fp8 weights, fp8 matmuls)."""
     return Deployment(row.model, row.chip, row.n_chips, tensor_parallel=row.tensor_parallel, weight_dtype=row.weights,
-                      kv_dtype=row.kv_cache, compute_dtype="fp8")
+                      kv_dtype=row.kv_cache, compute_dtype="fp8" if row.weights == "fp8" else "bf16")
 
 
 def test_no_published_sweep_point_beats_the_bound_at_its_load():
@@ -263,6 +265,43 @@ def test_no_published_sweep_point_beats_the_bound_at_its_load():
                               concurrency=row.concurrency).bound
         assert row.ttft_s >= bound.ttft_s and row.tpot_s >= bound.tpot_s, row.label
         assert row.output_tokens_per_s <= bound.output_tokens_per_s, row.label
+
+
+@functools.cache
+def _cookbook_ratios():
+    """measured / estimated output tokens/s, TPOT and TTFT of SGLang's cookbook closed loops (sgl-cookbook @7b5bd9c:
+    LLaMA-3.1-70B on 8 A100, Qwen3-235B and DeepSeek-R1 on 8 B200, 1 to 100 clients), each priced at its load by the
+    typical fit through the load model; nothing is fitted on them."""
+    rows = [row for row in sweep_rows(engine="sglang") if "cookbook" in row.engine]
+    assert len(rows) == 24
+    ratios = []
+    for row in rows:
+        loaded = load_estimate(_sweep_deployment(row), row.input_len, row.output_len, concurrency=row.concurrency)
+        ratios.append((row.output_tokens_per_s / loaded.output_tokens_per_s, row.tpot_s / loaded.tpot_s,
+                       row.ttft_s / loaded.ttft_s))
+    return ratios
+
+
+def _within(values, factor):
+    return sum(1 / factor <= value <= factor for value in values) / len(values)
+
+
+def test_sglangs_published_closed_loops_keep_their_tpot_and_tokens_per_second_within_one_and_a_half_times():
+    # the thresholds a serving engineer asks of the load model: TPOT and output tokens/s within 1.5x on 85% of rows
+    # and within 2x on all (measured 23 and 22 of 24; the short runs, five requests per client, put ramp-up and tail
+    # in the measured means, so the estimate runs a little fast)
+    tokens, tpot, _ = zip(*_cookbook_ratios())
+    assert _within(tokens, 1.5) >= 0.85 and _within(tpot, 1.5) >= 0.85
+    assert _within(tokens, 2) == 1 and _within(tpot, 2) == 1
+
+
+@pytest.mark.xfail(strict=True, reason="measured: TTFT within 2x on 5 of 24 SGLang cookbook runs. At one client the "
+                   "MoE models' first tokens come 60-115 ms later than their prefills priced (Qwen3-235B 99 against 41 "
+                   "ms, DeepSeek-R1 153 against 38 ms for 610 prompt tokens on 8 B200), whatever the prompt's length: "
+                   "a cost per request of the server or of its MoE prefill that the load model does not price")
+def test_sglangs_published_closed_loops_keep_their_ttft_within_two_times():
+    _, _, ttft = zip(*_cookbook_ratios())
+    assert _within(ttft, 2) >= 0.7
 
 
 def test_a_fixed_length_sweep_keeps_its_clients_in_step_and_its_tpot_within_two_times():
