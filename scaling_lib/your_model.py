@@ -132,7 +132,7 @@ DEFAULT_CONTEXT = 8192  # tokens per sequence when the caller names none (a conf
 def _default_tensor_parallel(model, n_chips: int) -> int:
     """The largest number of chips dividing n_chips that also divides the model's query heads (Megatron tensor
     parallelism gives each chip whole heads): all of them when it can."""
-    return max(t for t in range(1, n_chips + 1) if n_chips % t == 0 and model.n_heads % t == 0)
+    return max(t for t in range(1, min(n_chips, model.n_heads) + 1) if n_chips % t == 0 and model.n_heads % t == 0)
 
 
 def estimate_deployment(model=None, chip=None, n_chips: int = 1, *, config=None, tensor_parallel: int | None = None,

@@ -92,6 +92,8 @@ def test_a_pasted_configs_position_limit_is_enforced_as_on_the_command_line(form
     (dict(expert_parallel=True), r"\bargument --expert-parallel: llama3-8b is dense\b.*drop --expert-parallel"),
     (dict(model="mixtral-8x7b", n_chips=16, tensor_parallel=16, expert_parallel=True),
      r"\bargument --expert-parallel: mixtral-8x7b's 8 routed experts do not split evenly over --tensor-parallel 16\b"),
+    # a trillion chips is refused at once, before any search over its divisors
+    (dict(n_chips=2**40), r"\bis more than 1,048,576, the most this function takes: more chips than any machine has"),
 ], ids=str)
 def test_bad_input_gets_a_value_error_in_the_callers_words(kwargs, says):
     arguments = {**dict(model="llama3-8b", chip="h100", n_chips=1, names=CLI_NAMES), **kwargs}
