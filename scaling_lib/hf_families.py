@@ -71,6 +71,10 @@ def _layer_kinds(f: ConfigFields, n_layers: int, rule: str) -> list | None:
     window = f.count("sliding_window", None)
     explicit = f.layer_types(n_layers)
     if window is None:
+        if rule in ("qwen2", "qwen3_moe", "qwen2_moe"):  # use_sliding_window is true here
+            raise f.error("use_sliding_window", "is true but the config has no 'sliding_window': the window's length "
+                                                "is not stated (Hugging Face would fall back on its class default); "
+                                                "add sliding_window, or set use_sliding_window to false")
         if explicit is not None and any(kind == "sliding_attention" for kind in explicit):
             raise f.error("layer_types", "has sliding_attention layers but the config has no 'sliding_window'; add "
                                          "the window's length in tokens")

@@ -585,6 +585,9 @@ REFUSED = {
     "a MiniMax labelled mixtral with no class": (
         {k: v for k, v in {**_published("minimax-m1"), "model_type": "mixtral"}.items() if k != "architectures"},
         r"field 'attn_type_list' .* sets linear-attention layers, which a Mixtral mixture of experts does not have"),
+    "a window switched on with no length": ({**_published("qwen3-30b-a3b"), "use_sliding_window": True},
+                                            r"field 'use_sliding_window' .* is true but the config has no "
+                                            r"'sliding_window'"),
     "chunked attention on a LLaMA": ({**_published("llama-3.1-8b"), "attention_chunk_size": 8192},
                                      r"field 'attention_chunk_size' .* sets chunked attention"),
     "MTP on a Mistral": ({**_published("mistral-7b-v0.1"), "num_nextn_predict_layers": 1},
