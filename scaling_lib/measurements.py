@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
 
+from .estimate import Deployment
 from .hardware import get_chip
 from .models import Transformer, from_hf_config
 from .roofline import SLOWDOWN, critical_batch_from_rates, fit_batch_roofline, slowdown_knee
@@ -386,6 +387,13 @@ class SweepRow:
     @property
     def label(self) -> str:
         return f"{self.model} {self.n_chips} x {self.chip} {self.engine.split(',')[0]} U={self.concurrency}"
+
+    def deployment(self):
+        """The `estimate.Deployment` the sweep ran: its chips and tensor parallelism, its weight and cache formats,
+        its matmuls in fp8 when its weights are fp8 (else bf16)."""
+        return Deployment(self.model, self.chip, self.n_chips, tensor_parallel=self.tensor_parallel,
+                          weight_dtype=self.weights, kv_dtype=self.kv_cache,
+                          compute_dtype="fp8" if self.weights == "fp8" else "bf16")
 
 
 def sweep_rows(chip: str | None = None, engine: str | None = None) -> tuple:

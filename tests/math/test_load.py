@@ -253,15 +253,9 @@ def test_arrivals_past_the_saturation_rate_are_served_at_the_full_batch_behind_a
 
 
 # ------------------------------------------------------------------------------------------- a published sweep
-def _sweep_deployment(row):
-    """The deployment a sweep ran: its matmuls in its weights' format (fp8 weights, fp8 matmuls)."""
-    return Deployment(row.model, row.chip, row.n_chips, tensor_parallel=row.tensor_parallel, weight_dtype=row.weights,
-                      kv_dtype=row.kv_cache, compute_dtype="fp8" if row.weights == "fp8" else "bf16")
-
-
 def test_no_published_sweep_point_beats_the_bound_at_its_load():
     for row in sweep_rows():
-        bound = load_estimate(_sweep_deployment(row), row.input_len, row.output_len,
+        bound = load_estimate(row.deployment(), row.input_len, row.output_len,
                               concurrency=row.concurrency).bound
         assert row.ttft_s >= bound.ttft_s and row.tpot_s >= bound.tpot_s, row.label
         assert row.output_tokens_per_s <= bound.output_tokens_per_s, row.label
@@ -276,7 +270,7 @@ def _cookbook_ratios():
     assert len(rows) == 24
     ratios = []
     for row in rows:
-        loaded = load_estimate(_sweep_deployment(row), row.input_len, row.output_len, concurrency=row.concurrency)
+        loaded = load_estimate(row.deployment(), row.input_len, row.output_len, concurrency=row.concurrency)
         ratios.append((row.output_tokens_per_s / loaded.output_tokens_per_s, row.tpot_s / loaded.tpot_s,
                        row.ttft_s / loaded.ttft_s))
     return ratios
@@ -311,7 +305,7 @@ def test_a_fixed_length_sweep_keeps_its_clients_in_step_and_its_tpot_within_two_
     # engine's DeepSeek-R1 layers (256 experts each) cost more than the per-step terms fitted on dense and
     # eight-expert models price
     rows = sweep_rows("h200", "vllm")
-    engine = deployment_engine(_sweep_deployment(rows[0]), rows[0].input_len, rows[0].output_len)
+    engine = deployment_engine(rows[0].deployment(), rows[0].input_len, rows[0].output_len)
     upto_64 = [row for row in rows if row.concurrency <= 64]
     in_step = [row.ttft_s / engine.lockstep(row.concurrency).ttft_s for row in upto_64]
     drifting = [row.ttft_s / engine.closed_loop(row.concurrency).ttft_s for row in upto_64]
