@@ -33,7 +33,7 @@ import functools
 import math
 import random
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ._validate import at_most, choice, fraction, positive_int
 from .collectives import bus_bandwidth, collective_time
@@ -44,8 +44,9 @@ from .estimate import (MAX_SEQUENCES, MEMORY_UTILIZATION, Calibrated, Deployment
                        max_batch, offline_estimate, prefill, resolve_efficiency, step_estimate)
 from .hardware import get_chip
 from ._least_squares import Solution, bounded_least_squares
+from .load import deployment_engine
 from .measurements import (PopeRow, RunRow, ThroughputRow, collective_rows, decode_step_rows, gathered_runs, nccl_rows,
-                           pope_rows, published_runs, trtllm_rows, validation_runs)
+                           pope_rows, published_runs, sweep_rows, trtllm_rows, validation_runs)
 from .memory import param_bytes
 from .models import get_model
 
@@ -56,7 +57,7 @@ FIELDS = ("mfu", "hbm", "kv_hbm", "network", "latency", "overhead_s", "layer_s",
 RANGES = PHYSICAL_RANGES
 TIME_FIELDS = ("overhead_s", "layer_s", "launch_s", "sequence_s")  # fixed times: searched from zero as well
 _ROUND = {"mfu": 2, "hbm": 2, "kv_hbm": 2, "network": 2, "latency": 2, "overhead_s": 5, "layer_s": 6, "launch_s": 6,
-          "sequence_s": 7}
+          "sequence_s": 7, "request_s": 3}
 ROW_TYPES = (ThroughputRow, PopeRow, RunRow)
 
 
@@ -646,9 +647,10 @@ def gpu_network_efficiency() -> float:
 
 
 # ------------------------------------------------------------------------------------------------ the profiles
-# Which rows each profile is fitted on: an engine's own rows, or a hardware family's. "typical" takes them all. The
-# project holds no published SGLang run, so SGLang has no profile; vLLM's runs are mostly on AMD GPUs (the "mi300x"
-# family's), with three small batches on H200.
+# Which rows each profile is fitted on: an engine's own rows, or a hardware family's. "typical" takes them all.
+# SGLang publishes serving runs under a load (`measurements.sweep_rows`), not the offline, static-batch or
+# first-token rows the step fit prices, so SGLang has no profile (its runs at one client do set the typical front
+# end); vLLM's step rows are mostly on AMD GPUs (the "mi300x" family's), with three small batches on H200.
 PROFILE_ENGINES = {"typical": None, "tensorrt-llm": ("TensorRT-LLM",), "vllm": ("vLLM",),
                    "jetstream": ("JetStream", "Pope et al."), "mi300x": None}
 # An engine profile with fewer rows than this on a platform refits only its per-step costs (`overhead_s`, `layer_s`),
@@ -683,7 +685,7 @@ def _fit_platform(platform: str, profile: str) -> Efficiency | None:
         return None
     fixed = measured_efficiencies(platform)
     if profile != "typical" and len(models) < RATES_NEED_ROWS:
-        typical = getattr(_fit_profile("typical"), platform)
+        typical = getattr(_fit_steps("typical"), platform)
         fixed.update({name: getattr(typical, name) for name in FIELDS if name not in ("overhead_s", "layer_s")})
     return fit_rows(models, fixed=fixed)
 
@@ -693,18 +695,96 @@ def fit_profile(profile: str = "typical") -> Calibrated:
     (`in_profile`), the efficiencies minimising the sum of squared log ratios over them, each inside its physical
     range, the measured efficiencies held (`measured_efficiencies`); with fewer than `RATES_NEED_ROWS` rows only the
     per-step costs are fitted, the rates held at the typical fit's. A platform with no rows takes the typical fit's
-    values."""
+    values. The front end (`request_s`, host work that no accelerator changes) is one value for every platform:
+    `fit_request_s(profile)`, or the typical fit's where the profile's engine has too few published runs at a light
+    load."""
     choice("profile", profile, tuple(PROFILE_ENGINES))
     return _fit_profile(profile)
 
 
 @functools.cache  # a pure function of the published rows: fitted once per process
 def _fit_profile(profile: str) -> Calibrated:
+    steps = _fit_steps(profile)
+    front_end = _fit_request_s(profile)
+    if front_end is None:
+        front_end = _fit_profile("typical").gpu.request_s
+    return Calibrated(**{platform: replace(getattr(steps, platform), request_s=front_end)
+                         for platform in PLATFORMS if getattr(steps, platform) is not None})
+
+
+@functools.cache
+def _fit_steps(profile: str) -> Calibrated:
+    """`fit_profile` without the front end: the step efficiencies of each platform."""
     fits = {platform: _fit_platform(platform, profile) for platform in PLATFORMS}
-    typical = _fit_profile("typical") if profile != "typical" else None
+    typical = _fit_steps("typical") if profile != "typical" else None
     gpu = fits["gpu"] or (typical.gpu if typical else None)
     tpu = fits["tpu"] or (typical.tpu if typical else None)
     return Calibrated(gpu=gpu, tpu=tpu, amd=fits["amd"])
+
+
+# The front end (`Efficiency.request_s`) is fitted apart from the steps, on the published serving runs at a light
+# load (`measurements.sweep_rows`: at most FRONT_END_CLIENTS clients, lengths varied so the clients drift apart as
+# the load model assumes; fixed lengths can keep them in step, a queue the model does not price): there the first
+# token's measured time less the load model's TTFT without a front end is the request's time outside the steps, with
+# the prefill's own pricing error (the median keeps one long prompt's from setting it). A profile whose engine has
+# fewer than FRONT_END_RUNS such runs takes the typical fit's.
+FRONT_END_CLIENTS = 4
+FRONT_END_RUNS = 3
+
+
+def front_end_residuals(profile: str = "typical", sources: tuple | None = None) -> tuple:
+    """(row, seconds) for each published serving run of `profile`'s engine at a light load (comment above): its
+    measured mean TTFT less the load model's TTFT at its clients with `profile`'s step efficiencies and no front end.
+    `sources`: only the runs whose source starts with one of these (None: all).
+
+    Defined in chapter 11, *How close do real systems come?*.
+    """
+    choice("profile", profile, tuple(PROFILE_ENGINES))
+    sources = _sources(sources)
+    steps = _fit_steps(profile)
+    engines = PROFILE_ENGINES[profile]
+    out = []
+    for row in sweep_rows():
+        if row.concurrency > FRONT_END_CLIENTS or row.lengths != "varied" or \
+                (engines and not row.engine.startswith(engines)):
+            continue
+        if profile == "mi300x" and _platform_of_chip(row.chip) != "amd":
+            continue
+        if sources is not None and not row.source.startswith(sources):
+            continue
+        engine = deployment_engine(row.deployment(), row.input_len, row.output_len, steps)
+        out.append((row, row.ttft_s - engine.closed_loop(row.concurrency).ttft_s))
+    return tuple(out)
+
+
+def _fit_request_s(profile: str, sources: tuple | None = None) -> float | None:
+    residuals = [seconds for _, seconds in front_end_residuals(profile, sources)]
+    if len(residuals) < (1 if profile == "typical" else FRONT_END_RUNS):
+        return None
+    low, high = RANGES["request_s"]
+    return round(min(high, max(low, statistics.median(residuals))), _ROUND["request_s"])
+
+
+def fit_request_s(profile: str = "typical", sources: tuple | None = None) -> float | None:
+    """The front end's seconds per request of `profile`: the median of `front_end_residuals` inside its physical
+    range, rounded to the millisecond; None where the profile's engine has fewer than `FRONT_END_RUNS` runs at a
+    light load (its profile then takes the typical fit's). `sources` restricts the runs (to fit on some and judge on
+    the others).
+
+    Defined in chapter 11, *How close do real systems come?*.
+    """
+    choice("profile", profile, tuple(PROFILE_ENGINES))
+    return _fit_request_s(profile, _sources(sources))
+
+
+def _sources(sources) -> tuple | None:
+    if sources is None:
+        return None
+    if isinstance(sources, str) or not isinstance(sources, (tuple, list)) or not sources or \
+            not all(isinstance(s, str) and s for s in sources):
+        raise ValueError(f"sources must be None (every run) or a tuple of the sources' first words, e.g. "
+                         f"('gpustack/gpustack',), got {sources!r}")
+    return tuple(sources)
 
 
 def fit_typical() -> Calibrated:

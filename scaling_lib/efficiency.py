@@ -74,6 +74,12 @@ PHYSICAL_RANGES = {
     # engine that overlaps it with the GPU hides it. 0-10 us per sequence: at 10 us a batch of 256 adds 2.6 ms, the
     # order of that 29% of a step of an 8B model.
     "sequence_s": (0.0, 1e-5),
+    # a served request's time in the front end, outside every step: the HTTP request, the chat template and
+    # tokenization, the scheduler's admission, the first token's detokenization and stream back. vLLM's profile of
+    # LLaMA-3-8B on one H100 found a third of its time in the API server (the blog above); at one to four clients a
+    # 233-token prompt's first token took 28 ms (SGLang), 52 ms (TensorRT-LLM) and 64 ms (vLLM) on one H100 where its
+    # prefill takes about 10 ms (GPUStack's performance lab, Qwen3-8B). 0-200 ms; none in an in-process benchmark.
+    "request_s": (0.0, 0.2),
 }
 
 
@@ -98,7 +104,10 @@ class Efficiency:
       charged on steps that carry prompt tokens or decode more sequences than the engine captures
       (`estimate.runs_in_cuda_graph`), >= 0; nothing on a TPU;
     - `sequence_s`: host seconds per sequence and step (scheduling, input preparation, sampling, detokenizing), on
-      top of `overhead_s`, >= 0.
+      top of `overhead_s`, >= 0;
+    - `request_s`: seconds a served request spends in the server's front end outside the engine's steps (HTTP,
+      tokenization, admission, streaming the first token back), added to its TTFT under a load (`load`), >= 0;
+      nothing in a single-prompt `report`, which prices the engine alone as in-process benchmarks measure it.
 
     `BOUND` is `Efficiency(overlap=True)`: every resource at peak, everything overlapped, no overhead.
 
@@ -115,6 +124,7 @@ class Efficiency:
     layer_s: float = 0.0
     launch_s: float = 0.0
     sequence_s: float = 0.0
+    request_s: float = 0.0
 
     def __post_init__(self):
         for name in ("mfu", "hbm", "network") + (("kv_hbm",) if self.kv_hbm is not None else ()):
@@ -127,7 +137,8 @@ class Efficiency:
                              f"(1.0: as sourced), got {self.latency!r}")
         for name, what in (("overhead_s", "seconds per step"), ("layer_s", "seconds per layer and step"),
                            ("launch_s", "seconds per layer of a step run outside a CUDA graph"),
-                           ("sequence_s", "seconds per sequence and step")):
+                           ("sequence_s", "seconds per sequence and step"),
+                           ("request_s", "seconds per served request")):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
                 raise ValueError(f"Efficiency.{name} must be non-negative finite {what}, got {value!r}")
@@ -149,7 +160,10 @@ class Efficiency:
 class Calibrated:
     """Efficiencies fitted separately per platform: `gpu` (NVIDIA GPUs behind NVLink switches), `tpu` (a TPU torus)
     and, where published AMD data exist, `amd` (AMD GPUs; None: AMD GPUs take `gpu`). `for_chip` picks the one a chip
-    uses (`platform_of_chip`)."""
+    uses (`platform_of_chip`).
+
+    Defined in chapter 11, *How close do real systems come?*.
+    """
 
     gpu: Efficiency
     tpu: Efficiency
@@ -176,16 +190,19 @@ BOUND = Efficiency(overlap=True)
 # `calibration.split_of` states the rule); tests/math/test_calibration.py re-runs the fit and checks these values
 # are its result, and measures them on the validation split the fit never saw.
 _GPU = Efficiency(mfu=0.64, hbm=0.67, network=0.44, latency=1.05, overhead_s=0.00054, kv_hbm=0.79, layer_s=5.3e-05,
-                  launch_s=0.000155, sequence_s=2.9e-06)
-_TPU = Efficiency(mfu=0.78, hbm=0.6, network=0.3, latency=1.54, overhead_s=0.005, kv_hbm=0.54, layer_s=6e-05)
-_AMD = Efficiency(mfu=0.24, hbm=0.6, network=0.61, latency=1.05, overhead_s=0.0, kv_hbm=0.32, layer_s=4.7e-05)
+                  launch_s=0.000155, sequence_s=2.9e-06, request_s=0.05)
+_TPU = Efficiency(mfu=0.78, hbm=0.6, network=0.3, latency=1.54, overhead_s=0.005, kv_hbm=0.54, layer_s=6e-05,
+                  request_s=0.05)
+_AMD = Efficiency(mfu=0.24, hbm=0.6, network=0.61, latency=1.05, overhead_s=0.0, kv_hbm=0.32, layer_s=4.7e-05,
+                  request_s=0.05)
 _TRT_GPU = Efficiency(mfu=0.64, hbm=0.67, network=0.44, latency=1.05, overhead_s=0.00057, kv_hbm=0.79, layer_s=5.8e-05,
-                      launch_s=0.000152, sequence_s=2.8e-06)
+                      launch_s=0.000152, sequence_s=2.8e-06, request_s=0.05)
 _VLLM_GPU = Efficiency(mfu=0.64, hbm=0.67, network=0.44, latency=1.05, overhead_s=0.00075, kv_hbm=0.79, layer_s=1.3e-05,
-                       launch_s=0.000155, sequence_s=2.9e-06)
-_VLLM_TPU = Efficiency(mfu=0.78, hbm=0.6, network=0.3, latency=1.54, overhead_s=0.0, kv_hbm=0.54, layer_s=0.0)
+                       launch_s=0.000155, sequence_s=2.9e-06, request_s=0.05)
+_VLLM_TPU = Efficiency(mfu=0.78, hbm=0.6, network=0.3, latency=1.54, overhead_s=0.0, kv_hbm=0.54, layer_s=0.0,
+                       request_s=0.05)
 _JETSTREAM_TPU = Efficiency(mfu=0.78, hbm=0.6, network=0.3, latency=1.54, overhead_s=0.005, kv_hbm=0.54,
-                            layer_s=0.000156)
+                            layer_s=0.000156, request_s=0.05)
 TYPICAL = Calibrated(gpu=_GPU, tpu=_TPU, amd=_AMD)
 
 

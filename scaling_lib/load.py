@@ -6,8 +6,13 @@ prompts, first come first served. A request waits in a queue while the batch is 
 sequences, or the KV memory); once admitted, its prompt goes through in chunks, and the step that finishes the prompt
 makes its first token. So
 
-    TTFT = queueing + the rest of the step running when it arrives + prefill chunks (the last makes the first token)
+    TTFT = front end + queueing + the rest of the step running when it arrives + prefill chunks (the last makes the
+           first token)
     TPOT = the mean step at the batch a running request sees
+
+The front end (`Efficiency.request_s`, f) is a served request's time outside every step: the HTTP request, its
+tokenization and admission, its first token's stream back. It adds to each TTFT and, in a closed loop, to each
+client's cycle; the engine's steps do not see it.
 
 Symbols as in book/notation.md: T_0 prompt tokens and T_gen output tokens per request (the first from the prefill),
 B the decode batch, B_max the largest, Q the token budget, lambda a rate of requests, U clients, nu prompts arriving
@@ -42,7 +47,8 @@ seconds of one step of one replica at the workload's mean context T_0 + T_gen / 
   and vLLM's `--max-concurrency`). Little's law fixes the throughput, lambda = U / (TTFT + (T_gen - 1) TPOT).
   While the U requests fit, B = U (T_gen - 1) TPOT / (TTFT + (T_gen - 1) TPOT) (a fixed point); past B_max the
   batch stays there, lambda = lambda_sat, and the rest queue: TTFT = U / lambda_sat - (T_gen - 1) T_step(B_max)
-  grows linearly with U. Requests arrive as others finish, at the end of a step (no step to wait out).
+  grows linearly with U. Requests arrive as others finish, at the end of a step (no step to wait out); past a front
+  end they reach the engine mid-step, as in an open loop.
 - **p99.** TTFT: the 99th percentile of the mixture over the occupancy of (the residual step, uniform on its
   length) + (the two waits, each an atom at zero and an exponential tail) + the chunks, solved in closed form and by
   bisection; where waits are rarer than 1 in 100 it would sit below the mean, and the mean is reported. TPOT: a
@@ -82,6 +88,7 @@ class Engine:
     float out; each pair is priced once). `max_batch`: the most sequences the replica decodes at once (memory and
     the engine's cap). `token_budget`: tokens per step, decode tokens included (None: no budget, whole prompts in
     one step). `bound`: price as the bound does (no queueing but what Little's law forces, a prompt alone).
+    `request_s`: the front end's seconds per request, added to every TTFT (module docstring).
 
     Defined in chapter 9, *Serving engines*.
     """
@@ -92,6 +99,7 @@ class Engine:
     max_batch: int
     token_budget: int | None = TOKEN_BUDGET
     bound: bool = False
+    request_s: float = 0.0
     _steps: dict = field(default_factory=dict, init=False, repr=False, compare=False)
     _gridded: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
@@ -108,6 +116,10 @@ class Engine:
             raise ValueError(f"token_budget={self.token_budget}: a step must hold a decode token and a prompt token; "
                              f"use at least 2 (vLLM's default is {TOKEN_BUDGET:,})")
         flag("bound", self.bound)
+        if isinstance(self.request_s, bool) or not isinstance(self.request_s, (int, float)) or \
+                not 0 <= self.request_s < math.inf:
+            raise ValueError(f"request_s={self.request_s!r}: the front end's seconds per request must be a "
+                             "non-negative finite number (0 for an engine measured in process)")
 
     # ------------------------------------------------------------------------------------------- step times
     def step(self, decode_batch: int, prefill_tokens: int) -> float:
@@ -211,7 +223,7 @@ class Engine:
         ttft, ttft_p99 = _ttft(parts, percentile=percentiles)
         queue = ttft - sum(weight * part[-1] for weight, *part in parts)
         tpot_p99 = _tpot_p99(tpot, spread) if percentiles else tpot
-        return self._point(rate, ttft, queue, tpot, decoding, ttft_p99, tpot_p99)
+        return self._point(rate, self.request_s + ttft, queue, tpot, decoding, self.request_s + ttft_p99, tpot_p99)
 
     def overloaded(self, rate: float) -> "LoadPoint":
         """Poisson arrivals at `rate` requests/s at or above the saturation rate: the batch stays full at B_max, the
@@ -238,8 +250,14 @@ class Engine:
         for _ in range(200):  # B = U (T_gen - 1) TPOT / (TTFT + (T_gen - 1) TPOT), capped at B_max: a few rounds
             tpot = self.iteration(max(1.0, decoding))
             whole = round(decoding)
-            _, (wait_p, wait_theta), chunks_s = self._arrival(whole, decoding / (o - 1), at_step_end=True)
-            engine_s = self.step(0, self.input_len) if self.bound else chunks_s + (wait_p and wait_p / wait_theta)
+            # sent as another request ends, a prompt reaches the engine at a step's end; past a front end, mid-step
+            # (into a running step only if another client decodes)
+            others = round(decoding * (n - 1) / n)
+            residual, (wait_p, wait_theta), chunks_s = self._arrival(whole, decoding / (o - 1),
+                                                                     at_step_end=not (self.request_s and others))
+            residual_s = sum(weight * length / 2 for weight, length in residual)
+            engine_s = self.request_s + (self.step(0, self.input_len) if self.bound else
+                                         residual_s + chunks_s + (wait_p and wait_p / wait_theta))
             updated = min(limit, n * (o - 1) * tpot / (engine_s + (o - 1) * tpot))
             if abs(updated - decoding) <= 1e-9 * updated:
                 break
@@ -248,9 +266,10 @@ class Engine:
         queue = max(0.0, n / throughput - (o - 1) * tpot - engine_s)
         if self.bound:
             return self._point(throughput, queue + engine_s, queue, tpot, decoding, clients=n)
-        ttft, ttft_p99 = _ttft([(1.0, (), (0.0, 1.0), (wait_p, wait_theta), queue + chunks_s)])
+        ttft, ttft_p99 = _ttft([(1.0, residual, (0.0, 1.0), (wait_p, wait_theta), queue + chunks_s)])
         tpot_p99 = _tpot_p99(tpot, [(1.0, tpot, self._prompt_noise(whole, decoding))])
-        return self._point(throughput, ttft, ttft - chunks_s, tpot, decoding, ttft_p99, tpot_p99, clients=n)
+        return self._point(throughput, self.request_s + ttft, ttft - chunks_s, tpot, decoding,
+                           self.request_s + ttft_p99, tpot_p99, clients=n)
 
     def lockstep(self, clients: int) -> "LoadPoint":
         """`clients` in a closed loop of fixed-length requests on an engine that prefills whole prompts, all those
@@ -258,7 +277,7 @@ class Engine:
         their U prompts go through one prefill of U T_0 tokens, every first token comes at its end, and the U decode
         T_gen - 1 steps together and end together, so they arrive together again:
 
-            TTFT = step(0, U T_0) for every client,  TPOT = step(U, 0),  lambda = U / (TTFT + (T_gen - 1) TPOT)
+            TTFT = f + step(0, U T_0) for every client,  TPOT = step(U, 0),  lambda = U / (TTFT + (T_gen - 1) TPOT)
 
         (Little's law), the p99s equal to the means. The chunked engine of `closed_loop` breaks the step: a prompt's
         chunks share steps with the others' decodes, so its clients drift apart. At most `max_batch` clients (more
@@ -267,7 +286,7 @@ class Engine:
         if n > self.max_batch:
             raise ValueError(f"concurrency={n} is more than the {self.max_batch} sequences the replica holds: the "
                              "clients would split into waves; use closed_loop, or at most max_batch clients")
-        ttft, tpot = self.step(0, n * self.input_len), self.step(n, 0)
+        ttft, tpot = self.request_s + self.step(0, n * self.input_len), self.step(n, 0)
         rate = n / (ttft + (self.output_len - 1) * tpot)
         return self._point(rate, ttft, 0.0, tpot, rate * (self.output_len - 1) * tpot, clients=n)
 
@@ -593,6 +612,7 @@ class LoadEstimate:
     token_budget: int | None
     bound: LoadBound
     offered_rate: float | None = None  # requests/s asked for when they exceed the saturation rate; None otherwise
+    front_end_s: float = 0.0  # of each TTFT, the server's front end (`Efficiency.request_s`)
 
     @property
     def saturated(self) -> bool:
@@ -608,7 +628,7 @@ class LoadEstimate:
                 "tpot_s": self.tpot_s, "ttft_p99_s": finite(self.ttft_p99_s), "tpot_p99_s": self.tpot_p99_s,
                 "output_tokens_per_s": self.output_tokens_per_s,
                 "requests_in_flight": finite(self.requests_in_flight), "queue_s": finite(self.queue_s),
-                "saturated": self.saturated, "offered_rate": self.offered_rate,
+                "front_end_s": self.front_end_s, "saturated": self.saturated, "offered_rate": self.offered_rate,
                 "decode_batch_per_replica": self.decode_batch,
                 "max_batch_per_replica": self.max_batch, "saturation_rate": self.saturation_rate,
                 "token_budget": self.token_budget,
@@ -623,7 +643,8 @@ class LoadEstimate:
                 f"{self.request_rate:,.4g} requests/s (Poisson arrivals)")
         return [("load", f"{load}; the deployment saturates at {self.saturation_rate:,.4g} requests/s"),
                 ("TTFT under load", f"{self.ttft_s * 1e3:,.1f} ms mean, {self.ttft_p99_s * 1e3:,.1f} ms p99 "
-                                    f"({self.queue_s * 1e3:,.1f} ms of the mean waiting for a prefill step); bound "
+                                    f"({self.queue_s * 1e3:,.1f} ms of the mean waiting for a prefill step, "
+                                    f"{self.front_end_s * 1e3:,.0f} ms in the server's front end); bound "
                                     f"{self.bound.ttft_s * 1e3:,.1f} ms"),
                 ("TPOT under load", f"{self.tpot_s * 1e3:,.2f} ms mean, {self.tpot_p99_s * 1e3:,.2f} ms p99; bound "
                                     f"{self.bound.tpot_s * 1e3:,.2f} ms"),
@@ -658,7 +679,8 @@ def deployment_engine(deployment: Deployment, input_len: int, output_len: int, e
                       token_budget: int | None = TOKEN_BUDGET) -> Engine:
     """The `Engine` of one replica of `deployment`: steps priced by `estimate.step_estimate` at the mean context
     T_0 + T_gen / 2 (prompts of T_0 tokens), the batch capped by `estimate.max_batch` at that context (the engine
-    settings for an estimate, all of HBM for the bound). The bound (efficiency None or BOUND) has no token budget.
+    settings for an estimate, all of HBM for the bound), the front end's seconds per request from the efficiency
+    (`Efficiency.request_s`). The bound (efficiency None or BOUND) has no token budget and no front end.
 
     Defined in chapter 9, *Serving engines*.
     """
@@ -680,7 +702,9 @@ def deployment_engine(deployment: Deployment, input_len: int, output_len: int, e
                              held_sequences=decode_batch, held_tokens_each=context, efficiency=eff,
                              **extra).total_s
 
-    return Engine(step_s, i, o, per_replica, None if eff.overlap else token_budget, bound=eff.overlap)
+    front_end = 0.0 if eff.overlap else eff.for_chip(deployment.chip).request_s
+    return Engine(step_s, i, o, per_replica, None if eff.overlap else token_budget, bound=eff.overlap,
+                  request_s=front_end)
 
 
 def load_estimate(deployment: Deployment, input_len: int, output_len: int, *, concurrency: int | None = None,
@@ -724,6 +748,6 @@ def load_estimate(deployment: Deployment, input_len: int, output_len: int, *, co
                         saturation_rate=engine.saturation_rate() * replicas, token_budget=engine.token_budget,
                         bound=LoadBound(ttft_s=bound.ttft_s, tpot_s=bound.tpot_s,
                                         output_tokens_per_s=bound.output_tokens_per_s),
-                        offered_rate=estimate.offered_rate)
+                        offered_rate=estimate.offered_rate, front_end_s=engine.request_s)
 
 

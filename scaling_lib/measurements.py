@@ -360,19 +360,22 @@ def collective_rows() -> tuple:
 @dataclass(frozen=True)
 class SweepRow:
     """One point of a published closed-loop concurrency sweep (`concurrency_sweeps.csv`): `concurrency` clients,
-    each sending its next request of `input_len` prompt and `output_len` output tokens as its last one ends (dstack's
-    lengths are fixed; SGLang's cookbook draws them at random, and its rows hold the means); means and p99s over the
-    run's `requests`, in SI units."""
+    each sending its next request of `input_len` prompt and `output_len` output tokens as its last one ends;
+    `lengths` "fixed" when every request has exactly those lengths (dstack's), "varied" when they are drawn from a
+    dataset or a range and the row holds their means (SGLang's cookbook, GPUStack's ShareGPT runs); means and p99s
+    over the run's `requests`, in SI units. `model`: a library name, or a `Transformer` read from a config in
+    `HF_CONFIGS` (an "hf:<stem>" in the file)."""
 
     engine: str
     chip: str
     n_chips: int
     tensor_parallel: int
-    model: str
+    model: object
     weights: str
     kv_cache: str
     input_len: int
     output_len: int
+    lengths: str
     concurrency: int
     requests: int
     request_rate: float  # requests/s completed
@@ -381,12 +384,13 @@ class SweepRow:
     ttft_p99_s: float
     tpot_s: float
     tpot_p99_s: float
-    e2e_s: float  # mean request latency, first byte sent to last token
+    e2e_s: float | None  # mean request latency, first byte sent to last token (None: the run did not print it)
     source: str
 
     @property
     def label(self) -> str:
-        return f"{self.model} {self.n_chips} x {self.chip} {self.engine.split(',')[0]} U={self.concurrency}"
+        name = getattr(self.model, "name", self.model)
+        return f"{name} {self.n_chips} x {self.chip} {self.engine.split(',')[0]} U={self.concurrency}"
 
     def deployment(self):
         """The `estimate.Deployment` the sweep ran: its chips and tensor parallelism, its weight and cache formats,
@@ -396,27 +400,36 @@ class SweepRow:
                           compute_dtype="fp8" if self.weights == "fp8" else "bf16")
 
 
-def sweep_rows(chip: str | None = None, engine: str | None = None) -> tuple:
-    """The published concurrency sweeps (dstack's DeepSeek-R1 study: 8 x H200 with vLLM, SGLang and TensorRT-LLM,
-    8 x MI300X with vLLM and SGLang; prompts of 3,200 tokens, 800 out, 4 to 128 clients; SGLang's cookbook: 8 x A100
-    and 8 x B200, random lengths of about 500 or 4,000 in and 400 to 4,000 out, 1 to 100 clients), in the file's order;
-    `chip` and `engine` (the engine's first word, case-insensitive, e.g. "vllm") select."""
+def sweep_rows(chip: str | None = None, engine: str | None = None, source: str | None = None) -> tuple:
+    """The published closed-loop concurrency sweeps, in the file's order: dstack's DeepSeek-R1 study (8 x H200 with
+    vLLM, SGLang and TensorRT-LLM, 8 x MI300X with vLLM and SGLang; fixed prompts of 3,200 tokens, 800 out, 4 to 128
+    clients), SGLang's cookbook (8 x A100 and 8 x B200, random lengths of about 500 or 4,000 in and 400 to 4,000 out,
+    1 to 100 clients) and GPUStack's performance lab (vLLM, SGLang and TensorRT-LLM on one H100 and 8 H200, ShareGPT
+    conversations of about 230 tokens in and 220 out, 1 to 8 clients). `chip`, `engine` (the engine's first word,
+    case-insensitive, e.g. "vllm") and `source` (the source's first word: "dstackai/benchmarks",
+    "sgl-project/sgl-cookbook" or "gpustack/gpustack") select."""
     rows = tuple(SweepRow(engine=r["engine"], chip=r["chip"], n_chips=int(r["n_chips"]),
-                          tensor_parallel=int(r["tensor_parallel"]), model=r["model"], weights=r["weights"],
-                          kv_cache=r["kv_cache"], input_len=int(r["input_len"]), output_len=int(r["output_len"]),
+                          tensor_parallel=int(r["tensor_parallel"]), model=_row_model(r["model"]),
+                          weights=r["weights"], kv_cache=r["kv_cache"], input_len=int(r["input_len"]),
+                          output_len=int(r["output_len"]), lengths=r["lengths"],
                           concurrency=int(r["concurrency"]), requests=int(r["requests"]),
                           request_rate=float(r["request_throughput"]),
                           output_tokens_per_s=float(r["output_tokens_per_s"]),
                           ttft_s=float(r["mean_ttft_ms"]) / 1e3, ttft_p99_s=float(r["p99_ttft_ms"]) / 1e3,
                           tpot_s=float(r["mean_tpot_ms"]) / 1e3, tpot_p99_s=float(r["p99_tpot_ms"]) / 1e3,
-                          e2e_s=float(r["mean_e2e_latency_ms"]) / 1e3, source=r["source"])
+                          e2e_s=float(r["mean_e2e_latency_ms"]) / 1e3 if r["mean_e2e_latency_ms"] else None,
+                          source=r["source"])
                  for r in _read("concurrency_sweeps.csv"))
     engines = sorted({r.engine.split()[0].lower() for r in rows})
     if engine is not None and (not isinstance(engine, str) or engine.lower() not in engines):
         raise ValueError(f"engine={engine!r} ran no published sweep; give one of {engines}, or None for all")
+    sources = sorted({r.source.split()[0] for r in rows})
+    if source is not None and source not in sources:
+        raise ValueError(f"source={source!r} published no sweep here; give one of {sources}, or None for all")
     chip = None if chip is None else get_chip(chip).name
     return tuple(r for r in rows if (chip is None or r.chip == chip)
-                 and (engine is None or r.engine.split()[0].lower() == engine.lower()))
+                 and (engine is None or r.engine.split()[0].lower() == engine.lower())
+                 and (source is None or r.source.split()[0] == source))
 
 
 # ---------------------------------------------------------------------- this book's measurements on a real accelerator

@@ -292,8 +292,10 @@ class _Design:
     def engine(self, cap: int) -> Engine:
         """The `load.Engine` of one replica admitting at most `cap` sequences, its steps priced (and cached) here."""
         if cap not in self._engines:
+            front_end = 0.0 if self.eff.overlap else self.eff.for_chip(self.deployment.chip).request_s
             self._engines[cap] = Engine(lambda b, p: self._step(b, p).total_s, self.i, self.o, cap,
-                                        None if self.eff.overlap else self.token_budget, bound=self.eff.overlap)
+                                        None if self.eff.overlap else self.token_budget, bound=self.eff.overlap,
+                                        request_s=front_end)
         return self._engines[cap]
 
     def _step(self, b: int, prefill_tokens: float):

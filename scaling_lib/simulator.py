@@ -703,7 +703,8 @@ def simulate_open_loop(engine, request_rate: float, n_requests: int, seed: int =
     arrive as a Poisson process at `request_rate` per second (`poisson_workload`, seeded), run step by step with
     the chunked engine: every step decodes the running sequences and fills what the token budget leaves with
     prompts, first come first served, at most `engine.max_batch` sequences admitted. Steps are priced by the
-    engine's own step-time model, so this checks `load`'s queueing formulas and nothing else.
+    engine's own step-time model, so this checks `load`'s queueing formulas and nothing else. A request reaches the
+    engine `engine.request_s` after it is sent (the front end); its TTFT counts from the sending.
 
     Defined in chapter 9, *Serving engines*.
     """
@@ -711,7 +712,8 @@ def simulate_open_loop(engine, request_rate: float, n_requests: int, seed: int =
     workload = poisson_workload(positive("request_rate", request_rate), n, engine.input_len, engine.output_len, seed)
     prompt, output, cached, load, order = _columns(workload)
     rec = _Record(n)
-    _chunked_server(_EngineCosts(engine), order, workload.arrival_s.tolist(), prompt, output, rec, cached, load)
+    at_engine = [t + engine.request_s for t in workload.arrival_s.tolist()]  # past the front end
+    _chunked_server(_EngineCosts(engine), order, at_engine, prompt, output, rec, cached, load)
     return _result("chunked", 1, workload, rec)
 
 
@@ -728,15 +730,17 @@ def simulate_closed_loop(engine, concurrency: int, n_requests: int) -> Simulatio
     output = [o] * n
     for k in range(clients):  # 2 .. O, evenly
         output[k] = 2 + (k * (o - 2)) // clients
+    front = engine.request_s  # a request reaches the engine this long after its client sends it
     ready = [0.0] * clients + [float("inf")] * (n - clients)
+    at_engine = [front] * clients + [float("inf")] * (n - clients)
     issued = [clients]
 
     def next_request(t):
         if issued[0] < n:
-            ready[issued[0]] = t
+            ready[issued[0]], at_engine[issued[0]] = t, t + front
             issued[0] += 1
 
     rec = _Record(n, on_finish=next_request)
     prompt = [engine.input_len] * n
-    _chunked_server(_EngineCosts(engine), list(range(n)), ready, prompt, output, rec, [0] * n, [0.0] * n)
+    _chunked_server(_EngineCosts(engine), list(range(n)), at_engine, prompt, output, rec, [0] * n, [0.0] * n)
     return _result("chunked", 1, Workload(np.array(ready), np.array(prompt), np.array(output)), rec)

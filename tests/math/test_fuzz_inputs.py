@@ -89,6 +89,8 @@ GOOD = {
     "algorithm": st.sampled_from(scaling_lib.collectives.SWITCH_ALGORITHMS),
     "weights": st.sampled_from([(), ("embed",), "embed", ["wq", "w_up"], frozenset({"final_norm"})]),
     "sweep_engine": st.sampled_from(["vllm", "SGLang", "tensorrt-llm"]),
+    "sweep_source": st.sampled_from(["dstackai/benchmarks", "sgl-project/sgl-cookbook", "gpustack/gpustack"]),
+    "sources": st.sampled_from([("gpustack/gpustack",), ["sgl-project"], ("dstackai", "gpustack")]),
 }
 _NUMBERISH = ["8", "0.4", True, None, [1], NAN]
 BAD = {
@@ -107,11 +109,12 @@ BAD = {
     "points": [None, 3, "abc", [1], [None], [NAN], [POPE]],
     "chat": [None, 3, "abc", WORKLOAD], "tiers": [None, 3, (1e9, 1e9, 1e9)],
     "weights": [None, 3, "nope", ("embed", 3), [None], {"embed": 1}],
+    "sources": ["gpustack", (), [""], (3,), {"gpustack": 1}, 3],
 }
 BAD.update(small=BAD["count"], small0=BAD["count0"], moe=BAD["model"] + ["llama3-8b"],
            axes=[m for m in BAD["mesh"] if m != (2, 2, 2, 2)])  # any number of axes (a layout takes 1 to 3)
 GOOD["axes"] = GOOD["mesh"]
-for _choice in ("sweep_engine", "layout", "convention", "phase", "sharding", "op", "engine", "network", "placement", "metric",
+for _choice in ("sweep_engine", "sweep_source", "layout", "convention", "phase", "sharding", "op", "engine", "network", "placement", "metric",
                 "routing", "algorithm"):
     BAD[_choice] = BAD["choice"]
 
@@ -179,7 +182,7 @@ SPECS = {
     "measurements.pope_row": spec(dict(model="palm-540b", scenario="low latency", phase="decode")),
     "measurements.pope_rows": spec({}),
     "measurements.trtllm_rows": spec({}),
-    "measurements.sweep_rows": spec({}, chip="chip?", engine="sweep_engine?"),
+    "measurements.sweep_rows": spec({}, chip="chip?", engine="sweep_engine?", source="sweep_source?"),
     "memory.kv_head_groups": spec(dict(model=M), model="model"),
     "memory.kv_replication": spec(dict(model=M, n_chips=16), model="model", n_chips="count",
                                   kv_placement="placement"),
@@ -556,6 +559,8 @@ SPECS.update({
     "calibration.engine_of": spec(dict(row=_RUN), row="row"),
     "calibration.in_profile": spec(dict(row=_RUN, profile="typical"), row="row", profile="profile"),
     "calibration.fit_profile": spec({}, profile="profile"),
+    "calibration.fit_request_s": spec({}, profile="profile", sources="sources?"),
+    "calibration.front_end_residuals": spec({}, profile="profile", sources="sources?"),
     "calibration.offline_slots": spec(dict(row=_RUN, deployment=scaling_lib.calibration.run_deployment(_RUN)),
                                       row="row", deployment="deployment", efficiency="efficiency"),
     "efficiency.platform_of_chip": spec(dict(chip="h100"), chip="chip"),
@@ -621,7 +626,7 @@ BAD.update(step_model=[None, 3, "fast", [0.01]], load_engine=[None, 3, CONFIG, "
 SPECS.update({
     "load.Engine": spec(dict(step_s=LINEAR_STEP.step_s, input_len=100, output_len=20, max_batch=8),
                         step_s="step_model", input_len="count", output_len="count", max_batch="count",
-                        token_budget="count?", bound="flag"),
+                        token_budget="count?", bound="flag", request_s="real0"),
     "load.deployment_engine": spec(dict(deployment=H100_8B, input_len=1000, output_len=200), deployment="deployment",
                                    input_len="count", output_len="count", efficiency="efficiency",
                                    token_budget="count?"),
@@ -653,7 +658,8 @@ SPECS["simulator.simulate_disaggregated"] = spec(dict(config=CONFIG, workload=WO
 # Results that may legitimately be signed or infinite (field or function name -> why).
 SIGNED = {"free_bytes_per_chip": "negative when the weights do not fit", "gap_s": "negative if measured < bound",
           "format_quantity": "a string", "parse_quantity": "a signed value (the reader typed '-3 us')",
-          "read_number": "a signed value (the reader typed '-3 us')"}
+          "read_number": "a signed value (the reader typed '-3 us')",
+          "front_end_residuals": "measured less priced: negative where the prefill is priced too slow"}
 INFINITE = {"kv_compute_crossover_context": "inf when a sliding window stops the cache from ever crossing",
             "tpot_s": "NaN for one-token outputs (no time per output token)"}
 

@@ -13,6 +13,7 @@
   chunked engine's drifting clients do.
 """
 
+import dataclasses
 import functools
 import json
 import math
@@ -20,6 +21,8 @@ import math
 import numpy as np
 import pytest
 
+from scaling_lib.calibration import fit_request_s
+from scaling_lib.efficiency import PHYSICAL_RANGES, TYPICAL, Calibrated
 from scaling_lib.estimate import Deployment, offline_estimate
 from scaling_lib.load import Engine, deployment_engine, load_estimate
 from scaling_lib.measurements import sweep_rows
@@ -53,6 +56,26 @@ def test_a_linear_step_gives_the_hand_derived_saturation_rate_and_a_queue_that_g
     grows = engine.closed_loop(310).ttft_s - engine.closed_loop(300).ttft_s
     assert grows == pytest.approx(10 / 125.0, rel=1e-9)
     assert engine.closed_loop(300).request_rate == pytest.approx(125.0, rel=1e-9)
+
+
+def test_the_front_end_adds_its_seconds_to_every_first_token_and_to_each_clients_cycle_but_not_to_the_steps():
+    # the linear engine above with a front end of f = 40 ms per request. Open loop: TTFT (mean and p99) grows by f,
+    # TPOT does not. One client: its cycle is f + TTFT' + (T_gen - 1) TPOT, so its rate is 1 / that (Little's law).
+    # Past B_max: TTFT = U / lambda_sat - (T_gen - 1) T_step(B_max) whatever f is (the front end takes its seconds
+    # from the queue's).
+    step, front = _linear(0.010, 1e-4, 2e-5), 0.040
+    plain = Engine(step, input_len=100, output_len=21, max_batch=50, token_budget=None)
+    served = Engine(step, input_len=100, output_len=21, max_batch=50, token_budget=None, request_s=front)
+    one, other = plain.open_loop(60.0), served.open_loop(60.0)
+    assert other.ttft_s - one.ttft_s == pytest.approx(front, rel=1e-9)
+    assert other.ttft_p99_s - one.ttft_p99_s == pytest.approx(front, rel=1e-9)
+    assert (other.tpot_s, other.decode_batch) == (one.tpot_s, one.decode_batch)
+    alone = served.closed_loop(1)
+    # (the engine's share moves by a hair: with its client away longer, a request finds the batch emptier)
+    assert alone.ttft_s == pytest.approx(front + plain.closed_loop(1).ttft_s, rel=1e-3)
+    assert alone.request_rate == pytest.approx(1 / (alone.ttft_s + 20 * alone.tpot_s), rel=1e-9)
+    assert served.closed_loop(300).ttft_s == pytest.approx(300 / 125.0 - 20 * 0.020, rel=1e-9)
+    assert served.closed_loop(300).queue_s == pytest.approx(plain.closed_loop(300).queue_s - front, rel=1e-9)
 
 
 def test_clients_kept_in_step_share_one_prefill_of_all_their_prompts_then_decode_together():
@@ -200,6 +223,7 @@ BAD_INPUTS = [
     (lambda: simulate_open_loop(ServingConfig("llama3-8b", "h100", 1, 4, 4096), 1.0, 10), "load.Engine"),
     (lambda: simulate_closed_loop(Engine(_linear(0.01, 0, 0), 100, 20, 8), 30, 10), "concurrency"),
     (lambda: Engine(_linear(0.01, 0, 0), 100, 20, 8).lockstep(9), "split into waves"),
+    (lambda: Engine(_linear(0.01, 0, 0), 100, 20, 8, request_s=-0.01), "request_s=-0.01"),
 ]
 
 
@@ -265,7 +289,9 @@ def test_no_published_sweep_point_beats_the_bound_at_its_load():
 def _cookbook_ratios():
     """measured / estimated output tokens/s, TPOT and TTFT of SGLang's cookbook closed loops (sgl-cookbook @7b5bd9c:
     LLaMA-3.1-70B on 8 A100, Qwen3-235B and DeepSeek-R1 on 8 B200, 1 to 100 clients), each priced at its load by the
-    typical fit through the load model; nothing is fitted on them."""
+    typical fit through the load model. No step efficiency is fitted on them; the typical front end is fitted on
+    their one-client runs among others (`calibration.fit_request_s`; the test of the front end below fits it
+    without them)."""
     rows = [row for row in sweep_rows(engine="sglang") if "cookbook" in row.engine]
     assert len(rows) == 24
     ratios = []
@@ -289,13 +315,35 @@ def test_sglangs_published_closed_loops_keep_their_tpot_and_tokens_per_second_wi
     assert _within(tokens, 2) == 1 and _within(tpot, 2) == 1
 
 
-@pytest.mark.xfail(strict=True, reason="measured: TTFT within 2x on 5 of 24 SGLang cookbook runs. At one client the "
-                   "MoE models' first tokens come 60-115 ms later than their prefills priced (Qwen3-235B 99 against 41 "
-                   "ms, DeepSeek-R1 153 against 38 ms for 610 prompt tokens on 8 B200), whatever the prompt's length: "
-                   "a cost per request of the server or of its MoE prefill that the load model does not price")
+@pytest.mark.xfail(strict=True, reason="measured: TTFT within 2x on 15 of 24 SGLang cookbook runs (5 of 24 without "
+                   "the front end). The misses are at 16 to 100 clients: the first token comes later the more clients "
+                   "(DeepSeek-R1 on 8 B200: 153 ms at one client, 274 at 16, 563 at 100, for the same 500-token "
+                   "prompts), where the load model's clients, drifting apart, wait for little but their own prefill")
 def test_sglangs_published_closed_loops_keep_their_ttft_within_two_times():
     _, _, ttft = zip(*_cookbook_ratios())
     assert _within(ttft, 2) >= 0.7
+
+
+def _first_token_ratios(source, front_end_s):
+    """measured / estimated TTFT of the published runs of `source` with varied lengths, each at its load, the
+    typical step efficiencies and a front end of `front_end_s` on every platform."""
+    efficiency = Calibrated(*(dataclasses.replace(getattr(TYPICAL, p), request_s=front_end_s)
+                              for p in ("gpu", "tpu")), amd=dataclasses.replace(TYPICAL.amd, request_s=front_end_s))
+    return [row.ttft_s / load_estimate(row.deployment(), row.input_len, row.output_len, concurrency=row.concurrency,
+                                       efficiency=efficiency).ttft_s
+            for row in sweep_rows(source=source) if row.lengths == "varied"]
+
+
+@for_each([("gpustack/gpustack", "sgl-project/sgl-cookbook", 0.5), ("sgl-project/sgl-cookbook", "gpustack/gpustack", 0.8)],
+          ids=["fitted-on-gpustack", "fitted-on-the-cookbook"])
+def test_a_front_end_fitted_on_one_sources_runs_brings_the_others_first_tokens_within_two_times(fitted, judged, share):
+    # fitted on one source's light-load runs alone and judged on the other's runs at every load: measured, the
+    # cookbook's 24 runs go from 5 within 2x to 13 (GPUStack's fit, 38 ms), GPUStack's 10 from 1 to 8 (the
+    # cookbook's, 66 ms); both fits inside the front end's physical range
+    front_end = fit_request_s(sources=(fitted,))
+    assert PHYSICAL_RANGES["request_s"][0] < front_end < PHYSICAL_RANGES["request_s"][1]
+    without, with_front_end = _first_token_ratios(judged, 0.0), _first_token_ratios(judged, front_end)
+    assert _within(with_front_end, 2) >= share and _within(with_front_end, 2) >= 2 * _within(without, 2)
 
 
 def test_a_fixed_length_sweep_keeps_its_clients_in_step_and_its_tpot_within_two_times():
@@ -304,7 +352,7 @@ def test_a_fixed_length_sweep_keeps_its_clients_in_step_and_its_tpot_within_two_
     # clients it grows more than tenfold; TPOT within 2x from 32 clients, within 3x below: at a few sequences this
     # engine's DeepSeek-R1 layers (256 experts each) cost more than the per-step terms fitted on dense and
     # eight-expert models price
-    rows = sweep_rows("h200", "vllm")
+    rows = sweep_rows("h200", "vllm", source="dstackai/benchmarks")
     engine = deployment_engine(rows[0].deployment(), rows[0].input_len, rows[0].output_len)
     upto_64 = [row for row in rows if row.concurrency <= 64]
     in_step = [row.ttft_s / engine.lockstep(row.concurrency).ttft_s for row in upto_64]
