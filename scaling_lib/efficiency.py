@@ -75,10 +75,11 @@ PHYSICAL_RANGES = {
     # order of that 29% of a step of an 8B model.
     "sequence_s": (0.0, 1e-5),
     # a served request's time in the front end, outside every step: the HTTP request, the chat template and
-    # tokenization, the scheduler's admission, the first token's detokenization and stream back. vLLM's profile of
-    # LLaMA-3-8B on one H100 found a third of its time in the API server (the blog above); at one to four clients a
-    # 233-token prompt's first token took 28 ms (SGLang), 52 ms (TensorRT-LLM) and 64 ms (vLLM) on one H100 where its
-    # prefill takes about 10 ms (GPUStack's performance lab, Qwen3-8B). 0-200 ms; none in an in-process benchmark.
+    # tokenization, the scheduler's admission, the first token's detokenization and stream back. None in an
+    # in-process benchmark (0). vLLM's profile of LLaMA-3-8B on one H100 found a third of its time in the API server
+    # (the blog above); at four clients a 233-token prompt's first token took 28 ms (SGLang), 52 ms (TensorRT-LLM)
+    # and 64 ms (vLLM) on one H100, where its prefill takes about 10 ms (GPUStack's performance lab, Qwen3-8B); the
+    # largest such excess among the published runs is about 0.1 s. Twice that, 0.2 s, is the top.
     "request_s": (0.0, 0.2),
 }
 

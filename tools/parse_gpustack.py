@@ -17,8 +17,8 @@ conversations), one of two kinds:
 No block of these pages was run at a finite request rate (open loop), so no open-loop file is written.
 Every other block is listed with the reason it was left out (`--skipped`).
 
-Usage: python tools/parse_gpustack.py [--repo GIT_DIR] [--kind closed|burst] [--skipped]
-The repository comes from the `fetch` tool (github:gpustack/gpustack); this script reads it with `git show`.
+Usage: python tools/parse_gpustack.py --repo GIT_DIR [--kind closed|burst] [--skipped]
+GIT_DIR: a clone of github.com/gpustack/gpustack that holds COMMIT; this script reads it with `git show`.
 """
 
 import argparse
@@ -29,7 +29,6 @@ import sys
 from pathlib import Path
 
 COMMIT = "47277d79f4a5bae12a2d25e9ecbed2a2177a5f2d"  # 2026-08-21, the newest in the fetched snapshot
-REPO = "/work/.mirror/gpustack+gpustack/repo"
 ROOT = Path(__file__).resolve().parent.parent
 COLUMNS = ["source", "engine", "hardware", "chip", "n_chips", "tensor_parallel", "model", "model_card", "weights",
            "kv_cache", "input_len", "output_len", "lengths", "concurrency", "requests", "request_throughput",
@@ -290,7 +289,7 @@ def rows(repo: str):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repo", default=REPO, help="git dir of the fetched gpustack/gpustack snapshot")
+    parser.add_argument("--repo", required=True, help="git dir of a clone of gpustack/gpustack holding the commit")
     parser.add_argument("--kind", choices=("closed", "burst"), default="closed", help="which blocks to print")
     parser.add_argument("--skipped", action="store_true", help="print the blocks left out and why (to stderr)")
     args = parser.parse_args(argv)
