@@ -90,9 +90,14 @@ def _rate(text: str) -> float:
     return _positive(text, "requests per second such as 8")
 
 
-def _load_options(command: argparse.ArgumentParser, what: str):
-    """--concurrency and --request-rate (at most one), and the engine's --token-budget."""
+def _load_options(command: argparse.ArgumentParser, what: str, burst: bool = False):
+    """--concurrency and --request-rate (and, with `burst`, --burst: at most one), and the engine's
+    --token-budget."""
     load = command.add_mutually_exclusive_group()
+    if burst:
+        load.add_argument("--burst", type=_count, default=None,
+                          help=f"{what} N requests sent at once (a benchmark with no cap on concurrency and request "
+                               "rate inf, vLLM's bench serve default; an offline batch job), run step by step")
     load.add_argument("--concurrency", type=_count, default=None,
                       help=f"{what} N clients in a closed loop, each sending its next request when its last one "
                            "ends (genai-perf's and vLLM's --max-concurrency)")
@@ -210,7 +215,7 @@ def parser() -> argparse.ArgumentParser:
                           help="prompt tokens per request of a workload (with --output-len: TTFT, TPOT and $ per "
                                "million input and output tokens in continuous batching, prefill included)")
     estimate.add_argument("--output-len", type=_count, default=None, help="output tokens per request of a workload")
-    _load_options(estimate, "with the workload, price it under a load:")
+    _load_options(estimate, "with the workload, price it under a load:", burst=True)
     estimate.add_argument("--weights", type=_dtype, default=None,
                           help="weight dtype: bf16, fp8, int8, int4, nvfp4, mxfp4 (default: the model's own: the "
                                "--config's quantization_config, a published fp8 checkpoint, else bf16)")
@@ -275,7 +280,7 @@ def _estimate(args) -> tuple:
                                  compute_dtype=args.compute, price_per_chip_hour=args.price,
                                  memory_utilization=args.memory_utilization, input_len=args.input_len,
                                  output_len=args.output_len, engine=args.engine, concurrency=args.concurrency,
-                                 request_rate=args.request_rate, token_budget=args.token_budget,
+                                 request_rate=args.request_rate, burst=args.burst, token_budget=args.token_budget,
                                  expert_parallel=args.expert_parallel,
                                  attention_data_parallel=args.attention_data_parallel, names=CLI_NAMES)
     return result.data, result.table

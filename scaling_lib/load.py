@@ -613,6 +613,7 @@ class LoadEstimate:
     bound: LoadBound
     offered_rate: float | None = None  # requests/s asked for when they exceed the saturation rate; None otherwise
     front_end_s: float = 0.0  # of each TTFT, the server's front end (`Efficiency.request_s`)
+    requests: int | None = None  # a burst's requests, all sent at once (`simulator.burst_estimate`); None otherwise
 
     @property
     def saturated(self) -> bool:
@@ -624,7 +625,8 @@ class LoadEstimate:
         quantity of a saturated deployment is null)."""
         def finite(value):
             return None if math.isinf(value) else value
-        return {"concurrency": self.concurrency, "request_rate": self.request_rate, "ttft_s": finite(self.ttft_s),
+        return {"concurrency": self.concurrency, "requests": self.requests, "request_rate": self.request_rate,
+                "ttft_s": finite(self.ttft_s),
                 "tpot_s": self.tpot_s, "ttft_p99_s": finite(self.ttft_p99_s), "tpot_p99_s": self.tpot_p99_s,
                 "output_tokens_per_s": self.output_tokens_per_s,
                 "requests_in_flight": finite(self.requests_in_flight), "queue_s": finite(self.queue_s),
@@ -640,7 +642,9 @@ class LoadEstimate:
         if self.saturated:
             return self._saturated_rows()
         load = (f"{self.concurrency:,} clients (closed loop)" if self.concurrency is not None else
-                f"{self.request_rate:,.4g} requests/s (Poisson arrivals)")
+                f"{self.requests:,} requests sent at once, served at {self.request_rate:,.4g} requests/s "
+                f"until the last ends after {self.requests / self.request_rate:,.1f} s" if self.requests is not None
+                else f"{self.request_rate:,.4g} requests/s (Poisson arrivals)")
         return [("load", f"{load}; the deployment saturates at {self.saturation_rate:,.4g} requests/s"),
                 ("TTFT under load", f"{self.ttft_s * 1e3:,.1f} ms mean, {self.ttft_p99_s * 1e3:,.1f} ms p99 "
                                     f"({self.queue_s * 1e3:,.1f} ms of the mean waiting for a prefill step, "
@@ -707,6 +711,18 @@ def deployment_engine(deployment: Deployment, input_len: int, output_len: int, e
                   request_s=front_end)
 
 
+def engine_and_bound(deployment: Deployment, input_len: int, output_len: int, efficiency="typical",
+                     token_budget: int | None = TOKEN_BUDGET) -> tuple:
+    """(the `Engine` of one replica of `deployment` at `efficiency`, the same at the bound): what a load is priced
+    on, the bound reported beside it. ValueError for the bound's own efficiency (None or BOUND), which every load
+    estimate reports anyway."""
+    if resolve_efficiency(efficiency).overlap:
+        raise ValueError("efficiency=None prices the bound, which a load estimate reports beside the estimate; "
+                         "pass 'typical' or an Efficiency with overlap=False")
+    return (deployment_engine(deployment, input_len, output_len, efficiency, token_budget),
+            deployment_engine(deployment, input_len, output_len, BOUND))
+
+
 def load_estimate(deployment: Deployment, input_len: int, output_len: int, *, concurrency: int | None = None,
                   request_rate: float | None = None, efficiency="typical",
                   token_budget: int | None = TOKEN_BUDGET) -> LoadEstimate:
@@ -723,11 +739,7 @@ def load_estimate(deployment: Deployment, input_len: int, output_len: int, *, co
     if (concurrency is None) == (request_rate is None):
         raise ValueError("give exactly one load: concurrency=<clients> (closed loop) or request_rate=<requests per "
                          f"second> (Poisson arrivals), got concurrency={concurrency!r}, request_rate={request_rate!r}")
-    if resolve_efficiency(efficiency).overlap:
-        raise ValueError("efficiency=None prices the bound, which load_estimate reports beside the estimate; pass "
-                         "'typical' or an Efficiency with overlap=False")
-    engine = deployment_engine(deployment, input_len, output_len, efficiency, token_budget)
-    peak = deployment_engine(deployment, input_len, output_len, BOUND)
+    engine, peak = engine_and_bound(deployment, input_len, output_len, efficiency, token_budget)
     replicas = deployment.replicas
     if concurrency is not None:
         concurrency = positive_int("concurrency", concurrency)

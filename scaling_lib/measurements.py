@@ -40,6 +40,7 @@ from os import PathLike
 from pathlib import Path
 
 from .estimate import Deployment
+from .formats import matmul_dtype
 from .hardware import get_chip
 from .models import Transformer, from_hf_config
 from .roofline import SLOWDOWN, critical_batch_from_rates, fit_batch_roofline, slowdown_knee
@@ -393,22 +394,17 @@ class SweepRow:
         return f"{name} {self.n_chips} x {self.chip} {self.engine.split(',')[0]} U={self.concurrency}"
 
     def deployment(self):
-        """The `estimate.Deployment` the sweep ran: its chips and tensor parallelism, its weight and cache formats,
-        its matmuls in fp8 when its weights are fp8 (else bf16)."""
+        """The `estimate.Deployment` the run served: its chips and tensor parallelism, its weight and cache formats,
+        its matmuls in the weights' format where the chip computes it natively, else bf16 (`formats.matmul_dtype`:
+        fp8 weights on an A100 are weight-only)."""
         return Deployment(self.model, self.chip, self.n_chips, tensor_parallel=self.tensor_parallel,
                           weight_dtype=self.weights, kv_dtype=self.kv_cache,
-                          compute_dtype="fp8" if self.weights == "fp8" else "bf16")
+                          compute_dtype=matmul_dtype(self.chip, self.weights))
 
 
-def sweep_rows(chip: str | None = None, engine: str | None = None, source: str | None = None) -> tuple:
-    """The published closed-loop concurrency sweeps, in the file's order: dstack's DeepSeek-R1 study (8 x H200 with
-    vLLM, SGLang and TensorRT-LLM, 8 x MI300X with vLLM and SGLang; fixed prompts of 3,200 tokens, 800 out, 4 to 128
-    clients), SGLang's cookbook (8 x A100 and 8 x B200, random lengths of about 500 or 4,000 in and 400 to 4,000 out,
-    1 to 100 clients) and GPUStack's performance lab (vLLM, SGLang and TensorRT-LLM on one H100 and 8 H200, ShareGPT
-    conversations of about 230 tokens in and 220 out, 1 to 8 clients). `chip`, `engine` (the engine's first word,
-    case-insensitive, e.g. "vllm") and `source` (the source's first word: "dstackai/benchmarks",
-    "sgl-project/sgl-cookbook" or "gpustack/gpustack") select."""
-    rows = tuple(SweepRow(engine=r["engine"], chip=r["chip"], n_chips=int(r["n_chips"]),
+def _serving_rows(name: str) -> tuple:
+    """The rows of a file of published serving runs in `concurrency_sweeps.csv`'s columns, as `SweepRow`s."""
+    return tuple(SweepRow(engine=r["engine"], chip=r["chip"], n_chips=int(r["n_chips"]),
                           tensor_parallel=int(r["tensor_parallel"]), model=_row_model(r["model"]),
                           weights=r["weights"], kv_cache=r["kv_cache"], input_len=int(r["input_len"]),
                           output_len=int(r["output_len"]), lengths=r["lengths"],
@@ -419,7 +415,28 @@ def sweep_rows(chip: str | None = None, engine: str | None = None, source: str |
                           tpot_s=float(r["mean_tpot_ms"]) / 1e3, tpot_p99_s=float(r["p99_tpot_ms"]) / 1e3,
                           e2e_s=float(r["mean_e2e_latency_ms"]) / 1e3 if r["mean_e2e_latency_ms"] else None,
                           source=r["source"])
-                 for r in _read("concurrency_sweeps.csv"))
+                 for r in _read(name))
+
+
+def burst_rows() -> tuple:
+    """Published runs that sent every request at once (`burst_runs.csv`: GPUStack's performance lab, vLLM's
+    `bench serve` with no cap on concurrency and request rate inf; vLLM, SGLang and TensorRT-LLM on 8 A100, H100 and
+    H200 and 4 of them, Qwen3-235B-A22B, DeepSeek-R1 and V3.2 and GLM-4.6), as `SweepRow`s whose `concurrency` is
+    the `requests`, all in flight at t = 0. `lengths` "fixed": vLLM's random prompts of one length, outputs of at most
+    the length asked (the row holds the mean generated); "varied": ShareGPT's conversations (the row holds the means).
+    `simulator.burst_estimate` prices them; nothing is fitted on them."""
+    return _serving_rows("burst_runs.csv")
+
+
+def sweep_rows(chip: str | None = None, engine: str | None = None, source: str | None = None) -> tuple:
+    """The published closed-loop concurrency sweeps, in the file's order: dstack's DeepSeek-R1 study (8 x H200 with
+    vLLM, SGLang and TensorRT-LLM, 8 x MI300X with vLLM and SGLang; fixed prompts of 3,200 tokens, 800 out, 4 to 128
+    clients), SGLang's cookbook (8 x A100 and 8 x B200, random lengths of about 500 or 4,000 in and 400 to 4,000 out,
+    1 to 100 clients) and GPUStack's performance lab (vLLM, SGLang and TensorRT-LLM on one H100 and 8 H200, ShareGPT
+    conversations of about 230 tokens in and 220 out, 1 to 8 clients). `chip`, `engine` (the engine's first word,
+    case-insensitive, e.g. "vllm") and `source` (the source's first word: "dstackai/benchmarks",
+    "sgl-project/sgl-cookbook" or "gpustack/gpustack") select."""
+    rows = _serving_rows("concurrency_sweeps.csv")
     engines = sorted({r.engine.split()[0].lower() for r in rows})
     if engine is not None and (not isinstance(engine, str) or engine.lower() not in engines):
         raise ValueError(f"engine={engine!r} ran no published sweep; give one of {engines}, or None for all")

@@ -33,7 +33,7 @@ from ._validate import (MAX_REQUESTS, at_most, choice, fraction, non_negative_in
                         probability)
 from .hardware import get_chip
 from .inference import decode_step_time, prefill_time
-from .load import Engine
+from .load import TOKEN_BUDGET, Engine, LoadBound, LoadEstimate, engine_and_bound
 from .memory import max_batch_size
 from .models import get_model
 from .serving import default_transfer_bandwidth, kv_transfer_bytes, prefill_latency
@@ -744,3 +744,65 @@ def simulate_closed_loop(engine, concurrency: int, n_requests: int) -> Simulatio
     prompt = [engine.input_len] * n
     _chunked_server(_EngineCosts(engine), list(range(n)), at_engine, prompt, output, rec, [0] * n, [0.0] * n)
     return _result("chunked", 1, Workload(np.array(ready), np.array(prompt), np.array(output)), rec)
+
+
+def simulate_burst(engine, n_requests: int) -> SimulationResult:
+    """`n_requests` requests of `engine`'s lengths sent all at once, at t = 0, to one replica of `engine` (a
+    `load.Engine`): a benchmark run with no cap on concurrency and an infinite request rate (vLLM's `bench serve`
+    default), or an offline batch job. They reach the engine `engine.request_s` later (the front end); the chunked
+    engine admits them first come first served, up to `engine.max_batch` at once, and fills each step's token budget
+    with their prompts, as `simulate_open_loop` does. TTFT counts from t = 0. Deterministic."""
+    n = _engine_run(engine, n_requests)
+    prompt, output = [engine.input_len] * n, [engine.output_len] * n
+    rec = _Record(n)
+    _chunked_server(_EngineCosts(engine), list(range(n)), [engine.request_s] * n, prompt, output, rec, [0] * n,
+                    [0.0] * n)
+    return _result("chunked", 1, Workload(np.zeros(n), np.array(prompt), np.array(output)), rec)
+
+
+def burst_estimate(deployment, input_len: int, output_len: int, requests: int, efficiency="typical",
+                   token_budget: int | None = TOKEN_BUDGET) -> LoadEstimate:
+    """`requests` requests of `input_len` prompt and `output_len` output tokens sent at once to `deployment`, spread
+    over its replicas as evenly as they divide, each replica run step by step (`simulate_burst`, its steps priced by
+    `load.deployment_engine`): mean and p99 TTFT and TPOT over the requests, output tokens/s and requests/s over the
+    whole run (from t = 0 to the last token), requests in flight on average (Little's law over the run), the mean
+    wait before admission (`queue_s`). The p99s are at least the means.
+
+    The bound, every resource at peak: the k-th first token needs k prompts prefilled, at least one prefill of
+    k * input_len tokens at peak (`Engine.step(0, k * input_len)` of the bound's engine, summed from below over a
+    grid of k), with no front end; a TPOT at least a decode step of one sequence at peak; output tokens/s at most the
+    bound's saturation rate times `output_len`. `efficiency` and `token_budget` as in `load.load_estimate`.
+
+    Defined in chapter 9, *Serving engines*.
+    """
+    n = at_most("requests", positive_int("requests", requests), MAX_REQUESTS, "the simulator runs each one in Python")
+    engine, peak = engine_and_bound(deployment, input_len, output_len, efficiency, token_budget)
+    replicas = deployment.replicas
+    base, extra = divmod(n, replicas)
+    runs = [(count, simulate_burst(engine, size)) for count, size in ((replicas - extra, base), (extra, base + 1))
+            if count and size]
+    ttft = np.concatenate([np.tile(run.ttft_s, count) for count, run in runs])
+    tpot = np.concatenate([np.tile(run.tpot_s, count) for count, run in runs])
+    finish = np.concatenate([np.tile(run.finish_s, count) for count, run in runs])
+    decoding = sum(count * float(np.sum(run.finish_s - run.first_token_s)) for count, run in runs)
+    makespan = float(finish.max())
+    ttft_mean, tpot_mean = float(ttft.mean()), float(tpot.mean())
+    largest = base + (1 if extra else 0)  # the most requests one replica gets
+    bound = LoadBound(ttft_s=_first_tokens_at_peak(peak, largest), tpot_s=peak.step(1, 0),
+                      output_tokens_per_s=peak.saturation_rate() * replicas * output_len)
+    return LoadEstimate(concurrency=None, request_rate=n / makespan, ttft_s=ttft_mean, tpot_s=tpot_mean,
+                        ttft_p99_s=max(ttft_mean, float(np.percentile(ttft, 99))),
+                        tpot_p99_s=max(tpot_mean, float(np.percentile(tpot, 99))),
+                        output_tokens_per_s=n * output_len / makespan,
+                        requests_in_flight=float(finish.sum()) / makespan, queue_s=ttft_mean - float(ttft.min()),
+                        decode_batch=decoding / makespan / replicas, max_batch=engine.batch_limit,
+                        saturation_rate=engine.saturation_rate() * replicas, token_budget=engine.token_budget,
+                        bound=bound, front_end_s=engine.request_s, requests=n)
+
+
+def _first_tokens_at_peak(peak, n: int) -> float:
+    """A lower bound on the mean of n first tokens: (1/n) sum over k of peak.step(0, k T_0), each term read at the
+    grid point at or below k (the step grows with its tokens), the grid every k up to 64, then 64 points."""
+    points = sorted({*range(1, min(n, 64) + 1), *np.linspace(1, n, 64).astype(int).tolist(), n})
+    total = sum((high - low) * peak.step(0, low * peak.input_len) for low, high in zip(points, points[1:]))
+    return (total + peak.step(0, n * peak.input_len)) / n

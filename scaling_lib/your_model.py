@@ -25,16 +25,18 @@ from .memory import (kv_cache_bytes, kv_head_groups, state_bytes_per_sequence, w
 from .models import active_param_count, get_model, mtp_param_count, param_count, read_hf_config
 from .load import TOKEN_BUDGET, load_estimate
 from .plan import price_deployment
+from .simulator import burst_estimate
 
 SCHEMA = 1  # the version of the JSON both commands print; raised when a key changes meaning or goes away
 
 # How each argument is called where it came from: in Python (the page's form fields) and on the command line.
 PYTHON_NAMES = {name: name for name in ("context_len", "prompt_len", "tensor_parallel", "n_chips", "batch",
-                                        "input_len", "output_len", "concurrency", "request_rate", "token_budget",
-                                        "expert_parallel")}
+                                        "input_len", "output_len", "concurrency", "request_rate", "burst",
+                                        "token_budget", "expert_parallel")}
 CLI_NAMES = dict(context_len="--context", prompt_len="--prompt", tensor_parallel="--tensor-parallel",
                  n_chips="--chips", batch="--batch", input_len="--input-len", output_len="--output-len",
-                 concurrency="--concurrency", request_rate="--request-rate", token_budget="--token-budget",
+                 concurrency="--concurrency", request_rate="--request-rate", burst="--burst",
+                 token_budget="--token-budget",
                  expert_parallel="--expert-parallel")
 
 ACTIVE_CONVENTION = ("active parameters count what one token uses: k of the E routed experts and the shared ones, "
@@ -143,14 +145,15 @@ def estimate_deployment(model=None, chip=None, n_chips: int = 1, *, config=None,
                         output_len: int | None = None, engine: str = "typical", concurrency: int | None = None,
                         request_rate: float | None = None, token_budget: int | None = TOKEN_BUDGET,
                         expert_parallel: bool = False, attention_data_parallel: bool = False,
-                        names: dict = PYTHON_NAMES) -> DeploymentEstimate:
+                        names: dict = PYTHON_NAMES, burst: int | None = None) -> DeploymentEstimate:
     """What serving `model` (a name or a Transformer) or `config` (a Hugging Face config: path, folder or dict) on
     `n_chips` x `chip` costs: n_chips / tensor_parallel replicas of `tensor_parallel` chips (default one group of all,
     or the largest that splits the heads), `batch` sequences in all (default the largest that fits) of `context_len`
     tokens (default 8,192, or the config's max_position_embeddings when smaller); with input_len and output_len,
     a workload's TTFT, TPOT and throughput (`plan.price_deployment`), and with `concurrency` clients or a
     `request_rate` besides, TTFT and TPOT under that load, means and p99 (`load.load_estimate`, `token_budget`
-    tokens per engine step). weight_dtype None: the config's quantization_config, else the model's own precision
+    tokens per engine step), or with `burst` requests sent at once, the same over that run
+    (`simulator.burst_estimate`). weight_dtype None: the config's quantization_config, else the model's own precision
     (`formats.own_weight_dtype`); kv_dtype None: a KV format the config names, else bf16; compute_dtype None: the
     weights' own where the chip computes it natively, else bf16 (`formats.matmul_dtype`, the rule `plan` follows). A
     batch past the largest that fits is refused naming it. `engine`: whose efficiencies the typical estimate uses
@@ -220,9 +223,15 @@ def estimate_deployment(model=None, chip=None, n_chips: int = 1, *, config=None,
         positive(names["request_rate"], request_rate)
     if token_budget is not None:
         positive_int(names["token_budget"], token_budget)
-    if (concurrency is not None or request_rate is not None) and input_len is None:
-        raise ValueError(f"argument {names['concurrency']}/{names['request_rate']}: a load needs its requests; give "
-                         f"{names['input_len']} and {names['output_len']} too")
+    if burst is not None:
+        positive_int(names["burst"], burst)
+    loads = [names[key] for key, value in (("concurrency", concurrency), ("request_rate", request_rate),
+                                           ("burst", burst)) if value is not None]
+    if len(loads) > 1:
+        raise ValueError(f"arguments {' and '.join(loads)}: give one load at a time")
+    if loads and input_len is None:
+        raise ValueError(f"argument {loads[0]}: a load needs its requests; give {names['input_len']} and "
+                         f"{names['output_len']} too")
     settings = {} if memory_utilization is None else {"memory_utilization": memory_utilization}
     replica = dict(context_len=context_len, prompt_len=prompt_len, weight_dtype=weights, kv_dtype=kv,
                    compute_dtype=compute_dtype if compute_dtype is not None else matmul_dtype(chip, weights),
@@ -261,7 +270,12 @@ def estimate_deployment(model=None, chip=None, n_chips: int = 1, *, config=None,
                          f"{workload.dollars_per_million_input_tokens:,.3f} / "
                          f"{workload.dollars_per_million_output_tokens:,.3f} (output with the prefill's share: "
                          f"{workload.dollars_per_million_output_tokens_all_in:,.3f})"))
-        if concurrency is not None or request_rate is not None:
+        if burst is not None:
+            loaded = burst_estimate(dataclasses.replace(d, n_chips=n_chips), input_len, output_len, burst,
+                                    efficiency=profile, token_budget=token_budget)
+            data["load"] = loaded.as_dict()
+            rows += loaded.rows()
+        elif concurrency is not None or request_rate is not None:
             loaded = load_estimate(dataclasses.replace(d, n_chips=n_chips), input_len, output_len,
                                    concurrency=concurrency, request_rate=request_rate, efficiency=profile,
                                    token_budget=token_budget)

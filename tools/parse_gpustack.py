@@ -5,14 +5,14 @@ ran a deployment `estimate.Deployment` can express (a chip of ours, a model of o
 book/data/hf_configs/, bf16/fp8 weights, tensor parallelism with or without expert parallelism or SGLang's
 data-parallel attention), and writes
 
-to standard output, in the columns of scaling_lib/data/concurrency_sweeps.csv (its `lengths` "varied": ShareGPT's
-conversations), one of two kinds:
+to standard output, in the columns of scaling_lib/data/concurrency_sweeps.csv (`lengths` "varied" for ShareGPT's
+conversations, "fixed" for vLLM's random prompts of one length), one of two kinds:
 
 - `--kind closed` (the default): closed-loop blocks (`--max-concurrency`, the block's "Maximum request
   concurrency"); concurrency_sweeps.csv holds these rows;
 - `--kind burst`: blocks run with no `--max-concurrency` and no `--request-rate` (vLLM's defaults: every prompt
   sent at once, request rate inf; the block's "Peak concurrent requests" equals its requests), `concurrency` = the
-  requests, all in flight at t = 0 (a transient, not a steady state; the project does not hold these).
+  requests, all in flight at t = 0 (a transient, not a steady state): scaling_lib/data/burst_runs.csv holds these.
 
 No block of these pages was run at a finite request rate (open loop), so no open-loop file is written.
 Every other block is listed with the reason it was left out (`--skipped`).
@@ -296,7 +296,8 @@ def main(argv=None):
     kept, left_out = rows(args.repo)
     out = csv.DictWriter(sys.stdout, COLUMNS, lineterminator="\n")
     out.writeheader()
-    out.writerows(dict(row, lengths="varied") for kind, row in kept if kind == args.kind)
+    out.writerows(dict(row, lengths="fixed" if "random dataset" in row["source"] else "varied")
+                  for kind, row in kept if kind == args.kind)
     if args.skipped:
         for page, reason in PAGES_LEFT_OUT.items():
             print(f"docs/performance-lab/{page}: whole page: {reason}", file=sys.stderr)
