@@ -647,7 +647,8 @@ class LoadEstimate:
                 else f"{self.request_rate:,.4g} requests/s (Poisson arrivals)")
         return [("load", f"{load}; the deployment saturates at {self.saturation_rate:,.4g} requests/s"),
                 ("TTFT under load", f"{self.ttft_s * 1e3:,.1f} ms mean, {self.ttft_p99_s * 1e3:,.1f} ms p99 "
-                                    f"({self.queue_s * 1e3:,.1f} ms of the mean waiting for a prefill step, "
+                                    f"({self.queue_s * 1e3:,.1f} ms of the mean waiting "
+                                    f"{'behind the other requests' if self.requests else 'for a prefill step'}, "
                                     f"{self.front_end_s * 1e3:,.0f} ms in the server's front end); bound "
                                     f"{self.bound.ttft_s * 1e3:,.1f} ms"),
                 ("TPOT under load", f"{self.tpot_s * 1e3:,.2f} ms mean, {self.tpot_p99_s * 1e3:,.2f} ms p99; bound "
