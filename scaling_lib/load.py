@@ -642,7 +642,8 @@ class LoadEstimate:
         if self.saturated:
             return self._saturated_rows()
         load = (f"{self.concurrency:,} clients (closed loop)" if self.concurrency is not None else
-                f"{self.requests:,} requests sent at once, served at {self.request_rate:,.4g} requests/s "
+                f"{self.requests:,} request{'s' if self.requests > 1 else ''} sent at once, served at "
+                f"{self.request_rate:,.4g} requests/s "
                 f"until the last ends after {self.requests / self.request_rate:,.1f} s" if self.requests is not None
                 else f"{self.request_rate:,.4g} requests/s (Poisson arrivals)")
         return [("load", f"{load}; the deployment saturates at {self.saturation_rate:,.4g} requests/s"),
