@@ -12,6 +12,7 @@ import time
 
 from scaling_lib.estimate import Deployment
 from scaling_lib.load import load_estimate
+from scaling_lib.simulator import burst_estimate
 from scaling_lib.plan import plan
 
 SPACE = dict(model="llama3-70b", chips=["h100", "h200"], max_chips=16, input_len=2000, output_len=500,
@@ -42,6 +43,9 @@ def main(repeats: int = 3) -> None:
     for load in (dict(concurrency=64), dict(request_rate=4.0)):
         seconds, cpu, _ = _best_of(repeats, lambda: load_estimate(deployment, 2000, 500, **load))
         print(f"load_estimate, {load}: {seconds * 1e3:.1f} ms wall, {cpu * 1e3:.1f} ms CPU")
+    for requests in (100, 10_000):  # every request sent at once, run step by step
+        seconds, cpu, _ = _best_of(repeats, lambda: burst_estimate(deployment, 2000, 500, requests))
+        print(f"burst_estimate, {requests:,} requests: {seconds * 1e3:.1f} ms wall, {cpu * 1e3:.1f} ms CPU")
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ Run: .venv/bin/python bench/bench_serving.py
 
 import time
 
-from scaling_lib.simulator import ENGINES, ServingConfig, poisson_workload, simulate
+from scaling_lib.simulator import ENGINES, ServingConfig, poisson_workload, simulate, simulate_disaggregated
 
 
 def main(n_requests: int = 10_000) -> None:
@@ -19,9 +19,11 @@ def main(n_requests: int = 10_000) -> None:
 
 def run(config, workload, n_requests):
     for engine in ENGINES:
-        kwargs = dict(n_prefill_servers=2, n_decode_servers=2) if engine == "disaggregated" else dict(n_servers=4)
         start = time.perf_counter()
-        result = simulate(config, workload, engine, **kwargs)
+        if engine == "disaggregated":  # its server counts are simulate_disaggregated's own arguments
+            result = simulate_disaggregated(config, workload, n_prefill_servers=2, n_decode_servers=2)
+        else:
+            result = simulate(config, workload, engine, n_servers=4)
         elapsed = time.perf_counter() - start
         print(f"{engine:14s} {n_requests} requests in {elapsed:.2f} s  "
               f"(p50 TTFT {result.p50_ttft_s:.2f} s, p99 TPOT {result.p99_tpot_s * 1e3:.1f} ms, "
