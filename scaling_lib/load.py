@@ -62,7 +62,8 @@ seconds of one step of one replica at the workload's mean context T_0 + T_gen / 
 The step times are priced at every batch up to 16, then at batches 20% apart, and at prompt-token counts 25% apart,
 linear in between (the step is piecewise linear in both). `simulator.simulate_open_loop` and
 `simulate_closed_loop` run the same engine step by step with the same step-time model: they check the queueing
-formulas (tests/math/test_load.py). Used in chapter 9, *Serving engines*.
+formulas (tests/math/test_load.py); `simulator.burst_estimate` prices a burst, every request sent at once, by
+running the same engine step by step. Used in chapter 9, *Serving engines*.
 """
 
 import functools
@@ -590,7 +591,9 @@ class LoadBound:
 class LoadEstimate:
     """A deployment under a load (`load_estimate`): means (the plain names) and p99 of TTFT and TPOT, output
     tokens/s, requests in flight and queueing time, over all replicas, beside the bound. `concurrency` or
-    `request_rate` is the load asked for; `saturation_rate` the most requests/s the deployment sustains.
+    `request_rate` is the load asked for, or `requests` sent at once (a burst, `simulator.burst_estimate`);
+    `saturation_rate` the most requests/s the deployment sustains; `front_end_s` the part of each TTFT spent in the
+    server's front end.
 
     Arrivals at or above the saturation rate (`offered_rate`, `saturated`): the deployment serves its saturation
     rate at the full batch and the queue grows without end, so TTFT, its p99, the queueing time and the requests in
