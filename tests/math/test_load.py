@@ -319,6 +319,21 @@ def test_sglangs_published_closed_loops_keep_their_tpot_and_tokens_per_second_wi
     assert _within(tokens, 2) == 1 and _within(tpot, 2) == 1
 
 
+def test_gpustacks_closed_loops_at_a_few_clients_keep_their_tpot_and_tokens_per_second_within_one_and_a_half_times():
+    # GPUStack's ShareGPT runs at 1 to 8 clients (one H100: Qwen3-8B under vLLM, SGLang and TensorRT-LLM; 8 H200:
+    # DeepSeek-R1 and GLM-4.6 under vLLM), priced at their load with the typical fit (no step efficiency is fitted on
+    # them): measured, TPOT within 1.5x on 9 of 10 (the dense bf16 runs within 4%) and output tokens/s on 8; the
+    # misses are DeepSeek-R1's 256 experts at four sequences (1.9x) and SGLang's FP8 checkpoint (1.4x)
+    rows = sweep_rows(source="gpustack/gpustack")
+    loaded = [load_estimate(row.deployment(), row.input_len, row.output_len, concurrency=row.concurrency)
+              for row in rows]
+    tpot = [row.tpot_s / est.tpot_s for row, est in zip(rows, loaded)]
+    tokens = [row.output_tokens_per_s / est.output_tokens_per_s for row, est in zip(rows, loaded)]
+    assert len(rows) == 10 and _within(tpot, 1.5) >= 0.9 and _within(tokens, 1.5) >= 0.8
+    dense_bf16 = [ratio for row, ratio in zip(rows, tpot) if row.chip == "h100" and row.weights == "bf16"]
+    assert len(dense_bf16) == 7 and all(abs(ratio - 1) < 0.05 for ratio in dense_bf16)
+
+
 @pytest.mark.xfail(strict=True, reason="measured: TTFT within 2x on 15 of 24 SGLang cookbook runs (5 of 24 without "
                    "the front end). The misses are at 16 to 100 clients: the first token comes later the more clients "
                    "(DeepSeek-R1 on 8 B200: 153 ms at one client, 274 at 16, 563 at 100, for the same 500-token "
