@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from scaling_lib.estimate import Deployment, max_batch, offline_estimate, resolve_efficiency, step_estimate
+from scaling_lib.estimate import PROFILES, Deployment, max_batch, offline_estimate, resolve_efficiency, step_estimate
 from scaling_lib.hardware import get_chip
 from scaling_lib.load import load_estimate
 from scaling_lib.models import get_model
@@ -364,6 +364,16 @@ def test_an_unreachable_target_is_named_with_how_close_the_best_came(target):
     assert f"{target}=0.0001 s is out of reach" in str(error)
     reached = getattr(error.deployment, f"{target}_s")
     assert reached == error.closest and f"{error.closest:.4g} s" in str(error)
+
+
+def test_an_unreachable_first_token_under_a_load_says_how_much_of_it_is_the_front_end():
+    # a p99 TTFT of 40 ms against the typical front end of 50 ms: no deployment meets it, and the words say why
+    # more chips would not help
+    with pytest.raises(TargetUnreachable) as caught:
+        plan("llama3-8b", "h100", 8, 200, 200, prices=2.5, ttft_p99=0.04)
+    front_end = PROFILES["typical"].efficiency.gpu.request_s
+    assert caught.value.closest > front_end > 0.04
+    assert f"{front_end * 1e3:.0f} ms of each the server's front end" in str(caught.value)
 
 
 def test_an_unreachable_tpot_names_a_deployment_that_meets_the_ttft_target_even_at_the_fastest_ttft():
