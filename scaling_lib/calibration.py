@@ -649,10 +649,11 @@ def gpu_network_efficiency() -> float:
 # ------------------------------------------------------------------------------------------------ the profiles
 # Which rows each profile is fitted on: an engine's own rows, or a hardware family's. "typical" takes them all.
 # SGLang publishes serving runs under a load (`measurements.sweep_rows`), not the offline, static-batch or
-# first-token rows the step fit prices, so SGLang has no profile (its runs at one client do set the typical front
-# end); vLLM's step rows are mostly on AMD GPUs (the "mi300x" family's), with three small batches on H200.
+# first-token rows the step fit prices, so its profile's steps are the typical fit's on every platform and only its
+# front end is its own (`fit_request_s`, on its runs at a light load); vLLM's step rows are mostly on AMD GPUs (the
+# "mi300x" family's), with three small batches on H200.
 PROFILE_ENGINES = {"typical": None, "tensorrt-llm": ("TensorRT-LLM",), "vllm": ("vLLM",),
-                   "jetstream": ("JetStream", "Pope et al."), "mi300x": None}
+                   "jetstream": ("JetStream", "Pope et al."), "mi300x": None, "sglang": ("SGLang",)}
 # An engine profile with fewer rows than this on a platform refits only its per-step costs (`overhead_s`, `layer_s`),
 # the rates held at the typical fit's: two numbers from a handful of rows, not six.
 RATES_NEED_ROWS = 12
@@ -717,6 +718,8 @@ def _fit_steps(profile: str) -> Calibrated:
     """`fit_profile` without the front end: the step efficiencies of each platform."""
     fits = {platform: _fit_platform(platform, profile) for platform in PLATFORMS}
     typical = _fit_steps("typical") if profile != "typical" else None
+    if typical and not any(fits.values()):  # no step rows of the profile's engine anywhere: the typical steps
+        return typical
     gpu = fits["gpu"] or (typical.gpu if typical else None)
     tpu = fits["tpu"] or (typical.tpu if typical else None)
     return Calibrated(gpu=gpu, tpu=tpu, amd=fits["amd"])

@@ -14,7 +14,7 @@ Used in chapter 11, *How close do real systems come?*.
 """
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .hardware import FullMesh, Torus, get_chip
 
@@ -260,6 +260,9 @@ _TPU_CAVEAT = ("fitted on a handful of TPU rows (Pope et al.'s PaLM tables, JetS
 _VLLM_TPU_CAVEAT = ("vLLM on TPU rests on one published recipe (Llama-3.3-70B on one v6e-8 at two loads): only its "
                     "per-step costs are vLLM's, both fitted to zero, the edge of their range, and even so the typical "
                     "TPU rates leave vLLM on TPU too slow; read it as a rough guide")
+_SGLANG_CAVEAT = ("SGLang publishes serving runs, not the step-level tables the fit prices: only its front end (the "
+                  "time a request spends outside the engine's steps) is SGLang's own; its rates and per-step costs "
+                  "are the typical fit's")
 # Stored by `calibration.fit_profile(name)` and `holdout.profile_spread(name, platform)`; tests/math/test_calibration.py
 # re-runs both and checks these are their results.
 PROFILES = {
@@ -288,6 +291,13 @@ PROFILES = {
     "mi300x": Profile("mi300x", "AMD MI300X-class GPUs under vLLM on ROCm (2024-2025)", TYPICAL, ("amd",),
                       "AMD's published vLLM tables for 8 MI300X and Oracle's Llama 3.1 405B runs", (),
                       (("amd", 0.89, 1.17),)),
+    "sglang": Profile("sglang", "SGLang (0.5, 2025)", Calibrated(*(replace(e, request_s=0.058) for e in (_GPU, _TPU)),
+                                                                 amd=replace(_AMD, request_s=0.058)),
+                      ("gpu", "amd"),
+                      "no step-level runs (SGLang publishes serving runs under a load): the typical fit's rates and "
+                      "per-step costs; its own front end, fitted on its published runs at one to four clients (SGLang's "
+                      "cookbook on 8 A100 and 8 B200, GPUStack's on one H100)",
+                      tuple((platform, _SGLANG_CAVEAT) for platform in ("gpu", "amd")), ()),
 }
 
 
