@@ -21,9 +21,12 @@ frozen rows. The tables:
   v5e-8): the out-of-sample check of `calibration.out_of_sample_summary` (one further row, impossible as published,
   is kept in the file but excluded).
 - `sweep_rows()`: published closed-loop concurrency sweeps (TTFT, TPOT, output tokens/s against the number of
-  clients), each with its source: dstack's DeepSeek-R1 study on 8 H200 and 8 MI300X (30 rows), and SGLang's cookbook
-  runs of LLaMA-3.1-70B on 8 A100 and Qwen3-235B and DeepSeek-R1 on 8 B200 at 1 to 100 clients (24 rows). Used in
-  chapter 9 and the load model's tests; nothing is fitted on them.
+  clients), each with its source: dstack's DeepSeek-R1 study on 8 H200 and 8 MI300X (30 rows), SGLang's cookbook
+  runs of LLaMA-3.1-70B on 8 A100 and Qwen3-235B and DeepSeek-R1 on 8 B200 at 1 to 100 clients (24 rows), and
+  GPUStack's runs at 1 to 8 clients (10 rows). Used in chapter 9 and the load model's tests; only the front end
+  (`calibration.fit_request_s`) is fitted on them, on the runs at one to four clients.
+- `burst_rows()`: GPUStack's published runs that sent every request at once (73 rows), which
+  `simulator.burst_estimate` prices; nothing is fitted on them.
 - `accelerator_rows()`: this book's own measurements on a real accelerator (one NVIDIA H200, 2026-12-04), grouped in
   runs, each row with its date, software, method and source: the bf16 rates and the critical-batch curve chapter 1
   sets against its prediction (`accelerator_knee`), the book's microbenchmarks before and after they sized their calls,

@@ -765,8 +765,8 @@ def burst_estimate(deployment, input_len: int, output_len: int, requests: int, e
     """`requests` requests of `input_len` prompt and `output_len` output tokens sent at once to `deployment`, spread
     over its replicas as evenly as they divide, each replica run step by step (`simulate_burst`, its steps priced by
     `load.deployment_engine`): mean and p99 TTFT and TPOT over the requests, output tokens/s and requests/s over the
-    whole run (from t = 0 to the last token), requests in flight on average (Little's law over the run), the mean
-    wait before admission (`queue_s`). The p99s are at least the means.
+    whole run (from t = 0 to the last token), requests in flight on average (Little's law over the run), and `queue_s`
+    the mean first token's wait behind the others (its TTFT less the first one's). The p99s are at least the means.
 
     The bound, every resource at peak: the k-th first token needs k prompts prefilled, at least one prefill of
     k * input_len tokens at peak (`Engine.step(0, k * input_len)` of the bound's engine, summed from below over a

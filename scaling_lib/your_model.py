@@ -270,15 +270,12 @@ def estimate_deployment(model=None, chip=None, n_chips: int = 1, *, config=None,
                          f"{workload.dollars_per_million_input_tokens:,.3f} / "
                          f"{workload.dollars_per_million_output_tokens:,.3f} (output with the prefill's share: "
                          f"{workload.dollars_per_million_output_tokens_all_in:,.3f})"))
-        if burst is not None:
-            loaded = burst_estimate(dataclasses.replace(d, n_chips=n_chips), input_len, output_len, burst,
-                                    efficiency=profile, token_budget=token_budget)
-            data["load"] = loaded.as_dict()
-            rows += loaded.rows()
-        elif concurrency is not None or request_rate is not None:
-            loaded = load_estimate(dataclasses.replace(d, n_chips=n_chips), input_len, output_len,
-                                   concurrency=concurrency, request_rate=request_rate, efficiency=profile,
-                                   token_budget=token_budget)
+        if loads:
+            served = dataclasses.replace(d, n_chips=n_chips)
+            loaded = (burst_estimate(served, input_len, output_len, burst, efficiency=profile,
+                                     token_budget=token_budget) if burst is not None else
+                      load_estimate(served, input_len, output_len, concurrency=concurrency,
+                                    request_rate=request_rate, efficiency=profile, token_budget=token_budget))
             data["load"] = loaded.as_dict()
             rows += loaded.rows()
     rows += [("note", note) for note in data["notes"]]
