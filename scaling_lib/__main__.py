@@ -91,8 +91,8 @@ def _rate(text: str) -> float:
 
 
 def _load_options(command: argparse.ArgumentParser, what: str, burst: bool = False):
-    """--concurrency and --request-rate (and, with `burst`, --burst: at most one), and the engine's
-    --token-budget."""
+    """--concurrency and --request-rate (and, with `burst`, --burst: at most one; and --requests, a benchmark's
+    count with --concurrency), and the engine's --token-budget."""
     load = command.add_mutually_exclusive_group()
     if burst:
         load.add_argument("--burst", type=_count, default=None,
@@ -103,6 +103,11 @@ def _load_options(command: argparse.ArgumentParser, what: str, burst: bool = Fal
                            "ends (genai-perf's and vLLM's --max-concurrency)")
     load.add_argument("--request-rate", type=_rate, default=None,
                       help=f"{what} requests arriving at R per second, Poisson (MLPerf's Server scenario)")
+    if burst:
+        command.add_argument("--requests", type=_count, default=None,
+                             help="with --concurrency: a benchmark of N requests in all, its clients starting "
+                                  "together (vLLM's --num-prompts, genai-perf's request count), run step by step; "
+                                  "the first requests, sent at once, count as the benchmark counts them")
     command.add_argument("--token-budget", type=_count, default=TOKEN_BUDGET,
                          help=f"tokens per engine step under load, decode tokens included (vLLM's "
                               f"max_num_batched_tokens; default {TOKEN_BUDGET:,})")
@@ -280,7 +285,8 @@ def _estimate(args) -> tuple:
                                  compute_dtype=args.compute, price_per_chip_hour=args.price,
                                  memory_utilization=args.memory_utilization, input_len=args.input_len,
                                  output_len=args.output_len, engine=args.engine, concurrency=args.concurrency,
-                                 request_rate=args.request_rate, burst=args.burst, token_budget=args.token_budget,
+                                 request_rate=args.request_rate, burst=args.burst, requests=args.requests,
+                                 token_budget=args.token_budget,
                                  expert_parallel=args.expert_parallel,
                                  attention_data_parallel=args.attention_data_parallel, names=CLI_NAMES)
     return result.data, result.table

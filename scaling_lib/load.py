@@ -591,7 +591,9 @@ class LoadBound:
 class LoadEstimate:
     """A deployment under a load (`load_estimate`): means (the plain names) and p99 of TTFT and TPOT, output
     tokens/s, requests in flight and queueing time, over all replicas, beside the bound. `concurrency` or
-    `request_rate` is the load asked for, or `requests` sent at once (a burst, `simulator.burst_estimate`);
+    `request_rate` is the load asked for, or `requests` sent at once (a burst, `simulator.burst_estimate`), or both
+    `concurrency` and `requests`: a benchmark of that many requests whose clients start together
+    (`simulator.benchmark_estimate`);
     `saturation_rate` the most requests/s the deployment sustains; `front_end_s` the part of each TTFT spent in the
     server's front end.
 
@@ -616,7 +618,8 @@ class LoadEstimate:
     bound: LoadBound
     offered_rate: float | None = None  # requests/s asked for when they exceed the saturation rate; None otherwise
     front_end_s: float = 0.0  # of each TTFT, the server's front end (`Efficiency.request_s`)
-    requests: int | None = None  # a burst's requests, all sent at once (`simulator.burst_estimate`); None otherwise
+    requests: int | None = None  # sent in all: a burst's (at once) or a benchmark's (with `concurrency`); None in
+    # the steady state
 
     @property
     def saturated(self) -> bool:
@@ -644,7 +647,11 @@ class LoadEstimate:
         """(name, value) pairs in words, one per quantity: what `describe` prints."""
         if self.saturated:
             return self._saturated_rows()
-        load = (f"{self.concurrency:,} clients (closed loop)" if self.concurrency is not None else
+        benchmark = self.concurrency is not None and self.requests is not None
+        load = (f"a benchmark of {self.requests:,} requests from {self.concurrency:,} clients (closed loop) that "
+                f"start together, served at {self.request_rate:,.4g} requests/s until the last ends after "
+                f"{self.requests / self.request_rate:,.1f} s" if benchmark else
+                f"{self.concurrency:,} clients (closed loop)" if self.concurrency is not None else
                 f"{self.requests:,} request{'s' if self.requests > 1 else ''} sent at once, served at "
                 f"{self.request_rate:,.4g} requests/s "
                 f"until the last ends after {self.requests / self.request_rate:,.1f} s" if self.requests is not None

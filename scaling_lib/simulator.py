@@ -723,13 +723,28 @@ def simulate_closed_loop(engine, concurrency: int, n_requests: int) -> Simulatio
     are those moments. The clients' first requests make 2, ..., O output tokens, spread evenly, so the clients start
     out of step as in a benchmark that has been running (identical requests sent at once would stay in lockstep);
     leave the first `concurrency` requests out of a steady-state statistic. Deterministic."""
+    return _closed_loop(engine, concurrency, n_requests, lambda k, clients, o: 2 + (k * (o - 2)) // clients)
+
+
+def simulate_benchmark(engine, concurrency: int, n_requests: int) -> SimulationResult:
+    """What a closed-loop benchmark of identical requests measures on one replica of `engine` (a `load.Engine`):
+    its `concurrency` clients all send their first request at t = 0, as `vllm bench serve --max-concurrency` and
+    genai-perf start them, and each sends its next the moment its last one ends, until `n_requests` have been sent.
+    The first requests are a burst (`simulate_burst`); the loop settles after them. Every request counts, the
+    first ones included, as in the benchmark's own statistics. Deterministic."""
+    return _closed_loop(engine, concurrency, n_requests, lambda k, clients, o: o)
+
+
+def _closed_loop(engine, concurrency: int, n_requests: int, first_output) -> SimulationResult:
+    """A closed loop of `concurrency` clients on one replica of `engine` until `n_requests` have been sent, every
+    client sending its first request at t = 0; the k-th of them makes first_output(k, clients, O) output tokens, every
+    later request the engine's output_len O."""
     n = _engine_run(engine, n_requests)
     clients = at_most("concurrency", positive_int("concurrency", concurrency), n,
                       "each client sends at least one of the n_requests")
-    o = engine.output_len
-    output = [o] * n
-    for k in range(clients):  # 2 .. O, evenly
-        output[k] = 2 + (k * (o - 2)) // clients
+    output = [engine.output_len] * n
+    for k in range(clients):
+        output[k] = first_output(k, clients, engine.output_len)
     front = engine.request_s  # a request reaches the engine this long after its client sends it
     ready = [0.0] * clients + [float("inf")] * (n - clients)
     at_engine = [front] * clients + [float("inf")] * (n - clients)
@@ -777,27 +792,72 @@ def burst_estimate(deployment, input_len: int, output_len: int, requests: int, e
     """
     n = at_most("requests", positive_int("requests", requests), MAX_REQUESTS, "the simulator runs each one in Python")
     engine, peak = engine_and_bound(deployment, input_len, output_len, efficiency, token_budget)
-    replicas = deployment.replicas
+    runs = [(count, size, size, simulate_burst(engine, size)) for count, size in _spread(n, deployment.replicas)]
+    return _run_estimate(engine, peak, deployment.replicas, runs, concurrency=None, requests=n)
+
+
+def benchmark_estimate(deployment, input_len: int, output_len: int, concurrency: int, requests: int,
+                       efficiency="typical", token_budget: int | None = TOKEN_BUDGET) -> LoadEstimate:
+    """A closed-loop benchmark of `requests` identical requests from `concurrency` clients on `deployment`, the clients
+    starting together (`simulate_benchmark`): every request counted, the first burst included, as the benchmark's
+    own statistics count them. The clients are spread over the replicas as evenly as they divide, and the requests
+    with them (each replica's share in proportion to its clients, at least one each). Reported as `burst_estimate`
+    reports a burst: means and p99 over the requests, rates over the run (from t = 0 to the last token), requests in
+    flight by Little's law over the run, `queue_s` the mean TTFT less the shortest.
+
+    `load_estimate`'s closed loop prices the steady state, whose clients have drifted apart. A run's first
+    `concurrency` requests arrive together instead, and with few requests per client, or prompts that take the
+    token budget many steps, they set the p99 of TTFT and part of its mean (chapter 9 reads one).
+
+    The bound: each replica's first c first tokens are those of a burst of c (`burst_estimate`), every later one at
+    least one prompt's prefill at peak; TPOT and output tokens/s as for a burst.
+
+    Defined in chapter 9, *Serving engines*.
+    """
+    n = at_most("requests", positive_int("requests", requests), MAX_REQUESTS, "the simulator runs each one in Python")
+    clients = positive_int("concurrency", concurrency)
+    if n < clients:
+        raise ValueError(f"requests={n:,} is fewer than the {clients:,} clients: each client sends at least one; "
+                         f"give at least {clients:,} requests, or fewer clients")
+    engine, peak = engine_and_bound(deployment, input_len, output_len, efficiency, token_budget)
+    runs = []
+    for count, size in _spread(clients, deployment.replicas):
+        sent = max(size, round(n * size / clients))
+        runs.append((count, size, sent, simulate_benchmark(engine, size, sent)))
+    return _run_estimate(engine, peak, deployment.replicas, runs, concurrency=clients, requests=n)
+
+
+def _spread(n: int, replicas: int) -> list:
+    """(replicas, share) pairs: n dealt over `replicas` as evenly as it divides (some get one more, some none)."""
     base, extra = divmod(n, replicas)
-    runs = [(count, simulate_burst(engine, size)) for count, size in ((replicas - extra, base), (extra, base + 1))
-            if count and size]
-    ttft = np.concatenate([np.tile(run.ttft_s, count) for count, run in runs])
-    tpot = np.concatenate([np.tile(run.tpot_s, count) for count, run in runs])
-    finish = np.concatenate([np.tile(run.finish_s, count) for count, run in runs])
-    decoding = sum(count * float(np.sum(run.finish_s - run.first_token_s)) for count, run in runs)
+    return [(count, size) for count, size in ((replicas - extra, base), (extra, base + 1)) if count and size]
+
+
+def _run_estimate(engine, peak, replicas: int, runs: list, concurrency, requests: int) -> LoadEstimate:
+    """A `LoadEstimate` over simulated runs, `runs` holding (replicas alike, requests that start together, requests
+    sent, SimulationResult) per kind of replica; the bound's TTFT is a burst's for those that start together and one
+    prompt's prefill at peak for each later one."""
+    def tiled(name):
+        return np.concatenate([np.tile(getattr(run, name), count) for count, _, _, run in runs])
+
+    ttft, tpot, finish, sent = tiled("ttft_s"), tiled("tpot_s"), tiled("finish_s"), tiled("arrival_s")
+    decoding = sum(count * float(np.sum(run.finish_s - run.first_token_s)) for count, _, _, run in runs)
     makespan = float(finish.max())
+    total = sum(count * m for count, _, m, _ in runs)
     ttft_mean, tpot_mean = float(ttft.mean()), float(tpot.mean())
-    largest = base + (1 if extra else 0)  # the most requests one replica gets
-    bound = LoadBound(ttft_s=_first_tokens_at_peak(peak, largest), tpot_s=peak.step(1, 0),
-                      output_tokens_per_s=peak.saturation_rate() * replicas * output_len)
-    return LoadEstimate(concurrency=None, request_rate=n / makespan, ttft_s=ttft_mean, tpot_s=tpot_mean,
+    alone = peak.step(0, peak.input_len)
+    first = sum(count * (c * _first_tokens_at_peak(peak, c) + (m - c) * alone) for count, c, m, _ in runs) / total
+    bound = LoadBound(ttft_s=first, tpot_s=peak.step(1, 0),
+                      output_tokens_per_s=peak.saturation_rate() * replicas * engine.output_len)
+    return LoadEstimate(concurrency=concurrency, request_rate=total / makespan, ttft_s=ttft_mean, tpot_s=tpot_mean,
                         ttft_p99_s=max(ttft_mean, float(np.percentile(ttft, 99))),
                         tpot_p99_s=max(tpot_mean, float(np.percentile(tpot, 99))),
-                        output_tokens_per_s=n * output_len / makespan,
-                        requests_in_flight=float(finish.sum()) / makespan, queue_s=ttft_mean - float(ttft.min()),
-                        decode_batch=decoding / makespan / replicas, max_batch=engine.batch_limit,
-                        saturation_rate=engine.saturation_rate() * replicas, token_budget=engine.token_budget,
-                        bound=bound, front_end_s=engine.request_s, requests=n)
+                        output_tokens_per_s=total * engine.output_len / makespan,
+                        requests_in_flight=float(np.sum(finish - sent)) / makespan,
+                        queue_s=ttft_mean - float(ttft.min()), decode_batch=decoding / makespan / replicas,
+                        max_batch=engine.batch_limit, saturation_rate=engine.saturation_rate() * replicas,
+                        token_budget=engine.token_budget, bound=bound, front_end_s=engine.request_s,
+                        requests=requests)
 
 
 def _first_tokens_at_peak(peak, n: int) -> float:
