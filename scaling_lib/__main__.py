@@ -24,6 +24,7 @@ from .estimate import PROFILES
 from .formats import ALL_WEIGHT_DTYPES, own_weight_dtype
 from .hardware import chip_names
 from .load import TOKEN_BUDGET
+from .simulator import SCHEDULES
 from .models import get_model, model_names, read_hf_config
 from .plan import KV_DTYPES, MOE_LAYOUTS, TargetUnreachable, plan
 from .your_model import CLI_NAMES, SCHEMA, estimate_deployment
@@ -108,6 +109,10 @@ def _load_options(command: argparse.ArgumentParser, what: str, burst: bool = Fal
                              help="with --concurrency: a benchmark of N requests in all, its clients starting "
                                   "together (vLLM's --num-prompts, genai-perf's request count), run step by step; "
                                   "the first requests, sent at once, count as the benchmark counts them")
+        command.add_argument("--schedule", choices=SCHEDULES, default="mixed",
+                             help="with --burst or --requests: how a step is shared; mixed (the default: decodes "
+                                  "first, prompts fill the budget; vLLM V1, TensorRT-LLM) or prefill-first (waiting "
+                                  "prompts run alone while the decodes wait; SGLang's default, vLLM V0)")
     command.add_argument("--token-budget", type=_count, default=TOKEN_BUDGET,
                          help=f"tokens per engine step under load, decode tokens included (vLLM's "
                               f"max_num_batched_tokens; default {TOKEN_BUDGET:,})")
@@ -285,7 +290,7 @@ def _estimate(args) -> tuple:
                                  compute_dtype=args.compute, price_per_chip_hour=args.price,
                                  memory_utilization=args.memory_utilization, input_len=args.input_len,
                                  output_len=args.output_len, engine=args.engine, concurrency=args.concurrency,
-                                 request_rate=args.request_rate, burst=args.burst, requests=args.requests,
+                                 request_rate=args.request_rate, burst=args.burst, requests=args.requests, schedule=args.schedule,
                                  token_budget=args.token_budget,
                                  expert_parallel=args.expert_parallel,
                                  attention_data_parallel=args.attention_data_parallel, names=CLI_NAMES)

@@ -620,6 +620,7 @@ class LoadEstimate:
     front_end_s: float = 0.0  # of each TTFT, the server's front end (`Efficiency.request_s`)
     requests: int | None = None  # sent in all: a burst's (at once) or a benchmark's (with `concurrency`); None in
     # the steady state
+    schedule: str = "mixed"  # how a step is shared by prompts and decodes (`simulator.SCHEDULES`)
 
     @property
     def saturated(self) -> bool:
@@ -639,7 +640,7 @@ class LoadEstimate:
                 "front_end_s": self.front_end_s, "saturated": self.saturated, "offered_rate": self.offered_rate,
                 "decode_batch_per_replica": self.decode_batch,
                 "max_batch_per_replica": self.max_batch, "saturation_rate": self.saturation_rate,
-                "token_budget": self.token_budget,
+                "token_budget": self.token_budget, "schedule": self.schedule,
                 "bound": {"ttft_s": self.bound.ttft_s, "tpot_s": self.bound.tpot_s,
                           "output_tokens_per_s": self.bound.output_tokens_per_s}}
 
@@ -656,6 +657,8 @@ class LoadEstimate:
                 f"{self.request_rate:,.4g} requests/s "
                 f"until the last ends after {self.requests / self.request_rate:,.1f} s" if self.requests is not None
                 else f"{self.request_rate:,.4g} requests/s (Poisson arrivals)")
+        if self.schedule != "mixed":
+            load += f", {self.schedule} (waiting prompts run alone while the decodes wait)"
         return [("load", f"{load}; the deployment saturates at {self.saturation_rate:,.4g} requests/s"),
                 ("TTFT under load", f"{self.ttft_s * 1e3:,.1f} ms mean, {self.ttft_p99_s * 1e3:,.1f} ms p99 "
                                     f"({self.queue_s * 1e3:,.1f} ms of the mean waiting "

@@ -39,6 +39,10 @@ from .models import get_model
 from .serving import default_transfer_bandwidth, kv_transfer_bytes, prefill_latency
 
 ENGINES = ("naive", "interleaved", "chunked", "disaggregated")
+# How a chunked engine shares a step between prompts and decodes: "mixed" runs the decodes and fills the rest of the
+# token budget with prompts (vLLM's V1 scheduler, TensorRT-LLM's in-flight batching); "prefill-first" runs a step of
+# waiting prompts alone, up to the whole budget, while the decodes wait (SGLang's default, vLLM's V0 scheduler).
+SCHEDULES = ("mixed", "prefill-first")
 # Longest prompt or output a workload may hold: far beyond any context window, and small enough that no sum of
 # lengths in the simulator can overflow int64.
 MAX_REQUEST_TOKENS = 2**31 - 1
@@ -529,7 +533,7 @@ def _continuous_server(costs, ids, ready, prompt, output, rec, cached, load, pre
             t = ready[ids[q]]
 
 
-def _chunked_server(costs, ids, ready, prompt, output, rec, cached, load):
+def _chunked_server(costs, ids, ready, prompt, output, rec, cached, load, prefill_first=False):
     t, q, n = 0.0, 0, len(ids)
     cap = costs.max_batch
     batch = _Batch()
@@ -540,7 +544,7 @@ def _chunked_server(costs, ids, ready, prompt, output, rec, cached, load):
             t += load[ids[q]]  # bringing a host-memory prefix into HBM stalls the step that admits it
             filling.append([ids[q], cached[ids[q]]])  # a cached prefix counts as already prefilled
             q += 1
-        budget = costs.prefill_budget(len(batch))
+        budget = costs.prefill_budget(0 if prefill_first else len(batch))
         if filling and budget > 0:
             prefilled, prefix, pieces = 0, 0, []
             for entry in filling:
@@ -552,9 +556,12 @@ def _chunked_server(costs, ids, ready, prompt, output, rec, cached, load):
                 pieces.append((entry, take))
                 budget -= take
                 prefilled += take
-            t += costs.mixed_step_s(batch, prefix, prefilled)
-            if len(batch):
-                batch.advance(1, t, rec)
+            if prefill_first:  # the prompts' step alone: the decodes wait
+                t += costs.mixed_step_s(_Batch(), prefix, prefilled)
+            else:
+                t += costs.mixed_step_s(batch, prefix, prefilled)
+                if len(batch):
+                    batch.advance(1, t, rec)
             for entry, take in pieces:
                 entry[1] += take
                 if entry[1] == prompt[entry[0]]:
@@ -726,16 +733,18 @@ def simulate_closed_loop(engine, concurrency: int, n_requests: int) -> Simulatio
     return _closed_loop(engine, concurrency, n_requests, lambda k, clients, o: 2 + (k * (o - 2)) // clients)
 
 
-def simulate_benchmark(engine, concurrency: int, n_requests: int) -> SimulationResult:
+def simulate_benchmark(engine, concurrency: int, n_requests: int, schedule: str = "mixed") -> SimulationResult:
     """What a closed-loop benchmark of identical requests measures on one replica of `engine` (a `load.Engine`):
     its `concurrency` clients all send their first request at t = 0, as `vllm bench serve --max-concurrency` and
     genai-perf start them, and each sends its next the moment its last one ends, until `n_requests` have been sent.
     The first requests are a burst (`simulate_burst`); the loop settles after them. Every request counts, the
-    first ones included, as in the benchmark's own statistics. Deterministic."""
-    return _closed_loop(engine, concurrency, n_requests, lambda k, clients, o: o)
+    first ones included, as in the benchmark's own statistics. `schedule`: how each step is shared (`SCHEDULES`):
+    "mixed" drifts the clients apart, "prefill-first" keeps clients of identical requests in step. Deterministic."""
+    prefill_first = choice("schedule", schedule, SCHEDULES) == "prefill-first"
+    return _closed_loop(engine, concurrency, n_requests, lambda k, clients, o: o, prefill_first)
 
 
-def _closed_loop(engine, concurrency: int, n_requests: int, first_output) -> SimulationResult:
+def _closed_loop(engine, concurrency: int, n_requests: int, first_output, prefill_first=False) -> SimulationResult:
     """A closed loop of `concurrency` clients on one replica of `engine` until `n_requests` have been sent, every
     client sending its first request at t = 0; the k-th of them makes first_output(k, clients, O) output tokens, every
     later request the engine's output_len O."""
@@ -757,26 +766,29 @@ def _closed_loop(engine, concurrency: int, n_requests: int, first_output) -> Sim
 
     rec = _Record(n, on_finish=next_request)
     prompt = [engine.input_len] * n
-    _chunked_server(_EngineCosts(engine), list(range(n)), at_engine, prompt, output, rec, [0] * n, [0.0] * n)
+    _chunked_server(_EngineCosts(engine), list(range(n)), at_engine, prompt, output, rec, [0] * n, [0.0] * n,
+                    prefill_first)
     return _result("chunked", 1, Workload(np.array(ready), np.array(prompt), np.array(output)), rec)
 
 
-def simulate_burst(engine, n_requests: int) -> SimulationResult:
+def simulate_burst(engine, n_requests: int, schedule: str = "mixed") -> SimulationResult:
     """`n_requests` requests of `engine`'s lengths sent all at once, at t = 0, to one replica of `engine` (a
     `load.Engine`): a benchmark run with no cap on concurrency and an infinite request rate (vLLM's `bench serve`
     default), or an offline batch job. They reach the engine `engine.request_s` later (the front end); the chunked
     engine admits them first come first served, up to `engine.max_batch` at once, and fills each step's token budget
-    with their prompts, as `simulate_open_loop` does. TTFT counts from t = 0. Deterministic."""
+    with their prompts, as `simulate_open_loop` does ("mixed"), or runs the waiting prompts' steps before any decode
+    ("prefill-first"; `SCHEDULES`). TTFT counts from t = 0. Deterministic."""
+    prefill_first = choice("schedule", schedule, SCHEDULES) == "prefill-first"
     n = _engine_run(engine, n_requests)
     prompt, output = [engine.input_len] * n, [engine.output_len] * n
     rec = _Record(n)
     _chunked_server(_EngineCosts(engine), list(range(n)), [engine.request_s] * n, prompt, output, rec, [0] * n,
-                    [0.0] * n)
+                    [0.0] * n, prefill_first)
     return _result("chunked", 1, Workload(np.zeros(n), np.array(prompt), np.array(output)), rec)
 
 
 def burst_estimate(deployment, input_len: int, output_len: int, requests: int, efficiency="typical",
-                   token_budget: int | None = TOKEN_BUDGET) -> LoadEstimate:
+                   token_budget: int | None = TOKEN_BUDGET, schedule: str = "mixed") -> LoadEstimate:
     """`requests` requests of `input_len` prompt and `output_len` output tokens sent at once to `deployment`, spread
     over its replicas as evenly as they divide, each replica run step by step (`simulate_burst`, its steps priced by
     `load.deployment_engine`): mean and p99 TTFT and TPOT over the requests, output tokens/s and requests/s over the
@@ -786,18 +798,22 @@ def burst_estimate(deployment, input_len: int, output_len: int, requests: int, e
     The bound, every resource at peak: the k-th first token needs k prompts prefilled, at least one prefill of
     k * input_len tokens at peak (`Engine.step(0, k * input_len)` of the bound's engine, summed from below over a
     grid of k), with no front end; a TPOT at least a decode step of one sequence at peak; output tokens/s at most the
-    bound's saturation rate times `output_len`. `efficiency` and `token_budget` as in `load.load_estimate`.
+    bound's saturation rate times `output_len`. `efficiency` and `token_budget` as in `load.load_estimate`;
+    `schedule` as in `simulate_burst`.
 
     Defined in chapter 9, *Serving engines*.
     """
     n = at_most("requests", positive_int("requests", requests), MAX_REQUESTS, "the simulator runs each one in Python")
+    choice("schedule", schedule, SCHEDULES)
     engine, peak = engine_and_bound(deployment, input_len, output_len, efficiency, token_budget)
-    runs = [(count, size, size, simulate_burst(engine, size)) for count, size in _spread(n, deployment.replicas)]
-    return _run_estimate(engine, peak, deployment.replicas, runs, concurrency=None, requests=n)
+    runs = [(count, size, size, simulate_burst(engine, size, schedule))
+            for count, size in _spread(n, deployment.replicas)]
+    return _run_estimate(engine, peak, deployment.replicas, runs, concurrency=None, requests=n, schedule=schedule)
 
 
 def benchmark_estimate(deployment, input_len: int, output_len: int, concurrency: int, requests: int,
-                       efficiency="typical", token_budget: int | None = TOKEN_BUDGET) -> LoadEstimate:
+                       efficiency="typical", token_budget: int | None = TOKEN_BUDGET,
+                       schedule: str = "mixed") -> LoadEstimate:
     """A closed-loop benchmark of `requests` identical requests from `concurrency` clients on `deployment`, the clients
     starting together (`simulate_benchmark`): every request counted, the first burst included, as the benchmark's
     own statistics count them. The clients are spread over the replicas as evenly as they divide, and the requests
@@ -809,6 +825,11 @@ def benchmark_estimate(deployment, input_len: int, output_len: int, concurrency:
     `concurrency` requests arrive together instead, and with few requests per client, or prompts that take the
     token budget many steps, they set the p99 of TTFT and part of its mean (chapter 9 reads one).
 
+    `schedule` (`SCHEDULES`): "mixed" shares each step between the decodes and the prompts, so the clients drift
+    apart; "prefill-first" (SGLang's default, vLLM's V0) runs waiting prompts alone while the decodes wait, so
+    clients of identical requests arrive, prefill, decode and finish together round after round, and each first
+    token waits for the others' prompts (chapter 9 reads dstack's sweep so).
+
     The bound: each replica's first c first tokens are those of a burst of c (`burst_estimate`), every later one at
     least one prompt's prefill at peak; TPOT and output tokens/s as for a burst.
 
@@ -816,6 +837,7 @@ def benchmark_estimate(deployment, input_len: int, output_len: int, concurrency:
     """
     n = at_most("requests", positive_int("requests", requests), MAX_REQUESTS, "the simulator runs each one in Python")
     clients = positive_int("concurrency", concurrency)
+    choice("schedule", schedule, SCHEDULES)
     if n < clients:
         raise ValueError(f"requests={n:,} is fewer than the {clients:,} clients: each client sends at least one; "
                          f"give at least {clients:,} requests, or fewer clients")
@@ -823,8 +845,9 @@ def benchmark_estimate(deployment, input_len: int, output_len: int, concurrency:
     runs = []
     for count, size in _spread(clients, deployment.replicas):
         sent = max(size, round(n * size / clients))
-        runs.append((count, size, sent, simulate_benchmark(engine, size, sent)))
-    return _run_estimate(engine, peak, deployment.replicas, runs, concurrency=clients, requests=n)
+        runs.append((count, size, sent, simulate_benchmark(engine, size, sent, schedule)))
+    return _run_estimate(engine, peak, deployment.replicas, runs, concurrency=clients, requests=n,
+                         schedule=schedule)
 
 
 def _spread(n: int, replicas: int) -> list:
@@ -833,7 +856,7 @@ def _spread(n: int, replicas: int) -> list:
     return [(count, size) for count, size in ((replicas - extra, base), (extra, base + 1)) if count and size]
 
 
-def _run_estimate(engine, peak, replicas: int, runs: list, concurrency, requests: int) -> LoadEstimate:
+def _run_estimate(engine, peak, replicas: int, runs: list, concurrency, requests: int, schedule: str) -> LoadEstimate:
     """A `LoadEstimate` over simulated runs, `runs` holding (replicas alike, requests that start together, requests
     sent, SimulationResult) per kind of replica; the bound's TTFT is a burst's for those that start together and one
     prompt's prefill at peak for each later one."""
@@ -854,10 +877,11 @@ def _run_estimate(engine, peak, replicas: int, runs: list, concurrency, requests
                         tpot_p99_s=max(tpot_mean, float(np.percentile(tpot, 99))),
                         output_tokens_per_s=total * engine.output_len / makespan,
                         requests_in_flight=float(np.sum(finish - sent)) / makespan,
-                        queue_s=ttft_mean - float(ttft.min()), decode_batch=decoding / makespan / replicas,
+                        queue_s=max(0.0, ttft_mean - float(ttft.min())),
+                        decode_batch=decoding / makespan / replicas,
                         max_batch=engine.batch_limit, saturation_rate=engine.saturation_rate() * replicas,
                         token_budget=engine.token_budget, bound=bound, front_end_s=engine.request_s,
-                        requests=requests)
+                        requests=requests, schedule=schedule)
 
 
 def _first_tokens_at_peak(peak, n: int) -> float:

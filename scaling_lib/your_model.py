@@ -25,18 +25,18 @@ from .memory import (kv_cache_bytes, kv_head_groups, state_bytes_per_sequence, w
 from .models import active_param_count, get_model, mtp_param_count, param_count, read_hf_config
 from .load import TOKEN_BUDGET, load_estimate
 from .plan import price_deployment
-from .simulator import benchmark_estimate, burst_estimate
+from .simulator import SCHEDULES, benchmark_estimate, burst_estimate
 
 SCHEMA = 1  # the version of the JSON both commands print; raised when a key changes meaning or goes away
 
 # How each argument is called where it came from: in Python (the page's form fields) and on the command line.
 PYTHON_NAMES = {name: name for name in ("context_len", "prompt_len", "tensor_parallel", "n_chips", "batch",
                                         "input_len", "output_len", "concurrency", "request_rate", "burst",
-                                        "requests", "token_budget", "expert_parallel")}
+                                        "requests", "schedule", "token_budget", "expert_parallel")}
 CLI_NAMES = dict(context_len="--context", prompt_len="--prompt", tensor_parallel="--tensor-parallel",
                  n_chips="--chips", batch="--batch", input_len="--input-len", output_len="--output-len",
                  concurrency="--concurrency", request_rate="--request-rate", burst="--burst",
-                 requests="--requests", token_budget="--token-budget",
+                 requests="--requests", schedule="--schedule", token_budget="--token-budget",
                  expert_parallel="--expert-parallel")
 
 ACTIVE_CONVENTION = ("active parameters count what one token uses: k of the E routed experts and the shared ones, "
@@ -146,7 +146,7 @@ def estimate_deployment(model=None, chip=None, n_chips: int = 1, *, config=None,
                         request_rate: float | None = None, token_budget: int | None = TOKEN_BUDGET,
                         expert_parallel: bool = False, attention_data_parallel: bool = False,
                         names: dict = PYTHON_NAMES, burst: int | None = None,
-                        requests: int | None = None) -> DeploymentEstimate:
+                        requests: int | None = None, schedule: str = "mixed") -> DeploymentEstimate:
     """What serving `model` (a name or a Transformer) or `config` (a Hugging Face config: path, folder or dict) on
     `n_chips` x `chip` costs: n_chips / tensor_parallel replicas of `tensor_parallel` chips (default one group of all,
     or the largest that splits the heads), `batch` sequences in all (default the largest that fits) of `context_len`
@@ -155,7 +155,8 @@ def estimate_deployment(model=None, chip=None, n_chips: int = 1, *, config=None,
     `request_rate` besides, TTFT and TPOT under that load, means and p99 (`load.load_estimate`, `token_budget`
     tokens per engine step), or with `burst` requests sent at once, the same over that run
     (`simulator.burst_estimate`), or with `concurrency` and `requests`, a benchmark of that many requests whose
-    clients start together (`simulator.benchmark_estimate`). weight_dtype None: the config's quantization_config, else the model's own precision
+    clients start together (`simulator.benchmark_estimate`); those two run step by step with a `schedule`
+    (`simulator.SCHEDULES`: "mixed" or "prefill-first"). weight_dtype None: the config's quantization_config, else the model's own precision
     (`formats.own_weight_dtype`); kv_dtype None: a KV format the config names, else bf16; compute_dtype None: the
     weights' own where the chip computes it natively, else bf16 (`formats.matmul_dtype`, the rule `plan` follows). A
     batch past the largest that fits is refused naming it. `engine`: whose efficiencies the typical estimate uses
@@ -236,6 +237,11 @@ def estimate_deployment(model=None, chip=None, n_chips: int = 1, *, config=None,
             raise ValueError(f"argument {names['requests']}: {requests:,} requests are fewer than the "
                              f"{concurrency:,} clients, and each client sends at least one; give at least "
                              f"{concurrency:,}")
+    choice(names["schedule"], schedule, SCHEDULES)
+    if schedule != "mixed" and burst is None and requests is None:
+        raise ValueError(f"argument {names['schedule']}: {schedule} is priced step by step; give {names['requests']} "
+                         f"with {names['concurrency']} (a benchmark) or {names['burst']}, or leave the schedule "
+                         "mixed for the steady state")
     loads = [names[key] for key, value in (("concurrency", concurrency), ("request_rate", request_rate),
                                            ("burst", burst)) if value is not None]
     if len(loads) > 1:
@@ -284,9 +290,9 @@ def estimate_deployment(model=None, chip=None, n_chips: int = 1, *, config=None,
         if loads:
             served = dataclasses.replace(d, n_chips=n_chips)
             loaded = (burst_estimate(served, input_len, output_len, burst, efficiency=profile,
-                                     token_budget=token_budget) if burst is not None else
+                                     token_budget=token_budget, schedule=schedule) if burst is not None else
                       benchmark_estimate(served, input_len, output_len, concurrency, requests, efficiency=profile,
-                                         token_budget=token_budget) if requests is not None else
+                                         token_budget=token_budget, schedule=schedule) if requests is not None else
                       load_estimate(served, input_len, output_len, concurrency=concurrency,
                                     request_rate=request_rate, efficiency=profile, token_budget=token_budget))
             data["load"] = loaded.as_dict()

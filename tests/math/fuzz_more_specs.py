@@ -281,7 +281,7 @@ MORE_SPECS = {
                                            input_len="count?", output_len="count?", engine="engine_profile",
                                            concurrency="count?", request_rate="real?", token_budget="count?",
                                            expert_parallel="flag", attention_data_parallel="flag", names="names",
-                                           burst="small?", requests="small?"),
+                                           burst="small?", requests="small?", schedule="schedule"),
     "hf_config.read_config": spec(dict(path_or_dict=str(REPO / "book" / "data" / "hf_configs" / "qwen3-8b.json")),
                                   path_or_dict="hf"),
     "hardware.Chip": spec(dict(name="my-chip", peak_flops_table=(("bf16", 1e15),), hbm_bandwidth=3e12,

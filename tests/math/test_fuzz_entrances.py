@@ -242,6 +242,7 @@ OPTIONS = {  # option -> the texts Hypothesis tries
     "--burst": st.one_of(st.integers(-3, 64).map(str), st.sampled_from(["0", "10000000", "1e3", "abc", "", "NaN"])),
     # so is a benchmark's count of requests (with --concurrency; refused without it or below it)
     "--requests": st.one_of(st.integers(-3, 64).map(str), st.sampled_from(["0", "10000000", "1e3", "abc", ""])),
+    "--schedule": st.sampled_from(["mixed", "prefill-first", "fifo", ""]),
     "--request-rate": st.one_of(st.floats(allow_nan=True).map(str), st.sampled_from(["8", "-1", "0", "abc", "", "1e400"])),
     "--engine": st.sampled_from(["typical", "tensorrt-llm", "vllm", "jetstream", "mi300x", "sglang", ""]),
 }

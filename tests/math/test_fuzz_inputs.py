@@ -77,6 +77,7 @@ GOOD = {
     "phase": st.sampled_from(scaling_lib.layouts.PHASES),
     "sharding": st.sampled_from(scaling_lib.attention_sharding.ATTENTION_SHARDINGS),
     "op": st.sampled_from(scaling_lib.collectives.COLLECTIVES), "engine": st.sampled_from(scaling_lib.simulator.ENGINES),
+    "schedule": st.sampled_from(scaling_lib.simulator.SCHEDULES),
     "network": st.sampled_from(["dcn", "ici"]), "placement": st.sampled_from(["batch-split", "replicated"]),
     "unit": st.sampled_from(["s", "ms", "GB", "GiB", "tokens", "TFLOP/s", "%", ""]),
     "text": st.sampled_from(["4.98 ms", "1,920 tokens", "6.25 GiB", "240", ".5 s", "-3 us", "1e3 B"]),
@@ -115,7 +116,7 @@ BAD.update(small=BAD["count"], small0=BAD["count0"], moe=BAD["model"] + ["llama3
            axes=[m for m in BAD["mesh"] if m != (2, 2, 2, 2)])  # any number of axes (a layout takes 1 to 3)
 GOOD["axes"] = GOOD["mesh"]
 for _choice in ("sweep_engine", "sweep_source", "layout", "convention", "phase", "sharding", "op", "engine", "network", "placement", "metric",
-                "routing", "algorithm"):
+                "routing", "algorithm", "schedule"):
     BAD[_choice] = BAD["choice"]
 
 
@@ -643,17 +644,19 @@ SPECS.update({
     "simulator.simulate_closed_loop": spec(dict(engine=LINEAR_STEP, concurrency=4, n_requests=20),
                                            engine="load_engine", concurrency="small", n_requests="small"),
     "simulator.simulate_burst": spec(dict(engine=LINEAR_STEP, n_requests=20), engine="load_engine",
-                                     n_requests="small"),
+                                     n_requests="small", schedule="schedule"),
     "simulator.burst_estimate": spec(dict(deployment=H100_8B, input_len=1000, output_len=200, requests=16),
                                      deployment="deployment", input_len="small", output_len="small",
-                                     requests="small", efficiency="efficiency", token_budget="count?"),
+                                     requests="small", efficiency="efficiency", token_budget="count?",
+                                     schedule="schedule"),
     "simulator.simulate_benchmark": spec(dict(engine=LINEAR_STEP, concurrency=4, n_requests=20),
-                                         engine="load_engine", concurrency="small", n_requests="small"),
+                                         engine="load_engine", concurrency="small", n_requests="small",
+                                         schedule="schedule"),
     "simulator.benchmark_estimate": spec(dict(deployment=H100_8B, input_len=1000, output_len=200, concurrency=4,
                                               requests=16),
                                          deployment="deployment", input_len="small", output_len="small",
                                          concurrency="small", requests="small", efficiency="efficiency",
-                                         token_budget="count?"),
+                                         token_budget="count?", schedule="schedule"),
     "formats.matmul_dtype": spec(dict(chip="h100", weight_dtype="fp8"), chip="chip", weight_dtype="dtype"),
     "formats.own_weight_dtype": spec(dict(model="deepseek-v3"), model="model", config_dtype="dtype?"),
     "formats.searchable": spec(dict(chip="b200", weight_dtype="nvfp4"), chip="chip", weight_dtype="dtype"),

@@ -231,6 +231,8 @@ BAD_INPUTS = [
     (lambda: benchmark_estimate(LLAMA_8B, 1000, 200, 8, 4), "fewer than the 8 clients"),
     (lambda: benchmark_estimate(LLAMA_8B, 1000, 200, 0, 4), "concurrency"),
     (lambda: simulate_benchmark(Engine(_linear(0.01, 0, 0), 100, 20, 8), 30, 10), "concurrency"),
+    (lambda: benchmark_estimate(LLAMA_8B, 1000, 200, 8, 16, schedule="fifo"), "unknown schedule 'fifo'"),
+    (lambda: burst_estimate(LLAMA_8B, 1000, 200, 8, schedule="prefill first"), "use one of mixed, prefill-first"),
 ]
 
 
@@ -340,7 +342,8 @@ def test_gpustacks_closed_loops_at_a_few_clients_keep_their_tpot_and_tokens_per_
 @pytest.mark.xfail(strict=True, reason="measured: TTFT within 2x on 15 of 24 SGLang cookbook runs (5 of 24 without "
                    "the front end). The misses are at 16 to 100 clients: the first token comes later the more clients "
                    "(DeepSeek-R1 on 8 B200: 153 ms at one client, 274 at 16, 563 at 100, for the same 500-token "
-                   "prompts), where the load model's clients, drifting apart, wait for little but their own prefill")
+                   "prompts), where the steady state's clients, drifting apart, wait for little but their own "
+                   "prefill; run as the benchmark started, its clients together, 19 of 24 (the test below)")
 def test_sglangs_published_closed_loops_keep_their_ttft_within_two_times():
     _, _, ttft = zip(*_cookbook_ratios())
     assert _within(ttft, 2) >= 0.7
@@ -499,3 +502,55 @@ def test_a_benchmarks_start_sets_the_p99_first_token_of_googles_published_tpu_ru
         assert row.ttft_p99_s / steady.ttft_p99_s > 5, row.label
         assert row.ttft_s >= run.bound.ttft_s and row.tpot_s >= run.bound.tpot_s, row.label
         assert row.output_tokens_per_s <= run.bound.output_tokens_per_s, row.label
+
+
+def test_a_prefill_first_burst_runs_its_prompts_alone_while_the_decodes_wait_as_derived_by_hand():
+    # the same engine with a 200-token budget, no front end, 4 requests at once. Prefill-first: two steps of two
+    # prompts each, 10 + 200 x 0.02 = 14 ms apiece, the first pair's decodes waiting (first tokens at 14 and 28 ms);
+    # then 10 decode steps of 10.4 ms for all four, ending at 132 ms, so the first pair's TPOT is (132 - 14) / 10.
+    # Mixed, the second step carries the first pair's decodes and only 198 prompt tokens, so a prompt spills over.
+    engine = Engine(_linear(0.010, 1e-4, 2e-5), input_len=100, output_len=11, max_batch=4, token_budget=200)
+    run = simulate_burst(engine, 4, "prefill-first")
+    assert run.ttft_s == pytest.approx([0.014, 0.014, 0.028, 0.028], rel=1e-9)
+    assert run.finish_s == pytest.approx([0.132] * 4, rel=1e-9)
+    assert run.tpot_s == pytest.approx([0.0118, 0.0118, 0.0104, 0.0104], rel=1e-9)
+    mixed = simulate_burst(engine, 4)
+    assert mixed.ttft_s[:2] == pytest.approx([0.014] * 2) and mixed.ttft_s[3] > 0.028 + 0.010
+
+
+def test_dstacks_fixed_length_sweep_run_prefill_first_misses_its_first_tokens_by_what_it_misses_its_steps():
+    # dstack's DeepSeek-R1 sweeps (vLLM 0.7 and SGLang 0.4 on 8 H200 and 8 MI300X, TensorRT-LLM 0.17 on 8 H200; 500
+    # requests of 3,200 + 800 tokens from 4 to 128 clients), run as benchmarks on prefill-first engines with whole
+    # prompts per step (no budget): the clients stay in step, and TTFT misses by the same factor as TPOT within 2x on
+    # 24 of the 30 runs (the early-2025 engines are 1.7-5.7x slower than priced on both) and comes within 3x on 21.
+    # The steady state's drifting clients miss TTFT by 6-320x (within 3x on none).
+    rows = sweep_rows(source="dstackai/benchmarks")
+    assert len(rows) == 30
+    same, within, steady = 0, 0, 0
+    for row in rows:
+        run = benchmark_estimate(row.deployment(), row.input_len, row.output_len, row.concurrency, row.requests,
+                                 token_budget=None, schedule="prefill-first")
+        ttft, tpot = row.ttft_s / run.ttft_s, row.tpot_s / run.tpot_s
+        same += 1 / 2 <= ttft / tpot <= 2
+        within += 1 / 3 <= ttft <= 3
+        steady_ttft = row.ttft_s / load_estimate(row.deployment(), row.input_len, row.output_len,
+                                                 concurrency=row.concurrency).ttft_s
+        steady += 1 / 3 <= steady_ttft <= 3
+        assert row.ttft_s >= run.bound.ttft_s and row.tpot_s >= run.bound.tpot_s, row.label
+    assert same >= 22 and within >= 19 and steady == 0
+
+
+@for_each(["mixed", "prefill-first"])
+def test_sglangs_published_closed_loops_run_as_the_benchmark_started_keep_their_ttft_within_two_times(schedule):
+    # the cookbook's runs priced as bench_serving ran them: its clients start together, 5 requests each (the
+    # random lengths at their means). TTFT within 2x on 19 of 24 mixed, 17 prefill-first (SGLang's own schedule;
+    # lengths that vary twofold keep its clients from staying in step, which the mixed schedule's drift stands for),
+    # against 15 for the steady state. The misses are the A100 runs from 16 clients up, whose p99 is far below a
+    # synchronized start's: at 64 and 100 clients their mean beats its bound, so those clients did not start together
+    # (or their shortest prompts went first)
+    rows = [row for row in sweep_rows(engine="sglang") if "cookbook" in row.engine]
+    runs = [(row, benchmark_estimate(row.deployment(), row.input_len, row.output_len, row.concurrency, row.requests,
+                                     schedule=schedule)) for row in rows]
+    assert _within([row.ttft_s / run.ttft_s for row, run in runs], 2) >= 0.7
+    beaten = {(row.chip, row.concurrency) for row, run in runs if row.ttft_s < run.bound.ttft_s}
+    assert beaten == {("a100", 64), ("a100", 100)}
