@@ -290,8 +290,8 @@ def _estimate(args) -> tuple:
                                  compute_dtype=args.compute, price_per_chip_hour=args.price,
                                  memory_utilization=args.memory_utilization, input_len=args.input_len,
                                  output_len=args.output_len, engine=args.engine, concurrency=args.concurrency,
-                                 request_rate=args.request_rate, burst=args.burst, requests=args.requests, schedule=args.schedule,
-                                 token_budget=args.token_budget,
+                                 request_rate=args.request_rate, burst=args.burst, requests=args.requests,
+                                 schedule=args.schedule, token_budget=args.token_budget,
                                  expert_parallel=args.expert_parallel,
                                  attention_data_parallel=args.attention_data_parallel, names=CLI_NAMES)
     return result.data, result.table
