@@ -3,6 +3,7 @@
 from ...hardware import get_chip
 from ...inference import decode_step_time
 from ...load import Engine
+from ...measurements import sweep_rows
 from ...serving import kv_transfer_bytes, kv_transfer_time, prefill_latency, prefill_to_decode_ratio, server_ratio
 from .exercise import Choice, Exercise, Number, Slip
 
@@ -26,6 +27,10 @@ def _saturation(batch_share: float = 1.0, decode_steps: int = -1) -> float:
     engine = Engine(lambda batch, prompt_tokens: _STEP_S, _PROMPT_TOKENS, _OUTPUT_TOKENS, _B_MAX, token_budget=None)
     steps = (_OUTPUT_TOKENS + decode_steps) / (_OUTPUT_TOKENS - 1)
     return engine.saturation_rate() * batch_share / steps
+
+
+# Google's TPU recipe at 128 clients (measurements.sweep_rows): the benchmark-start exercise's run
+_RECIPE = next(r for r in sweep_rows(source="AI-Hypercomputer/tpu-recipes") if r.concurrency == 128)
 
 
 def _ratio(mfu: float = 0.4) -> float:
@@ -106,6 +111,23 @@ EXERCISES = (
                  "a prompt goes through in a few chunks that share steps with the decodes; only the T_gen - 1 decode "
                  "steps hold a slot."),
         )),
+    ),
+    Exercise(
+        id="ch9.explain-benchmark-start",
+        preamble=(f"Google's TPU recipe runs a benchmark of {_RECIPE.requests:,} requests of "
+                  f"{_RECIPE.input_len:,} + {_RECIPE.output_len:,} tokens from {_RECIPE.concurrency} clients "
+                  f"(`vllm bench serve --max-concurrency`) and reports a mean TTFT of {_RECIPE.ttft_s:.2f} s and a p99 "
+                  f"of {_RECIPE.ttft_p99_s:.2f} s. The steady-state load model comes within 2x of the mean but puts "
+                  "the p99 many times lower. Why?"),
+        question="Check your reasoning: where does the measured p99 come from?",
+        answer=Choice({"a": "the deployment is past its saturation rate, so the queue grows without end",
+                       "b": "the prompts' lengths vary, and the longest prompts wait the longest",
+                       "c": "the clients' first requests, sent together: over 1% of all, they wait for each other",
+                       "d": "the server's front end, which takes tens of milliseconds per request"}, "c", why={
+            "a": "past saturation the mean would grow without end too; it stays within 2x of the steady state's, "
+                 f"and {_RECIPE.concurrency} clients are fewer than the sequences the replica holds.",
+            "b": "every request has the same lengths (the recipe's random dataset at its default range ratio).",
+            "d": "the front end adds about the same to every request: it would move the mean as much as the p99."}),
     ),
     Exercise(
         id="ch9.explain-chunked",
