@@ -738,8 +738,10 @@ def simulate_benchmark(engine, concurrency: int, n_requests: int, schedule: str 
     its `concurrency` clients all send their first request at t = 0, as `vllm bench serve --max-concurrency` and
     genai-perf start them, and each sends its next the moment its last one ends, until `n_requests` have been sent.
     The first requests are a burst (`simulate_burst`); the loop settles after them. Every request counts, the
-    first ones included, as in the benchmark's own statistics. `schedule`: how each step is shared (`SCHEDULES`):
-    "mixed" drifts the clients apart, "prefill-first" keeps clients of identical requests in step. Deterministic."""
+    first ones included, as in the benchmark's own statistics. `schedule`: how each step is shared (`SCHEDULES`).
+    Mixed, the clients drift apart when a burst's prompts take many steps of a request's round, and stay in waves
+    when they take few (the first to start decode through the slower steps and come back with the others);
+    prefill-first keeps clients of identical requests in step. Deterministic."""
     prefill_first = choice("schedule", schedule, SCHEDULES) == "prefill-first"
     return _closed_loop(engine, concurrency, n_requests, lambda k, clients, o: o, prefill_first)
 
@@ -821,12 +823,13 @@ def benchmark_estimate(deployment, input_len: int, output_len: int, concurrency:
     reports a burst: means and p99 over the requests, rates over the run (from t = 0 to the last token), requests in
     flight by Little's law over the run, `queue_s` the mean TTFT less the shortest.
 
-    `load_estimate`'s closed loop prices the steady state, whose clients have drifted apart. A run's first
+    `load_estimate`'s closed loop prices the steady state whose clients have drifted apart. A run's first
     `concurrency` requests arrive together instead, and with few requests per client, or prompts that take the
     token budget many steps, they set the p99 of TTFT and part of its mean (chapter 9 reads one).
 
-    `schedule` (`SCHEDULES`): "mixed" shares each step between the decodes and the prompts, so the clients drift
-    apart; "prefill-first" (SGLang's default, vLLM's V0) runs waiting prompts alone while the decodes wait, so
+    `schedule` (`SCHEDULES`): "mixed" shares each step between the decodes and the prompts, and the clients drift
+    apart unless a burst's prompts take only a few steps of a round (`simulate_benchmark`); "prefill-first"
+    (SGLang's default, vLLM's V0) runs waiting prompts alone while the decodes wait, so
     clients of identical requests arrive, prefill, decode and finish together round after round, and each first
     token waits for the others' prompts (chapter 9 reads dstack's sweep so).
 

@@ -554,3 +554,21 @@ def test_sglangs_published_closed_loops_run_as_the_benchmark_started_keep_their_
     assert _within([row.ttft_s / run.ttft_s for row, run in runs], 2) >= 0.7
     beaten = {(row.chip, row.concurrency) for row, run in runs if row.ttft_s < run.bound.ttft_s}
     assert beaten == {("a100", 64), ("a100", 100)}
+
+
+def test_identical_requests_on_a_mixed_engine_stay_in_waves_when_a_burst_takes_few_steps_and_drift_apart_when_many():
+    # LLaMA-3-8B on one H100, 64 clients of 1,000 + 200 tokens, an 8,192-token budget: the first burst's prompts go
+    # through in 8 steps of a 200-step round, the clients who started first decode through those slower steps and
+    # come back with the others, so the waves re-form round after round (the median first token of the last 640
+    # requests is over 5 times the steady state's, which assumes clients spread evenly). Google's TPU v6e runs: 128
+    # prompts of 1,000 tokens at 512 a step take 250 steps of a 1,000-step round, and the clients spread out (the
+    # last 600 requests' median within 1.25x of the steady state's first token)
+    engine = deployment_engine(LLAMA_8B, 1000, 200)
+    waves = np.asarray(simulate_benchmark(engine, 64, 3000).ttft_s)[-640:]
+    assert np.median(waves) > 5 * load_estimate(LLAMA_8B, 1000, 200, concurrency=64).ttft_s
+    row = next(r for r in sweep_rows(source="AI-Hypercomputer/tpu-recipes") if r.concurrency == 128)
+    engine = deployment_engine(row.deployment(), row.input_len, row.output_len, "vllm", 512)
+    spread = np.asarray(simulate_benchmark(engine, row.concurrency, row.requests).ttft_s)[-600:]
+    steady = load_estimate(row.deployment(), row.input_len, row.output_len, concurrency=row.concurrency,
+                           efficiency="vllm", token_budget=512).ttft_s
+    assert 1 / 1.25 < np.median(spread) / steady < 1.25
