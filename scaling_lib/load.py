@@ -62,8 +62,10 @@ seconds of one step of one replica at the workload's mean context T_0 + T_gen / 
 The step times are priced at every batch up to 16, then at batches 20% apart, and at prompt-token counts 25% apart,
 linear in between (the step is piecewise linear in both). `simulator.simulate_open_loop` and
 `simulate_closed_loop` run the same engine step by step with the same step-time model: they check the queueing
-formulas (tests/math/test_load.py); `simulator.burst_estimate` prices a burst, every request sent at once, by
-running the same engine step by step. Used in chapter 9, *Serving engines*.
+formulas (tests/math/test_load.py); `simulator.burst_estimate` prices a burst, every request sent at once, and
+`simulator.benchmark_estimate` a whole closed-loop benchmark whose clients start together (its first requests a
+burst; identical requests may stay in waves), by running the same engine step by step, mixed or prefill-first. Used
+in chapter 9, *Serving engines*.
 """
 
 import functools
