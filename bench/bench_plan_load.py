@@ -1,4 +1,5 @@
-"""Benchmark (not a test): the wall time of `plan.plan` with p99 targets and a load, and of `load.load_estimate`.
+"""Benchmark (not a test): the wall time of `plan.plan` with p99 targets and a load, of `load.load_estimate`, and of
+the step-by-step runs (`simulator.burst_estimate`, `simulator.benchmark_estimate`).
 
 Run: .venv/bin/python bench/bench_plan_load.py
 Target: `plan` with a load under 2 s on 2 cores (each of the three below: MLPerf-style p99 targets alone, with a
@@ -12,7 +13,7 @@ import time
 
 from scaling_lib.estimate import Deployment
 from scaling_lib.load import load_estimate
-from scaling_lib.simulator import burst_estimate
+from scaling_lib.simulator import benchmark_estimate, burst_estimate
 from scaling_lib.plan import plan
 
 SPACE = dict(model="llama3-70b", chips=["h100", "h200"], max_chips=16, input_len=2000, output_len=500,
@@ -46,6 +47,11 @@ def main(repeats: int = 3) -> None:
     for requests in (100, 10_000):  # every request sent at once, run step by step
         seconds, cpu, _ = _best_of(repeats, lambda: burst_estimate(deployment, 2000, 500, requests))
         print(f"burst_estimate, {requests:,} requests: {seconds * 1e3:.1f} ms wall, {cpu * 1e3:.1f} ms CPU")
+    for schedule in ("mixed", "prefill-first"):  # a closed-loop benchmark whose 64 clients start together
+        seconds, cpu, _ = _best_of(repeats, lambda: benchmark_estimate(deployment, 2000, 500, 64, 3000,
+                                                                       schedule=schedule))
+        print(f"benchmark_estimate, 64 clients, 3,000 requests, {schedule}: {seconds * 1e3:.1f} ms wall, "
+              f"{cpu * 1e3:.1f} ms CPU")
 
 
 if __name__ == "__main__":
