@@ -1,9 +1,11 @@
 """Chapter 9 (serving engines): exercises. Every value, right or slipped, is a scaling_lib call."""
 
+import csv
+
 from ...hardware import get_chip
 from ...inference import decode_step_time
 from ...load import Engine
-from ...measurements import sweep_rows
+from ...measurements import DATA
 from ...serving import kv_transfer_bytes, kv_transfer_time, prefill_latency, prefill_to_decode_ratio, server_ratio
 from .exercise import Choice, Exercise, Number, Slip
 
@@ -29,8 +31,18 @@ def _saturation(batch_share: float = 1.0, decode_steps: int = -1) -> float:
     return engine.saturation_rate() * batch_share / steps
 
 
-# Google's TPU recipe at 128 clients (measurements.sweep_rows): the benchmark-start exercise's run
-_RECIPE = next(r for r in sweep_rows(source="AI-Hypercomputer/tpu-recipes") if r.concurrency == 128)
+
+
+def _recipe_run(clients: int = 128) -> dict:
+    """Google's TPU recipe run at `clients` clients, the benchmark-start exercise's, as concurrency_sweeps.csv holds
+    it (`measurements.sweep_rows` reads the same row, but also the model configs, which the page's answer boxes
+    run without)."""
+    with open(DATA / "concurrency_sweeps.csv", newline="") as handle:
+        return next(r for r in csv.DictReader(handle)
+                    if r["source"].startswith("AI-Hypercomputer/tpu-recipes") and int(r["concurrency"]) == clients)
+
+
+_RECIPE = _recipe_run()
 
 
 def _ratio(mfu: float = 0.4) -> float:
@@ -114,10 +126,11 @@ EXERCISES = (
     ),
     Exercise(
         id="ch9.explain-benchmark-start",
-        preamble=(f"Google's TPU recipe runs a benchmark of {_RECIPE.requests:,} requests of "
-                  f"{_RECIPE.input_len:,} + {_RECIPE.output_len:,} tokens from {_RECIPE.concurrency} clients "
-                  f"(`vllm bench serve --max-concurrency`) and reports a mean TTFT of {_RECIPE.ttft_s:.2f} s and a p99 "
-                  f"of {_RECIPE.ttft_p99_s:.2f} s. The steady-state load model comes within 2x of the mean but puts "
+        preamble=(f"Google's TPU recipe runs a benchmark of {int(_RECIPE['requests']):,} requests of "
+                  f"{int(_RECIPE['input_len']):,} + {int(_RECIPE['output_len']):,} tokens from "
+                  f"{_RECIPE['concurrency']} clients (`vllm bench serve --max-concurrency`) and reports a mean TTFT of "
+                  f"{float(_RECIPE['mean_ttft_ms']) / 1e3:.2f} s and a p99 of {float(_RECIPE['p99_ttft_ms']) / 1e3:.2f} "
+                  "s. The steady-state load model comes within 2x of the mean but puts "
                   "the p99 many times lower. Why?"),
         question="Check your reasoning: where does the measured p99 come from?",
         answer=Choice({"a": "the deployment is past its saturation rate, so the queue grows without end",
@@ -125,7 +138,7 @@ EXERCISES = (
                        "c": "the clients' first requests, sent together: over 1% of all, they wait for each other",
                        "d": "the server's front end, which takes tens of milliseconds per request"}, "c", why={
             "a": "past saturation the mean would grow without end too; it stays within 2x of the steady state's, "
-                 f"and {_RECIPE.concurrency} clients are fewer than the sequences the replica holds.",
+                 f"and {_RECIPE['concurrency']} clients are fewer than the sequences the replica holds.",
             "b": "every request has the same lengths (the recipe's random dataset at its default range ratio).",
             "d": "the front end adds about the same to every request: it would move the mean as much as the p99."}),
     ),
