@@ -283,7 +283,8 @@ class Engine:
             TTFT = f + step(0, U T_0) for every client,  TPOT = step(U, 0),  lambda = U / (TTFT + (T_gen - 1) TPOT)
 
         (Little's law), the p99s equal to the means. The chunked engine of `closed_loop` breaks the step: a prompt's
-        chunks share steps with the others' decodes, so its clients drift apart. At most `max_batch` clients (more
+        chunks share steps with the others' decodes, so its clients drift apart (run step by step, they stay in
+        waves where a burst's prompts take only a few steps of a round: `simulator.simulate_benchmark`). At most `max_batch` clients (more
         would split into waves). Used in chapter 9, *Serving engines*, to read a published sweep."""
         n = positive_int("concurrency", clients)
         if n > self.max_batch:
@@ -298,9 +299,7 @@ class Engine:
         more, some none): rates, tokens/s and requests in flight add up, means are weighted by the requests each
         copy serves, p99 the worse copy's."""
         clients, replicas = positive_int("concurrency", clients), positive_int("replicas", replicas)
-        base, extra = divmod(clients, replicas)
-        groups = [(count, self.closed_loop(n)) for count, n in ((replicas - extra, base), (extra, base + 1))
-                  if count and n]
+        groups = [(count, self.closed_loop(n)) for count, n in spread(clients, replicas)]
         rate = sum(count * p.request_rate for count, p in groups)
 
         def mean(name):
@@ -694,6 +693,14 @@ class LoadEstimate:
         rows = self.rows()
         width = max(len(name) for name, _ in rows)
         return "\n".join(f"{name:<{width}}  {value}" for name, value in rows)
+
+
+def spread(n: int, replicas: int) -> list:
+    """(replicas, share) pairs: n clients or requests dealt over `replicas` copies of an engine as evenly as they
+    divide, some getting one more and pairs with none left out. Used by `Engine.closed_loops` and the simulator's
+    estimates over replicas."""
+    base, extra = divmod(positive_int("n", n), positive_int("replicas", replicas))
+    return [(count, size) for count, size in ((replicas - extra, base), (extra, base + 1)) if count and size]
 
 
 def deployment_engine(deployment: Deployment, input_len: int, output_len: int, efficiency="typical",

@@ -33,7 +33,7 @@ from ._validate import (MAX_REQUESTS, at_most, choice, fraction, non_negative_in
                         probability)
 from .hardware import get_chip
 from .inference import decode_step_time, prefill_time
-from .load import TOKEN_BUDGET, Engine, LoadBound, LoadEstimate, engine_and_bound
+from .load import TOKEN_BUDGET, Engine, LoadBound, LoadEstimate, engine_and_bound, spread
 from .memory import max_batch_size
 from .models import get_model
 from .serving import default_transfer_bandwidth, kv_transfer_bytes, prefill_latency
@@ -809,7 +809,7 @@ def burst_estimate(deployment, input_len: int, output_len: int, requests: int, e
     choice("schedule", schedule, SCHEDULES)
     engine, peak = engine_and_bound(deployment, input_len, output_len, efficiency, token_budget)
     runs = [(count, size, size, simulate_burst(engine, size, schedule))
-            for count, size in _spread(n, deployment.replicas)]
+            for count, size in spread(n, deployment.replicas)]
     return _run_estimate(engine, peak, deployment.replicas, runs, concurrency=None, requests=n, schedule=schedule)
 
 
@@ -846,17 +846,11 @@ def benchmark_estimate(deployment, input_len: int, output_len: int, concurrency:
                          f"give at least {clients:,} requests, or fewer clients")
     engine, peak = engine_and_bound(deployment, input_len, output_len, efficiency, token_budget)
     runs = []
-    for count, size in _spread(clients, deployment.replicas):
+    for count, size in spread(clients, deployment.replicas):
         sent = max(size, round(n * size / clients))
         runs.append((count, size, sent, simulate_benchmark(engine, size, sent, schedule)))
     return _run_estimate(engine, peak, deployment.replicas, runs, concurrency=clients, requests=n,
                          schedule=schedule)
-
-
-def _spread(n: int, replicas: int) -> list:
-    """(replicas, share) pairs: n dealt over `replicas` as evenly as it divides (some get one more, some none)."""
-    base, extra = divmod(n, replicas)
-    return [(count, size) for count, size in ((replicas - extra, base), (extra, base + 1)) if count and size]
 
 
 def _run_estimate(engine, peak, replicas: int, runs: list, concurrency, requests: int, schedule: str) -> LoadEstimate:

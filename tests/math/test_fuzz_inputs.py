@@ -649,6 +649,7 @@ SPECS.update({
                                      deployment="deployment", input_len="small", output_len="small",
                                      requests="small", efficiency="efficiency", token_budget="count?",
                                      schedule="schedule"),
+    "load.spread": spec(dict(n=10, replicas=4), n="small", replicas="small"),
     "simulator.simulate_benchmark": spec(dict(engine=LINEAR_STEP, concurrency=4, n_requests=20),
                                          engine="load_engine", concurrency="small", n_requests="small",
                                          schedule="schedule"),
