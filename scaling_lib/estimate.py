@@ -314,6 +314,18 @@ class Deployment:
         return elementwise_bytes_per_token(self.model, self.tensor_parallel, self.activation_dtype)
 
     @functools.cached_property
+    def attention_dtype(self) -> str:
+        """The format attention's two products (Q K^T and P V) run in: the cache's where the chip multiplies that
+        format natively, else the activations'; and never narrower than the matmuls', whose outputs the queries and
+        scores are. An FP8 attention kernel quantizes the queries and reads an FP8 cache as stored (vLLM's
+        quantized-KV-cache docs: Flash Attention 3 with an FP8 cache); no kernel multiplies a cache in 4 bits. So
+        NVFP4 weights beside an FP8 cache attend in FP8, and FP8 matmuls beside a BF16 cache in BF16. An engine that
+        widens an FP8 cache to BF16 before attending runs slower than this prices. `step_estimate` prices attention
+        FLOPs at this format's rate. Chapter 11."""
+        cache = self.kv_dtype if self.kv_dtype in self.chip.compute_dtypes else self.activation_dtype
+        return max((self.compute_dtype, cache), key=bytes_per_element)
+
+    @functools.cached_property
     def matmul_params(self) -> float:
         """`flops.matmul_params` of the model (k experts per token), computed once per deployment."""
         return matmul_params(self.model)
@@ -570,6 +582,7 @@ def step_estimate(deployment: Deployment, *, decode_batch: float = 0.0, decode_c
     hbm = chip.hbm_bandwidth * eff.hbm
     kv_rate = chip.hbm_bandwidth * eff.kv_fraction
     rate = chip.peak_flops(d.compute_dtype) * eff.mfu
+    attention_rate = chip.peak_flops(d.attention_dtype) * eff.mfu
     tokens = decode_batch + prefill_tokens
     # decode reads its caches (and a hybrid's states, read and written back); prefill writes the new tokens' entries
     # (every layer keeps the newest token) and each prompt's final state
@@ -601,7 +614,7 @@ def step_estimate(deployment: Deployment, *, decode_batch: float = 0.0, decode_c
         else 0.0
     return StepEstimate(weights_s=d.weights_read_per_chip(routed) / hbm if tokens else 0.0,
                         kv_s=kv_moved / kv_rate, matmul_s=matmul / rate,
-                        attention_s=attention / tp / rate, comm_s=bandwidth + latency,
+                        attention_s=attention / tp / attention_rate, comm_s=bandwidth + latency,
                         comm_latency_s=latency, batch=decode_batch, tokens=tokens,
                         kv_placement=d.kv_placement,
                         hbm_bytes_per_chip=d.weight_bytes_per_chip + d.kv_bytes_per_chip(held_sequences,

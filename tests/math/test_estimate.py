@@ -222,6 +222,25 @@ def test_prefill_counts_causal_attention_and_matches_the_flop_counter():
         active_param_count(model)
 
 
+@for_each([  # (chip, compute, cache, the format attention runs in)
+    ("b200", "nvfp4", "fp8", "fp8"),  # no kernel multiplies a cache in 4 bits: FP8 attention over the FP8 cache
+    ("b200", "nvfp4", "bf16", "bf16"),
+    ("h100", "fp8", "fp8", "fp8"),  # FP8 attention
+    ("h100", "fp8", "bf16", "bf16"),  # a BF16 cache is multiplied in BF16
+    ("h100", "bf16", "fp8", "bf16"),  # never narrower than the queries the matmuls produce
+    ("a100", "bf16", "fp8", "bf16"),  # A100 has no FP8 rate: the cache is widened to the activations'
+])
+def test_attention_runs_in_the_cache_format_the_chip_multiplies_and_never_narrower_than_the_matmuls(
+        chip, compute, cache, attention):
+    d = Deployment("llama3-8b", chip, 1, weight_dtype=compute, kv_dtype=cache, compute_dtype=compute)
+    assert d.attention_dtype == attention
+    # one 4,096-token prompt: causal attention's FLOPs at that format's peak, the matmuls' at theirs
+    count = forward_flops(get_model("llama3-8b"), 4096, batch=1, skip_masked=True)
+    step = prefill(d, 4096, 1, Efficiency())
+    assert step.attention_s == pytest.approx(count.attention / get_chip(chip).peak_flops(attention))
+    assert step.matmul_s == pytest.approx(count.matmul / get_chip(chip).peak_flops(compute))
+
+
 def test_prefill_writes_the_cache_in_its_own_dtype():
     # 4,096 new tokens x (32 layers x 8 KV heads x 128 x 2 (K and V) x 1 B in fp8) = 268 MB over 4.8 TB/s
     step = prefill(Deployment("llama3-8b", "h200", 1, kv_dtype="fp8"), 4096)
