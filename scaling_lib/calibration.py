@@ -66,7 +66,7 @@ class Comparison:
     """One published row beside its prediction, both as speeds (tokens/s, or 1 / seconds)."""
 
     label: str
-    system: str  # "TensorRT-LLM", "JetStream" or "Pope et al."
+    system: str  # "TensorRT-LLM", "vLLM", "JetStream" or "Pope et al."
     shape: str  # the workload: "128/2048" (input/output) or "prefill" / "decode"
     split: str  # "calibration" or "validation"
     measured: float
@@ -300,8 +300,7 @@ def compare(row, efficiency=None, kv_dtype: str = "fp8") -> Comparison:
                           estimate.step)
     if isinstance(row, RunRow):
         predicted, step = _run_prediction(row, efficiency)
-        system = "JetStream" if row.engine.startswith("JetStream") else "TensorRT-LLM"
-        return Comparison(row.label, system, f"{row.input_len}/{row.output_len}", split_of(row),
+        return Comparison(row.label, _system_of(row), f"{row.input_len}/{row.output_len}", split_of(row),
                           _measured_speed(row), predicted, step.bound, row, step)
     d = pope_deployment(row)
     step = (prefill(d, row.context_len, row.batch, efficiency) if row.phase == "prefill"
@@ -954,6 +953,11 @@ def _validation_metrics(efficiency) -> dict:
 OUT_OF_SAMPLE = "out-of-sample"
 
 
+def _system_of(row: RunRow) -> str:
+    """A published run's engine family, as a `Comparison` names it: "JetStream", "vLLM" or "TensorRT-LLM"."""
+    return next((name for name in ("JetStream", "vLLM") if row.engine.startswith(name)), "TensorRT-LLM")
+
+
 def release_of(row: RunRow) -> str:
     """The engine and release of a run without the parenthesised details ("TensorRT-LLM v0.17", "JetStream-PyTorch",
     "JetStream + MaxText").
@@ -980,8 +984,7 @@ def _out_of_sample(efficiency) -> tuple:
     items = []
     for row in validation_runs():
         predicted, step = _run_prediction(row, efficiency)
-        system = "JetStream" if row.engine.startswith("JetStream") else "TensorRT-LLM"
-        items.append(Comparison(row.label, system, f"{row.input_len}/{row.output_len}", OUT_OF_SAMPLE,
+        items.append(Comparison(row.label, _system_of(row), f"{row.input_len}/{row.output_len}", OUT_OF_SAMPLE,
                                 _measured_speed(row), predicted, step.bound, row, step))
     return tuple(items)
 

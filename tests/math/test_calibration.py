@@ -348,6 +348,9 @@ COMPARED = {
     # TensorRT-LLM v0.6.1, llama2-7b, 128 in / 128 out
     "static-run": (lambda: _first("static"), "TensorRT-LLM", lambda row: "128/128"),
     "jetstream-run": (lambda: _first("offline_b"), "JetStream", lambda row: f"{row.input_len}/{row.output_len}"),
+    # vLLM on eight MI300X, AMD's performance-results page
+    "vllm-run": (lambda: next(row for row in measurements.gathered_runs() if row.engine.startswith("vLLM")), "vLLM",
+                 lambda row: f"{row.input_len}/{row.output_len}"),
 }
 
 
