@@ -19,6 +19,7 @@ and executes nothing: tests/book/conftest.py.)
 
 import shutil
 import sys
+import traceback
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -59,10 +60,15 @@ def mark_built(repo: Path) -> None:
 
 def _execute(path: str, timeout: int):
     """Execute one notebook as the build would; return (path, the executed notebook as JSON text or None, seconds,
-    the error's traceback or None)."""
+    the error's traceback or None). A kernel that fails to start (two kernels started at once can race for one free
+    port: "Address already in use", then "Kernel died before replying to kernel_info") is an error like any other:
+    the build executes that notebook again on its own."""
     notebook = nbformat.read(path, as_version=4)
-    result = single_nb_execution(notebook, cwd=str(Path(path).parent), timeout=timeout, allow_errors=False,
-                                 meta_override=True)
+    try:
+        result = single_nb_execution(notebook, cwd=str(Path(path).parent), timeout=timeout, allow_errors=False,
+                                     meta_override=True)
+    except Exception:  # noqa: BLE001 - the kernel's start, not the notebook: left to the build
+        return path, None, 0.0, traceback.format_exc()
     if result.err is not None:
         return path, None, result.time, result.exc_string
     return path, nbformat.writes(notebook), result.time, None

@@ -85,3 +85,19 @@ def test_a_notebook_that_fails_or_sets_its_own_execution_mode_is_left_to_the_bui
     assert "failed" in capsys.readouterr().out
     with pytest.raises(KeyError):
         get_cache(str(tmp_path / CACHE)).match_cache_notebook(nbformat.read(path, as_version=4))
+
+
+def test_a_kernel_that_dies_before_it_starts_is_left_to_the_build(tmp_path, monkeypatch):
+    # Two kernels started at once can race for one free port; the loser dies before replying to kernel_info, and
+    # jupyter-cache raises instead of returning an error. That notebook is reported and left to the build (which
+    # executes notebooks one at a time), not allowed to stop `make book`.
+    import scaling_lib.book.execution_cache as execution_cache
+
+    def dies(*args, **kwargs):
+        raise RuntimeError("Kernel died before replying to kernel_info")
+
+    monkeypatch.setattr(execution_cache, "single_nb_execution", dies)
+    path = _book(tmp_path, ["print(1)"])
+    name, text, seconds, error = execution_cache._execute(str(path), 60)
+    assert (name, text, seconds) == (str(path), None, 0.0)
+    assert "Kernel died before replying to kernel_info" in error
