@@ -318,11 +318,14 @@ class Deployment:
         """The format attention's two products (Q K^T and P V) run in: the cache's where the chip multiplies that
         format natively, else the activations'; and never narrower than the matmuls', whose outputs the queries and
         scores are. An FP8 attention kernel quantizes the queries and reads an FP8 cache as stored (vLLM's
-        quantized-KV-cache docs: Flash Attention 3 with an FP8 cache); no kernel multiplies a cache in 4 bits. So
+        quantized-KV-cache docs: Flash Attention 3 with an FP8 cache); no kernel multiplies a cache in 4 bits, so a
+        cache narrower than 8 bits is widened to FP8 (or, on a chip without FP8, to the activations' format). So
         NVFP4 weights beside an FP8 cache attend in FP8, and FP8 matmuls beside a BF16 cache in BF16. An engine that
         widens an FP8 cache to BF16 before attending runs slower than this prices. `step_estimate` prices attention
         FLOPs at this format's rate. Chapter 11."""
-        cache = self.kv_dtype if self.kv_dtype in self.chip.compute_dtypes else self.activation_dtype
+        cache = "fp8" if bytes_per_element(self.kv_dtype) < 1 else self.kv_dtype
+        if cache not in self.chip.compute_dtypes:
+            cache = self.activation_dtype
         return max((self.compute_dtype, cache), key=bytes_per_element)
 
     @functools.cached_property

@@ -225,6 +225,8 @@ def test_prefill_counts_causal_attention_and_matches_the_flop_counter():
 @for_each([  # (chip, compute, cache, the format attention runs in)
     ("b200", "nvfp4", "fp8", "fp8"),  # no kernel multiplies a cache in 4 bits: FP8 attention over the FP8 cache
     ("b200", "nvfp4", "bf16", "bf16"),
+    ("b200", "nvfp4", "nvfp4", "fp8"),  # a 4-bit cache is widened to 8 bits to be multiplied
+    ("a100", "bf16", "int4", "bf16"),  # ... and to the activations' format on a chip without FP8
     ("h100", "fp8", "fp8", "fp8"),  # FP8 attention
     ("h100", "fp8", "bf16", "bf16"),  # a BF16 cache is multiplied in BF16
     ("h100", "bf16", "fp8", "bf16"),  # never narrower than the queries the matmuls produce
