@@ -284,8 +284,8 @@ class Engine:
 
         (Little's law), the p99s equal to the means. The chunked engine of `closed_loop` breaks the step: a prompt's
         chunks share steps with the others' decodes, so its clients drift apart (run step by step, they stay in
-        waves where a burst's prompts take only a few steps of a round: `simulator.simulate_benchmark`). At most `max_batch` clients (more
-        would split into waves). Used in chapter 9, *Serving engines*, to read a published sweep."""
+        waves where a burst's prompts take only a few steps of a round: `simulator.simulate_benchmark`). At most
+        `max_batch` clients (more would split into waves). Used in chapter 9, *Serving engines*, to read a published sweep."""
         n = positive_int("concurrency", clients)
         if n > self.max_batch:
             raise ValueError(f"concurrency={n} is more than the {self.max_batch} sequences the replica holds: the "
@@ -594,9 +594,8 @@ class LoadEstimate:
     tokens/s, requests in flight and queueing time, over all replicas, beside the bound. `concurrency` or
     `request_rate` is the load asked for, or `requests` sent at once (a burst, `simulator.burst_estimate`), or both
     `concurrency` and `requests`: a benchmark of that many requests whose clients start together
-    (`simulator.benchmark_estimate`);
-    `saturation_rate` the most requests/s the deployment sustains; `front_end_s` the part of each TTFT spent in the
-    server's front end.
+    (`simulator.benchmark_estimate`). `saturation_rate` is the most requests/s the deployment sustains; `front_end_s`
+    the part of each TTFT spent in the server's front end.
 
     Arrivals at or above the saturation rate (`offered_rate`, `saturated`): the deployment serves its saturation
     rate at the full batch and the queue grows without end, so TTFT, its p99, the queueing time and the requests in
@@ -645,19 +644,23 @@ class LoadEstimate:
                 "bound": {"ttft_s": self.bound.ttft_s, "tpot_s": self.bound.tpot_s,
                           "output_tokens_per_s": self.bound.output_tokens_per_s}}
 
+    def _load_words(self) -> str:
+        """The load in words: a benchmark, a steady closed loop, a burst or Poisson arrivals."""
+        if self.requests is None:
+            return (f"{self.concurrency:,} clients (closed loop)" if self.concurrency is not None
+                    else f"{self.request_rate:,.4g} requests/s (Poisson arrivals)")
+        run = (f"served at {self.request_rate:,.4g} requests/s until the last ends after "
+               f"{self.requests / self.request_rate:,.1f} s")
+        if self.concurrency is not None:
+            return (f"a benchmark of {self.requests:,} requests from {self.concurrency:,} clients (closed loop) that "
+                    f"start together, {run}")
+        return f"{self.requests:,} request{'s' if self.requests > 1 else ''} sent at once, {run}"
+
     def rows(self) -> list:
         """(name, value) pairs in words, one per quantity: what `describe` prints."""
         if self.saturated:
             return self._saturated_rows()
-        benchmark = self.concurrency is not None and self.requests is not None
-        load = (f"a benchmark of {self.requests:,} requests from {self.concurrency:,} clients (closed loop) that "
-                f"start together, served at {self.request_rate:,.4g} requests/s until the last ends after "
-                f"{self.requests / self.request_rate:,.1f} s" if benchmark else
-                f"{self.concurrency:,} clients (closed loop)" if self.concurrency is not None else
-                f"{self.requests:,} request{'s' if self.requests > 1 else ''} sent at once, served at "
-                f"{self.request_rate:,.4g} requests/s "
-                f"until the last ends after {self.requests / self.request_rate:,.1f} s" if self.requests is not None
-                else f"{self.request_rate:,.4g} requests/s (Poisson arrivals)")
+        load = self._load_words()
         if self.schedule != "mixed":
             load += f", {self.schedule} (waiting prompts run alone while the decodes wait)"
         return [("load", f"{load}; the deployment saturates at {self.saturation_rate:,.4g} requests/s"),

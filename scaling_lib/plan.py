@@ -699,7 +699,7 @@ def _unreachable_under_load(designs, targets: dict, concurrency, request_rate) -
     load = " at the load" if concurrency is not None or request_rate is not None else ""
     front_end = design.engine(design.max_batch).request_s
     if name.startswith("ttft") and front_end:
-        load += f" ({front_end * 1e3:.0f} ms of each the server's front end, which no chip shortens)"
+        load += f" ({front_end * 1e3:.0f} ms of each first token in the server's front end, which no chip shortens)"
     return TargetUnreachable(name, given[name], getattr(closest, f"{name}_s"),
                              design.record_under_load(replicas, closest, 0.0), load)
 

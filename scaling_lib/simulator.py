@@ -742,8 +742,7 @@ def simulate_benchmark(engine, concurrency: int, n_requests: int, schedule: str 
     Mixed, the clients drift apart when a burst's prompts take many steps of a request's round, and stay in waves
     when they take few (the first to start decode through the slower steps and come back with the others);
     prefill-first keeps clients of identical requests in step. Deterministic."""
-    prefill_first = choice("schedule", schedule, SCHEDULES) == "prefill-first"
-    return _closed_loop(engine, concurrency, n_requests, lambda k, clients, o: o, prefill_first)
+    return _closed_loop(engine, concurrency, n_requests, lambda k, clients, o: o, _prefill_first(schedule))
 
 
 def _closed_loop(engine, concurrency: int, n_requests: int, first_output, prefill_first=False) -> SimulationResult:
@@ -780,7 +779,7 @@ def simulate_burst(engine, n_requests: int, schedule: str = "mixed") -> Simulati
     engine admits them first come first served, up to `engine.max_batch` at once, and fills each step's token budget
     with their prompts, as `simulate_open_loop` does ("mixed"), or runs the waiting prompts' steps before any decode
     ("prefill-first"; `SCHEDULES`). TTFT counts from t = 0. Deterministic."""
-    prefill_first = choice("schedule", schedule, SCHEDULES) == "prefill-first"
+    prefill_first = _prefill_first(schedule)
     n = _engine_run(engine, n_requests)
     prompt, output = [engine.input_len] * n, [engine.output_len] * n
     rec = _Record(n)
@@ -805,8 +804,8 @@ def burst_estimate(deployment, input_len: int, output_len: int, requests: int, e
 
     Defined in chapter 9, *Serving engines*.
     """
-    n = at_most("requests", positive_int("requests", requests), MAX_REQUESTS, "the simulator runs each one in Python")
-    choice("schedule", schedule, SCHEDULES)
+    n = _requests(requests)
+    _prefill_first(schedule)  # checked before the engines are priced
     engine, peak = engine_and_bound(deployment, input_len, output_len, efficiency, token_budget)
     runs = [(count, size, size, simulate_burst(engine, size, schedule))
             for count, size in spread(n, deployment.replicas)]
@@ -838,9 +837,9 @@ def benchmark_estimate(deployment, input_len: int, output_len: int, concurrency:
 
     Defined in chapter 9, *Serving engines*.
     """
-    n = at_most("requests", positive_int("requests", requests), MAX_REQUESTS, "the simulator runs each one in Python")
+    n = _requests(requests)
     clients = positive_int("concurrency", concurrency)
-    choice("schedule", schedule, SCHEDULES)
+    _prefill_first(schedule)  # checked before the engines are priced
     if n < clients:
         raise ValueError(f"requests={n:,} is fewer than the {clients:,} clients: each client sends at least one; "
                          f"give at least {clients:,} requests, or fewer clients")
@@ -851,6 +850,16 @@ def benchmark_estimate(deployment, input_len: int, output_len: int, concurrency:
         runs.append((count, size, sent, simulate_benchmark(engine, size, sent, schedule)))
     return _run_estimate(engine, peak, deployment.replicas, runs, concurrency=clients, requests=n,
                          schedule=schedule)
+
+
+def _requests(requests) -> int:
+    """A run's request count, checked: a positive integer the simulator can step through in Python."""
+    return at_most("requests", positive_int("requests", requests), MAX_REQUESTS, "the simulator runs each one in Python")
+
+
+def _prefill_first(schedule: str) -> bool:
+    """Whether `schedule` (one of `SCHEDULES`, else ValueError) runs waiting prompts in steps of their own."""
+    return choice("schedule", schedule, SCHEDULES) == "prefill-first"
 
 
 def _run_estimate(engine, peak, replicas: int, runs: list, concurrency, requests: int, schedule: str) -> LoadEstimate:

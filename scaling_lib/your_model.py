@@ -159,8 +159,8 @@ def estimate_deployment(model=None, chip=None, n_chips: int = 1, *, config=None,
     (`simulator.SCHEDULES`: "mixed" or "prefill-first"). weight_dtype None: the config's quantization_config, else
     the model's own precision (`formats.own_weight_dtype`); kv_dtype None: a KV format the config names, else bf16;
     compute_dtype None: the weights' own where the chip computes it natively, else bf16 (`formats.matmul_dtype`, the
-    rule `plan` follows). A batch past the largest that fits is refused naming it. `engine`: whose efficiencies the typical estimate uses
-    (`estimate.PROFILES`, chapter 11). A mixture of experts may be served with `expert_parallel` (whole experts on
+    rule `plan` follows). A batch past the largest that fits is refused naming it. `engine`: whose efficiencies the
+    typical estimate uses (`estimate.PROFILES`, chapter 11). A mixture of experts may be served with `expert_parallel` (whole experts on
     each chip) and `attention_data_parallel` (each chip its own sequences' attention), as `estimate.Deployment` says.
     Module docstring for the rest.
 

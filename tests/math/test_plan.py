@@ -373,7 +373,7 @@ def test_an_unreachable_first_token_under_a_load_says_how_much_of_it_is_the_fron
         plan("llama3-8b", "h100", 8, 200, 200, prices=2.5, ttft_p99=0.04)
     front_end = PROFILES["typical"].efficiency.gpu.request_s
     assert caught.value.closest > front_end > 0.04
-    assert f"{front_end * 1e3:.0f} ms of each the server's front end" in str(caught.value)
+    assert f"{front_end * 1e3:.0f} ms of each first token in the server's front end" in str(caught.value)
 
 
 def test_an_unreachable_tpot_names_a_deployment_that_meets_the_ttft_target_even_at_the_fastest_ttft():

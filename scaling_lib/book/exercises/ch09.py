@@ -129,8 +129,8 @@ EXERCISES = (
         preamble=(f"Google's TPU recipe runs a benchmark of {int(_RECIPE['requests']):,} requests of "
                   f"{int(_RECIPE['input_len']):,} + {int(_RECIPE['output_len']):,} tokens from "
                   f"{_RECIPE['concurrency']} clients (`vllm bench serve --max-concurrency`) and reports a mean TTFT of "
-                  f"{float(_RECIPE['mean_ttft_ms']) / 1e3:.2f} s and a p99 of {float(_RECIPE['p99_ttft_ms']) / 1e3:.2f} "
-                  "s. The steady-state load model comes within 2x of the mean but puts "
+                  f"{float(_RECIPE['mean_ttft_ms']) / 1e3:.2f} s and a p99 of "
+                  f"{float(_RECIPE['p99_ttft_ms']) / 1e3:.2f} s. The steady-state load model comes within 2x of the mean but puts "
                   "the p99 many times lower. Why?"),
         question="Check your reasoning: where does the measured p99 come from?",
         answer=Choice({"a": "the deployment is past its saturation rate, so the queue grows without end",
