@@ -178,18 +178,20 @@ def test_bad_input_gets_a_value_error_naming_the_argument_and_the_fix(call, word
         call()
 
 
-def test_small_experts_on_blackwell_are_priced_right_at_eight_gpus_and_a_gb200s_host_shows_only_on_a_small_model():
+def test_small_experts_on_eight_blackwell_gpus_are_right_only_on_average_and_a_gb200s_host_shows_on_a_small_model():
     # Chapter 11's reading of the Qwen3-30B-A3B misses, from other runs of TensorRT-LLM v1.0's table. Qwen3-235B-A22B
     # (128 small experts too) on eight B200 in NVFP4 comes within [0.8, 1.25] of the typical estimate at the median
-    # (measured 0.97), where Qwen3-30B-A3B on one B200 or GB200 falls below 0.67 (measured 0.64).
+    # (measured 0.97), where Qwen3-30B-A3B on one B200 or GB200 falls below 0.67 (measured 0.64). The median sits
+    # between two errors: a long prompt's run below 0.7 of the estimate (measured 0.64), 128/128 above 1.5 (1.63).
     items = out_of_sample("typical")
 
-    def median_measured_over_typical(name, chips):
-        return statistics.median(c.measured / c.predicted for c in items
-                                 if getattr(c.row.model, "name", c.row.model) == name and c.row.chip in chips)
+    def measured_over_typical(name, chips):
+        return [c.measured / c.predicted for c in items
+                if getattr(c.row.model, "name", c.row.model) == name and c.row.chip in chips]
 
-    assert 0.8 <= median_measured_over_typical("qwen3-235b-a22b", {"b200"}) <= 1.25
-    assert median_measured_over_typical("qwen3-30b-a3b", {"b200", "gb200"}) < 0.67
+    qwen235 = measured_over_typical("qwen3-235b-a22b", {"b200"})
+    assert 0.8 <= statistics.median(qwen235) <= 1.25 and min(qwen235) < 0.7 and max(qwen235) > 1.5
+    assert statistics.median(measured_over_typical("qwen3-30b-a3b", {"b200", "gb200"})) < 0.67
     # At 128/128 on one GPU, GB200 (the faster GPU, its rates a tenth higher) beats B200 on LLaMA-3.3-70B (measured
     # 1.09x) but delivers well under B200's tokens/s on Qwen3-30B-A3B (measured 0.61x): its host, not its GPU.
     short = {}
