@@ -19,8 +19,8 @@ frozen rows. The tables:
 - `validation_runs()`: 1,535 further published runs kept out of every fit (TensorRT-LLM v0.9, v0.13, v0.15, v0.17,
   v0.20 and v1.0 tables on H100, H200, A100, B200 and GB200, TP 1-8, FP16, FP8 and NVFP4; JetStream-PyTorch on TPU
   v5e-8; AMD's comparison of a vLLM build on 8 MI300X with TensorRT-LLM 0.16 on 8 H100, offline throughput and
-  batches of 1 to 128; dstack's LLaMA-3.1-405B batches of 4 to 256 on 8 MI300X): the out-of-sample check of `calibration.out_of_sample_summary` (one page column, impossible
-  as published, is kept in the file but excluded).
+  batches of 1 to 128; dstack's LLaMA-3.1-405B batches of 4 to 256 on 8 MI300X): the out-of-sample check of
+  `calibration.out_of_sample_summary` (one page column, impossible as published, is kept in the file but excluded).
 - `sweep_rows()`: published closed-loop concurrency sweeps (TTFT, TPOT, output tokens/s against the number of
   clients), each with its source: dstack's DeepSeek-R1 study on 8 H200 and 8 MI300X (30 rows), SGLang's cookbook
   runs of LLaMA-3.1-70B on 8 A100 and Qwen3-235B and DeepSeek-R1 on 8 B200 at 1 to 100 clients (24 rows), and
@@ -302,8 +302,8 @@ def validation_runs(include_excluded: bool = False) -> tuple:
     LLaMA-3.1 70B and 405B in FP8 on 8 MI300X (a vLLM build of January 2025) and 8 H100 (TensorRT-LLM 0.16): offline
     throughput and the end-to-end latency of batches of 1 to 128 (rocm-blogs, `LLM_Inference`), and dstack's study
     of LLaMA-3.1-405B in FP8 on 8 MI300X (a vLLM ROCm build of November 2024, run eagerly: 4 to 256 prompts at once,
-    `dstackai/benchmarks`), each with its source. A model the library does not name is read from its config file (`HF_CONFIGS`), so its row's `model` is a
-    `Transformer`. The out-of-sample check of chapter 11's estimate (`calibration.out_of_sample_summary`) prices
+    `dstackai/benchmarks`), each with its source. A model the library does not name is read from its config file
+    (`HF_CONFIGS`), so its row's `model` is a `Transformer`. The out-of-sample check of chapter 11's estimate (`calibration.out_of_sample_summary`) prices
     these; nothing fits on them.
 
     A row whose note starts with `EXCLUDED` is physically impossible as published (it beats the bound by more than
