@@ -303,8 +303,8 @@ def validation_runs(include_excluded: bool = False) -> tuple:
     throughput and the end-to-end latency of batches of 1 to 128 (rocm-blogs, `LLM_Inference`), and dstack's study
     of LLaMA-3.1-405B in FP8 on 8 MI300X (a vLLM ROCm build of November 2024, run eagerly: 4 to 256 prompts at once,
     `dstackai/benchmarks`), each with its source. A model the library does not name is read from its config file
-    (`HF_CONFIGS`), so its row's `model` is a `Transformer`. The out-of-sample check of chapter 11's estimate (`calibration.out_of_sample_summary`) prices
-    these; nothing fits on them.
+    (`HF_CONFIGS`), so its row's `model` is a `Transformer`. The out-of-sample check of chapter 11's estimate
+    (`calibration.out_of_sample_summary`) prices these; nothing fits on them.
 
     A row whose note starts with `EXCLUDED` is physically impossible as published (it beats the bound by more than
     any tolerance; the note gives the arithmetic and the likely page error); it is kept in the file for the record and
