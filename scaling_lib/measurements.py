@@ -19,7 +19,7 @@ frozen rows. The tables:
 - `validation_runs()`: 1,535 further published runs kept out of every fit (TensorRT-LLM v0.9, v0.13, v0.15, v0.17,
   v0.20 and v1.0 tables on H100, H200, A100, B200 and GB200, TP 1-8, FP16, FP8 and NVFP4; JetStream-PyTorch on TPU
   v5e-8; AMD's comparison of a vLLM build on 8 MI300X with TensorRT-LLM 0.16 on 8 H100, offline throughput and
-  batches of 1 to 128; dstack's LLaMA-3.1-405B batches of 4 to 256 on 8 MI300X): the out-of-sample check of
+  batches of 1 to 128; dstack's LLaMA-3.1-405B batches of 4 to 256 on 8 MI300X and 8 H100): the out-of-sample check of
   `calibration.out_of_sample_summary` (one page column, impossible as published, is kept in the file but excluded).
 - `sweep_rows()`: published closed-loop concurrency sweeps (TTFT, TPOT, output tokens/s against the number of
   clients), each with its source: dstack's DeepSeek-R1 study on 8 H200 and 8 MI300X (30 rows), SGLang's cookbook
@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
 
+from .dtypes import MixedWeights
 from .estimate import Deployment
 from .formats import matmul_dtype
 from .hardware import get_chip
@@ -252,10 +253,33 @@ class RunRow:
                 f"{self.input_len}/{self.output_len}{extra} ({self.engine.split(' (')[0]})")
 
 
+# Checkpoints whose weights are not all in one format, by the repository a row's `model_card` names. Meta's FP8
+# release of LLaMA-3.1-405B quantizes the feed-forward layers to FP8 row-wise but keeps self-attention and the first
+# and last layers in BF16 (the Llama 3 paper, section 6.2 "FP8 quantization"), as are the embeddings and the output
+# projection: with 126 layers, (124 x 1 + 2 x 2) / 126 bytes per feed-forward weight. vLLM loading it on 8 H100
+# reported 56.77 GiB of weights per GPU (dstack's study, `raw_data/gpu-usage.md`): 56.71 so priced, 47.25 all in FP8.
+CHECKPOINT_WEIGHTS = {
+    "meta-llama/Llama-3.1-405B-FP8": MixedWeights("fp8", "fbgemm_fp8", attention=2, feed_forward=(124 + 2 * 2) / 126,
+                                                  embeddings=2, head=2),
+}
+
+
+def _row_weights(r: dict):
+    """A row's weight format: its `weights` column, or the mixed format of the checkpoint it names
+    (`CHECKPOINT_WEIGHTS`), whose quantized format the column must then give."""
+    mixed = CHECKPOINT_WEIGHTS.get(r["model_card"])
+    if mixed is None:
+        return r["weights"]
+    if r["weights"] != mixed:
+        raise ValueError(f"row of {r['model_card']}: weights {r['weights']!r}, but that checkpoint is {mixed!r}; "
+                         f"write {str(mixed)!r} in its weights column")
+    return mixed
+
+
 def _run_row(r: dict, model) -> RunRow:
     return RunRow(source=r["source"], engine=r["engine"], hardware=r["hardware"], chip=r["chip"],
                   n_chips=int(r["n_chips"]), tensor_parallel=int(r["tensor_parallel"]), model=model,
-                  model_card=r["model_card"], weights=r["weights"], kv_cache=r["kv_cache"], compute=r["compute"],
+                  model_card=r["model_card"], weights=_row_weights(r), kv_cache=r["kv_cache"], compute=r["compute"],
                   input_len=int(r["input_len"]), output_len=int(r["output_len"]),
                   batch=int(r["batch"]) if r["batch"] else None, kind=r["kind"], measured=float(r["measured"]),
                   unit=r["unit"], note=r["note"])
@@ -301,8 +325,9 @@ def validation_runs(include_excluded: bool = False) -> tuple:
     Qwen3-235B-A22B and Qwen3-30B-A3B), JetStream-PyTorch's further TPU v5e-8 rows, and AMD's own comparison of
     LLaMA-3.1 70B and 405B in FP8 on 8 MI300X (a vLLM build of January 2025) and 8 H100 (TensorRT-LLM 0.16): offline
     throughput and the end-to-end latency of batches of 1 to 128 (rocm-blogs, `LLM_Inference`), and dstack's study
-    of LLaMA-3.1-405B in FP8 on 8 MI300X (a vLLM ROCm build of November 2024, run eagerly: 4 to 256 prompts at once,
-    `dstackai/benchmarks`), each with its source. A model the library does not name is read from its config file
+    of LLaMA-3.1-405B in FP8 on 8 MI300X (a vLLM ROCm build of November 2024, run eagerly) and 8 H100 (vLLM 0.6.3,
+    Meta's checkpoint: `CHECKPOINT_WEIGHTS`), 4 to 256 prompts at once (`dstackai/benchmarks`), each with its
+    source. A model the library does not name is read from its config file
     (`HF_CONFIGS`), so its row's `model` is a `Transformer`. The out-of-sample check of chapter 11's estimate
     (`calibration.out_of_sample_summary`) prices these; nothing fits on them.
 
