@@ -16,7 +16,7 @@ frozen rows. The tables:
 - `published_runs()`: 263 published inference runs for the calibration of chapter 11 (TensorRT-LLM v0.14 across
   tensor-parallel degrees 1-8, FP8 and FP16, dense and Mixtral MoE; TensorRT-LLM 0.5/0.6.1 static batches and
   first-token latencies; JetStream on TPU v5e), each with its source.
-- `validation_runs()`: 1,535 further published runs kept out of every fit (TensorRT-LLM v0.9, v0.13, v0.15, v0.17,
+- `validation_runs()`: 1,548 further published runs kept out of every fit (TensorRT-LLM v0.9, v0.13, v0.15, v0.17,
   v0.20 and v1.0 tables on H100, H200, A100, B200 and GB200, TP 1-8, FP16, FP8 and NVFP4; JetStream-PyTorch on TPU
   v5e-8; AMD's comparison of a vLLM build on 8 MI300X with TensorRT-LLM 0.16 on 8 H100, offline throughput and
   batches of 1 to 128; dstack's LLaMA-3.1-405B batches of 4 to 256 on 8 MI300X and 8 H100): the out-of-sample check of
@@ -255,8 +255,8 @@ class RunRow:
 
 # Checkpoints whose weights are not all in one format, by the repository a row's `model_card` names. Meta's FP8
 # release of LLaMA-3.1-405B quantizes the feed-forward layers to FP8 row-wise but keeps self-attention and the first
-# and last layers in BF16 (the Llama 3 paper, section 6.2 "FP8 quantization"), as are the embeddings and the output
-# projection: with 126 layers, (124 x 1 + 2 x 2) / 126 bytes per feed-forward weight. vLLM loading it on 8 H100
+# and last layers in BF16 (the Llama 3 paper, section 6.2 "FP8 quantization"), and the embeddings and the output
+# projection too: with 126 layers, (124 x 1 + 2 x 2) / 126 bytes per feed-forward weight. vLLM loading it on 8 H100
 # reported 56.77 GiB of weights per GPU (dstack's study, `raw_data/gpu-usage.md`): 56.71 so priced, 47.25 all in FP8.
 CHECKPOINT_WEIGHTS = {
     "meta-llama/Llama-3.1-405B-FP8": MixedWeights("fp8", "fbgemm_fp8", attention=2, feed_forward=(124 + 2 * 2) / 126,
@@ -271,8 +271,9 @@ def _row_weights(r: dict):
     if mixed is None:
         return r["weights"]
     if r["weights"] != mixed:
-        raise ValueError(f"row of {r['model_card']}: weights {r['weights']!r}, but that checkpoint is {mixed!r}; "
-                         f"write {str(mixed)!r} in its weights column")
+        raise ValueError(f"row of {r['model_card']}: weights {r['weights']!r}, but that checkpoint's quantized "
+                         f"format is {str(mixed)!r} (measurements.CHECKPOINT_WEIGHTS); write {str(mixed)!r} in its "
+                         "weights column")
     return mixed
 
 
@@ -327,9 +328,9 @@ def validation_runs(include_excluded: bool = False) -> tuple:
     throughput and the end-to-end latency of batches of 1 to 128 (rocm-blogs, `LLM_Inference`), and dstack's study
     of LLaMA-3.1-405B in FP8 on 8 MI300X (a vLLM ROCm build of November 2024, run eagerly) and 8 H100 (vLLM 0.6.3,
     Meta's checkpoint: `CHECKPOINT_WEIGHTS`), 4 to 256 prompts at once (`dstackai/benchmarks`), each with its
-    source. A model the library does not name is read from its config file
-    (`HF_CONFIGS`), so its row's `model` is a `Transformer`. The out-of-sample check of chapter 11's estimate
-    (`calibration.out_of_sample_summary`) prices these; nothing fits on them.
+    source. A model the library does not name is read from its config file (`HF_CONFIGS`), so its row's `model` is a
+    `Transformer`. The out-of-sample check of chapter 11's estimate (`calibration.out_of_sample_summary`) prices
+    these; nothing fits on them.
 
     A row whose note starts with `EXCLUDED` is physically impossible as published (it beats the bound by more than
     any tolerance; the note gives the arithmetic and the likely page error); it is kept in the file for the record and

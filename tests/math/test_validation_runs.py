@@ -148,19 +148,23 @@ def test_amds_own_comparison_batch_one_to_128_on_mi300x_and_h100_comes_within_on
     assert {c.system for c in items} == {"vLLM", "TensorRT-LLM"}
 
 
+def _dstack(chip, efficiency="typical"):
+    """dstack's LLaMA-3.1-405B runs on `chip`, priced at `efficiency`, by (input tokens, prompts at once)."""
+    return {(c.row.input_len, c.row.batch): c for c in out_of_sample(efficiency)
+            if "dstackai/benchmarks" in c.row.source and c.row.chip == chip}
+
+
 def test_dstacks_mi300x_batches_of_4_to_256_come_within_one_and_a_half_times():
     # dstack's November 2024 study: LLaMA-3.1-405B in FP8 (AMD's -FP8-KV checkpoint, a BF16 cache) on eight MI300X
     # under a vLLM ROCm build run eagerly, 4 to 256 prompts at once of 128, 2,048 or 32,784 tokens with 2,048 out.
     # No fit has seen them; the AMD fit's rows are other vLLM builds' offline tables and Oracle's 405B batches.
     # Measured: all 19 within 1.5x of the typical estimate (median measured / typical 0.83), none above 0.3 of the
     # bound.
-    items = [c for c in out_of_sample("typical") if "dstackai/benchmarks" in c.row.source and c.row.chip == "mi300x"]
-    assert len(items) == 19
-    assert {c.row.batch for c in items} == {4, 8, 16, 32, 64, 128, 256}
-    assert all(abs(math.log(c.measured / c.predicted)) <= math.log(1.5) for c in items)
-    assert 0.7 <= statistics.median(c.measured / c.predicted for c in items) <= 0.95
-    bound = {c.row: c.predicted for c in out_of_sample(BOUND) if "dstackai/benchmarks" in c.row.source}
-    assert all(c.measured < 0.35 * bound[c.row] for c in items)
+    items, bound = _dstack("mi300x"), _dstack("mi300x", BOUND)
+    assert len(items) == 19 and {batch for _, batch in items} == {4, 8, 16, 32, 64, 128, 256}
+    assert all(abs(math.log(c.measured / c.predicted)) <= math.log(1.5) for c in items.values())
+    assert 0.7 <= statistics.median(c.measured / c.predicted for c in items.values()) <= 0.95
+    assert all(c.measured < 0.35 * bound[key].predicted for key, c in items.items())
 
 
 def test_metas_fp8_checkpoint_takes_what_vllm_loaded_of_each_gpu():
@@ -180,16 +184,14 @@ def test_dstacks_h100_runs_of_metas_checkpoint_are_priced_while_the_engine_holds
     # the measured tokens/s grow 1.28x where one batch held at once would grow 2.9x: the engine, its 56.8 GiB of
     # weights in the 72 GiB it may use per GPU, held fewer sequences than it was given, which a static batch does not
     # price. None beats the bound.
-    items = {(c.row.input_len, c.row.batch): c for c in out_of_sample("typical")
-             if "dstackai/benchmarks" in c.row.source and c.row.chip == "h100"}
+    items, bound = _dstack("h100"), _dstack("h100", BOUND)
     assert len(items) == 13 and {c.row.weights for c in items.values()} == {CHECKPOINT_WEIGHTS[
         "meta-llama/Llama-3.1-405B-FP8"]}
     held = [c for c in items.values() if c.row.batch * (c.row.input_len + c.row.output_len) <= 70_000]
     assert len(held) == 7 and all(0.8 <= c.measured / c.predicted <= 1.25 for c in held)
     small, large = items[2048, 16], items[2048, 64]
     assert large.measured / small.measured < 1.4 and large.predicted / small.predicted > 2
-    bound = {c.row: c.predicted for c in out_of_sample(BOUND) if "dstackai/benchmarks" in c.row.source}
-    assert all(c.measured < bound[c.row] for c in items.values())
+    assert all(c.measured < bound[key].predicted for key, c in items.items())
 
 
 @pytest.mark.xfail(strict=True, reason="measured on 1,548 rows: within 2x on 0.98 of all rows but 0.95-0.96 of TP1, "
