@@ -285,7 +285,8 @@ class Engine:
         (Little's law), the p99s equal to the means. The chunked engine of `closed_loop` breaks the step: a prompt's
         chunks share steps with the others' decodes, so its clients drift apart (run step by step, they stay in
         waves where a burst's prompts take only a few steps of a round: `simulator.simulate_benchmark`). At most
-        `max_batch` clients (more would split into waves). Used in chapter 9, *Serving engines*, to read a published sweep."""
+        `max_batch` clients (more would split into waves). Used in chapter 9, *Serving engines*, to read a published
+        sweep."""
         n = positive_int("concurrency", clients)
         if n > self.max_batch:
             raise ValueError(f"concurrency={n} is more than the {self.max_batch} sequences the replica holds: the "

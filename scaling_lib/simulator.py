@@ -854,7 +854,8 @@ def benchmark_estimate(deployment, input_len: int, output_len: int, concurrency:
 
 def _requests(requests) -> int:
     """A run's request count, checked: a positive integer the simulator can step through in Python."""
-    return at_most("requests", positive_int("requests", requests), MAX_REQUESTS, "the simulator runs each one in Python")
+    return at_most("requests", positive_int("requests", requests), MAX_REQUESTS,
+                   "the simulator runs each one in Python")
 
 
 def _prefill_first(schedule: str) -> bool:

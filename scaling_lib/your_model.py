@@ -160,8 +160,9 @@ def estimate_deployment(model=None, chip=None, n_chips: int = 1, *, config=None,
     the model's own precision (`formats.own_weight_dtype`); kv_dtype None: a KV format the config names, else bf16;
     compute_dtype None: the weights' own where the chip computes it natively, else bf16 (`formats.matmul_dtype`, the
     rule `plan` follows). A batch past the largest that fits is refused naming it. `engine`: whose efficiencies the
-    typical estimate uses (`estimate.PROFILES`, chapter 11). A mixture of experts may be served with `expert_parallel` (whole experts on
-    each chip) and `attention_data_parallel` (each chip its own sequences' attention), as `estimate.Deployment` says.
+    typical estimate uses (`estimate.PROFILES`, chapter 11). A mixture of experts may be served with
+    `expert_parallel` (whole experts on each chip) and `attention_data_parallel` (each chip its own sequences'
+    attention), as `estimate.Deployment` says.
     Module docstring for the rest.
 
     Defined in the appendix *Apply the book to your model*.
@@ -289,12 +290,15 @@ def estimate_deployment(model=None, chip=None, n_chips: int = 1, *, config=None,
                          f"{workload.dollars_per_million_output_tokens_all_in:,.3f})"))
         if loads:
             served = dataclasses.replace(d, n_chips=n_chips)
-            loaded = (burst_estimate(served, input_len, output_len, burst, efficiency=profile,
-                                     token_budget=token_budget, schedule=schedule) if burst is not None else
-                      benchmark_estimate(served, input_len, output_len, concurrency, requests, efficiency=profile,
-                                         token_budget=token_budget, schedule=schedule) if requests is not None else
-                      load_estimate(served, input_len, output_len, concurrency=concurrency,
-                                    request_rate=request_rate, efficiency=profile, token_budget=token_budget))
+            if burst is not None:
+                loaded = burst_estimate(served, input_len, output_len, burst, efficiency=profile,
+                                        token_budget=token_budget, schedule=schedule)
+            elif requests is not None:
+                loaded = benchmark_estimate(served, input_len, output_len, concurrency, requests, efficiency=profile,
+                                            token_budget=token_budget, schedule=schedule)
+            else:
+                loaded = load_estimate(served, input_len, output_len, concurrency=concurrency,
+                                       request_rate=request_rate, efficiency=profile, token_budget=token_budget)
             data["load"] = loaded.as_dict()
             rows += loaded.rows()
     rows += [("note", note) for note in data["notes"]]

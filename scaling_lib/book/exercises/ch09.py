@@ -31,8 +31,6 @@ def _saturation(batch_share: float = 1.0, decode_steps: int = -1) -> float:
     return engine.saturation_rate() * batch_share / steps
 
 
-
-
 def _recipe_run(clients: int = 128) -> dict:
     """Google's TPU recipe run at `clients` clients, the benchmark-start exercise's, as concurrency_sweeps.csv holds
     it (`measurements.sweep_rows` reads the same row, but also the model configs, which the page's answer boxes
@@ -130,8 +128,8 @@ EXERCISES = (
                   f"{int(_RECIPE['input_len']):,} + {int(_RECIPE['output_len']):,} tokens from "
                   f"{_RECIPE['concurrency']} clients (`vllm bench serve --max-concurrency`) and reports a mean TTFT of "
                   f"{float(_RECIPE['mean_ttft_ms']) / 1e3:.2f} s and a p99 of "
-                  f"{float(_RECIPE['p99_ttft_ms']) / 1e3:.2f} s. The steady-state load model comes within 2x of the mean but puts "
-                  "the p99 many times lower. Why?"),
+                  f"{float(_RECIPE['p99_ttft_ms']) / 1e3:.2f} s. The steady-state load model comes within 2x of "
+                  "the mean but puts the p99 many times lower. Why?"),
         question="Check your reasoning: where does the measured p99 come from?",
         answer=Choice({"a": "the deployment is past its saturation rate, so the queue grows without end",
                        "b": "the prompts' lengths vary, and the longest prompts wait the longest",
