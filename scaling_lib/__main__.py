@@ -315,7 +315,7 @@ def _plan(args, model, config) -> tuple:
                   efficiency=None if args.efficiency == "bound" else profile, ttft_p99=args.ttft_p99,
                   tpot_p99=args.tpot_p99, concurrency=args.concurrency, request_rate=args.request_rate,
                   token_budget=args.token_budget, moe_layouts=args.moe_layouts)
-    caveats = sorted({profile.caveat(chip) for chip in args.chip} - {""})
+    caveats = sorted({profile.caveat(chip, served) for chip in args.chip} - {""})
     table = result.describe() + "".join(f"\nCAVEAT ({profile.name}): {words}" for words in caveats)
     return {"schema": SCHEMA, **result.as_dict(), "engine": {"profile": profile.name, "describes": profile.engine,
                                                              "caveats": caveats or None}}, table

@@ -17,8 +17,10 @@ import math
 from dataclasses import dataclass, replace
 
 from .hardware import FullMesh, Torus, get_chip
+from .models import get_model
 
 PLATFORMS = ("gpu", "amd", "tpu")
+PLATFORM_WORDS = {"gpu": "NVIDIA GPUs", "amd": "AMD GPUs", "tpu": "TPUs"}
 
 
 def platform_of_chip(chip) -> str:
@@ -216,7 +218,10 @@ class Profile:
     rows it never saw).
 
     `platforms`: those it was fitted on; `for_chip` refuses a chip of another, naming the profiles that cover it.
-    `caveat`: a warning said whenever the profile is used (a fit on a handful of rows says so).
+    `caveat`: a warning said whenever the profile is used (a fit on a handful of rows says so), and for a model with
+    fine-grained experts, which the estimate misses more widely, what its estimate is worth (`fine_grained_words`).
+    `spread` and `fine_grained_spread`: what the estimate times brackets on rows the fit never saw, for every model
+    and for fine-grained experts alone (`spread_on`).
     """
 
     name: str
@@ -226,20 +231,49 @@ class Profile:
     fitted_on: str
     caveats: tuple = ()  # ((platform, words), ...): said whenever the profile prices a chip of that platform
     spread: tuple = ()  # ((platform, low, high), ...): measured / predicted on the rows the fit never saw, 10th-90th %
+    fine_grained_spread: tuple = ()  # the same over the held-out rows of models with fine-grained experts only
 
-    def spread_on(self, chip) -> tuple:
+    def spread_on(self, chip, model=None) -> tuple:
         """(low, high) of measured / predicted on the held-out rows of `chip`'s platform (`holdout.profile_spread`);
-        () where there are none."""
+        for a `model` with fine-grained experts (`models.Transformer.fine_grained_experts`) those of such models
+        (`fine_grained_spread_on`) where the profile has any there; () where there are none."""
+        if model is not None and get_model(model).fine_grained_experts and self.fine_grained_spread_on(chip):
+            return self.fine_grained_spread_on(chip)
         platform = platform_of_chip(chip)
         return next(((low, high) for name, low, high in self.spread if name == platform), ())
+
+    def fine_grained_spread_on(self, chip) -> tuple:
+        """(low, high) of measured / predicted on the held-out rows of models with fine-grained experts on `chip`'s
+        platform (`holdout.profile_spread(..., experts="fine-grained")`); () where there are none."""
+        platform = platform_of_chip(chip)
+        return next(((low, high) for name, low, high in self.fine_grained_spread if name == platform), ())
 
     @property
     def overlap(self) -> bool:
         return False
 
-    def caveat(self, chip) -> str:
-        """The warning this profile carries on `chip`'s platform ("" when none)."""
-        return dict(self.caveats).get(platform_of_chip(chip), "")
+    def caveat(self, chip, model=None) -> str:
+        """The warning this profile carries on `chip`'s platform ("" when none), and for a `model` with fine-grained
+        experts the wider miss of such models (`fine_grained_words`)."""
+        words = [dict(self.caveats).get(platform_of_chip(chip), "")]
+        if model is not None and get_model(model).fine_grained_experts:
+            words.append(self.fine_grained_words(chip))
+        return "; ".join(w for w in words if w)
+
+    def fine_grained_words(self, chip) -> str:
+        """What the estimate of a model with fine-grained experts is worth on `chip`: the held-out spread of such
+        models' runs under this profile (the range the estimate then prints), or, where it has none on that
+        platform, the typical fit's on NVIDIA GPUs."""
+        own = self.fine_grained_spread_on(chip)
+        what = ("fine-grained experts (routed experts narrower than the model): the estimate misses such models "
+                "more widely than others")
+        if own:
+            return (f"{what}: their held-out runs came out at {own[0]:.2f}-{own[1]:.2f} of it for 4 in 5 (the range "
+                    "printed for them): expect the engine slower than the estimate")
+        low, high = next((low, high) for name, low, high in PROFILES["typical"].fine_grained_spread if name == "gpu")
+        return (f"{what}; this profile has no held-out run of one on {PLATFORM_WORDS[platform_of_chip(chip)]}, and "
+                f"under the typical fit their runs on NVIDIA GPUs came out at {low:.2f}-{high:.2f} of it for 4 in "
+                "5: expect the engine slower than the estimate")
 
     def for_chip(self, chip) -> Efficiency:
         """The efficiency of `chip`'s platform, or a ValueError naming the profiles fitted on that platform."""
@@ -263,18 +297,18 @@ _VLLM_TPU_CAVEAT = ("vLLM on TPU rests on one published recipe (Llama-3.3-70B on
 _SGLANG_CAVEAT = ("SGLang publishes serving runs, not the step-level tables the fit prices: only its front end (the "
                   "time a request spends outside the engine's steps) is SGLang's own; its rates and per-step costs "
                   "are the typical fit's")
-# Stored by `calibration.fit_profile(name)` and `holdout.profile_spread(name, platform)`; tests/math/test_calibration.py
-# re-runs both and checks these are their results.
+# Stored by `calibration.fit_profile(name)` and `holdout.profile_spread(name, platform, experts=...)`;
+# tests/math/test_calibration.py and test_holdout.py re-run both and check these are their results.
 PROFILES = {
     "typical": Profile("typical", "every engine of the calibration rows (the broadest fit): TensorRT-LLM and a little "
                        "vLLM on NVIDIA GPUs, vLLM on AMD GPUs, JetStream, vLLM and Pope et al.'s engine on TPUs",
                        TYPICAL,
                        ("gpu", "amd", "tpu"), "every calibration row of every engine", (("tpu", _TPU_CAVEAT),),
-                       (("gpu", 0.84, 1.2), ("amd", 0.78, 1.11), ("tpu", 0.83, 1.49))),
+                       (("gpu", 0.84, 1.2), ("amd", 0.78, 1.11), ("tpu", 0.83, 1.49)), (("gpu", 0.49, 1.24),)),
     "tensorrt-llm": Profile("tensorrt-llm", "TensorRT-LLM, releases 0.5 to 1.0 (TRT engines and the PyTorch backend)",
                             Calibrated(gpu=_TRT_GPU, tpu=_TPU), ("gpu",),
                             "TensorRT-LLM's published tables on H100 and H200 (v0.5, v0.6.1, v0.14, v1.0)", (),
-                            (("gpu", 0.85, 1.2),)),
+                            (("gpu", 0.85, 1.2),), (("gpu", 0.49, 1.24),)),
     "vllm": Profile("vllm", "vLLM (2024-2025): on ROCm for AMD GPUs, on CUDA for NVIDIA GPUs, on TPU v6e",
                     Calibrated(gpu=_VLLM_GPU, tpu=_VLLM_TPU, amd=_AMD), ("gpu", "amd", "tpu"),
                     "AMD's and Oracle's vLLM runs on 8 MI300X; on NVIDIA GPUs only vLLM's CI latency runs at batch 8 "

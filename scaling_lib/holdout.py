@@ -25,9 +25,13 @@ from .calibration import (PROFILE_ENGINES, Metrics, all_rows, engine_of, fit_pro
                           measured_efficiencies, fit_rows, platform_of, row_model, split_of)
 from .efficiency import PLATFORMS
 from .measurements import validation_runs
+from .models import get_model
 
 GROUPINGS = ("release", "chip", "tp", "kind", "weights")
 SPREAD_QUANTILES = (0.1, 0.9)
+# Which held-out rows a spread is taken over: all of them, or only those of models with fine-grained experts
+# (`models.Transformer.fine_grained_experts`), which the estimate misses more widely (chapter 11).
+EXPERTS = ("all", "fine-grained")
 
 
 def group_key(row, by: str) -> str:
@@ -99,26 +103,34 @@ def _leave_one_group_out(by: str, profile: str) -> tuple:
     return tuple(scores)
 
 
-def held_out_ratios(profile: str = "typical", platform: str = "gpu") -> tuple:
+def held_out_ratios(profile: str = "typical", platform: str = "gpu", experts: str = "all") -> tuple:
     """measured / predicted for every row of `profile` on `platform` its stored fit never saw (the validation split
-    and the out-of-sample runs), at `estimate.PROFILES[profile]`'s efficiencies."""
+    and the out-of-sample runs), at `estimate.PROFILES[profile]`'s efficiencies; `experts` "fine-grained": only the
+    rows of models with fine-grained experts (`EXPERTS`).
+
+    Defined in chapter 11, *How close do real systems come?*.
+    """
     choice("profile", profile, tuple(PROFILE_ENGINES))
     choice("platform", platform, PLATFORMS)
+    choice("experts", experts, EXPERTS)
     eff = getattr(fit_profile(profile), platform)
     if eff is None:
         return ()
     return tuple(m.measured / m.predicted(eff) for m, split in _pool(profile)
-                 if split != "calibration" and platform_of(m.row) == platform)
+                 if split != "calibration" and platform_of(m.row) == platform
+                 and (experts == "all" or get_model(m.row.model).fine_grained_experts))
 
 
-def profile_spread(profile: str = "typical", platform: str = "gpu", quantiles: tuple = SPREAD_QUANTILES) -> tuple:
+def profile_spread(profile: str = "typical", platform: str = "gpu", quantiles: tuple = SPREAD_QUANTILES,
+                   experts: str = "all") -> tuple:
     """(low, high): the `quantiles` (default the 10th and 90th percentiles) of measured / predicted over the rows the
-    profile's fit never saw on `platform` (`held_out_ratios`), rounded to 0.01; () where it has none. A prediction
-    times these brackets four in five of the held-out measurements."""
+    profile's fit never saw on `platform` (`held_out_ratios`, of every model or of those with fine-grained
+    `experts`), rounded to 0.01; () where it has none. A prediction times these brackets four in five of the
+    held-out measurements."""
     if not isinstance(quantiles, tuple) or len(quantiles) != 2:
         raise ValueError(f"quantiles must be a (low, high) pair of fractions, got {quantiles!r}")
     low, high = (fraction("quantiles", q, "a fraction of the held-out rows") for q in quantiles)
-    ratios = sorted(held_out_ratios(profile, platform))
+    ratios = sorted(held_out_ratios(profile, platform, experts))
     if not ratios:
         return ()
     pick = [ratios[min(len(ratios) - 1, max(0, math.ceil(q * len(ratios)) - 1))] for q in (low, high)]

@@ -228,6 +228,14 @@ class Transformer:
         return 0 if self.n_experts == 1 else self.ffn_layers - self.n_dense_layers
 
     @property
+    def fine_grained_experts(self) -> bool:
+        """True for a mixture of experts whose routed experts are narrower than the model (F < D): DeepSeekMoE's
+        fine-grained segmentation splits each expert into narrower ones and routes every token through more of them
+        (the DeepSeek-V2 paper, section 2.2). The estimate misses such models more widely than others, so it prints
+        their own held-out spread (`efficiency.Profile.spread_on`; chapter 11)."""
+        return self.n_experts > 1 and self.d_ff < self.d_model
+
+    @property
     def ffn_matrices(self) -> int:
         """Matrices of D x F in one FFN (or expert): 3 gated (in, gate, out), 2 otherwise."""
         return 3 if self.gated_ffn else 2

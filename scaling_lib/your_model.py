@@ -94,21 +94,23 @@ class DeploymentEstimate:
     table: str
 
 
-def _engine_words(profile, chip) -> dict:
+def _engine_words(profile, chip, model) -> dict:
     """What the chosen profile is, for the JSON and the table: its name, the engine it describes, what it was fitted
-    on, its held-out spread on `chip`'s platform (measured / estimate, 10th-90th percentile) and its caveat."""
-    spread = profile.spread_on(chip)
+    on, its held-out spread on `chip`'s platform (measured / estimate, 10th-90th percentile; for a model with
+    fine-grained experts, that of such models where the profile has one) and its caveat."""
+    spread = profile.spread_on(chip, model)
     return {"profile": profile.name, "describes": profile.engine, "fitted_on": profile.fitted_on,
-            "spread": list(spread) if spread else None, "caveat": profile.caveat(chip) or None}
+            "spread": list(spread) if spread else None, "caveat": profile.caveat(chip, model) or None,
+            "fine_grained_experts": get_model(model).fine_grained_experts}
 
 
-def _between(seconds: float, spread, scale: float, digits: int, unit: str) -> str:
+def _between(seconds: float, spread, scale: float, digits: int, unit: str, runs: str = "held-out runs") -> str:
     """' (x-y unit for 4 in 5 held-out runs)': the time the held-out measurements bracket (a run that is faster than
-    the estimate takes less time: the range is seconds / (measured / estimate))."""
+    the estimate takes less time: the range is seconds / (measured / estimate)); `runs` names the runs."""
     if not spread:
         return ""
     low, high = seconds / spread[1] * scale, seconds / spread[0] * scale
-    return f" ({low:,.{digits}f}-{high:,.{digits}f} {unit} for 4 in 5 held-out runs)"
+    return f" ({low:,.{digits}f}-{high:,.{digits}f} {unit} for 4 in 5 {runs})"
 
 
 def _gb(value: float) -> str:
@@ -332,8 +334,10 @@ def _describe(one, profile, notes: list, n_chips: int, replicas: int, tp: int, c
             "decode_step_typical": _terms(typical), "decode_step_bound": _terms(bound),
             "efficiency": {"typical": dataclasses.asdict(profile.for_chip(d.chip)),
                            "bound": dataclasses.asdict(BOUND)},
-            "engine": _engine_words(profile, d.chip), "notes": notes}
-    spread = profile.spread_on(d.chip)
+            "engine": _engine_words(profile, d.chip, m), "notes": notes}
+    spread = profile.spread_on(d.chip, m)
+    own_spread = m.fine_grained_experts and profile.fine_grained_spread_on(d.chip)
+    runs = "held-out runs of fine-grained experts" if own_spread else "held-out runs"
     active = (f"{data['active_parameters'] / 1e9:,.2f}B active per token, {data['matmul_parameters'] / 1e9:,.2f}B "
               "multiplied (the input table is a lookup)")
     rows = [("model", f"{m.name}: {data['parameters'] / 1e9:,.2f}B parameters ({active})")]
@@ -361,14 +365,15 @@ def _describe(one, profile, notes: list, n_chips: int, replicas: int, tp: int, c
                                          "replica)"),
              ("batch", f"{data['batch']:,} ({one.batch:,} per replica)"),
              ("engine profile", f"{profile.name}: {profile.engine}"
-                                + (f"; CAVEAT: {profile.caveat(d.chip)}" if profile.caveat(d.chip) else "")),
+                                + (f"; CAVEAT: {data['engine']['caveat']}" if data["engine"]["caveat"] else "")),
              ("decode step = time per output token (TPOT)",
               f"{one.decode_step_typical_s * 1e3:,.2f} ms typical"
-              f"{_between(one.decode_step_typical_s, spread, 1e3, 2, 'ms')}, {one.decode_step_bound_s * 1e3:,.2f} ms "
+              f"{_between(one.decode_step_typical_s, spread, 1e3, 2, 'ms', runs)}, "
+              f"{one.decode_step_bound_s * 1e3:,.2f} ms "
               "bound"),
              ("what limits the step", f"{limit} ({share:.0%} of the typical step)"),
              ("time to first token (TTFT)", f"{one.prefill_typical_s * 1e3:,.1f} ms typical"
-                                            f"{_between(one.prefill_typical_s, spread, 1e3, 1, 'ms')}, "
+                                            f"{_between(one.prefill_typical_s, spread, 1e3, 1, 'ms', runs)}, "
                                             f"{one.prefill_bound_s * 1e3:,.1f} ms bound (one {one.prompt_len:,}-token "
                                             "prompt, nothing else running)"),
              ("output tokens/s", f"{data['tokens_per_s_typical']:,.0f} typical, {data['tokens_per_s_bound']:,.0f} "

@@ -176,6 +176,29 @@ def test_the_engine_option_prices_with_that_profile_and_says_which_engine_and_it
     assert "fitted on gpu rows only" in err and "use one of typical, vllm, jetstream" in err
 
 
+def test_a_model_with_fine_grained_experts_gets_its_own_held_out_range_and_a_caveat_saying_why(capsys):
+    # Qwen3-235B-A22B routes each token through 8 experts 1,536 wide in a 4,096-wide model; Mixtral 8x7B through 2
+    # experts 14,336 wide. Only the first gets the range of such models' held-out runs, named so, and the caveat.
+    argv = ["estimate", "--chip", "h200", "--chips", "8", "--weights", "fp8", "--context", "2048"]
+    fine = _json(argv + ["--model", "qwen3-235b-a22b"], capsys)
+    coarse = _json(argv + ["--model", "mixtral-8x22b"], capsys)
+    own = PROFILES["typical"].fine_grained_spread_on("h200")
+    assert fine["engine"]["fine_grained_experts"] and not coarse["engine"]["fine_grained_experts"]
+    assert fine["engine"]["spread"] == list(own) != coarse["engine"]["spread"] == list(PROFILES["typical"].spread_on(
+        "h200"))
+    assert f"{own[0]:.2f}-{own[1]:.2f}" in fine["engine"]["caveat"] and coarse["engine"]["caveat"] is None
+    rows = _table(_ok(argv + ["--model", "qwen3-235b-a22b"], capsys))
+    assert "CAVEAT: fine-grained experts" in rows["engine profile"]
+    assert "for 4 in 5 held-out runs of fine-grained experts)" in rows["decode step = time per output token (TPOT)"]
+    # on AMD GPUs no such run was held out: the AMD range, and the caveat says so with the NVIDIA runs' range
+    amd = _json(["estimate", "--model", "qwen3-235b-a22b", "--chip", "mi300x", "--chips", "8"], capsys)["engine"]
+    assert amd["spread"] == list(PROFILES["typical"].spread_on("mi300x")) and "no held-out run of one on AMD GPUs" \
+        in amd["caveat"] and f"{own[0]:.2f}-{own[1]:.2f}" in amd["caveat"]
+    planned = _json(["plan", "--model", "qwen3-235b-a22b", "--chip", "h200", "--max-chips", "8", "--input-len", "1000",
+                     "--output-len", "1000", "--price", "3"], capsys)
+    assert any("fine-grained experts" in words for words in planned["engine"]["caveats"])
+
+
 def test_the_configs_stored_weight_format_is_the_default_and_an_option_overrides_it(tmp_path, capsys):
     # an AWQ 4-bit checkpoint of LLaMA-3.1-8B: estimate and plan read its weights as int4 unless --weights says else
     config = json.loads((REPO / "book/data/hf_configs/llama-3.1-8b.json").read_text())

@@ -570,12 +570,15 @@ SPECS.update({
     "measurements.gathered_runs": spec({}),
     "holdout.group_key": spec(dict(row=_RUN, by="release"), row="row", by="grouping"),
     "holdout.fitted_rows": spec({}, profile="profile", platform="platform"),
-    "holdout.held_out_ratios": spec({}, profile="profile", platform="platform"),
-    "holdout.profile_spread": spec({}, profile="profile", platform="platform", quantiles="quantiles"),
+    "holdout.held_out_ratios": spec({}, profile="profile", platform="platform", experts="expert_class"),
+    "holdout.profile_spread": spec({}, profile="profile", platform="platform", quantiles="quantiles",
+                                   experts="expert_class"),
     "holdout.leave_one_group_out": spec(dict(by="kind"), by="grouping", profile="profile"),
 })
 SPECS["estimate.report"][1].update(efficiency="named_engine")
 GOOD["grouping"] = st.sampled_from(scaling_lib.holdout.GROUPINGS)
+GOOD["expert_class"] = st.sampled_from(scaling_lib.holdout.EXPERTS)
+BAD["expert_class"] = BAD["choice"]
 BAD["grouping"] = BAD["choice"]
 GOOD["quantiles"] = st.sampled_from([(0.1, 0.9), (0.25, 0.75)])
 BAD["quantiles"] = [None, 3, (0.1,), (0.0, 0.9), (0.1, 1.5)]

@@ -5,6 +5,7 @@ import pytest
 
 from scaling_lib.moe import (as_moe, capacity_buffer_bytes, expected_experts_touched, expert_sharded_memory,
                              moe_weights, routing_all_to_all)
+from scaling_lib.models import get_model
 
 from tests import for_each
 
@@ -56,3 +57,14 @@ def test_a_buffer_that_can_drop_nothing_moves_e_over_k_times_the_routed_activati
 def test_bad_input_gets_a_value_error_naming_the_argument_and_the_fix(call, words):
     with pytest.raises(ValueError, match=words):
         call()
+
+
+@for_each([("qwen3-235b-a22b", True), ("deepseek-v3", True), ("mixtral-8x7b", False), ("mixtral-8x22b", False),
+           ("jamba-v0.1", False), ("llama3-8b", False)], ids=lambda v: str(v))
+def test_fine_grained_experts_are_routed_experts_narrower_than_the_model(name, fine):
+    # Qwen3-235B-A22B: experts 1,536 wide in a 4,096-wide model; DeepSeek-V3: 2,048 in 7,168 (the config.json
+    # files); Mixtral 8x7B: 14,336 in 4,096; Mixtral 8x22B 16,384 in 6,144; Jamba's experts 14,336 in 4,096;
+    # LLaMA-3-8B is dense (its FFN, 14,336, is wider anyway).
+    assert get_model(name).fine_grained_experts is fine
+    # a dense model narrower in its FFN than in its residual stream has no experts, so none are fine-grained
+    assert not get_model("llama3-8b").with_(d_ff=1024).fine_grained_experts
