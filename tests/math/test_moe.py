@@ -5,9 +5,9 @@ import pytest
 
 from scaling_lib.moe import (as_moe, capacity_buffer_bytes, expected_experts_touched, expert_sharded_memory,
                              moe_weights, routing_all_to_all)
-from scaling_lib.models import get_model
+from scaling_lib.models import from_hf_config, get_model
 
-from tests import for_each
+from tests import REPO, for_each
 
 # sb7-worked as a 16-expert MoE: 64 layers x 3 x 4,096 x 16,384 x 16 experts = 206,158,430,208 FFN parameters.
 SB7_EXPERT_PARAMS = 64 * 3 * 4096 * 16384 * 16
@@ -68,3 +68,10 @@ def test_fine_grained_experts_are_routed_experts_narrower_than_the_model(name, f
     assert get_model(name).fine_grained_experts is fine
     # a dense model narrower in its FFN than in its residual stream has no experts, so none are fine-grained
     assert not get_model("llama3-8b").with_(d_ff=1024).fine_grained_experts
+
+
+def test_experts_as_wide_as_the_model_are_not_fine_grained():
+    # gpt-oss-120b: experts 2,880 wide in a 2,880-wide model (its config.json), the boundary F = D
+    gpt_oss = from_hf_config(REPO / "book" / "data" / "hf_configs" / "gpt-oss-120b.json")
+    assert (gpt_oss.d_ff, gpt_oss.d_model, gpt_oss.fine_grained_experts) == (2880, 2880, False)
+    assert gpt_oss.with_(d_ff=2879).fine_grained_experts
