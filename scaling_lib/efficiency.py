@@ -211,6 +211,11 @@ TYPICAL = Calibrated(gpu=_GPU, tpu=_TPU, amd=_AMD)
 
 
 
+def _spread_of(spreads: tuple, platform: str) -> tuple:
+    """(low, high) of `platform` in a ((platform, low, high), ...) table; () where it has no row."""
+    return next(((low, high) for name, low, high in spreads if name == platform), ())
+
+
 @dataclass(frozen=True)
 class Profile:
     """One named fit: the efficiencies of one engine (or one hardware family) on the platforms its published rows
@@ -239,14 +244,12 @@ class Profile:
         (`fine_grained_spread_on`) where the profile has any there; () where there are none."""
         if model is not None and get_model(model).fine_grained_experts and self.fine_grained_spread_on(chip):
             return self.fine_grained_spread_on(chip)
-        platform = platform_of_chip(chip)
-        return next(((low, high) for name, low, high in self.spread if name == platform), ())
+        return _spread_of(self.spread, platform_of_chip(chip))
 
     def fine_grained_spread_on(self, chip) -> tuple:
         """(low, high) of measured / predicted on the held-out rows of models with fine-grained experts on `chip`'s
         platform (`holdout.profile_spread(..., experts="fine-grained")`); () where there are none."""
-        platform = platform_of_chip(chip)
-        return next(((low, high) for name, low, high in self.fine_grained_spread if name == platform), ())
+        return _spread_of(self.fine_grained_spread, platform_of_chip(chip))
 
     @property
     def overlap(self) -> bool:
@@ -270,7 +273,7 @@ class Profile:
         if own:
             return (f"{what}: their held-out runs came out at {own[0]:.2f}-{own[1]:.2f} of it for 4 in 5 (the range "
                     "printed for them): expect the engine slower than the estimate")
-        low, high = next((low, high) for name, low, high in PROFILES["typical"].fine_grained_spread if name == "gpu")
+        low, high = _spread_of(PROFILES["typical"].fine_grained_spread, "gpu")
         return (f"{what}; this profile has no held-out run of one on {PLATFORM_WORDS[platform_of_chip(chip)]}, and "
                 f"under the typical fit their runs on NVIDIA GPUs came out at {low:.2f}-{high:.2f} of it for 4 in "
                 "5: expect the engine slower than the estimate")
