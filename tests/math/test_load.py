@@ -298,7 +298,7 @@ def test_no_published_sweep_point_beats_the_bound_at_its_load():
 
 def test_published_runs_of_fine_grained_experts_decode_slower_than_estimated_where_other_models_do_not():
     # Chapter 11's corroboration of the fine-grained caveat, on the published serving runs priced at their load
-    # (nothing fitted on them): measured, 47 of 50 runs of DeepSeek-R1, GLM-4.5 and Qwen3-235B-A22B (vLLM, SGLang,
+    # (their TPOT enters no fit): measured, 47 of 50 runs of DeepSeek-R1, GLM-4.5 and Qwen3-235B-A22B (vLLM, SGLang,
     # TensorRT-LLM; H200, B200, MI300X) decode slower than estimated, median TPOT 1.86x the estimate's, where the 16
     # runs of other models sit at a median 0.99x.
     over, by_engine = {True: [], False: []}, {}
