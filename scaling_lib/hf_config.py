@@ -252,7 +252,7 @@ def _text_tower(config: dict, kind: str, where: str) -> tuple:
         text = {**GEMMA3_TEXT_DEFAULTS, **text}
     counted = ("the vision encoder's weights (vision_config) are not counted" if "vision_config" in config
                else "no vision encoder is counted")
-    return text, inner, inner_where, f"text tower only ({DESCRIPTIONS[inner]} of {DESCRIPTIONS[kind]}): {counted}"
+    return text, inner, inner_where, f"text tower only, read as {DESCRIPTIONS[inner]} ({kind} config): {counted}"
 
 
 def _audit(f: ConfigFields, kind: str) -> None:
