@@ -301,19 +301,25 @@ def test_published_runs_of_fine_grained_experts_decode_slower_than_estimated_whe
     # (their TPOT enters no fit): measured, 47 of 50 runs of DeepSeek-R1, GLM-4.5 and Qwen3-235B-A22B (vLLM, SGLang,
     # TensorRT-LLM; H200, B200, MI300X) decode slower than estimated, median TPOT 1.86x the estimate's, where the 20
     # runs of other models (Llama 4 among them, not fine-grained) sit at a median 1.00x.
-    over, by_engine = {True: [], False: []}, {}
+    over, by_engine, by_model = {True: [], False: []}, {}, {}
     for row in sweep_rows():
         loaded = load_estimate(row.deployment(), row.input_len, row.output_len, concurrency=row.concurrency)
         fine_grained = get_model(row.model).fine_grained_experts
         over[fine_grained].append(row.tpot_s / loaded.tpot_s)
         if fine_grained:
             by_engine.setdefault(row.engine.split()[0], []).append(row.tpot_s / loaded.tpot_s)
+            by_model.setdefault(get_model(row.model).name, []).append(row.tpot_s / loaded.tpot_s)
     fine, other = over[True], over[False]
     assert len(fine) >= 40 and sum(x > 1 for x in fine) >= 0.9 * len(fine) and statistics.median(fine) > 1.5
     assert len(other) >= 10 and 0.9 < statistics.median(other) < 1.1
     # chapter 9: "under vLLM, SGLang and TensorRT-LLM alike"
     assert set(by_engine) == {"vLLM", "SGLang", "TensorRT-LLM"}
     assert all(statistics.median(ratios) > 1.2 for ratios in by_engine.values())
+    # chapter 11: most are DeepSeek-R1's (40, median 2.04x); Qwen3-235B-A22B's nine SGLang runs on eight B200 sit at a
+    # median 1.06x, none beyond 1.31x, so outside DeepSeek-R1 the direction holds only weakly
+    deepseek, qwen = by_model["deepseek-v3"], by_model["qwen3-235b-a22b"]
+    assert len(deepseek) > len(fine) / 2 and statistics.median(deepseek) > 1.5
+    assert len(qwen) == 9 and 1 < statistics.median(qwen) < 1.2 and max(qwen) < 1.5
 
 
 @functools.cache
