@@ -16,10 +16,11 @@ frozen rows. The tables:
 - `published_runs()`: 263 published inference runs for the calibration of chapter 11 (TensorRT-LLM v0.14 across
   tensor-parallel degrees 1-8, FP8 and FP16, dense and Mixtral MoE; TensorRT-LLM 0.5/0.6.1 static batches and
   first-token latencies; JetStream on TPU v5e), each with its source.
-- `validation_runs()`: 1,548 further published runs kept out of every fit (TensorRT-LLM v0.9, v0.13, v0.15, v0.17,
+- `validation_runs()`: 1,553 further published runs kept out of every fit (TensorRT-LLM v0.9, v0.13, v0.15, v0.17,
   v0.20 and v1.0 tables on H100, H200, A100, B200 and GB200, TP 1-8, FP16, FP8 and NVFP4; JetStream-PyTorch on TPU
   v5e-8; AMD's comparison of a vLLM build on 8 MI300X with TensorRT-LLM 0.16 on 8 H100, offline throughput and
-  batches of 1 to 128; dstack's LLaMA-3.1-405B batches of 4 to 256 on 8 MI300X and 8 H100): the out-of-sample check of
+  batches of 1 to 128; dstack's LLaMA-3.1-405B batches of 4 to 256 on 8 MI300X and 8 H100; vLLM's own Qwen3 MoE
+  batches on 1 and 4 MI300X): the out-of-sample check of
   `calibration.out_of_sample_summary` (one page column, impossible as published, is kept in the file but excluded).
 - `sweep_rows()`: published closed-loop concurrency sweeps (TTFT, TPOT, output tokens/s against the number of
   clients), each with its source: dstack's DeepSeek-R1 study on 8 H200 and 8 MI300X (30 rows), SGLang's cookbook
@@ -327,12 +328,13 @@ def validation_runs(include_excluded: bool = False) -> tuple:
     and GB200; TP 1-8; FP16, FP8 and NVFP4; LLaMA-2 7B/70B, LLaMA-3/3.1/3.3 8B/70B/405B, Mistral 7B, Mixtral 8x7B/8x22B,
     Qwen3-235B-A22B and Qwen3-30B-A3B), JetStream-PyTorch's further TPU v5e-8 rows, and AMD's own comparison of
     LLaMA-3.1 70B and 405B in FP8 on 8 MI300X (a vLLM build of January 2025) and 8 H100 (TensorRT-LLM 0.16): offline
-    throughput and the end-to-end latency of batches of 1 to 128 (rocm-blogs, `LLM_Inference`), and dstack's study
-    of LLaMA-3.1-405B in FP8 on 8 MI300X (a vLLM ROCm build of November 2024, run eagerly) and 8 H100 (vLLM 0.6.3,
-    Meta's checkpoint: `CHECKPOINT_WEIGHTS`), 4 to 256 prompts at once (`dstackai/benchmarks`), each with its
-    source. A model the library does not name is read from its config file (`HF_CONFIGS`), so its row's `model` is a
-    `Transformer`. The out-of-sample check of chapter 11's estimate (`calibration.out_of_sample_summary`) prices
-    these; nothing fits on them.
+    throughput and the end-to-end latency of batches of 1 to 128 (rocm-blogs, `LLM_Inference`), and dstack's study of
+    LLaMA-3.1-405B in FP8 on 8 MI300X (a vLLM ROCm build of November 2024, run eagerly) and 8 H100 (vLLM 0.6.3, Meta's
+    checkpoint: `CHECKPOINT_WEIGHTS`), 4 to 256 prompts at once (`dstackai/benchmarks`), and vLLM's own runs of
+    Qwen3-30B-A3B and Qwen3-235B-A22B in FP8 on one and four MI300X (its pull requests #17530 and #17535, May 2025: 200
+    prompts at once), each with its source. A model the library does not name is read from its config file
+    (`HF_CONFIGS`), so its row's `model` is a `Transformer`. The out-of-sample check of chapter 11's estimate
+    (`calibration.out_of_sample_summary`) prices these; nothing fits on them.
 
     A row whose note starts with `EXCLUDED` is physically impossible as published (it beats the bound by more than
     any tolerance; the note gives the arithmetic and the likely page error); it is kept in the file for the record and

@@ -190,10 +190,15 @@ def test_a_model_with_fine_grained_experts_gets_its_own_held_out_range_and_a_cav
     rows = _table(_ok(argv + ["--model", "qwen3-235b-a22b"], capsys))
     assert "CAVEAT: fine-grained experts" in rows["engine profile"]
     assert "for 4 in 5 held-out runs of fine-grained experts)" in rows["decode step = time per output token (TPOT)"]
-    # on AMD GPUs no such run was held out: the AMD range, and the caveat says so with the NVIDIA runs' range
+    # on AMD GPUs their own held-out runs (vLLM on MI300X) give the range and the caveat's numbers
     amd = _json(["estimate", "--model", "qwen3-235b-a22b", "--chip", "mi300x", "--chips", "8"], capsys)["engine"]
-    assert amd["spread"] == list(PROFILES["typical"].spread_on("mi300x")) and "no held-out run of one on AMD GPUs" \
-        in amd["caveat"] and f"{own[0]:.2f}-{own[1]:.2f}" in amd["caveat"]
+    amd_own = PROFILES["typical"].fine_grained_spread_on("mi300x")
+    assert amd_own and amd["spread"] == list(amd_own) != list(PROFILES["typical"].spread_on("mi300x"))
+    assert f"{amd_own[0]:.2f}-{amd_own[1]:.2f}" in amd["caveat"] and "no held-out run" not in amd["caveat"]
+    # on TPUs no such run was held out: the TPU range, and the caveat says so with the NVIDIA runs' range
+    tpu = _json(["estimate", "--model", "qwen3-235b-a22b", "--chip", "tpu-v5p", "--chips", "8"], capsys)["engine"]
+    assert tpu["spread"] == list(PROFILES["typical"].spread_on("tpu-v5p")) and "no held-out run of one on TPUs" \
+        in tpu["caveat"] and f"{own[0]:.2f}-{own[1]:.2f}" in tpu["caveat"]
     planned = _json(["plan", "--model", "qwen3-235b-a22b", "--chip", "h200", "--max-chips", "8", "--input-len", "1000",
                      "--output-len", "1000", "--price", "3"], capsys)
     assert any("fine-grained experts" in words for words in planned["engine"]["caveats"])

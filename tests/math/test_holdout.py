@@ -100,8 +100,19 @@ def test_fine_grained_experts_run_slower_than_the_estimate_and_outside_the_range
     assert own == PROFILES["typical"].fine_grained_spread_on("h200") != general
     inside = [sum(low <= r <= high for r in ratios) / len(ratios) for low, high in (general, own)]
     assert len(ratios) >= 40 and statistics.median(ratios) < 0.85 and inside[0] < 0.5 <= 0.75 <= inside[1]
-    assert {row.model_card for row in validation_runs()
-            if get_model(row.model).fine_grained_experts} == {"Qwen/Qwen3-30B-A3B", "Qwen/Qwen3-235B-A22B"}
+    assert {row.model_card for row in validation_runs() if get_model(row.model).fine_grained_experts} == {
+        "Qwen/Qwen3-30B-A3B", "Qwen/Qwen3-235B-A22B", "Qwen/Qwen3-30B-A3B-FP8", "Qwen/Qwen3-235B-A22B-FP8"}
+
+
+def test_fine_grained_experts_run_at_about_half_the_estimate_on_mi300x_too():
+    # Not one engine's quirk: the same two models in FP8 under vLLM on one and four MI300X (vLLM's pull requests
+    # #17530 and #17535, offline batches of 200 prompts) ran at 0.48-0.55 of the estimate (five runs), where the
+    # AMD held-out runs of every other model sit at a median near 1; the stored AMD range is theirs.
+    ratios = holdout.held_out_ratios("typical", "amd", "fine-grained")
+    others = [r for r in holdout.held_out_ratios("typical", "amd") if r not in ratios]
+    assert len(ratios) == 5 and max(ratios) < 0.6 and 0.85 < statistics.median(others) < 1.15
+    assert PROFILES["mi300x"].spread_on("mi300x", "qwen3-235b-a22b") == PROFILES["mi300x"].fine_grained_spread_on(
+        "mi300x") == (0.48, 0.55)
 
 
 def test_the_groupings_read_the_row():

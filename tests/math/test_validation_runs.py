@@ -55,7 +55,7 @@ def test_validation_rows_span_releases_parallelism_formats_and_platforms():
     releases = {f"TensorRT-LLM v{v}" for v in ("0.9", "0.13", "0.15", "0.16", "0.17", "0.20", "1.0")}
     assert {release_of(row) for row in rows} == releases | {"JetStream-PyTorch", "vLLM 2025-01-12 dev build",
                                                            "vLLM 2024-11 ROCm build",
-                                                           "vLLM 0.6.3.post2.dev308 nightly"}
+                                                           "vLLM 0.6.3.post2.dev308 nightly", "vLLM main of May 2025"}
     assert {row.tensor_parallel for row in rows} == {1, 2, 4, 8}
     assert {row.weights for row in rows} >= {"bf16", "fp8", "nvfp4", "int8"}
     assert {row.chip for row in rows} >= {"h100", "h200", "a100", "b200", "gb200", "tpu-v5e", "mi300x"}
@@ -77,7 +77,7 @@ def test_no_out_of_sample_measurement_beats_the_bound():
     # The bound (every resource at peak, all overlapped, all of HBM, no cap on sequences) against every row, the
     # NVFP4 rows on B200/GB200 included.
     items = out_of_sample(BOUND)
-    assert len(items) == len(validation_runs()) == 1548
+    assert len(items) == len(validation_runs()) == 1553
     assert sum(c.row.weights == "nvfp4" for c in items) >= 100
     beaten = [(c.label, round(c.ratio, 3)) for c in items if c.ratio < 1.0]
     assert beaten == []
@@ -90,7 +90,7 @@ def test_the_excluded_column_holds_a_run_that_is_impossible_as_published():
     # A100's HBM rate, so no engine could have run it (the estimate's bound agrees), and the column's other rows are
     # set aside with it.
     excluded = [row for row in validation_runs(include_excluded=True) if row.note.startswith(EXCLUDED)]
-    assert len(validation_runs(include_excluded=True)) == len(validation_runs()) + len(excluded) == 1554
+    assert len(validation_runs(include_excluded=True)) == len(validation_runs()) + len(excluded) == 1559
     assert {(row.source, row.model, row.chip, row.tensor_parallel) for row in excluded} == {
         (excluded[0].source, "mixtral-8x7b", "a100", 2)}
     row = next(r for r in excluded if (r.kind, r.batch) == ("static", 32))
