@@ -25,8 +25,9 @@ frozen rows. The tables:
 - `sweep_rows()`: published closed-loop concurrency sweeps (TTFT, TPOT, output tokens/s against the number of
   clients), each with its source: dstack's DeepSeek-R1 study on 8 H200 and 8 MI300X (30 rows), SGLang's cookbook
   runs of LLaMA-3.1-70B on 8 A100 and Qwen3-235B and DeepSeek-R1 on 8 B200 at 1 to 100 clients, and of Llama 4
-  Scout and Maverick on 8 MI300X at 16 and 100 clients (28 rows; its one-client Llama 4 runs are left out: their
-  p99 first token is 39-48 s, a cold start inside every mean they print), and
+  Scout and Maverick on 8 MI300X at 16 and 100 clients (its one-client Llama 4 runs are left out: their p99 first
+  token is 39-48 s, a cold start inside every mean they print), and of Qwen3-Next-80B-A3B on 8 B200 with ShareGPT
+  conversations at 1 and 100 clients (30 rows), and
   GPUStack's runs at 1 to 8 clients (10 rows), and Google's TPU recipe, LLaMA-3.3-70B on a TPU v6e-8 at 64 and 128
   clients (2 rows, whose first tokens `simulator.benchmark_estimate` prices; their TPOT and tokens/s are the TPU
   fit's, in gathered_runs.csv). Used in chapter 9 and the load model's tests; only the front end
@@ -471,12 +472,12 @@ def sweep_rows(chip: str | None = None, engine: str | None = None, source: str |
     """The published closed-loop concurrency sweeps, in the file's order: dstack's DeepSeek-R1 study (8 x H200 with
     vLLM, SGLang and TensorRT-LLM, 8 x MI300X with vLLM and SGLang; fixed prompts of 3,200 tokens, 800 out, 4 to 128
     clients), SGLang's cookbook (8 x A100 and 8 x B200, random lengths of about 500 or 4,000 in and 400 to 4,000 out, 1
-    to 100 clients; Llama 4 on 8 x MI300X, about 500 in and out, 16 and 100 clients) and GPUStack's performance lab
-    (vLLM, SGLang and TensorRT-LLM on one H100 and 8 H200, ShareGPT conversations of about 230 tokens in and 220 out, 1
-    to 8 clients), and Google's TPU recipe (vLLM on a TPU v6e-8, 3,000 requests of 1,000 + 1,000 tokens from 64 and 128
-    clients). `chip`, `engine` (the engine's first word, case-insensitive, e.g. "vllm") and `source` (the source's first
-    word: "dstackai/benchmarks", "sgl-project/sgl-cookbook", "gpustack/gpustack" or "AI-Hypercomputer/tpu-recipes")
-    select."""
+    to 100 clients; Llama 4 on 8 x MI300X, about 500 in and out, 16 and 100 clients; Qwen3-Next-80B-A3B on 8 x B200,
+    ShareGPT conversations, 1 and 100 clients) and GPUStack's performance lab (vLLM, SGLang and TensorRT-LLM on one H100
+    and 8 H200, ShareGPT conversations of about 230 tokens in and 220 out, 1 to 8 clients), and Google's TPU recipe
+    (vLLM on a TPU v6e-8, 3,000 requests of 1,000 + 1,000 tokens from 64 and 128 clients). `chip`, `engine` (the
+    engine's first word, case-insensitive, e.g. "vllm") and `source` (the source's first word: "dstackai/benchmarks",
+    "sgl-project/sgl-cookbook", "gpustack/gpustack" or "AI-Hypercomputer/tpu-recipes") select."""
     rows = _serving_rows("concurrency_sweeps.csv")
     engines = sorted({r.engine.split()[0].lower() for r in rows})
     if engine is not None and (not isinstance(engine, str) or engine.lower() not in engines):
