@@ -329,8 +329,8 @@ PROFILES = {
     "mi300x": Profile("mi300x", "AMD MI300X-class GPUs under vLLM on ROCm (2024-2025)", TYPICAL, ("amd",),
                       "AMD's published vLLM tables for 8 MI300X and Oracle's Llama 3.1 405B runs", (),
                       (("amd", 0.72, 1.09),), (("amd", 0.48, 0.55),)),
-    "sglang": Profile("sglang", "SGLang (0.5, 2025)", Calibrated(*(replace(e, request_s=0.06) for e in (_GPU, _TPU)),
-                                                                 amd=replace(_AMD, request_s=0.06)),
+    "sglang": Profile("sglang", "SGLang (0.5, 2025)", Calibrated(*(replace(e, request_s=0.058) for e in (_GPU, _TPU)),
+                                                                 amd=replace(_AMD, request_s=0.058)),
                       ("gpu", "amd"),
                       "no step-level runs (SGLang publishes serving runs under a load): the typical fit's rates and "
                       "per-step costs; its own front end, fitted on its published runs at one to four clients (SGLang's "

@@ -26,8 +26,8 @@ frozen rows. The tables:
   clients), each with its source: dstack's DeepSeek-R1 study on 8 H200 and 8 MI300X (30 rows), SGLang's cookbook
   runs of LLaMA-3.1-70B on 8 A100 and Qwen3-235B and DeepSeek-R1 on 8 B200 at 1 to 100 clients, and of Llama 4
   Scout and Maverick on 8 MI300X at 16 and 100 clients (its one-client Llama 4 runs are left out: their p99 first
-  token is 39-48 s, a cold start inside every mean they print), and of Qwen3-Next-80B-A3B on 8 B200 with ShareGPT
-  conversations at 1 and 100 clients (30 rows), and
+  token is 39-48 s, a cold start inside every mean they print), and of Qwen3-Next-80B-A3B and gpt-oss-120b on 8
+  B200 with ShareGPT conversations at 1 and 100 clients (32 rows), and
   GPUStack's runs at 1 to 8 clients (10 rows), and Google's TPU recipe, LLaMA-3.3-70B on a TPU v6e-8 at 64 and 128
   clients (2 rows, whose first tokens `simulator.benchmark_estimate` prices; their TPOT and tokens/s are the TPU
   fit's, in gathered_runs.csv). Used in chapter 9 and the load model's tests; only the front end
@@ -53,7 +53,7 @@ from .dtypes import MixedWeights
 from .estimate import Deployment
 from .formats import matmul_dtype
 from .hardware import get_chip
-from .models import Transformer, from_hf_config
+from .models import Transformer, read_hf_config
 from .roofline import SLOWDOWN, critical_batch_from_rates, fit_batch_roofline, slowdown_knee
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -270,10 +270,13 @@ CHECKPOINT_WEIGHTS = {
 
 def _row_weights(r: dict):
     """A row's weight format: its `weights` column, or the mixed format of the checkpoint it names
-    (`CHECKPOINT_WEIGHTS`), whose quantized format the column must then give."""
+    (`CHECKPOINT_WEIGHTS`), whose quantized format the column must then give; for a model read from a config file,
+    the mixed format its `quantization_config` stores where the column names that format (gpt-oss's MXFP4 experts
+    beside BF16 attention, embeddings and head)."""
     mixed = CHECKPOINT_WEIGHTS.get(r["model_card"])
     if mixed is None:
-        return r["weights"]
+        stored = _stored_weights(r["model"])
+        return stored if stored is not None and str(stored) == r["weights"] else r["weights"]
     if r["weights"] != mixed:
         raise ValueError(f"row of {r['model_card']}: weights {r['weights']!r}, but that checkpoint's quantized "
                          f"format is {str(mixed)!r} (measurements.CHECKPOINT_WEIGHTS); write {str(mixed)!r} in its "
@@ -313,11 +316,22 @@ def _row_model(name: str):
     """A row's model: a library name as it stands, or "hf:<stem>" read from `HF_CONFIGS/<stem>.json`."""
     if not name.startswith(_HF_PREFIX):
         return name
+    return _hf_config(name).model
+
+
+@functools.cache
+def _hf_config(name: str):
+    """The `models.HfConfig` of a row's "hf:<stem>" model, read once."""
     path = HF_CONFIGS / f"{name[len(_HF_PREFIX):]}.json"
     if not path.is_file():
         raise ValueError(f"model {name!r}: no config at {path}; add the model's config.json there (with its source "
                          "in the README) or use a library model name")
-    return from_hf_config(path)
+    return read_hf_config(path)
+
+
+def _stored_weights(name: str):
+    """The weight format a row's "hf:<stem>" model's config stores (None: none, or a library model)."""
+    return _hf_config(name).weight_dtype if name.startswith(_HF_PREFIX) else None
 
 
 EXCLUDED = "EXCLUDED:"  # a validation row's note that starts so states why the row cannot be a measurement as given
@@ -446,7 +460,7 @@ def _serving_rows(name: str) -> tuple:
     """The rows of a file of published serving runs in `concurrency_sweeps.csv`'s columns, as `SweepRow`s."""
     return tuple(SweepRow(engine=r["engine"], chip=r["chip"], n_chips=int(r["n_chips"]),
                           tensor_parallel=int(r["tensor_parallel"]), model=_row_model(r["model"]),
-                          weights=r["weights"], kv_cache=r["kv_cache"], input_len=int(r["input_len"]),
+                          weights=_row_weights(r), kv_cache=r["kv_cache"], input_len=int(r["input_len"]),
                           output_len=int(r["output_len"]), lengths=r["lengths"],
                           concurrency=int(r["concurrency"]), requests=int(r["requests"]),
                           request_rate=float(r["request_throughput"]),
@@ -472,12 +486,12 @@ def sweep_rows(chip: str | None = None, engine: str | None = None, source: str |
     """The published closed-loop concurrency sweeps, in the file's order: dstack's DeepSeek-R1 study (8 x H200 with
     vLLM, SGLang and TensorRT-LLM, 8 x MI300X with vLLM and SGLang; fixed prompts of 3,200 tokens, 800 out, 4 to 128
     clients), SGLang's cookbook (8 x A100 and 8 x B200, random lengths of about 500 or 4,000 in and 400 to 4,000 out, 1
-    to 100 clients; Llama 4 on 8 x MI300X, about 500 in and out, 16 and 100 clients; Qwen3-Next-80B-A3B on 8 x B200,
-    ShareGPT conversations, 1 and 100 clients) and GPUStack's performance lab (vLLM, SGLang and TensorRT-LLM on one H100
-    and 8 H200, ShareGPT conversations of about 230 tokens in and 220 out, 1 to 8 clients), and Google's TPU recipe
-    (vLLM on a TPU v6e-8, 3,000 requests of 1,000 + 1,000 tokens from 64 and 128 clients). `chip`, `engine` (the
-    engine's first word, case-insensitive, e.g. "vllm") and `source` (the source's first word: "dstackai/benchmarks",
-    "sgl-project/sgl-cookbook", "gpustack/gpustack" or "AI-Hypercomputer/tpu-recipes") select."""
+    to 100 clients; Llama 4 on 8 x MI300X, about 500 in and out, 16 and 100 clients; Qwen3-Next-80B-A3B and gpt-oss-120b
+    on 8 x B200, ShareGPT conversations, 1 and 100 clients) and GPUStack's performance lab (vLLM, SGLang and
+    TensorRT-LLM on one H100 and 8 H200, ShareGPT conversations of about 230 tokens in and 220 out, 1 to 8 clients), and
+    Google's TPU recipe (vLLM on a TPU v6e-8, 3,000 requests of 1,000 + 1,000 tokens from 64 and 128 clients). `chip`,
+    `engine` (the engine's first word, case-insensitive, e.g. "vllm") and `source` (the source's first word:
+    "dstackai/benchmarks", "sgl-project/sgl-cookbook", "gpustack/gpustack" or "AI-Hypercomputer/tpu-recipes") select."""
     rows = _serving_rows("concurrency_sweeps.csv")
     engines = sorted({r.engine.split()[0].lower() for r in rows})
     if engine is not None and (not isinstance(engine, str) or engine.lower() not in engines):
