@@ -298,9 +298,9 @@ def test_no_published_sweep_point_beats_the_bound_at_its_load():
 
 def test_published_runs_of_fine_grained_experts_decode_slower_than_estimated_where_other_models_do_not():
     # Chapter 11's corroboration of the fine-grained caveat, on the published serving runs priced at their load
-    # (their TPOT enters no fit): measured, 47 of 50 runs of DeepSeek-R1, GLM-4.5 and Qwen3-235B-A22B (vLLM, SGLang,
-    # TensorRT-LLM; H200, B200, MI300X) decode slower than estimated, median TPOT 1.86x the estimate's, where the 20
-    # runs of other models (Llama 4 among them, not fine-grained) sit at a median 1.00x.
+    # (their TPOT enters no fit): measured, 49 of 52 runs of DeepSeek-R1, GLM-4.5, Qwen3-235B-A22B and Qwen3-Next
+    # (vLLM, SGLang, TensorRT-LLM; H200, B200, MI300X) decode slower than estimated, median TPOT 1.86x the estimate's,
+    # where the 22 runs of other models (Llama 4 and gpt-oss among them, not fine-grained) sit at a median 1.00x.
     over, by_engine, by_model = {True: [], False: []}, {}, {}
     for row in sweep_rows():
         loaded = load_estimate(row.deployment(), row.input_len, row.output_len, concurrency=row.concurrency)
