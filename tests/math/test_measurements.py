@@ -7,12 +7,15 @@ import re
 
 import pytest
 
+from scaling_lib.dtypes import MixedWeights
 from scaling_lib.estimate import Deployment, decode_step
 from scaling_lib.hardware import Chip, get_chip
 from scaling_lib.measurements import (CollectiveRow, PopeRow, RunRow, ThroughputRow, accelerator_decode_sweep,
                                       accelerator_knee, accelerator_rates, accelerator_rows, accelerator_sweep_model,
                                       collective_rows, nccl_rows, pope_headline_runs, pope_row, pope_rows,
-                                      published_runs, trtllm_rows, validation_runs, write_accelerator_rows)
+                                      published_runs, sweep_rows, trtllm_rows, validation_runs,
+                                      write_accelerator_rows)
+from scaling_lib.memory import param_bytes
 from scaling_lib.roofline import KNEE_FACTOR
 
 from tests import for_each
@@ -213,3 +216,17 @@ def test_an_accelerator_file_with_other_columns_or_an_unknown_experiment_is_refu
     write_accelerator_rows([row], tmp_path / "flash.csv")
     with pytest.raises(ValueError, match="unknown experiment 'flash'"):
         accelerator_rows(tmp_path / "flash.csv")
+
+
+def test_a_row_read_from_a_config_takes_the_mixed_format_its_checkpoint_stores():
+    # gpt-oss-120b's config stores MXFP4 experts (4.25 bits, 32-weight blocks with a byte of scale: 17/32 bytes) and
+    # keeps attention, router, embeddings and head in BF16 (its quantization_config); a sweep row whose weights column
+    # says mxfp4 is priced so, and its weights come to what the report prints by hand, not 0.53 bytes for every weight
+    row = next(r for r in sweep_rows() if getattr(r.model, "name", "") == "gpt-oss-120b")
+    assert row.weights == "mxfp4" and isinstance(row.weights, MixedWeights)
+    assert row.weights.group_bytes("experts") == 17 / 32 and row.weights.group_bytes("attention") == 2
+    # 65.2 GB in all against 62.1 GB were every weight MXFP4: 3 GB of BF16 attention, embeddings and head
+    assert row.deployment().weight_bytes_per_chip * 8 - param_bytes(row.model, "mxfp4") > 2.5e9
+    # a config that stores nothing (Qwen3-30B-A3B in BF16) leaves the column as written
+    qwen = next(r for r in validation_runs() if getattr(r.model, "name", "") == "qwen3-30b-a3b" and r.weights == "fp8")
+    assert type(qwen.weights) is str
