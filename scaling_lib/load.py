@@ -74,7 +74,7 @@ from dataclasses import dataclass, field
 from statistics import NormalDist
 
 from ._validate import flag, positive, positive_int
-from .estimate import BOUND, Deployment, max_batch, resolve_efficiency, step_estimate
+from .estimate import BOUND, CUDA_GRAPH_MAX_BATCH, Deployment, max_batch, resolve_efficiency, step_estimate
 
 # vLLM's default token budget per step for its OpenAI server on GPUs with at least 70 GiB (max_num_batched_tokens;
 # vllm/engine/arg_utils.py, EngineArgs.get_batch_defaults: 8,192 there, 2,048 on smaller GPUs and A100s).
@@ -664,7 +664,8 @@ class LoadEstimate:
         load = self._load_words()
         if self.schedule != "mixed":
             load += f", {self.schedule} (waiting prompts run alone while the decodes wait)"
-        return [("load", f"{load}; the deployment saturates at {self.saturation_rate:,.4g} requests/s"),
+        return [("load", f"{load}; the deployment saturates at {self.saturation_rate:,.4g} requests/s"
+                         f"{self._fuller_batch_words()}"),
                 ("TTFT under load", f"{self.ttft_s * 1e3:,.1f} ms mean, {self.ttft_p99_s * 1e3:,.1f} ms p99 "
                                     f"({self.queue_s * 1e3:,.1f} ms of the mean waiting "
                                     f"{'behind the other requests' if self.requests else 'for a prefill step'}, "
@@ -677,6 +678,18 @@ class LoadEstimate:
                 ("requests in flight", f"{self.requests_in_flight:,.1f}, queued or running (Little's law); "
                                        f"{self.decode_batch:,.1f} decoding per replica of at most {self.max_batch:,} "
                                        "(at the workload's mean context)")]
+
+    def _fuller_batch_words(self) -> str:
+        """Why a closed loop can be served faster than the saturation rate: the saturation rate is that of the full
+        batch (where an open loop's queue ends up), and on a GPU a decode batch past `CUDA_GRAPH_MAX_BATCH` runs
+        outside a CUDA graph, so a full batch there can serve fewer requests per second than these clients' smaller
+        one. "" when the loop is served below the saturation rate."""
+        if self.concurrency is None or self.request_rate <= self.saturation_rate:
+            return ""
+        why = (f", past the {CUDA_GRAPH_MAX_BATCH} sequences a GPU engine runs in a CUDA graph"
+               if self.decode_batch <= CUDA_GRAPH_MAX_BATCH < self.max_batch else "")
+        return (f" with its batch full ({self.max_batch:,} per replica{why}); these clients keep "
+                f"{self.decode_batch:,.0f} decoding per replica and are served faster")
 
     def _saturated_rows(self) -> list:
         growth = self.offered_rate - self.request_rate

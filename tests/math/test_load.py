@@ -24,7 +24,7 @@ import pytest
 
 from scaling_lib.calibration import fit_request_s
 from scaling_lib.efficiency import PHYSICAL_RANGES, TYPICAL, Calibrated
-from scaling_lib.estimate import Deployment, offline_estimate
+from scaling_lib.estimate import CUDA_GRAPH_MAX_BATCH, Deployment, offline_estimate
 from scaling_lib.load import Engine, deployment_engine, load_estimate
 from scaling_lib.measurements import burst_rows, sweep_rows
 from scaling_lib.models import get_model
@@ -641,3 +641,18 @@ def test_identical_requests_on_a_mixed_engine_stay_in_waves_when_a_burst_takes_f
     steady = load_estimate(row.deployment(), row.input_len, row.output_len, concurrency=row.concurrency,
                            efficiency="vllm", token_budget=512).ttft_s
     assert 1 / 1.25 < np.median(spread) / steady < 1.25
+
+
+def test_a_closed_loop_served_faster_than_the_saturation_rate_says_why():
+    # LLaMA-3-70B in FP8 on two H100s, 1,000 + 1,000 tokens: the full batch (339 per replica) runs outside a CUDA graph
+    # (more than 256 sequences), so it serves fewer requests per second than 250 clients' batch of 249, which runs in
+    # one: the saturation rate (the full batch's, where an open loop's queue ends up) is below what 250 clients get,
+    # and the words say why; at 100 clients, served below it, they say nothing more
+    d = Deployment("llama3-70b", "h100", 2, weight_dtype="fp8", kv_dtype="fp8", compute_dtype="fp8")
+    loaded = load_estimate(d, 1000, 1000, concurrency=250)
+    full = load_estimate(d, 1000, 1000, concurrency=loaded.max_batch)
+    assert loaded.decode_batch <= CUDA_GRAPH_MAX_BATCH < loaded.max_batch
+    assert full.request_rate <= loaded.saturation_rate * 1.001 < loaded.request_rate
+    words = dict(loaded.rows())["load"]
+    assert "past the 256 sequences a GPU engine runs in a CUDA graph" in words and "served faster" in words
+    assert dict(load_estimate(d, 1000, 1000, concurrency=100).rows())["load"].endswith("requests/s")
