@@ -18,20 +18,20 @@ frozen rows. The tables:
   first-token latencies; JetStream on TPU v5e), each with its source.
 - `validation_runs()`: 1,553 further published runs kept out of every fit (TensorRT-LLM v0.9, v0.13, v0.15, v0.17,
   v0.20 and v1.0 tables on H100, H200, A100, B200 and GB200, TP 1-8, FP16, FP8 and NVFP4; JetStream-PyTorch on TPU
-  v5e-8; AMD's comparison of a vLLM build on 8 MI300X with TensorRT-LLM 0.16 on 8 H100, offline throughput and
-  batches of 1 to 128; dstack's LLaMA-3.1-405B batches of 4 to 256 on 8 MI300X and 8 H100; vLLM's own Qwen3 MoE
-  batches on 1 and 4 MI300X): the out-of-sample check of
-  `calibration.out_of_sample_summary` (one page column, impossible as published, is kept in the file but excluded).
+  v5e-8; AMD's comparison of a vLLM build on 8 MI300X with TensorRT-LLM 0.16 on 8 H100, offline throughput and batches
+  of 1 to 128; dstack's LLaMA-3.1-405B batches of 4 to 256 on 8 MI300X and 8 H100; vLLM's own Qwen3 MoE batches on 1
+  and 4 MI300X): the out-of-sample check of `calibration.out_of_sample_summary` (one page column, impossible as
+  published, is kept in the file but excluded).
 - `sweep_rows()`: published closed-loop concurrency sweeps (TTFT, TPOT, output tokens/s against the number of
-  clients), each with its source: dstack's DeepSeek-R1 study on 8 H200 and 8 MI300X (30 rows), SGLang's cookbook
-  runs of LLaMA-3.1-70B on 8 A100 and Qwen3-235B and DeepSeek-R1 on 8 B200 at 1 to 100 clients, and of Llama 4
-  Scout and Maverick on 8 MI300X at 16 and 100 clients (its one-client Llama 4 runs are left out: their p99 first
-  token is 39-48 s, a cold start inside every mean they print), and of Qwen3-Next-80B-A3B and gpt-oss-120b on 8
-  B200 with ShareGPT conversations at 1 and 100 clients (32 rows), and
-  GPUStack's runs at 1 to 8 clients (10 rows), and Google's TPU recipe, LLaMA-3.3-70B on a TPU v6e-8 at 64 and 128
-  clients (2 rows, whose first tokens `simulator.benchmark_estimate` prices; their TPOT and tokens/s are the TPU
-  fit's, in gathered_runs.csv). Used in chapter 9 and the load model's tests; only the front end
-  (`calibration.fit_request_s`) is fitted on them, on the runs at one to four clients.
+  clients), each with its source: dstack's DeepSeek-R1 study on 8 H200 and 8 MI300X (30 rows), SGLang's cookbook runs
+  of LLaMA-3.1-70B on 8 A100 and Qwen3-235B and DeepSeek-R1 on 8 B200 at 1 to 100 clients, and of Llama 4 Scout and
+  Maverick on 8 MI300X at 16 and 100 clients (its one-client Llama 4 runs are left out: their p99 first token is 39-48
+  s, a cold start inside every mean they print), and of Qwen3-Next-80B-A3B and gpt-oss-120b on 8 B200 with ShareGPT
+  conversations at 1 and 100 clients (32 rows), and GPUStack's runs at 1 to 8 clients (10 rows), and Google's TPU
+  recipe, LLaMA-3.3-70B on a TPU v6e-8 at 64 and 128 clients (2 rows, whose first tokens
+  `simulator.benchmark_estimate` prices; their TPOT and tokens/s are the TPU fit's, in gathered_runs.csv). Used in
+  chapter 9 and the load model's tests; only the front end (`calibration.fit_request_s`) is fitted on them, on the
+  runs at one to four clients.
 - `burst_rows()`: GPUStack's published runs that sent every request at once (73 rows), which
   `simulator.burst_estimate` prices; nothing is fitted on them.
 - `accelerator_rows()`: this book's own measurements on a real accelerator (one NVIDIA H200, 2026-12-04), grouped in
