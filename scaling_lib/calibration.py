@@ -198,6 +198,9 @@ def pope_deployment(row: PopeRow) -> Deployment:
 
 # A run's note says how its page served a mixture of experts (TensorRT-LLM v1.0's MoE options).
 SERVED_WITH_DATA_PARALLEL_ATTENTION_AND_EXPERTS = "attention data parallelism and expert parallelism"
+# ... and the words of a run whose engine put whole experts on each chip but kept attention tensor-parallel (vLLM's
+# --enable-expert-parallel beside --tensor-parallel-size)
+SERVED_WITH_EXPERT_PARALLELISM_ALONE = "expert parallelism beside tensor-parallel attention"
 
 
 @functools.lru_cache(maxsize=None)
@@ -206,7 +209,7 @@ def run_deployment(row: RunRow) -> Deployment:
     as bf16: the same bytes and peak); TensorRT-LLM's memory rule (`trtllm_memory_utilization`) for its in-flight
     batching rows, all of HBM for a static batch or a first token (the run held exactly its batch, so it fit),
     `Deployment`'s defaults otherwise; attention data-parallel with expert parallelism where the run's note says its
-    page served it so."""
+    page served it so, expert parallelism alone where the note says that."""
     _check_row(row, "run_deployment")
     utilization = MEMORY_UTILIZATION
     if row.kind in ("static", "ttft", "latency", "tpot"):
@@ -215,9 +218,10 @@ def run_deployment(row: RunRow) -> Deployment:
         utilization = trtllm_memory_utilization(row.model, row.chip, row.weights, row.tensor_parallel)
     cap = max(MAX_SEQUENCES, row.batch or 0)  # a run's stated batch is what its engine allowed
     served = SERVED_WITH_DATA_PARALLEL_ATTENTION_AND_EXPERTS in row.note
+    experts = served or SERVED_WITH_EXPERT_PARALLELISM_ALONE in row.note
     return Deployment(row.model, row.chip, row.n_chips, weight_dtype=row.weights, kv_dtype=row.kv_cache,
                       compute_dtype=row.compute, tensor_parallel=row.tensor_parallel, memory_utilization=utilization,
-                      max_sequences=cap, expert_parallel=served, attention_data_parallel=served)
+                      max_sequences=cap, expert_parallel=experts, attention_data_parallel=served)
 
 
 def predicted_latency(row: PopeRow, efficiency=None) -> float:

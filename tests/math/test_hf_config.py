@@ -124,6 +124,7 @@ CARDS = {
     **{stem: (CONFIGS / f"{stem}.json", total, active, (0.01, 0.01)) for stem, total, active in [
         ("llama-3.1-8b", 8.03e9, None), ("llama-3.1-405b", 405e9, None), ("mistral-7b-v0.1", 7.24e9, None),
         ("mixtral-8x7b", 46.7e9, 12.9e9), ("qwen2.5-7b", 7.61e9, None), ("qwen3-8b", 8.2e9, None),
+        ("qwen3-32b", 32.8e9, None),
         ("qwen3-235b-a22b", 235e9, 22e9), ("gemma-2-9b", 9.24e9, None), ("deepseek-v3", 671e9, None)]},
     **{name: (config, total, active, (0.02, 0.05)) for name, config, total, active in [
         ("phi-3.5-moe", PHI35_MOE, 41.9e9, 6.6e9), ("olmo-2-1b", OLMO2_1B, 1.48e9, None),
