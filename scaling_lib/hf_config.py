@@ -45,18 +45,21 @@ CLASSES = {
     "JambaForCausalLM": ("jamba",), "NemotronHForCausalLM": ("nemotron_h",),
     "Qwen2VLForConditionalGeneration": ("qwen2_vl",), "Qwen2_5_VLForConditionalGeneration": ("qwen2_5_vl",),
     "Qwen3VLForConditionalGeneration": ("qwen3_vl",), "Qwen3VLMoeForConditionalGeneration": ("qwen3_vl_moe",),
+    "Qwen3_5ForConditionalGeneration": ("qwen3_5",), "Qwen3_5MoeForConditionalGeneration": ("qwen3_5_moe",),
+    "Qwen3_5ForCausalLM": ("qwen3_5_text",), "Qwen3_5MoeForCausalLM": ("qwen3_5_moe_text",),
     "Mistral3ForConditionalGeneration": ("mistral3",), "LlavaForConditionalGeneration": ("llava",),
     "GPTJForCausalLM": ("gptj",), "GPTNeoXForCausalLM": ("gpt_neox",),
 }
 # model_types read by another type's reader (the same architecture under another name).
 TYPE_ALIASES = {"minimax_m1": "minimax", "minimax_text_01": "minimax",
                 "qwen2_vl_text": "qwen2", "qwen2_5_vl_text": "qwen2", "qwen3_vl_text": "qwen3",
-                "qwen3_vl_moe_text": "qwen3_moe"}
+                "qwen3_vl_moe_text": "qwen3_moe", "qwen3_5_moe_text": "qwen3_5_text"}
 # Multimodal wrappers: the model_type their text tower is read as (None: the text_config's own), and whether an older
 # release keeps the language model's fields at the top level instead of in a text_config (Qwen2-VL, Qwen2.5-VL).
 WRAPPERS = {"gemma3": ("gemma3_text", False), "llama4": ("llama4_text", False), "qwen2_vl": ("qwen2", True),
             "qwen2_5_vl": ("qwen2", True), "qwen3_vl": ("qwen3", False), "qwen3_vl_moe": ("qwen3_moe", False),
-            "mistral3": (None, False), "llava": (None, False)}
+            "qwen3_5_moe": ("qwen3_5_text", False), "qwen3_5": ("qwen3_5_text", False), "mistral3": (None, False),
+            "llava": (None, False)}
 # Hugging Face's defaults (transformers' Gemma3TextConfig) for the fields a Gemma 3 text_config may leave out: the
 # released configs omit vocab_size, sliding_window_pattern and, for the 4B, the head counts.
 GEMMA3_TEXT_DEFAULTS = dict(vocab_size=262_208, hidden_size=2304, intermediate_size=9216, num_hidden_layers=26,
@@ -75,6 +78,7 @@ DESCRIPTIONS = {
     "deepseek_v32": "DeepSeek-V3.2 (latent attention, sparse-attention indexer)",
     "glm4_moe": "GLM-4.5 (mixture of experts)", "llama4_text": "Llama 4's language model",
     "qwen3_next": "Qwen3-Next, a hybrid of gated DeltaNet and attention layers",
+    "qwen3_5_text": "Qwen3.5's language model, a hybrid of gated DeltaNet and attention layers",
     "minimax": "MiniMax-01/M1, a hybrid of lightning-attention and softmax layers",
     "jamba": "Jamba, a hybrid of Mamba and attention layers",
     "nemotron_h": "Nemotron-H, a hybrid of Mamba-2 and attention layers",

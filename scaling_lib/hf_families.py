@@ -379,29 +379,54 @@ def _with_state(n_attention: int, n_state: int, state) -> dict:
     return dict(n_attention_layers=n_attention, n_state_layers=n_state, state=state if n_state else None)
 
 
-def _read_qwen3_next(f: ConfigFields) -> dict:
-    """Qwen3-Next: gated DeltaNet layers (`linear_*` fields) and every `full_attention_interval`-th layer (or those
-    `layer_types` names "full_attention") gated softmax attention; Qwen2-MoE's experts with a shared expert. The
-    attention's output gate (D x N H more per attention layer, about 0.1% of the weights) is not counted."""
-    fields = _decoder(f)
-    n = fields["n_layers"]
-    kinds, name = f.layer_types(n), "layer_types"
+def _qwen_hybrid_mixers(f: ConfigFields, n_layers: int, d_model: int) -> dict:
+    """Qwen3-Next's and Qwen3.5's token mixers: gated DeltaNet layers (`linear_*` fields) and every
+    `full_attention_interval`-th layer (or those `layer_types` names "full_attention") gated softmax attention."""
+    kinds, name = f.layer_types(n_layers), "layer_types"
     if kinds is None:
         interval, name = f.count("full_attention_interval", 4), "full_attention_interval"
-        kinds = ["full_attention" if (i + 1) % interval == 0 else "linear_attention" for i in range(n)]
+        kinds = ["full_attention" if (i + 1) % interval == 0 else "linear_attention" for i in range(n_layers)]
     else:
         f.consume("full_attention_interval")
     n_attention, n_state = _mixer_counts(f, name, kinds, "full_attention", "linear_attention")
-    state = gated_deltanet(fields["d_model"], f.count("linear_num_key_heads"), f.count("linear_key_head_dim"),
+    state = gated_deltanet(d_model, f.count("linear_num_key_heads"), f.count("linear_key_head_dim"),
                            f.count("linear_num_value_heads"), f.count("linear_value_head_dim"),
                            f.count("linear_conv_kernel_dim", 4))
-    fields.update(**_experts(f, "num_experts"), **_with_state(n_attention, n_state, state),
+    return _with_state(n_attention, n_state, state)
+
+
+def _read_qwen3_next(f: ConfigFields) -> dict:
+    """Qwen3-Next: gated DeltaNet layers and gated softmax attention (`_qwen_hybrid_mixers`); Qwen2-MoE's experts with
+    a shared expert. The attention's output gate (D x N H more per attention layer, about 0.1% of the weights) is not
+    counted."""
+    fields = _decoder(f)
+    n = fields["n_layers"]
+    fields.update(**_experts(f, "num_experts"), **_qwen_hybrid_mixers(f, n, fields["d_model"]),
                   d_ff=f.count("moe_intermediate_size"), n_mtp_layers=f.count("mtp_num_hidden_layers", 0, minimum=0))
     f.consume("use_sliding_window", "sliding_window", "max_window_layers")
     if f.flag("use_sliding_window", False):
         raise f.error("use_sliding_window", "is true; Qwen3-Next's attention layers have no window in this book")
     fields.update(_dense_between(f, fields, _moe_layers(f, n), f.count("intermediate_size")))
     fields["n_shared_experts"] = _shared_in_expert_widths(f, "shared_expert_intermediate_size", fields["d_ff"])
+    return fields
+
+
+def _read_qwen3_5(f: ConfigFields) -> dict:
+    """Qwen3.5's language model: Qwen3-Next's token mixers (`_qwen_hybrid_mixers`), as a dense model (its text_config
+    of type qwen3_5_text: FFN `intermediate_size`) or a mixture of experts with a shared expert (qwen3_5_moe_text:
+    every layer routed unless `mlp_only_layers` names it, the only layers that need an `intermediate_size`). The
+    attention's output gate is not counted, as for Qwen3-Next; the multimodal rotary sections change no cost."""
+    moe = f.get("num_experts") is not None
+    fields = _decoder(f, ffn=("moe_intermediate_size",) if moe else ("intermediate_size",))
+    n = fields["n_layers"]
+    fields.update(**_qwen_hybrid_mixers(f, n, fields["d_model"]),
+                  n_mtp_layers=f.count("mtp_num_hidden_layers", 0, minimum=0))
+    if moe:
+        fields.update(**_experts(f, "num_experts"))
+        n_moe = _moe_layers(f, n)
+        if n_moe < n:
+            fields.update(_dense_between(f, fields, n_moe, f.count("intermediate_size")))
+        fields["n_shared_experts"] = _shared_in_expert_widths(f, "shared_expert_intermediate_size", fields["d_ff"])
     return fields
 
 
@@ -541,6 +566,6 @@ READERS = {
     "gpt_oss": _read_gpt_oss, "qwen2_moe": _read_qwen_moe("qwen2_moe", shared=True),
     "qwen3_moe": _read_qwen_moe("qwen3_moe", shared=False), "deepseek_v2": _read_deepseek, "deepseek_v3": _read_deepseek,
     "deepseek_v32": _read_deepseek, "glm4_moe": _read_glm4_moe, "llama4_text": _read_llama4,
-    "qwen3_next": _read_qwen3_next, "minimax": _read_minimax, "jamba": _read_jamba, "nemotron_h": _read_nemotron_h,
+    "qwen3_next": _read_qwen3_next, "qwen3_5_text": _read_qwen3_5, "minimax": _read_minimax, "jamba": _read_jamba, "nemotron_h": _read_nemotron_h,
     "nemotron-nas": _read_nemotron_nas, "gptj": _read_gptj, "gpt_neox": _read_gpt_neox,
 }

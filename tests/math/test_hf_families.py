@@ -59,7 +59,11 @@ FAMILIES = {
     # two MLP matrices, no gate; the cards count the biases and norms the book leaves out (under 0.1%)
     "gpt-j-6b": (6_053_381_344, 0.001, None, 2 * 28 * 16 * 256 * 2, 0),
     "pythia-1b": (1_011_781_632, 0.001, None, 2 * 16 * 8 * 256 * 2, 0),
-    # the four hybrids: the KV of their attention layers only, and a state that does not grow
+    # the six hybrids: the KV of their attention layers only, and a state that does not grow
+    "qwen3.5-397b-a17b": (397 * B, 0.01, (17 * B, active_param_count, 0.02), 2 * 15 * 2 * 256 * 2,
+                          45 * (64 * 128 * 128 + 3 * (2 * 16 * 128 + 64 * 128)) * 2),
+    # its card's 27B counts the vision encoder (27 blocks 1,152 wide, about 0.4B) that the text tower leaves out
+    "qwen3.5-27b": (27 * B, 0.03, None, 2 * 16 * 4 * 256 * 2, 48 * (48 * 128 * 128 + 3 * (2 * 16 * 128 + 48 * 128)) * 2),
     "qwen3-next-80b-a3b": (80 * B, 0.02, (3 * B, matmul_params, 0.2), 2 * 12 * 2 * 256 * 2,
                            36 * (32 * 128 * 128 + 3 * (2 * 16 * 128 + 32 * 128)) * 2),  # "3B": one digit
     "minimax-m1": (456 * B, 0.01, (45.9 * B, _without_tables, 0.01), 2 * 10 * 8 * 128 * 2, 70 * 64 * 128 * 128 * 2),
