@@ -347,8 +347,9 @@ def validation_runs(include_excluded: bool = False) -> tuple:
     LLaMA-3.1-405B in FP8 on 8 MI300X (a vLLM ROCm build of November 2024, run eagerly) and 8 H100 (vLLM 0.6.3, Meta's
     checkpoint: `CHECKPOINT_WEIGHTS`), 4 to 256 prompts at once (`dstackai/benchmarks`), and vLLM's own runs of
     Qwen3-30B-A3B and Qwen3-235B-A22B in FP8 on one and four MI300X (its pull requests #17530 and #17535, May 2025: 200
-    prompts at once), and Google's vLLM recipes for TPU7x (Ironwood): Qwen3-32B on one chip and Qwen3-Coder-480B-A35B
-    on four, at 1k/1k, 1k/8k and 8k/1k (`AI-Hypercomputer/tpu-recipes`, 2026), each with its source. A model the library does not name is read from its config file
+    prompts at once), and Google's vLLM recipes for TPU7x (Ironwood): Qwen3-32B on one chip, Qwen3-Coder-480B-A35B
+    and Qwen3.5-397B-A17B on four, at 1k/1k, 1k/8k and 8k/1k (`AI-Hypercomputer/tpu-recipes`, 2026), each with its
+    source. A model the library does not name is read from its config file
     (`HF_CONFIGS`), so its row's `model` is a `Transformer`. The out-of-sample check of chapter 11's estimate
     (`calibration.out_of_sample_summary`) prices these; nothing fits on them.
 

@@ -102,7 +102,7 @@ def test_fine_grained_experts_run_slower_than_the_estimate_and_outside_the_range
     assert len(ratios) >= 40 and statistics.median(ratios) < 0.85 and inside[0] < 0.5 <= 0.75 <= inside[1]
     assert {row.model_card for row in validation_runs() if get_model(row.model).fine_grained_experts} == {
         "Qwen/Qwen3-30B-A3B", "Qwen/Qwen3-235B-A22B", "Qwen/Qwen3-30B-A3B-FP8", "Qwen/Qwen3-235B-A22B-FP8",
-        "Qwen/Qwen3-Coder-480B-A35B-Instruct-FP8"}
+        "Qwen/Qwen3-Coder-480B-A35B-Instruct-FP8", "Qwen/Qwen3.5-397B-A17B-FP8"}
 
 
 def test_fine_grained_experts_run_at_about_half_the_estimate_on_mi300x_too():
