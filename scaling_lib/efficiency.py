@@ -197,19 +197,19 @@ BOUND = Efficiency(overlap=True)
 # `calibration.split_of` states the rule); tests/math/test_calibration.py re-runs the fit and checks these values
 # are its result, and measures them on the validation split the fit never saw.
 _GPU = Efficiency(mfu=0.64, hbm=0.67, network=0.44, latency=1.05, overhead_s=0.00054, kv_hbm=0.79, layer_s=5.3e-05,
-                  launch_s=0.000155, sequence_s=2.9e-06, request_s=0.05)
+                  launch_s=0.000155, sequence_s=2.9e-06, request_s=0.058)
 _TPU = Efficiency(mfu=0.78, hbm=0.6, network=0.3, latency=1.54, overhead_s=0.005, kv_hbm=0.54, layer_s=6e-05,
-                  request_s=0.05)
+                  request_s=0.058)
 _AMD = Efficiency(mfu=0.24, hbm=0.6, network=0.61, latency=1.05, overhead_s=0.0, kv_hbm=0.32, layer_s=4.7e-05,
-                  request_s=0.05)
+                  request_s=0.058)
 _TRT_GPU = Efficiency(mfu=0.64, hbm=0.67, network=0.44, latency=1.05, overhead_s=0.00057, kv_hbm=0.79, layer_s=5.8e-05,
-                      launch_s=0.000152, sequence_s=2.8e-06, request_s=0.05)
+                      launch_s=0.000152, sequence_s=2.8e-06, request_s=0.058)
 _VLLM_GPU = Efficiency(mfu=0.64, hbm=0.67, network=0.44, latency=1.05, overhead_s=0.00075, kv_hbm=0.79, layer_s=1.3e-05,
                        launch_s=0.000155, sequence_s=2.9e-06, request_s=0.05)
 _VLLM_TPU = Efficiency(mfu=0.78, hbm=0.6, network=0.3, latency=1.54, overhead_s=0.0, kv_hbm=0.54, layer_s=0.0,
                        request_s=0.05)
 _JETSTREAM_TPU = Efficiency(mfu=0.78, hbm=0.6, network=0.3, latency=1.54, overhead_s=0.005, kv_hbm=0.54,
-                            layer_s=0.000156, request_s=0.05)
+                            layer_s=0.000156, request_s=0.058)
 TYPICAL = Calibrated(gpu=_GPU, tpu=_TPU, amd=_AMD)
 
 
@@ -327,7 +327,7 @@ PROFILES = {
                             "TensorRT-LLM's published tables on H100 and H200 (v0.5, v0.6.1, v0.14, v1.0)", (),
                             (("gpu", 0.85, 1.2),), (("gpu", 0.49, 1.24),)),
     "vllm": Profile("vllm", "vLLM (2024-2025): on ROCm for AMD GPUs, on CUDA for NVIDIA GPUs, on TPU v6e",
-                    Calibrated(gpu=_VLLM_GPU, tpu=_VLLM_TPU, amd=_AMD), ("gpu", "amd", "tpu"),
+                    Calibrated(gpu=_VLLM_GPU, tpu=_VLLM_TPU, amd=replace(_AMD, request_s=0.05)), ("gpu", "amd", "tpu"),
                     "AMD's and Oracle's vLLM runs on 8 MI300X; on NVIDIA GPUs only vLLM's CI latency runs at batch 8 "
                     "(three on A100 set its per-step costs, three on H200 are held out; its rates are the typical "
                     "fit's); on TPU Google's vLLM recipe for Llama-3.3-70B on v6e-8 (three rows set its per-step "
@@ -343,12 +343,12 @@ PROFILES = {
     "mi300x": Profile("mi300x", "AMD MI300X-class GPUs under vLLM on ROCm (2024-2025)", TYPICAL, ("amd",),
                       "AMD's published vLLM tables for 8 MI300X and Oracle's Llama 3.1 405B runs", (),
                       (("amd", 0.72, 1.09),), (("amd", 0.48, 0.55),)),
-    "sglang": Profile("sglang", "SGLang (0.5, 2025)", Calibrated(*(replace(e, request_s=0.058) for e in (_GPU, _TPU)),
-                                                                 amd=replace(_AMD, request_s=0.058)),
+    "sglang": Profile("sglang", "SGLang (0.5, 2025)", Calibrated(*(replace(e, request_s=0.068) for e in (_GPU, _TPU)),
+                                                                 amd=replace(_AMD, request_s=0.068)),
                       ("gpu", "amd"),
                       "no step-level runs (SGLang publishes serving runs under a load): the typical fit's rates and "
-                      "per-step costs; its own front end, fitted on its published runs at one to four clients (SGLang's "
-                      "cookbook on 8 A100 and 8 B200, GPUStack's on one H100)",
+                      "per-step costs; its own front end, fitted on its published runs at one to four clients "
+                      "(SGLang's cookbook on 8 A100, 8 and 2 B200 and 8 MI300X; GPUStack's on one H100)",
                       tuple((platform, _SGLANG_CAVEAT) for platform in ("gpu", "amd")), ()),
 }
 

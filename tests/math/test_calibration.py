@@ -160,7 +160,7 @@ def test_an_engine_profile_fits_only_its_engines_rows_and_few_rows_only_the_per_
 
 def test_an_engine_with_serving_runs_only_has_the_typical_steps_and_a_front_end_of_its_own():
     # SGLang publishes no step-level rows: on every platform its profile is the typical fit but for request_s, the
-    # median excess of its first tokens at one to four clients (13 runs: SGLang's cookbook, GPUStack), which differs
+    # median excess of its first tokens at one to four clients (17 runs: SGLang's cookbook, GPUStack), which differs
     # from the typical fit's (every engine's runs)
     sglang = estimate.PROFILES["sglang"].efficiency
     assert not any(calibration.in_profile(row, "sglang") for row in all_rows())
@@ -168,7 +168,7 @@ def test_an_engine_with_serving_runs_only_has_the_typical_steps_and_a_front_end_
         ours, typical = getattr(sglang, platform), getattr(TYPICAL, platform)
         assert dataclasses.replace(ours, request_s=typical.request_s) == typical
     residuals = [seconds for _, seconds in calibration.front_end_residuals("sglang")]
-    assert len(residuals) == 13 and sglang.gpu.request_s == round(statistics.median(residuals), 3)
+    assert len(residuals) == 17 and sglang.gpu.request_s == round(statistics.median(residuals), 3)
     assert sglang.gpu.request_s != TYPICAL.gpu.request_s
     assert estimate.PROFILES["sglang"].caveat("h100")
 
