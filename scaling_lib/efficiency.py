@@ -197,19 +197,19 @@ BOUND = Efficiency(overlap=True)
 # `calibration.split_of` states the rule); tests/math/test_calibration.py re-runs the fit and checks these values
 # are its result, and measures them on the validation split the fit never saw.
 _GPU = Efficiency(mfu=0.64, hbm=0.67, network=0.44, latency=1.05, overhead_s=0.00054, kv_hbm=0.79, layer_s=5.3e-05,
-                  launch_s=0.000155, sequence_s=2.9e-06, request_s=0.058)
+                  launch_s=0.000155, sequence_s=2.9e-06, request_s=0.028)
 _TPU = Efficiency(mfu=0.78, hbm=0.6, network=0.3, latency=1.54, overhead_s=0.005, kv_hbm=0.54, layer_s=6e-05,
-                  request_s=0.058)
+                  request_s=0.028)
 _AMD = Efficiency(mfu=0.24, hbm=0.6, network=0.61, latency=1.05, overhead_s=0.0, kv_hbm=0.32, layer_s=4.7e-05,
-                  request_s=0.058)
+                  request_s=0.028)
 _TRT_GPU = Efficiency(mfu=0.64, hbm=0.67, network=0.44, latency=1.05, overhead_s=0.00057, kv_hbm=0.79, layer_s=5.8e-05,
-                      launch_s=0.000152, sequence_s=2.8e-06, request_s=0.058)
+                      launch_s=0.000152, sequence_s=2.8e-06, request_s=0.028)
 _VLLM_GPU = Efficiency(mfu=0.64, hbm=0.67, network=0.44, latency=1.05, overhead_s=0.00075, kv_hbm=0.79, layer_s=1.3e-05,
                        launch_s=0.000155, sequence_s=2.9e-06, request_s=0.05)
 _VLLM_TPU = Efficiency(mfu=0.78, hbm=0.6, network=0.3, latency=1.54, overhead_s=0.0, kv_hbm=0.54, layer_s=0.0,
                        request_s=0.05)
 _JETSTREAM_TPU = Efficiency(mfu=0.78, hbm=0.6, network=0.3, latency=1.54, overhead_s=0.005, kv_hbm=0.54,
-                            layer_s=0.000156, request_s=0.058)
+                            layer_s=0.000156, request_s=0.028)
 TYPICAL = Calibrated(gpu=_GPU, tpu=_TPU, amd=_AMD)
 
 
@@ -343,12 +343,13 @@ PROFILES = {
     "mi300x": Profile("mi300x", "AMD MI300X-class GPUs under vLLM on ROCm (2024-2025)", TYPICAL, ("amd",),
                       "AMD's published vLLM tables for 8 MI300X and Oracle's Llama 3.1 405B runs", (),
                       (("amd", 0.72, 1.09),), (("amd", 0.48, 0.55),)),
-    "sglang": Profile("sglang", "SGLang (0.5, 2025)", Calibrated(*(replace(e, request_s=0.068) for e in (_GPU, _TPU)),
-                                                                 amd=replace(_AMD, request_s=0.068)),
+    "sglang": Profile("sglang", "SGLang (0.5, 2025)", Calibrated(*(replace(e, request_s=0.018) for e in (_GPU, _TPU)),
+                                                                 amd=replace(_AMD, request_s=0.018)),
                       ("gpu", "amd"),
                       "no step-level runs (SGLang publishes serving runs under a load): the typical fit's rates and "
-                      "per-step costs; its own front end, fitted on its published runs at one to four clients "
-                      "(SGLang's cookbook on 8 A100, 8 and 2 B200 and 8 MI300X; GPUStack's on one H100)",
+                      "per-step costs; its own front end, fitted on its published runs at one to four clients of "
+                      "models whose steps it prices (SGLang's cookbook: LLaMA-3.1-70B on 8 A100, gpt-oss-120b on 8 "
+                      "B200; GPUStack's Qwen3-8B on one H100)",
                       tuple((platform, _SGLANG_CAVEAT) for platform in ("gpu", "amd")), ()),
 }
 

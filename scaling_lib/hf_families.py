@@ -257,6 +257,18 @@ def _read_mixtral(rule: str = "all"):
     return read
 
 
+def _read_minimax_m2(f: ConfigFields) -> dict:
+    """MiniMax-M2: softmax attention on every layer (unlike M1's lightning layers) and a mixture of
+    `num_local_experts` of intermediate_size, Mixtral's layout; its multi-token-prediction modules (`use_mtp`:
+    `num_mtp_modules` of `mtp_transformer_layers` layers each) kept apart as MTP layers, as DeepSeek-V3's are. A
+    `shared_intermediate_size` above 0 (a shared expert, which the released models do not have) is refused."""
+    if f.count("shared_intermediate_size", 0, minimum=0):
+        raise f.error("shared_intermediate_size", "is above 0; this book reads MiniMax-M2 without a shared expert: "
+                                                  "build the model with scaling_lib.models.Transformer(...)")
+    mtp = f.count("num_mtp_modules", 0, minimum=0) * f.count("mtp_transformer_layers", 1)
+    return {**_read_mixtral()(f), "n_mtp_layers": mtp if f.flag("use_mtp", False) else 0}
+
+
 def _read_gpt_oss(f: ConfigFields) -> dict:
     """gpt-oss: alternating 128-token _windows and global layers, `num_local_experts` experts (its biases and attention
     sinks, under 0.1% of the weights, are not counted); `experts_per_token` repeats num_experts_per_tok."""
@@ -566,6 +578,7 @@ READERS = {
     "gpt_oss": _read_gpt_oss, "qwen2_moe": _read_qwen_moe("qwen2_moe", shared=True),
     "qwen3_moe": _read_qwen_moe("qwen3_moe", shared=False), "deepseek_v2": _read_deepseek, "deepseek_v3": _read_deepseek,
     "deepseek_v32": _read_deepseek, "glm4_moe": _read_glm4_moe, "llama4_text": _read_llama4,
-    "qwen3_next": _read_qwen3_next, "qwen3_5_text": _read_qwen3_5, "minimax": _read_minimax, "jamba": _read_jamba, "nemotron_h": _read_nemotron_h,
+    "qwen3_next": _read_qwen3_next, "qwen3_5_text": _read_qwen3_5, "minimax": _read_minimax,
+    "minimax_m2": _read_minimax_m2, "jamba": _read_jamba, "nemotron_h": _read_nemotron_h,
     "nemotron-nas": _read_nemotron_nas, "gptj": _read_gptj, "gpt_neox": _read_gpt_neox,
 }

@@ -414,6 +414,12 @@ def collective_rows() -> tuple:
                  for r in _read("collective_measurements.csv"))
 
 
+# The words of a run's note that say its engine put whole experts on each GPU and kept attention tensor-parallel
+# (vLLM's --enable-expert-parallel, SGLang's --ep equal to --tp): `SweepRow.deployment` and
+# `calibration.run_deployment` price such runs so.
+EXPERT_PARALLELISM_ALONE = "expert parallelism beside tensor-parallel attention"
+
+
 @dataclass(frozen=True)
 class SweepRow:
     """One point of a published closed-loop concurrency sweep (`concurrency_sweeps.csv`): `concurrency` clients,
@@ -443,6 +449,7 @@ class SweepRow:
     tpot_p99_s: float
     e2e_s: float | None  # mean request latency, first byte sent to last token (None: the run did not print it)
     source: str
+    expert_parallel: bool = False  # whole experts on each GPU, attention tensor-parallel (the note says so)
 
     @property
     def label(self) -> str:
@@ -452,10 +459,10 @@ class SweepRow:
     def deployment(self):
         """The `estimate.Deployment` the run served: its chips and tensor parallelism, its weight and cache formats,
         its matmuls in the weights' format where the chip computes it natively, else bf16 (`formats.matmul_dtype`:
-        fp8 weights on an A100 are weight-only)."""
+        fp8 weights on an A100 are weight-only), its experts whole on each GPU where the run served them so."""
         return Deployment(self.model, self.chip, self.n_chips, tensor_parallel=self.tensor_parallel,
                           weight_dtype=self.weights, kv_dtype=self.kv_cache,
-                          compute_dtype=matmul_dtype(self.chip, self.weights))
+                          compute_dtype=matmul_dtype(self.chip, self.weights), expert_parallel=self.expert_parallel)
 
 
 def _serving_rows(name: str) -> tuple:
@@ -470,7 +477,7 @@ def _serving_rows(name: str) -> tuple:
                           ttft_s=float(r["mean_ttft_ms"]) / 1e3, ttft_p99_s=float(r["p99_ttft_ms"]) / 1e3,
                           tpot_s=float(r["mean_tpot_ms"]) / 1e3, tpot_p99_s=float(r["p99_tpot_ms"]) / 1e3,
                           e2e_s=float(r["mean_e2e_latency_ms"]) / 1e3 if r["mean_e2e_latency_ms"] else None,
-                          source=r["source"])
+                          source=r["source"], expert_parallel=EXPERT_PARALLELISM_ALONE in r["note"])
                  for r in _read(name))
 
 

@@ -47,6 +47,8 @@ FAMILIES = {
     "gpt-oss-20b": (20.9 * B, 0.01, (3.6 * B, matmul_params, 0.02), 2 * 24 * 8 * 64 * 2, 0),
     "qwen3-vl-30b-a3b": (30.5 * B, 0.01, (3.3 * B, active_param_count, 0.02), 2 * 48 * 4 * 128 * 2, 0),
     "glm-4.5": (355 * B, 0.02, (32 * B, _without_tables, 0.02), 2 * 92 * 8 * 128 * 2, 0),
+    # "230B total, 10B activated": its three multi-token-prediction modules apart, the activated without the tables
+    "minimax-m2.5": (230 * B, 0.02, (10 * B, _without_tables, 0.05), 2 * 62 * 8 * 128 * 2, 0),
     "granite-3.0-8b": (8.1 * B, 0.02, None, 2 * 40 * 8 * 128 * 2, 0),
     "chatglm3-6b": (6 * B, 0.05, None, 2 * 28 * 2 * 128 * 2, 0),  # "6B": one digit
     "internlm2.5-7b": (7_737_708_544, 0.001, None, 2 * 32 * 8 * 128 * 2, 0),  # the loaded weights' count
