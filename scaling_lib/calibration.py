@@ -46,7 +46,8 @@ from .hardware import get_chip
 from ._least_squares import Solution, bounded_least_squares
 from .load import deployment_engine
 from .measurements import (EXPERT_PARALLELISM_ALONE, PopeRow, RunRow, ThroughputRow, collective_rows, decode_step_rows,
-                           gathered_runs, nccl_rows, pope_rows, published_runs, sweep_rows, trtllm_rows, validation_runs)
+                           gathered_runs, nccl_rows, pope_rows, published_runs, sweep_rows, trtllm_rows,
+                           validation_runs)
 from .memory import param_bytes
 from .models import get_model
 

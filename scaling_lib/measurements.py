@@ -498,9 +498,9 @@ def sweep_rows(chip: str | None = None, engine: str | None = None, source: str |
     to 100 clients; Llama 4 on 8 x MI300X, about 500 in and out, 16 and 100 clients; Qwen3-Next-80B-A3B and gpt-oss-120b
     on 8 x B200, ShareGPT conversations, 1 and 100 clients; DeepSeek-V3.1 on 8 x MI300X, Qwen3-Coder-Next on 2 x B200
     and MiniMax-M2.5 on 8 x B200 and 8 x H100, the same random lengths, 1 to 100 clients, one-client runs whose mean
-    first token is over 1.5 times their median, a warm-up inside the mean, left out) and GPUStack's performance lab (vLLM, SGLang and
-    TensorRT-LLM on one H100 and 8 H200, ShareGPT conversations of about 230 tokens in and 220 out, 1 to 8 clients), and
-    Google's TPU recipe (vLLM on a TPU v6e-8, 3,000 requests of 1,000 + 1,000 tokens from 64 and 128 clients). `chip`,
+    first token is over 1.5 times their median, a warm-up inside the mean, left out) and GPUStack's performance lab
+    (vLLM, SGLang and TensorRT-LLM on one H100 and 8 H200, ShareGPT conversations of about 230 tokens in and 220 out, 1
+    to 8 clients), and Google's TPU recipe (vLLM on a TPU v6e-8, 3,000 requests of 1,000 + 1,000 tokens from 64 and 128 clients). `chip`,
     `engine` (the engine's first word, case-insensitive, e.g. "vllm") and `source` (the source's first word:
     "dstackai/benchmarks", "sgl-project/sgl-cookbook", "gpustack/gpustack" or "AI-Hypercomputer/tpu-recipes") select."""
     rows = _serving_rows("concurrency_sweeps.csv")
