@@ -65,7 +65,8 @@ FAMILIES = {
     "qwen3.5-397b-a17b": (397 * B, 0.01, (17 * B, active_param_count, 0.02), 2 * 15 * 2 * 256 * 2,
                           45 * (64 * 128 * 128 + 3 * (2 * 16 * 128 + 64 * 128)) * 2),
     # its card's 27B counts the vision encoder (27 blocks 1,152 wide, about 0.4B) that the text tower leaves out
-    "qwen3.5-27b": (27 * B, 0.03, None, 2 * 16 * 4 * 256 * 2, 48 * (48 * 128 * 128 + 3 * (2 * 16 * 128 + 48 * 128)) * 2),
+    "qwen3.5-27b": (27 * B, 0.03, None, 2 * 16 * 4 * 256 * 2,
+                    48 * (48 * 128 * 128 + 3 * (2 * 16 * 128 + 48 * 128)) * 2),
     "qwen3-next-80b-a3b": (80 * B, 0.02, (3 * B, matmul_params, 0.2), 2 * 12 * 2 * 256 * 2,
                            36 * (32 * 128 * 128 + 3 * (2 * 16 * 128 + 32 * 128)) * 2),  # "3B": one digit
     "minimax-m1": (456 * B, 0.01, (45.9 * B, _without_tables, 0.01), 2 * 10 * 8 * 128 * 2, 70 * 64 * 128 * 128 * 2),

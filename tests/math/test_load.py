@@ -369,12 +369,12 @@ def _within(values, factor):
 def test_sglangs_published_closed_loops_keep_their_tpot_and_tokens_per_second_within_two_times_but_twelve():
     # Within 2x on all but twelve, fine-grained experts but one: five of DeepSeek-V3.1's seven runs on eight MI300X
     # (TPOT 1.9-3.8x, a fine-grained mixture on AMD's software, which the caveat says runs slower); four of
-    # MiniMax-M2.5's six on eight B200 (1.8-2.3x, where its two on eight H100 come within 1.25x); Llama 4 Scout at 100 clients on eight MI300X, which
-    # decodes 2.7x slower than estimated (output tokens/s 0.46x), where Maverick at 100 clients, whose steps the
-    # estimate prices at nearly twice Scout's (it touches more of its 128 experts), comes within 1.25x; and the
-    # Qwen3-Next design (512 experts 512 wide) at 100 clients on B200: the 80B model on eight, ShareGPT, 4.2x slower
-    # (0.24x the tokens/s), where gpt-oss-120b served the same way comes within 1.75x, and Qwen3-Coder-Next on two,
-    # random lengths, 1.95x (0.49x the tokens/s)
+    # MiniMax-M2.5's six on eight B200 (1.8-2.3x, where its two on eight H100 come within 1.25x); Llama 4 Scout at 100
+    # clients on eight MI300X, which decodes 2.7x slower than estimated (output tokens/s 0.46x), where Maverick at 100
+    # clients, whose steps the estimate prices at nearly twice Scout's (it touches more of its 128 experts), comes
+    # within 1.25x; and the Qwen3-Next design (512 experts 512 wide) at 100 clients on B200: the 80B model on eight,
+    # ShareGPT, 4.2x slower (0.24x the tokens/s), where gpt-oss-120b served the same way comes within 1.75x, and
+    # Qwen3-Coder-Next on two, random lengths, 1.95x (0.49x the tokens/s)
     tokens, tpot, _, rows = zip(*_cookbook_ratios())
     outside = collections.Counter((row.model.name if hasattr(row.model, "name") else row.model, row.chip)
                                   for row, t, p in zip(rows, tokens, tpot) if not (_within([t], 2) and _within([p], 2)))
@@ -443,8 +443,8 @@ def _first_token_ratios(source, front_end_s):
             for row in sweep_rows(source=source) if row.lengths == "varied"]
 
 
-@for_each([("gpustack/gpustack", "sgl-project/sgl-cookbook", 0.4), ("sgl-project/sgl-cookbook", "gpustack/gpustack", 0.6)],
-          ids=["fitted-on-gpustack", "fitted-on-the-cookbook"])
+@for_each([("gpustack/gpustack", "sgl-project/sgl-cookbook", 0.4),
+           ("sgl-project/sgl-cookbook", "gpustack/gpustack", 0.6)], ids=["fitted-on-gpustack", "fitted-on-the-cookbook"])
 def test_a_front_end_fitted_on_one_sources_runs_brings_the_others_first_tokens_within_two_times(fitted, judged, share):
     # fitted on one source's light-load runs alone and judged on the other's runs at every load: measured, the
     # cookbook's 56 runs go from 5 within 2x to 23 (GPUStack's fit, 38 ms), GPUStack's 10 from 1 to 10 (the
