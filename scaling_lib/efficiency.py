@@ -273,23 +273,21 @@ class Profile:
         others where it reaches outside the profile's range for every model, and to run slower than the estimate
         where its geometric centre is below `SLOWER_THAN_ESTIMATE`; or, where it has none on that platform, the
         typical fit's on NVIDIA GPUs."""
-        own = self.fine_grained_spread_on(chip)
+        own, where = self.fine_grained_spread_on(chip), PLATFORM_WORDS[platform_of_chip(chip)]
+        what, wider = ("fine-grained experts (routed experts narrower than the model)",
+                       "the estimate misses such models more widely than others")
         if own:
             general = _spread_of(self.spread, platform_of_chip(chip))
-            words = ["fine-grained experts (routed experts narrower than the model)"]
-            if general and not general[0] <= own[0] <= own[1] <= general[1]:
-                words.append("the estimate misses such models more widely than others")
-            words.append(f"their held-out runs on {PLATFORM_WORDS[platform_of_chip(chip)]} came out at "
-                         f"{own[0]:.2f}-{own[1]:.2f} of it for 4 in 5 (the range printed for them)")
+            words = [what] + ([wider] if general and not general[0] <= own[0] <= own[1] <= general[1] else [])
+            words.append(f"their held-out runs on {where} came out at {own[0]:.2f}-{own[1]:.2f} of it for 4 in 5 "
+                         "(the range printed for them)")
             if math.sqrt(own[0] * own[1]) < SLOWER_THAN_ESTIMATE:
                 words.append("expect the engine slower than the estimate")
             return ": ".join(words)
-        what = ("fine-grained experts (routed experts narrower than the model): the estimate misses such models "
-                "more widely than others")
         low, high = _spread_of(PROFILES["typical"].fine_grained_spread, "gpu")
-        return (f"{what}; this profile has no held-out run of one on {PLATFORM_WORDS[platform_of_chip(chip)]}, and "
-                f"under the typical fit their runs on NVIDIA GPUs came out at {low:.2f}-{high:.2f} of it for 4 in "
-                "5: expect the engine slower than the estimate")
+        return (f"{what}: {wider}; this profile has no held-out run of one on {where}, and under the typical fit "
+                f"their runs on NVIDIA GPUs came out at {low:.2f}-{high:.2f} of it for 4 in 5: expect the engine "
+                "slower than the estimate")
 
     def for_chip(self, chip) -> Efficiency:
         """The efficiency of `chip`'s platform, or a ValueError naming the profiles fitted on that platform."""

@@ -41,8 +41,13 @@ LLAMA_70B_FP8 = Deployment("llama3-70b", "h100", 4, weight_dtype="fp8", compute_
 # The typical step efficiencies with a front end of 50 ms held: the simulator checks the closed forms on a fixed
 # engine, which must not move with the fitted front end (near a closed loop's knee, 211 and 160 clients below, the
 # first token turns on it).
-CHECKED = Calibrated(*(dataclasses.replace(getattr(TYPICAL, p), request_s=0.05) for p in ("gpu", "tpu")),
-                     amd=dataclasses.replace(TYPICAL.amd, request_s=0.05))
+def _with_front_end(front_end_s):
+    """The typical step efficiencies with a front end of `front_end_s` on every platform."""
+    return Calibrated(*(dataclasses.replace(getattr(TYPICAL, p), request_s=front_end_s) for p in ("gpu", "tpu")),
+                      amd=dataclasses.replace(TYPICAL.amd, request_s=front_end_s))
+
+
+CHECKED = _with_front_end(0.05)
 
 
 @pytest.fixture(scope="module")
@@ -445,8 +450,7 @@ def test_sglangs_published_closed_loops_keep_their_ttft_within_two_times():
 def _first_token_ratios(source, front_end_s):
     """measured / estimated TTFT of the published runs of `source` with varied lengths, each at its load, the
     typical step efficiencies and a front end of `front_end_s` on every platform."""
-    efficiency = Calibrated(*(dataclasses.replace(getattr(TYPICAL, p), request_s=front_end_s)
-                              for p in ("gpu", "tpu")), amd=dataclasses.replace(TYPICAL.amd, request_s=front_end_s))
+    efficiency = _with_front_end(front_end_s)
     return [row.ttft_s / load_estimate(row.deployment(), row.input_len, row.output_len, concurrency=row.concurrency,
                                        efficiency=efficiency).ttft_s
             for row in sweep_rows(source=source) if row.lengths == "varied"]
