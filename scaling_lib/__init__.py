@@ -3,10 +3,10 @@
 Three layers, and imports flow one way (top-level <- tiny <- book):
 
 - the top level is closed-form math in pure Python (it never imports JAX): inputs (`hardware`, `models`, `dtypes`,
-  `units`, `measurements`), the core models (`roofline`, `flops`, `memory`, `inference`, `collectives`) and what is
-  built on them (`sharding`, `hops`, `layouts`, `attention_sharding`, `context_limits`, `utilization`, `frontier`,
-  `sequence_sharding`, `kv_levers`, `quantization`, `moe`, `speculative`, `serving`, `simulator`, `prefix_cache`,
-  `efficiency`, `estimate`, `calibration`, `holdout`, `formats`, `load`, `plan`); reading a reader's own
+  `units`, `measurements`, `kernels`), the core models (`roofline`, `flops`, `memory`, `inference`, `collectives`) and
+  what is built on them (`sharding`, `hops`, `layouts`, `attention_sharding`, `context_limits`, `utilization`,
+  `frontier`, `sequence_sharding`, `kv_levers`, `quantization`, `moe`, `speculative`, `serving`, `simulator`,
+  `prefix_cache`, `efficiency`, `estimate`, `calibration`, `holdout`, `formats`, `load`, `plan`); reading a reader's own
   checkpoint: `hf_fields` (a config.json and its fields), `hf_families` (each family's shape), `hf_config` (the
   family by architecture, the text tower, the audit of fields, the formats), `mixers` (hybrids' fixed-size state, the
   sparse-attention indexer) and `your_model` (the estimate the command line and the page's form print);

@@ -397,20 +397,27 @@ def _descend(loss, start: dict, ranges: dict, rounds: int, iterations: int = 20)
     return values
 
 
-# Fast pricing for the fit: every serial step is fixed + max(kv/h_kv, attn/m) + max(w/h, mm/m) + act/h + lat*l + bw/n, so a
-# row's prediction at any efficiency follows from its step components at peak (computed once, by `estimate` itself).
+# Fast pricing for the fit: every serial step is fixed + max(kv/h_kv, attn/m) + max(w/h, mm/min(m, c)) + act/h + lat*l
+# + bw/n (c: the kernel ceiling), so a row's prediction at any efficiency follows from its step components at peak
+# (computed once, by `estimate` itself).
 def _components(step) -> tuple:
     # at PEAK each fixed cost is 1 s per unit, so the step's parts count its tensor-parallel layers, its eagerly
     # launched layers and its sequences
-    return (step.kv_s, step.attention_s, step.weights_s, step.matmul_s, step.comm_latency_s, step.comm_bandwidth_s,
-            1.0 if step.tokens else 0.0, step.layer_s / PEAK_LAYER_S, step.launch_s / PEAK_LAYER_S,
-            step.sequence_s / PEAK_LAYER_S, step.elementwise_s)
+    # at PEAK (mfu 1) the matmuls already run at their kernel ceiling c (the narrow experts' part at bf16's): their
+    # seconds at any mfu are the part's seconds at peak x c / min(mfu, c)
+    other = step.matmul_s - step.expert_matmul_s
+    return (step.kv_s, step.attention_s, step.weights_s, other * step.kernel_ceiling, step.comm_latency_s,
+            step.comm_bandwidth_s, 1.0 if step.tokens else 0.0, step.layer_s / PEAK_LAYER_S,
+            step.launch_s / PEAK_LAYER_S, step.sequence_s / PEAK_LAYER_S, step.elementwise_s, step.kernel_ceiling,
+            step.expert_matmul_s * step.expert_kernel_ceiling, step.expert_kernel_ceiling)
 
 
 def _seconds(parts: tuple, eff: Efficiency) -> float:
-    kv, attention, weights, matmul, latency, bandwidth, active, layers, launched, sequences, elementwise = parts
+    (kv, attention, weights, matmul, latency, bandwidth, active, layers, launched, sequences, elementwise, ceiling,
+     expert, expert_ceiling) = parts
+    matmuls = matmul / min(eff.mfu, ceiling) + (expert / min(eff.mfu, expert_ceiling) if expert else 0.0)
     return (active * eff.overhead_s + layers * eff.layer_s + launched * eff.launch_s + sequences * eff.sequence_s
-            + max(kv / eff.kv_fraction, attention / eff.mfu) + max(weights / eff.hbm, matmul / eff.mfu)
+            + max(kv / eff.kv_fraction, attention / eff.mfu) + max(weights / eff.hbm, matmuls)
             + elementwise / eff.hbm
             + latency * eff.latency + bandwidth / eff.network)
 

@@ -39,6 +39,10 @@ a step a GPU engine does not replay as one CUDA graph (prompt tokens in it, or a
 `CUDA_GRAPH_MAX_BATCH`: `runs_in_cuda_graph`) the launch of every layer's kernels. On a GPU, T_elementwise is the
 kernels between the matmuls (norms, rotary embedding, the activation function, a mixture of experts' dispatch and
 combine) streaming the step's tokens' activations at the weight-streaming rate (`memory.elementwise_bytes_per_token`).
+T_matmul runs at peak x min(mfu, ceiling): no faster than the format's best published kernel on the chip
+(`kernels.kernel_ceiling`; it binds for nvfp4 on Blackwell). On an NVIDIA GPU the routed experts of a model with
+fine-grained experts run at the bf16 rate whatever their format (`Deployment.narrow_expert_share`): NVIDIA's timings
+of such layers show fp8 and nvfp4 barely faster, or slower.
 
 Attention streams the KV cache or computes, the weight matmuls stream the weights or compute; attention, matmuls
 and collectives run one after another. The estimate applies the engine's memory reserve (`memory_utilization`) and
@@ -68,6 +72,7 @@ from .memory import param_bytes as model_param_bytes
 from .memory import elementwise_bytes_per_token, state_bytes_per_sequence, weight_bytes_by_group, weights_read_bytes
 from .models import get_model
 from .moe import expected_experts_touched
+from .kernels import kernel_ceiling
 from .efficiency import (BOUND, PHYSICAL_RANGES, PROFILES, TYPICAL, Calibrated, Efficiency, Profile,  # noqa: F401
                          platform_of_chip, resolve_efficiency)
 
@@ -333,6 +338,18 @@ class Deployment:
         """`flops.matmul_params` of the model (k experts per token), computed once per deployment."""
         return matmul_params(self.model)
 
+    @functools.cached_property
+    def narrow_expert_share(self) -> float:
+        """The share of `matmul_params` in routed experts that an NVIDIA GPU computes no faster than in bf16: the k
+        routed experts of each MoE layer (L_moe m D F k) of a model with fine-grained experts (F < D) whose matmuls
+        run in a format narrower than 16 bits on an NVIDIA GPU; 0 otherwise (`kernels`: NVIDIA's timings of such
+        layers gain 0.75-1.6x from fp8 or nvfp4, wide experts 1.8-2.2x)."""
+        m = self.model
+        if not m.fine_grained_experts or platform_of_chip(self.chip) != "gpu" \
+                or bytes_per_element(self.compute_dtype) >= 2:
+            return 0.0
+        return m.n_moe_layers * m.ffn_matrices * m.d_model * m.d_ff * m.n_active_experts / self.matmul_params
+
     def weights_read_per_chip(self, tokens: float) -> float:
         """Weight bytes one step reads on one chip: the matmul weights (not the input embedding table) and, on each
         MoE layer, the shared experts plus the expected number of distinct routed experts that `tokens` tokens
@@ -411,6 +428,9 @@ class StepEstimate:
     launch_s: float = 0.0  # the part of overhead_s an eager step's launches cost (n_layers x Efficiency.launch_s)
     sequence_s: float = 0.0  # the part of overhead_s the host spends per sequence (sequences x Efficiency.sequence_s)
     elementwise_s: float = 0.0  # the kernels between the matmuls streaming activations (GPU estimate only)
+    kernel_ceiling: float = 1.0  # the cap on matmul_s's fraction of peak: `kernels.kernel_ceiling` (1.0 for the bound)
+    expert_matmul_s: float = 0.0  # the part of matmul_s in narrow experts at the bf16 rate (`narrow_expert_share`)
+    expert_kernel_ceiling: float = 1.0  # its cap: `kernels.kernel_ceiling(chip, "bf16")`
 
     @property
     def comm_bandwidth_s(self) -> float:
@@ -584,7 +604,13 @@ def step_estimate(deployment: Deployment, *, decode_batch: float = 0.0, decode_c
     m, chip, tp = d.model, d.chip, d.tensor_parallel
     hbm = chip.hbm_bandwidth * eff.hbm
     kv_rate = chip.hbm_bandwidth * eff.kv_fraction
-    rate = chip.peak_flops(d.compute_dtype) * eff.mfu
+    # an engine's matmuls reach at most what the format's best measured kernel reaches on the chip, and a narrow
+    # expert's no more than in bf16 (`Deployment.narrow_expert_share`); the bound, the data sheet's peak in the format
+    ceiling = 1.0 if eff.overlap else kernel_ceiling(chip, d.compute_dtype)
+    rate = chip.peak_flops(d.compute_dtype) * min(eff.mfu, ceiling)
+    narrow = 0.0 if eff.overlap else d.narrow_expert_share
+    expert_ceiling = kernel_ceiling(chip, "bf16") if narrow else 1.0
+    expert_rate = chip.peak_flops("bf16") * min(eff.mfu, expert_ceiling) if narrow else rate
     attention_rate = chip.peak_flops(d.attention_dtype) * eff.mfu
     tokens = decode_batch + prefill_tokens
     # decode reads its caches (and a hybrid's states, read and written back); prefill writes the new tokens' entries
@@ -597,6 +623,7 @@ def step_estimate(deployment: Deployment, *, decode_batch: float = 0.0, decode_c
     attention = (decode_batch * per_decode if decode_batch else 0.0) + \
         (prefill_tokens / prefill_len * per_prompt if prefill_tokens else 0.0)
     matmul = 2.0 * tokens * d.matmul_params / tp  # 2 FLOPs per weight per token, k experts per token
+    expert_matmul_s = narrow * matmul / expert_rate
     # the bound: the best algorithm at line rate, the shortest latency physics allows; the estimate: NCCL's pick
     bandwidth, latency = _collectives(d, tokens, decode_batch, floors=eff.overlap)
     bandwidth, latency = bandwidth / eff.network, latency * eff.latency
@@ -616,14 +643,15 @@ def step_estimate(deployment: Deployment, *, decode_batch: float = 0.0, decode_c
     elementwise = tokens * d.elementwise_bytes_per_token / hbm if serial and not isinstance(chip.topology, Torus) \
         else 0.0
     return StepEstimate(weights_s=d.weights_read_per_chip(routed) / hbm if tokens else 0.0,
-                        kv_s=kv_moved / kv_rate, matmul_s=matmul / rate,
+                        kv_s=kv_moved / kv_rate, matmul_s=(1 - narrow) * matmul / rate + expert_matmul_s,
                         attention_s=attention / tp / attention_rate, comm_s=bandwidth + latency,
                         comm_latency_s=latency, batch=decode_batch, tokens=tokens,
                         kv_placement=d.kv_placement,
                         hbm_bytes_per_chip=d.weight_bytes_per_chip + d.kv_bytes_per_chip(held_sequences,
                                                                                           held_tokens_each),
                         hbm_capacity=d.hbm_limit(eff), overhead_s=fixed, overlap=eff.overlap, layer_s=layers,
-                        launch_s=launch, sequence_s=sequences, elementwise_s=elementwise)
+                        launch_s=launch, sequence_s=sequences, elementwise_s=elementwise, kernel_ceiling=ceiling,
+                        expert_matmul_s=expert_matmul_s, expert_kernel_ceiling=expert_ceiling)
 
 
 def _per_replica(deployment: Deployment, batch: int) -> int:

@@ -29,6 +29,7 @@ from scaling_lib.flops import forward_flops, matmul_params
 from scaling_lib.frontier import layout_cost
 from scaling_lib.hardware import get_chip
 from scaling_lib.inference import decode_step_time, prefill_time
+from scaling_lib.kernels import kernel_ceiling
 from scaling_lib.layouts import LAYOUTS
 from scaling_lib.measurements import pope_rows, trtllm_rows
 from scaling_lib.memory import kv_cache_bytes, kv_head_groups, max_batch_size, param_bytes
@@ -236,11 +237,14 @@ def test_attention_runs_in_the_cache_format_the_chip_multiplies_and_never_narrow
         chip, compute, cache, attention):
     d = Deployment("llama3-8b", chip, 1, weight_dtype=compute, kv_dtype=cache, compute_dtype=compute)
     assert d.attention_dtype == attention
-    # one 4,096-token prompt: causal attention's FLOPs at that format's peak, the matmuls' at theirs
+    # one 4,096-token prompt: causal attention's FLOPs at that format's peak, the matmuls' at theirs, as fast as the
+    # format's best measured kernel on the chip runs (a serial engine at mfu 1; the bound keeps the whole peak)
     count = forward_flops(get_model("llama3-8b"), 4096, batch=1, skip_masked=True)
-    step = prefill(d, 4096, 1, Efficiency())
+    step, bound = prefill(d, 4096, 1, Efficiency()), prefill(d, 4096, 1, BOUND)
     assert step.attention_s == pytest.approx(count.attention / get_chip(chip).peak_flops(attention))
-    assert step.matmul_s == pytest.approx(count.matmul / get_chip(chip).peak_flops(compute))
+    assert step.matmul_s == pytest.approx(count.matmul / get_chip(chip).peak_flops(compute) / kernel_ceiling(chip,
+                                                                                                             compute))
+    assert bound.matmul_s == pytest.approx(count.matmul / get_chip(chip).peak_flops(compute))
 
 
 def test_prefill_writes_the_cache_in_its_own_dtype():
@@ -490,9 +494,10 @@ def test_efficiency_names_resolve_to_the_bound_and_the_calibrated_values():
 def test_half_the_hbm_rate_doubles_the_reads_and_half_the_mfu_doubles_the_flops():
     d = _llama8b()
     work = dict(decode_batch=4, decode_context=1000, prefill_tokens=100, prefill_len=100)
-    peak = step_estimate(d, **work, efficiency=Efficiency())
-    slow_hbm = step_estimate(d, **work, efficiency=Efficiency(hbm=0.5))
-    slow_mfu = step_estimate(d, **work, efficiency=Efficiency(mfu=0.5))
+    # (at mfu 1 the matmuls run at the format's kernel ceiling, kernels.kernel_ceiling; 0.5 and 0.25 are below it)
+    peak = step_estimate(d, **work, efficiency=Efficiency(mfu=0.5))
+    slow_hbm = step_estimate(d, **work, efficiency=Efficiency(mfu=0.5, hbm=0.5))
+    slow_mfu = step_estimate(d, **work, efficiency=Efficiency(mfu=0.25))
     assert (slow_hbm.kv_s, slow_hbm.weights_s) == pytest.approx((2 * peak.kv_s, 2 * peak.weights_s), rel=1e-12)
     assert (slow_hbm.matmul_s, slow_hbm.attention_s) == (peak.matmul_s, peak.attention_s)
     assert (slow_mfu.matmul_s, slow_mfu.attention_s) == pytest.approx((2 * peak.matmul_s, 2 * peak.attention_s),

@@ -178,6 +178,7 @@ SPECS = {
     "estimate.step_estimate": spec(dict(deployment=DEPLOYMENT, decode_batch=32, decode_context=8192),
                                    decode_batch="real0", decode_context="real0"),
     "inference.full_hbm_step_time": spec(dict(chip="tpu-v5e"), chip="chip"),
+    "kernels.kernel_ceiling": spec(dict(chip="h100", dtype="fp8"), chip="chip", dtype="dtype"),
     "measurements.collective_rows": spec({}),
     "measurements.nccl_rows": spec({}),
     "measurements.pope_row": spec(dict(model="palm-540b", scenario="low latency", phase="decode")),

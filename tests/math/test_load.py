@@ -331,7 +331,7 @@ def test_published_runs_of_fine_grained_experts_decode_slower_than_estimated_whe
     # chapter 9: "under vLLM, SGLang and TensorRT-LLM alike"
     assert set(by_engine) == {"vLLM", "SGLang", "TensorRT-LLM"}
     assert all(statistics.median(ratios) > 1.2 for ratios in by_engine.values())
-    # chapter 11: most are DeepSeek's (R1 and V3.1, 47 runs, median 2.02x); Qwen3-235B-A22B's nine SGLang runs on eight
+    # chapter 11: most are DeepSeek's (R1 and V3.1, 47 runs, median 1.98x); Qwen3-235B-A22B's nine SGLang runs on eight
     # B200 sit at a median 1.06x, none beyond 1.31x; Qwen3-Next-80B-A3B's two on eight B200 at 1.28x (one client) and
     # 4.21x (100), where gpt-oss-120b (experts as wide as the model) served the same way comes out at 0.62x and
     # 1.75x; Qwen3-Coder-Next (the same design) on two B200, random lengths, nine runs at a median 1.42x, at most 1.95x

@@ -11,6 +11,7 @@
 import pytest
 
 from scaling_lib import calibration
+from scaling_lib.kernels import moe_kernel_rows
 from scaling_lib.calibration import split_of
 from scaling_lib.efficiency import PHYSICAL_RANGES, PROFILES, TYPICAL, Efficiency
 from scaling_lib.estimate import (CUDA_GRAPH_MAX_BATCH, Deployment, decode_step, prefill, runs_in_cuda_graph,
@@ -100,10 +101,12 @@ def test_vllms_batch_8_latencies_the_fit_never_saw_are_priced_within_a_quarter()
         assert 0.8 <= 1 / comparison.ratio <= 1.25, row.label
 
 
-def test_qwen3_30b_a3b_misses_by_the_same_order_per_token_and_layer_as_a_dense_70b_on_one_b200():
-    # TensorRT-LLM v1.0 on one B200 (rows no fit sees): the time a step takes beyond the estimate, per token and
-    # layer, is within 3x between the small-expert MoE and dense LLaMA-3.3-70B, though the MoE's layer does a
-    # twentieth of the dense layer's matmul work: the shortfall is not a cost of small experts alone
+def test_qwen3_30b_a3b_misses_by_more_per_token_and_layer_than_a_dense_70b_on_one_b200_and_less_than_its_moe_layer():
+    # TensorRT-LLM v1.0 on one B200 (rows no fit sees): the time a step takes beyond the estimate, per token and layer,
+    # is 105 ns for the small-expert MoE and 33 ns for dense LLaMA-3.3-70B (measured medians): three times as much,
+    # though the MoE's layer does a twentieth of the dense layer's matmul work. NVIDIA timed the whole MoE layer of
+    # Qwen3-30B-A3B's shape on one B200 in NVFP4 at 296 us for 2,048 tokens, 145 ns a token (kernels.moe_kernel_rows):
+    # what the estimate misses fits inside that layer, whose routing and copies it prices only in part
     def excess(model):
         per = []
         for c in calibration.out_of_sample("typical"):
@@ -113,4 +116,6 @@ def test_qwen3_30b_a3b_misses_by_the_same_order_per_token_and_layer_as_a_dense_7
         return sorted(per)[len(per) // 2]
 
     moe, dense = excess("qwen3-30b-a3b"), excess("llama3-70b")
-    assert dense > 0 and 1 / 3 < moe / dense < 3
+    layer = next(r.latency_s / r.tokens for r in moe_kernel_rows()
+                 if (r.chip, r.dtype, r.d_model, r.d_expert, r.tokens) == ("b200", "nvfp4", 2048, 768, 2048))
+    assert dense > 0 and 2 < moe / dense < 5 and moe < layer

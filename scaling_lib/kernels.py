@@ -1,0 +1,122 @@
+"""What measured kernels reach: published timings of one engine's matmul and mixture-of-experts kernels, as data.
+
+Two tables, each row with its source (NVIDIA's AIConfigurator, which times TensorRT-LLM's kernels one by one on each
+GPU to build its estimator's database; the rows here are a subset, copied with their shapes):
+
+- `gemm_kernel_rows()`: dense GEMMs of m x k by k x n (2 m n k FLOPs) on H100, H200, B200, GB200 (TensorRT-LLM
+  1.3.0rc20) and A100 (1.0.0), in bf16, fp8 and nvfp4 where the chip computes them: every shape with m, n and k each
+  4,096, 8,192 or 16,384, and the fastest of all the database's GEMMs with the three at least 4,096.
+- `moe_kernel_rows()`: the whole mixture-of-experts layer (routing, the copies to the experts, both expert matmuls,
+  the activation, the weighted sum) on one B200, GB200 or H200, at 1 to 16,384 tokens spread evenly over the
+  experts, for three expert shapes: Qwen3-30B-A3B's (D = 2,048, experts 768 wide, 8 of 128 per token), Qwen3-235B's
+  (4,096, 1,536, 8 of 128) and Mixtral 8x7B's (4,096, 14,336, 2 of 8).
+
+From them:
+
+    achieved fraction of peak  =  2 m n k / (latency x peak FLOP/s of the chip in that format)
+    kernel_ceiling(chip, dtype) = the largest achieved fraction among the stored GEMMs
+
+The ceiling is what the best published kernel of a format reaches on a chip. The estimate never prices a matmul
+faster: its rate is peak x min(mfu, ceiling) (`estimate.step_estimate`). The ceilings sit above the fitted `mfu` for
+bf16 and fp8 on every chip measured, and below it for nvfp4 on Blackwell (FP4 GEMMs carry the quantization of their
+inputs, and reach about half of the 4-bit peak). The bound keeps the data sheet's peak. Formats and chips without a
+stored measurement (mxfp4, int8, AMD GPUs, TPUs) are not capped.
+
+Defined in chapter 11, *How close do real systems come?*.
+"""
+
+import csv
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+
+from .hardware import get_chip
+
+DATA = Path(__file__).resolve().parent / "data"
+
+
+@dataclass(frozen=True)
+class GemmKernelRow:
+    """One timed dense GEMM: (m x k) times (k x n) in `dtype` on one `chip`, `latency_s` seconds."""
+
+    source: str
+    engine: str
+    chip: str
+    dtype: str
+    m: int
+    n: int
+    k: int
+    latency_s: float
+
+    @property
+    def flops(self) -> float:
+        return 2.0 * self.m * self.n * self.k
+
+    @property
+    def achieved_fraction(self) -> float:
+        """FLOP/s achieved over the chip's dense peak in the row's format."""
+        return self.flops / self.latency_s / get_chip(self.chip).peak_flops(self.dtype)
+
+
+@dataclass(frozen=True)
+class MoeKernelRow:
+    """One timed mixture-of-experts layer on one GPU: `tokens` tokens of width `d_model`, each routed to `k` of
+    `experts` gated experts `d_expert` wide, weights in `dtype`, `latency_s` seconds."""
+
+    source: str
+    engine: str
+    chip: str
+    dtype: str
+    tokens: int
+    d_model: int
+    d_expert: int
+    k: int
+    experts: int
+    latency_s: float
+
+    @property
+    def flops(self) -> float:
+        """3 matrices of D x F per routed token (gate, up, down): 6 T k D F."""
+        return 6.0 * self.tokens * self.k * self.d_model * self.d_expert
+
+
+def _read(name: str) -> list:
+    with open(DATA / name, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+@functools.cache
+def gemm_kernel_rows() -> tuple:
+    """The stored dense GEMM timings (module docstring), in file order."""
+    return tuple(GemmKernelRow(source=r["source"], engine=r["engine"], chip=r["chip"], dtype=r["dtype"], m=int(r["m"]),
+                               n=int(r["n"]), k=int(r["k"]), latency_s=float(r["latency_s"]))
+                 for r in _read("gemm_kernels.csv"))
+
+
+@functools.cache
+def moe_kernel_rows() -> tuple:
+    """The stored mixture-of-experts layer timings (module docstring), in file order."""
+    return tuple(MoeKernelRow(source=r["source"], engine=r["engine"], chip=r["chip"], dtype=r["dtype"],
+                              tokens=int(r["tokens"]), d_model=int(r["d_model"]), d_expert=int(r["d_expert"]),
+                              k=int(r["k"]), experts=int(r["experts"]), latency_s=float(r["latency_s"]))
+                 for r in _read("moe_kernels.csv"))
+
+
+@functools.cache
+def _ceilings() -> dict:
+    best = {}
+    for row in gemm_kernel_rows():
+        key = (row.chip, row.dtype)
+        best[key] = max(best.get(key, 0.0), row.achieved_fraction)
+    return best
+
+
+def kernel_ceiling(chip, dtype: str) -> float:
+    """The largest fraction of `chip`'s dense peak in `dtype` that a stored GEMM timing reaches (module docstring);
+    1.0 where none is stored (no cap). `chip`: a name or a `hardware.Chip`.
+
+    Defined in chapter 11, *How close do real systems come?*.
+    """
+    chip = get_chip(chip)
+    chip.peak_flops(dtype)  # a format the chip does not compute is refused, with the formats it does
+    return _ceilings().get((chip.name, dtype), 1.0)
