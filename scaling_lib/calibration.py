@@ -409,15 +409,15 @@ def _components(step) -> tuple:
     return (step.kv_s, step.attention_s, step.weights_s, other * step.kernel_ceiling, step.comm_latency_s,
             step.comm_bandwidth_s, 1.0 if step.tokens else 0.0, step.layer_s / PEAK_LAYER_S,
             step.launch_s / PEAK_LAYER_S, step.sequence_s / PEAK_LAYER_S, step.elementwise_s, step.kernel_ceiling,
-            step.expert_matmul_s * step.expert_kernel_ceiling, step.expert_kernel_ceiling)
+            step.expert_matmul_s * step.expert_kernel_ceiling, step.expert_kernel_ceiling, step.moe_floor_s)
 
 
 def _seconds(parts: tuple, eff: Efficiency) -> float:
     (kv, attention, weights, matmul, latency, bandwidth, active, layers, launched, sequences, elementwise, ceiling,
-     expert, expert_ceiling) = parts
+     expert, expert_ceiling, moe_floor) = parts
     matmuls = matmul / min(eff.mfu, ceiling) + (expert / min(eff.mfu, expert_ceiling) if expert else 0.0)
     return (active * eff.overhead_s + layers * eff.layer_s + launched * eff.launch_s + sequences * eff.sequence_s
-            + max(kv / eff.kv_fraction, attention / eff.mfu) + max(weights / eff.hbm, matmuls)
+            + moe_floor + max(kv / eff.kv_fraction, attention / eff.mfu) + max(weights / eff.hbm, matmuls)
             + elementwise / eff.hbm
             + latency * eff.latency + bandwidth / eff.network)
 

@@ -33,8 +33,10 @@ each resource at its calibrated efficiency, plus the costs outside the model's a
     T = overhead + max(T_kv, T_attention) + max(T_weights, T_matmul) + T_elementwise
         + latency_scale x T_comm,latency + T_comm,bandwidth / network
     overhead = overhead_s + sequences x sequence_s + n_layers x (layer_s [tensor-parallel] + launch_s [eager])
+               + n_moe_layers x t_moe [NVIDIA GPU]
 
-the host's work per step and per sequence it schedules, the tensor-parallel layers' wait at their all-reduces, and on
+the host's work per step and per sequence it schedules, each mixture-of-experts layer's chain of small kernels on an
+NVIDIA GPU (`kernels.moe_layer_floor`, measured), the tensor-parallel layers' wait at their all-reduces, and on
 a step a GPU engine does not replay as one CUDA graph (prompt tokens in it, or a decode batch above
 `CUDA_GRAPH_MAX_BATCH`: `runs_in_cuda_graph`) the launch of every layer's kernels. On a GPU, T_elementwise is the
 kernels between the matmuls (norms, rotary embedding, the activation function, a mixture of experts' dispatch and
@@ -72,7 +74,7 @@ from .memory import param_bytes as model_param_bytes
 from .memory import elementwise_bytes_per_token, state_bytes_per_sequence, weight_bytes_by_group, weights_read_bytes
 from .models import get_model
 from .moe import expected_experts_touched
-from .kernels import kernel_ceiling
+from .kernels import kernel_ceiling, moe_layer_floor
 from .efficiency import (BOUND, PHYSICAL_RANGES, PROFILES, TYPICAL, Calibrated, Efficiency, Profile,  # noqa: F401
                          platform_of_chip, resolve_efficiency)
 
@@ -431,6 +433,7 @@ class StepEstimate:
     kernel_ceiling: float = 1.0  # the cap on matmul_s's fraction of peak: `kernels.kernel_ceiling` (1.0 for the bound)
     expert_matmul_s: float = 0.0  # the part of matmul_s in narrow experts at the bf16 rate (`narrow_expert_share`)
     expert_kernel_ceiling: float = 1.0  # its cap: `kernels.kernel_ceiling(chip, "bf16")`
+    moe_floor_s: float = 0.0  # the part of overhead_s the MoE layers' chains of kernels cost (`kernels.moe_layer_floor`)
 
     @property
     def comm_bandwidth_s(self) -> float:
@@ -632,7 +635,8 @@ def step_estimate(deployment: Deployment, *, decode_batch: float = 0.0, decode_c
     launch = m.n_layers * eff.launch_s if serial and not _in_graph(chip.topology, decode_batch, prefill_tokens) \
         else 0.0
     sequences = (decode_batch + prefill_tokens / prefill_len) * eff.sequence_s if serial else 0.0
-    fixed = eff.overhead_s + layers + launch + sequences if serial else 0.0
+    moe_floor = m.n_moe_layers * moe_layer_floor() if serial and platform_of_chip(chip) == "gpu" else 0.0
+    fixed = eff.overhead_s + layers + launch + sequences + moe_floor if serial else 0.0
     # A mixture of experts reads the experts its tokens touch, which grow slower than the tokens: a mix of decodes and
     # prompt tokens averaged into one step reads more than the steps it stands for read on average (prompts come in
     # lumps). So the bound counts, on a step that decodes, only the experts its decode tokens touch: every step of the
@@ -651,7 +655,7 @@ def step_estimate(deployment: Deployment, *, decode_batch: float = 0.0, decode_c
                                                                                           held_tokens_each),
                         hbm_capacity=d.hbm_limit(eff), overhead_s=fixed, overlap=eff.overlap, layer_s=layers,
                         launch_s=launch, sequence_s=sequences, elementwise_s=elementwise, kernel_ceiling=ceiling,
-                        expert_matmul_s=expert_matmul_s, expert_kernel_ceiling=expert_ceiling)
+                        expert_matmul_s=expert_matmul_s, expert_kernel_ceiling=expert_ceiling, moe_floor_s=moe_floor)
 
 
 def _per_replica(deployment: Deployment, batch: int) -> int:

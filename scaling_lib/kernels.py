@@ -16,11 +16,15 @@ From them:
     achieved fraction of peak  =  2 m n k / (latency x peak FLOP/s of the chip in that format)
     kernel_ceiling(chip, dtype) = the largest achieved fraction among the stored GEMMs
 
+    moe_layer_floor() = the median, over the one-token MoE timings, of the layer's time less its experts' bytes
+                        at the data sheet's HBM rate (36 us)
+
 The ceiling is what the best published kernel of a format reaches on a chip. The estimate never prices a matmul
 faster: its rate is peak x min(mfu, ceiling) (`estimate.step_estimate`). The ceilings sit above the fitted `mfu` for
 bf16 and fp8 on every chip measured, and below it for nvfp4 on Blackwell (FP4 GEMMs carry the quantization of their
 inputs, and reach about half of the 4-bit peak). The bound keeps the data sheet's peak. Formats and chips without a
-stored measurement (mxfp4, int8, AMD GPUs, TPUs) are not capped.
+stored measurement (mxfp4, int8, AMD GPUs, TPUs) are not capped. The floor is what a MoE layer's chain of kernels
+costs a step beyond its bytes; the estimate adds it to every MoE layer on an NVIDIA GPU.
 
 Defined in chapter 11, *How close do real systems come?*.
 """
@@ -30,6 +34,7 @@ import functools
 from dataclasses import dataclass
 from pathlib import Path
 
+from .dtypes import bytes_per_element
 from .hardware import get_chip
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -120,3 +125,25 @@ def kernel_ceiling(chip, dtype: str) -> float:
     chip = get_chip(chip)
     chip.peak_flops(dtype)  # a format the chip does not compute is refused, with the formats it does
     return _ceilings().get((chip.name, dtype), 1.0)
+
+
+
+@functools.cache
+def moe_layer_floor() -> float:
+    """Seconds a mixture-of-experts layer costs a GPU step beyond streaming its experts: the median, over the stored
+    one-token timings (every chip, format and expert shape), of the layer's time less the k experts' bytes at the
+    data sheet's HBM rate,
+
+        t_moe = median(latency - k x 3 D F x bytes per weight / HBM bandwidth)    (36 us)
+
+    The layer is a chain of small dependent kernels (routing and top-k, the copies to the experts, two grouped
+    matmuls, the activation, the weighted sum), timed inside a CUDA graph; at one token each costs more than the
+    bytes it moves. The estimate adds it to every MoE layer of a step on an NVIDIA GPU (`estimate.step_estimate`);
+    dense layers have no such chain.
+
+    Defined in chapter 11, *How close do real systems come?*.
+    """
+    floors = sorted(row.latency_s - row.k * 3 * row.d_model * row.d_expert * bytes_per_element(row.dtype)
+                    / get_chip(row.chip).hbm_bandwidth for row in moe_kernel_rows() if row.tokens == 1)
+    middle = len(floors) // 2
+    return (floors[middle - 1] + floors[middle]) / 2 if len(floors) % 2 == 0 else floors[middle]

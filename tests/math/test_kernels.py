@@ -5,10 +5,10 @@ import pytest
 
 from scaling_lib.dtypes import bytes_per_element
 from scaling_lib.efficiency import BOUND, PROFILES
-from scaling_lib.estimate import Deployment, prefill
+from scaling_lib.estimate import Deployment, decode_step, prefill
 from scaling_lib.flops import forward_flops
 from scaling_lib.hardware import get_chip
-from scaling_lib.kernels import gemm_kernel_rows, kernel_ceiling, moe_kernel_rows
+from scaling_lib.kernels import gemm_kernel_rows, kernel_ceiling, moe_kernel_rows, moe_layer_floor
 from scaling_lib.models import get_model
 from tests import for_each
 
@@ -83,3 +83,22 @@ def test_a_format_below_16_bits_speeds_wide_experts_not_narrow_ones():
 def test_bad_input_gets_a_value_error_naming_it(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+def test_a_moe_layers_floor_by_hand_and_the_median_the_estimate_adds_to_every_moe_layer_on_an_nvidia_gpu():
+    # one row by hand: Qwen3-30B-A3B's layer in bf16 on one B200 at one token took 35.4827 us; its 8 experts of
+    # 3 x 2,048 x 768 weights, 2 B each, are 75.5 MB, 9.44 us at 8 TB/s: 26.0 us beyond its bytes
+    row = next(r for r in moe_kernel_rows() if (r.chip, r.dtype, r.d_expert, r.tokens) == ("b200", "bf16", 768, 1))
+    assert row.latency_s == pytest.approx(35.4827e-6)
+    assert row.latency_s - 8 * 3 * 2048 * 768 * 2 / 8e12 == pytest.approx(26.0e-6, abs=0.05e-6)
+    # the median over the 24 one-token timings (3 chips, bf16 / fp8 / nvfp4, three expert shapes): 36 us, inside
+    # their 26-72 us
+    assert sum(r.tokens == 1 for r in moe_kernel_rows()) == 24
+    assert moe_layer_floor() == pytest.approx(36.07e-6, abs=0.01e-6)
+    # added to each MoE layer of a serial step on an NVIDIA GPU; never to the bound, a TPU, an AMD GPU or a dense model
+    mixtral = get_model("mixtral-8x7b")
+    for chip, floor in (("h100", mixtral.n_moe_layers * moe_layer_floor()), ("mi300x", 0.0), ("tpu-v5p", 0.0)):
+        d = Deployment("mixtral-8x7b", chip, 8 if chip == "tpu-v5p" else 2)
+        assert decode_step(d, 8, 1000, "typical").moe_floor_s == pytest.approx(floor, rel=1e-12), chip
+        assert decode_step(d, 8, 1000, BOUND).moe_floor_s == 0.0
+    assert decode_step(Deployment("llama3-8b", "h100", 1), 8, 1000, "typical").moe_floor_s == 0.0

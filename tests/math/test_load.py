@@ -312,10 +312,11 @@ def test_no_published_sweep_point_beats_the_bound_at_its_load():
 
 def test_published_runs_of_fine_grained_experts_decode_slower_than_estimated_where_other_models_do_not():
     # Chapter 11's corroboration of the fine-grained caveat, on the published serving runs priced at their load
-    # (their TPOT enters no fit): measured, 73 of 76 runs of DeepSeek-R1 and V3.1, GLM-4.5, Qwen3-235B-A22B, the
+    # (their TPOT enters no fit): measured, 65 of 76 runs of DeepSeek-R1 and V3.1, GLM-4.5, Qwen3-235B-A22B, the
     # Qwen3-Next design and MiniMax-M2.5 (vLLM, SGLang, TensorRT-LLM; H100, H200, B200, MI300X) decode slower than
-    # estimated, median TPOT 1.79x the estimate's, where the 22 runs of other models (Llama 4 and gpt-oss among them,
-    # not fine-grained) sit at a median 1.00x.
+    # estimated, median TPOT 1.63x the estimate's, where the 22 runs of other models (Llama 4 and gpt-oss among them,
+    # not fine-grained) sit at a median 1.00x. (Each MoE layer's measured chain of kernels, `kernels.moe_layer_floor`,
+    # took these from 73 of 76 and 1.79x.)
     over, by_engine, by_model = {True: [], False: []}, {}, {}
     for row in sweep_rows():
         loaded = load_estimate(row.deployment(), row.input_len, row.output_len, concurrency=row.concurrency)
@@ -326,23 +327,23 @@ def test_published_runs_of_fine_grained_experts_decode_slower_than_estimated_whe
             name = get_model(row.model).name + (" (Coder-Next)" if "Qwen3-Coder-Next" in row.source else "")
             by_model.setdefault(name, []).append(row.tpot_s / loaded.tpot_s)
     fine, other = over[True], over[False]
-    assert len(fine) >= 40 and sum(x > 1 for x in fine) >= 0.9 * len(fine) and statistics.median(fine) > 1.5
+    assert len(fine) >= 40 and sum(x > 1 for x in fine) >= 0.8 * len(fine) and statistics.median(fine) > 1.5
     assert len(other) >= 10 and 0.9 < statistics.median(other) < 1.1
     # chapter 9: "under vLLM, SGLang and TensorRT-LLM alike"
     assert set(by_engine) == {"vLLM", "SGLang", "TensorRT-LLM"}
     assert all(statistics.median(ratios) > 1.2 for ratios in by_engine.values())
-    # chapter 11: most are DeepSeek's (R1 and V3.1, 47 runs, median 1.98x); Qwen3-235B-A22B's nine SGLang runs on eight
-    # B200 sit at a median 1.06x, none beyond 1.31x; Qwen3-Next-80B-A3B's two on eight B200 at 1.28x (one client) and
-    # 4.21x (100), where gpt-oss-120b (experts as wide as the model) served the same way comes out at 0.62x and
-    # 1.75x; Qwen3-Coder-Next (the same design) on two B200, random lengths, nine runs at a median 1.42x, at most 1.95x
+    # chapter 11: most are DeepSeek's (R1 and V3.1, 47 runs, median 1.92x); Qwen3-235B-A22B's nine SGLang runs on eight
+    # B200 sit at a median 0.81x, within 0.76-1.17x; Qwen3-Next-80B-A3B's two on eight B200 at 0.96x (one client) and
+    # 3.71x (100), where gpt-oss-120b (experts as wide as the model) served the same way comes out at 0.47x and
+    # 1.52x; Qwen3-Coder-Next (the same design) on two B200, random lengths, nine runs at a median 1.05x, at most 1.8x
     deepseek, qwen = by_model["deepseek-v3"], by_model["qwen3-235b-a22b"]
     assert len(deepseek) > len(fine) / 2 and statistics.median(deepseek) > 1.5
-    assert len(qwen) == 9 and 1 < statistics.median(qwen) < 1.2 and max(qwen) < 1.5
+    assert len(qwen) == 9 and 0.7 < min(qwen) and statistics.median(qwen) < 1 and max(qwen) < 1.25
     one, hundred = by_model["qwen3-next-80b-a3b-thinking"]
-    assert 1 < one < 1.5 and hundred > 3
+    assert 0.9 < one < 1.1 and hundred > 3
     coder = by_model["qwen3-next-80b-a3b-thinking (Coder-Next)"]
-    assert len(coder) == 9 and 1.2 < statistics.median(coder) < 1.6 and min(coder) > 1 and max(coder) < 2
-    # MiniMax-M2.5 served the same way on both chips: a median 1.83x on eight B200 (6 runs), 1.24x on eight H100 (2):
+    assert len(coder) == 9 and 0.9 < statistics.median(coder) < 1.2 and min(coder) > 0.9 and max(coder) < 2
+    # MiniMax-M2.5 served the same way on both chips: a median 1.49x on eight B200 (6 runs), 1.10x on eight H100 (2):
     # the shortfall of small experts is larger on Blackwell
     minimax = {}
     for row in sweep_rows(source="sgl-project/sgl-cookbook"):
@@ -350,7 +351,7 @@ def test_published_runs_of_fine_grained_experts_decode_slower_than_estimated_whe
             loaded = load_estimate(row.deployment(), row.input_len, row.output_len, concurrency=row.concurrency)
             minimax.setdefault(row.chip, []).append(row.tpot_s / loaded.tpot_s)
     b200, h100 = (statistics.median(minimax[chip]) for chip in ("b200", "h100"))
-    assert (len(minimax["b200"]), len(minimax["h100"])) == (6, 2) and b200 > 1.6 and 1 < h100 < 1.4
+    assert (len(minimax["b200"]), len(minimax["h100"])) == (6, 2) and b200 > 1.3 > 1.2 > h100 > 1
     control = [row.tpot_s / load_estimate(row.deployment(), row.input_len, row.output_len,
                                           concurrency=row.concurrency).tpot_s
                for row in sweep_rows() if getattr(row.model, "name", "") == "gpt-oss-120b"]
@@ -380,20 +381,20 @@ def _within(values, factor):
     return sum(1 / factor <= value <= factor for value in values) / len(values)
 
 
-def test_sglangs_published_closed_loops_keep_their_tpot_and_tokens_per_second_within_two_times_but_twelve():
-    # Within 2x on all but twelve, fine-grained experts but one: five of DeepSeek-V3.1's seven runs on eight MI300X
-    # (TPOT 1.9-3.8x, a fine-grained mixture on AMD's software, which the caveat says runs slower); four of
-    # MiniMax-M2.5's six on eight B200 (1.8-2.3x, where its two on eight H100 come within 1.25x); Llama 4 Scout at 100
-    # clients on eight MI300X, which decodes 2.7x slower than estimated (output tokens/s 0.46x), where Maverick at 100
-    # clients, whose steps the estimate prices at nearly twice Scout's (it touches more of its 128 experts), comes
-    # within 1.25x; and the Qwen3-Next design (512 experts 512 wide) at 100 clients on B200: the 80B model on eight,
-    # ShareGPT, 4.2x slower (0.24x the tokens/s), where gpt-oss-120b served the same way comes within 1.75x, and
-    # Qwen3-Coder-Next on two, random lengths, 1.95x (0.49x the tokens/s)
+def test_sglangs_published_closed_loops_keep_their_tpot_and_tokens_per_second_within_two_times_but_nine():
+    # Within 2x on all but nine: five of DeepSeek-V3.1's seven runs on eight MI300X (TPOT 1.9-3.8x, a fine-grained
+    # mixture on AMD's software, which the caveat says runs slower); MiniMax-M2.5 at 100 clients on eight B200 (2.0x,
+    # where its two on eight H100 come within 1.25x); Llama 4 Scout at 100 clients on eight MI300X, which decodes 2.7x
+    # slower than estimated (output tokens/s 0.45x), where Maverick at 100 clients, whose steps the estimate prices at
+    # nearly twice Scout's (it touches more of its 128 experts), comes within 1.25x; the Qwen3-Next design (512
+    # experts 512 wide) at 100 clients on eight B200, ShareGPT, 3.7x slower (0.27x the tokens/s); and gpt-oss-120b at
+    # one client on the same GPUs, decoding in 0.47x the estimate's time: its MoE layers' kernels run faster than the
+    # chain NVIDIA timed for TensorRT-LLM's
     tokens, tpot, _, rows = zip(*_cookbook_ratios())
     outside = collections.Counter((row.model.name if hasattr(row.model, "name") else row.model, row.chip)
                                   for row, t, p in zip(rows, tokens, tpot) if not (_within([t], 2) and _within([p], 2)))
-    assert outside == {("deepseek-v3", "mi300x"): 5, ("minimax-m2.5", "b200"): 4,
-                       ("llama-4-scout-17b-16e-instruct", "mi300x"): 1, ("qwen3-next-80b-a3b-thinking", "b200"): 2}
+    assert outside == {("deepseek-v3", "mi300x"): 5, ("minimax-m2.5", "b200"): 1, ("gpt-oss-120b", "b200"): 1,
+                       ("llama-4-scout-17b-16e-instruct", "mi300x"): 1, ("qwen3-next-80b-a3b-thinking", "b200"): 1}
     assert all(row.concurrency == 100 for row, t, p in zip(rows, tokens, tpot)
                if "qwen3-next" in str(getattr(row.model, "name", "")) and not _within([p], 2))
     scout, = (p for row, p in zip(rows, tpot) if row.concurrency == 100 and "scout" in str(row.model))
@@ -404,16 +405,15 @@ def test_sglangs_published_closed_loops_keep_their_tpot_and_tokens_per_second_wi
     assert len(llama4) == 4 and _within(list(llama4.values()), 1.5) == 0.75 and _within([llama4["maverick", 100]], 1.5)
 
 
-@pytest.mark.xfail(strict=True, reason="measured: TPOT within 1.5x on 35 of 56 SGLang cookbook runs (63%) and output "
-                   "tokens/s on 33 (59%), against the 85% a serving engineer asks (the 52 runs of random lengths: 34 "
-                   "and 32). The misses are mostly fine-grained experts, which the estimate's caveat says run slower: "
-                   "six of DeepSeek-V3.1's seven runs on MI300X (1.8-3.8x), all six of MiniMax-M2.5's on B200 "
-                   "(1.6-2.3x, its two on H100 within 1.25x), DeepSeek-R1 at 100 clients on B200, Qwen3-Coder-Next on "
-                   "two B200 from 16 clients (1.5-2.0x); and the ShareGPT runs at 100 clients on "
-                   "eight B200 (gpt-oss-120b 1.75x, Qwen3-Next-80B-A3B 4.2x), where SGLang runs prompts ahead of "
-                   "decodes and conversations of very different lengths share the batch; gpt-oss-120b at one client, "
-                   "0.62x (faster than the per-layer costs fitted on H100 and H200 engines); Llama 4 Scout at 100 "
-                   "clients on MI300X")
+@pytest.mark.xfail(strict=True, reason="measured: TPOT within 1.5x on 41 of 56 SGLang cookbook runs (73%) and output "
+                   "tokens/s on 39 (70%), against the 85% a serving engineer asks (the 52 runs of random lengths: 40 "
+                   "and 37). The misses are mostly fine-grained experts, which the estimate's caveat says it misses "
+                   "more widely: six of DeepSeek-V3.1's seven runs on MI300X (1.8-3.8x), MiniMax-M2.5 on B200 from 16 "
+                   "clients (1.5-2.0x, its two on H100 within 1.15x), Qwen3-Coder-Next on two B200 from 64 clients "
+                   "(1.5-1.8x); and the ShareGPT runs at 100 clients on eight B200 (gpt-oss-120b 1.52x, "
+                   "Qwen3-Next-80B-A3B 3.7x), where SGLang runs prompts ahead of decodes and conversations of very "
+                   "different lengths share the batch; gpt-oss-120b at one client, 0.47x (its MoE layers' kernels "
+                   "faster than the chain NVIDIA timed for TensorRT-LLM's); Llama 4 Scout at 100 clients on MI300X")
 def test_sglangs_published_closed_loops_keep_their_tpot_and_tokens_per_second_within_one_and_a_half_times():
     # the thresholds a serving engineer asks of the load model: TPOT and output tokens/s within 1.5x on 85% of rows
     tokens, tpot, _, _ = zip(*_cookbook_ratios())
@@ -460,8 +460,8 @@ def _first_token_ratios(source, front_end_s):
            ("sgl-project/sgl-cookbook", "gpustack/gpustack", 0.6)], ids=["fitted-on-gpustack", "fitted-on-the-cookbook"])
 def test_a_front_end_fitted_on_one_sources_runs_brings_the_others_first_tokens_within_two_times(fitted, judged, share):
     # fitted on one source's light-load runs alone and judged on the other's runs at every load: measured, the
-    # cookbook's 56 runs go from 5 within 2x to 23 (GPUStack's fit, 38 ms), GPUStack's 10 from 1 to 10 (the
-    # cookbook's, 22 ms, its fine-grained experts left out); both fits inside the front end's physical range
+    # cookbook's 56 runs go from 5 within 2x to 25 (GPUStack's fit, 38 ms), GPUStack's 10 from 1 to 10 (the
+    # cookbook's, 21 ms, its fine-grained experts left out); both fits inside the front end's physical range
     front_end = fit_request_s(sources=(fitted,))
     assert PHYSICAL_RANGES["request_s"][0] < front_end < PHYSICAL_RANGES["request_s"][1]
     without, with_front_end = _first_token_ratios(judged, 0.0), _first_token_ratios(judged, front_end)
