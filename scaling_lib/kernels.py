@@ -9,7 +9,9 @@ GPU to build its estimator's database; the rows here are a subset, copied with t
 - `moe_kernel_rows()`: the whole mixture-of-experts layer (routing, the copies to the experts, both expert matmuls,
   the activation, the weighted sum) on one B200, GB200 or H200, at 1 to 16,384 tokens spread evenly over the
   experts, for three expert shapes: Qwen3-30B-A3B's (D = 2,048, experts 768 wide, 8 of 128 per token), Qwen3-235B's
-  (4,096, 1,536, 8 of 128) and Mixtral 8x7B's (4,096, 14,336, 2 of 8).
+  (4,096, 1,536, 8 of 128) and Mixtral 8x7B's (4,096, 14,336, 2 of 8); and SGLang 0.5.9's layer of DeepSeek-V3's
+  shape (7,168, 2,048, 8 of 256, block-scaled FP8) on one B200 holding its share of an eight-GPU layer, each expert
+  sliced eight ways or 32 whole experts.
 
 From them:
 
@@ -66,7 +68,9 @@ class GemmKernelRow:
 @dataclass(frozen=True)
 class MoeKernelRow:
     """One timed mixture-of-experts layer on one GPU: `tokens` tokens of width `d_model`, each routed to `k` of
-    `experts` gated experts `d_expert` wide, weights in `dtype`, `latency_s` seconds."""
+    `experts` gated experts `d_expert` wide, weights in `dtype`, `latency_s` seconds; the GPU holds the whole layer
+    (`moe_tp` = `moe_ep` = 1) or its share of a layer split over moe_tp x moe_ep GPUs: each expert sliced `moe_tp`
+    ways, or whole experts, experts / `moe_ep` of them."""
 
     source: str
     engine: str
@@ -78,11 +82,19 @@ class MoeKernelRow:
     k: int
     experts: int
     latency_s: float
+    moe_tp: int = 1
+    moe_ep: int = 1
 
     @property
     def flops(self) -> float:
-        """3 matrices of D x F per routed token (gate, up, down): 6 T k D F."""
+        """3 matrices of D x F per routed token (gate, up, down): 6 T k D F (the whole layer's)."""
         return 6.0 * self.tokens * self.k * self.d_model * self.d_expert
+
+    @property
+    def held_bytes(self) -> float:
+        """The expert weights this GPU holds: E x 3 D F x bytes per weight / (moe_tp x moe_ep)."""
+        return self.experts * 3 * self.d_model * self.d_expert * bytes_per_element(self.dtype) / (self.moe_tp
+                                                                                                   * self.moe_ep)
 
 
 def _read(name: str) -> list:
@@ -103,7 +115,8 @@ def moe_kernel_rows() -> tuple:
     """The stored mixture-of-experts layer timings (module docstring), in file order."""
     return tuple(MoeKernelRow(source=r["source"], engine=r["engine"], chip=r["chip"], dtype=r["dtype"],
                               tokens=int(r["tokens"]), d_model=int(r["d_model"]), d_expert=int(r["d_expert"]),
-                              k=int(r["k"]), experts=int(r["experts"]), latency_s=float(r["latency_s"]))
+                              k=int(r["k"]), experts=int(r["experts"]), latency_s=float(r["latency_s"]),
+                              moe_tp=int(r["moe_tp"]), moe_ep=int(r["moe_ep"]))
                  for r in _read("moe_kernels.csv"))
 
 
@@ -131,8 +144,8 @@ def kernel_ceiling(chip, dtype: str) -> float:
 @functools.cache
 def moe_layer_floor() -> float:
     """Seconds a mixture-of-experts layer costs a GPU step beyond streaming its experts: the median, over the stored
-    one-token timings (every chip, format and expert shape), of the layer's time less the k experts' bytes at the
-    data sheet's HBM rate,
+    one-token timings of TensorRT-LLM's whole layer (every chip, format and expert shape), of the layer's time less
+    the k experts' bytes at the data sheet's HBM rate,
 
         t_moe = median(latency - k x 3 D F x bytes per weight / HBM bandwidth)    (36 us)
 
@@ -144,6 +157,7 @@ def moe_layer_floor() -> float:
     Defined in chapter 11, *How close do real systems come?*.
     """
     floors = sorted(row.latency_s - row.k * 3 * row.d_model * row.d_expert * bytes_per_element(row.dtype)
-                    / get_chip(row.chip).hbm_bandwidth for row in moe_kernel_rows() if row.tokens == 1)
+                    / get_chip(row.chip).hbm_bandwidth for row in moe_kernel_rows()
+                    if row.tokens == 1 and row.engine.startswith("TensorRT-LLM"))
     middle = len(floors) // 2
     return (floors[middle - 1] + floors[middle]) / 2 if len(floors) % 2 == 0 else floors[middle]
