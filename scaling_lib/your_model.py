@@ -47,7 +47,8 @@ _LIMITS = {"weights_s": "reading the weights from HBM", "matmul_s": "the matmuls
            "kv_s": "reading the KV cache from HBM", "attention_s": "attention's FLOPs",
            "comm_s": "collectives between chips",
            "elementwise_s": "the activations the kernels between the matmuls stream through HBM",
-           "overhead_s": "the engine's per-step overhead (host, tensor-parallel layers, eager launches)"}
+           "overhead_s": "the engine's per-step overhead (host, tensor-parallel layers, eager launches, each MoE "
+                         "layer's chain of kernels)"}
 
 
 def _limit(step) -> tuple:
