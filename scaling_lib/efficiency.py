@@ -25,6 +25,9 @@ PLATFORM_WORDS = {"gpu": "NVIDIA GPUs", "amd": "AMD GPUs", "tpu": "TPUs"}
 # estimate (fine-grained experts on NVIDIA GPUs: 0.78; on MI300X: 0.51); at or above it, not (on TPU7x under the
 # typical fit: 1.18).
 SLOWER_THAN_ESTIMATE = 0.9
+# how an NVIDIA GPU's estimate prices a model with fine-grained experts (`estimate.Deployment.narrow_expert_share`)
+NARROW_EXPERT_WORDS = ("; the estimate prices their routed experts at the bf16 rate when they compute in a narrower "
+                       "format, as NVIDIA's kernel timings show such experts run (chapter 11)")
 
 
 def platform_of_chip(chip) -> str:
@@ -274,7 +277,8 @@ class Profile:
         models' runs under this profile (the range the estimate then prints), said to be missed more widely than
         others where it reaches outside the profile's range for every model, and to run slower than the estimate
         where its geometric centre is below `SLOWER_THAN_ESTIMATE`; or, where it has none on that platform, the
-        typical fit's on NVIDIA GPUs (said slower by the same rule)."""
+        typical fit's on NVIDIA GPUs (said slower by the same rule). On an NVIDIA GPU it adds how their experts are
+        priced (`NARROW_EXPERT_WORDS`)."""
         own, where = self.fine_grained_spread_on(chip), PLATFORM_WORDS[platform_of_chip(chip)]
         what, wider = ("fine-grained experts (routed experts narrower than the model)",
                        "the estimate misses such models more widely than others")
@@ -285,7 +289,7 @@ class Profile:
                          "(the range printed for them)")
             if math.sqrt(own[0] * own[1]) < SLOWER_THAN_ESTIMATE:
                 words.append("expect the engine slower than the estimate")
-            return ": ".join(words)
+            return ": ".join(words) + (NARROW_EXPERT_WORDS if platform_of_chip(chip) == "gpu" else "")
         low, high = _spread_of(PROFILES["typical"].fine_grained_spread, "gpu")
         slower = ": expect the engine slower than the estimate" if math.sqrt(low * high) < SLOWER_THAN_ESTIMATE else ""
         return (f"{what}: {wider}; this profile has no held-out run of one on {where}, and under the typical fit "
