@@ -22,8 +22,8 @@ from .models import get_model
 PLATFORMS = ("gpu", "amd", "tpu")
 PLATFORM_WORDS = {"gpu": "NVIDIA GPUs", "amd": "AMD GPUs", "tpu": "TPUs"}
 # A held-out range whose geometric centre, sqrt(low x high), sits below this says the engine runs slower than the
-# estimate (fine-grained experts on NVIDIA GPUs: 0.78; on MI300X: 0.51); at or above it, not (on TPU7x under the
-# typical fit: 1.18).
+# estimate (fine-grained experts on MI300X: 0.51); at or above it, not (on NVIDIA GPUs under the typical fit: 0.91;
+# on TPU7x: 1.18).
 SLOWER_THAN_ESTIMATE = 0.9
 # how an NVIDIA GPU's estimate prices a model with fine-grained experts (`estimate.Deployment.narrow_expert_share`)
 NARROW_EXPERT_WORDS = ("; the estimate prices their routed experts at the bf16 rate when they compute in a narrower "
