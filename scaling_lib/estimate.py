@@ -72,6 +72,7 @@ from .layouts import LAYOUTS, ffn_collectives, optimal_2d_mesh
 from .memory import KV_PLACEMENTS, kv_bytes_per_token, kv_cache_bytes, kv_head_groups, kv_read_bytes, kv_replication
 from .memory import param_bytes as model_param_bytes
 from .memory import elementwise_bytes_per_token, state_bytes_per_sequence, weight_bytes_by_group, weights_read_bytes
+from .memory import weight_groups
 from .models import get_model
 from .moe import expected_experts_touched
 from .kernels import kernel_ceiling, moe_layer_floor
@@ -343,14 +344,14 @@ class Deployment:
     @functools.cached_property
     def narrow_expert_share(self) -> float:
         """The share of `matmul_params` in routed experts that an NVIDIA GPU computes no faster than in bf16: the k
-        routed experts of each MoE layer (L_moe m D F k) of a model with fine-grained experts (F < D) whose matmuls
-        run in a format narrower than 16 bits on an NVIDIA GPU; 0 otherwise (`kernels`: NVIDIA's timings of such
-        layers gain 0.75-1.6x from fp8 or nvfp4, wide experts 1.8-2.2x)."""
+        routed experts of each MoE layer (`memory.weight_groups`' experts x k / E) of a model with fine-grained
+        experts (F < D) whose matmuls run in a format narrower than 16 bits on an NVIDIA GPU; 0 otherwise
+        (`kernels`: NVIDIA's timings of such layers gain 0.75-1.6x from fp8 or nvfp4, wide experts 1.8-2.2x)."""
         m = self.model
         if not m.fine_grained_experts or platform_of_chip(self.chip) != "gpu" \
                 or bytes_per_element(self.compute_dtype) >= 2:
             return 0.0
-        return m.n_moe_layers * m.ffn_matrices * m.d_model * m.d_ff * m.n_active_experts / self.matmul_params
+        return weight_groups(m)["experts"] * m.n_active_experts / m.n_experts / self.matmul_params
 
     def weights_read_per_chip(self, tokens: float) -> float:
         """Weight bytes one step reads on one chip: the matmul weights (not the input embedding table) and, on each
@@ -433,7 +434,7 @@ class StepEstimate:
     kernel_ceiling: float = 1.0  # the cap on matmul_s's fraction of peak: `kernels.kernel_ceiling` (1.0 for the bound)
     expert_matmul_s: float = 0.0  # the part of matmul_s in narrow experts at the bf16 rate (`narrow_expert_share`)
     expert_kernel_ceiling: float = 1.0  # its cap: `kernels.kernel_ceiling(chip, "bf16")`
-    moe_floor_s: float = 0.0  # the part of overhead_s the MoE layers' chains of kernels cost (`kernels.moe_layer_floor`)
+    moe_floor_s: float = 0.0  # the part of overhead_s the MoE layers' kernels cost (`kernels.moe_layer_floor`)
 
     @property
     def comm_bandwidth_s(self) -> float:

@@ -33,6 +33,7 @@ Defined in chapter 11, *How close do real systems come?*.
 
 import csv
 import functools
+import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -156,8 +157,6 @@ def moe_layer_floor() -> float:
 
     Defined in chapter 11, *How close do real systems come?*.
     """
-    floors = sorted(row.latency_s - row.k * 3 * row.d_model * row.d_expert * bytes_per_element(row.dtype)
-                    / get_chip(row.chip).hbm_bandwidth for row in moe_kernel_rows()
-                    if row.tokens == 1 and row.engine.startswith("TensorRT-LLM"))
-    middle = len(floors) // 2
-    return (floors[middle - 1] + floors[middle]) / 2 if len(floors) % 2 == 0 else floors[middle]
+    return statistics.median(row.latency_s - row.k * 3 * row.d_model * row.d_expert * bytes_per_element(row.dtype)
+                             / get_chip(row.chip).hbm_bandwidth for row in moe_kernel_rows()
+                             if row.tokens == 1 and row.engine.startswith("TensorRT-LLM"))
