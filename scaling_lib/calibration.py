@@ -662,6 +662,10 @@ def gpu_network_efficiency() -> float:
 # "mi300x" family's), with three small batches on H200.
 PROFILE_ENGINES = {"typical": None, "tensorrt-llm": ("TensorRT-LLM",), "vllm": ("vLLM",),
                    "jetstream": ("JetStream", "Pope et al."), "mi300x": None, "sglang": ("SGLang",)}
+# The engine whose measured MoE layer (`kernels.moe_layer_model`) prices a profile's MoE layers on NVIDIA GPUs
+# (`Efficiency.moe_kernels`): measured kernel timings, not fitted on the published runs; the others price them by
+# `hbm` and `kernels.moe_layer_floor`.
+PROFILE_MOE_KERNELS = {"sglang": "SGLang"}
 # An engine profile with fewer rows than this on a platform refits only its per-step costs (`overhead_s`, `layer_s`),
 # the rates held at the typical fit's: two numbers from a handful of rows, not six.
 RATES_NEED_ROWS = 12
@@ -706,7 +710,7 @@ def fit_profile(profile: str = "typical") -> Calibrated:
     per-step costs are fitted, the rates held at the typical fit's. A platform with no rows takes the typical fit's
     values. The front end (`request_s`, host work that no accelerator changes) is one value for every platform:
     `fit_request_s(profile)`, or the typical fit's where the profile's engine has too few published runs at a light
-    load."""
+    load. On NVIDIA GPUs a profile in `PROFILE_MOE_KERNELS` prices MoE layers by its engine's measured layer."""
     choice("profile", profile, tuple(PROFILE_ENGINES))
     return _fit_profile(profile)
 
@@ -717,8 +721,10 @@ def _fit_profile(profile: str) -> Calibrated:
     front_end = _fit_request_s(profile)
     if front_end is None:
         front_end = _fit_profile("typical").gpu.request_s
-    return Calibrated(**{platform: replace(getattr(steps, platform), request_s=front_end)
-                         for platform in PLATFORMS if getattr(steps, platform) is not None})
+    fitted = {platform: replace(getattr(steps, platform), request_s=front_end)
+              for platform in PLATFORMS if getattr(steps, platform) is not None}
+    fitted["gpu"] = replace(fitted["gpu"], moe_kernels=PROFILE_MOE_KERNELS.get(profile, ""))
+    return Calibrated(**fitted)
 
 
 @functools.cache

@@ -17,6 +17,7 @@ import math
 from dataclasses import dataclass, replace
 
 from .hardware import FullMesh, Torus, get_chip
+from .kernels import moe_engines
 from .models import get_model
 
 PLATFORMS = ("gpu", "amd", "tpu")
@@ -119,7 +120,11 @@ class Efficiency:
       top of `overhead_s`, >= 0;
     - `request_s`: seconds a served request spends in the server's front end outside the engine's steps (HTTP,
       tokenization, admission, streaming the first token back), added to its TTFT under a load (`load`), >= 0;
-      nothing in a single-prompt `report`, which prices the engine alone as in-process benchmarks measure it.
+      nothing in a single-prompt `report`, which prices the engine alone as in-process benchmarks measure it;
+    - `moe_kernels`: the engine whose measured MoE layer prices the MoE layers on an NVIDIA GPU
+      (`kernels.moe_layer_model`: its chain, a cost per expert run and the bandwidth fraction its experts stream
+      at), where the engine's layer was timed on that GPU in the experts' format; "" (the default), or where it was
+      not: the experts stream at `hbm` and each MoE layer adds `kernels.moe_layer_floor`.
 
     `BOUND` is `Efficiency(overlap=True)`: every resource at peak, everything overlapped, no overhead.
 
@@ -137,6 +142,7 @@ class Efficiency:
     launch_s: float = 0.0
     sequence_s: float = 0.0
     request_s: float = 0.0
+    moe_kernels: str = ""
 
     def __post_init__(self):
         for name in ("mfu", "hbm", "network") + (("kv_hbm",) if self.kv_hbm is not None else ()):
@@ -157,6 +163,9 @@ class Efficiency:
         if not isinstance(self.overlap, bool):
             raise ValueError(f"Efficiency.overlap must be True (the bound's composition) or False (serial), got "
                              f"{self.overlap!r}")
+        if not isinstance(self.moe_kernels, str) or (self.moe_kernels and self.moe_kernels not in moe_engines()):
+            raise ValueError(f"Efficiency.moe_kernels must be '' or an engine whose MoE layers are stored "
+                             f"({', '.join(moe_engines())}), got {self.moe_kernels!r}")
 
     @property
     def kv_fraction(self) -> float:
@@ -315,8 +324,9 @@ _VLLM_TPU_CAVEAT = ("vLLM on TPU is fitted on one published recipe (Llama-3.3-70
                     "its per-step costs are vLLM's, both fitted to zero, the edge of their range; held out, Google's "
                     "runs on v6e and Ironwood (TPU7x) fall on both sides of it; read it as a rough guide")
 _SGLANG_CAVEAT = ("SGLang publishes serving runs, not the step-level tables the fit prices: only its front end (the "
-                  "time a request spends outside the engine's steps) is SGLang's own; its rates and per-step costs "
-                  "are the typical fit's")
+                  "time a request spends outside the engine's steps) and, on NVIDIA GPUs it was timed on, its MoE "
+                  "layers (NVIDIA's timings of its kernels) are SGLang's own; its other rates and per-step costs are "
+                  "the typical fit's")
 # Stored by `calibration.fit_profile(name)` and `holdout.profile_spread(name, platform, experts=...)`;
 # tests/math/test_calibration.py and test_holdout.py re-run both and check these are their results.
 PROFILES = {
@@ -347,11 +357,13 @@ PROFILES = {
     "mi300x": Profile("mi300x", "AMD MI300X-class GPUs under vLLM on ROCm (2024-2025)", TYPICAL, ("amd",),
                       "AMD's published vLLM tables for 8 MI300X and Oracle's Llama 3.1 405B runs", (),
                       (("amd", 0.72, 1.09),), (("amd", 0.48, 0.55),)),
-    "sglang": Profile("sglang", "SGLang (0.5, 2025)", Calibrated(*(replace(e, request_s=0.018) for e in (_GPU, _TPU)),
+    "sglang": Profile("sglang", "SGLang (0.5, 2025)", Calibrated(replace(_GPU, request_s=0.018, moe_kernels="SGLang"),
+                                                                 replace(_TPU, request_s=0.018),
                                                                  amd=replace(_AMD, request_s=0.018)),
                       ("gpu", "amd"),
                       "no step-level runs (SGLang publishes serving runs under a load): the typical fit's rates and "
-                      "per-step costs; its own front end, fitted on its published runs at one to four clients of "
+                      "per-step costs, but its MoE layers on B200, H100 and H200 in bf16 or fp8 priced by NVIDIA's "
+                      "timings of SGLang 0.5.9's layer (kernels.moe_layer_model); its own front end, fitted on its published runs at one to four clients of "
                       "models whose steps it prices (SGLang's cookbook: LLaMA-3.1-70B on 8 A100, gpt-oss-120b on 8 "
                       "B200; GPUStack's Qwen3-8B on one H100)",
                       tuple((platform, _SGLANG_CAVEAT) for platform in ("gpu", "amd")), ()),

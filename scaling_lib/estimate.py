@@ -44,7 +44,10 @@ combine) streaming the step's tokens' activations at the weight-streaming rate (
 T_matmul runs at peak x min(mfu, ceiling): no faster than the format's best published kernel on the chip
 (`kernels.kernel_ceiling`; it binds for nvfp4 on Blackwell). On an NVIDIA GPU the routed experts of a model with
 fine-grained experts run at the bf16 rate whatever their format (`Deployment.narrow_expert_share`): NVIDIA's timings
-of such layers show fp8 and nvfp4 barely faster, or slower.
+of such layers show fp8 and nvfp4 barely faster, or slower. A profile that names an engine whose MoE layer was timed
+on the chip in the experts' format (`Efficiency.moe_kernels`: SGLang's) prices each MoE layer by that engine's
+measured layer instead (`kernels.moe_layer_model`): t_floor + n x t_expert in the overhead for the n experts (or
+slices) each chip runs, and the experts' bytes in T_weights at the fraction f its kernels stream them at.
 
 Attention streams the KV cache or computes, the weight matmuls stream the weights or compute; attention, matmuls
 and collectives run one after another. The estimate applies the engine's memory reserve (`memory_utilization`) and
@@ -75,7 +78,7 @@ from .memory import elementwise_bytes_per_token, state_bytes_per_sequence, weigh
 from .memory import weight_groups
 from .models import get_model
 from .moe import expected_experts_touched
-from .kernels import kernel_ceiling, moe_layer_floor
+from .kernels import kernel_ceiling, moe_layer_floor, moe_layer_model
 from .efficiency import (BOUND, PHYSICAL_RANGES, PROFILES, TYPICAL, Calibrated, Efficiency, Profile,  # noqa: F401
                          platform_of_chip, resolve_efficiency)
 
@@ -353,6 +356,22 @@ class Deployment:
             return 0.0
         return weight_groups(m)["experts"] * m.n_active_experts / m.n_experts / self.matmul_params
 
+    @functools.cached_property
+    def expert_bytes_per_expert_per_chip(self) -> float:
+        """Bytes one routed expert of every MoE layer puts on one chip: the experts' weights (`memory.weight_groups`,
+        in the experts' own format) / E / tensor_parallel (a slice of each, or whole experts on a share of the chips:
+        the same bytes per expert and chip on average)."""
+        m = self.model
+        return weight_bytes_by_group(m, self.weight_dtype)["experts"] / m.n_experts / self.tensor_parallel
+
+    def moe_layer_model(self, engine: str):
+        """`kernels.moe_layer_model` of `engine`'s MoE layer on this deployment's chip in its experts' format (bf16 or
+        fp8 weights), or None: no such timing stored, no routed experts, or a chip other than an NVIDIA GPU."""
+        if self.model.n_experts == 1 or platform_of_chip(self.chip) != "gpu" or str(self.weight_dtype) not in (
+                "bf16", "fp8"):
+            return None
+        return moe_layer_model(engine, self.chip, str(self.weight_dtype))
+
     def weights_read_per_chip(self, tokens: float) -> float:
         """Weight bytes one step reads on one chip: the matmul weights (not the input embedding table) and, on each
         MoE layer, the shared experts plus the expected number of distinct routed experts that `tokens` tokens
@@ -435,6 +454,11 @@ class StepEstimate:
     expert_matmul_s: float = 0.0  # the part of matmul_s in narrow experts at the bf16 rate (`narrow_expert_share`)
     expert_kernel_ceiling: float = 1.0  # its cap: `kernels.kernel_ceiling(chip, "bf16")`
     moe_floor_s: float = 0.0  # the part of overhead_s the MoE layers' kernels cost (`kernels.moe_layer_floor`)
+    # where an engine's measured MoE layer prices them (`Efficiency.moe_kernels`): that engine, and the MoE layers' whole
+    # time by its `kernels.MoeLayerModel` (their chain and per-expert costs, in moe_floor_s, and their experts'
+    # streaming, in weights_s)
+    moe_engine: str = ""
+    moe_layers_s: float = 0.0
 
     @property
     def comm_bandwidth_s(self) -> float:
@@ -636,18 +660,29 @@ def step_estimate(deployment: Deployment, *, decode_batch: float = 0.0, decode_c
     launch = m.n_layers * eff.launch_s if serial and not _in_graph(chip.topology, decode_batch, prefill_tokens) \
         else 0.0
     sequences = (decode_batch + prefill_tokens / prefill_len) * eff.sequence_s if serial else 0.0
-    moe_floor = m.n_moe_layers * moe_layer_floor() if serial and platform_of_chip(chip) == "gpu" else 0.0
-    fixed = eff.overhead_s + layers + launch + sequences + moe_floor if serial else 0.0
     # A mixture of experts reads the experts its tokens touch, which grow slower than the tokens: a mix of decodes and
     # prompt tokens averaged into one step reads more than the steps it stands for read on average (prompts come in
     # lumps). So the bound counts, on a step that decodes, only the experts its decode tokens touch: every step of the
     # mix reads at least those.
     routed = decode_batch if eff.overlap and decode_batch else tokens
+    weights = d.weights_read_per_chip(routed) / hbm if tokens else 0.0
+    layer_model = d.moe_layer_model(eff.moe_kernels) if serial and eff.moe_kernels else None
+    if layer_model:  # the engine's measured MoE layer: its chain, a cost per expert run, its experts' own stream rate
+        touched = expected_experts_touched(m.n_experts, m.n_active_experts, routed)
+        expert_bytes = d.expert_bytes_per_expert_per_chip * touched
+        weights += expert_bytes * (1 / (chip.hbm_bandwidth * layer_model.stream_fraction) - 1 / hbm)
+        run = touched / tp if d.expert_parallel else touched  # whole experts split over the chips, or slices of all
+        moe_floor = m.n_moe_layers * (layer_model.floor_s + run * layer_model.expert_s)
+        moe_layers = m.n_moe_layers * layer_model.layer_s(run, expert_bytes / m.n_moe_layers)
+    else:
+        moe_layers = 0.0
+        moe_floor = m.n_moe_layers * moe_layer_floor() if serial and platform_of_chip(chip) == "gpu" else 0.0
+    fixed = eff.overhead_s + layers + launch + sequences + moe_floor if serial else 0.0
     # the kernels between a GPU engine's matmuls stream each token's activations; the bound fuses them away, and so
     # does XLA on a TPU (`memory.elementwise_bytes_per_token`)
     elementwise = tokens * d.elementwise_bytes_per_token / hbm if serial and not isinstance(chip.topology, Torus) \
         else 0.0
-    return StepEstimate(weights_s=d.weights_read_per_chip(routed) / hbm if tokens else 0.0,
+    return StepEstimate(weights_s=weights,
                         kv_s=kv_moved / kv_rate, matmul_s=(1 - narrow) * matmul / rate + expert_matmul_s,
                         attention_s=attention / tp / attention_rate, comm_s=bandwidth + latency,
                         comm_latency_s=latency, batch=decode_batch, tokens=tokens,
@@ -656,7 +691,8 @@ def step_estimate(deployment: Deployment, *, decode_batch: float = 0.0, decode_c
                                                                                           held_tokens_each),
                         hbm_capacity=d.hbm_limit(eff), overhead_s=fixed, overlap=eff.overlap, layer_s=layers,
                         launch_s=launch, sequence_s=sequences, elementwise_s=elementwise, kernel_ceiling=ceiling,
-                        expert_matmul_s=expert_matmul_s, expert_kernel_ceiling=expert_ceiling, moe_floor_s=moe_floor)
+                        expert_matmul_s=expert_matmul_s, expert_kernel_ceiling=expert_ceiling, moe_floor_s=moe_floor,
+                        moe_engine=layer_model.engine if layer_model else "", moe_layers_s=moe_layers)
 
 
 def _per_replica(deployment: Deployment, batch: int) -> int:

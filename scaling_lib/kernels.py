@@ -11,7 +11,10 @@ GPU to build its estimator's database; the rows here are a subset, copied with t
   experts, for three expert shapes: Qwen3-30B-A3B's (D = 2,048, experts 768 wide, 8 of 128 per token), Qwen3-235B's
   (4,096, 1,536, 8 of 128) and Mixtral 8x7B's (4,096, 14,336, 2 of 8); and SGLang 0.5.9's layer of DeepSeek-V3's
   shape (7,168, 2,048, 8 of 256, block-scaled FP8) on one B200 holding its share of an eight-GPU layer, each expert
-  sliced eight ways or 32 whole experts.
+  sliced eight ways or 32 whole experts; and SGLang 0.5.9's layer (its Triton fused-MoE kernel) on one B200, H100
+  or H200 in bf16 and block-scaled FP8, at 1, 4, 16, 64 and 256 tokens, for every expert shape NVIDIA timed (ten,
+  from Mixtral's to DeepSeek-V3's and Qwen3-235B's), whole or as one GPU's share split 2, 4 or 8 ways by slicing
+  each expert or 8 ways by whole experts.
 
 From them:
 
@@ -21,12 +24,19 @@ From them:
     moe_layer_floor() = the median, over the one-token MoE timings, of the layer's time less its experts' bytes
                         at the data sheet's HBM rate (36 us)
 
+    moe_layer_model(engine, chip, dtype): t_floor + n x t_expert + bytes / (HBM bandwidth x f), fitted to an
+                        engine's layer timings at 1 to 256 tokens (n experts run, their bytes): a chain, a cost per
+                        expert, a streaming fraction
+
 The ceiling is what the best published kernel of a format reaches on a chip. The estimate never prices a matmul
 faster: its rate is peak x min(mfu, ceiling) (`estimate.step_estimate`). The ceilings sit above the fitted `mfu` for
 bf16 and fp8 on every chip measured, and below it for nvfp4 on Blackwell (FP4 GEMMs carry the quantization of their
 inputs, and reach about half of the 4-bit peak). The bound keeps the data sheet's peak. Formats and chips without a
 stored measurement (mxfp4, int8, AMD GPUs, TPUs) are not capped. The floor is what a MoE layer's chain of kernels
-costs a step beyond its bytes; the estimate adds it to every MoE layer on an NVIDIA GPU.
+costs a step beyond its bytes; the estimate adds it to every MoE layer on an NVIDIA GPU. An engine's layer model
+prices that engine's MoE layers instead where a profile names it (`efficiency.Efficiency.moe_kernels`): SGLang's
+streams its experts at 0.70-0.71 of the data sheet on a B200 and 0.79-0.83 on an H100 or H200, and its FP8 kernel
+costs 0.13-0.28 us more per expert run.
 
 Defined in chapter 11, *How close do real systems come?*.
 """
@@ -34,10 +44,11 @@ Defined in chapter 11, *How close do real systems come?*.
 import csv
 import functools
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .dtypes import bytes_per_element
+from ._least_squares import solve
 from .hardware import get_chip
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -160,3 +171,110 @@ def moe_layer_floor() -> float:
     return statistics.median(row.latency_s - row.k * 3 * row.d_model * row.d_expert * bytes_per_element(row.dtype)
                              / get_chip(row.chip).hbm_bandwidth for row in moe_kernel_rows()
                              if row.tokens == 1 and row.engine.startswith("TensorRT-LLM"))
+
+
+@dataclass(frozen=True)
+class MoeLayerModel:
+    """What one engine's mixture-of-experts layer costs a step on one GPU, measured (`moe_layer_model`):
+
+        t_layer = t_floor + n x t_expert + bytes / (HBM bandwidth x f)
+
+    n: the experts (or expert slices) the GPU's kernels run in the step; bytes: their weights. `floor_s` (t_floor) is
+    the layer's chain of small kernels, `expert_s` (t_expert) a fixed cost per expert run (each is its own little
+    matmul), `stream_fraction` (f) the fraction of the data sheet's bandwidth at which the weights stream.
+    `n_rows` timings set them; `within_25` is the share of those the formula gives within 25%."""
+
+    engine: str
+    chip: str
+    dtype: str
+    floor_s: float
+    expert_s: float
+    stream_fraction: float
+    n_rows: int
+    within_25: float
+
+    def layer_s(self, experts_run: float, expert_bytes: float) -> float:
+        """t_floor + n x t_expert + bytes / (HBM bandwidth x f) for `experts_run` experts of `expert_bytes` bytes."""
+        return self.floor_s + experts_run * self.expert_s + expert_bytes / (
+            get_chip(self.chip).hbm_bandwidth * self.stream_fraction)
+
+
+@functools.cache
+def moe_engines() -> tuple:
+    """The engines whose MoE layers are stored (the engine column's name, its release left off)."""
+    return tuple(sorted({row.engine.split(" ")[0] for row in moe_kernel_rows()}))
+
+
+DECODE_TOKENS = 256  # the most tokens a decode step carries among the timings `moe_layer_model` fits
+
+
+def _experts_run(row: MoeKernelRow) -> float:
+    """Experts (or slices) a GPU runs: the tokens' T k assignments spread evenly over E experts touch min(E, T k),
+    experts / moe_ep of them on each GPU holding whole experts."""
+    return min(row.experts, row.tokens * row.k) / row.moe_ep
+
+
+def _expert_bytes(row: MoeKernelRow) -> float:
+    """Bytes of the experts a GPU runs: each 3 D F / moe_tp weights."""
+    return _experts_run(row) * 3 * row.d_model * row.d_expert / row.moe_tp * bytes_per_element(row.dtype)
+
+
+def _weighted_fit(rows: list, columns) -> list:
+    """Coefficients c minimising sum(((columns(row) . c) / latency - 1)^2): least squares in relative error."""
+    design = [[x / row.latency_s for x in columns(row)] for row in rows]
+    width = len(design[0])
+    normal = [[sum(d[i] * d[j] for d in design) for j in range(width)] for i in range(width)]
+    return solve(normal, [sum(d[i] for d in design) for i in range(width)])
+
+
+def fit_moe_layer(rows) -> MoeLayerModel:
+    """The `MoeLayerModel` of timed MoE layers `rows` (`MoeKernelRow`s of one engine, chip and format), fitted by
+    least squares in relative error: t_floor, t_expert and f of
+
+        latency = t_floor + n x t_expert + bytes / (HBM bandwidth x f)
+
+    with n = min(E, T k) / moe_ep experts run (T k assignments spread evenly over E experts, whole experts shared
+    over moe_ep GPUs) and bytes = n x 3 D F / moe_tp x bytes per weight. t_expert is dropped (0) where the fit makes
+    it negative. A ValueError where rows mix engines, chips or formats, or the fit is unphysical (t_floor <= 0 or
+    f outside (0, 1])."""
+    try:
+        rows = list(rows)
+    except TypeError:
+        rows = None
+    if not rows or not all(isinstance(r, MoeKernelRow) for r in rows):
+        raise ValueError(f"fit_moe_layer: rows must be a non-empty list of kernels.MoeKernelRow (moe_kernel_rows()), "
+                         f"got {rows!r:.80}")
+    kinds = {(r.engine.split(" ")[0], r.chip, r.dtype) for r in rows}
+    if len(kinds) != 1:
+        raise ValueError(f"fit_moe_layer: rows must be one engine's layer on one chip in one format; got {sorted(kinds)}")
+    (engine, chip, dtype), = kinds
+    bandwidth = get_chip(chip).hbm_bandwidth
+    floor, per_expert, per_byte = _weighted_fit(rows, lambda r: (1.0, _experts_run(r), _expert_bytes(r) / bandwidth))
+    if per_expert < 0:
+        (floor, per_byte), per_expert = _weighted_fit(rows, lambda r: (1.0, _expert_bytes(r) / bandwidth)), 0.0
+    if floor <= 0 or per_byte < 1:
+        raise ValueError(f"{engine}'s MoE timings on {chip} in {dtype} fit an unphysical layer (floor {floor:.3g} s, "
+                         f"bandwidth fraction {1 / per_byte:.3g}); check the rows")
+    model = MoeLayerModel(engine, chip, dtype, floor, per_expert, 1 / per_byte, len(rows), 0.0)
+    within = sum(abs(model.layer_s(_experts_run(r), _expert_bytes(r)) / r.latency_s - 1) <= 0.25 for r in rows)
+    return replace(model, within_25=within / len(rows))
+
+
+@functools.cache
+def moe_layer_model(engine: str, chip, dtype: str):
+    """`fit_moe_layer` of the stored timings of `engine`'s MoE layer (a name in `moe_engines`, e.g. "SGLang") on
+    `chip` with weights in `dtype`, at 1 to `DECODE_TOKENS` tokens, every expert shape and split stored; None where
+    none of that chip and format is stored (an unknown engine is a ValueError).
+
+    A fit, not a lookup: three numbers with a physical meaning. The estimate prices an engine's MoE layers with them
+    where its profile names the engine (`efficiency.Efficiency.moe_kernels`).
+
+    Defined in chapter 11, *How close do real systems come?*.
+    """
+    if engine not in moe_engines():
+        raise ValueError(f"no MoE layer timings of engine {engine!r} are stored; the engines are "
+                         f"{', '.join(moe_engines())}")
+    chip = get_chip(chip)
+    rows = [r for r in moe_kernel_rows() if r.engine.split(" ")[0] == engine and r.chip == chip.name
+            and r.dtype == dtype and r.tokens <= DECODE_TOKENS]
+    return fit_moe_layer(rows) if rows else None

@@ -217,7 +217,7 @@ MORE_SPECS = {
                                 max_sequences="count", expert_parallel="flag", attention_data_parallel="flag"),
     "efficiency.Efficiency": spec({}, mfu="frac", hbm="frac", network="frac", latency="real", overhead_s="real0",
                                   overlap="flag", kv_hbm="frac?", layer_s="real0", launch_s="real0",
-                                  sequence_s="real0", request_s="real0"),
+                                  sequence_s="real0", request_s="real0", moe_kernels="moe_engine"),
     "estimate.runs_in_cuda_graph": spec(dict(chip="h100", decode_batch=8, prefill_tokens=0), chip="chip",
                                         decode_batch="real0", prefill_tokens="real0"),
     "efficiency.Calibrated": spec(dict(gpu=Efficiency(), tpu=Efficiency()), gpu="an_efficiency", tpu="an_efficiency",

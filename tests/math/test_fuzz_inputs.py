@@ -64,6 +64,9 @@ def _reals(low, high):
                      st.integers(int(math.ceil(low)), int(high)))
 
 
+# SGLang's fp8 layer on one B200: every row of one engine, chip and format (`kernels.fit_moe_layer`)
+_MOE_ROWS = [r for r in scaling_lib.kernels.moe_kernel_rows() if r.engine.startswith("SGLang") and r.chip == "b200"
+             and r.dtype == "fp8"]
 # kind -> (good values, bad values). Kinds ending in "?" also accept None.
 GOOD = {
     "count": _ints(1, 1 << 20), "small": _ints(1, 48), "count0": _ints(0, 1 << 20), "small0": _ints(0, 16),
@@ -92,6 +95,8 @@ GOOD = {
     "sweep_engine": st.sampled_from(["vllm", "SGLang", "tensorrt-llm"]),
     "sweep_source": st.sampled_from(["dstackai/benchmarks", "sgl-project/sgl-cookbook", "gpustack/gpustack"]),
     "sources": st.sampled_from([("gpustack/gpustack",), ["sgl-project"], ("dstackai", "gpustack")]),
+    "moe_engine": st.sampled_from(["", "SGLang", "TensorRT-LLM"]),
+    "moe_rows": st.sampled_from([_MOE_ROWS, _MOE_ROWS[:120], tuple(_MOE_ROWS[60:])]),
 }
 _NUMBERISH = ["8", "0.4", True, None, [1], NAN]
 BAD = {
@@ -111,6 +116,9 @@ BAD = {
     "chat": [None, 3, "abc", WORKLOAD], "tiers": [None, 3, (1e9, 1e9, 1e9)],
     "weights": [None, 3, "nope", ("embed", 3), [None], {"embed": 1}],
     "sources": ["gpustack", (), [""], (3,), {"gpustack": 1}, 3],
+    "moe_engine": ["vllm", "sglang", 3, None, ["SGLang"]],
+    "moe_rows": [None, 3, [], "abc", [None], _MOE_ROWS[:1] + [next(r for r in scaling_lib.kernels.moe_kernel_rows()
+                                                                  if r.engine.startswith("TensorRT"))]],
 }
 BAD.update(small=BAD["count"], small0=BAD["count0"], moe=BAD["model"] + ["llama3-8b"],
            axes=[m for m in BAD["mesh"] if m != (2, 2, 2, 2)])  # any number of axes (a layout takes 1 to 3)
@@ -179,6 +187,7 @@ SPECS = {
                                    decode_batch="real0", decode_context="real0"),
     "inference.full_hbm_step_time": spec(dict(chip="tpu-v5e"), chip="chip"),
     "kernels.kernel_ceiling": spec(dict(chip="h100", dtype="fp8"), chip="chip", dtype="dtype"),
+    "kernels.fit_moe_layer": spec(dict(rows=_MOE_ROWS), rows="moe_rows"),
     "measurements.collective_rows": spec({}),
     "measurements.nccl_rows": spec({}),
     "measurements.pope_row": spec(dict(model="palm-540b", scenario="low latency", phase="decode")),
