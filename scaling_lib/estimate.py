@@ -44,7 +44,8 @@ combine) streaming the step's tokens' activations at the weight-streaming rate (
 T_matmul runs at peak x min(mfu, ceiling): no faster than the format's best published kernel on the chip
 (`kernels.kernel_ceiling`; it binds for nvfp4 on Blackwell). On an NVIDIA GPU the routed experts of a model with
 fine-grained experts run at the bf16 rate whatever their format (`Deployment.narrow_expert_share`): NVIDIA's timings
-of such layers show fp8 and nvfp4 barely faster, or slower. A profile that names an engine whose MoE layer was timed
+of such layers show fp8 and nvfp4 barely faster, or slower; and no faster than those timings compute a layer of experts
+their size (`Deployment.expert_kernel_fraction`: 0.29-0.41 of the bf16 peak for Qwen3-30B-A3B's on Blackwell). A profile that names an engine whose MoE layer was timed
 on the chip in the experts' format (`Efficiency.moe_kernels`: SGLang's) prices each MoE layer by that engine's
 measured layer instead (`kernels.moe_layer_model`): t_floor + n x t_expert in the overhead for the n experts (or
 slices) each chip runs, and the experts' bytes in T_weights at the fraction f its kernels stream them at.
@@ -78,7 +79,7 @@ from .memory import elementwise_bytes_per_token, state_bytes_per_sequence, weigh
 from .memory import weight_groups
 from .models import get_model
 from .moe import expected_experts_touched
-from .kernels import kernel_ceiling, moe_layer_floor, moe_layer_model
+from .kernels import expert_matmul_fraction, kernel_ceiling, moe_layer_floor, moe_layer_model
 from .efficiency import (BOUND, PHYSICAL_RANGES, PROFILES, TYPICAL, Calibrated, Efficiency, Profile,  # noqa: F401
                          platform_of_chip, resolve_efficiency)
 
@@ -346,15 +347,26 @@ class Deployment:
 
     @functools.cached_property
     def narrow_expert_share(self) -> float:
-        """The share of `matmul_params` in routed experts that an NVIDIA GPU computes no faster than in bf16: the k
+        """The share of `matmul_params` in routed experts that an NVIDIA GPU computes at the bf16 rate, whatever their
+        format, and no faster than NVIDIA's timed MoE layers of their size compute (`expert_kernel_fraction`): the k
         routed experts of each MoE layer (`memory.weight_groups`' experts x k / E) of a model with fine-grained
-        experts (F < D) whose matmuls run in a format narrower than 16 bits on an NVIDIA GPU; 0 otherwise
-        (`kernels`: NVIDIA's timings of such layers gain 0.75-1.6x from fp8 or nvfp4, wide experts 1.8-2.2x)."""
+        experts (F < D) on an NVIDIA GPU; 0 otherwise (`kernels`: NVIDIA's timings of such layers gain 0.75-1.6x
+        from fp8 or nvfp4, wide experts 1.8-2.2x)."""
         m = self.model
-        if not m.fine_grained_experts or platform_of_chip(self.chip) != "gpu" \
-                or bytes_per_element(self.compute_dtype) >= 2:
+        if not m.fine_grained_experts or platform_of_chip(self.chip) != "gpu":
             return 0.0
         return weight_groups(m)["experts"] * m.n_active_experts / m.n_experts / self.matmul_params
+
+    @functools.cached_property
+    def expert_kernel_fraction(self) -> float:
+        """The most of the bf16 peak the routed experts of `narrow_expert_share` reach: `kernels.kernel_ceiling`'s
+        bf16 ceiling, or less, `kernels.expert_matmul_fraction` of the model's expert size in the matmuls' format
+        where NVIDIA timed such layers on the chip; 1.0 where the share is 0."""
+        if not self.narrow_expert_share:
+            return 1.0
+        m = self.model
+        timed = expert_matmul_fraction(self.chip, self.compute_dtype, m.d_model, m.d_ff)
+        return min(kernel_ceiling(self.chip, "bf16"), 1.0 if timed is None else timed)
 
     @functools.cached_property
     def expert_bytes_per_expert_per_chip(self) -> float:
@@ -452,7 +464,7 @@ class StepEstimate:
     elementwise_s: float = 0.0  # the kernels between the matmuls streaming activations (GPU estimate only)
     kernel_ceiling: float = 1.0  # the cap on matmul_s's fraction of peak: `kernels.kernel_ceiling` (1.0 for the bound)
     expert_matmul_s: float = 0.0  # the part of matmul_s in narrow experts at the bf16 rate (`narrow_expert_share`)
-    expert_kernel_ceiling: float = 1.0  # its cap: `kernels.kernel_ceiling(chip, "bf16")`
+    expert_kernel_ceiling: float = 1.0  # its cap: `Deployment.expert_kernel_fraction`
     moe_floor_s: float = 0.0  # the part of overhead_s the MoE layers' kernels cost (`kernels.moe_layer_floor`)
     # where an engine's measured MoE layer prices them (`Efficiency.moe_kernels`): that engine, and the MoE layers' whole
     # time by its `kernels.MoeLayerModel` (their chain and per-expert costs, in moe_floor_s, and their experts'
@@ -637,7 +649,7 @@ def step_estimate(deployment: Deployment, *, decode_batch: float = 0.0, decode_c
     ceiling = 1.0 if eff.overlap else kernel_ceiling(chip, d.compute_dtype)
     rate = chip.peak_flops(d.compute_dtype) * min(eff.mfu, ceiling)
     narrow = 0.0 if eff.overlap else d.narrow_expert_share
-    expert_ceiling = kernel_ceiling(chip, "bf16") if narrow else 1.0
+    expert_ceiling = d.expert_kernel_fraction if narrow else 1.0
     expert_rate = chip.peak_flops("bf16") * min(eff.mfu, expert_ceiling) if narrow else rate
     attention_rate = chip.peak_flops(d.attention_dtype) * eff.mfu
     tokens = decode_batch + prefill_tokens

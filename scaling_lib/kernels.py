@@ -24,6 +24,9 @@ From them:
     moe_layer_floor() = the median, over the one-token MoE timings, of the layer's time less its experts' bytes
                         at the data sheet's HBM rate (36 us)
 
+    expert_matmul_fraction(chip, dtype, D, F) = 6 T k D F / ((latency - t_moe) x bf16 peak) of the timed layers at
+                        16,384 tokens, interpolated in ln(D F): what a layer's expert FLOPs get
+
     moe_layer_model(engine, chip, dtype): t_floor + n x t_expert + bytes / (HBM bandwidth x f), fitted to an
                         engine's layer timings at 1 to 256 tokens (n experts run, their bytes): a chain, a cost per
                         expert, a streaming fraction
@@ -33,7 +36,9 @@ faster: its rate is peak x min(mfu, ceiling) (`estimate.step_estimate`). The cei
 bf16 and fp8 on every chip measured, and below it for nvfp4 on Blackwell (FP4 GEMMs carry the quantization of their
 inputs, and reach about half of the 4-bit peak). The bound keeps the data sheet's peak. Formats and chips without a
 stored measurement (mxfp4, int8, AMD GPUs, TPUs) are not capped. The floor is what a MoE layer's chain of kernels
-costs a step beyond its bytes; the estimate adds it to every MoE layer on an NVIDIA GPU. An engine's layer model
+costs a step beyond its bytes; the estimate adds it to every MoE layer on an NVIDIA GPU. A layer of small experts
+computes slowly in any format (its routing and copies, paid per token and expert, weigh against small matmuls): the
+estimate runs fine-grained experts no faster than `expert_matmul_fraction` of their size. An engine's layer model
 prices that engine's MoE layers instead where a profile names it (`efficiency.Efficiency.moe_kernels`): SGLang's
 streams its experts at 0.70-0.71 of the data sheet on a B200 and 0.79-0.83 on an H100 or H200, and its FP8 kernel
 costs 0.13-0.28 us more per expert run.
@@ -43,12 +48,14 @@ Defined in chapter 11, *How close do real systems come?*.
 
 import csv
 import functools
+import math
 import statistics
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .dtypes import bytes_per_element
 from ._least_squares import solve
+from ._validate import positive_int
 from .hardware import get_chip
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -197,6 +204,53 @@ class MoeLayerModel:
         """t_floor + n x t_expert + bytes / (HBM bandwidth x f) for `experts_run` experts of `expert_bytes` bytes."""
         return self.floor_s + experts_run * self.expert_s + expert_bytes / (
             get_chip(self.chip).hbm_bandwidth * self.stream_fraction)
+
+
+@functools.cache
+def _expert_points(chip: str, dtype: str) -> tuple:
+    """((ln(D F), fraction of bf16 peak), ...) of the stored TensorRT-LLM layers of `chip` and `dtype` at their most
+    tokens, sorted by expert size."""
+    rows = [r for r in moe_kernel_rows() if r.engine.startswith("TensorRT-LLM") and (r.chip, r.dtype) == (chip, dtype)
+            and r.moe_tp == r.moe_ep == 1]
+    if not rows:
+        return ()
+    most = max(r.tokens for r in rows)
+    peak = get_chip(chip).peak_flops("bf16")
+    return tuple(sorted((math.log(r.d_model * r.d_expert), r.flops / ((r.latency_s - moe_layer_floor()) * peak))
+                        for r in rows if r.tokens == most))
+
+
+def expert_matmul_fraction(chip, dtype: str, d_model: int, d_expert: int):
+    """The fraction of `chip`'s bf16 dense peak at which NVIDIA's timings of TensorRT-LLM's whole MoE layer compute
+    their expert FLOPs, for experts of `d_model` x `d_expert` weights in `dtype`; None where no such layer of that chip
+    and format is stored. From the layers at their most tokens (16,384: compute-bound), their chain
+    (`moe_layer_floor`) taken off,
+
+        fraction = 6 T k D F / ((latency - t_moe) x bf16 peak FLOP/s)
+
+    interpolated in ln(D F) between the stored expert shapes (Qwen3-30B-A3B's 1.6M weights per matrix, Qwen3-235B's
+    6.3M, Mixtral's 58.7M) and held at the nearest outside them. The layer's other work (routing, the copies to the
+    experts and back, quantizing activations) is inside the timing, so this is what a layer's FLOPs get, not what its
+    matmul kernels reach: 0.29-0.41 of the bf16 peak for Qwen3-30B-A3B's experts on a B200 or GB200 (0.51-0.61 on an
+    H200), in any format. The estimate runs the routed experts of a model with fine-grained experts at no more than it
+    (`estimate.Deployment.narrow_expert_share`).
+
+    Defined in chapter 11, *How close do real systems come?*.
+    """
+    chip = get_chip(chip)
+    chip.peak_flops(dtype)  # a format the chip does not compute is refused, with the formats it does
+    positive_int("d_model", d_model)
+    positive_int("d_expert", d_expert)
+    points = _expert_points(chip.name, dtype)
+    if not points:
+        return None
+    x = math.log(d_model * d_expert)
+    if x <= points[0][0]:
+        return points[0][1]
+    for (x0, y0), (x1, y1) in zip(points, points[1:]):
+        if x <= x1:
+            return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+    return points[-1][1]
 
 
 @functools.cache

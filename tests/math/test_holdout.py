@@ -93,14 +93,15 @@ def test_each_profiles_stored_fine_grained_spread_is_the_deciles_of_those_models
 def test_fine_grained_experts_run_slower_than_the_estimate_and_outside_the_range_printed_for_other_models():
     # The held-out runs of models whose routed experts are narrower than the model (Qwen3-30B-A3B and Qwen3-235B-A22B,
     # TensorRT-LLM v1.0 on H100 to GB200), priced with what NVIDIA's kernel timings show (routed experts' matmuls at
-    # the bf16 rate, each MoE layer's chain of kernels): measured, 47 runs, their median measured / estimate 0.86; the
-    # range printed for every model (0.86-1.20) holds 15 of them, their own (0.58-1.44) 39. So the estimate prints
-    # their own range; its centre (0.91) is no longer below 0.9, so the caveat no longer says they run slower.
+    # the bf16 rate and no faster than NVIDIA's MoE layers of their size compute, each MoE layer's chain of kernels):
+    # measured, 47 runs, their median measured / estimate 0.93 (0.86 before the layers' rate, 0.77 before any of it);
+    # the range printed for every model (0.87-1.20) holds 21 of them, their own (0.63-1.44) 39. So the estimate prints
+    # their own range; its centre (0.95) is not below 0.9, so the caveat does not say they run slower.
     ratios = holdout.held_out_ratios("typical", "gpu", "fine-grained")
     general, own = PROFILES["typical"].spread_on("h200"), PROFILES["typical"].spread_on("h200", "qwen3-235b-a22b")
     assert own == PROFILES["typical"].fine_grained_spread_on("h200") != general
     inside = [sum(low <= r <= high for r in ratios) / len(ratios) for low, high in (general, own)]
-    assert len(ratios) >= 40 and statistics.median(ratios) < 0.9 and inside[0] < 0.5 <= 0.75 <= inside[1]
+    assert len(ratios) >= 40 and statistics.median(ratios) < 0.95 and inside[0] < 0.5 <= 0.75 <= inside[1]
     assert "expect the engine slower" not in PROFILES["typical"].fine_grained_words("h200")
     assert {row.model_card for row in validation_runs() if get_model(row.model).fine_grained_experts} == {
         "Qwen/Qwen3-30B-A3B", "Qwen/Qwen3-235B-A22B", "Qwen/Qwen3-30B-A3B-FP8", "Qwen/Qwen3-235B-A22B-FP8",

@@ -11,12 +11,12 @@ from scaling_lib.efficiency import BOUND, PROFILES
 from scaling_lib.estimate import Deployment, decode_step, prefill
 from scaling_lib.flops import forward_flops
 from scaling_lib.hardware import get_chip
-from scaling_lib.kernels import fit_moe_layer, gemm_kernel_rows, kernel_ceiling, moe_kernel_rows, moe_layer_floor
-from scaling_lib.kernels import moe_layer_model
+from scaling_lib.kernels import expert_matmul_fraction, fit_moe_layer, gemm_kernel_rows, kernel_ceiling, moe_kernel_rows
+from scaling_lib.kernels import moe_layer_floor, moe_layer_model
 from scaling_lib.load import load_estimate
 from scaling_lib.measurements import sweep_rows
-from scaling_lib.models import get_model
-from tests import for_each
+from scaling_lib.models import from_hf_config, get_model
+from tests import REPO, for_each
 
 
 def test_no_published_kernel_beats_its_chips_data_sheet():
@@ -232,3 +232,46 @@ def test_sglangs_own_moe_layers_move_its_served_deepseek_runs_but_not_the_mixtur
               if get_model(row.model).name == "minimax-m2.5" and row.concurrency == 100}
     assert at_100["b200"] > 1.1 * at_100["h100"]
     assert get_chip("b200").hbm_bandwidth > 2 * get_chip("h100").hbm_bandwidth
+
+
+def test_a_layer_of_small_experts_gives_its_flops_a_small_share_of_the_bf16_peak():
+    # TensorRT-LLM's layer of Qwen3-30B-A3B's shape in NVFP4 on one B200 at 16,384 tokens, by hand: 6 x 16,384 x 8 x
+    # 2,048 x 768 FLOPs in its time less the layer's chain, over the B200's 2.25 PFLOP/s of bf16: 0.31. Experts 768
+    # wide get 0.29-0.41 of the bf16 peak on Blackwell and 0.51-0.61 on an H200 in every format (below the fitted mfu,
+    # 0.64); 1,536 wide in a 4,096-wide model, 0.65-0.67 in bf16
+    row = next(r for r in moe_kernel_rows() if r.engine.startswith("TensorRT-LLM") and (
+        r.chip, r.dtype, r.d_model, r.d_expert, r.tokens) == ("b200", "nvfp4", 2048, 768, 16384))
+    hand = 6 * 16384 * 8 * 2048 * 768 / ((row.latency_s - moe_layer_floor()) * 2.25e15)
+    assert expert_matmul_fraction("b200", "nvfp4", 2048, 768) == pytest.approx(hand, rel=1e-9) and 0.3 < hand < 0.32
+    small = [expert_matmul_fraction(chip, f, 2048, 768) for chip in ("b200", "gb200") for f in ("bf16", "fp8", "nvfp4")]
+    hopper = [expert_matmul_fraction("h200", f, 2048, 768) for f in ("bf16", "fp8")]
+    wider = [expert_matmul_fraction(chip, "bf16", 4096, 1536) for chip in ("b200", "gb200", "h200")]
+    assert 0.28 < min(small) < max(small) < 0.42 < 0.5 < min(hopper) < max(hopper) < 0.62 < 0.64 < min(wider) < 0.68
+    # interpolated in ln(D F): halfway between the two smallest sizes, the mean of their shares; held outside them
+    between = expert_matmul_fraction("b200", "bf16", 2048, 1536)  # 2,048 x 1,536 = sqrt(2,048 x 768 x 4,096 x 1,536)
+    assert between == pytest.approx((expert_matmul_fraction("b200", "bf16", 2048, 768)
+                                     + expert_matmul_fraction("b200", "bf16", 4096, 1536)) / 2)
+    assert expert_matmul_fraction("b200", "bf16", 2048, 512) == expert_matmul_fraction("b200", "bf16", 2048, 768)
+    assert expert_matmul_fraction("b200", "bf16", 8192, 28672) == expert_matmul_fraction("b200", "bf16", 4096, 14336)
+    assert expert_matmul_fraction("h100", "fp8", 2048, 768) is None  # no layer timed on an H100
+    with pytest.raises(ValueError, match="nvfp4"):
+        expert_matmul_fraction("h200", "nvfp4", 2048, 768)
+
+
+def test_the_estimate_prices_fine_grained_experts_at_what_nvidias_layer_of_their_size_computes():
+    # Qwen3-30B-A3B in NVFP4 on one B200, a 16,384-token prompt: the routed experts' matmul seconds per MoE layer are
+    # the timed layer's less its chain (the share above is defined so), in any format; where no layer was timed (an
+    # H100) they run at the bf16 kernel ceiling, and a dense model or a model with wide experts has no such share
+    qwen30 = from_hf_config(REPO / "book/data/hf_configs/qwen3-30b-a3b.json")
+    timed = next(r.latency_s for r in moe_kernel_rows() if r.engine.startswith("TensorRT-LLM") and (
+        r.chip, r.dtype, r.d_model, r.d_expert, r.tokens) == ("b200", "nvfp4", 2048, 768, 16384))
+    for dtype in ("nvfp4", "bf16"):
+        d = Deployment(qwen30, "b200", 1, weight_dtype=dtype, compute_dtype=dtype)
+        step = prefill(d, 16384, 1, "typical")
+        assert step.expert_kernel_ceiling == d.expert_kernel_fraction < 0.5
+        if dtype == "nvfp4":
+            assert step.expert_matmul_s / qwen30.n_moe_layers == pytest.approx(timed - moe_layer_floor(), rel=1e-6)
+    h100 = Deployment(qwen30, "h100", 1, weight_dtype="fp8")
+    assert h100.expert_kernel_fraction == kernel_ceiling("h100", "bf16")
+    assert Deployment("llama3-70b", "b200", 1, weight_dtype="fp8").expert_kernel_fraction == 1.0
+    assert Deployment("mixtral-8x7b", "b200", 1).narrow_expert_share == 0.0
