@@ -364,9 +364,9 @@ PROFILES = {
                       ("gpu", "amd"),
                       "no step-level runs (SGLang publishes serving runs under a load): the typical fit's rates and "
                       "per-step costs, but its MoE layers on B200, H100 and H200 in bf16 or fp8 priced by NVIDIA's "
-                      "timings of SGLang 0.5.9's layer (kernels.moe_layer_model); its own front end, fitted on its published runs at one to four clients of "
-                      "models whose steps it prices (SGLang's cookbook: LLaMA-3.1-70B on 8 A100, gpt-oss-120b on 8 "
-                      "B200; GPUStack's Qwen3-8B on one H100)",
+                      "timings of SGLang 0.5.9's layer (kernels.moe_layer_model); its own front end, fitted on its "
+                      "published runs at one to four clients of models whose steps it prices (SGLang's cookbook: "
+                      "LLaMA-3.1-70B on 8 A100, gpt-oss-120b on 8 B200; GPUStack's Qwen3-8B on one H100)",
                       tuple((platform, _SGLANG_CAVEAT) for platform in ("gpu", "amd")), ()),
 }
 

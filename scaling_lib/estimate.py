@@ -44,11 +44,12 @@ combine) streaming the step's tokens' activations at the weight-streaming rate (
 T_matmul runs at peak x min(mfu, ceiling): no faster than the format's best published kernel on the chip
 (`kernels.kernel_ceiling`; it binds for nvfp4 on Blackwell). On an NVIDIA GPU the routed experts of a model with
 fine-grained experts run at the bf16 rate whatever their format (`Deployment.narrow_expert_share`): NVIDIA's timings
-of such layers show fp8 and nvfp4 barely faster, or slower; and no faster than those timings compute a layer of experts
-their size (`Deployment.expert_kernel_fraction`: 0.29-0.41 of the bf16 peak for Qwen3-30B-A3B's on Blackwell). A profile that names an engine whose MoE layer was timed
-on the chip in the experts' format (`Efficiency.moe_kernels`: SGLang's) prices each MoE layer by that engine's
-measured layer instead (`kernels.moe_layer_model`): t_floor + n x t_expert in the overhead for the n experts (or
-slices) each chip runs, and the experts' bytes in T_weights at the fraction f its kernels stream them at.
+of such layers show fp8 and nvfp4 barely faster, or slower; and no faster than those timings compute a layer of
+experts their size (`Deployment.expert_kernel_fraction`: 0.29-0.41 of the bf16 peak for Qwen3-30B-A3B's on
+Blackwell). A profile that names an engine whose MoE layer was timed on the chip in the experts' format
+(`Efficiency.moe_kernels`: SGLang's) prices each MoE layer by that engine's measured layer instead
+(`kernels.moe_layer_model`): t_floor + n x t_expert in the overhead for the n experts (or slices) each chip runs, and
+the experts' bytes in T_weights at the fraction f its kernels stream them at.
 
 Attention streams the KV cache or computes, the weight matmuls stream the weights or compute; attention, matmuls
 and collectives run one after another. The estimate applies the engine's memory reserve (`memory_utilization`) and
@@ -466,8 +467,8 @@ class StepEstimate:
     expert_matmul_s: float = 0.0  # the part of matmul_s in narrow experts at the bf16 rate (`narrow_expert_share`)
     expert_kernel_ceiling: float = 1.0  # its cap: `Deployment.expert_kernel_fraction`
     moe_floor_s: float = 0.0  # the part of overhead_s the MoE layers' kernels cost (`kernels.moe_layer_floor`)
-    # where an engine's measured MoE layer prices them (`Efficiency.moe_kernels`): that engine, and the MoE layers' whole
-    # time by its `kernels.MoeLayerModel` (their chain and per-expert costs, in moe_floor_s, and their experts'
+    # where an engine's measured MoE layer prices them (`Efficiency.moe_kernels`): that engine, and the MoE layers'
+    # whole time by its `kernels.MoeLayerModel` (their chain and per-expert costs, in moe_floor_s, and their experts'
     # streaming, in weights_s)
     moe_engine: str = ""
     moe_layers_s: float = 0.0

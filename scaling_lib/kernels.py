@@ -300,7 +300,8 @@ def fit_moe_layer(rows) -> MoeLayerModel:
                          f"got {rows!r:.80}")
     kinds = {(r.engine.split(" ")[0], r.chip, r.dtype) for r in rows}
     if len(kinds) != 1:
-        raise ValueError(f"fit_moe_layer: rows must be one engine's layer on one chip in one format; got {sorted(kinds)}")
+        raise ValueError(f"fit_moe_layer: rows must be one engine's layer on one chip in one format; got "
+                         f"{sorted(kinds)}")
     (engine, chip, dtype), = kinds
     bandwidth = get_chip(chip).hbm_bandwidth
     floor, per_expert, per_byte = _weighted_fit(rows, lambda r: (1.0, _experts_run(r), _expert_bytes(r) / bandwidth))

@@ -199,7 +199,8 @@ def test_the_sglang_profile_prices_deepseeks_layer_near_sglangs_timing_of_it():
     # profile has no TPU half)
     for deployment in (Deployment("llama3-70b", "b200", 8),
                        Deployment("deepseek-v3", "mi300x", 8, weight_dtype="fp8"),
-                       Deployment("mixtral-8x7b", "gb200", 2), Deployment("deepseek-v3", "b200", 8, weight_dtype="int4")):
+                       Deployment("mixtral-8x7b", "gb200", 2),
+                       Deployment("deepseek-v3", "b200", 8, weight_dtype="int4")):
         assert decode_step(deployment, 64, 1000, "sglang").moe_engine == ""
     assert decode_step(d, 256, 1000, BOUND).moe_layers_s == 0.0
 
