@@ -2,6 +2,8 @@
 
 from ...collectives import mesh_collective
 from ...estimate import offline_throughput
+from ...hardware import get_chip
+from ...kernels import moe_kernel_rows, moe_layer_floor
 from ...models import get_model
 from .exercise import Choice, Exercise, Number, Slip
 
@@ -23,6 +25,21 @@ def _prefill_all_reduce_s(op="all-reduce", shape=(4, 4), wraparound=False) -> fl
     TPU v5e axes of `shape` (`collectives.mesh_collective`)."""
     d_model = get_model("llama3-70b").d_model
     return mesh_collective(op, 8192 * d_model * 2, "tpu-v5e", shape, wraparound=wraparound).bandwidth_s
+
+
+def _qwen30_layer_h200():
+    """NVIDIA's timing of TensorRT-LLM's whole MoE layer of Qwen3-30B-A3B's shape in bf16 on one H200 at 16,384
+    tokens (`kernels.moe_kernel_rows`)."""
+    return next(r for r in moe_kernel_rows() if r.engine.startswith("TensorRT-LLM") and (
+        r.chip, r.dtype, r.d_model, r.d_expert, r.tokens) == ("h200", "bf16", 2048, 768, 16384))
+
+
+def _expert_share(matrices=3, per_token=None, chain=True, flops_per_mac=2) -> float:
+    """The share of the H200's bf16 dense peak the layer's expert FLOPs get: flops_per_mac x matrices x T x k x D x F
+    over (latency - the chain) x peak (`kernels.expert_matmul_fraction`)."""
+    r = _qwen30_layer_h200()
+    flops = flops_per_mac * matrices * r.tokens * (r.k if per_token is None else per_token) * r.d_model * r.d_expert
+    return flops / ((r.latency_s - (moe_layer_floor() if chain else 0.0)) * get_chip("h200").peak_flops("bf16"))
 
 
 EXERCISES = (
@@ -67,6 +84,22 @@ EXERCISES = (
                  "an all-reduce is a reduce-scatter and then an all-gather: two passes over the links."),
             Slip("the 16 chips as one ring", lambda: _prefill_all_reduce_s(shape=(16,), wraparound=True),
                  "the slice is 4 x 4: two axes of links share the bytes, where a ring of 16 has only its own."),
+        )),
+    ),
+    Exercise(
+        id="ch11.expert-share-qwen3-30b-h200",
+        question=(f"NVIDIA timed TensorRT-LLM's whole MoE layer of Qwen3-30B-A3B's shape (D = 2,048; 128 experts "
+                  f"768 wide, 8 per token, each a gate, an up and a down matrix) in bf16 on one H200 at 16,384 "
+                  f"tokens: {_qwen30_layer_h200().latency_s * 1e6:,.0f} µs. Take off the layer's chain of small "
+                  f"kernels ({moe_layer_floor() * 1e6:.0f} µs) and give the share of the H200's bf16 dense peak "
+                  f"that its expert FLOPs get, as a fraction."),
+        answer=Number("", _expert_share, slips=(
+            Slip("two matrices", lambda: _expert_share(matrices=2),
+                 "each expert has three matrices here: gate, up and down."),
+            Slip("each token once", lambda: _expert_share(per_token=1),
+                 "each token goes through k = 8 experts, so the FLOPs are 8 times one expert's."),
+            Slip("one FLOP per multiply-add", lambda: _expert_share(flops_per_mac=1),
+                 "a multiply-add is two FLOPs: 2 x 3 D F per token and expert."),
         )),
     ),
     Exercise(
