@@ -45,7 +45,7 @@ T_matmul runs at peak x min(mfu, ceiling): no faster than the format's best publ
 (`kernels.kernel_ceiling`; it binds for nvfp4 on Blackwell). On an NVIDIA GPU the routed experts of a model with
 fine-grained experts run at the bf16 rate whatever their format (`Deployment.narrow_expert_share`): NVIDIA's timings
 of such layers show fp8 and nvfp4 barely faster, or slower; and no faster than those timings compute a layer of
-experts their size (`Deployment.expert_kernel_fraction`: 0.29-0.41 of the bf16 peak for Qwen3-30B-A3B's on
+experts their size (`Deployment.expert_kernel_fraction`: 0.34-0.50 of the bf16 peak for Qwen3-30B-A3B's on
 Blackwell). A profile that names an engine whose MoE layer was timed on the chip in the experts' format
 (`Efficiency.moe_kernels`: SGLang's) prices each MoE layer by that engine's measured layer instead
 (`kernels.moe_layer_model`): t_floor + n x t_expert in the overhead for the n experts (or slices) each chip runs, and

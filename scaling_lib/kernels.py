@@ -57,6 +57,7 @@ from .dtypes import bytes_per_element
 from ._least_squares import solve
 from ._validate import positive_int
 from .hardware import get_chip
+from .memory import moe_elementwise_elements
 
 DATA = Path(__file__).resolve().parent / "data"
 
@@ -216,23 +217,31 @@ def _expert_points(chip: str, dtype: str) -> tuple:
         return ()
     most = max(r.tokens for r in rows)
     peak = get_chip(chip).peak_flops("bf16")
-    return tuple(sorted((math.log(r.d_model * r.d_expert), r.flops / ((r.latency_s - moe_layer_floor()) * peak))
+    return tuple(sorted((math.log(r.d_model * r.d_expert), r.flops / (_matmul_seconds(r) * peak))
                         for r in rows if r.tokens == most))
+
+
+def _matmul_seconds(row: MoeKernelRow) -> float:
+    """A timed layer's seconds less what the estimate prices apart: its chain (`moe_layer_floor`) and its tokens'
+    activations between the matmuls (`memory.moe_elementwise_elements`, bf16) at the data sheet's HBM rate."""
+    activations = row.tokens * moe_elementwise_elements(row.d_model, row.d_expert, row.k) * bytes_per_element("bf16")
+    return row.latency_s - moe_layer_floor() - activations / get_chip(row.chip).hbm_bandwidth
 
 
 def expert_matmul_fraction(chip, dtype: str, d_model: int, d_expert: int):
     """The fraction of `chip`'s bf16 dense peak at which NVIDIA's timings of TensorRT-LLM's whole MoE layer compute
     their expert FLOPs, for experts of `d_model` x `d_expert` weights in `dtype`; None where no such layer of that chip
-    and format is stored. From the layers at their most tokens (16,384: compute-bound), their chain
-    (`moe_layer_floor`) taken off,
+    and format is stored. From the layers at their most tokens (16,384: compute-bound), less what the estimate
+    prices apart (their chain, `moe_layer_floor`, and their tokens' activations between the matmuls,
+    `memory.moe_elementwise_elements` in bf16, at the data sheet's HBM rate),
 
-        fraction = 6 T k D F / ((latency - t_moe) x bf16 peak FLOP/s)
+        fraction = 6 T k D F / ((latency - t_moe - T x 2 B x (3 k F + 2 (k + 1) D) / W_hbm) x bf16 peak FLOP/s)
 
     interpolated in ln(D F) between the stored expert shapes (Qwen3-30B-A3B's 1.6M weights per matrix, Qwen3-235B's
-    6.3M, Mixtral's 58.7M) and held at the nearest outside them. The layer's other work (routing, the copies to the
-    experts and back, quantizing activations) is inside the timing, so this is what a layer's FLOPs get, not what its
-    matmul kernels reach: 0.29-0.41 of the bf16 peak for Qwen3-30B-A3B's experts on a B200 or GB200 (0.51-0.61 on an
-    H200), in any format. The estimate runs the routed experts of a model with fine-grained experts at no more than it
+    6.3M, Mixtral's 58.7M) and held at the nearest outside them. The layer's other work (routing, quantizing
+    activations, copies slower than line rate) stays inside, so this is what a layer's FLOPs get, not what its matmul
+    kernels reach: 0.34-0.50 of the bf16 peak for Qwen3-30B-A3B's experts on a B200 or GB200 (0.60-0.75 on an H200),
+    in any format. The estimate runs the routed experts of a model with fine-grained experts at no more than it
     (`estimate.Deployment.narrow_expert_share`).
 
     Defined in chapter 11, *How close do real systems come?*.

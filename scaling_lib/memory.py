@@ -38,6 +38,17 @@ def kv_bytes_per_token(model, dtype: str = "bf16") -> float:
     return m.attention_layers * m.n_kv_heads * (m.head_dim + m.value_head_dim) * bytes_per_element(dtype)
 
 
+def moe_elementwise_elements(d_model: int, d_expert: int, k: int, matrices: int = 3) -> float:
+    """Activation elements one token moves through HBM in one mixture-of-experts layer's kernels between its matmuls
+    (the MoE terms of `elementwise_bytes_per_token`, one chip): the activation function of each of its k experts,
+    `matrices` x F (3 F gated), and the copies to the experts and back, 2 (k + 1) D:
+
+        m k F + 2 (k + 1) D"""
+    for name, value in (("d_model", d_model), ("d_expert", d_expert), ("k", k), ("matrices", matrices)):
+        positive_int(name, value)
+    return matrices * k * d_expert + 2 * (k + 1) * d_model
+
+
 def elementwise_bytes_per_token(model, tensor_parallel: int = 1, activation_dtype: str = "bf16") -> float:
     """Bytes one token's activations move through HBM on one chip in a step, in the kernels between the matmuls:
 

@@ -188,6 +188,8 @@ SPECS = {
     "inference.full_hbm_step_time": spec(dict(chip="tpu-v5e"), chip="chip"),
     "kernels.kernel_ceiling": spec(dict(chip="h100", dtype="fp8"), chip="chip", dtype="dtype"),
     "kernels.fit_moe_layer": spec(dict(rows=_MOE_ROWS), rows="moe_rows"),
+    "memory.moe_elementwise_elements": spec(dict(d_model=2048, d_expert=768, k=8), d_model="count", d_expert="count",
+                                            k="count", matrices="count"),
     "kernels.expert_matmul_fraction": spec(dict(chip="b200", dtype="nvfp4", d_model=2048, d_expert=768), chip="chip",
                                            dtype="dtype", d_model="count", d_expert="count"),
     "measurements.collective_rows": spec({}),

@@ -4,6 +4,7 @@ from ...collectives import mesh_collective
 from ...estimate import offline_throughput
 from ...hardware import get_chip
 from ...kernels import moe_kernel_rows, moe_layer_floor
+from ...memory import moe_elementwise_elements
 from ...models import get_model
 from .exercise import Choice, Exercise, Number, Slip
 
@@ -34,12 +35,14 @@ def _qwen30_layer_h200():
         r.chip, r.dtype, r.d_model, r.d_expert, r.tokens) == ("h200", "bf16", 2048, 768, 16384))
 
 
-def _expert_share(matrices=3, per_token=None, chain=True, flops_per_mac=2) -> float:
+def _expert_share(matrices=3, per_token=None, activations=True, flops_per_mac=2) -> float:
     """The share of the H200's bf16 dense peak the layer's expert FLOPs get: flops_per_mac x matrices x T x k x D x F
-    over (latency - the chain) x peak (`kernels.expert_matmul_fraction`)."""
-    r = _qwen30_layer_h200()
+    over (latency - the chain - the activations between the matmuls at line rate) x peak
+    (`kernels.expert_matmul_fraction`)."""
+    r, chip = _qwen30_layer_h200(), get_chip("h200")
     flops = flops_per_mac * matrices * r.tokens * (r.k if per_token is None else per_token) * r.d_model * r.d_expert
-    return flops / ((r.latency_s - (moe_layer_floor() if chain else 0.0)) * get_chip("h200").peak_flops("bf16"))
+    between = r.tokens * moe_elementwise_elements(r.d_model, r.d_expert, r.k) * 2 / chip.hbm_bandwidth
+    return flops / ((r.latency_s - moe_layer_floor() - (between if activations else 0.0)) * chip.peak_flops("bf16"))
 
 
 EXERCISES = (
@@ -91,9 +94,13 @@ EXERCISES = (
         question=(f"NVIDIA timed TensorRT-LLM's whole MoE layer of Qwen3-30B-A3B's shape (D = 2,048; 128 experts "
                   f"768 wide, 8 per token, each a gate, an up and a down matrix) in bf16 on one H200 at 16,384 "
                   f"tokens: {_qwen30_layer_h200().latency_s * 1e6:,.0f} µs. Take off the layer's chain of small "
-                  f"kernels ({moe_layer_floor() * 1e6:.0f} µs) and give the share of the H200's bf16 dense peak "
+                  f"kernels ({moe_layer_floor() * 1e6:.0f} µs) and its tokens' activations between the matmuls, "
+                  f"3 k F + 2 (k + 1) D bf16 values a token, at the H200's "
+                  f"{get_chip('h200').hbm_bandwidth / 1e12:.1f} TB/s; give the share of the H200's bf16 dense peak "
                   f"that its expert FLOPs get, as a fraction."),
         answer=Number("", _expert_share, slips=(
+            Slip("the activations left in", lambda: _expert_share(activations=False),
+                 "take the activations' traffic off too: the estimate prices it apart, at the weight-streaming rate."),
             Slip("two matrices", lambda: _expert_share(matrices=2),
                  "each expert has three matrices here: gate, up and down."),
             Slip("each token once", lambda: _expert_share(per_token=1),
