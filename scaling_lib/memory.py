@@ -40,8 +40,9 @@ def kv_bytes_per_token(model, dtype: str = "bf16") -> float:
 
 def moe_elementwise_elements(d_model: int, d_expert: int, k: int, matrices: int = 3) -> float:
     """Activation elements one token moves through HBM in one mixture-of-experts layer's kernels between its matmuls
-    (the MoE terms of `elementwise_bytes_per_token`, one chip): the activation function of each of its k experts,
-    `matrices` x F (3 F gated), and the copies to the experts and back, 2 (k + 1) D:
+    (the MoE terms of `elementwise_bytes_per_token` on one chip, routed experts only; `kernels.expert_matmul_fraction`
+    takes them off a timed layer): the activation function of each of its k experts, `matrices` x F (3 F gated), and
+    the copies to the experts and back, 2 (k + 1) D:
 
         m k F + 2 (k + 1) D"""
     for name, value in (("d_model", d_model), ("d_expert", d_expert), ("k", k), ("matrices", matrices)):

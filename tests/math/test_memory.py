@@ -10,7 +10,8 @@ import pytest
 
 from scaling_lib.hardware import get_chip
 from scaling_lib.memory import (elementwise_bytes_per_token, kv_bytes_per_token, kv_cache_bytes, kv_replication,
-                                 max_batch_size, memory_footprint, memory_footprint_kv_heads, param_bytes, require_fit)
+                                 max_batch_size, memory_footprint, memory_footprint_kv_heads, moe_elementwise_elements,
+                                 param_bytes, require_fit)
 from scaling_lib.models import Transformer, from_hf_config, get_model, param_count
 
 from tests import REPO, for_each
@@ -48,6 +49,16 @@ def test_the_activations_between_the_matmuls_are_the_kernels_counted_one_by_one(
     per_layer = sum(read + written for _, read, written in _layer_kernels(m, t))
     assert elementwise_bytes_per_token(m, t) == pytest.approx(2 * m.n_layers * per_layer, rel=1e-12)
     assert elementwise_bytes_per_token(m, t, "fp8") == pytest.approx(m.n_layers * per_layer, rel=1e-12)
+
+
+def test_a_moe_layers_share_of_those_kernels_is_the_one_the_kernel_timings_are_cleared_of():
+    # Qwen3-30B-A3B (no shared experts) on one chip: its k experts' activation function and the copies to them and
+    # back, kernel by kernel (above), are memory.moe_elementwise_elements' m k F + 2 (k + 1) D, what
+    # kernels.expert_matmul_fraction takes off a timed layer
+    m = from_hf_config(REPO / "book/data/hf_configs/qwen3-30b-a3b.json")
+    moe = sum(read + written for name, read, written in _layer_kernels(m, 1)
+              if name in ("activation function", "copy to the k experts", "sum the k outputs"))
+    assert moe_elementwise_elements(m.d_model, m.d_ff, m.n_active_experts, m.ffn_matrices) == moe == 55_296
 
 
 # --- The KV cache: per token, per batch ---------------------------------------------------------------------------
