@@ -24,8 +24,9 @@ From them:
     moe_layer_floor() = the median, over the one-token MoE timings, of the layer's time less its experts' bytes
                         at the data sheet's HBM rate (36 us)
 
-    expert_matmul_fraction(chip, dtype, D, F) = 6 T k D F / ((latency - t_moe) x bf16 peak) of the timed layers at
-                        16,384 tokens, interpolated in ln(D F): what a layer's expert FLOPs get
+    expert_matmul_fraction(chip, dtype, D, F) = 6 T k D F / ((latency - t_moe - activations at line rate) x bf16
+                        peak) of the timed layers at 16,384 tokens, interpolated in ln(D F): what a layer's expert
+                        FLOPs get
 
     moe_layer_model(engine, chip, dtype): t_floor + n x t_expert + bytes / (HBM bandwidth x f), fitted to an
                         engine's layer timings at 1 to 256 tokens (n experts run, their bytes): a chain, a cost per
@@ -37,8 +38,8 @@ bf16 and fp8 on every chip measured, and below it for nvfp4 on Blackwell (FP4 GE
 inputs, and reach about half of the 4-bit peak). The bound keeps the data sheet's peak. Formats and chips without a
 stored measurement (mxfp4, int8, AMD GPUs, TPUs) are not capped. The floor is what a MoE layer's chain of kernels
 costs a step beyond its bytes; the estimate adds it to every MoE layer on an NVIDIA GPU. A layer of small experts
-computes slowly in any format (its routing and copies, paid per token and expert, weigh against small matmuls): the
-estimate runs fine-grained experts no faster than `expert_matmul_fraction` of their size. An engine's layer model
+computes slowly in any format (what it does per token and expert besides its matmuls weighs against small matmuls):
+the estimate runs fine-grained experts no faster than `expert_matmul_fraction` of their size. An engine's layer model
 prices that engine's MoE layers instead where a profile names it (`efficiency.Efficiency.moe_kernels`): SGLang's
 streams its experts at 0.70-0.71 of the data sheet on a B200 and 0.79-0.83 on an H100 or H200, and its FP8 kernel
 costs 0.13-0.28 us more per expert run.
