@@ -325,21 +325,27 @@ def fit_moe_layer(rows) -> MoeLayerModel:
     return replace(model, within_25=within / len(rows))
 
 
-@functools.cache
 def moe_layer_model(engine: str, chip, dtype: str):
     """`fit_moe_layer` of the stored timings of `engine`'s MoE layer (a name in `moe_engines`, e.g. "SGLang") on
     `chip` with weights in `dtype`, at 1 to `DECODE_TOKENS` tokens, every expert shape and split stored; None where
-    none of that chip and format is stored (an unknown engine is a ValueError).
+    none of that chip and format is stored. An unknown engine, chip or format, or one the chip does not compute, is a
+    ValueError.
 
     A fit, not a lookup: three numbers with a physical meaning. The estimate prices an engine's MoE layers with them
     where its profile names the engine (`efficiency.Efficiency.moe_kernels`).
 
     Defined in chapter 11, *How close do real systems come?*.
     """
-    if engine not in moe_engines():
+    if not isinstance(engine, str) or engine not in moe_engines():
         raise ValueError(f"no MoE layer timings of engine {engine!r} are stored; the engines are "
                          f"{', '.join(moe_engines())}")
     chip = get_chip(chip)
-    rows = [r for r in moe_kernel_rows() if r.engine.split(" ")[0] == engine and r.chip == chip.name
+    chip.peak_flops(dtype)  # a format the chip does not compute is refused, with the formats it does
+    return _moe_layer_model(engine, chip.name, dtype)
+
+
+@functools.cache
+def _moe_layer_model(engine: str, chip: str, dtype: str):
+    rows = [r for r in moe_kernel_rows() if r.engine.split(" ")[0] == engine and r.chip == chip
             and r.dtype == dtype and r.tokens <= DECODE_TOKENS]
     return fit_moe_layer(rows) if rows else None

@@ -96,6 +96,7 @@ GOOD = {
     "sweep_source": st.sampled_from(["dstackai/benchmarks", "sgl-project/sgl-cookbook", "gpustack/gpustack"]),
     "sources": st.sampled_from([("gpustack/gpustack",), ["sgl-project"], ("dstackai", "gpustack")]),
     "moe_engine": st.sampled_from(["", "SGLang", "TensorRT-LLM"]),
+    "moe_engine_name": st.sampled_from(["SGLang", "TensorRT-LLM"]),
     "moe_rows": st.sampled_from([_MOE_ROWS, _MOE_ROWS[:120], tuple(_MOE_ROWS[60:])]),
 }
 _NUMBERISH = ["8", "0.4", True, None, [1], NAN]
@@ -117,6 +118,7 @@ BAD = {
     "weights": [None, 3, "nope", ("embed", 3), [None], {"embed": 1}],
     "sources": ["gpustack", (), [""], (3,), {"gpustack": 1}, 3],
     "moe_engine": ["vllm", "sglang", 3, None, ["SGLang"]],
+    "moe_engine_name": ["", "vllm", "sglang", 3, None, ["SGLang"]],
     "moe_rows": [None, 3, [], "abc", [None], _MOE_ROWS[:1] + [next(r for r in scaling_lib.kernels.moe_kernel_rows()
                                                                   if r.engine.startswith("TensorRT"))]],
 }
@@ -188,6 +190,8 @@ SPECS = {
     "inference.full_hbm_step_time": spec(dict(chip="tpu-v5e"), chip="chip"),
     "kernels.kernel_ceiling": spec(dict(chip="h100", dtype="fp8"), chip="chip", dtype="dtype"),
     "kernels.fit_moe_layer": spec(dict(rows=_MOE_ROWS), rows="moe_rows"),
+    "kernels.moe_layer_model": spec(dict(engine="SGLang", chip="b200", dtype="fp8"), engine="moe_engine_name",
+                                    chip="chip", dtype="dtype"),
     "memory.moe_elementwise_elements": spec(dict(d_model=2048, d_expert=768, k=8), d_model="count", d_expert="count",
                                             k="count", matrices="count"),
     "kernels.expert_matmul_fraction": spec(dict(chip="b200", dtype="nvfp4", d_model=2048, d_expert=768), chip="chip",

@@ -177,6 +177,10 @@ def test_sglangs_kernels_stream_experts_slower_on_blackwell_than_on_hopper():
     assert moe_layer_model("SGLang", "gb200", "bf16") is None  # not timed: the estimate keeps its own pricing
     with pytest.raises(ValueError, match="SGLang, TensorRT-LLM"):
         moe_layer_model("vLLM", "h100", "bf16")
+    with pytest.raises(ValueError, match="no native fp8"):  # a format the chip does not compute, not None
+        moe_layer_model("SGLang", "a100", "fp8")
+    with pytest.raises(ValueError, match="unknown dtype 'fp7'"):
+        moe_layer_model("SGLang", "b200", "fp7")
 
 
 def test_the_sglang_profile_prices_deepseeks_layer_near_sglangs_timing_of_it():
