@@ -112,10 +112,20 @@ class MoeKernelRow:
         return 6.0 * self.tokens * self.k * self.d_model * self.d_expert
 
     @property
+    def expert_bytes(self) -> float:
+        """The bytes of one expert on this GPU, whole or its slice: 3 D F x bytes per weight / moe_tp."""
+        return 3 * self.d_model * self.d_expert * bytes_per_element(self.dtype) / self.moe_tp
+
+    @property
     def held_bytes(self) -> float:
-        """The expert weights this GPU holds: E x 3 D F x bytes per weight / (moe_tp x moe_ep)."""
-        return self.experts * 3 * self.d_model * self.d_expert * bytes_per_element(self.dtype) / (self.moe_tp
-                                                                                                   * self.moe_ep)
+        """The expert weights this GPU holds: E / moe_ep experts of `expert_bytes` each."""
+        return self.experts / self.moe_ep * self.expert_bytes
+
+    @property
+    def experts_run(self) -> float:
+        """Experts (or slices) this GPU runs: the tokens' T k assignments spread evenly over E experts touch
+        min(E, T k), experts / moe_ep of them on each GPU holding whole experts."""
+        return min(self.experts, self.tokens * self.k) / self.moe_ep
 
 
 def _read(name: str) -> list:
@@ -177,8 +187,8 @@ def moe_layer_floor() -> float:
 
     Defined in chapter 11, *How close do real systems come?*.
     """
-    return statistics.median(row.latency_s - row.k * 3 * row.d_model * row.d_expert * bytes_per_element(row.dtype)
-                             / get_chip(row.chip).hbm_bandwidth for row in moe_kernel_rows()
+    return statistics.median(row.latency_s - row.k * row.expert_bytes / get_chip(row.chip).hbm_bandwidth
+                             for row in moe_kernel_rows()
                              if row.tokens == 1 and row.engine.startswith("TensorRT-LLM"))
 
 
@@ -272,17 +282,6 @@ def moe_engines() -> tuple:
 DECODE_TOKENS = 256  # the most tokens a decode step carries among the timings `moe_layer_model` fits
 
 
-def _experts_run(row: MoeKernelRow) -> float:
-    """Experts (or slices) a GPU runs: the tokens' T k assignments spread evenly over E experts touch min(E, T k),
-    experts / moe_ep of them on each GPU holding whole experts."""
-    return min(row.experts, row.tokens * row.k) / row.moe_ep
-
-
-def _expert_bytes(row: MoeKernelRow) -> float:
-    """Bytes of the experts a GPU runs: each 3 D F / moe_tp weights."""
-    return _experts_run(row) * 3 * row.d_model * row.d_expert / row.moe_tp * bytes_per_element(row.dtype)
-
-
 def _weighted_fit(rows: list, columns) -> list:
     """Coefficients c minimising sum(((columns(row) . c) / latency - 1)^2): least squares in relative error."""
     design = [[x / row.latency_s for x in columns(row)] for row in rows]
@@ -314,14 +313,17 @@ def fit_moe_layer(rows) -> MoeLayerModel:
                          f"{sorted(kinds)}")
     (engine, chip, dtype), = kinds
     bandwidth = get_chip(chip).hbm_bandwidth
-    floor, per_expert, per_byte = _weighted_fit(rows, lambda r: (1.0, _experts_run(r), _expert_bytes(r) / bandwidth))
+    floor, per_expert, per_byte = _weighted_fit(rows, lambda r: (1.0, r.experts_run,
+                                                                 r.experts_run * r.expert_bytes / bandwidth))
     if per_expert < 0:
-        (floor, per_byte), per_expert = _weighted_fit(rows, lambda r: (1.0, _expert_bytes(r) / bandwidth)), 0.0
+        (floor, per_byte), per_expert = _weighted_fit(rows, lambda r: (1.0, r.experts_run * r.expert_bytes
+                                                                       / bandwidth)), 0.0
     if floor <= 0 or per_byte < 1:
         raise ValueError(f"{engine}'s MoE timings on {chip} in {dtype} fit an unphysical layer (floor {floor:.3g} s, "
                          f"bandwidth fraction {1 / per_byte:.3g}); check the rows")
     model = MoeLayerModel(engine, chip, dtype, floor, per_expert, 1 / per_byte, len(rows), 0.0)
-    within = sum(abs(model.layer_s(_experts_run(r), _expert_bytes(r)) / r.latency_s - 1) <= 0.25 for r in rows)
+    within = sum(abs(model.layer_s(r.experts_run, r.experts_run * r.expert_bytes) / r.latency_s - 1) <= 0.25
+                 for r in rows)
     return replace(model, within_25=within / len(rows))
 
 
